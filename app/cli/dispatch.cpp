@@ -1,0 +1,28 @@
+#include "app/cli/commands.h"
+#include "engine/util/error.h"
+
+namespace specscope::cli {
+
+void print_usage(FILE* out) {
+  std::fprintf(out,
+               "usage: specscope-cli COMMAND [options]\n"
+               "commands:\n"
+               "  info        --model PATH [--json]\n"
+               "  tokenize    --model PATH --text TEXT [--json]\n"
+               "  detokenize  --model PATH --ids 1,2,3\n"
+               "  run         --model PATH (--prompt TEXT | --prompt-file F) [--chat] [--max-tokens N]\n"
+               "              [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--json]\n"
+               "  bench       --model PATH [--prompt-tokens N] [--gen-tokens N] [--repeat R] [--json]\n"
+               "--model defaults to the embedded default model.\n");
+}
+
+int dispatch(const std::string& sub, Args& args) {
+  if (sub == "info") return cmd_info(args);
+  if (sub == "tokenize") return cmd_tokenize(args);
+  if (sub == "detokenize") return cmd_detokenize(args);
+  if (sub == "run") return cmd_run(args);
+  if (sub == "bench") return cmd_bench(args);
+  throw InputError(sub, "unknown command (see specscope-cli --help)");
+}
+
+}  // namespace specscope::cli

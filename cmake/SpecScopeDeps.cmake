@@ -1,0 +1,23 @@
+# Finds the Debian packages SpecScope builds against (see scripts/install-deps.sh).
+find_package(Threads REQUIRED)
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
+
+# CUDA: AUTO builds the backend when a CUDA compiler is found; ON insists; OFF skips it.
+set(SPECSCOPE_HAVE_CUDA OFF)
+if(NOT SPECSCOPE_CUDA STREQUAL "OFF")
+  include(CheckLanguage)
+  if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    set(SPECSCOPE_HAVE_CUDA ON)
+  elseif(SPECSCOPE_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "SPECSCOPE_CUDA=ON but no CUDA compiler was found")
+  endif()
+endif()
+message(STATUS "SpecScope CUDA backend: ${SPECSCOPE_HAVE_CUDA}")

@@ -1,0 +1,58 @@
+#pragma once
+// A loaded Llama-family model: config, memory-mapped weights, tokenizer, chat template, generation defaults.
+// Immutable once loaded and shared by every Context (lane) that runs it.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/model/config.h"
+#include "engine/model/forward.h"
+#include "engine/model/weights.h"
+
+namespace specscope {
+
+class Tokenizer;
+class ChatTemplate;
+
+struct GenerationDefaults {  // generation_config.json
+  std::optional<float> temperature, top_p;
+  std::optional<int> top_k;
+  std::vector<int> eos_token_ids;
+};
+
+struct LoadOptions {
+  bool check_finite = true;  // scan weights for NaN/Inf (fast; catches corrupt files)
+};
+
+class Model {
+ public:
+  // `path` is a Hugging Face model directory (config.json, *.safetensors, tokenizer.json, ...).
+  // Throws InputError naming the file and the problem.
+  static std::shared_ptr<const Model> load(const std::string& path, const LoadOptions& opts = {});
+
+  const std::string& path() const { return path_; }
+  const ModelConfig& config() const { return config_; }
+  const ModelWeights& weights() const { return weights_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const ChatTemplate& chat_template() const { return *chat_template_; }
+  const GenerationDefaults& generation_defaults() const { return gen_; }
+  // Every id that ends generation (config, generation_config and tokenizer EOS, deduplicated).
+  const std::vector<int>& eos_ids() const { return eos_ids_; }
+  std::string weights_dtype() const;  // the stored dtype of the matrices, e.g. "bf16"
+  uint64_t parameter_count() const;
+
+  // A new sequence on the CPU backend.
+  std::unique_ptr<Context> new_cpu_context(int n_ctx = 0) const;
+
+ private:
+  std::string path_;
+  ModelConfig config_;
+  ModelWeights weights_;
+  std::shared_ptr<Tokenizer> tokenizer_;
+  std::shared_ptr<ChatTemplate> chat_template_;
+  GenerationDefaults gen_;
+  std::vector<int> eos_ids_;
+};
+
+}  // namespace specscope

@@ -1,0 +1,29 @@
+#include "engine/util/tensor.h"
+
+namespace specscope {
+
+std::string TensorView::shape_str() const {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+float TensorView::at(int64_t i) const {
+  switch (dtype) {
+    case DType::F32: return static_cast<const float*>(data)[i];
+    case DType::F16: return f16_to_f32(static_cast<const uint16_t*>(data)[i]);
+    case DType::BF16: return bf16_to_f32(static_cast<const uint16_t*>(data)[i]);
+    case DType::I64: return float(static_cast<const int64_t*>(data)[i]);
+    case DType::I32: return float(static_cast<const int32_t*>(data)[i]);
+    case DType::BOOL: case DType::U8: return float(static_cast<const uint8_t*>(data)[i]);
+  }
+  return 0.f;
+}
+
+std::vector<float> TensorView::to_f32() const {
+  std::vector<float> out(static_cast<size_t>(numel()));
+  for (int64_t i = 0; i < numel(); ++i) out[size_t(i)] = at(i);
+  return out;
+}
+
+}  // namespace specscope

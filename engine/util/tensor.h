@@ -1,0 +1,34 @@
+#pragma once
+// A view of a stored tensor: type, shape and a pointer into a mapping (or an owned buffer) that outlives it.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/util/dtype.h"
+
+namespace specscope {
+
+struct TensorView {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  const void* data = nullptr;
+  std::shared_ptr<const void> keep_alive;  // the mapping or buffer that owns `data`
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (auto d : shape) n *= d;
+    return n;
+  }
+  size_t nbytes() const { return size_t(numel()) * dtype_size(dtype); }
+  int64_t rows() const { return shape.empty() ? 1 : shape[0]; }
+  int64_t cols() const { return shape.size() < 2 ? (shape.empty() ? 1 : shape[0]) : shape[1]; }
+  std::string shape_str() const;
+  // Element i converted to f32 (slow path, for loading small vectors and tests).
+  float at(int64_t i) const;
+  // Copies the whole tensor to f32 (for small tensors: norms, biases).
+  std::vector<float> to_f32() const;
+};
+
+}  // namespace specscope

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the Debian packages SpecScope builds against. Idempotent: installs only what is missing.
+# Usage: scripts/install-deps.sh [--gui]   (--gui adds Qt 6 and Dear ImGui for the desktop app)
+set -euo pipefail
+want=(build-essential cmake ninja-build pkg-config git
+      libspdlog-dev libfmt-dev libsqlite3-dev libgtest-dev libgmock-dev nlohmann-json3-dev libopenblas-dev)
+if [[ "${1:-}" == "--gui" ]]; then
+  want+=(qt6-base-dev qt6-charts-dev libqt6opengl6-dev libimgui-dev libgl-dev xvfb xauth mesa-utils libgl1-mesa-dri)
+fi
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "[install-deps] installing: ${missing[*]}"
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "[install-deps] all Debian packages present"
+fi
