@@ -2,6 +2,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 
@@ -20,6 +21,74 @@ CommandResult run_cli(const std::string& args) {
   int st = pclose(p);
   r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   return r;
+}
+
+}  // namespace specscope::test
+
+#include <cmath>
+
+namespace specscope::test {
+
+// Regularized upper incomplete gamma Q(a, x), by series (x < a+1) or continued fraction (Numerical Recipes'
+// formulation of the standard expansions).
+static double gamma_q(double a, double x) {
+  if (x <= 0) return 1.0;
+  const double gln = std::lgamma(a);
+  if (x < a + 1) {
+    double ap = a, sum = 1.0 / a, del = sum;
+    for (int n = 0; n < 10000; ++n) {
+      ap += 1;
+      del *= x / ap;
+      sum += del;
+      if (std::fabs(del) < std::fabs(sum) * 1e-15) break;
+    }
+    return 1.0 - sum * std::exp(-x + a * std::log(x) - gln);
+  }
+  double b = x + 1 - a, c = 1.0 / 1e-300, d = 1.0 / b, h = d;
+  for (int i = 1; i < 10000; ++i) {
+    double an = -i * (i - a);
+    b += 2;
+    d = an * d + b;
+    if (std::fabs(d) < 1e-300) d = 1e-300;
+    c = b + an / c;
+    if (std::fabs(c) < 1e-300) c = 1e-300;
+    d = 1.0 / d;
+    double del = d * c;
+    h *= del;
+    if (std::fabs(del - 1.0) < 1e-15) break;
+  }
+  return std::exp(-x + a * std::log(x) - gln) * h;
+}
+
+double chi_square_p_value(double stat, int dof) { return gamma_q(0.5 * dof, 0.5 * stat); }
+
+double chi_square_test(const std::vector<long>& observed, const std::vector<double>& probs, int* dof_out) {
+  long total = 0;
+  for (long o : observed) total += o;
+  double stat = 0, pooled_e = 0;
+  long pooled_o = 0;
+  int cells = 0;
+  for (size_t i = 0; i < observed.size(); ++i) {
+    double e = probs[i] * double(total);
+    if (e < 5) {
+      pooled_e += e;
+      pooled_o += observed[i];
+      continue;
+    }
+    stat += (observed[i] - e) * (observed[i] - e) / e;
+    ++cells;
+  }
+  if (pooled_e > 0) {
+    if (pooled_e >= 1) {
+      stat += (pooled_o - pooled_e) * (pooled_o - pooled_e) / pooled_e;
+      ++cells;
+    } else if (pooled_o > 5) {
+      stat += 1e9;  // mass where the distribution has almost none: certainly wrong
+    }
+  }
+  int dof = std::max(cells - 1, 1);
+  if (dof_out) *dof_out = dof;
+  return chi_square_p_value(stat, dof);
 }
 
 }  // namespace specscope::test

@@ -14,3 +14,13 @@ struct CommandResult {
 CommandResult run_cli(const std::string& args);
 
 }  // namespace specscope::test
+
+namespace specscope::test {
+
+// Upper tail P(X >= stat) of the chi-square distribution with `dof` degrees of freedom.
+double chi_square_p_value(double stat, int dof);
+// Pearson's test of observed counts against expected probabilities (cells with expected count < 5 are
+// pooled into one). Returns the p-value; `dof_out` receives the degrees of freedom used.
+double chi_square_test(const std::vector<long>& observed, const std::vector<double>& probs, int* dof_out = nullptr);
+
+}  // namespace specscope::test

@@ -17,5 +17,6 @@ int cmd_bench(Args& args);
 
 // The model path from --model, or the embedded default model.
 std::string model_path(Args& args);
+void setup_logging();
 
 }  // namespace specscope::cli

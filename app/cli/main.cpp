@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
     print_usage(stdout);
     return 0;
   }
+  setup_logging();
   try {
     Args args(argc - 2, argv + 2);
     return dispatch(sub, args);

@@ -25,7 +25,9 @@ struct LoadOptions {
   bool check_finite = true;  // scan weights for NaN/Inf (fast; catches corrupt files)
 };
 
-class Model {
+class TensorStore;
+
+class Model : public std::enable_shared_from_this<Model> {
  public:
   // `path` is a Hugging Face model directory (config.json, *.safetensors, tokenizer.json, ...).
   // Throws InputError naming the file and the problem.
@@ -53,6 +55,7 @@ class Model {
   std::shared_ptr<ChatTemplate> chat_template_;
   GenerationDefaults gen_;
   std::vector<int> eos_ids_;
+  std::shared_ptr<const TensorStore> store_;  // owns the mappings the weight views point into
 };
 
 }  // namespace specscope

@@ -1,0 +1,128 @@
+// specscope-cli bench: prefill and decode speed, and the cost of one forward with n new tokens (the curve
+// speculative decoding lives on). Medians of --repeat runs; --json for machines, --out to save it.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "app/cli/commands.h"
+#include "engine/model/model.h"
+#include "engine/sampling/sampler.h"
+#include "engine/util/error.h"
+
+namespace specscope::cli {
+
+static double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+static std::vector<int> parse_sizes(const std::string& s) {
+  std::vector<int> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end || v <= 0 || v > 4096) throw InputError("--step-sizes", "bad size '" + item + "'");
+    out.push_back(int(v));
+  }
+  return out;
+}
+
+int cmd_bench(Args& args) {
+  using clock = std::chrono::steady_clock;
+  std::string path = model_path(args);
+  int prompt_tokens = args.get_int("--prompt-tokens", 128);
+  int gen_tokens = args.get_int("--gen-tokens", 64);
+  int repeat = args.get_int("--repeat", 5);
+  auto sizes = parse_sizes(args.get_or("--step-sizes", "1,2,4,8,16,32,64"));
+  bool json = args.has("--json");
+  auto out_file = args.get("--out");
+  args.finish();
+  if (prompt_tokens < 1 || gen_tokens < 1 || repeat < 1)
+    throw InputError("bench", "--prompt-tokens, --gen-tokens and --repeat must be >= 1");
+
+  auto model = Model::load(path);
+  const int V = model->config().vocab_size;
+  auto ctx = model->new_cpu_context(0);
+  int max_step = *std::max_element(sizes.begin(), sizes.end());
+  if (prompt_tokens + std::max(gen_tokens, max_step) > ctx->n_ctx())
+    throw InputError("--prompt-tokens", "prompt + generated tokens exceed the model's context");
+  // A deterministic prompt of ordinary (non-special) token ids.
+  std::vector<int32_t> prompt(prompt_tokens);
+  for (int i = 0; i < prompt_tokens; ++i) prompt[i] = int32_t((1000003ll * (i + 1)) % std::max(V - 300, 1) + 256);
+
+  std::vector<double> prefill_tps, decode_tps;
+  std::map<int, std::vector<double>> step_ms;
+  ForwardOutput out;
+  for (int r = 0; r < repeat; ++r) {
+    std::fprintf(stderr, "\r[bench] run %d/%d", r + 1, repeat);
+    ctx->truncate(0);
+    Batch b = Batch::causal(prompt);
+    b.logit_rows = {prompt_tokens - 1};
+    auto t0 = clock::now();
+    ctx->forward(b, out);
+    auto t1 = clock::now();
+    prefill_tps.push_back(prompt_tokens / std::chrono::duration<double>(t1 - t0).count());
+    // The n-token step cost at this context length: forward n tokens (all logits, as verification needs),
+    // then drop them again.
+    for (int n : sizes) {
+      Batch sb;
+      sb.tokens.assign(prompt.begin(), prompt.begin() + n);
+      auto s0 = clock::now();
+      ctx->forward(sb, out);
+      step_ms[n].push_back(std::chrono::duration<double, std::milli>(clock::now() - s0).count());
+      ctx->truncate(prompt_tokens);
+    }
+    int32_t tok = argmax(out.row_logits(0), V);
+    auto d0 = clock::now();
+    for (int g = 0; g < gen_tokens; ++g) {
+      Batch nb;
+      nb.tokens = {tok};
+      ctx->forward(nb, out);
+      tok = argmax(out.row_logits(0), V);
+    }
+    decode_tps.push_back(gen_tokens / std::chrono::duration<double>(clock::now() - d0).count());
+  }
+  std::fprintf(stderr, "\r");
+
+  nlohmann::json j = {{"model", path},
+                      {"parameters", model->parameter_count()},
+                      {"weights_dtype", model->weights_dtype()},
+                      {"backend", ctx->backend_name()},
+                      {"threads", std::thread::hardware_concurrency()},
+                      {"prompt_tokens", prompt_tokens},
+                      {"gen_tokens", gen_tokens},
+                      {"repeat", repeat},
+                      {"prefill_tokens_per_second", median(prefill_tps)},
+                      {"decode_tokens_per_second", median(decode_tps)}};
+  double one = median(step_ms[sizes.front()]);
+  nlohmann::json steps = nlohmann::json::array();
+  for (int n : sizes)
+    steps.push_back({{"tokens", n}, {"ms", median(step_ms[n])}, {"relative_to_first", median(step_ms[n]) / one}});
+  j["step_cost"] = steps;
+  if (out_file) {
+    std::ofstream f(*out_file);
+    if (!f) throw InputError(*out_file, "cannot write");
+    f << j.dump(2) << "\n";
+  }
+  if (json) {
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("model    %s (%.2fM parameters, %s, %s backend)\n", path.c_str(),
+              double(model->parameter_count()) / 1e6, model->weights_dtype().c_str(), ctx->backend_name().c_str());
+  std::printf("prefill  %.1f tok/s (%d tokens, median of %d)\n", median(prefill_tps), prompt_tokens, repeat);
+  std::printf("decode   %.1f tok/s (%d tokens, median of %d)\n", median(decode_tps), gen_tokens, repeat);
+  std::printf("step cost with n new tokens (context %d):\n", prompt_tokens);
+  for (int n : sizes) std::printf("  n=%-4d %8.3f ms  %5.2fx\n", n, median(step_ms[n]), median(step_ms[n]) / one);
+  return 0;
+}
+
+}  // namespace specscope::cli

@@ -1,0 +1,25 @@
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+
+#include "app/cli/commands.h"
+#include "engine/model/default_model.h"
+
+namespace specscope::cli {
+
+std::string model_path(Args& args) {
+  auto m = args.get("--model");
+  return m ? *m : default_model_path();
+}
+
+// Logs go to stderr so that stdout stays clean for text and JSON. SPECSCOPE_LOG=debug|info|warn|off.
+void setup_logging() {
+  auto logger = spdlog::stderr_color_mt("specscope");
+  spdlog::set_default_logger(logger);
+  spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
+  const char* lvl = std::getenv("SPECSCOPE_LOG");
+  spdlog::set_level(lvl ? spdlog::level::from_str(lvl) : spdlog::level::warn);
+}
+
+}  // namespace specscope::cli

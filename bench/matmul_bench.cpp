@@ -1,0 +1,225 @@
+// Times one decoding "step" worth of linear layers (all the matmuls of a small Llama-like stack plus its LM
+// head) for n = 1..64 tokens, with weights in f32, f16 and bf16, against a plain OpenBLAS sgemv/sgemm on the
+// same f32 weights. Prints median milliseconds, the ratio to n = 1, the weight bytes streamed per second and
+// GFLOP/s; --json FILE writes the same numbers.
+//
+//   matmul_bench [--model 26m|60m|all] [--dtypes f32,f16,bf16] [--ns 1,2,4,8,16,32,64] [--reps 21]
+//                [--isa auto|avx512|avx2|scalar] [--no-blas] [--blas-only] [--blas-min N] [--json FILE]
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/cpu/matmul.h"
+#include "engine/util/dtype.h"
+#include "engine/util/tensor.h"
+
+using namespace specscope;
+
+namespace {
+
+struct Shape {
+  int out, in;
+};
+
+struct ModelSpec {
+  std::string name;
+  int d, ffn, layers, vocab;
+  std::vector<Shape> shapes() const {
+    std::vector<Shape> s;
+    for (int l = 0; l < layers; ++l) {
+      for (int i = 0; i < 4; ++i) s.push_back({d, d});  // q, k, v, o
+      s.push_back({ffn, d});                             // gate
+      s.push_back({ffn, d});                             // up
+      s.push_back({d, ffn});                             // down
+    }
+    s.push_back({vocab, d});  // LM head
+    return s;
+  }
+};
+
+struct Matrix {
+  Shape shape;
+  std::vector<float> f32;
+  std::vector<uint16_t> half;  // f16 or bf16 copy, depending on the model's dtype pass
+  TensorView view(DType t) const {
+    TensorView v;
+    v.dtype = t;
+    v.shape = {shape.out, shape.in};
+    v.data = t == DType::F32 ? static_cast<const void*>(f32.data()) : static_cast<const void*>(half.data());
+    return v;
+  }
+};
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+struct Row {
+  std::string model, dtype, impl;
+  int n;
+  double ms, ms_min, ratio, gbps, gflops;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model_arg = "all", json_path;
+  std::vector<std::string> dtypes = {"f32", "f16", "bf16"};
+  std::vector<int> ns = {1, 2, 4, 8, 16, 32, 64};
+  int reps = 21;
+  bool run_blas = true, run_ours = true;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--model") model_arg = next();
+    else if (a == "--dtypes") dtypes = split(next());
+    else if (a == "--ns") {
+      ns.clear();
+      for (auto& s : split(next())) ns.push_back(std::atoi(s.c_str()));
+    } else if (a == "--reps") reps = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--json") json_path = next();
+    else if (a == "--no-blas") run_blas = false;
+    else if (a == "--blas-only") run_ours = false;
+    else if (a == "--blas-min") cpu::set_blas_min_tokens(std::atoi(next().c_str()));
+    else if (a == "--isa") {
+      const std::string v = next();
+      cpu::set_isa(v == "avx512" ? cpu::Isa::Avx512 : v == "avx2" ? cpu::Isa::Avx2 : v == "scalar" ? cpu::Isa::Scalar
+                                                                                                   : cpu::Isa::Auto);
+    } else {
+      std::fprintf(stderr,
+                   "usage: matmul_bench [--model 26m|60m|all] [--dtypes f32,f16,bf16] [--ns 1,2,4,...] [--reps N]\n"
+                   "                    [--isa auto|avx512|avx2|scalar] [--no-blas] [--blas-only] [--blas-min N]"
+                   " [--json FILE]\n");
+      return 2;
+    }
+  }
+
+  std::vector<ModelSpec> models;
+  if (model_arg == "26m" || model_arg == "all") models.push_back({"26m", 512, 1536, 6, 8192});
+  if (model_arg == "60m" || model_arg == "all") models.push_back({"60m", 768, 2048, 8, 8192});
+  const int max_n = *std::max_element(ns.begin(), ns.end());
+
+  std::printf("isa %s, blas_min_tokens %d, reps %d (median; min in brackets)\n", cpu::active_isa(),
+              cpu::blas_min_tokens(), reps);
+  std::vector<Row> rows;
+  std::mt19937 rng(123);
+  std::uniform_real_distribution<float> uni(-0.05f, 0.05f);
+
+  for (const auto& spec : models) {
+    std::vector<Matrix> mats;
+    size_t params = 0;
+    int max_dim = 0;
+    for (auto s : spec.shapes()) {
+      Matrix m;
+      m.shape = s;
+      m.f32.resize(size_t(s.out) * s.in);
+      for (auto& v : m.f32) v = uni(rng);
+      params += m.f32.size();
+      max_dim = std::max({max_dim, s.out, s.in});
+      mats.push_back(std::move(m));
+    }
+    std::vector<float> X(size_t(max_n) * max_dim), Y(size_t(max_n) * max_dim);
+    for (auto& v : X) v = uni(rng);
+    std::printf("\nmodel %s: %zu matrices, %.1fM parameters\n", spec.name.c_str(), mats.size(), params / 1e6);
+
+    auto run_series = [&](const std::string& dtype_name, const std::string& impl, auto&& step, size_t bytes) {
+      double ms1 = 0;
+      std::printf("  %-5s %-8s", dtype_name.c_str(), impl.c_str());
+      for (int n : ns) {
+        for (int w = 0; w < 3; ++w) step(n);
+        std::vector<double> t;
+        for (int r = 0; r < reps; ++r) {
+          const double t0 = now_s();
+          step(n);
+          t.push_back((now_s() - t0) * 1e3);
+        }
+        const double ms = median(t);
+        const double mn = *std::min_element(t.begin(), t.end());
+        if (n == ns.front()) ms1 = ms;
+        Row row{spec.name, dtype_name, impl, n, ms, mn, ms / ms1, double(bytes) / (ms * 1e-3) / 1e9,
+                2.0 * double(params) * n / (ms * 1e-3) / 1e9};
+        rows.push_back(row);
+        std::printf(" | n=%-2d %7.3f ms [%6.3f] x%4.2f %5.1f GB/s %5.1f GF", n, ms, mn, row.ratio, row.gbps,
+                    row.gflops);
+        std::fflush(stdout);
+      }
+      std::printf("\n");
+    };
+
+    for (const auto& dt : dtypes) {
+      DType t = dt == "f16" ? DType::F16 : dt == "bf16" ? DType::BF16 : DType::F32;
+      if (t != DType::F32) {
+        for (auto& m : mats) {
+          m.half.resize(m.f32.size());
+          for (size_t i = 0; i < m.f32.size(); ++i)
+            m.half[i] = t == DType::F16 ? f32_to_f16(m.f32[i]) : f32_to_bf16(m.f32[i]);
+        }
+      }
+      std::vector<TensorView> views;
+      for (auto& m : mats) views.push_back(m.view(t));
+      if (run_ours) {
+        auto step = [&](int n) {
+          for (const auto& v : views) cpu::linear(X.data(), n, v, nullptr, Y.data());
+        };
+        run_series(dt, "ours", step, params * dtype_size(t));
+      }
+      if (run_blas && t == DType::F32) {
+        auto step = [&](int n) {
+          for (const auto& m : mats) {
+            if (n == 1)
+              cblas_sgemv(CblasRowMajor, CblasNoTrans, m.shape.out, m.shape.in, 1.f, m.f32.data(), m.shape.in,
+                          X.data(), 1, 0.f, Y.data(), 1);
+            else
+              cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, m.shape.out, m.shape.in, 1.f, X.data(),
+                          m.shape.in, m.f32.data(), m.shape.in, 0.f, Y.data(), m.shape.out);
+          }
+        };
+        run_series(dt, "openblas", step, params * 4);
+      }
+    }
+  }
+
+  if (!json_path.empty()) {
+    nlohmann::json j;
+    j["isa"] = cpu::active_isa();
+    j["blas_min_tokens"] = cpu::blas_min_tokens();
+    j["reps"] = reps;
+    for (const auto& r : rows)
+      j["results"].push_back({{"model", r.model}, {"dtype", r.dtype}, {"impl", r.impl}, {"n", r.n}, {"ms", r.ms},
+                              {"ms_min", r.ms_min}, {"ratio", r.ratio}, {"gbps", r.gbps}, {"gflops", r.gflops}});
+    std::ofstream(json_path) << j.dump(2) << "\n";
+    std::printf("\nwrote %s\n", json_path.c_str());
+  }
+  return 0;
+}

@@ -1,0 +1,302 @@
+// linear(): dispatch, threading, the OpenBLAS path for large n, the portable scalar kernel and the reference.
+//
+// Plan of one call, Y[n, m] = X[n, k] W[m, k]^T:
+//  * n < blas_min_tokens(): the m output columns (weight rows) are split into one contiguous range per
+//    OpenMP thread (in units of 4 rows); each thread streams its weight rows from memory exactly once for
+//    all n tokens with register tiles (matmul_avx512.cpp / matmul_avx2.cpp, or rows_scalar below). With
+//    several token tiles, a panel of rows is widened to f32 once into a thread-private scratch buffer and
+//    reused from cache by every tile.
+//  * n >= blas_min_tokens() (prefill): cblas_sgemm, on W directly when f32, else on panels of rows widened
+//    to f32 into a scratch buffer.
+#include "engine/cpu/matmul.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/cpu/matmul_kernels.h"
+#include "engine/util/error.h"
+
+namespace specscope::cpu {
+namespace detail {
+
+int panel_rows(int k) {
+  // Enough rows to reuse each token tile from L1 several times, few enough that the widened panel
+  // (P x k f32) stays within L2 next to X. Overridable for tuning: SPECSCOPE_MATMUL_PANEL_ROWS.
+  static const int forced = [] {
+    const char* e = std::getenv("SPECSCOPE_MATMUL_PANEL_ROWS");
+    return e ? std::max(0, std::atoi(e)) : 0;
+  }();
+  if (forced > 0) return std::max(4, (std::min(forced, 256) + 3) / 4 * 4);
+  int p = int(std::max<int64_t>(1, (int64_t(32) * 1024) / (int64_t(std::max(k, 1)) * 4)));
+  p = std::clamp(p, 4, 32);
+  return p / 4 * 4;
+}
+
+size_t scratch_floats(int k) { return size_t(256) * size_t(std::max(k, 1)) + 64; }
+
+namespace {
+
+// Dot product with 8 independent partial sums (vectorizable without reassociation flags).
+inline float dot(const float* x, const float* w, int k) {
+  float s[8] = {};
+  int i = 0;
+  for (; i + 8 <= k; i += 8)
+    for (int j = 0; j < 8; ++j) s[j] += x[i + j] * w[i + j];
+  for (; i < k; ++i) s[i & 7] += x[i] * w[i];
+  return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+}
+
+}  // namespace
+
+void convert_scalar(DType t, const void* src, float* dst, size_t count) {
+  switch (t) {
+    case DType::F32: std::memcpy(dst, src, count * sizeof(float)); break;
+    case DType::F16: {
+      const uint16_t* s = static_cast<const uint16_t*>(src);
+      for (size_t i = 0; i < count; ++i) dst[i] = f16_to_f32(s[i]);
+      break;
+    }
+    case DType::BF16: {
+      const uint16_t* s = static_cast<const uint16_t*>(src);
+      for (size_t i = 0; i < count; ++i) dst[i] = bf16_to_f32(s[i]);
+      break;
+    }
+    default: break;
+  }
+}
+
+void rows_scalar(const LinearArgs& a, int r0, int r1, float* scratch) {
+  const int k = a.k, m = a.m;
+  const size_t esz = dtype_size(a.wtype);
+  const int P = panel_rows(k);
+  for (int p0 = r0; p0 < r1; p0 += P) {
+    const int pr = std::min(P, r1 - p0);
+    const float* wp;
+    if (a.wtype == DType::F32) {
+      wp = static_cast<const float*>(a.W) + size_t(p0) * k;
+    } else {
+      convert_scalar(a.wtype, static_cast<const char*>(a.W) + size_t(p0) * k * esz, scratch, size_t(pr) * k);
+      wp = scratch;
+    }
+    for (int t = 0; t < a.n; ++t) {
+      const float* x = a.X + size_t(t) * k;
+      float* y = a.Y + size_t(t) * m + p0;
+      for (int r = 0; r < pr; ++r) y[r] = dot(x, wp + size_t(r) * k, k) + (a.bias ? a.bias[p0 + r] : 0.f);
+    }
+  }
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::ConvertFn;
+using detail::LinearArgs;
+using detail::RowsFn;
+
+bool cpu_has_avx2() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+}
+bool cpu_has_avx512() {
+  return cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+}
+
+struct Dispatch {
+  Isa isa = Isa::Scalar;
+  RowsFn rows = detail::rows_scalar;
+  ConvertFn convert = detail::convert_scalar;
+};
+
+Dispatch make_dispatch(Isa want) {
+  if (want == Isa::Auto) {
+    want = Isa::Avx512;
+    if (const char* e = std::getenv("SPECSCOPE_MATMUL_ISA")) {
+      const std::string s(e);
+      if (s == "scalar") want = Isa::Scalar;
+      else if (s == "avx2") want = Isa::Avx2;
+    }
+  }
+  if (want == Isa::Avx512 && cpu_has_avx512()) return {Isa::Avx512, detail::rows_avx512, detail::convert_avx512};
+  if ((want == Isa::Avx512 || want == Isa::Avx2) && cpu_has_avx2())
+    return {Isa::Avx2, detail::rows_avx2, detail::convert_avx2};
+  return {};
+}
+
+Dispatch& dispatch() {
+  static Dispatch d = make_dispatch(Isa::Auto);
+  return d;
+}
+
+// n at or above which the product goes to OpenBLAS. Measured on the development machine (2-core Xeon,
+// AVX-512): see bench/matmul_bench.cpp.
+constexpr int kDefaultBlasMinTokens = 96;
+std::atomic<int> g_blas_min_tokens{kDefaultBlasMinTokens};
+
+// Below this many multiply-adds a call runs on the calling thread only (a fork/join costs ~1-3 us).
+constexpr size_t kMinParallelMacs = size_t(1) << 17;
+
+struct AlignedFree {
+  void operator()(float* p) const { std::free(p); }
+};
+
+// This thread's scratch buffer, at least `floats` long, 64-byte aligned.
+float* thread_scratch(size_t floats) {
+  thread_local std::unique_ptr<float, AlignedFree> buf;
+  thread_local size_t cap = 0;
+  if (cap < floats) {
+    const size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;
+    buf.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+    if (!buf) throw std::bad_alloc();
+    cap = bytes / sizeof(float);
+  }
+  return buf.get();
+}
+
+int weight_dims(const TensorView& W, const char* what, int* k) {
+  SPEC_INPUT_CHECK(W.shape.size() == 2, W.name, std::string(what) + ": weight must be 2-D, got " + W.shape_str());
+  SPEC_INPUT_CHECK(W.dtype == DType::F32 || W.dtype == DType::F16 || W.dtype == DType::BF16, W.name,
+                   std::string(what) + ": unsupported weight type " + std::string(dtype_name(W.dtype)));
+  SPEC_INPUT_CHECK(W.shape[0] >= 0 && W.shape[1] >= 0 && W.shape[0] <= INT_MAX && W.shape[1] <= INT_MAX, W.name,
+                   std::string(what) + ": bad weight shape " + W.shape_str());
+  SPEC_INPUT_CHECK(W.data != nullptr || W.numel() == 0, W.name, std::string(what) + ": weight has no data");
+  *k = int(W.shape[1]);
+  return int(W.shape[0]);
+}
+
+void fill_bias_or_zero(const LinearArgs& a) {
+  for (int t = 0; t < a.n; ++t) {
+    float* y = a.Y + size_t(t) * a.m;
+    if (a.bias)
+      std::memcpy(y, a.bias, size_t(a.m) * sizeof(float));
+    else
+      std::memset(y, 0, size_t(a.m) * sizeof(float));
+  }
+}
+
+void linear_blas(const LinearArgs& a, const Dispatch& d) {
+  const int n = a.n, m = a.m, k = a.k;
+  float beta = 0.f;
+  if (a.bias) {
+    fill_bias_or_zero(a);
+    beta = 1.f;
+  }
+  if (a.wtype == DType::F32) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, m, k, 1.f, a.X, k, static_cast<const float*>(a.W), k,
+                beta, a.Y, m);
+    return;
+  }
+  // Widen about 2 MB of weights at a time (at least 64 rows) and multiply that panel.
+  const int P = std::clamp(int((size_t(2) << 20) / (size_t(std::max(k, 1)) * 4)), 64, std::max(m, 64));
+  float* panel = thread_scratch(size_t(std::min(P, m)) * k);
+  const char* W = static_cast<const char*>(a.W);
+  const size_t esz = dtype_size(a.wtype);
+  for (int p0 = 0; p0 < m; p0 += P) {
+    const int pr = std::min(P, m - p0);
+    d.convert(a.wtype, W + size_t(p0) * k * esz, panel, size_t(pr) * k);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, pr, k, 1.f, a.X, k, panel, k, beta, a.Y + p0, m);
+  }
+}
+
+}  // namespace
+
+void linear(const float* X, int n, const TensorView& W, const float* bias, float* Y) {
+  int k = 0;
+  const int m = weight_dims(W, "linear", &k);
+  if (n <= 0 || m == 0) return;
+  LinearArgs a{X, n, k, W.data, W.dtype, bias, Y, m};
+  if (k == 0) {
+    fill_bias_or_zero(a);
+    return;
+  }
+  const Dispatch d = dispatch();
+  if (n >= g_blas_min_tokens.load(std::memory_order_relaxed)) {
+    linear_blas(a, d);
+    return;
+  }
+  const size_t sfloats = detail::scratch_floats(k);
+  const size_t macs = size_t(m) * size_t(k) * size_t(n);
+  const int max_threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const int units = (m + 3) / 4;  // row blocks of 4
+  const int nthreads = int(std::min<size_t>({size_t(max_threads), size_t(units), macs / kMinParallelMacs + 1}));
+  if (nthreads <= 1) {
+    d.rows(a, 0, m, thread_scratch(sfloats));
+    return;
+  }
+#pragma omp parallel num_threads(nthreads)
+  {
+    const int nt = omp_get_num_threads(), tid = omp_get_thread_num();
+    const int u0 = int(int64_t(units) * tid / nt), u1 = int(int64_t(units) * (tid + 1) / nt);
+    const int r0 = std::min(m, u0 * 4), r1 = std::min(m, u1 * 4);
+    if (r0 < r1) d.rows(a, r0, r1, thread_scratch(sfloats));
+  }
+}
+
+void linear_reference(const float* X, int n, const TensorView& W, const float* bias, float* Y) {
+  int k = 0;
+  const int m = weight_dims(W, "linear_reference", &k);
+  std::vector<float> row(size_t(std::max(k, 1)));
+  const size_t esz = dtype_size(W.dtype);
+  for (int r = 0; r < m; ++r) {
+    detail::convert_scalar(W.dtype, static_cast<const char*>(W.data) + size_t(r) * k * esz, row.data(), size_t(k));
+    for (int t = 0; t < n; ++t) {
+      const float* x = X + size_t(t) * k;
+      double s = bias ? double(bias[r]) : 0.0;
+      for (int i = 0; i < k; ++i) s += double(x[i]) * double(row[size_t(i)]);
+      Y[size_t(t) * m + r] = float(s);
+    }
+  }
+}
+
+void embedding_row(const TensorView& E, int row, float* out) {
+  int h = 0;
+  const int v = weight_dims(E, "embedding", &h);
+  SPEC_INPUT_CHECK(row >= 0 && row < v, E.name,
+                   "token id " + std::to_string(row) + " out of range [0, " + std::to_string(v) + ")");
+  dispatch().convert(E.dtype, static_cast<const char*>(E.data) + size_t(row) * size_t(h) * dtype_size(E.dtype), out,
+                     size_t(h));
+}
+
+void convert_to_f32(DType t, const void* src, float* dst, size_t count) {
+  SPEC_INPUT_CHECK(t == DType::F32 || t == DType::F16 || t == DType::BF16, "",
+                   "convert_to_f32: unsupported type " + std::string(dtype_name(t)));
+  dispatch().convert(t, src, dst, count);
+}
+
+const char* active_isa() {
+  switch (dispatch().isa) {
+    case Isa::Avx512: return "avx512";
+    case Isa::Avx2: return "avx2";
+    default: return "scalar";
+  }
+}
+
+bool isa_supported(Isa isa) {
+  switch (isa) {
+    case Isa::Auto: case Isa::Scalar: return true;
+    case Isa::Avx2: return cpu_has_avx2();
+    case Isa::Avx512: return cpu_has_avx512();
+  }
+  return false;
+}
+
+Isa set_isa(Isa isa) {
+  dispatch() = make_dispatch(isa == Isa::Auto ? Isa::Avx512 : isa);
+  return dispatch().isa;
+}
+
+int set_blas_min_tokens(int n) {
+  return g_blas_min_tokens.exchange(n <= 0 ? kDefaultBlasMinTokens : n);
+}
+int blas_min_tokens() { return g_blas_min_tokens.load(); }
+
+}  // namespace specscope::cpu

@@ -1,0 +1,48 @@
+#pragma once
+// The linear layer, the one hot operation of CPU inference: Y[n, m] = X[n, k] * W[m, k]^T (+ bias[m]).
+//
+// W is a PyTorch Linear weight [out = m, in = k], row-major, stored as f32, f16 or bf16 (usually a view
+// into a memory-mapped file) and is never converted to f32 as a whole. X and Y are f32, row-major, dense
+// (row strides k and m), and must not overlap.
+//
+// How it is computed (see matmul.cpp): each thread owns a contiguous range of output rows and streams each
+// of its weight rows from memory once for all n tokens, with register tiles of 4 weight rows x up to 6
+// tokens (AVX-512) or 4 x 3 (AVX2+FMA+F16C); f16 rows are widened with F16C and bf16 rows by shifting, both
+// exact. For n above a measured crossover the product goes to OpenBLAS sgemm (f16/bf16 weights widened
+// panel by panel into a scratch buffer). The instruction set is chosen at run time, so the binary runs on
+// any x86-64; the results of all paths agree to f32 rounding, not bit for bit.
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/util/tensor.h"
+
+namespace specscope::cpu {
+
+// Y[n, m] = X[n, k] * W^T (+ bias, when not null). W: rank 2 {m, k}, dtype F32, F16 or BF16 (anything else
+// throws InputError). Any n >= 1 (n <= 0: no-op). Threads with OpenMP over output rows.
+void linear(const float* X, int n, const TensorView& W, const float* bias, float* Y);
+
+// The same product with plain loops and double accumulation (each output rounded once to f32). Slow; the
+// yardstick for tests.
+void linear_reference(const float* X, int n, const TensorView& W, const float* bias, float* Y);
+
+// Row `row` of an embedding table E [V, H] (f32, f16 or bf16) widened to f32 into out[H].
+void embedding_row(const TensorView& E, int row, float* out);
+
+// Widens `count` elements of type t (F32, F16 or BF16) starting at src to f32. Exact.
+void convert_to_f32(DType t, const void* src, float* dst, size_t count);
+
+// --- Introspection and knobs, for tests and benchmarks. Not thread-safe against concurrent linear() calls.
+enum class Isa { Auto, Scalar, Avx2, Avx512 };
+// The kernel family linear() uses now: "avx512", "avx2" or "scalar".
+const char* active_isa();
+// Whether this CPU (and OS) can run the given kernel family.
+bool isa_supported(Isa isa);
+// Forces a kernel family (clamped to what the CPU supports); Auto restores the best one. Returns the active.
+Isa set_isa(Isa isa);
+// n at or above which linear() hands the product to OpenBLAS sgemm; 0 restores the default. INT32_MAX:
+// never. Returns the previous value.
+int set_blas_min_tokens(int n);
+int blas_min_tokens();
+
+}  // namespace specscope::cpu

@@ -1,0 +1,40 @@
+#pragma once
+// Internal to engine/cpu/matmul*.cpp: the per-instruction-set kernels linear() dispatches to. Each
+// kernel family lives in its own .cpp compiled for its target (#pragma GCC target) and is only called after
+// a run-time CPU check.
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/util/dtype.h"
+
+namespace specscope::cpu::detail {
+
+struct LinearArgs {
+  const float* X;     // [n, k]
+  int n;
+  int k;
+  const void* W;      // [m, k] of wtype
+  DType wtype;        // F32, F16 or BF16
+  const float* bias;  // [m] or null
+  float* Y;           // [n, m]
+  int m;
+};
+
+// Computes output columns (weight rows) [r0, r1) of Y for all n tokens. `scratch` holds at least
+// scratch_floats(k) floats, 64-byte aligned, private to the calling thread.
+using RowsFn = void (*)(const LinearArgs& a, int r0, int r1, float* scratch);
+using ConvertFn = void (*)(DType t, const void* src, float* dst, size_t count);
+
+size_t scratch_floats(int k);
+
+void rows_scalar(const LinearArgs& a, int r0, int r1, float* scratch);
+void convert_scalar(DType t, const void* src, float* dst, size_t count);
+void rows_avx2(const LinearArgs& a, int r0, int r1, float* scratch);
+void convert_avx2(DType t, const void* src, float* dst, size_t count);
+void rows_avx512(const LinearArgs& a, int r0, int r1, float* scratch);
+void convert_avx512(DType t, const void* src, float* dst, size_t count);
+
+// Rows per weight panel the tiled kernels convert/reuse at once (a multiple of 4), for a given k.
+int panel_rows(int k);
+
+}  // namespace specscope::cpu::detail

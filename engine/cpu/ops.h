@@ -1,0 +1,20 @@
+#pragma once
+// Element-wise and row-wise CPU kernels of the decoder (everything except the matrix products, which live in
+// matmul.h). Each has the straightforward semantics of its PyTorch counterpart in transformers' Llama code.
+#include <cstdint>
+
+namespace specscope::cpu {
+
+// y = x / sqrt(mean(x^2) + eps) * w, for `rows` rows of length `dim` (in place allowed).
+void rmsnorm(const float* x, const float* w, float* y, int rows, int dim, float eps);
+// Rotates pairs (i, i + head_dim/2) of every head of one token by angle pos * inv_freq[i] (HF rotate_half).
+void rope(float* vec, int n_heads, int head_dim, int32_t pos, const float* inv_freq);
+// out[i] = silu(gate[i]) * up[i]
+void silu_mul(const float* gate, const float* up, float* out, int64_t n);
+// In-place softmax over n values; returns nothing. Handles -inf entries.
+void softmax(float* x, int n);
+float dot(const float* a, const float* b, int n);
+void axpy(float a, const float* x, float* y, int n);  // y += a * x
+void add(const float* x, float* y, int64_t n);        // y += x
+
+}  // namespace specscope::cpu

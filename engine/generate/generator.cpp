@@ -1,0 +1,120 @@
+#include "engine/generate/generator.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "engine/model/model.h"
+#include "engine/tokenizer/chat_template.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "engine/util/error.h"
+
+namespace specscope {
+
+std::string StopMatcher::feed(const std::string& piece) {
+  if (stopped_) return {};
+  pending_ += piece;
+  for (const auto& s : stops_) {
+    auto at = pending_.find(s);
+    if (!s.empty() && at != std::string::npos) {
+      stopped_ = true;
+      std::string out = pending_.substr(0, at);
+      pending_.clear();
+      return out;
+    }
+  }
+  // Hold back the longest suffix that is a prefix of some stop string.
+  size_t hold = 0;
+  for (const auto& s : stops_)
+    for (size_t k = s.empty() ? 0 : std::min(s.size() - 1, pending_.size()); k > hold; --k)
+      if (pending_.compare(pending_.size() - k, k, s, 0, k) == 0) {
+        hold = k;
+        break;
+      }
+  std::string out = pending_.substr(0, pending_.size() - hold);
+  pending_.erase(0, pending_.size() - hold);
+  return out;
+}
+
+std::string StopMatcher::flush() {
+  std::string out;
+  out.swap(pending_);
+  return stopped_ ? std::string() : out;
+}
+
+std::vector<int32_t> encode_prompt(const Model& model, const std::string& prompt, bool chat) {
+  if (find_invalid_utf8(prompt) != std::string::npos)
+    throw InputError("prompt", "invalid UTF-8 at byte " + std::to_string(find_invalid_utf8(prompt)));
+  std::vector<int32_t> ids;
+  if (chat) {
+    const auto& tmpl = model.chat_template();
+    std::string text = tmpl.render({{"user", prompt}}, true);
+    ids = model.tokenizer().encode(text, !tmpl.renders_bos());
+  } else {
+    ids = model.tokenizer().encode(prompt, true);
+  }
+  if (ids.empty()) throw InputError("prompt", "empty prompt");
+  return ids;
+}
+
+GenerateResult generate(const Model& model, Context& ctx, const std::vector<int32_t>& prompt,
+                        const GenerateOptions& opts, const TokenCallback& on_token) {
+  using clock = std::chrono::steady_clock;
+  opts.sampling.validate();
+  if (opts.max_tokens < 0) throw InputError("--max-tokens", "must be >= 0");
+  if (int(prompt.size()) + 1 > ctx.n_ctx() - ctx.n_past())
+    throw InputError("prompt", "the prompt has " + std::to_string(prompt.size()) +
+                                   " tokens, more than fits the context of " + std::to_string(ctx.n_ctx()) + " tokens");
+  GenerateResult r;
+  r.prompt_tokens = int(prompt.size());
+  Rng rng(opts.sampling.seed);
+  StreamingDecoder decoder(model.tokenizer());
+  StopMatcher stops(opts.stop_strings);
+  const auto& eos = model.eos_ids();
+  const int V = model.config().vocab_size;
+
+  ForwardOutput out;
+  Batch b = Batch::causal(prompt);
+  b.logit_rows = {int(prompt.size()) - 1};
+  auto t0 = clock::now();
+  ctx.forward(b, out);
+  r.target_forwards = 1;
+  auto t1 = clock::now();
+  r.prefill_seconds = std::chrono::duration<double>(t1 - t0).count();
+  r.stop_reason = "max_tokens";
+  for (int step = 0; step < opts.max_tokens; ++step) {
+    int32_t tok = sample_token(out.row_logits(0), V, opts.sampling, rng);
+    if (opts.stop_at_eos && std::find(eos.begin(), eos.end(), tok) != eos.end()) {
+      r.stop_reason = "eos";
+      break;
+    }
+    r.tokens.push_back(tok);
+    std::string piece = stops.feed(decoder.push(tok));
+    r.text += piece;
+    if (on_token && !on_token(tok, piece)) {
+      r.stop_reason = "callback";
+      break;
+    }
+    if (stops.stopped()) {
+      r.stop_reason = "stop_string";
+      break;
+    }
+    if (step + 1 == opts.max_tokens) break;
+    if (ctx.n_past() + 1 > ctx.n_ctx()) {
+      r.stop_reason = "context";
+      break;
+    }
+    Batch nb;
+    nb.tokens = {tok};
+    ctx.forward(nb, out);
+    ++r.target_forwards;
+  }
+  if (r.stop_reason != "stop_string") {
+    std::string tail = stops.feed(decoder.flush()) + stops.flush();
+    r.text += tail;
+    if (on_token && !tail.empty()) on_token(-1, tail);
+  }
+  r.decode_seconds = std::chrono::duration<double>(clock::now() - t1).count();
+  return r;
+}
+
+}  // namespace specscope

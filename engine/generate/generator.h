@@ -1,0 +1,61 @@
+#pragma once
+// Vanilla autoregressive generation: prefill, then one token per target forward, with a streaming callback,
+// EOS and stop strings, and a token limit. Speculative methods reuse the same stopping and streaming rules.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/model/forward.h"
+#include "engine/sampling/sampler.h"
+
+namespace specscope {
+
+class Model;
+
+struct GenerateOptions {
+  int max_tokens = 128;
+  SamplingParams sampling;
+  std::vector<std::string> stop_strings;
+  bool stop_at_eos = true;
+};
+
+// Called once per committed token with the text it completes (possibly empty while a UTF-8 sequence is
+// incomplete). Return false to stop.
+using TokenCallback = std::function<bool(int32_t token, const std::string& text_piece)>;
+
+struct GenerateResult {
+  std::vector<int32_t> tokens;  // generated tokens (EOS excluded)
+  std::string text;             // their text, cut at a stop string if one matched
+  std::string stop_reason;      // "eos" | "stop_string" | "max_tokens" | "callback" | "context"
+  int prompt_tokens = 0;
+  double prefill_seconds = 0, decode_seconds = 0;
+  int target_forwards = 0;
+  double prefill_tokens_per_second() const { return prefill_seconds > 0 ? prompt_tokens / prefill_seconds : 0; }
+  double decode_tokens_per_second() const {
+    return decode_seconds > 0 ? double(tokens.size()) / decode_seconds : 0;
+  }
+};
+
+// Tracks stop strings over the streamed text; holds back text that might be the start of a stop string.
+class StopMatcher {
+ public:
+  explicit StopMatcher(std::vector<std::string> stops) : stops_(std::move(stops)) {}
+  // Feeds new text; returns text that is safe to show now. Sets stopped() when a stop string completes
+  // (the stop string and anything after it are never returned).
+  std::string feed(const std::string& piece);
+  std::string flush();  // releases held-back text at the end (no stop matched)
+  bool stopped() const { return stopped_; }
+
+ private:
+  std::vector<std::string> stops_;
+  std::string pending_;
+  bool stopped_ = false;
+};
+
+// Encodes the prompt (chat-formatted when `chat`) and checks it fits the context with room to generate.
+std::vector<int32_t> encode_prompt(const Model& model, const std::string& prompt, bool chat);
+
+GenerateResult generate(const Model& model, Context& ctx, const std::vector<int32_t>& prompt,
+                        const GenerateOptions& opts, const TokenCallback& on_token = {});
+
+}  // namespace specscope

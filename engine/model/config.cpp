@@ -1,0 +1,184 @@
+#include "engine/model/config.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "engine/util/error.h"
+#include "engine/util/mapped_file.h"
+
+namespace specscope {
+using nlohmann::json;
+
+namespace {
+
+int get_int(const json& j, const char* key, const std::string& path, std::optional<int> def = std::nullopt) {
+  if (!j.contains(key) || j[key].is_null()) {
+    if (def) return *def;
+    throw InputError(path, std::string("missing required field '") + key + "'");
+  }
+  if (!j[key].is_number_integer()) throw InputError(path, std::string("field '") + key + "' must be an integer");
+  int64_t v = j[key].get<int64_t>();
+  if (v < 0 || v > (int64_t(1) << 30)) throw InputError(path, std::string("field '") + key + "' is out of range");
+  return int(v);
+}
+
+float get_float(const json& j, const char* key, const std::string& path, float def) {
+  if (!j.contains(key) || j[key].is_null()) return def;
+  if (!j[key].is_number()) throw InputError(path, std::string("field '") + key + "' must be a number");
+  return j[key].get<float>();
+}
+
+DType parse_torch_dtype(const json& j) {
+  for (const char* key : {"torch_dtype", "dtype"}) {
+    if (j.contains(key) && j[key].is_string()) {
+      auto s = j[key].get<std::string>();
+      if (s == "bfloat16") return DType::BF16;
+      if (s == "float16") return DType::F16;
+      return DType::F32;
+    }
+  }
+  return DType::F32;
+}
+
+// Transformers < 5 writes rope_theta + rope_scaling; 5.x writes rope_parameters {rope_type, rope_theta, ...}.
+void parse_rope(const json& j, ModelConfig& c, const std::string& path) {
+  c.rope_theta = get_float(j, "rope_theta", path, 10000.f);
+  const json* rs = nullptr;
+  if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) rs = &j["rope_parameters"];
+  else if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) rs = &j["rope_scaling"];
+  if (!rs) return;
+  c.rope_theta = get_float(*rs, "rope_theta", path, c.rope_theta);
+  std::string type = "default";
+  if (rs->contains("rope_type") && (*rs)["rope_type"].is_string()) type = (*rs)["rope_type"].get<std::string>();
+  else if (rs->contains("type") && (*rs)["type"].is_string()) type = (*rs)["type"].get<std::string>();
+  if (type == "default") return;
+  c.rope_scaling.type = type;
+  c.rope_scaling.factor = get_float(*rs, "factor", path, 1.f);
+  if (type == "linear") {
+    if (c.rope_scaling.factor <= 0) throw InputError(path, "rope scaling factor must be positive");
+  } else if (type == "llama3") {
+    c.rope_scaling.low_freq_factor = get_float(*rs, "low_freq_factor", path, 1.f);
+    c.rope_scaling.high_freq_factor = get_float(*rs, "high_freq_factor", path, 4.f);
+    c.rope_scaling.original_max_position_embeddings =
+        get_int(*rs, "original_max_position_embeddings", path, 8192);
+    if (c.rope_scaling.factor <= 0 || c.rope_scaling.high_freq_factor <= c.rope_scaling.low_freq_factor)
+      throw InputError(path, "invalid llama3 rope scaling parameters");
+  } else if (type == "dynamic" && c.rope_scaling.factor == 1.f) {
+    c.rope_scaling.type = "none";
+  } else {
+    throw InputError(path, "unsupported rope scaling type '" + type + "' (supported: default, linear, llama3)");
+  }
+}
+
+}  // namespace
+
+ModelConfig ModelConfig::from_json_text(const std::string& text, const std::string& path) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    throw InputError(path, std::string("invalid JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw InputError(path, "expected a JSON object");
+  ModelConfig c;
+  if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
+      j["architectures"][0].is_string())
+    c.architecture = j["architectures"][0].get<std::string>();
+  if (j.contains("model_type") && j["model_type"].is_string()) c.model_type = j["model_type"].get<std::string>();
+  if (c.architecture.empty()) {
+    if (c.model_type == "llama") c.architecture = "LlamaForCausalLM";
+    else if (c.model_type == "mistral") c.architecture = "MistralForCausalLM";
+    else if (c.model_type == "qwen2") c.architecture = "Qwen2ForCausalLM";
+  }
+  if (c.architecture != "LlamaForCausalLM" && c.architecture != "MistralForCausalLM" &&
+      c.architecture != "Qwen2ForCausalLM")
+    throw InputError(path, "unsupported architecture '" + (c.architecture.empty() ? c.model_type : c.architecture) +
+                               "' (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)");
+  if (c.model_type.empty())
+    c.model_type = c.architecture == "Qwen2ForCausalLM" ? "qwen2" : c.architecture == "MistralForCausalLM" ? "mistral" : "llama";
+
+  c.hidden_size = get_int(j, "hidden_size", path);
+  c.intermediate_size = get_int(j, "intermediate_size", path);
+  c.num_layers = get_int(j, "num_hidden_layers", path);
+  c.num_heads = get_int(j, "num_attention_heads", path);
+  c.num_kv_heads = get_int(j, "num_key_value_heads", path, c.num_heads);
+  c.vocab_size = get_int(j, "vocab_size", path);
+  c.max_position_embeddings = get_int(j, "max_position_embeddings", path, 2048);
+  if (c.hidden_size <= 0 || c.intermediate_size <= 0 || c.num_layers <= 0 || c.num_heads <= 0 ||
+      c.num_kv_heads <= 0 || c.vocab_size <= 0 || c.max_position_embeddings <= 0)
+    throw InputError(path, "sizes must be positive");
+  c.head_dim = get_int(j, "head_dim", path, c.hidden_size / c.num_heads);
+  if (c.head_dim <= 0 || c.head_dim % 2) throw InputError(path, "head_dim must be positive and even");
+  if (!j.contains("head_dim") && c.hidden_size % c.num_heads)
+    throw InputError(path, "hidden_size is not a multiple of num_attention_heads");
+  if (c.num_heads % c.num_kv_heads)
+    throw InputError(path, "num_attention_heads is not a multiple of num_key_value_heads");
+  c.rms_norm_eps = get_float(j, "rms_norm_eps", path, 1e-6f);
+  parse_rope(j, c, path);
+  if (j.contains("tie_word_embeddings") && j["tie_word_embeddings"].is_boolean())
+    c.tie_word_embeddings = j["tie_word_embeddings"].get<bool>();
+  c.attention_bias = c.architecture == "Qwen2ForCausalLM" ||
+                     (j.contains("attention_bias") && j["attention_bias"].is_boolean() && j["attention_bias"].get<bool>());
+  c.mlp_bias = j.contains("mlp_bias") && j["mlp_bias"].is_boolean() && j["mlp_bias"].get<bool>();
+  if (j.contains("hidden_act") && j["hidden_act"].is_string()) c.hidden_act = j["hidden_act"].get<std::string>();
+  if (c.hidden_act != "silu" && c.hidden_act != "swish")
+    throw InputError(path, "unsupported hidden_act '" + c.hidden_act + "' (only silu)");
+  // Mistral always slides when sliding_window is set; Qwen2 only with use_sliding_window.
+  bool uses_window = c.architecture == "MistralForCausalLM" ||
+                     (j.contains("use_sliding_window") && j["use_sliding_window"].is_boolean() &&
+                      j["use_sliding_window"].get<bool>());
+  if (uses_window && j.contains("sliding_window") && j["sliding_window"].is_number_integer())
+    c.sliding_window = j["sliding_window"].get<int>();
+  c.torch_dtype = parse_torch_dtype(j);
+  if (j.contains("bos_token_id") && j["bos_token_id"].is_number_integer()) c.bos_token_id = j["bos_token_id"].get<int>();
+  if (j.contains("eos_token_id")) {
+    auto& e = j["eos_token_id"];
+    if (e.is_number_integer()) c.eos_token_ids.push_back(e.get<int>());
+    else if (e.is_array())
+      for (auto& x : e)
+        if (x.is_number_integer()) c.eos_token_ids.push_back(x.get<int>());
+  }
+  return c;
+}
+
+ModelConfig ModelConfig::from_file(const std::string& path) {
+  if (!file_exists(path)) throw InputError(path, "missing (a Hugging Face model directory needs config.json)");
+  return from_json_text(read_text_file(path), path);
+}
+
+std::string ModelConfig::summary() const {
+  std::ostringstream s;
+  s << architecture << " layers=" << num_layers << " hidden=" << hidden_size << " heads=" << num_heads
+    << " kv_heads=" << num_kv_heads << " head_dim=" << head_dim << " ffn=" << intermediate_size
+    << " vocab=" << vocab_size << " ctx=" << max_position_embeddings;
+  return s.str();
+}
+
+std::vector<float> rope_inv_freq(const ModelConfig& c) {
+  const int half = c.head_dim / 2;
+  std::vector<float> inv(half);
+  for (int i = 0; i < half; ++i) {
+    // As transformers computes it: in float32, base ** (2i / dim).
+    float expo = float(2 * i) / float(c.head_dim);
+    inv[i] = 1.0f / std::pow(c.rope_theta, expo);
+  }
+  const auto& rs = c.rope_scaling;
+  if (rs.type == "linear") {
+    for (auto& f : inv) f /= rs.factor;
+  } else if (rs.type == "llama3") {
+    const float old_ctx = float(rs.original_max_position_embeddings);
+    const float low_wavelen = old_ctx / rs.low_freq_factor;
+    const float high_wavelen = old_ctx / rs.high_freq_factor;
+    for (auto& f : inv) {
+      const float wavelen = 2.f * float(M_PI) / f;
+      if (wavelen < high_wavelen) continue;                       // high frequency: unchanged
+      if (wavelen > low_wavelen) { f = f / rs.factor; continue; }  // low frequency: scaled
+      const float smooth = (old_ctx / wavelen - rs.low_freq_factor) / (rs.high_freq_factor - rs.low_freq_factor);
+      f = (1.f - smooth) * f / rs.factor + smooth * f;
+    }
+  }
+  return inv;
+}
+
+}  // namespace specscope

@@ -1,0 +1,178 @@
+#include "engine/model/model.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "engine/formats/safetensors.h"
+#include "engine/model/cpu_context.h"
+#include "engine/tokenizer/chat_template.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "engine/util/error.h"
+
+namespace specscope {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Binds a matrix, checking its shape against the config (a mismatch is a user's file problem).
+TensorView bind_matrix(const TensorStore& st, const std::string& name, int64_t rows, int64_t cols) {
+  const TensorView& t = st.get(name);
+  if (t.shape.size() != 2 || t.shape[0] != rows || t.shape[1] != cols)
+    throw InputError(st.files.front(), "tensor '" + name + "' has shape " + t.shape_str() + ", config.json implies [" +
+                                           std::to_string(rows) + ", " + std::to_string(cols) + "]");
+  if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16)
+    throw InputError(st.files.front(), "tensor '" + name + "' has dtype " + std::string(dtype_name(t.dtype)) +
+                                           " (weights must be f32, f16 or bf16)");
+  return t;
+}
+
+std::vector<float> bind_vector(const TensorStore& st, const std::string& name, int64_t len) {
+  const TensorView& t = st.get(name);
+  if (t.shape.size() != 1 || t.shape[0] != len)
+    throw InputError(st.files.front(),
+                     "tensor '" + name + "' has shape " + t.shape_str() + ", expected [" + std::to_string(len) + "]");
+  if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16)
+    throw InputError(st.files.front(), "tensor '" + name + "' must be a float tensor");
+  return t.to_f32();
+}
+
+std::vector<float> bind_optional_vector(const TensorStore& st, const std::string& name, int64_t len, bool required) {
+  if (!st.has(name)) {
+    if (required) st.get(name);  // throws "missing tensor"
+    return {};
+  }
+  return bind_vector(st, name, len);
+}
+
+// NaN or Inf anywhere in the weights means a corrupt or badly converted file: refuse it rather than
+// generate garbage. Scans in parallel at memory speed.
+void check_finite(const TensorView& t, const std::string& file) {
+  const int64_t n = t.numel();
+  std::atomic<bool> bad{false};
+  if (t.dtype == DType::F32) {
+    const uint32_t* p = static_cast<const uint32_t*>(t.data);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i)
+      if ((p[i] & 0x7f800000u) == 0x7f800000u) bad.store(true, std::memory_order_relaxed);
+  } else {
+    const uint16_t* p = static_cast<const uint16_t*>(t.data);
+    const uint16_t expmask = t.dtype == DType::F16 ? 0x7c00u : 0x7f80u;
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i)
+      if ((p[i] & expmask) == expmask) bad.store(true, std::memory_order_relaxed);
+  }
+  if (bad) throw InputError(file, "tensor '" + t.name + "' contains NaN or Inf values (corrupt weights?)");
+}
+
+}  // namespace
+
+std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& opts) {
+  auto t0 = std::chrono::steady_clock::now();
+  if (!fs::exists(path)) throw InputError(path, "no such file or directory");
+  if (!fs::is_directory(path))
+    throw InputError(path, "expected a Hugging Face model directory (config.json + *.safetensors + tokenizer.json)");
+  auto m = std::make_shared<Model>();
+  m->path_ = path;
+  fs::path dir(path);
+  m->config_ = ModelConfig::from_file((dir / "config.json").string());
+  const auto& c = m->config_;
+  spdlog::info("loading {}: {}", path, c.summary());
+
+  auto store = std::make_shared<TensorStore>(TensorStore::open_dir(path));
+  const int64_t H = c.hidden_size, F = c.intermediate_size, V = c.vocab_size;
+  const int64_t qd = int64_t(c.num_heads) * c.head_dim, kvd = int64_t(c.num_kv_heads) * c.head_dim;
+  auto& w = m->weights_;
+  w.embed = bind_matrix(*store, "model.embed_tokens.weight", V, H);
+  w.layers.resize(c.num_layers);
+  for (int l = 0; l < c.num_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    auto& L = w.layers[l];
+    L.input_norm = bind_vector(*store, p + "input_layernorm.weight", H);
+    L.post_attn_norm = bind_vector(*store, p + "post_attention_layernorm.weight", H);
+    L.wq = bind_matrix(*store, p + "self_attn.q_proj.weight", qd, H);
+    L.wk = bind_matrix(*store, p + "self_attn.k_proj.weight", kvd, H);
+    L.wv = bind_matrix(*store, p + "self_attn.v_proj.weight", kvd, H);
+    L.wo = bind_matrix(*store, p + "self_attn.o_proj.weight", H, qd);
+    L.bq = bind_optional_vector(*store, p + "self_attn.q_proj.bias", qd, c.attention_bias);
+    L.bk = bind_optional_vector(*store, p + "self_attn.k_proj.bias", kvd, c.attention_bias);
+    L.bv = bind_optional_vector(*store, p + "self_attn.v_proj.bias", kvd, c.attention_bias);
+    if (c.architecture != "Qwen2ForCausalLM")
+      L.bo = bind_optional_vector(*store, p + "self_attn.o_proj.bias", H, c.attention_bias);
+    L.w_gate = bind_matrix(*store, p + "mlp.gate_proj.weight", F, H);
+    L.w_up = bind_matrix(*store, p + "mlp.up_proj.weight", F, H);
+    L.w_down = bind_matrix(*store, p + "mlp.down_proj.weight", H, F);
+    L.b_gate = bind_optional_vector(*store, p + "mlp.gate_proj.bias", F, c.mlp_bias);
+    L.b_up = bind_optional_vector(*store, p + "mlp.up_proj.bias", F, c.mlp_bias);
+    L.b_down = bind_optional_vector(*store, p + "mlp.down_proj.bias", H, c.mlp_bias);
+  }
+  w.final_norm = bind_vector(*store, "model.norm.weight", H);
+  // Tied models reuse the embedding; some tied checkpoints still carry an (identical) lm_head copy.
+  w.lm_head = c.tie_word_embeddings ? w.embed : bind_matrix(*store, "lm_head.weight", V, H);
+  for (auto& [name, t] : store->all()) {
+    if (opts.check_finite && (t.dtype == DType::F32 || t.dtype == DType::F16 || t.dtype == DType::BF16))
+      check_finite(t, store->files.front());
+  }
+  m->store_ = store;
+
+  // Tokenizer, chat template and generation defaults.
+  const std::string tok_json = (dir / "tokenizer.json").string();
+  const std::string tok_cfg = (dir / "tokenizer_config.json").string();
+  if (!fs::exists(tok_json)) throw InputError(tok_json, "missing (SpecScope reads Hugging Face tokenizer.json files)");
+  m->tokenizer_ = Tokenizer::from_files(tok_json, fs::exists(tok_cfg) ? tok_cfg : "");
+  m->chat_template_ = ChatTemplate::from_tokenizer_config(tok_cfg);
+  const std::string gen_path = (dir / "generation_config.json").string();
+  if (fs::exists(gen_path)) {
+    nlohmann::json g;
+    try {
+      g = nlohmann::json::parse(read_text_file(gen_path));
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(gen_path, std::string("invalid JSON: ") + e.what());
+    }
+    if (g.contains("temperature") && g["temperature"].is_number()) m->gen_.temperature = g["temperature"].get<float>();
+    if (g.contains("top_p") && g["top_p"].is_number()) m->gen_.top_p = g["top_p"].get<float>();
+    if (g.contains("top_k") && g["top_k"].is_number_integer()) m->gen_.top_k = g["top_k"].get<int>();
+    if (g.contains("eos_token_id")) {
+      auto& e = g["eos_token_id"];
+      if (e.is_number_integer()) m->gen_.eos_token_ids.push_back(e.get<int>());
+      else if (e.is_array())
+        for (auto& x : e)
+          if (x.is_number_integer()) m->gen_.eos_token_ids.push_back(x.get<int>());
+    }
+  }
+  auto add_eos = [&](int id) {
+    if (id >= 0 && id < c.vocab_size && std::find(m->eos_ids_.begin(), m->eos_ids_.end(), id) == m->eos_ids_.end())
+      m->eos_ids_.push_back(id);
+  };
+  for (int id : c.eos_token_ids) add_eos(id);
+  for (int id : m->gen_.eos_token_ids) add_eos(id);
+  if (m->tokenizer_->eos_id) add_eos(*m->tokenizer_->eos_id);
+  if (m->tokenizer_->vocab_size() > c.vocab_size)
+    throw InputError(tok_json, "tokenizer has " + std::to_string(m->tokenizer_->vocab_size()) +
+                                   " tokens but the model's vocab_size is " + std::to_string(c.vocab_size));
+
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  spdlog::info("loaded {} ({:.1f}M parameters, {} weights, tokenizer {}, chat template {}) in {:.2f}s", path,
+               double(m->parameter_count()) / 1e6, m->weights_dtype(), m->tokenizer_->kind(),
+               m->chat_template_->family_name(), secs);
+  return m;
+}
+
+std::string Model::weights_dtype() const { return std::string(dtype_name(weights_.embed.dtype)); }
+
+uint64_t Model::parameter_count() const {
+  uint64_t n = 0;
+  for (auto& [name, t] : store_->all()) n += uint64_t(t.numel());
+  return n;
+}
+
+std::unique_ptr<Context> Model::new_cpu_context(int n_ctx) const {
+  return std::make_unique<CpuContext>(shared_from_this(), n_ctx);
+}
+
+}  // namespace specscope
