@@ -1,6 +1,26 @@
 #pragma once
 // Chat formatting. HF models carry a Jinja chat_template in tokenizer_config.json; rather than embed a Jinja
 // engine, SpecScope recognizes the published templates of the families it supports and renders them natively.
+//
+// Recognition (detect) works on the template's structure, not its spelling: the template is scanned into
+// string literals plus a canonical code form (blanks, quote style, `-` trim markers, comments and
+// `x['key']` vs `x.key` normalized away), then
+//   1. the family is chosen by marker tokens in its literals (<|start_header_id|>, <<SYS>>, [INST], <|im_start|>,
+//      <|user|>, "USER: "/"ASSISTANT:"); nothing matching -> Plain;
+//   2. the variant is the published template of that family whose characteristic code fragments (how each turn
+//      is built, where the system message goes, what the generation prompt is) are all present; parameters
+//      that vary between repos (default system prompt, knowledge-cutoff line, default date, leading BOS) are
+//      read from the template's own literals.
+// When the markers name a family but no published variant's fragments are all there (a fine-tune that edited
+// the template), the closest variant is used, approximate() is true and note() says so: the output then may
+// differ from transformers'. Variants covered (see chat_template.cpp for the sources): llama2-chat (+ no-strip),
+// llama3 (3.0, and its first release), llama3.1, llama3.2, mistral-v0.1/-v0.2 (first releases),
+// mistral-v0.2-system (2024 revision), mistral-v0.3, mistral-nemo, chatml (+ leading BOS), qwen1.5, qwen2,
+// qwen2.5, vicuna-v1.1 (FastChat), vicuna-v1.5-fallback, vicuna-newline, zephyr (= TinyLlama chat), plain.
+//
+// Tools / tool_calls are not modelled (ChatMessage has no such fields); a "tool" role message is rendered the
+// way the template renders one without tool_call_id (Qwen2.5 <tool_response>, Llama-3.1/3.2 JSON-encoded
+// ipython turn, an error for Mistral v0.3/Nemo, a plain role name elsewhere).
 #include <memory>
 #include <string>
 #include <vector>
@@ -8,7 +28,7 @@
 namespace specscope {
 
 struct ChatMessage {
-  std::string role;  // system | user | assistant
+  std::string role;  // system | user | assistant (other role names are passed to the template as-is)
   std::string content;
 };
 
@@ -19,23 +39,46 @@ class ChatTemplate {
   // Recognizes the family from the template text (empty text -> Plain). bos/eos are the tokenizer's strings.
   static std::shared_ptr<ChatTemplate> detect(const std::string& jinja_template, const std::string& bos_token,
                                               const std::string& eos_token);
-  // Reads chat_template (string or list-of-named-templates form) and bos/eos from tokenizer_config.json;
-  // a missing file -> Plain. Throws InputError on invalid JSON.
+  // Reads chat_template (string or list-of-named-templates form, where "default" is used) and bos/eos (strings
+  // or {"content": ...} objects) from tokenizer_config.json; `path` may also be the model directory. A
+  // chat_template.jinja next to the config (where newer transformers save it) takes priority, as in transformers.
+  // A missing file, no template, or a list without "default" -> Plain (note() says which). Throws InputError
+  // naming the file on invalid JSON or a chat_template of the wrong type.
   static std::shared_ptr<ChatTemplate> from_tokenizer_config(const std::string& path);
+  // The canonical variant of a family, for models whose repo ships no chat_template (e.g. lmsys/vicuna-*:
+  // for_family(Vicuna) renders FastChat's vicuna_v1.1 prompt, default system prompt included). Canonical
+  // variants: llama2-chat, llama3.1, mistral-v0.3, chatml, vicuna-v1.1 (+ FastChat system prompt), zephyr, plain.
+  static std::shared_ptr<ChatTemplate> for_family(Family family, const std::string& bos_token,
+                                                  const std::string& eos_token);
 
   Family family() const { return family_; }
   std::string family_name() const;  // "llama2", "llama3", "mistral", "chatml", "vicuna", "zephyr", "plain"
+  std::string variant() const;      // e.g. "llama3.1", "mistral-v0.3", "qwen2.5", "plain"
+  // True when the template only carried the family's markers, not a published variant's structure.
+  bool approximate() const;
   // Same text as transformers' apply_chat_template(messages, tokenize=False, add_generation_prompt=...).
   // The text includes the BOS string where the template writes it; encode it with add_special=false then.
+  // Throws InputError where the template raises (e.g. roles not alternating, a system message where the
+  // template allows none) with the template's own message, and on an empty conversation (as transformers does).
   std::string render(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true) const;
   // Whether render() writes BOS itself (so the caller must not add another).
   bool renders_bos() const;
-  // A human-readable note for Plain: which plain format is used and why.
+  // A human-readable note: for Plain, which plain format is used and why; for an approximate() match, what was
+  // recognized and that the output may differ. Empty for an exactly recognized published variant.
   std::string note() const { return note_; }
+
+  // Llama-3.1/3.2 print "Today Date: <date_string>". Like the template variable date_string passed to
+  // apply_chat_template, this pins it. Unpinned, llama3.1 uses the template's literal default ("26 Jul 2024")
+  // and llama3.2 uses strftime_now("%d %b %Y"), i.e. today's local date, exactly as transformers does.
+  void set_date_string(const std::string& date);
+  std::string date_string() const;  // the value render() would print now (for llama3.1/3.2; "" otherwise)
+
+  struct Style;  // variant parameters (chat_template.cpp)
 
  private:
   Family family_ = Family::Plain;
   std::string bos_, eos_, note_;
+  std::shared_ptr<Style> style_;
 };
 
 }  // namespace specscope
