@@ -14,6 +14,7 @@ int cmd_tokenize(Args& args);
 int cmd_detokenize(Args& args);
 int cmd_run(Args& args);
 int cmd_bench(Args& args);
+int cmd_compare(Args& args);
 
 // The model path from --model, or the embedded default model.
 std::string model_path(Args& args);

@@ -11,7 +11,10 @@ void print_usage(FILE* out) {
                "  tokenize    --model PATH --text TEXT [--json]\n"
                "  detokenize  --model PATH --ids 1,2,3\n"
                "  run         --model PATH (--prompt TEXT | --prompt-file F) [--chat] [--max-tokens N]\n"
-               "              [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--json]\n"
+               "              [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--stop TEXT] [--json]\n"
+               "              [--method vanilla|sps|pld] [--draft PATH] [--gamma N] [--branching K1,K2,...]\n"
+               "              [--max-ngram N] [--min-ngram N] [--num-draft N]\n"
+               "  compare     --methods M1,M2,... (--prompt TEXT | --prompt-file F) [run's options] [--json]\n"
                "  bench       --model PATH [--prompt-tokens N] [--gen-tokens N] [--repeat R] [--json]\n"
                "--model defaults to the embedded default model.\n");
 }
@@ -22,6 +25,7 @@ int dispatch(const std::string& sub, Args& args) {
   if (sub == "detokenize") return cmd_detokenize(args);
   if (sub == "run") return cmd_run(args);
   if (sub == "bench") return cmd_bench(args);
+  if (sub == "compare") return cmd_compare(args);
   throw InputError(sub, "unknown command (see specscope-cli --help)");
 }
 

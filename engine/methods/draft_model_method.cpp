@@ -1,0 +1,110 @@
+#include "engine/methods/draft_model_method.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/model/model.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "engine/util/error.h"
+
+namespace specscope {
+
+DraftModelMethod::DraftModelMethod(std::shared_ptr<const Model> draft, const Model& target, SpsOptions o)
+    : draft_(std::move(draft)), o_(std::move(o)) {
+  if (o_.gamma < 1 || o_.gamma > 64) throw InputError("--gamma", "must be in 1..64");
+  for (int b : o_.branching)
+    if (b < 1 || b > 16) throw InputError("--branching", "each branching factor must be in 1..16");
+  if (draft_->tokenizer().vocab_size() != target.tokenizer().vocab_size())
+    throw InputError(draft_->path(), "the draft model's tokenizer (" + std::to_string(draft_->tokenizer().vocab_size()) +
+                                         " tokens) differs from the target's (" +
+                                         std::to_string(target.tokenizer().vocab_size()) + ")");
+  if (draft_->config().vocab_size < target.tokenizer().vocab_size())
+    throw InputError(draft_->path(), "the draft model's vocabulary is smaller than the target's tokenizer");
+}
+
+int DraftModelMethod::branch_at(int depth) const {
+  return depth - 1 < int(o_.branching.size()) ? o_.branching[depth - 1] : 1;
+}
+
+void DraftModelMethod::prefill(const DecodeState& st, const ForwardOutput&) {
+  ctx_ = draft_->new_cpu_context(st.target->config().max_position_embeddings);
+  synced_ = 0;
+}
+
+std::pair<int, int> DraftModelMethod::take_draft_counts() {
+  std::pair<int, int> r{forwards_, tokens_};
+  forwards_ = tokens_ = 0;
+  return r;
+}
+
+void DraftModelMethod::draft(const DecodeState& st, DraftTree& tree, int budget) {
+  const int len = int(st.tokens.size());
+  const int V = st.target->config().vocab_size;
+  const int draft_room = ctx_->n_ctx() - len - 1;
+  budget = std::min(budget, draft_room);
+  if (budget <= 0) return;
+  // Catch the draft cache up with the committed sequence, root included; its last row predicts depth 1.
+  ctx_->truncate(std::min(synced_, ctx_->n_past()));
+  ForwardOutput out;
+  {
+    Batch b;
+    b.tokens.assign(st.tokens.begin() + ctx_->n_past(), st.tokens.end());
+    b.logit_rows = {b.size() - 1};
+    ctx_->forward(b, out);
+    ++forwards_;
+    tokens_ += b.size();
+  }
+  synced_ = len;
+  // Frontier: (node id or -1 for the root, logits row in `out`).
+  std::vector<std::pair<int, int>> frontier = {{-1, 0}};
+  for (int depth = 1; depth <= o_.gamma && !frontier.empty(); ++depth) {
+    const int k = branch_at(depth);
+    std::vector<int> added;
+    for (auto [node, row] : frontier) {
+      const float* logits = out.row_logits(row);
+      auto& info = tree.info_for_parent(node);
+      if (st.sampling.greedy()) {
+        // Deterministic: the top-k tokens.
+        std::vector<float> probs = softmax_probs(logits, V);
+        std::vector<int32_t> order(V);
+        for (int i = 0; i < V; ++i) order[i] = i;
+        std::partial_sort(order.begin(), order.begin() + std::min(k, V), order.end(),
+                          [&](int32_t a, int32_t b) { return probs[a] > probs[b] || (probs[a] == probs[b] && a < b); });
+        for (int i = 0; i < k && tree.size() < budget; ++i)
+          added.push_back(tree.add(node, order[i], probs[order[i]], NodeSource::DraftModel));
+      } else {
+        // Sampled i.i.d. from the drafter's processed distribution (chain: classic SpS; tree: SpecInfer).
+        Distribution q = process_logits(logits, V, st.sampling);
+        info.sampled = true;
+        for (int i = 0; i < k && tree.size() < budget; ++i) {
+          int32_t x = sample_from(q, *st.rng);
+          added.push_back(tree.add(node, x, q.prob_of(x), NodeSource::DraftModel));
+        }
+        info.child_dist = std::move(q);
+      }
+    }
+    if (depth == o_.gamma || added.empty() || tree.size() >= budget) break;
+    // Forward the whole tree so far over the committed prefix (the cache must not let a node see its
+    // cousins, so the tree is re-run each depth; draft models are small and trees shallow).
+    ctx_->truncate(len);
+    std::vector<int> row_of_node;
+    Batch tb = tree_batch(tree, st.tokens.back(), len - 1, row_of_node);
+    // tree_batch puts the root at row 0, but the root is already cached: drop it.
+    Batch b;
+    const int rows = tb.size() - 1;
+    b.tokens.assign(tb.tokens.begin() + 1, tb.tokens.end());
+    b.positions.assign(tb.positions.begin() + 1, tb.positions.end());
+    b.mask.resize(size_t(rows) * rows);
+    for (int i = 0; i < rows; ++i)
+      for (int j = 0; j < rows; ++j) b.mask[size_t(i) * rows + j] = tb.mask[size_t(i + 1) * (rows + 1) + j + 1];
+    for (int id : added) b.logit_rows.push_back(row_of_node[id] - 1);
+    ctx_->forward(b, out);
+    ++forwards_;
+    tokens_ += b.size();
+    frontier.clear();
+    for (size_t i = 0; i < added.size(); ++i) frontier.push_back({added[i], int(i)});
+  }
+  ctx_->truncate(len);
+}
+
+}  // namespace specscope

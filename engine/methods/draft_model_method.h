@@ -1,0 +1,33 @@
+#pragma once
+// Classic speculative decoding with a smaller draft model sharing the tokenizer (Leviathan et al. 2023;
+// Chen et al. 2023): a chain of gamma tokens, or a SpecInfer-style tree with a branching factor per depth.
+#include <memory>
+
+#include "engine/methods/method.h"
+
+namespace specscope {
+
+struct SpsOptions {
+  int gamma = 4;                 // chain length (depth of the tree)
+  std::vector<int> branching;    // children per node at each depth; empty: a chain (all 1)
+};
+
+class DraftModelMethod final : public Method {
+ public:
+  // Throws InputError when the draft model's vocabulary does not match the target's.
+  DraftModelMethod(std::shared_ptr<const Model> draft, const Model& target, SpsOptions o);
+  std::string name() const override { return "sps"; }
+  void prefill(const DecodeState& st, const ForwardOutput& out) override;
+  void draft(const DecodeState& st, DraftTree& tree, int budget) override;
+  std::pair<int, int> take_draft_counts() override;
+
+ private:
+  int branch_at(int depth) const;  // depth 1-based
+  std::shared_ptr<const Model> draft_;
+  std::unique_ptr<Context> ctx_;
+  SpsOptions o_;
+  int synced_ = 0;  // committed tokens the draft cache holds
+  int forwards_ = 0, tokens_ = 0;
+};
+
+}  // namespace specscope

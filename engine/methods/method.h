@@ -1,0 +1,47 @@
+#pragma once
+// A decoding method proposes a draft tree each step and learns what was committed. The runner
+// (speculative_generator.h) owns the target forward, verification, KV updates and the StepRecords, so a
+// method contains only what makes it different.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/methods/draft_tree.h"
+#include "engine/model/forward.h"
+#include "engine/sampling/sampler.h"
+
+namespace specscope {
+
+class Model;
+
+// What a method can see: the committed sequence (prompt + generated; its last token is the next root, not
+// yet in the target's cache) and the sampling parameters drafters must apply identically.
+struct DecodeState {
+  const Model* target = nullptr;
+  std::vector<int32_t> tokens;
+  int prompt_tokens = 0;
+  SamplingParams sampling;
+  Rng* rng = nullptr;  // the run's generator, for drafters that sample
+};
+
+class Method {
+ public:
+  virtual ~Method() = default;
+  virtual std::string name() const = 0;
+  // Hidden states of the target the method needs with every forward (EAGLE: final norm; EAGLE-3: three
+  // layer inputs).
+  virtual std::vector<HiddenTap> target_taps() const { return {}; }
+  // After the prompt's forward (its outputs carry the taps for every prompt row).
+  virtual void prefill(const DecodeState& st, const ForwardOutput& out) {}
+  // Proposes the tree rooted at st.tokens.back(); `budget` caps the node count (context room).
+  virtual void draft(const DecodeState& st, DraftTree& tree, int budget) = 0;
+  // After verification: `rows` are the kept batch rows (root first, then the accepted path) and `out` the
+  // verification forward's output (taps for every row). st.tokens already includes the committed tokens.
+  virtual void commit(const DecodeState& st, const ForwardOutput& out, const std::vector<int>& rows,
+                      int committed) {}
+  // Draft-side forwards and tokens since the last call (for the StepRecord).
+  virtual std::pair<int, int> take_draft_counts() { return {0, 0}; }
+  virtual bool lossy() const { return false; }
+};
+
+}  // namespace specscope

@@ -1,0 +1,188 @@
+#include "engine/methods/speculative_generator.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "engine/methods/verify.h"
+#include "engine/model/model.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "engine/util/error.h"
+
+namespace specscope {
+
+namespace {
+using clock = std::chrono::steady_clock;
+int64_t us_since(clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - t).count();
+}
+}  // namespace
+
+SpeculativeResult generate_speculative(const Model& model, Context& ctx, Method& method,
+                                       const std::vector<int32_t>& prompt, const GenerateOptions& opts,
+                                       const StepCallback& on_step) {
+  opts.sampling.validate();
+  if (opts.max_tokens < 0) throw InputError("--max-tokens", "must be >= 0");
+  if (int(prompt.size()) + 1 > ctx.n_ctx() - ctx.n_past())
+    throw InputError("prompt", "the prompt has " + std::to_string(prompt.size()) +
+                                   " tokens, more than fits the context of " + std::to_string(ctx.n_ctx()) + " tokens");
+  SpeculativeResult res;
+  GenerateResult& r = res.gen;
+  r.prompt_tokens = int(prompt.size());
+  Rng rng(opts.sampling.seed);
+  DecodeState st;
+  st.target = &model;
+  st.tokens = prompt;
+  st.prompt_tokens = int(prompt.size());
+  st.sampling = opts.sampling;
+  st.rng = &rng;
+  const Tokenizer& tok = model.tokenizer();
+  StreamingDecoder decoder(tok);
+  StopMatcher stops(opts.stop_strings);
+  const auto& eos = model.eos_ids();
+  const int V = model.config().vocab_size;
+  const auto taps = method.target_taps();
+
+  // Commits tokens in order; returns false when generation must stop (EOS, limit, stop string, callback).
+  bool stop = false;
+  std::string step_text;
+  auto commit_tokens = [&](StepRecord& rec, const std::vector<int32_t>& toks) {
+    for (int32_t t : toks) {
+      if (opts.stop_at_eos && std::find(eos.begin(), eos.end(), t) != eos.end()) {
+        r.stop_reason = "eos";
+        stop = true;
+        return;
+      }
+      if (int(r.tokens.size()) >= opts.max_tokens) {
+        r.stop_reason = "max_tokens";
+        stop = true;
+        return;
+      }
+      rec.committed.push_back(t);
+      r.tokens.push_back(t);
+      std::string piece = stops.feed(decoder.push(t));
+      step_text += piece;
+      if (stops.stopped()) {
+        r.stop_reason = "stop_string";
+        stop = true;
+        return;
+      }
+    }
+    if (int(r.tokens.size()) >= opts.max_tokens) {
+      r.stop_reason = "max_tokens";
+      stop = true;
+    }
+  };
+  auto emit = [&](StepRecord& rec) {
+    if (stop && r.stop_reason != "stop_string") step_text += stops.feed(decoder.flush()) + stops.flush();
+    r.text += step_text;
+    rec.bonus_text = rec.bonus_token >= 0 ? tok.decode(std::vector<int32_t>{rec.bonus_token}) : "";
+    res.steps.push_back(rec);
+    if (on_step && !on_step(res.steps.back(), step_text)) {
+      r.stop_reason = "callback";
+      stop = true;
+    }
+    step_text.clear();
+  };
+
+  // Prefill: the prompt in one forward; its last row gives the first token.
+  auto t0 = clock::now();
+  ForwardOutput out;
+  {
+    Batch b = Batch::causal(prompt);
+    b.taps = taps;
+    b.logit_rows = {int(prompt.size()) - 1};  // taps still cover every prompt row
+    ctx.forward(b, out);
+  }
+  r.prefill_seconds = std::chrono::duration<double>(clock::now() - t0).count();
+  auto t_decode = clock::now();
+  StepRecord first;
+  first.method = method.name();
+  first.step = 0;
+  first.position = int(prompt.size()) - 1;
+  first.target_forwards = 1;
+  first.target_tokens = int(prompt.size());
+  {
+    const float* lg = out.row_logits(0);
+    Distribution d = process_logits(lg, V, opts.sampling);
+    first.bonus_token = opts.sampling.greedy() ? d.ids[0] : sample_from(d, rng);
+    first.bonus_prob = d.prob_of(first.bonus_token);
+  }
+  method.prefill(st, out);
+  if (opts.max_tokens == 0) {
+    r.stop_reason = "max_tokens";
+    stop = true;
+  } else {
+    commit_tokens(first, {first.bonus_token});
+    st.tokens.push_back(first.bonus_token);
+  }
+  r.target_forwards = 1;
+  emit(first);
+
+  int step = 1;
+  while (!stop) {
+    StepRecord rec;
+    rec.method = method.name();
+    rec.step = step++;
+    rec.lossy = method.lossy();
+    rec.root_token = st.tokens.back();
+    rec.position = ctx.n_past();
+    const int room = ctx.n_ctx() - ctx.n_past() - 1;
+    if (room < 0) {
+      r.stop_reason = "context";
+      break;
+    }
+    // Draft.
+    auto td = clock::now();
+    DraftTree tree;
+    method.draft(st, tree, room);
+    tree.limit(room);
+    rec.timings.draft_us = us_since(td);
+    auto [dfw, dtok] = method.take_draft_counts();
+    rec.draft_forwards = dfw;
+    rec.draft_tokens = dtok;
+    // One target forward over [root, tree].
+    auto tf = clock::now();
+    std::vector<int> row_of_node;
+    Batch b = tree_batch(tree, rec.root_token, ctx.n_past(), row_of_node);
+    b.taps = taps;
+    ctx.forward(b, out);
+    rec.timings.verify_forward_us = us_since(tf);
+    rec.target_forwards = 1;
+    rec.target_tokens = b.size();
+    // Verify.
+    auto tv = clock::now();
+    VerifyResult vr = verify_tree(tree, out, row_of_node, opts.sampling, rng);
+    rec.timings.verify_us = us_since(tv);
+    // Keep the root and the accepted path in the cache.
+    auto tk = clock::now();
+    std::vector<int> rows = {0};
+    for (int n : vr.accepted_path) rows.push_back(row_of_node[n]);
+    ctx.keep(rows);
+    rec.timings.kv_update_us = us_since(tk);
+
+    rec.accepted_path = vr.accepted_path;
+    rec.bonus_token = vr.bonus_token;
+    rec.bonus_source = vr.bonus_source;
+    rec.bonus_prob = vr.bonus_prob;
+    std::vector<int32_t> toks;
+    for (int n : vr.accepted_path) toks.push_back(tree.nodes[n].token);
+    toks.push_back(vr.bonus_token);
+    for (auto& n : tree.nodes) n.text = tok.decode(std::vector<int32_t>{n.token});
+    rec.nodes = std::move(tree.nodes);
+    commit_tokens(rec, toks);
+    st.tokens.insert(st.tokens.end(), rec.committed.begin(), rec.committed.end());
+    ++r.target_forwards;
+    if (!stop) method.commit(st, out, rows, int(rec.committed.size()));
+    emit(rec);
+  }
+  r.decode_seconds = std::chrono::duration<double>(clock::now() - t_decode).count();
+  res.summary = summarize(method.name(), res.steps);
+  res.summary.prefill_seconds = r.prefill_seconds;
+  res.summary.decode_seconds = r.decode_seconds;
+  res.summary.wall_seconds = r.prefill_seconds + r.decode_seconds;
+  res.summary.tokens_per_second = r.decode_seconds > 0 ? double(r.tokens.size()) / r.decode_seconds : 0;
+  res.summary.stop_reason = r.stop_reason;
+  return res;
+}
+
+}  // namespace specscope

@@ -1,0 +1,83 @@
+#pragma once
+// The StepRecord: everything that happened in one target forward of a decoding method — the draft tree, how
+// each node was verified, what was committed, and what it cost. The GUI draws it, the session store writes
+// it, the CLI prints it. Plain data, no behaviour.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace specscope {
+
+enum class NodeSource : uint8_t { DraftModel, EagleHead, MedusaHead, NgramPool, PromptLookup, Stream, Jacobi };
+enum class NodeDecision : uint8_t { NotReached, Accepted, Rejected, Pruned };
+enum class BonusSource : uint8_t { Target, Residual };
+
+const char* to_string(NodeSource s);
+const char* to_string(NodeDecision d);
+const char* to_string(BonusSource s);
+
+inline constexpr float kNoValue = std::numeric_limits<float>::quiet_NaN();
+
+struct DraftNode {
+  int id = 0;           // index in StepRecord::nodes
+  int parent = -1;      // -1: the step's root (the last committed token)
+  int depth = 1;        // 1 for the root's children
+  int32_t token = 0;
+  std::string text;     // the token's text, for display
+  float draft_prob = kNoValue;  // the drafter's probability of this token (its confidence); NaN when none
+  float cum_score = kNoValue;   // cumulative log-probability used to build the tree (EAGLE-2/3)
+  NodeSource source = NodeSource::DraftModel;
+  int source_index = 0;  // head index (Medusa), stream (Streaming), n-gram length (PLD), ...
+  bool pruned = false;   // dropped before verification
+  // Verification.
+  float target_prob = kNoValue;  // the target's (processed) probability of this token at its parent
+  float accept_prob = kNoValue;  // the acceptance probability used: 1/0 (greedy), min(1, p/q), p(x), threshold
+  NodeDecision decision = NodeDecision::NotReached;
+};
+
+struct StepTimings {  // microseconds
+  int64_t draft_us = 0, verify_forward_us = 0, verify_us = 0, kv_update_us = 0;
+  int64_t total_us() const { return draft_us + verify_forward_us + verify_us + kv_update_us; }
+};
+
+struct StepRecord {
+  int step = 0;
+  std::string method;
+  int position = 0;          // sequence position of the root token
+  int32_t root_token = -1;   // the last committed token, fed at this step's forward (-1 for the prefill step)
+  std::vector<DraftNode> nodes;
+  std::vector<int> accepted_path;      // node ids, root to leaf
+  int32_t bonus_token = -1;            // sampled from the target at the end of the accepted path
+  std::string bonus_text;
+  BonusSource bonus_source = BonusSource::Target;
+  float bonus_prob = kNoValue;         // its probability under the distribution it was drawn from
+  std::vector<int32_t> committed;      // accepted draft tokens then the bonus (cut at EOS / the token limit)
+  StepTimings timings;
+  int target_forwards = 0, target_tokens = 0, draft_forwards = 0, draft_tokens = 0;
+  bool lossy = false;                  // verification was not distribution-preserving (typical acceptance)
+
+  int accepted_count() const { return int(accepted_path.size()); }
+  int verified_count() const;  // nodes that entered verification (not pruned)
+};
+
+struct RunSummary {
+  std::string method;
+  int steps = 0;                 // target-forward steps after the prefill
+  int new_tokens = 0;
+  int target_forwards = 0;       // including the prefill
+  int draft_forwards = 0;
+  double tau = 0;                // tokens committed per decoding step (accepted + bonus), EAGLE's τ
+  std::vector<double> acceptance_by_depth;  // P(accept at depth d | depth d-1 accepted and a node was tried)
+  std::vector<long> accepted_length_histogram;
+  double wall_seconds = 0, prefill_seconds = 0, decode_seconds = 0;
+  double tokens_per_second = 0;  // new tokens / decode seconds
+  double draft_seconds = 0, verify_seconds = 0;
+  double speedup_vs_vanilla = kNoValue;
+  std::string stop_reason;
+};
+
+RunSummary summarize(const std::string& method, const std::vector<StepRecord>& steps);
+
+}  // namespace specscope

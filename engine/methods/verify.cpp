@@ -1,0 +1,125 @@
+#include "engine/methods/verify.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace specscope {
+
+namespace {
+
+const float* logits_of_row(const ForwardOutput& out, int row) {
+  // Verification asks for all rows, so row r is logits row r; check rather than assume.
+  if (row >= int(out.logit_rows.size()) || out.logit_rows[row] != row)
+    throw std::logic_error("verify_tree: the forward did not return logits for every tree row");
+  return out.row_logits(row);
+}
+
+// A dense copy of a sparse distribution, for residual arithmetic.
+std::vector<double> dense(const Distribution& d, int vocab) {
+  std::vector<double> p(vocab, 0.0);
+  for (size_t i = 0; i < d.ids.size(); ++i) p[d.ids[i]] = d.probs[i];
+  return p;
+}
+
+bool normalize(std::vector<double>& p) {
+  double s = 0;
+  for (double x : p) s += x;
+  if (s <= 0) return false;
+  for (double& x : p) x /= s;
+  return true;
+}
+
+int32_t draw(const std::vector<double>& p, Rng& rng) {
+  double u = rng.uniform(), cum = 0;
+  int32_t last = 0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] <= 0) continue;
+    cum += p[i];
+    last = int32_t(i);
+    if (u < cum) return int32_t(i);
+  }
+  return last;
+}
+
+}  // namespace
+
+VerifyResult verify_tree(DraftTree& tree, const ForwardOutput& out, const std::vector<int>& row_of_node,
+                         const SamplingParams& sp, Rng& rng) {
+  VerifyResult res;
+  const int V = out.vocab;
+  int cur = -1;  // the root
+  for (;;) {
+    const int row = cur < 0 ? 0 : row_of_node[cur];
+    const float* logits = logits_of_row(out, row);
+    const std::vector<int> children = tree.children_of(cur);
+    int accepted = -1;
+
+    if (sp.greedy()) {
+      const int32_t best = argmax(logits, V);
+      const std::vector<float> probs = softmax_probs(logits, V);  // for display only
+      for (int c : children) {
+        auto& n = tree.nodes[c];
+        n.target_prob = probs[n.token];
+        n.accept_prob = n.token == best ? 1.f : 0.f;
+        if (accepted < 0 && n.token == best) {
+          n.decision = NodeDecision::Accepted;
+          accepted = c;
+        } else {
+          n.decision = NodeDecision::Rejected;
+        }
+      }
+      if (accepted < 0) {
+        res.bonus_token = best;
+        res.bonus_source = BonusSource::Target;
+        res.bonus_prob = probs[best];
+      }
+    } else {
+      const Distribution target = process_logits(logits, V, sp);
+      std::vector<double> p = dense(target, V);
+      const DraftTree::ChildInfo* info =
+          int(tree.child_info.size()) > cur + 1 ? &tree.child_info[cur + 1] : nullptr;
+      const bool sampled = info && info->sampled;
+      std::vector<double> q;
+      if (sampled) q = dense(info->child_dist, V);
+      bool tried = false;
+      for (int c : children) {
+        auto& n = tree.nodes[c];
+        n.target_prob = target.prob_of(n.token);
+        double a;
+        if (sampled) {
+          const double qx = q[n.token];
+          a = qx > 0 ? std::min(1.0, p[n.token] / qx) : 0.0;
+        } else {
+          a = p[n.token];
+        }
+        n.accept_prob = float(a);
+        tried = true;
+        if (rng.uniform() < a) {
+          n.decision = NodeDecision::Accepted;
+          accepted = c;
+          break;
+        }
+        n.decision = NodeDecision::Rejected;
+        if (sampled) {
+          std::vector<double> r(V);
+          for (int i = 0; i < V; ++i) r[i] = std::max(p[i] - q[i], 0.0);
+          if (normalize(r)) p.swap(r);  // p == q exactly: rejection had probability 0; keep p
+        } else {
+          p[n.token] = 0;
+          normalize(p);
+        }
+      }
+      if (accepted < 0) {
+        res.bonus_token = draw(p, rng);
+        res.bonus_source = tried ? BonusSource::Residual : BonusSource::Target;
+        res.bonus_prob = float(p[res.bonus_token]);
+      }
+    }
+    if (accepted < 0) break;
+    res.accepted_path.push_back(accepted);
+    cur = accepted;
+  }
+  return res;
+}
+
+}  // namespace specscope

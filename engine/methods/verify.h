@@ -1,0 +1,29 @@
+#pragma once
+// Lossless verification of a draft tree against the target's logits.
+//  - Greedy: follow the child equal to the target's argmax at each node; the bonus is the argmax at the end.
+//  - T > 0: recursive multi-round speculative sampling over siblings (SpecInfer / EAGLE). Sampled children
+//    are accepted with min(1, p/q) and the residual becomes norm(max(p - q, 0)); deterministically chosen
+//    children are accepted with p(x) and x is then zeroed out. Either way the committed tokens are
+//    distributed exactly as the target's (processed) distribution.
+#include <vector>
+
+#include "engine/methods/draft_tree.h"
+#include "engine/model/forward.h"
+#include "engine/sampling/rng.h"
+#include "engine/sampling/sampler.h"
+
+namespace specscope {
+
+struct VerifyResult {
+  std::vector<int> accepted_path;  // node ids
+  int32_t bonus_token = -1;
+  BonusSource bonus_source = BonusSource::Target;
+  float bonus_prob = 0.f;
+};
+
+// `out` holds logits for every row of the tree batch; `row_of_node` maps nodes to rows (row 0: root).
+// Fills each node's target_prob, accept_prob and decision.
+VerifyResult verify_tree(DraftTree& tree, const ForwardOutput& out, const std::vector<int>& row_of_node,
+                         const SamplingParams& sp, Rng& rng);
+
+}  // namespace specscope
