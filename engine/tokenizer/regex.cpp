@@ -1,0 +1,650 @@
+#include "engine/tokenizer/regex.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "engine/tokenizer/tokenizer.h"
+#include "engine/tokenizer/unicode.h"
+
+namespace specscope {
+
+namespace {
+
+// One predicate a character class is made of (besides plain ranges).
+struct ClassItem {
+  enum Kind { Category, Space, Digit, NotNewline } kind;
+  bool negated = false;  // \P{..}, \S, \D, \W
+  std::string category;  // for Category
+};
+
+struct CharClass {
+  bool negated = false;
+  std::vector<std::pair<char32_t, char32_t>> ranges;
+  std::vector<ClassItem> items;
+  uint64_t ascii[2] = {0, 0};  // precomputed answer for code points < 128
+
+  bool eval(char32_t c) const {
+    bool in = false;
+    for (const auto& r : ranges)
+      if (c >= r.first && c <= r.second) {
+        in = true;
+        break;
+      }
+    for (size_t k = 0; !in && k < items.size(); ++k) {
+      const auto& it = items[k];
+      bool m = false;
+      switch (it.kind) {
+        case ClassItem::Category: m = unicode::in_category(c, it.category); break;
+        case ClassItem::Space: m = unicode::is_white_space(c); break;
+        case ClassItem::Digit: m = unicode::category(c) == unicode_tables::Nd; break;
+        case ClassItem::NotNewline: m = c != '\n'; break;
+      }
+      in = m != it.negated;
+    }
+    return in != negated;
+  }
+  void finish() {
+    for (char32_t c = 0; c < 128; ++c)
+      if (eval(c)) ascii[c >> 6] |= uint64_t{1} << (c & 63);
+  }
+  bool matches(char32_t c) const { return c < 128 ? (ascii[c >> 6] >> (c & 63)) & 1 : eval(c); }
+};
+
+enum class Op : uint8_t { Class, Split, Jmp, Look, Atomic, Match, Bol, Eol, Bot, Eot };
+
+struct Inst {
+  Op op;
+  uint32_t x = 0, y = 0, z = 0;  // Split: x preferred, y alternative. Look: x sub-program, y negative, z next.
+};
+
+struct Node {
+  enum Kind { Empty, Class, Concat, Alt, Repeat, Look, Atomic, Assert } kind = Empty;
+  uint32_t cls = 0;
+  std::vector<Node> kids;
+  int min = 0, max = -1;  // Repeat; max -1 = unbounded
+  bool greedy = true, possessive = false, negative = false;
+  Op assert_op = Op::Bol;
+};
+
+[[noreturn]] void unsupported(const std::string& what) { throw std::invalid_argument(what); }
+
+// Case variants Oniguruma's (?i) folding treats as equal, for the letters that matter in practice.
+std::vector<char32_t> case_variants(char32_t c) {
+  std::vector<char32_t> v{c};
+  if (c < 128 && ((c | 0x20) >= 'a' && (c | 0x20) <= 'z')) {
+    v.push_back(c ^ 0x20);
+    if ((c | 0x20) == 's') v.push_back(0x17F);   // LATIN SMALL LETTER LONG S folds to s
+    if ((c | 0x20) == 'k') v.push_back(0x212A);  // KELVIN SIGN folds to k
+  } else if (c == 0x17F) {
+    v.push_back('s'), v.push_back('S');
+  } else if (c == 0x212A) {
+    v.push_back('k'), v.push_back('K');
+  } else if (c >= 128) {
+    const auto low = unicode::lowercase_cp(c);
+    if (low.size() == 1 && low[0] != c) v.push_back(low[0]);
+  }
+  return v;
+}
+
+class Parser {
+ public:
+  Parser(std::u32string p, std::vector<CharClass>& classes) : p_(std::move(p)), classes_(classes) {}
+
+  Node parse() {
+    Node n = alt(false);
+    if (i_ != p_.size()) unsupported("unbalanced ')'");
+    return n;
+  }
+
+ private:
+  std::u32string p_;
+  size_t i_ = 0;
+  std::vector<CharClass>& classes_;
+
+  bool eof() const { return i_ >= p_.size(); }
+  char32_t peek() const { return eof() ? 0 : p_[i_]; }
+  bool take(char32_t c) {
+    if (!eof() && p_[i_] == c) {
+      ++i_;
+      return true;
+    }
+    return false;
+  }
+
+  uint32_t add_class(CharClass c) {
+    c.finish();
+    classes_.push_back(std::move(c));
+    return static_cast<uint32_t>(classes_.size() - 1);
+  }
+  Node class_node(CharClass c) {
+    Node n;
+    n.kind = Node::Class;
+    n.cls = add_class(std::move(c));
+    return n;
+  }
+  Node literal(char32_t c, bool icase) {
+    CharClass cc;
+    for (char32_t v : icase ? case_variants(c) : std::vector<char32_t>{c}) cc.ranges.push_back({v, v});
+    return class_node(std::move(cc));
+  }
+
+  // An inline (?i) stays on to the end of the enclosing group, across later alternatives too (as in
+  // Oniguruma and Perl), so concat() updates `icase` for the branches after it.
+  Node alt(bool icase) {
+    std::vector<Node> branches;
+    branches.push_back(concat(icase));
+    while (take('|')) branches.push_back(concat(icase));
+    if (branches.size() == 1) return std::move(branches[0]);
+    Node n;
+    n.kind = Node::Alt;
+    n.kids = std::move(branches);
+    return n;
+  }
+
+  Node concat(bool& icase) {
+    Node n;
+    n.kind = Node::Concat;
+    while (!eof() && peek() != '|' && peek() != ')') {
+      // An inline flag group (?i) changes the flags for the rest of the enclosing group.
+      if (p_.compare(i_, 4, U"(?i)") == 0) {
+        i_ += 4;
+        icase = true;
+        continue;
+      }
+      n.kids.push_back(repeat(icase));
+    }
+    return n;
+  }
+
+  bool read_int(int& out) {
+    size_t start = i_;
+    out = 0;
+    while (!eof() && peek() >= '0' && peek() <= '9') {
+      out = out * 10 + static_cast<int>(peek() - '0');
+      if (out > 100000) unsupported("repeat count too large");
+      ++i_;
+    }
+    return i_ > start;
+  }
+
+  Node repeat(bool icase) {
+    Node atom_node = atom(icase);
+    for (;;) {
+      int mn, mx;
+      const size_t save = i_;
+      if (take('*')) {
+        mn = 0, mx = -1;
+      } else if (take('+')) {
+        mn = 1, mx = -1;
+      } else if (take('?')) {
+        mn = 0, mx = 1;
+      } else if (take('{')) {
+        // {n} {n,} {n,m} {,m}; anything else is a literal '{' in Oniguruma.
+        int a = 0, b = -1;
+        const bool has_a = read_int(a);
+        if (take(',')) {
+          if (!read_int(b)) b = -1;
+        } else {
+          b = a;
+        }
+        if ((!has_a && b < 0) || !take('}')) {
+          i_ = save;
+          return atom_node;  // the caller will read '{' as a literal next
+        }
+        if (!has_a) a = 0;
+        if (b >= 0 && b < a) unsupported("bad repeat range");
+        mn = a, mx = b;
+      } else {
+        return atom_node;
+      }
+      Node r;
+      r.kind = Node::Repeat;
+      r.min = mn, r.max = mx;
+      if (take('?')) {
+        r.greedy = false;
+      } else if (take('+')) {
+        r.possessive = true;
+      }
+      r.kids.push_back(std::move(atom_node));
+      atom_node = std::move(r);
+    }
+  }
+
+  Node atom(bool icase) {
+    const char32_t c = p_[i_++];
+    switch (c) {
+      case '(': return group(icase);
+      case '[': return class_node(char_class(icase));
+      case '.': {
+        CharClass cc;
+        cc.items.push_back({ClassItem::NotNewline, false, {}});
+        return class_node(std::move(cc));
+      }
+      case '^': return assert_node(Op::Bol);
+      case '$': return assert_node(Op::Eol);
+      case '\\': return escape(icase);
+      case '*':
+      case '+':
+      case '?': unsupported("quantifier with nothing to repeat");
+      default: return literal(c, icase);
+    }
+  }
+
+  Node assert_node(Op op) {
+    Node n;
+    n.kind = Node::Assert;
+    n.assert_op = op;
+    return n;
+  }
+
+  Node group(bool icase) {
+    Node n;
+    if (take('?')) {
+      if (take(':')) {
+        n = alt(icase);
+      } else if (peek() == '=' || peek() == '!') {
+        n.kind = Node::Look;
+        n.negative = p_[i_++] == '!';
+        n.kids.push_back(alt(icase));
+      } else if (take('>')) {
+        n.kind = Node::Atomic;
+        n.kids.push_back(alt(icase));
+      } else if (p_.compare(i_, 2, U"i:") == 0) {
+        i_ += 2;
+        n = alt(true);
+      } else if (p_.compare(i_, 3, U"-i:") == 0) {
+        i_ += 3;
+        n = alt(false);
+      } else {
+        unsupported("group syntax (?" + std::string(1, static_cast<char>(peek())) + "...)");
+      }
+    } else {
+      n = alt(icase);  // capturing groups only group here; captures are never read
+    }
+    if (!take(')')) unsupported("missing ')'");
+    return n;
+  }
+
+  char32_t hex(size_t digits) {
+    char32_t v = 0;
+    for (size_t k = 0; k < digits; ++k) {
+      if (eof()) unsupported("short hex escape");
+      const char32_t d = p_[i_++];
+      v <<= 4;
+      if (d >= '0' && d <= '9') v |= d - '0';
+      else if ((d | 0x20) >= 'a' && (d | 0x20) <= 'f') v |= (d | 0x20) - 'a' + 10;
+      else unsupported("bad hex escape");
+    }
+    return v;
+  }
+
+  // Reads the escape after '\'. Returns true and sets `item` for a class shorthand, false and sets `cp`
+  // for a single character.
+  bool escape_item(ClassItem& item, char32_t& cp) {
+    if (eof()) unsupported("trailing backslash");
+    const char32_t c = p_[i_++];
+    switch (c) {
+      case 's': item = {ClassItem::Space, false, {}}; return true;
+      case 'S': item = {ClassItem::Space, true, {}}; return true;
+      case 'd': item = {ClassItem::Digit, false, {}}; return true;
+      case 'D': item = {ClassItem::Digit, true, {}}; return true;
+      // \w and \W are refused: Oniguruma's Unicode word class is not a plain union of general categories
+      // (it takes ² but not the Aegean numbers, for one), and no supported pattern family needs it.
+      case 'p':
+      case 'P': {
+        if (!take('{')) unsupported("\\p without {...}");
+        std::string name;
+        bool neg = c == 'P';
+        if (take('^')) neg = !neg;
+        while (!eof() && peek() != '}') name.push_back(static_cast<char>(p_[i_++]));
+        if (!take('}')) unsupported("unterminated \\p{");
+        if (!unicode::is_known_category(name)) unsupported("unicode property \\p{" + name + "}");
+        item = {ClassItem::Category, neg, name};
+        return true;
+      }
+      case 't': cp = '\t'; return false;
+      case 'n': cp = '\n'; return false;
+      case 'r': cp = '\r'; return false;
+      case 'f': cp = '\f'; return false;
+      case 'v': cp = '\v'; return false;
+      case 'e': cp = 0x1B; return false;
+      case 'a': cp = 0x07; return false;
+      case 'x':
+        if (take('{')) {
+          char32_t v = 0;
+          size_t n = 0;
+          while (!eof() && peek() != '}') {
+            v = (v << 4) | hex(1);
+            if (++n > 8) unsupported("bad \\x{...}");
+          }
+          if (!take('}') || n == 0) unsupported("bad \\x{...}");
+          cp = v;
+        } else {
+          cp = hex(2);
+        }
+        return false;
+      case 'u': cp = hex(4); return false;
+      default:
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+          unsupported(std::string("escape \\") + static_cast<char>(c));
+        cp = c;  // escaped punctuation or any other symbol stands for itself
+        return false;
+    }
+  }
+
+  Node escape(bool icase) {
+    if (!eof()) {
+      const char32_t c = peek();
+      if (c == 'A' || c == 'z' || c == 'Z') {
+        ++i_;
+        return assert_node(c == 'A' ? Op::Bot : Op::Eot);
+      }
+    }
+    ClassItem item{ClassItem::Space, false, {}};
+    char32_t cp = 0;
+    if (escape_item(item, cp)) {
+      CharClass cc;
+      cc.items.push_back(item);
+      return class_node(std::move(cc));
+    }
+    return literal(cp, icase);
+  }
+
+  CharClass char_class(bool icase) {
+    CharClass cc;
+    if (take('^')) cc.negated = true;
+    bool first = true;
+    auto add_range = [&](char32_t a, char32_t b) {
+      cc.ranges.push_back({a, b});
+      if (icase) {
+        for (char32_t c = a; c <= b && c < 128; ++c)
+          for (char32_t v : case_variants(c))
+            if (v != c) cc.ranges.push_back({v, v});
+        if (a <= b && b - a < 64)
+          for (char32_t c = std::max<char32_t>(a, 128); c <= b; ++c)
+            for (char32_t v : case_variants(c))
+              if (v != c) cc.ranges.push_back({v, v});
+      }
+    };
+    for (;;) {
+      if (eof()) unsupported("unterminated character class");
+      char32_t c = p_[i_];
+      if (c == ']' && !first) {
+        ++i_;
+        break;
+      }
+      first = false;
+      if (c == '[') unsupported("nested character class or POSIX bracket");
+      if (c == '&' && i_ + 1 < p_.size() && p_[i_ + 1] == '&') unsupported("class intersection &&");
+      ++i_;
+      char32_t lo;
+      if (c == '\\') {
+        ClassItem item{ClassItem::Space, false, {}};
+        if (escape_item(item, lo)) {
+          cc.items.push_back(item);
+          continue;
+        }
+      } else {
+        lo = c;
+      }
+      // A range a-b (a '-' before ']' is literal).
+      if (peek() == '-' && i_ + 1 < p_.size() && p_[i_ + 1] != ']') {
+        ++i_;
+        char32_t hi = p_[i_++];
+        if (hi == '\\') {
+          ClassItem item{ClassItem::Space, false, {}};
+          if (escape_item(item, hi)) unsupported("class shorthand as a range end");
+        } else if (hi == '[') {
+          unsupported("nested character class");
+        }
+        if (hi < lo) unsupported("reversed class range");
+        add_range(lo, hi);
+      } else {
+        add_range(lo, lo);
+      }
+    }
+    return cc;
+  }
+};
+
+// Shortest length a node can match; used to reject unbounded repeats of something that can match empty
+// (the engine has no empty-loop check).
+size_t min_len(const Node& n) {
+  switch (n.kind) {
+    case Node::Class: return 1;
+    case Node::Concat: {
+      size_t s = 0;
+      for (const auto& k : n.kids) s += min_len(k);
+      return s;
+    }
+    case Node::Alt: {
+      size_t m = SIZE_MAX;
+      for (const auto& k : n.kids) m = std::min(m, min_len(k));
+      return m;
+    }
+    case Node::Repeat: return n.min == 0 ? 0 : n.min * min_len(n.kids[0]);
+    case Node::Atomic: return min_len(n.kids[0]);
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+struct Regex::Program {
+  std::vector<CharClass> classes;
+  std::vector<Inst> code;
+
+  uint32_t emit(Inst i) {
+    code.push_back(i);
+    return static_cast<uint32_t>(code.size() - 1);
+  }
+  uint32_t pc() const { return static_cast<uint32_t>(code.size()); }
+
+  // Emits a self-contained sub-program (ending in Match) and returns its start.
+  uint32_t sub(const Node& n) {
+    const uint32_t jmp = emit({Op::Jmp});
+    const uint32_t start = pc();
+    compile(n);
+    emit({Op::Match});
+    code[jmp].x = pc();
+    return start;
+  }
+
+  void compile(const Node& n) {
+    switch (n.kind) {
+      case Node::Empty: break;
+      case Node::Class: emit({Op::Class, n.cls}); break;
+      case Node::Assert: emit({n.assert_op}); break;
+      case Node::Concat:
+        for (const auto& k : n.kids) compile(k);
+        break;
+      case Node::Alt: {
+        std::vector<uint32_t> jumps;
+        for (size_t k = 0; k < n.kids.size(); ++k) {
+          if (k + 1 < n.kids.size()) {
+            const uint32_t split = emit({Op::Split});
+            code[split].x = pc();
+            compile(n.kids[k]);
+            jumps.push_back(emit({Op::Jmp}));
+            code[split].y = pc();
+          } else {
+            compile(n.kids[k]);
+          }
+        }
+        for (uint32_t j : jumps) code[j].x = pc();
+        break;
+      }
+      case Node::Look: {
+        const uint32_t start = sub(n.kids[0]);
+        const uint32_t look = emit({Op::Look, start, n.negative ? 1u : 0u});
+        code[look].z = pc();
+        break;
+      }
+      case Node::Atomic: {
+        const uint32_t start = sub(n.kids[0]);
+        const uint32_t at = emit({Op::Atomic, start});
+        code[at].z = pc();
+        break;
+      }
+      case Node::Repeat: {
+        if (n.possessive) {
+          Node inner = n;
+          inner.possessive = false;
+          Node atomic;
+          atomic.kind = Node::Atomic;
+          atomic.kids.push_back(std::move(inner));
+          compile(atomic);
+          break;
+        }
+        const Node& body = n.kids[0];
+        for (int k = 0; k < n.min; ++k) compile(body);
+        if (n.max < 0) {
+          if (min_len(body) == 0) throw std::invalid_argument("unbounded repeat of something that can match empty");
+          const uint32_t loop = emit({Op::Split});
+          const uint32_t body_start = pc();
+          compile(body);
+          emit({Op::Jmp, loop});
+          const uint32_t end = pc();
+          code[loop].x = n.greedy ? body_start : end;
+          code[loop].y = n.greedy ? end : body_start;
+        } else {
+          // Optional copies nest, so backtracking gives up the last copy first: x{1,3} = x(x(x)?)?
+          std::vector<uint32_t> splits;
+          for (int k = n.min; k < n.max; ++k) {
+            const uint32_t split = emit({Op::Split});
+            splits.push_back(split);
+            const uint32_t body_start = pc();
+            compile(body);
+            code[split].x = body_start;  // fixed up below for lazy
+          }
+          const uint32_t end = pc();
+          for (uint32_t s : splits) {
+            if (n.greedy) {
+              code[s].y = end;
+            } else {
+              code[s].y = code[s].x;
+              code[s].x = end;
+            }
+          }
+        }
+        break;
+      }
+    }
+  }
+
+  struct Frame {
+    uint32_t pc;
+    uint32_t pos;
+  };
+
+  // Backtracking interpreter; returns whether the program from `pc` matches at `pos` (sets *end).
+  bool run(uint32_t pc, uint32_t pos, const std::u32string& text, uint32_t* end, std::vector<Frame>& stack) const {
+    const size_t base = stack.size();
+    const uint32_t n = static_cast<uint32_t>(text.size());
+    for (;;) {
+      const Inst& in = code[pc];
+      bool ok = true;
+      switch (in.op) {
+        case Op::Class:
+          if (pos < n && classes[in.x].matches(text[pos])) {
+            ++pos, ++pc;
+          } else {
+            ok = false;
+          }
+          break;
+        case Op::Split:
+          stack.push_back({in.y, pos});
+          pc = in.x;
+          break;
+        case Op::Jmp: pc = in.x; break;
+        case Op::Look: {
+          uint32_t e;
+          const bool r = run(in.x, pos, text, &e, stack);
+          if (r != (in.y != 0)) {
+            pc = in.z;
+          } else {
+            ok = false;
+          }
+          break;
+        }
+        case Op::Atomic: {
+          uint32_t e;
+          if (run(in.x, pos, text, &e, stack)) {
+            pos = e, pc = in.z;
+          } else {
+            ok = false;
+          }
+          break;
+        }
+        case Op::Match:
+          *end = pos;
+          stack.resize(base);
+          return true;
+        case Op::Bol: ok = pos == 0 || text[pos - 1] == '\n'; ++pc; break;
+        case Op::Eol: ok = pos == n || text[pos] == '\n'; ++pc; break;
+        case Op::Bot: ok = pos == 0; ++pc; break;
+        case Op::Eot: ok = pos == n; ++pc; break;
+      }
+      if (!ok) {
+        if (stack.size() == base) return false;
+        pc = stack.back().pc;
+        pos = stack.back().pos;
+        stack.pop_back();
+      }
+    }
+  }
+};
+
+Regex::Regex(std::string_view pattern) : pattern_(pattern), prog_(std::make_unique<Program>()) {
+  if (find_invalid_utf8(pattern) != std::string_view::npos) throw std::invalid_argument("pattern is not UTF-8");
+  Parser parser(unicode::to_u32(pattern), prog_->classes);
+  const Node root = parser.parse();
+  prog_->compile(root);
+  prog_->emit({Op::Match});
+}
+
+Regex::~Regex() = default;
+Regex::Regex(Regex&&) noexcept = default;
+Regex& Regex::operator=(Regex&&) noexcept = default;
+
+std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) const {
+  // Work on code points; keep each one's byte offset to report byte ranges.
+  std::u32string cps;
+  std::vector<uint32_t> offs;
+  cps.reserve(text.size());
+  offs.reserve(text.size() + 1);
+  for (size_t i = 0; i < text.size();) {
+    offs.push_back(static_cast<uint32_t>(i));
+    cps.push_back(unicode::next_cp(text, i));
+  }
+  offs.push_back(static_cast<uint32_t>(text.size()));
+
+  thread_local std::vector<Program::Frame> stack;
+  std::vector<std::pair<size_t, size_t>> out;
+  const uint32_t n = static_cast<uint32_t>(cps.size());
+  uint32_t from = 0;
+  int64_t last_end = -1;
+  while (from <= n) {
+    uint32_t start = from, end = 0;
+    bool found = false;
+    for (; start <= n; ++start) {
+      stack.clear();
+      if (prog_->run(0, start, cps, &end, stack)) {
+        found = true;
+        break;
+      }
+    }
+    if (!found) break;
+    if (end == start && static_cast<int64_t>(end) == last_end) {
+      // Oniguruma's iterator refuses an empty match right where the previous match ended; step one char.
+      from = start + 1;
+      continue;
+    }
+    out.emplace_back(offs[start], offs[end]);
+    last_end = end;
+    from = end;  // after an empty match the next search starts here too; an empty match is refused above
+  }
+  return out;
+}
+
+}  // namespace specscope

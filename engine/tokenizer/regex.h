@@ -1,0 +1,42 @@
+#pragma once
+// A small backtracking regex engine for the pre-tokenizer patterns that Hugging Face tokenizer.json files use
+// (GPT-2, Llama-3, Qwen2, GPT-4o-style, DeepSeek-style). std::regex knows no Unicode categories, and the
+// `tokenizers` crate runs these patterns through Oniguruma, so this engine follows Oniguruma's semantics:
+// leftmost match, alternatives tried in order, greedy/lazy quantifiers with backtracking, \s = White_Space,
+// \p{..} = general categories of Unicode 16.0.
+//
+// Supported: literals and escapes (\t \n \r \f \v \e \xHH \x{H..} \uHHHH, escaped punctuation), '.',
+// classes [...] with ranges, negation and \p{X} \P{X} \s \S \d \D inside, groups (...) (?:...),
+// inline flags (?i) (?i:...) (ASCII-letter case folding plus the long s / Kelvin sign), lookahead (?=...)
+// (?!...), atomic groups (?>...), quantifiers * + ? {n} {n,} {n,m} with lazy (?) and possessive (+) forms,
+// and the anchors ^ $ \A \z. Anything else (lookbehind, backreferences, \w \b, POSIX brackets, ...) is
+// rejected with std::invalid_argument naming the construct.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace specscope {
+
+class Regex {
+ public:
+  explicit Regex(std::string_view pattern);  // throws std::invalid_argument on unsupported syntax
+  ~Regex();
+  Regex(Regex&&) noexcept;
+  Regex& operator=(Regex&&) noexcept;
+
+  // Every non-overlapping match in `text` (valid UTF-8), as byte ranges, in the order Oniguruma's
+  // search loop (as driven by the `tokenizers` crate) finds them.
+  std::vector<std::pair<size_t, size_t>> find_all(std::string_view text) const;
+  const std::string& pattern() const { return pattern_; }
+
+  struct Program;
+
+ private:
+  std::string pattern_;
+  std::unique_ptr<Program> prog_;
+};
+
+}  // namespace specscope
