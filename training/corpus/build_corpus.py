@@ -7,6 +7,7 @@ Sources (all read from the installed packages; nothing is downloaded here):
   * The Jargon File 4.4.7 (dict-jargon): hacker-slang entries, reflowed.
   * The Devil's Dictionary (dict-devil): Ambrose Bierce's satirical definitions.
   * The Elements database (dict-elements): symbols, atomic numbers and weights, descriptions.
+  * Docstrings of Python 3.11's standard library (libpython3.11-stdlib, /usr/lib/python3.11).
   * A small synthetic slice (arithmetic) generated here.
 
 Output (deterministic for a given --seed and package versions):
@@ -307,7 +308,7 @@ PH_FOLLOW_ANT = ["And what is its opposite?", "What's the opposite?", "What word
 def pick(rng, phr, **kw):
     s = rng.choice(phr)
     a = kw.get("a")
-    if a is not None:
+    if isinstance(a, str):
         kw.setdefault("A", cap(a))
     return s.format(**kw)
 
@@ -485,8 +486,8 @@ class WordNetTasks:
                 user = pick(rng, PH_KIND_OF, a=with_article(w), w=w)
                 body = f"{cap(with_article(w))} is a kind of {names[0]}: {ss.definition.split(';')[0]}."
                 if len(names) > 1:
-                    steps = ", ".join(f"{with_article(names[i])} is a kind of {names[i + 1]}"
-                                      for i in range(len(names) - 1))
+                    steps = join_list([f"{with_article(names[i])} is a kind of {names[i + 1]}"
+                                       for i in range(len(names) - 1)])
                     body += f" Going further up, {steps}."
                 cat = LEX_CATEGORY.get(ss.lex)
                 if cat:
@@ -564,17 +565,39 @@ class WordNetTasks:
         return out
 
     def unrelated_noun(self, ss, rng):
-        """A random noun from another lexicographer file (for 'No' answers)."""
+        """A common category noun that is none of ss's ancestors (for 'No' answers), or None."""
+        cats = self._categories()
+        banned = self.ancestor_words(ss)
         for _ in range(8):
-            cand = rng.choice(self._nouns())
-            if cand.lex != ss.lex and cand.lex >= 4 and good_word(cand.words[0]) and cand.words[0][:1].islower():
+            cand = rng.choice(cats)
+            if cand.lex != ss.lex and not (set(w.lower() for w in cand.words) & banned):
                 return cand
         return None
 
-    def _nouns(self):
-        if not hasattr(self, "_noun_list"):
-            self._noun_list = [s for (p, _), s in sorted(self.wn.synsets.items()) if p == "n"]
-        return self._noun_list
+    def ancestor_words(self, ss):
+        seen, stack, words = set(), [ss], set()
+        while stack:
+            cur = stack.pop()
+            for h in self.wn.related(cur, {"@", "@i"}):
+                if h.off not in seen:
+                    seen.add(h.off)
+                    words.update(w.lower() for w in h.words)
+                    stack.append(h)
+        words.update(w.lower() for w in ss.words)
+        return words
+
+    def _categories(self):
+        """The 400 noun synsets most often named as a direct hypernym, with plain one-word names."""
+        if not hasattr(self, "_cat_list"):
+            cnt = Counter()
+            for (p, _), s in self.wn.synsets.items():
+                if p == "n":
+                    for h in self.wn.related(s, {"@"}):
+                        if simple_word(h.words[0]):
+                            cnt[(h.pos, h.off)] += 1
+            top = sorted(cnt.items(), key=lambda kv: (-kv[1], kv[0]))[:400]
+            self._cat_list = [self.wn.get("n", off) for (_, off), _ in top]
+        return self._cat_list
 
     # -- word forms and spelling ---------------------------------------------------------------------
     def forms(self, rng):
@@ -794,6 +817,89 @@ def element_items(seed):
             yield name.lower(), "elements", conv(u, a)
 
 
+# ----------------------------------------------------------------------------------------------- Python stdlib
+PYTHON_LIB = "/usr/lib/python3.11"
+PY_SKIP = ("test", "idlelib", "lib2to3", "turtledemo", "ensurepip", "site-packages", "dist-packages", "pydoc_data",
+           "__main__", "__phello__", "__hello__", "antigravity", "this.py", "config-3")
+PH_PY_FUNC = [
+    "What does {n}() do in Python?", "Explain the Python function {n}.", "How do I use {n} in Python?",
+    "What is {n} in Python's standard library?", "Describe {n}() from the Python standard library.",
+]
+PH_PY_METHOD = ["What does the {m} method of {c} do in Python?", "Explain {c}.{m}() in Python.",
+                "What is {c}.{m} for?"]
+PH_PY_CLASS = ["What is the {n} class in Python?", "Explain the Python class {n}.", "What is {n} used for in Python?"]
+PH_PY_MODULE = ["What is the Python module {n} for?", "What does Python's {n} module do?",
+                "Tell me about the {n} module in Python."]
+
+
+def py_signature(node):
+    import ast
+    a = node.args
+    parts = []
+    pos = a.posonlyargs + a.args
+    defaults = [None] * (len(pos) - len(a.defaults)) + list(a.defaults)
+    for i, (arg, d) in enumerate(zip(pos, defaults)):
+        if i == 0 and arg.arg in ("self", "cls"):
+            continue
+        parts.append(arg.arg + (f"={ast.unparse(d)}" if d is not None else ""))
+        if a.posonlyargs and arg is a.posonlyargs[-1]:
+            parts.append("/")
+    if a.vararg:
+        parts.append("*" + a.vararg.arg)
+    elif a.kwonlyargs:
+        parts.append("*")
+    for arg, d in zip(a.kwonlyargs, a.kw_defaults):
+        parts.append(arg.arg + (f"={ast.unparse(d)}" if d is not None else ""))
+    if a.kwarg:
+        parts.append("**" + a.kwarg.arg)
+    sig = ", ".join(parts)
+    return sig if len(sig) <= 120 else sig[:117] + "..."
+
+
+def python_items(seed):
+    """Docstrings of the public functions, classes, methods and modules of Debian's Python 3.11 stdlib."""
+    import ast
+    import glob
+    if not os.path.isdir(PYTHON_LIB):
+        return
+    paths = sorted(glob.glob(os.path.join(PYTHON_LIB, "*.py")) + glob.glob(os.path.join(PYTHON_LIB, "*", "*.py")))
+    for path in paths:
+        rel = os.path.relpath(path, PYTHON_LIB)
+        if any(x in rel for x in PY_SKIP) or any(p.startswith("_") and p != "__init__.py" for p in rel.split("/")):
+            continue
+        mod = rel[:-3].replace("/", ".")
+        if mod.endswith(".__init__"):
+            mod = mod[:-9]
+        try:
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read())
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        doc = ast.get_docstring(tree)
+        rng = rng_for(seed, "py", mod)
+        if doc and len(doc) >= 60:
+            yield mod, "python", conv(pick(rng, PH_PY_MODULE, n=mod),
+                                      f"The {mod} module: " + doc.strip()[:2500])
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_"):
+                d = ast.get_docstring(node)
+                if d and len(d) >= 40:
+                    n = f"{mod}.{node.name}"
+                    yield n, "python", conv(pick(rng, PH_PY_FUNC, n=n),
+                                            f"`{n}({py_signature(node)})`\n\n{d.strip()[:2500]}")
+            elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                n = f"{mod}.{node.name}"
+                d = ast.get_docstring(node)
+                if d and len(d) >= 40:
+                    yield n, "python", conv(pick(rng, PH_PY_CLASS, n=n), f"`class {n}`\n\n{d.strip()[:2500]}")
+                for sub in node.body:
+                    if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)) and not sub.name.startswith("_"):
+                        sd = ast.get_docstring(sub)
+                        if sd and len(sd) >= 40:
+                            yield n, "python", conv(pick(rng, PH_PY_METHOD, m=sub.name, c=n),
+                                                    f"`{n}.{sub.name}({py_signature(sub)})`\n\n{sd.strip()[:2500]}")
+
+
 # ----------------------------------------------------------------------------------------------- synthetic
 PH_ADD = ["What is {a} + {b}?", "What is {a} plus {b}?", "Add {a} and {b}.", "Calculate {a} + {b}."]
 PH_SUB = ["What is {a} - {b}?", "What is {a} minus {b}?", "Subtract {b} from {a}."]
@@ -859,9 +965,9 @@ def build(args):
         items.append((lemma.lower(), "wordnet/define", msgs))
 
     # 2. per-synset questions (sampled so that no single task dominates)
-    keep_rate = {"wordnet/what-is": 0.75, "wordnet/sentence": 0.8, "wordnet/synonym": 0.45,
-                 "wordnet/antonym": 1.0, "wordnet/kind-of": 0.45, "wordnet/yes-no": 0.5, "wordnet/kinds": 0.9,
-                 "wordnet/parts": 1.0, "wordnet/part-of": 0.8, "wordnet/compare": 0.6, "wordnet/reverse": 0.45}
+    keep_rate = {"wordnet/what-is": 1.0, "wordnet/sentence": 1.0, "wordnet/synonym": 0.7,
+                 "wordnet/antonym": 1.0, "wordnet/kind-of": 0.7, "wordnet/yes-no": 0.7, "wordnet/kinds": 1.0,
+                 "wordnet/parts": 1.0, "wordnet/part-of": 1.0, "wordnet/compare": 0.8, "wordnet/reverse": 0.7}
     for (pos, off) in sorted(wn.synsets):
         ss = wn.synsets[(pos, off)]
         rng = rng_for(seed, "synset", pos, off)
@@ -883,9 +989,9 @@ def build(args):
             cat, msgs = tasks.spelling(lemma, rng)
             items.append((lemma, cat, msgs))
 
-    # 4. other dictionaries and synthetic
+    # 4. other dictionaries, Python docstrings and synthetic
     if not args.limit_synsets:
-        for gen in (jargon_items(seed), devil_items(seed), element_items(seed)):
+        for gen in (jargon_items(seed), devil_items(seed), element_items(seed), python_items(seed)):
             items.extend(gen)
     items.extend(arithmetic_items(seed, args.arithmetic if not args.limit_synsets else 200))
 
@@ -901,7 +1007,8 @@ def build(args):
 
     total = nchars(train)
     if args.max_chars and total > args.max_chars:
-        frac = args.max_chars / total
+        wn_chars = nchars([it for it in train if it[1].startswith("wordnet/")])
+        frac = max(0.0, (args.max_chars - (total - wn_chars)) / wn_chars)
         rng = random.Random(f"{seed}:cap")
         train = [it for it in train if not it[1].startswith("wordnet/") or rng.random() < frac]
 
@@ -953,8 +1060,8 @@ def main():
     ap.add_argument("--prompts-out", default=os.path.join(root, "assets", "prompts", "heldout.jsonl"))
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--val-permille", type=int, default=20, help="share of subjects in validation (per mille)")
-    ap.add_argument("--max-chars", type=int, default=40_000_000, help="cap on rendered train characters")
-    ap.add_argument("--rare-define-rate", type=float, default=0.35,
+    ap.add_argument("--max-chars", type=int, default=60_000_000, help="cap on rendered train characters")
+    ap.add_argument("--rare-define-rate", type=float, default=0.6,
                     help="share of lemmas not attested in SemCor that get a define question")
     ap.add_argument("--spell-rate", type=float, default=0.25)
     ap.add_argument("--arithmetic", type=int, default=12000)

@@ -1,0 +1,238 @@
+"""Tests for the training recipes: each runs on a tiny slice for a few steps on the CPU.
+
+  $(bash scripts/python-venv.sh)/bin/python -m unittest discover -s training/tests -v
+
+(pytest is not in training/requirements.txt, so these are plain unittest; pytest would collect them too.)
+Corpus-builder tests need the Debian packages from training/corpus/fetch_sources.sh and are skipped without
+them; everything else uses the corpus shipped in training/data.
+"""
+import gzip
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stdout
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TRAINING = os.path.dirname(HERE)
+ROOT = os.path.dirname(TRAINING)
+DATA = os.path.join(TRAINING, "data")
+sys.path.insert(0, TRAINING)
+
+import chat_format  # noqa: E402
+
+HAVE_WORDNET = os.path.isfile("/usr/share/wordnet/data.noun") and os.path.isfile("/usr/share/dictd/jargon.index")
+
+
+def read_jsonl_gz(path, limit=0):
+    out = []
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            out.append(json.loads(line))
+            if limit and len(out) >= limit:
+                break
+    return out
+
+
+def read_json(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def read_lines(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(l) for l in f if l.strip()]
+
+
+def quiet(fn, *a, **kw):
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        return fn(*a, **kw)
+
+
+class ShippedCorpus(unittest.TestCase):
+    def test_files_and_heldout(self):
+        val = read_jsonl_gz(os.path.join(DATA, "validation.jsonl.gz"))
+        self.assertGreater(len(val), 1000)
+        for conv in val[:500]:
+            msgs = conv["messages"]
+            roles = [m["role"] for m in msgs if m["role"] != "system"]
+            self.assertEqual(roles[0], "user")
+            self.assertEqual(roles[-1], "assistant")
+            self.assertTrue(all(m["content"] == m["content"].strip() and m["content"] for m in msgs))
+        prompts = [r["prompt"] for r in read_lines(os.path.join(ROOT, "assets", "prompts", "heldout.jsonl"))]
+        self.assertGreaterEqual(len(prompts), 60)
+        self.assertEqual(len(set(prompts)), len(prompts))
+        train_users = set()
+        with gzip.open(os.path.join(DATA, "train.jsonl.gz"), "rt", encoding="utf-8") as f:
+            for line in f:
+                for m in json.loads(line)["messages"]:
+                    if m["role"] == "user":
+                        train_users.add(m["content"])
+        val_users = {m["content"] for c in val for m in c["messages"] if m["role"] == "user"}
+        for p in prompts:
+            self.assertNotIn(p, train_users)
+            self.assertIn(p, val_users)
+
+    def test_text_rendering_matches_jsonl(self):
+        convs = read_jsonl_gz(os.path.join(DATA, "validation.jsonl.gz"), 50)
+        with gzip.open(os.path.join(DATA, "validation.txt.gz"), "rt", encoding="utf-8") as f:
+            text = f.read()
+        parts = [p for p in text.split(chat_format.BOS) if p]
+        for conv, part in zip(convs, parts):
+            self.assertEqual(chat_format.BOS + part.rstrip("\n"), chat_format.render(conv["messages"]))
+
+
+@unittest.skipUnless(HAVE_WORDNET, "Debian packages of training/corpus/fetch_sources.sh not installed")
+class CorpusBuilder(unittest.TestCase):
+    def test_slice_is_deterministic(self):
+        outs = []
+        for i in range(2):
+            d = tempfile.mkdtemp(prefix="ss-corpus-")
+            self.addCleanup(shutil.rmtree, d, True)
+            subprocess.run([sys.executable, os.path.join(TRAINING, "corpus", "build_corpus.py"), "--limit-synsets",
+                            "300", "--out", d, "--prompts-out", os.path.join(d, "heldout.jsonl")],
+                           check=True, capture_output=True)
+            outs.append(d)
+        for f in ("train.jsonl.gz", "validation.jsonl.gz", "train.txt.gz", "heldout.jsonl"):
+            with open(os.path.join(outs[0], f), "rb") as a, open(os.path.join(outs[1], f), "rb") as b:
+                self.assertEqual(a.read(), b.read(), f)
+        conv = read_jsonl_gz(os.path.join(outs[0], "train.jsonl.gz"), 1)[0]
+        self.assertIn("messages", conv)
+
+
+class Recipes(unittest.TestCase):
+    """Tokenizer -> base -> resume -> draft (text and distilled), on a tiny slice, in one process."""
+
+    @classmethod
+    def setUpClass(cls):
+        import torch
+
+        torch.set_num_threads(1)
+        cls.tmp = tempfile.mkdtemp(prefix="ss-recipes-")
+        import train_tokenizer
+
+        cls.tok = os.path.join(cls.tmp, "tok")
+        quiet(train_tokenizer.main, ["--data", DATA, "--out", cls.tok, "--vocab", "512", "--max-chars", "400000",
+                                     "--context", "128"])
+        cls.small = ["--data", DATA, "--tokenizer", cls.tok, "--device", "cpu", "--threads", "1",
+                     "--context", "128", "--batch-size", "8", "--max-train-convs", "1500", "--max-val-convs", "100",
+                     "--eval-every", "20", "--eval-rows", "8", "--log-every", "5", "--warmup-steps", "5",
+                     "--progress", "lines"]
+        import train_base
+
+        cls.base = os.path.join(cls.tmp, "base")
+        cls.base_summary = quiet(train_base.main, cls.small + [
+            "--out", cls.base, "--hidden", "64", "--layers", "2", "--heads", "4", "--kv-heads", "2",
+            "--intermediate", "128", "--lr", "1e-2", "--max-steps", "40", "--ckpt-every", "20",
+            "--max-shard-size", "100KB"])
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, True)
+
+    def log(self, d):
+        return read_lines(os.path.join(d, "train_log.jsonl"))
+
+    def test_tokenizer_and_chat_template(self):
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(self.tok)
+        self.assertEqual(len(tok), 512)
+        for i, sp in enumerate(chat_format.SPECIAL_TOKENS):
+            self.assertEqual(tok.convert_tokens_to_ids(sp), i)
+        self.assertEqual(tok.bos_token, chat_format.BOS)
+        self.assertEqual(tok.eos_token, chat_format.EOT)
+        msgs = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": 'What does "harbor" mean?'},
+                {"role": "assistant", "content": "A sheltered port. Ünïcode ✓ 12345"}]
+        self.assertEqual(tok.apply_chat_template(msgs, tokenize=False), chat_format.render(msgs))
+        self.assertEqual(tok.apply_chat_template(msgs[:2], tokenize=False, add_generation_prompt=True),
+                         chat_format.render(msgs[:2], add_generation_prompt=True))
+        ids = tok(chat_format.render(msgs), add_special_tokens=False)["input_ids"]
+        self.assertEqual(tok.decode(ids), chat_format.render(msgs))
+        self.assertEqual(tok("hi")["input_ids"][0], 0)  # BOS from the post-processor
+        cfg = read_json(os.path.join(self.tok, "tokenizer_config.json"))
+        self.assertEqual(cfg["chat_template"], chat_format.CHAT_TEMPLATE)
+
+    def test_loss_mask_covers_assistant_only(self):
+        import numpy as np
+        from tokenizers import Tokenizer
+
+        import lm_train
+
+        msgs = [{"role": "user", "content": "Define cat."}, {"role": "assistant", "content": "A small feline."}]
+        d = tempfile.mkdtemp(dir=self.tmp)
+        with gzip.open(os.path.join(d, "train.jsonl.gz"), "wt") as f:
+            f.write(json.dumps({"messages": msgs}) + "\n")
+        ((ids, mask),) = lm_train.tokenize_split(self.tok, d, "train", 0, d, "assistant")
+        tok = Tokenizer.from_file(os.path.join(self.tok, "tokenizer.json"))
+        self.assertEqual(tok.decode(ids[mask].tolist(), skip_special_tokens=False), "A small feline.<|eot_id|>")
+        self.assertFalse(mask[: int(np.argmax(mask))].any())
+
+    def test_base_trains_exports_and_loads(self):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        log = self.log(self.base)
+        first = log[0]["loss"]
+        final = [r for r in log if r.get("final")][-1]["val_loss"]
+        self.assertLess(final, first - 0.8, f"loss did not fall: {first} -> {final}")
+        files = os.listdir(self.base)
+        self.assertIn("model.safetensors.index.json", files)  # sharded by --max-shard-size
+        for f in ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                  "loss_curve.png", "train_log.jsonl", "training_summary.json"):
+            self.assertIn(f, files)
+        with open(os.path.join(self.base, "loss_curve.png"), "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+        cfg = read_json(os.path.join(self.base, "config.json"))
+        self.assertTrue(cfg["tie_word_embeddings"])
+        self.assertEqual(cfg["torch_dtype"], "bfloat16")
+        model = AutoModelForCausalLM.from_pretrained(self.base)
+        self.assertEqual(model.dtype, torch.bfloat16)
+        tok = AutoTokenizer.from_pretrained(self.base)
+        enc = tok.apply_chat_template([{"role": "user", "content": "Define cat."}], add_generation_prompt=True,
+                                      return_tensors="pt", return_dict=True)
+        out = model.generate(**enc, max_new_tokens=5, do_sample=False)
+        self.assertEqual(out.shape[0], 1)
+        self.assertGreater(out.shape[1], enc["input_ids"].shape[1])
+
+    def test_resume_continues(self):
+        import train_base
+
+        d = os.path.join(self.tmp, "resume")
+        shutil.copytree(self.base + ".work", d + ".work")
+        s = quiet(train_base.main, self.small + [
+            "--out", d, "--hidden", "64", "--layers", "2", "--heads", "4", "--kv-heads", "2",
+            "--intermediate", "128", "--lr", "1e-2", "--max-steps", "45", "--ckpt-every", "0", "--resume", "auto",
+            "--export-dtype", "float16"])
+        self.assertEqual(s["steps"], 45)
+        steps = [r["step"] for r in self.log(d) if "loss" in r]
+        self.assertEqual(steps[0], 1)  # the log carries on from the first run
+        self.assertIn(45, steps)
+        self.assertEqual(read_json(os.path.join(d, "config.json"))["torch_dtype"], "float16")
+
+    def test_draft_text_and_distill(self):
+        import train_draft
+        from transformers import AutoModelForCausalLM
+
+        size = ["--hidden", "32", "--layers", "1", "--heads", "2", "--kv-heads", "1", "--intermediate", "64",
+                "--lr", "1e-2", "--max-steps", "25", "--ckpt-every", "0"]
+        d1 = os.path.join(self.tmp, "draft-text")
+        quiet(train_draft.main, self.small + ["--out", d1] + size)
+        log = self.log(d1)
+        self.assertLess([r for r in log if r.get("final")][-1]["val_loss"], log[0]["loss"] - 0.5)
+        d2 = os.path.join(self.tmp, "draft-kd")
+        s = quiet(train_draft.main, self.small + ["--out", d2, "--distill", self.base] + size)
+        log = self.log(d2)
+        self.assertLess(s["final_val_kl"], log[0]["loss"] - 0.3)  # the training loss is the KL
+        self.assertIsNotNone(s["distilled_from"])
+        m = AutoModelForCausalLM.from_pretrained(d2)
+        self.assertEqual(m.config.vocab_size, 512)
+
+
+if __name__ == "__main__":
+    unittest.main()
