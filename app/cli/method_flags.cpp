@@ -13,8 +13,12 @@ MethodSpec read_method_spec(Args& args, const std::string& name) {
   MethodSpec spec;
   spec.name = name;
   spec.draft_path = args.get_or("--draft", "");
-  for (const char* opt : {"gamma", "branching", "max-ngram", "min-ngram", "num-draft"})
+  spec.head_path = args.get_or("--head", "");
+  for (const char* opt : {"gamma", "branching", "max-ngram", "min-ngram", "num-draft", "total-tokens", "depth",
+                          "draft-top-k", "tree-choices", "window", "ngram", "guesses", "posterior-threshold",
+                          "posterior-alpha"})
     if (auto v = args.get(std::string("--") + opt)) spec.options[opt] = *v;
+  if (args.has("--lossy-typical")) spec.options["typical"] = "1";
   return spec;
 }
 

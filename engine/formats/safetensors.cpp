@@ -81,7 +81,10 @@ std::map<std::string, TensorView> parse_safetensors(const uint8_t* bytes, size_t
 }
 
 void TensorStore::add_file(std::shared_ptr<MappedFile> file) {
-  auto tensors = parse_safetensors(file->data(), file->size(), file->path(), &metadata);
+  add_tensors(file, parse_safetensors(file->data(), file->size(), file->path(), &metadata));
+}
+
+void TensorStore::add_tensors(std::shared_ptr<MappedFile> file, std::map<std::string, TensorView> tensors) {
   for (auto& [name, t] : tensors) {
     if (tensors_.count(name)) throw InputError(file->path(), "tensor '" + name + "' appears in two files");
     t.keep_alive = file;

@@ -19,6 +19,8 @@ class TensorStore {
   static TensorStore open_file(const std::string& path);
   // Parses one file's header and adds its tensors; `bytes`/`size` may be any untrusted buffer.
   void add_file(std::shared_ptr<MappedFile> file);
+  // Adds tensors parsed from `file` by another reader (PyTorch checkpoints); they keep the mapping alive.
+  void add_tensors(std::shared_ptr<MappedFile> file, std::map<std::string, TensorView> tensors);
 
   bool has(const std::string& name) const { return tensors_.count(name) > 0; }
   const TensorView& get(const std::string& name) const;  // InputError when missing

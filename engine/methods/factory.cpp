@@ -3,6 +3,9 @@
 #include <sstream>
 
 #include "engine/methods/draft_model_method.h"
+#include "engine/methods/eagle_method.h"
+#include "engine/methods/lookahead_method.h"
+#include "engine/methods/medusa_method.h"
 #include "engine/methods/simple_methods.h"
 #include "engine/model/model.h"
 #include "engine/util/error.h"
@@ -18,6 +21,15 @@ int opt_int(const MethodSpec& s, const std::string& key, int def) {
   long v = std::strtol(it->second.c_str(), &end, 10);
   if (it->second.empty() || *end) throw InputError("--" + key, "expected an integer, got '" + it->second + "'");
   return int(v);
+}
+
+float opt_float(const MethodSpec& s, const std::string& key, float def) {
+  auto it = s.options.find(key);
+  if (it == s.options.end()) return def;
+  char* end = nullptr;
+  float v = std::strtof(it->second.c_str(), &end);
+  if (it->second.empty() || *end || !(v >= 0.f)) throw InputError("--" + key, "expected a non-negative number");
+  return v;
 }
 
 std::vector<int> opt_list(const MethodSpec& s, const std::string& key) {
@@ -37,7 +49,9 @@ std::vector<int> opt_list(const MethodSpec& s, const std::string& key) {
 
 }  // namespace
 
-std::vector<std::string> known_methods() { return {"vanilla", "sps", "pld"}; }
+std::vector<std::string> known_methods() {
+  return {"vanilla", "sps", "eagle1", "eagle2", "eagle3", "medusa", "lookahead", "pld"};
+}
 
 std::unique_ptr<Method> make_method(const MethodSpec& spec, const Model& target) {
   if (spec.name == "vanilla") return std::make_unique<VanillaMethod>();
@@ -56,6 +70,43 @@ std::unique_ptr<Method> make_method(const MethodSpec& spec, const Model& target)
     o.gamma = opt_int(spec, "gamma", o.gamma);
     o.branching = opt_list(spec, "branching");
     return std::make_unique<DraftModelMethod>(Model::load(spec.draft_path), target, o);
+  }
+  if (spec.name == "eagle1" || spec.name == "eagle2" || spec.name == "eagle3") {
+    if (spec.head_path.empty()) throw InputError("--head", spec.name + " needs a head directory (--head PATH)");
+    auto head = EagleHead::load(spec.head_path, target);
+    const bool is3 = head->kind() == EagleHead::Kind::Eagle3;
+    if (spec.name == "eagle3" && !is3)
+      throw InputError(spec.head_path, "is an EAGLE-1/2 head (fc over 2H); eagle3 needs an EAGLE-3 head");
+    if (spec.name != "eagle3" && is3)
+      throw InputError(spec.head_path, "is an EAGLE-3 head; use --method eagle3");
+    EagleOptions o;
+    o.dynamic = spec.name != "eagle1";
+    o.total_tokens = opt_int(spec, "total-tokens", o.total_tokens);
+    o.depth = opt_int(spec, "depth", o.depth);
+    o.top_k = opt_int(spec, "draft-top-k", o.top_k);
+    if (auto it = spec.options.find("tree-choices"); it != spec.options.end())
+      o.static_tree = build_choice_tree(load_choices(it->second, "eagle1_mc_sim_7b_63"));
+    return std::make_unique<EagleMethod>(spec.name, head, o);
+  }
+  if (spec.name == "medusa") {
+    if (spec.head_path.empty()) throw InputError("--head", "medusa needs a head directory (--head PATH)");
+    MedusaOptions o;
+    if (auto it = spec.options.find("tree-choices"); it != spec.options.end())
+      o.tree = build_choice_tree(load_choices(it->second, "medusa_mc_sim_7b_63"));
+    if (spec.options.count("typical")) {
+      TypicalAcceptance ta;
+      ta.posterior_threshold = opt_float(spec, "posterior-threshold", ta.posterior_threshold);
+      ta.posterior_alpha = opt_float(spec, "posterior-alpha", ta.posterior_alpha);
+      o.typical = ta;
+    }
+    return std::make_unique<MedusaMethod>(MedusaHeads::load(spec.head_path, target), o);
+  }
+  if (spec.name == "lookahead") {
+    LookaheadOptions o;
+    o.window = opt_int(spec, "window", o.window);
+    o.ngram = opt_int(spec, "ngram", o.ngram);
+    o.guesses = opt_int(spec, "guesses", o.guesses);
+    return std::make_unique<LookaheadMethod>(o);
   }
   std::string all;
   for (auto& m : known_methods()) all += (all.empty() ? "" : ", ") + m;

@@ -6,7 +6,10 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
 #include "engine/methods/draft_tree.h"
+#include "engine/methods/verify.h"
 #include "engine/model/forward.h"
 #include "engine/sampling/sampler.h"
 
@@ -24,6 +27,15 @@ struct DecodeState {
   Rng* rng = nullptr;  // the run's generator, for drafters that sample
 };
 
+// Rows a method adds to the verification forward that are never kept or verified (Lookahead's Jacobi
+// window). Row r sees the cache, the root (batch row 0), the extra rows listed in visible[r] (indices among
+// the extra rows) and itself.
+struct ExtraRows {
+  std::vector<int32_t> tokens, positions;
+  std::vector<std::vector<int>> visible;
+  int size() const { return int(tokens.size()); }
+};
+
 class Method {
  public:
   virtual ~Method() = default;
@@ -39,9 +51,14 @@ class Method {
   // verification forward's output (taps for every row). st.tokens already includes the committed tokens.
   virtual void commit(const DecodeState& st, const ForwardOutput& out, const std::vector<int>& rows,
                       int committed) {}
+  // Extra rows for this step's verification forward, and their logits afterwards (rows first_row.. of out).
+  virtual void extra_rows(const DecodeState& st, ExtraRows& rows) {}
+  virtual void observe_extra(const DecodeState& st, const ForwardOutput& out, int first_row) {}
   // Draft-side forwards and tokens since the last call (for the StepRecord).
   virtual std::pair<int, int> take_draft_counts() { return {0, 0}; }
-  virtual bool lossy() const { return false; }
+  // Set when the method verifies with Medusa's typical acceptance instead of lossless verification.
+  virtual std::optional<TypicalAcceptance> typical_acceptance() const { return std::nullopt; }
+  bool lossy() const { return typical_acceptance().has_value(); }
 };
 
 }  // namespace specscope

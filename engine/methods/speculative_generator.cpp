@@ -15,6 +15,23 @@ using clock = std::chrono::steady_clock;
 int64_t us_since(clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - t).count();
 }
+// Appends rows that see the root, the extra rows they list and themselves (never the tree).
+void append_extra_rows(Batch& b, const ExtraRows& extra) {
+  const int n0 = b.size(), n = n0 + extra.size();
+  std::vector<uint8_t> mask(size_t(n) * n, 0);
+  for (int i = 0; i < n0; ++i)
+    for (int j = 0; j < n0; ++j) mask[size_t(i) * n + j] = b.mask[size_t(i) * n0 + j];
+  for (int r = 0; r < extra.size(); ++r) {
+    const int row = n0 + r;
+    mask[size_t(row) * n + 0] = 1;
+    mask[size_t(row) * n + row] = 1;
+    for (int v : extra.visible[r]) mask[size_t(row) * n + n0 + v] = 1;
+    b.tokens.push_back(extra.tokens[r]);
+    b.positions.push_back(extra.positions[r]);
+  }
+  b.mask = std::move(mask);
+}
+
 }  // namespace
 
 SpeculativeResult generate_speculative(const Model& model, Context& ctx, Method& method,
@@ -144,14 +161,22 @@ SpeculativeResult generate_speculative(const Model& model, Context& ctx, Method&
     auto tf = clock::now();
     std::vector<int> row_of_node;
     Batch b = tree_batch(tree, rec.root_token, ctx.n_past(), row_of_node);
+    ExtraRows extra;
+    method.extra_rows(st, extra);
+    if (b.size() + extra.size() > room + 1) extra = ExtraRows{};  // no room left in the context: skip them
+    const int first_extra = b.size();
+    if (extra.size() > 0) append_extra_rows(b, extra);
     b.taps = taps;
     ctx.forward(b, out);
+    if (extra.size() > 0) method.observe_extra(st, out, first_extra);
     rec.timings.verify_forward_us = us_since(tf);
     rec.target_forwards = 1;
     rec.target_tokens = b.size();
     // Verify.
     auto tv = clock::now();
-    VerifyResult vr = verify_tree(tree, out, row_of_node, opts.sampling, rng);
+    const auto typical = method.typical_acceptance();
+    VerifyResult vr = typical ? verify_tree_typical(tree, out, row_of_node, opts.sampling, rng, *typical)
+                              : verify_tree(tree, out, row_of_node, opts.sampling, rng);
     rec.timings.verify_us = us_since(tv);
     // Keep the root and the accepted path in the cache.
     auto tk = clock::now();

@@ -122,4 +122,65 @@ VerifyResult verify_tree(DraftTree& tree, const ForwardOutput& out, const std::v
   return res;
 }
 
+VerifyResult verify_tree_typical(DraftTree& tree, const ForwardOutput& out, const std::vector<int>& row_of_node,
+                                 const SamplingParams& sp, Rng& rng, const TypicalAcceptance& ta) {
+  if (sp.greedy()) return verify_tree(tree, out, row_of_node, sp, rng);
+  const int V = out.vocab;
+  // Mark every reachable node accepted or rejected by the typical criterion at its parent.
+  std::vector<int> frontier = {-1};
+  std::vector<std::vector<float>> dist_at(tree.nodes.size() + 1);
+  auto target_at = [&](int node) -> const std::vector<float>& {
+    auto& d = dist_at[node + 1];
+    if (d.empty()) {
+      Distribution p = process_logits(logits_of_row(out, node < 0 ? 0 : row_of_node[node]), V, sp);
+      d.assign(V, 0.f);
+      for (size_t i = 0; i < p.ids.size(); ++i) d[p.ids[i]] = p.probs[i];
+    }
+    return d;
+  };
+  std::vector<int> depth_reached(tree.nodes.size(), 0);
+  int best = -1, best_len = 0;
+  while (!frontier.empty()) {
+    std::vector<int> next;
+    for (int parent : frontier) {
+      const auto& p = target_at(parent);
+      double entropy = 0;
+      for (float x : p)
+        if (x > 0) entropy -= double(x) * std::log(double(x));
+      const float thr = std::min(ta.posterior_threshold, float(ta.posterior_alpha * std::exp(-entropy)));
+      for (int c : tree.children_of(parent)) {
+        auto& n = tree.nodes[c];
+        n.target_prob = p[n.token];
+        n.accept_prob = thr;
+        if (n.target_prob > thr) {
+          n.decision = NodeDecision::Accepted;
+          const int len = parent < 0 ? 1 : depth_reached[parent] + 1;
+          depth_reached[c] = len;
+          if (len > best_len) {
+            best_len = len;
+            best = c;
+          }
+          next.push_back(c);
+        } else {
+          n.decision = NodeDecision::Rejected;
+        }
+      }
+    }
+    frontier = std::move(next);
+  }
+  VerifyResult res;
+  if (best >= 0) res.accepted_path = tree.path_to(best);
+  // Nodes accepted by the criterion but off the chosen path were not taken.
+  for (auto& n : tree.nodes)
+    if (n.decision == NodeDecision::Accepted &&
+        std::find(res.accepted_path.begin(), res.accepted_path.end(), n.id) == res.accepted_path.end())
+      n.decision = NodeDecision::NotReached;
+  const auto& p = target_at(best);
+  std::vector<double> pd(p.begin(), p.end());
+  res.bonus_token = draw(pd, rng);
+  res.bonus_source = BonusSource::Target;
+  res.bonus_prob = p[res.bonus_token];
+  return res;
+}
+
 }  // namespace specscope

@@ -21,9 +21,19 @@ struct VerifyResult {
   float bonus_prob = 0.f;
 };
 
+// Medusa's typical acceptance (lossy): a node is accepted when the target's probability of it exceeds
+// min(threshold, alpha * exp(-entropy of the target distribution)); the longest accepted root path wins;
+// the bonus token is sampled from the target. At T = 0 it reduces to greedy matching.
+struct TypicalAcceptance {
+  float posterior_threshold = 0.09f;
+  float posterior_alpha = 0.3f;
+};
+
 // `out` holds logits for every row of the tree batch; `row_of_node` maps nodes to rows (row 0: root).
 // Fills each node's target_prob, accept_prob and decision.
 VerifyResult verify_tree(DraftTree& tree, const ForwardOutput& out, const std::vector<int>& row_of_node,
                          const SamplingParams& sp, Rng& rng);
+VerifyResult verify_tree_typical(DraftTree& tree, const ForwardOutput& out, const std::vector<int>& row_of_node,
+                                 const SamplingParams& sp, Rng& rng, const TypicalAcceptance& ta);
 
 }  // namespace specscope

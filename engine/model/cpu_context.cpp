@@ -151,17 +151,28 @@ void CpuContext::attention(int layer, int n, const int32_t* pos, const uint8_t* 
     const int i = task / nh, h = task % nh, kvh = h / group;
     float* sc = scores_.data() + size_t(omp_get_thread_num()) * total;
     const float* q = q_.data() + size_t(i) * q_dim + size_t(h) * hd;
+    // Dot products written inline: with small head dims a call per key costs more than the arithmetic.
     for (int j = 0; j < total; ++j) {
       bool visible = j < base || (mask ? mask[size_t(i) * n + (j - base)] != 0 : (j - base) <= i);
       if (visible && window > 0 && pos[i] - slot_pos_[j] >= window) visible = false;
-      sc[j] = visible ? cpu::dot(q, kc + size_t(j) * kv_dim_ + size_t(kvh) * hd, hd) * scale
-                      : -std::numeric_limits<float>::infinity();
+      if (!visible) {
+        sc[j] = -std::numeric_limits<float>::infinity();
+        continue;
+      }
+      const float* k = kc + size_t(j) * kv_dim_ + size_t(kvh) * hd;
+      float acc = 0.f;
+      for (int d = 0; d < hd; ++d) acc += q[d] * k[d];
+      sc[j] = acc * scale;
     }
     cpu::softmax(sc, total);
     float* o = att_.data() + size_t(i) * q_dim + size_t(h) * hd;
     std::fill(o, o + hd, 0.f);
-    for (int j = 0; j < total; ++j)
-      if (sc[j] != 0.f) cpu::axpy(sc[j], vc + size_t(j) * kv_dim_ + size_t(kvh) * hd, o, hd);
+    for (int j = 0; j < total; ++j) {
+      const float w = sc[j];
+      if (w == 0.f) continue;
+      const float* v = vc + size_t(j) * kv_dim_ + size_t(kvh) * hd;
+      for (int d = 0; d < hd; ++d) o[d] += w * v[d];
+    }
   }
 }
 
