@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# SpecScope model family, end to end: (corpus, already built and shipped) -> tokenizer -> base -> draft -> check.
+# SpecScope model family, end to end: (corpus, already built and shipped) -> tokenizer -> base -> draft -> check
+# -> draft heads on the frozen base (EAGLE-1, EAGLE-3, Medusa-1).
 #
 #   bash training/pipeline.sh --device cuda --minutes-base 5 --minutes-draft 2 --out training/runs/h100
 #   bash training/pipeline.sh --device cpu --tiny --out /tmp/ss-cpu          # a 1-2 minute CPU smoke run
@@ -10,6 +11,10 @@
 #                            (default training/runs/<date-time>)
 #   --minutes-base N         wall-clock budget of the base run, startup included (default 5)
 #   --minutes-draft N        same for the draft (default 2)
+#   --minutes-eagle N        EAGLE-1 head -> DIR/eagle1 (default 2; 0 skips it)
+#   --minutes-eagle3 N       EAGLE-3 head -> DIR/eagle3 (default 3; 0 skips it)
+#   --minutes-medusa N       Medusa-1 heads -> DIR/medusa (default 2; 0 skips them)
+#   --self-distill N         heads train on the base's own answers to N training prompts (default 0: the corpus)
 #   --epochs-base N          passes over the corpus for the base (default 8; 0: only the time budget)
 #   --epochs-draft N         same for the draft (default 4)
 #                            (the first limit reached ends a run; the LR schedule anneals to whichever it is)
@@ -26,6 +31,7 @@ export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=true
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 
+me1=2 me3=3 mmd=2 sd=0
 device=auto out="" mb=5 md=2 eb=8 ed=4 mode=distill tiny=0 resume=0 skip_eval=0 edtype=bfloat16
 while (($#)); do
   case "$1" in
@@ -33,6 +39,10 @@ while (($#)); do
     --out) out=$2; shift 2 ;;
     --minutes-base) mb=$2; shift 2 ;;
     --minutes-draft) md=$2; shift 2 ;;
+    --minutes-eagle) me1=$2; shift 2 ;;
+    --minutes-eagle3) me3=$2; shift 2 ;;
+    --minutes-medusa) mmd=$2; shift 2 ;;
+    --self-distill) sd=$2; shift 2 ;;
     --epochs-base) eb=$2; shift 2 ;;
     --epochs-draft) ed=$2; shift 2 ;;
     --draft-mode) mode=$2; shift 2 ;;
@@ -40,7 +50,7 @@ while (($#)); do
     --resume) resume=1; shift ;;
     --skip-eval) skip_eval=1; shift ;;
     --export-dtype) edtype=$2; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "pipeline.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -67,13 +77,17 @@ fi
 
 if ((tiny)); then
   tok_args=(--vocab 1024 --max-chars 2000000)
-  base_args=(--hidden 96 --layers 2 --heads 4 --kv-heads 2 --intermediate 256 --context 256 --batch-size 8
+  base_args=(--hidden 96 --layers 3 --heads 4 --kv-heads 2 --intermediate 256 --context 256 --batch-size 8
              --lr 3e-3 --warmup-steps 10 --max-train-convs 4000 --max-val-convs 200 --eval-every 25 --eval-rows 16
              --ckpt-every 0 --threads 1)
   draft_args=(--hidden 64 --layers 2 --heads 4 --kv-heads 2 --intermediate 192 --context 256 --batch-size 8
               --lr 3e-3 --warmup-steps 10 --max-train-convs 4000 --max-val-convs 200 --eval-every 25 --eval-rows 16
               --ckpt-every 0 --threads 1)
   eval_args=(--n 8 --max-new 32 --show 2)
+  head_args=(--context 128 --batch-size 8 --lr 3e-3 --warmup-steps 10 --max-train-convs 2000 --max-val-convs 100
+             --eval-every 25 --eval-rows 8 --ckpt-every 0 --threads 1)
+  e3_args=(--draft-vocab 512)
+  sd_args=(--sd-max-new 32)
 else
   tok_args=(--vocab 4096 --max-chars 15000000)
   base_args=(--hidden 384 --layers 8 --heads 6 --kv-heads 2 --intermediate 1024 --context 512 --batch-size 64
@@ -81,6 +95,10 @@ else
   draft_args=(--hidden 256 --layers 4 --heads 4 --kv-heads 2 --intermediate 768 --context 512 --batch-size 64
               --lr 3e-3 --warmup-steps 100 --eval-every 250 --eval-rows 128 --ckpt-every 500)
   eval_args=(--n 48 --max-new 96 --show 3)
+  head_args=(--context 512 --batch-size 32 --lr 1e-3 --warmup-steps 100 --eval-every 250 --eval-rows 64
+             --ckpt-every 500)
+  e3_args=(--draft-vocab 2048)
+  sd_args=(--sd-max-new 192 --sd-batch 128)
 fi
 common=(--data "$data" --tokenizer "$out/tokenizer" --cache "$out/cache" --device "$device" --export-dtype "$edtype")
 res=(); ((resume)) && res=(--resume auto)
@@ -110,6 +128,20 @@ if ((!skip_eval)); then
     || say "held-out check failed (the exports are still in place)"
 fi
 
+# draft heads on the frozen base (exports in the official EAGLE-1 / EAGLE-3 / Medusa-1 layouts)
+hcommon=(--base "$out/base" --data "$data" --device "$device" --export-dtype "$edtype" "${head_args[@]}")
+((sd > 0)) && hcommon+=(--self-distill "$sd" "${sd_args[@]}")
+hres=(); ((resume)) && hres=(--resume auto)
+run_head() {  # script minutes outdir [extra args]
+  local script=$1 minutes=$2 dir=$3; shift 3
+  if [[ "$minutes" == 0 || "$minutes" == 0.0 ]]; then say "$(basename "$dir"): skipped"; return; fi
+  say "$(basename "$dir") head -> $dir (budget $minutes min)"
+  $py "$here/$script" "${hcommon[@]}" --out "$dir" --max-minutes "$minutes" "$@" "${hres[@]}"
+}
+run_head train_eagle.py "$me1" "$out/eagle1"
+run_head train_eagle3.py "$me3" "$out/eagle3" "${e3_args[@]}"
+run_head train_medusa.py "$mmd" "$out/medusa"
+
 say "summary"
 $py - "$out" <<'EOF'
 import json, os, sys
@@ -125,6 +157,17 @@ for name in ("base", "draft"):
           f"[{s['stop_reason']}, {s['wall_s']:.0f}s]  {d}")
     rows.append(mb)
 print(f"  total exported weights: {sum(rows):.1f} MB")
+for name in ("eagle1", "eagle3", "medusa"):
+    f = os.path.join(out, name, "training_summary.json")
+    if not os.path.exists(f):
+        continue
+    s = json.load(open(f))
+    v = s["final_val"]
+    acc = v.get("acc", v.get("acc0"))
+    extra = f", step-7 acc {v['acc_last']:.3f}" if "acc_last" in v else ""
+    extra += f", head-5 acc {v['acc4']:.3f}" if "acc4" in v else ""
+    print(f"  {name:6s} {s['params'] / 1e6:6.2f} M params  {s['steps']} steps  {s['tokens_seen'] / 1e6:.1f} M tokens  "
+          f"val top-1 {acc:.3f}{extra}  {s['tokens_per_s']} tok/s  [{s['stop_reason']}, {s['wall_s']:.0f}s]")
 e = os.path.join(out, "eval.json")
 if os.path.exists(e):
     r = json.load(open(e))

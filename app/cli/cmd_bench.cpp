@@ -2,6 +2,8 @@
 // speculative decoding lives on). Medians of --repeat runs; --json for machines, --out to save it.
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -62,7 +64,7 @@ int cmd_bench(Args& args) {
   std::map<int, std::vector<double>> step_ms;
   ForwardOutput out;
   for (int r = 0; r < repeat; ++r) {
-    std::fprintf(stderr, "\r[bench] run %d/%d", r + 1, repeat);
+    std::fprintf(stderr, isatty(2) ? "\r[bench] run %d/%d" : "[bench] run %d/%d\n", r + 1, repeat);
     ctx->truncate(0);
     Batch b = Batch::causal(prompt);
     b.logit_rows = {prompt_tokens - 1};
@@ -72,13 +74,17 @@ int cmd_bench(Args& args) {
     prefill_tps.push_back(prompt_tokens / std::chrono::duration<double>(t1 - t0).count());
     // The n-token step cost at this context length: forward n tokens (all logits, as verification needs),
     // then drop them again.
+    // Each size runs back to back a few times (the first untimed) so that thread wake-up after the
+    // previous size does not count.
     for (int n : sizes) {
       Batch sb;
       sb.tokens.assign(prompt.begin(), prompt.begin() + n);
-      auto s0 = clock::now();
-      ctx->forward(sb, out);
-      step_ms[n].push_back(std::chrono::duration<double, std::milli>(clock::now() - s0).count());
-      ctx->truncate(prompt_tokens);
+      for (int it = 0; it < 4; ++it) {
+        auto s0 = clock::now();
+        ctx->forward(sb, out);
+        if (it > 0) step_ms[n].push_back(std::chrono::duration<double, std::milli>(clock::now() - s0).count());
+        ctx->truncate(prompt_tokens);
+      }
     }
     int32_t tok = argmax(out.row_logits(0), V);
     auto d0 = clock::now();
@@ -90,7 +96,7 @@ int cmd_bench(Args& args) {
     }
     decode_tps.push_back(gen_tokens / std::chrono::duration<double>(clock::now() - d0).count());
   }
-  std::fprintf(stderr, "\r");
+  if (isatty(2)) std::fprintf(stderr, "\r");
 
   nlohmann::json j = {{"model", path},
                       {"parameters", model->parameter_count()},

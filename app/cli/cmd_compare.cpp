@@ -1,6 +1,9 @@
 // specscope-cli compare: the same prompts with several methods in one process, vanilla first as the
 // reference for speedup and (greedy) output equality.
+#include <unistd.h>
+
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -66,7 +69,9 @@ int cmd_compare(Args& args) {
     double vanilla_tps = 0;
     nlohmann::json pj = {{"prompt", prompts[p]}, {"runs", nlohmann::json::array()}};
     for (size_t m = 0; m < names.size(); ++m) {
-      std::fprintf(stderr, "\r[compare] prompt %zu/%zu, %s          ", p + 1, prompts.size(), names[m].c_str());
+      // Progress: rewritten in place on a terminal, one line per run in logs.
+      std::fprintf(stderr, isatty(2) ? "\r[compare] prompt %zu/%zu, %s          " : "[compare] prompt %zu/%zu, %s\n",
+                   p + 1, prompts.size(), names[m].c_str());
       auto ctx = model->new_cpu_context(0);
       auto res = generate_speculative(*model, *ctx, *methods[m], ids, opts);
       auto& s = res.summary;
@@ -80,7 +85,7 @@ int cmd_compare(Args& args) {
       t.new_tokens += s.new_tokens;
       t.target_forwards += s.target_forwards;
       t.steps += s.steps;
-      t.decode_tokens += long(s.tau * s.steps + 0.5);
+      t.decode_tokens += std::lround(s.tau * s.steps);
       t.decode_seconds += s.decode_seconds;
       t.compared++;
       t.identical += same;
@@ -108,7 +113,7 @@ int cmd_compare(Args& args) {
     }
     out_json["prompts"].push_back(pj);
   }
-  std::fprintf(stderr, "\r%60s\r", "");
+  if (isatty(2)) std::fprintf(stderr, "\r%60s\r", "");
 
   const bool greedy = opts.sampling.greedy();
   nlohmann::json agg = nlohmann::json::array();

@@ -46,7 +46,7 @@ RunSummary summarize(const std::string& method, const std::vector<StepRecord>& s
     s.verify_seconds += (r.timings.verify_forward_us + r.timings.verify_us + r.timings.kv_update_us) * 1e-6;
     if (r.root_token < 0) continue;  // the prefill step is not a decoding step
     ++s.steps;
-    decode_tokens += long(r.committed.size());
+    decode_tokens += r.accepted_count() + 1;  // EAGLE's τ: accepted drafts + the bonus, even when EOS ends the run
     const int acc = r.accepted_count();
     if (int(s.accepted_length_histogram.size()) <= acc) s.accepted_length_histogram.resize(acc + 1, 0);
     s.accepted_length_histogram[acc]++;

@@ -68,7 +68,7 @@ struct RunSummary {
   int new_tokens = 0;
   int target_forwards = 0;       // including the prefill
   int draft_forwards = 0;
-  double tau = 0;                // tokens committed per decoding step (accepted + bonus), EAGLE's τ
+  double tau = 0;                // EAGLE's τ: accepted drafts + 1 (the bonus) per decoding step
   std::vector<double> acceptance_by_depth;  // P(accept at depth d | depth d-1 accepted and a node was tried)
   std::vector<long> accepted_length_histogram;
   double wall_seconds = 0, prefill_seconds = 0, decode_seconds = 0;

@@ -234,5 +234,128 @@ class Recipes(unittest.TestCase):
         self.assertEqual(m.config.vocab_size, 512)
 
 
+class HeadRecipes(unittest.TestCase):
+    """EAGLE-1, EAGLE-3 and Medusa-1 heads on a tiny 3-layer base (EAGLE-3 needs 3 distinct layers:
+    sorted({2, 1, 0})): a few CPU steps each; the loss falls and the export has exactly the official tensors."""
+
+    @classmethod
+    def setUpClass(cls):
+        import torch
+
+        torch.set_num_threads(1)
+        cls.tmp = tempfile.mkdtemp(prefix="ss-heads-")
+        import train_base
+        import train_tokenizer
+
+        cls.tok = os.path.join(cls.tmp, "tok")
+        quiet(train_tokenizer.main, ["--data", DATA, "--out", cls.tok, "--vocab", "512", "--max-chars", "300000",
+                                     "--context", "128"])
+        common = ["--data", DATA, "--tokenizer", cls.tok, "--device", "cpu", "--threads", "1", "--context", "128",
+                  "--batch-size", "8", "--max-train-convs", "1000", "--max-val-convs", "40", "--log-every", "5",
+                  "--warmup-steps", "5", "--progress", "lines", "--ckpt-every", "0", "--eval-every", "0"]
+        cls.base = os.path.join(cls.tmp, "base")
+        quiet(train_base.main, common + ["--out", cls.base, "--hidden", "64", "--layers", "3", "--heads", "4",
+                                         "--kv-heads", "2", "--intermediate", "128", "--lr", "1e-2",
+                                         "--max-steps", "30"])
+        cls.H, cls.V, cls.I, cls.KV = 64, 512, 128, 2 * 16
+        cls.head_args = ["--base", cls.base, "--data", DATA, "--device", "cpu", "--threads", "1", "--context", "64",
+                         "--batch-size", "8", "--max-train-convs", "400", "--max-val-convs", "30", "--log-every", "1",
+                         "--eval-every", "0", "--warmup-steps", "3", "--ckpt-every", "0", "--lr", "5e-3",
+                         "--export-dtype", "float32"]
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, True)
+
+    def tensors(self, path):
+        from safetensors import safe_open
+
+        with safe_open(path, "pt") as f:
+            return {k: f.get_tensor(k) for k in f.keys()}
+
+    def losses(self, d, key="loss"):
+        return [r[key] for r in read_lines(os.path.join(d, "train_log.jsonl")) if key in r and not r.get("final")]
+
+    def assert_falls(self, xs, frac):
+        a, b = sum(xs[:3]) / 3, sum(xs[-3:]) / 3
+        self.assertLess(b, a * frac, f"loss did not fall: {a:.4f} -> {b:.4f}")
+
+    def layer_shapes(self, p, in_dim):
+        H, I, KV = self.H, self.I, self.KV
+        return {p + "self_attn.q_proj.weight": (H, in_dim), p + "self_attn.k_proj.weight": (KV, in_dim),
+                p + "self_attn.v_proj.weight": (KV, in_dim), p + "self_attn.o_proj.weight": (H, H),
+                p + "mlp.gate_proj.weight": (I, H), p + "mlp.up_proj.weight": (I, H),
+                p + "mlp.down_proj.weight": (H, I), p + "post_attention_layernorm.weight": (H,)}
+
+    def test_eagle1(self):
+        import train_eagle
+
+        d = os.path.join(self.tmp, "eagle1")
+        s = quiet(train_eagle.main, self.head_args + ["--out", d, "--max-steps", "40"])
+        self.assert_falls(self.losses(d), 0.8)
+        self.assertGreater(s["final_val"]["acc"], 0.05)
+        want = {"fc.weight": (self.H, 2 * self.H), "fc.bias": (self.H,)}
+        want.update(self.layer_shapes("layers.0.", self.H))
+        t = self.tensors(os.path.join(d, "model.safetensors"))
+        self.assertEqual({k: tuple(v.shape) for k, v in t.items()}, want)
+        cfg = read_json(os.path.join(d, "config.json"))
+        self.assertEqual((cfg["num_hidden_layers"], cfg["bias"], cfg["hidden_size"]), (1, True, self.H))
+        # resume continues the step count and the log
+        s2 = quiet(train_eagle.main, self.head_args + ["--out", d, "--max-steps", "45", "--resume", "auto"])
+        self.assertEqual(s2["steps"], 45)
+        self.assertEqual([r["step"] for r in read_lines(os.path.join(d, "train_log.jsonl")) if "loss" in r][0], 1)
+
+    def test_eagle3(self):
+        import torch
+
+        import train_eagle3
+
+        d = os.path.join(self.tmp, "eagle3")
+        quiet(train_eagle3.main, self.head_args + ["--out", d, "--max-steps", "40", "--draft-vocab", "256"])
+        self.assert_falls(self.losses(d), 0.93)
+        self.assert_falls(self.losses(d, "ploss0"), 0.93)
+        want = {"fc.weight": (self.H, 3 * self.H), "midlayer.input_layernorm.weight": (self.H,),
+                "midlayer.hidden_norm.weight": (self.H,), "norm.weight": (self.H,),
+                "lm_head.weight": (256, self.H), "d2t": (256,), "t2d": (self.V,)}
+        want.update(self.layer_shapes("midlayer.", 2 * self.H))
+        t = self.tensors(os.path.join(d, "model.safetensors"))
+        self.assertEqual({k: tuple(v.shape) for k, v in t.items()}, want)
+        self.assertEqual((t["d2t"].dtype, t["t2d"].dtype), (torch.int64, torch.bool))
+        used = torch.arange(256) + t["d2t"]
+        self.assertTrue(bool((used[1:] > used[:-1]).all()))
+        self.assertEqual(int(t["t2d"].sum()), 256)
+        self.assertTrue(bool(t["t2d"][used].all()))
+        cfg = read_json(os.path.join(d, "config.json"))
+        self.assertEqual((cfg["draft_vocab_size"], cfg["num_hidden_layers"]), (256, 1))
+        self.assertNotIn("target_hidden_size", cfg)
+
+    def test_medusa(self):
+        import train_medusa
+
+        d = os.path.join(self.tmp, "medusa")
+        quiet(train_medusa.main, self.head_args + ["--out", d, "--max-steps", "40"])
+        self.assert_falls(self.losses(d), 0.9)
+        want = {}
+        for i in range(5):
+            want.update({f"{i}.0.linear.weight": (self.H, self.H), f"{i}.0.linear.bias": (self.H,),
+                         f"{i}.1.weight": (self.V, self.H)})
+        t = self.tensors(os.path.join(d, "medusa_lm_head.safetensors"))
+        self.assertEqual({k: tuple(v.shape) for k, v in t.items()}, want)
+        cfg = read_json(os.path.join(d, "config.json"))
+        self.assertEqual((cfg["medusa_num_heads"], cfg["medusa_num_layers"]), (5, 1))
+        self.assertEqual(cfg["base_model_name_or_path"], self.base)
+
+    def test_self_distill(self):
+        import train_medusa
+
+        d = os.path.join(self.tmp, "medusa-sd")
+        s = quiet(train_medusa.main, self.head_args + ["--out", d, "--max-steps", "3", "--self-distill", "12",
+                                                       "--sd-max-new", "16", "--sd-batch", "6"])
+        self.assertEqual(s["self_distill"], 12)
+        convs = read_jsonl_gz(os.path.join(d + ".work", "self-distill-12", "train.jsonl.gz"))
+        self.assertGreater(len(convs), 6)
+        self.assertEqual(convs[0]["messages"][-1]["role"], "assistant")
+
+
 if __name__ == "__main__":
     unittest.main()
