@@ -6,9 +6,11 @@
 //   matmul_bench [--model 26m|60m|all] [--dtypes f32,f16,bf16] [--ns 1,2,4,8,16,32,64] [--reps 21]
 //                [--isa auto|avx512|avx2|scalar] [--no-blas] [--blas-only] [--blas-min N] [--json FILE]
 #include <cblas.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -60,7 +62,14 @@ struct Matrix {
   }
 };
 
+bool g_cpu_clock = false;  // --cpu: time with the process CPU clock (all threads, spinning included)
+
 double now_s() {
+  if (g_cpu_clock) {
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+  }
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
@@ -110,6 +119,7 @@ int main(int argc, char** argv) {
     } else if (a == "--reps") reps = std::max(1, std::atoi(next().c_str()));
     else if (a == "--json") json_path = next();
     else if (a == "--no-blas") run_blas = false;
+    else if (a == "--cpu") g_cpu_clock = true;
     else if (a == "--blas-only") run_ours = false;
     else if (a == "--blas-min") cpu::set_blas_min_tokens(std::atoi(next().c_str()));
     else if (a == "--isa") {
@@ -120,7 +130,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: matmul_bench [--model 26m|60m|all] [--dtypes f32,f16,bf16] [--ns 1,2,4,...] [--reps N]\n"
                    "                    [--isa auto|avx512|avx2|scalar] [--no-blas] [--blas-only] [--blas-min N]"
-                   " [--json FILE]\n");
+                   " [--cpu] [--json FILE]\n");
       return 2;
     }
   }
@@ -130,8 +140,10 @@ int main(int argc, char** argv) {
   if (model_arg == "60m" || model_arg == "all") models.push_back({"60m", 768, 2048, 8, 8192});
   const int max_n = *std::max_element(ns.begin(), ns.end());
 
-  std::printf("isa %s, blas_min_tokens %d, reps %d (median; min in brackets)\n", cpu::active_isa(),
-              cpu::blas_min_tokens(), reps);
+  std::printf("isa %s, OpenBLAS core %s, blas_min_tokens f32 %d f16/bf16 %d, threads %d, reps %d, %s\n"
+              "(median ms; min in brackets; GB/s = weight bytes / median time)\n",
+              cpu::active_isa(), cpu::blas_core(), cpu::blas_min_tokens(DType::F32), cpu::blas_min_tokens(DType::F16),
+              omp_get_max_threads(), reps, g_cpu_clock ? "process CPU time" : "wall time");
   std::vector<Row> rows;
   std::mt19937 rng(123);
   std::uniform_real_distribution<float> uni(-0.05f, 0.05f);
@@ -213,7 +225,10 @@ int main(int argc, char** argv) {
   if (!json_path.empty()) {
     nlohmann::json j;
     j["isa"] = cpu::active_isa();
-    j["blas_min_tokens"] = cpu::blas_min_tokens();
+    j["blas_core"] = cpu::blas_core();
+    j["blas_min_tokens_f32"] = cpu::blas_min_tokens(DType::F32);
+    j["blas_min_tokens_f16"] = cpu::blas_min_tokens(DType::F16);
+    j["threads"] = omp_get_max_threads();
     j["reps"] = reps;
     for (const auto& r : rows)
       j["results"].push_back({{"model", r.model}, {"dtype", r.dtype}, {"impl", r.impl}, {"n", r.n}, {"ms", r.ms},

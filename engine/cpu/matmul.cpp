@@ -1,13 +1,13 @@
 // linear(): dispatch, threading, the OpenBLAS path for large n, the portable scalar kernel and the reference.
 //
 // Plan of one call, Y[n, m] = X[n, k] W[m, k]^T:
-//  * n < blas_min_tokens(): the m output columns (weight rows) are split into one contiguous range per
+//  * n < blas_min_tokens(dtype): the m output columns (weight rows) are split into one contiguous range per
 //    OpenMP thread (in units of 4 rows); each thread streams its weight rows from memory exactly once for
 //    all n tokens with register tiles (matmul_avx512.cpp / matmul_avx2.cpp, or rows_scalar below). With
 //    several token tiles, a panel of rows is widened to f32 once into a thread-private scratch buffer and
 //    reused from cache by every tile.
-//  * n >= blas_min_tokens() (prefill): cblas_sgemm, on W directly when f32, else on panels of rows widened
-//    to f32 into a scratch buffer.
+//  * n >= blas_min_tokens(dtype) (prefill, and only with an OpenBLAS that has kernels for this CPU):
+//    cblas_sgemm, on W directly when f32, else on panels of rows widened to f32 into a scratch buffer.
 #include "engine/cpu/matmul.h"
 
 #include <cblas.h>
@@ -15,6 +15,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -28,20 +30,28 @@
 namespace specscope::cpu {
 namespace detail {
 
+int k_block(int k) {
+  static const int forced = [] {
+    const char* e = std::getenv("SPECSCOPE_MATMUL_KBLOCK");
+    return e ? std::max(0, std::atoi(e)) : 0;
+  }();
+  const int kc = forced > 0 ? std::max(16, forced / 16 * 16) : 512;
+  return k <= kc + kc / 2 ? k : kc;  // don't leave a short last block
+}
+
 int panel_rows(int k) {
-  // Enough rows to reuse each token tile from L1 several times, few enough that the widened panel
-  // (P x k f32) stays within L2 next to X. Overridable for tuning: SPECSCOPE_MATMUL_PANEL_ROWS.
+  // Rows of W whose k-block (P x k_block(k) f32, ~32 KB) is reused from L1/L2 by every token tile, while
+  // each token tile is reused by the P / 4 row groups. Overridable for tuning: SPECSCOPE_MATMUL_PANEL_ROWS.
   static const int forced = [] {
     const char* e = std::getenv("SPECSCOPE_MATMUL_PANEL_ROWS");
     return e ? std::max(0, std::atoi(e)) : 0;
   }();
-  if (forced > 0) return std::max(4, (std::min(forced, 256) + 3) / 4 * 4);
-  int p = int(std::max<int64_t>(1, (int64_t(32) * 1024) / (int64_t(std::max(k, 1)) * 4)));
-  p = std::clamp(p, 4, 32);
-  return p / 4 * 4;
+  if (forced > 0) return std::max(4, (std::min(forced, 64) + 3) / 4 * 4);
+  const int p = 8192 / std::max(1, std::min(k, k_block(k)));
+  return std::clamp(p, 4, 32) / 4 * 4;
 }
 
-size_t scratch_floats(int k) { return size_t(256) * size_t(std::max(k, 1)) + 64; }
+size_t scratch_floats(int k) { return size_t(64) * size_t(std::max(k, 1)) + 64; }
 
 namespace {
 
@@ -61,8 +71,14 @@ void convert_scalar(DType t, const void* src, float* dst, size_t count) {
   switch (t) {
     case DType::F32: std::memcpy(dst, src, count * sizeof(float)); break;
     case DType::F16: {
+      // All 65536 halves widened once (256 KB): the bit-by-bit f16_to_f32 is far too slow for whole rows.
+      static const std::vector<float> table = [] {
+        std::vector<float> t(65536);
+        for (uint32_t h = 0; h < 65536; ++h) t[h] = f16_to_f32(uint16_t(h));
+        return t;
+      }();
       const uint16_t* s = static_cast<const uint16_t*>(src);
-      for (size_t i = 0; i < count; ++i) dst[i] = f16_to_f32(s[i]);
+      for (size_t i = 0; i < count; ++i) dst[i] = table[s[i]];
       break;
     }
     case DType::BF16: {
@@ -137,13 +153,46 @@ Dispatch& dispatch() {
   return d;
 }
 
-// n at or above which the product goes to OpenBLAS. Measured on the development machine (2-core Xeon,
-// AVX-512): see bench/matmul_bench.cpp.
-constexpr int kDefaultBlasMinTokens = 96;
-std::atomic<int> g_blas_min_tokens{kDefaultBlasMinTokens};
+// Whether the OpenBLAS we run against uses kernels of this CPU's generation. OpenBLAS 0.3.21 (Debian 12)
+// does not know Sapphire/Emerald Rapids and falls back to its Prescott (SSE3) kernels there, 3-5x slower
+// than the tiled kernels at every n (OPENBLAS_CORETYPE=SkylakeX fixes it).
+bool blas_core_is_modern() {
+  static const bool modern = [] {
+    const char* c = openblas_get_corename();
+    std::string name = c ? c : "";
+    for (auto& ch : name) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    for (const char* good : {"haswell", "skylakex", "cooperlake", "sapphirerapids", "zen"})
+      if (name == good) return true;
+    return false;
+  }();
+  return modern;
+}
+
+// n at or above which the product goes to OpenBLAS, when not overridden. Measured on the development
+// machine (2-core Emerald Rapids, OpenBLAS forced to its SkylakeX kernels; bench/matmul_bench.cpp and the
+// crossover table in the report): f32 sgemm overtakes the tiled kernel around n = 96-128; for f16/bf16 the
+// tiled kernel widens each weight once while the BLAS path pays a separate widening pass, so later.
+int default_blas_min_tokens(DType t, Isa isa) {
+  if (isa == Isa::Scalar) return 8;  // any OpenBLAS beats the portable loops
+  if (!blas_core_is_modern()) return INT_MAX;
+  return t == DType::F32 ? 128 : 256;
+}
+std::atomic<int> g_blas_override{0};  // 0: the defaults above
+std::atomic<int> g_max_threads{0};     // 0: omp_get_max_threads()
 
 // Below this many multiply-adds a call runs on the calling thread only (a fork/join costs ~1-3 us).
 constexpr size_t kMinParallelMacs = size_t(1) << 17;
+
+// Fork/join back-off (see linear()).
+std::atomic<int64_t> g_backoff_until{0};  // steady_clock ticks
+std::atomic<int> g_slow_joins{0};
+bool backoff_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("SPECSCOPE_MATMUL_BACKOFF");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
+}
 
 struct AlignedFree {
   void operator()(float* p) const { std::free(p); }
@@ -219,25 +268,57 @@ void linear(const float* X, int n, const TensorView& W, const float* bias, float
     return;
   }
   const Dispatch d = dispatch();
-  if (n >= g_blas_min_tokens.load(std::memory_order_relaxed)) {
+  const int ov = g_blas_override.load(std::memory_order_relaxed);
+  if (n >= (ov > 0 ? ov : default_blas_min_tokens(a.wtype, d.isa))) {
     linear_blas(a, d);
     return;
   }
   const size_t sfloats = detail::scratch_floats(k);
   const size_t macs = size_t(m) * size_t(k) * size_t(n);
-  const int max_threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const int cap = g_max_threads.load(std::memory_order_relaxed);
+  const int max_threads =
+      omp_in_parallel() ? 1 : cap > 0 ? std::min(cap, omp_get_max_threads()) : omp_get_max_threads();
   const int units = (m + 3) / 4;  // row blocks of 4
   const int nthreads = int(std::min<size_t>({size_t(max_threads), size_t(units), macs / kMinParallelMacs + 1}));
   if (nthreads <= 1) {
     d.rows(a, 0, m, thread_scratch(sfloats));
     return;
   }
+  // One contiguous range of rows per thread (each streams its part of W front to back).
+  //
+  // Every call is a fork/join. When the cores are busy with other processes, the join waits for a
+  // preempted thread to be scheduled again: measured here, ~8 ms per call (a 1 ms step took 336 ms with
+  // 2 threads under a load of 3 on 2 cores, while 1 thread took ~3 ms). So the caller's thread times its
+  // wait at the join, and after two calls in a row that waited both over 1 ms and longer than its own
+  // share of the work took, linear() runs single-threaded for the next 250 ms, then tries threads again.
+  // Results do not depend on the thread count. SPECSCOPE_MATMUL_BACKOFF=0 disables this.
+  using Clock = std::chrono::steady_clock;
+  const int64_t now = Clock::now().time_since_epoch().count();
+  if (backoff_enabled() && now < g_backoff_until.load(std::memory_order_relaxed)) {
+    d.rows(a, 0, m, thread_scratch(sfloats));
+    return;
+  }
+  int64_t master_done = 0;
 #pragma omp parallel num_threads(nthreads)
   {
     const int nt = omp_get_num_threads(), tid = omp_get_thread_num();
     const int u0 = int(int64_t(units) * tid / nt), u1 = int(int64_t(units) * (tid + 1) / nt);
     const int r0 = std::min(m, u0 * 4), r1 = std::min(m, u1 * 4);
     if (r0 < r1) d.rows(a, r0, r1, thread_scratch(sfloats));
+    if (tid == 0) master_done = Clock::now().time_since_epoch().count();
+  }
+  if (backoff_enabled()) {
+    const int64_t end = Clock::now().time_since_epoch().count();
+    const int64_t waited = end - master_done, worked = master_done - now;
+    const int64_t ms = std::chrono::duration_cast<Clock::duration>(std::chrono::milliseconds(1)).count();
+    if (waited > ms && waited > worked) {
+      if (g_slow_joins.fetch_add(1, std::memory_order_relaxed) + 1 >= 2) {
+        g_backoff_until.store(end + 250 * ms, std::memory_order_relaxed);
+        g_slow_joins.store(0, std::memory_order_relaxed);
+      }
+    } else {
+      g_slow_joins.store(0, std::memory_order_relaxed);
+    }
   }
 }
 
@@ -294,9 +375,18 @@ Isa set_isa(Isa isa) {
   return dispatch().isa;
 }
 
-int set_blas_min_tokens(int n) {
-  return g_blas_min_tokens.exchange(n <= 0 ? kDefaultBlasMinTokens : n);
+int set_blas_min_tokens(int n) { return g_blas_override.exchange(std::max(n, 0)); }
+
+int blas_min_tokens(DType t) {
+  const int ov = g_blas_override.load();
+  return ov > 0 ? ov : default_blas_min_tokens(t, dispatch().isa);
 }
-int blas_min_tokens() { return g_blas_min_tokens.load(); }
+
+int set_num_threads(int n) { return g_max_threads.exchange(std::max(n, 0)); }
+
+const char* blas_core() {
+  const char* c = openblas_get_corename();
+  return c ? c : "?";
+}
 
 }  // namespace specscope::cpu

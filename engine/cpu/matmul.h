@@ -40,9 +40,18 @@ const char* active_isa();
 bool isa_supported(Isa isa);
 // Forces a kernel family (clamped to what the CPU supports); Auto restores the best one. Returns the active.
 Isa set_isa(Isa isa);
-// n at or above which linear() hands the product to OpenBLAS sgemm; 0 restores the default. INT32_MAX:
-// never. Returns the previous value.
+// n at or above which linear() hands the product to OpenBLAS sgemm for weights of type t. Default: 128 for
+// f32 and 256 for f16/bf16 when OpenBLAS runs kernels for this CPU's generation, never when it does not
+// (e.g. OpenBLAS 0.3.21 on Sapphire/Emerald Rapids picks its SSE3 "Prescott" kernels unless
+// OPENBLAS_CORETYPE=SkylakeX is set), 8 with the scalar kernels.
+int blas_min_tokens(DType t = DType::F32);
+// Overrides that threshold for every type (1: always OpenBLAS; INT32_MAX: never); 0 restores the defaults.
+// Returns the previous override (0 when the defaults were in effect).
 int set_blas_min_tokens(int n);
-int blas_min_tokens();
+// Caps the OpenMP threads of the tiled path (results do not depend on the thread count: each output is
+// summed in the same order whichever thread computes it); 0: omp_get_max_threads(). Returns the previous cap.
+int set_num_threads(int n);
+// The kernel set OpenBLAS picked ("SkylakeX", "Haswell", "Prescott", ...).
+const char* blas_core();
 
 }  // namespace specscope::cpu

@@ -34,7 +34,30 @@ void convert_avx2(DType t, const void* src, float* dst, size_t count);
 void rows_avx512(const LinearArgs& a, int r0, int r1, float* scratch);
 void convert_avx512(DType t, const void* src, float* dst, size_t count);
 
+// Software prefetch (to L2) of a block of weight rows, a few lines per k step from inside compute-bound
+// tiles that read cached data, so that the weight stream from memory goes on while they run.
+struct RowPrefetch {
+  const char* row = nullptr;  // current row of the block
+  size_t row_stride = 0;      // bytes between rows
+  int lines_per_row = 0;
+  int col = 0;                // next line in the current row
+  int rows_left = 0;
+  int per_step = 0;           // lines per call of step()
+  inline void step() {
+    for (int i = 0; i < per_step && rows_left > 0; ++i) {
+      __builtin_prefetch(row + size_t(col) * 64, 0, 2);
+      if (++col == lines_per_row) {
+        col = 0;
+        row += row_stride;
+        --rows_left;
+      }
+    }
+  }
+};
+
 // Rows per weight panel the tiled kernels convert/reuse at once (a multiple of 4), for a given k.
 int panel_rows(int k);
+// Length of the k blocks the multi-tile path splits the dot products into (a multiple of 16).
+int k_block(int k);
 
 }  // namespace specscope::cpu::detail
