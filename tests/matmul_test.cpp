@@ -255,13 +255,16 @@ struct UsePath {
     cpu::set_isa(p.isa);
     old = cpu::set_blas_min_tokens(p.blas_min);
     old_threads = cpu::set_num_threads(threads);
+    old_backoff = cpu::set_backoff(false);  // really use `threads` threads, however busy the machine is
   }
   ~UsePath() {
     cpu::set_isa(cpu::Isa::Auto);
     cpu::set_blas_min_tokens(old);
     cpu::set_num_threads(old_threads);
+    cpu::set_backoff(old_backoff);
   }
   int old, old_threads;
+  bool old_backoff;
 };
 
 class LinearVsReference : public ::testing::TestWithParam<DType> {};
@@ -356,7 +359,10 @@ TEST_P(LinearVsReference, ThreadCountDoesNotChangeResults) {
         }
         for (int threads : {2, 3}) {
           UsePath use(path, threads);
+          const auto before = cpu::threading_stats();
           cpu::linear(X.data(), n, w.view(), bias.data(), many.data());
+          if (size_t(n) * m * k >= (size_t(1) << 18))  // big enough to be split (kMinParallelMacs = 2^17)
+            ASSERT_EQ(cpu::threading_stats().parallel_calls, before.parallel_calls + 1) << "did not run threaded";
           ASSERT_EQ(0, std::memcmp(one.data(), many.data(), one.size() * sizeof(float)))
               << path.name() << " " << dtype_str(t) << " m=" << m << " k=" << k << " n=" << n << " threads=" << threads;
         }

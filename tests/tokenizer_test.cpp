@@ -85,7 +85,8 @@ std::string tokenizer_json_for(const std::string& name) {
 std::shared_ptr<Tokenizer> load(const std::string& name) {
   const std::string path = tokenizer_json_for(name);
   auto tok = Tokenizer::from_files(path, fixture("tokenizers/" + name + "/tokenizer_config.json"));
-  if (path.rfind(fs::temp_directory_path().string(), 0) == 0) fs::remove(path);
+  // Only the temporary merged file of a patch variant is removed (never a fixture, wherever the tree lives).
+  if (fs::exists(fixture("tokenizers/" + name + "/patch.json"))) fs::remove(path);
   return tok;
 }
 

@@ -39,16 +39,18 @@ int k_block(int k) {
   return k <= kc + kc / 2 ? k : kc;  // don't leave a short last block
 }
 
-int panel_rows(int k) {
-  // Rows of W whose k-block (P x k_block(k) f32, ~32 KB) is reused from L1/L2 by every token tile, while
-  // each token tile is reused by the P / 4 row groups. Overridable for tuning: SPECSCOPE_MATMUL_PANEL_ROWS.
+int panel_rows(int k, int ntiles) {
+  // Rows of W whose k-block (P x k_block(k) f32, up to ~32 KB) is reused from L1/L2 by every token tile,
+  // while each token tile is reused by the P / 4 row groups. Few tiles: small panels, so the weight stream
+  // restarts sooner (measured, 26M f16 stack, one thread: n = 8 about 1.5x faster with 8 rows than 16);
+  // many tiles: bigger panels, fewer passes over X. Overridable for tuning: SPECSCOPE_MATMUL_PANEL_ROWS.
   static const int forced = [] {
     const char* e = std::getenv("SPECSCOPE_MATMUL_PANEL_ROWS");
     return e ? std::max(0, std::atoi(e)) : 0;
   }();
   if (forced > 0) return std::max(4, (std::min(forced, 64) + 3) / 4 * 4);
-  const int p = 8192 / std::max(1, std::min(k, k_block(k)));
-  return std::clamp(p, 4, 32) / 4 * 4;
+  const int by_k = std::clamp(8192 / std::max(1, std::min(k, k_block(k))), 4, 32) / 4 * 4;
+  return std::min(by_k, ntiles <= 2 ? 8 : ntiles <= 5 ? 16 : 32);
 }
 
 size_t scratch_floats(int k) { return size_t(64) * size_t(std::max(k, 1)) + 64; }
@@ -93,7 +95,7 @@ void convert_scalar(DType t, const void* src, float* dst, size_t count) {
 void rows_scalar(const LinearArgs& a, int r0, int r1, float* scratch) {
   const int k = a.k, m = a.m;
   const size_t esz = dtype_size(a.wtype);
-  const int P = panel_rows(k);
+  const int P = panel_rows(k, 1);
   for (int p0 = r0; p0 < r1; p0 += P) {
     const int pr = std::min(P, r1 - p0);
     const float* wp;
@@ -186,13 +188,12 @@ constexpr size_t kMinParallelMacs = size_t(1) << 17;
 // Fork/join back-off (see linear()).
 std::atomic<int64_t> g_backoff_until{0};  // steady_clock ticks
 std::atomic<int> g_slow_joins{0};
-bool backoff_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("SPECSCOPE_MATMUL_BACKOFF");
-    return !(e && std::string(e) == "0");
-  }();
-  return on;
-}
+std::atomic<int64_t> g_stats_parallel{0}, g_stats_backed_off{0}, g_stats_backoffs{0};
+std::atomic<bool> g_backoff_on{[] {
+  const char* e = std::getenv("SPECSCOPE_MATMUL_BACKOFF");
+  return !(e && std::string(e) == "0");
+}()};
+bool backoff_enabled() { return g_backoff_on.load(std::memory_order_relaxed); }
 
 struct AlignedFree {
   void operator()(float* p) const { std::free(p); }
@@ -276,8 +277,7 @@ void linear(const float* X, int n, const TensorView& W, const float* bias, float
   const size_t sfloats = detail::scratch_floats(k);
   const size_t macs = size_t(m) * size_t(k) * size_t(n);
   const int cap = g_max_threads.load(std::memory_order_relaxed);
-  const int max_threads =
-      omp_in_parallel() ? 1 : cap > 0 ? std::min(cap, omp_get_max_threads()) : omp_get_max_threads();
+  const int max_threads = omp_in_parallel() ? 1 : cap > 0 ? cap : omp_get_max_threads();
   const int units = (m + 3) / 4;  // row blocks of 4
   const int nthreads = int(std::min<size_t>({size_t(max_threads), size_t(units), macs / kMinParallelMacs + 1}));
   if (nthreads <= 1) {
@@ -289,19 +289,22 @@ void linear(const float* X, int n, const TensorView& W, const float* bias, float
   // Every call is a fork/join. When the cores are busy with other processes, the join waits for a
   // preempted thread to be scheduled again: measured here, ~8 ms per call (a 1 ms step took 336 ms with
   // 2 threads under a load of 3 on 2 cores, while 1 thread took ~3 ms). So the caller's thread times its
-  // wait at the join, and after two calls in a row that waited both over 1 ms and longer than its own
-  // share of the work took, linear() runs single-threaded for the next 250 ms, then tries threads again.
+  // waits at the fork and the join, and after two calls in a row that waited over 1 ms and longer than its
+  // own share of the work took, linear() runs single-threaded for the next 250 ms, then tries threads again.
   // Results do not depend on the thread count. SPECSCOPE_MATMUL_BACKOFF=0 disables this.
   using Clock = std::chrono::steady_clock;
   const int64_t now = Clock::now().time_since_epoch().count();
   if (backoff_enabled() && now < g_backoff_until.load(std::memory_order_relaxed)) {
+    g_stats_backed_off.fetch_add(1, std::memory_order_relaxed);
     d.rows(a, 0, m, thread_scratch(sfloats));
     return;
   }
-  int64_t master_done = 0;
+  g_stats_parallel.fetch_add(1, std::memory_order_relaxed);
+  int64_t master_start = 0, master_done = 0;
 #pragma omp parallel num_threads(nthreads)
   {
     const int nt = omp_get_num_threads(), tid = omp_get_thread_num();
+    if (tid == 0) master_start = Clock::now().time_since_epoch().count();
     const int u0 = int(int64_t(units) * tid / nt), u1 = int(int64_t(units) * (tid + 1) / nt);
     const int r0 = std::min(m, u0 * 4), r1 = std::min(m, u1 * 4);
     if (r0 < r1) d.rows(a, r0, r1, thread_scratch(sfloats));
@@ -309,11 +312,13 @@ void linear(const float* X, int n, const TensorView& W, const float* bias, float
   }
   if (backoff_enabled()) {
     const int64_t end = Clock::now().time_since_epoch().count();
-    const int64_t waited = end - master_done, worked = master_done - now;
+    // Waiting happens at the fork (the previous team's threads must be back) and at the join.
+    const int64_t waited = (master_start - now) + (end - master_done), worked = master_done - master_start;
     const int64_t ms = std::chrono::duration_cast<Clock::duration>(std::chrono::milliseconds(1)).count();
     if (waited > ms && waited > worked) {
       if (g_slow_joins.fetch_add(1, std::memory_order_relaxed) + 1 >= 2) {
         g_backoff_until.store(end + 250 * ms, std::memory_order_relaxed);
+        g_stats_backoffs.fetch_add(1, std::memory_order_relaxed);
         g_slow_joins.store(0, std::memory_order_relaxed);
       }
     } else {
@@ -380,6 +385,16 @@ int set_blas_min_tokens(int n) { return g_blas_override.exchange(std::max(n, 0))
 int blas_min_tokens(DType t) {
   const int ov = g_blas_override.load();
   return ov > 0 ? ov : default_blas_min_tokens(t, dispatch().isa);
+}
+
+ThreadingStats threading_stats() {
+  return {g_stats_parallel.load(), g_stats_backed_off.load(), g_stats_backoffs.load()};
+}
+
+bool set_backoff(bool on) {
+  g_backoff_until.store(0);
+  g_slow_joins.store(0);
+  return g_backoff_on.exchange(on);
 }
 
 int set_num_threads(int n) { return g_max_threads.exchange(std::max(n, 0)); }

@@ -8,9 +8,16 @@
 // How it is computed (see matmul.cpp): each thread owns a contiguous range of output rows and streams each
 // of its weight rows from memory once for all n tokens, with register tiles of 4 weight rows x up to 6
 // tokens (AVX-512) or 4 x 3 (AVX2+FMA+F16C); f16 rows are widened with F16C and bf16 rows by shifting, both
-// exact. For n above a measured crossover the product goes to OpenBLAS sgemm (f16/bf16 weights widened
-// panel by panel into a scratch buffer). The instruction set is chosen at run time, so the binary runs on
-// any x86-64; the results of all paths agree to f32 rounding, not bit for bit.
+// exact. With more tokens than one tile holds, the first tile also writes the widened rows to a small
+// cache-resident panel that the other tiles reuse, while software prefetch keeps the weight stream going.
+// For n above a measured crossover the product goes to OpenBLAS sgemm (f16/bf16 weights widened panel by
+// panel into a scratch buffer), but only with an OpenBLAS that runs kernels for this CPU. The instruction
+// set is chosen at run time, so the binary runs on any x86-64; the results of the paths agree to f32
+// rounding, not bit for bit (and do not depend on the thread count).
+//
+// Environment: SPECSCOPE_MATMUL_ISA=scalar|avx2|avx512 (start with a lower kernel family),
+// SPECSCOPE_MATMUL_BACKOFF=0 (never fall back to one thread when the cores are busy, see linear() in
+// matmul.cpp), SPECSCOPE_MATMUL_PANEL_ROWS / SPECSCOPE_MATMUL_KBLOCK (tuning only), OMP_NUM_THREADS.
 #include <cstddef>
 #include <cstdint>
 
@@ -48,9 +55,19 @@ int blas_min_tokens(DType t = DType::F32);
 // Overrides that threshold for every type (1: always OpenBLAS; INT32_MAX: never); 0 restores the defaults.
 // Returns the previous override (0 when the defaults were in effect).
 int set_blas_min_tokens(int n);
-// Caps the OpenMP threads of the tiled path (results do not depend on the thread count: each output is
-// summed in the same order whichever thread computes it); 0: omp_get_max_threads(). Returns the previous cap.
+// Sets the number of OpenMP threads of the tiled path (results do not depend on it: each output is summed
+// in the same order whichever thread computes it); 0: omp_get_max_threads(). More than the free cores only
+// oversubscribes them. Returns the previous setting.
 int set_num_threads(int n);
+// Counters since start: calls that ran on several threads, calls kept on one thread by the fork/join
+// back-off (cores busy with other processes, see linear() in matmul.cpp; SPECSCOPE_MATMUL_BACKOFF=0
+// disables it), and how many times the back-off started.
+struct ThreadingStats {
+  int64_t parallel_calls = 0, backed_off_calls = 0, backoffs = 0;
+};
+ThreadingStats threading_stats();
+// Turns the fork/join back-off on or off (and clears its state); returns the previous setting.
+bool set_backoff(bool on);
 // The kernel set OpenBLAS picked ("SkylakeX", "Haswell", "Prescott", ...).
 const char* blas_core();
 

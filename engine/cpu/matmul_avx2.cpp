@@ -172,10 +172,10 @@ void rows_impl(const LinearArgs& a, int r0, int r1, float* scratch) {
     return;
   }
   // Several token tiles: a panel of P weight rows (widened to f32 once, when not f32) is kept in cache and
-  // every token tile runs over it; tiles are balanced (n = 8 -> 4 + 4, not 6 + 2).
+  // every token tile runs over it; tiles are balanced (n = 8 -> 3 + 3 + 2).
   const int ntiles = (n + kTmax - 1) / kTmax;
   const int tbase = n / ntiles, textra = n % ntiles;
-  const int P = panel_rows(k);
+  const int P = panel_rows(k, ntiles);
   const int KC = k_block(k);
   // f16/bf16 rows are widened once into the scratch panel by the first token tile. f32 rows are used in
   // place, except with many tiles, where a compact copy in the scratch panel measured faster.

@@ -190,7 +190,7 @@ void rows_impl(const LinearArgs& a, int r0, int r1, float* scratch) {
   // every token tile runs over it; tiles are balanced (n = 8 -> 4 + 4, not 6 + 2).
   const int ntiles = (n + kTmax - 1) / kTmax;
   const int tbase = n / ntiles, textra = n % ntiles;
-  const int P = panel_rows(k);
+  const int P = panel_rows(k, ntiles);
   const int KC = k_block(k);
   // f16/bf16 rows are widened once into the scratch panel by the first token tile. f32 rows are used in
   // place, except with many tiles, where a compact copy in the scratch panel measured faster.

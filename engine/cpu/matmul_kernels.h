@@ -55,8 +55,9 @@ struct RowPrefetch {
   }
 };
 
-// Rows per weight panel the tiled kernels convert/reuse at once (a multiple of 4), for a given k.
-int panel_rows(int k);
+// Rows per weight panel the tiled kernels widen/reuse at once (a multiple of 4), for a given k and number
+// of token tiles.
+int panel_rows(int k, int ntiles);
 // Length of the k blocks the multi-tile path splits the dot products into (a multiple of 16).
 int k_block(int k);
 

@@ -173,7 +173,7 @@ void CpuContext::attention(int layer, int n, const int32_t* pos, const uint8_t* 
   const float* kc = k_cache_[layer].data();
   const float* vc = v_cache_[layer].data();
 
-#pragma omp parallel for schedule(static) if (int64_t(n) * nh * total > 4096)
+#pragma omp parallel for schedule(static) if (int64_t(n) * nh * total * hd > 262144)  // small work: a fork costs more
   for (int task = 0; task < n * nh; ++task) {
     const int i = task / nh, h = task % nh, kvh = h / group;
     float* sc = scores_.data() + size_t(omp_get_thread_num()) * total;
