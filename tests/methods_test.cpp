@@ -149,6 +149,8 @@ TEST(Methods, SelfDraftAcceptsEverythingGreedy) {
   // 1 token from the prefill, then 5 per step (4 accepted + bonus).
   EXPECT_EQ(res.steps.size(), 9u);
   EXPECT_NEAR(res.summary.tau, 5.0, 1e-9);
+  // Chains: n-α is defined, and a drafter equal to the target is accepted at every depth.
+  EXPECT_EQ(res.summary.n_alpha, (std::vector<double>{1.0, 1.0, 1.0, 1.0}));
 }
 
 // At T > 0 the committed tokens must follow the target's distribution. For 20,000 seeded runs per method

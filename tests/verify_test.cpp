@@ -193,3 +193,37 @@ TEST(ChoiceTree, PublishedTreesHaveTheirSizesAndDepths) {
     }
   EXPECT_THROW(build_choice_tree({{0, 1}}), std::exception);  // parent missing
 }
+
+TEST(Verify, TypicalAcceptanceTakesTheLongestPathAboveTheThreshold) {
+  // Root distribution softmax(kRoot) at T=1: token 0 is likeliest (~0.31), token 5 rare (~0.025).
+  SamplingParams sp;
+  sp.temperature = 1.f;
+  DraftTree t;
+  int rare = t.add(-1, 5, 0.5f, NodeSource::MedusaHead);
+  int likely = t.add(-1, 0, 0.4f, NodeSource::MedusaHead);
+  int after_likely = t.add(likely, argmax(row_for(0).data(), V), 0.3f, NodeSource::MedusaHead);
+  int under_rare = t.add(rare, 1, 0.3f, NodeSource::MedusaHead);
+  std::vector<int> rows;
+  Batch b = tree_batch(t, 0, 0, rows);
+  std::vector<std::vector<float>> logits(b.size());
+  logits[0] = kRoot;
+  for (int i = 1; i < b.size(); ++i) logits[i] = row_for(b.tokens[i]);
+  auto out = fake_output(logits);
+  Rng rng(3);
+  TypicalAcceptance ta;  // 0.09 / 0.3
+  auto res = verify_tree_typical(t, out, rows, sp, rng, ta);
+  // The threshold at the root: min(0.09, 0.3 * exp(-H(p))).
+  auto p = softmax_probs(kRoot.data(), V);
+  double h = 0;
+  for (float x : p) h -= x * std::log(x);
+  const float thr = std::min(0.09f, float(0.3 * std::exp(-h)));
+  EXPECT_NEAR(t.nodes[rare].accept_prob, thr, 1e-6);
+  EXPECT_EQ(t.nodes[rare].decision, p[5] > thr ? NodeDecision::NotReached : NodeDecision::Rejected);
+  EXPECT_NE(t.nodes[under_rare].decision, NodeDecision::Accepted);  // off the chosen path either way
+  ASSERT_GE(res.accepted_path.size(), 1u);
+  EXPECT_EQ(res.accepted_path[0], likely);
+  // The argmax child of the likely node has the highest probability there, so it passes too.
+  ASSERT_EQ(res.accepted_path.size(), 2u);
+  EXPECT_EQ(res.accepted_path[1], after_likely);
+  EXPECT_EQ(t.nodes[after_likely].decision, NodeDecision::Accepted);
+}

@@ -68,7 +68,13 @@ RunSummary summarize(const std::string& method, const std::vector<StepRecord>& s
     }
   }
   s.tau = s.steps ? double(decode_tokens) / s.steps : 0;
+  bool all_chains = s.steps > 0;
+  for (const auto& r : steps) {
+    std::vector<int> children(r.nodes.size() + 1, 0);
+    for (const auto& n : r.nodes) all_chains &= ++children[n.parent + 1] <= 1;
+  }
   for (size_t d = 0; d < tried.size(); ++d) s.acceptance_by_depth.push_back(tried[d] ? double(accepted[d]) / tried[d] : 0);
+  if (all_chains) s.n_alpha = s.acceptance_by_depth;
   return s;
 }
 

@@ -70,6 +70,10 @@ struct RunSummary {
   int draft_forwards = 0;
   double tau = 0;                // EAGLE's τ: accepted drafts + 1 (the bonus) per decoding step
   std::vector<double> acceptance_by_depth;  // P(accept at depth d | depth d-1 accepted and a node was tried)
+  // EAGLE's n-α, defined on chain drafts: the acceptance rate of a draft whose input held n features the
+  // head predicted itself, i.e. the chain's depth n+1. Empty unless every step drafted a chain (for EAGLE
+  // heads: --draft-top-k 1).
+  std::vector<double> n_alpha;
   std::vector<long> accepted_length_histogram;
   double wall_seconds = 0, prefill_seconds = 0, decode_seconds = 0;
   double tokens_per_second = 0;  // new tokens / decode seconds

@@ -57,6 +57,7 @@ nlohmann::json to_json(const RunSummary& s) {
           {"draft_forwards", s.draft_forwards},
           {"tau", s.tau},
           {"acceptance_by_depth", s.acceptance_by_depth},
+          {"n_alpha", s.n_alpha},
           {"accepted_length_histogram", s.accepted_length_histogram},
           {"wall_seconds", s.wall_seconds},
           {"prefill_seconds", s.prefill_seconds},
