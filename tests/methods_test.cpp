@@ -70,26 +70,30 @@ void check_invariants(const SpeculativeResult& r) {
   EXPECT_EQ(r.summary.target_forwards, int(r.steps.size()));
 }
 
+// A method spec with a draft model (fixture-relative path, or none) and options.
+MethodSpec spec(std::string name, std::string draft, std::map<std::string, std::string> o) {
+  MethodSpec s;
+  s.name = std::move(name);
+  if (!draft.empty()) s.draft_path = test::fixture(draft);
+  s.options = std::move(o);
+  return s;
+}
+
+// A method spec with a head directory (fixture-relative) and options.
+MethodSpec head(std::string name, std::string dir, std::map<std::string, std::string> o) {
+  MethodSpec s;
+  s.name = std::move(name);
+  s.head_path = test::fixture(dir);
+  s.options = std::move(o);
+  return s;
+}
+
 struct MethodCase {
   std::string label;
   MethodSpec spec;
 };
 
 std::vector<MethodCase> method_cases() {
-  auto spec = [](std::string name, std::string draft, std::map<std::string, std::string> o) {
-    MethodSpec s;
-    s.name = std::move(name);
-    if (!draft.empty()) s.draft_path = test::fixture(draft);
-    s.options = std::move(o);
-    return s;
-  };
-  auto head = [](std::string name, std::string dir, std::map<std::string, std::string> o) {
-    MethodSpec s;
-    s.name = std::move(name);
-    s.head_path = test::fixture(dir);
-    s.options = std::move(o);
-    return s;
-  };
   return {
       {"pld", spec("pld", "", {})},
       {"lookahead", spec("lookahead", "", {})},
@@ -162,19 +166,8 @@ TEST(Methods, SelfDraftAcceptsEverythingGreedy) {
 //    the target (Rosenblatt), checked by chi-square over 20 bins. This covers steps where drafts exist only
 //    after a warm-up (lookahead's pool).
 std::map<std::string, MethodSpec> sampling_cases() {
-  auto spec = [](std::string name, std::string draft, std::map<std::string, std::string> o) {
-    MethodSpec s;
-    s.name = std::move(name);
-    if (!draft.empty()) s.draft_path = test::fixture(draft);
-    s.options = std::move(o);
-    return s;
-  };
   auto head = [](std::string name, std::string dir, std::map<std::string, std::string> o) {
-    MethodSpec s;
-    s.name = std::move(name);
-    s.head_path = test::fixture("models/tinyvocab_heads/" + dir);
-    s.options = std::move(o);
-    return s;
+    return ::head(std::move(name), "models/tinyvocab_heads/" + dir, std::move(o));
   };
   return {
       {"sps_self_chain", spec("sps", "models/tinyvocab_target", {{"gamma", "3"}})},
