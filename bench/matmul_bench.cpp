@@ -4,7 +4,11 @@
 // GFLOP/s; --json FILE writes the same numbers.
 //
 //   matmul_bench [--model 26m|60m|all] [--dtypes f32,f16,bf16] [--ns 1,2,4,8,16,32,64] [--reps 21]
-//                [--isa auto|avx512|avx2|scalar] [--no-blas] [--blas-only] [--blas-min N] [--json FILE]
+//                [--isa auto|avx512|avx2|scalar] [--no-blas] [--blas-only] [--blas-min N] [--cpu] [--json FILE]
+//
+// Threads: OMP_NUM_THREADS for ours, OPENBLAS_NUM_THREADS for the baseline. OpenBLAS 0.3.21 runs its SSE3
+// "Prescott" kernels on Sapphire/Emerald Rapids; OPENBLAS_CORETYPE=SkylakeX gives the AVX-512 ones.
+// When the cores are busy with other processes, linear() backs off to one thread (a line says so).
 #include <cblas.h>
 #include <omp.h>
 
@@ -204,7 +208,14 @@ int main(int argc, char** argv) {
         auto step = [&](int n) {
           for (const auto& v : views) cpu::linear(X.data(), n, v, nullptr, Y.data());
         };
+        const auto before = cpu::threading_stats();
         run_series(dt, "ours", step, params * dtype_size(t));
+        const auto after = cpu::threading_stats();
+        const int64_t par = after.parallel_calls - before.parallel_calls;
+        const int64_t off = after.backed_off_calls - before.backed_off_calls;
+        if (off > 0)
+          std::printf("        (fork/join back-off: %lld of %lld multi-thread-sized calls ran on one thread: cores busy)\n",
+                      (long long)off, (long long)(off + par));
       }
       if (run_blas && t == DType::F32) {
         auto step = [&](int n) {
