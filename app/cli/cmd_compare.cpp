@@ -23,7 +23,7 @@ struct Totals {
   long new_tokens = 0, target_forwards = 0, steps = 0, decode_tokens = 0;
   double decode_seconds = 0;
   int identical = 0, compared = 0;
-  std::vector<long> tried_depth, acc_depth;
+  std::vector<StepRecord> steps_all;  // every prompt's steps, for the aggregate summary
 };
 
 std::string depth_str(const std::vector<double>& a) {
@@ -89,24 +89,7 @@ int cmd_compare(Args& args) {
       t.decode_seconds += s.decode_seconds;
       t.compared++;
       t.identical += same;
-      for (const auto& rec : res.steps) {
-        if (rec.root_token < 0) continue;
-        int md = 0;
-        for (auto& n : rec.nodes) md = std::max(md, n.depth);
-        if (int(t.tried_depth.size()) < md) {
-          t.tried_depth.resize(md, 0);
-          t.acc_depth.resize(md, 0);
-        }
-        for (int d = 1; d <= md; ++d) {
-          bool reached = std::any_of(rec.nodes.begin(), rec.nodes.end(), [&](const DraftNode& n) {
-            return n.depth == d && (n.decision == NodeDecision::Accepted || n.decision == NodeDecision::Rejected);
-          });
-          if (reached) {
-            t.tried_depth[d - 1]++;
-            t.acc_depth[d - 1] += rec.accepted_count() >= d;
-          }
-        }
-      }
+      t.steps_all.insert(t.steps_all.end(), res.steps.begin(), res.steps.end());
       nlohmann::json rj = to_json(s);
       rj["identical_to_vanilla"] = same;
       pj["runs"].push_back(rj);
@@ -129,9 +112,7 @@ int cmd_compare(Args& args) {
     auto& t = totals[m];
     double tau = t.steps ? double(t.decode_tokens) / t.steps : 0;
     double tps = t.decode_seconds > 0 ? t.new_tokens / t.decode_seconds : 0;
-    std::vector<double> acc;
-    for (size_t d = 0; d < t.tried_depth.size(); ++d)
-      acc.push_back(t.tried_depth[d] ? double(t.acc_depth[d]) / t.tried_depth[d] : 0);
+    const std::vector<double> acc = summarize(names[m], t.steps_all).acceptance_by_depth;
     all_same &= t.identical == t.compared;
     agg.push_back({{"method", names[m]},
                    {"new_tokens", t.new_tokens},
