@@ -1,11 +1,12 @@
-// specscope-cli run: generate from a prompt with any method, streaming text (or StepRecords as JSON lines).
+// specscope-cli run: generate from a prompt with any method, streaming text (or StepRecords as JSON lines),
+// recorded to the session store unless --no-record.
 #include <cstdio>
-#include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
 #include "app/cli/method_flags.h"
+#include "app/cli/recording.h"
+#include "app/cli/run_report.h"
 #include "engine/methods/speculative_generator.h"
-#include "engine/methods/step_record_json.h"
 #include "engine/model/model.h"
 #include "engine/util/error.h"
 
@@ -22,40 +23,43 @@ int cmd_run(Args& args) {
   opts.sampling = read_sampling(args);
   if (auto stop = args.get("--stop")) opts.stop_strings.push_back(*stop);
   int n_ctx = args.get_int("--context", 0);
-  args.finish();
   if (opts.max_tokens < 0) throw InputError("--max-tokens", "must be >= 0");
+  auto recorder = Recorder::from_args(args);  // before the model: a bad --session-db fails fast
+  args.finish();
 
   auto model = Model::load(path);
   auto method = make_method(spec, *model);
   auto ctx = model->new_cpu_context(n_ctx);
   auto ids = encode_prompt(*model, prompt, chat);
+  int64_t run_id = 0;
+  if (recorder) {
+    recorder->begin_session(*model, "run", ctx->backend_name());
+    if (chat) recorder->message("user", prompt);
+    run_id = recorder->begin_run({spec, opts.sampling, opts.max_tokens, opts.stop_strings, prompt, chat,
+                                  int(ids.size())});
+  }
   auto on_step = [&](const StepRecord& rec, const std::string& piece) {
-    if (json) {
-      std::printf("%s\n", to_json(rec).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-    } else {
-      std::fwrite(piece.data(), 1, piece.size(), stdout);
-    }
+    if (json) std::printf("%s\n", step_json_line(rec).c_str());
+    else std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
+    if (recorder) recorder->step(run_id, rec, piece);
     return true;
   };
   auto res = generate_speculative(*model, *ctx, *method, ids, opts, on_step);
-  const auto& s = res.summary;
+  const nlohmann::json summary =
+      run_summary_json(res.summary, res.gen.prompt_tokens, res.gen.prefill_tokens_per_second(),
+                       res.gen.decode_tokens_per_second(), opts.sampling.describe(), ctx->backend_name());
   if (json) {
-    nlohmann::json j = to_json(s);
-    j["prompt_tokens"] = res.gen.prompt_tokens;
-    j["prefill_tokens_per_second"] = res.gen.prefill_tokens_per_second();
-    j["decode_tokens_per_second"] = res.gen.decode_tokens_per_second();
-    j["sampling"] = opts.sampling.describe();
-    j["backend"] = ctx->backend_name();
-    std::printf("%s\n", j.dump().c_str());
+    std::printf("%s\n", json_line(summary).c_str());
   } else {
     std::printf("\n");
-    std::fprintf(stderr,
-                 "[%s | %d tokens in %.2fs | prefill %d tokens at %.1f tok/s | decode %.1f tok/s | tau %.2f over %d "
-                 "steps | %s | stop: %s]\n",
-                 s.method.c_str(), s.new_tokens, s.wall_seconds, res.gen.prompt_tokens,
-                 res.gen.prefill_tokens_per_second(), s.tokens_per_second, s.tau, s.steps, ctx->backend_name().c_str(),
-                 s.stop_reason.c_str());
+    std::fprintf(stderr, "%s\n", run_footer(summary).c_str());
+  }
+  std::fflush(stdout);
+  if (recorder) {
+    recorder->finish_run(run_id, {res.summary, res.gen.text, std::nullopt, json_line(summary)});
+    if (chat) recorder->message("assistant", res.gen.text, run_id);
+    recorder->finish();
   }
   return 0;
 }

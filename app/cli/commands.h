@@ -15,6 +15,7 @@ int cmd_detokenize(Args& args);
 int cmd_run(Args& args);
 int cmd_bench(Args& args);
 int cmd_compare(Args& args);
+int cmd_sessions(Args& args);
 
 // The model path from --model, or the embedded default model.
 std::string model_path(Args& args);

@@ -19,9 +19,14 @@ void print_usage(FILE* out) {
                "              medusa: [--lossy-typical [--posterior-threshold 0.09] [--posterior-alpha 0.3]]\n"
                "              lookahead: [--window 15] [--ngram 5] [--guesses 15]\n"
                "              pld: [--max-ngram 3] [--min-ngram 1] [--num-draft 10]\n"
+               "              recording: [--session-db PATH] [--title TEXT] [--no-record]\n"
                "  compare     --methods M1,M2,... (--prompt TEXT | --prompt-file F) [run's options] [--json]\n"
+               "  sessions    list | show ID | replay ID [--run N] [--speed X] [--follow] [--json]\n"
+               "              | export ID [--format json|csv] [--table nodes|steps] [--out FILE] | delete ID\n"
+               "              | note ID TEXT   [--session-db PATH]\n"
                "  bench       --model PATH [--prompt-tokens N] [--gen-tokens N] [--repeat R] [--json]\n"
-               "--model defaults to the embedded default model.\n");
+               "--model defaults to the embedded default model. run and compare record to the session store\n"
+               "(default $XDG_DATA_HOME/specscope/sessions.db, i.e. ~/.local/share/specscope/sessions.db).\n");
 }
 
 int dispatch(const std::string& sub, Args& args) {
@@ -31,6 +36,7 @@ int dispatch(const std::string& sub, Args& args) {
   if (sub == "run") return cmd_run(args);
   if (sub == "bench") return cmd_bench(args);
   if (sub == "compare") return cmd_compare(args);
+  if (sub == "sessions") return cmd_sessions(args);
   throw InputError(sub, "unknown command (see specscope-cli --help)");
 }
 

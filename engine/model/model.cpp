@@ -14,6 +14,8 @@
 #include "engine/tokenizer/chat_template.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/util/error.h"
+#include "engine/util/mapped_file.h"
+#include "engine/util/sha256.h"
 
 namespace specscope {
 namespace fs = std::filesystem;
@@ -70,6 +72,25 @@ void check_finite(const TensorView& t, const std::string& file) {
   if (bad) throw InputError(file, "tensor '" + t.name + "' contains NaN or Inf values (corrupt weights?)");
 }
 
+
+ModelIdentity compute_identity(const std::string& path, const ModelConfig& c, const TensorStore& store) {
+  ModelIdentity id;
+  id.path = fs::absolute(path).lexically_normal().string();
+  id.architecture = c.architecture;
+  id.config_sha256 = sha256_hex(read_text_file((fs::path(path) / "config.json").string()));
+  Sha256 h;  // std::map iterates in name order, so the index hash does not depend on shard layout
+  for (const auto& [name, t] : store.all()) {
+    h.update(name);
+    h.update(" ");
+    h.update(dtype_name(t.dtype));
+    h.update(" ");
+    h.update(t.shape_str());
+    h.update("\n");
+  }
+  id.weights_index_sha256 = h.hex_digest();
+  return id;
+}
+
 }  // namespace
 
 std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& opts) {
@@ -119,6 +140,7 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
       check_finite(t, store->files.front());
   }
   m->store_ = store;
+  m->identity_ = compute_identity(path, c, *store);
 
   // Tokenizer, chat template and generation defaults.
   const std::string tok_json = (dir / "tokenizer.json").string();

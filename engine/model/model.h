@@ -27,6 +27,13 @@ struct LoadOptions {
 
 class TensorStore;
 
+// What names a model in a recorded session: where it was, what it is, and hashes of config.json's bytes and of
+// the weight index (every tensor's name, dtype and shape, in name order), so a replay can tell whether the model
+// on disk is still the one that was recorded without reading the weights.
+struct ModelIdentity {
+  std::string path, architecture, config_sha256, weights_index_sha256;
+};
+
 class Model : public std::enable_shared_from_this<Model> {
  public:
   // `path` is a Hugging Face model directory (config.json, *.safetensors, tokenizer.json, ...).
@@ -43,6 +50,7 @@ class Model : public std::enable_shared_from_this<Model> {
   const std::vector<int>& eos_ids() const { return eos_ids_; }
   std::string weights_dtype() const;  // the stored dtype of the matrices, e.g. "bf16"
   uint64_t parameter_count() const;
+  const ModelIdentity& identity() const { return identity_; }
 
   // A new sequence on the CPU backend.
   std::unique_ptr<Context> new_cpu_context(int n_ctx = 0) const;
@@ -55,6 +63,7 @@ class Model : public std::enable_shared_from_this<Model> {
   std::shared_ptr<ChatTemplate> chat_template_;
   GenerationDefaults gen_;
   std::vector<int> eos_ids_;
+  ModelIdentity identity_;
   std::shared_ptr<const TensorStore> store_;  // owns the mappings the weight views point into
 };
 

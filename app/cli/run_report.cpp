@@ -1,0 +1,37 @@
+#include "app/cli/run_report.h"
+
+#include "engine/methods/step_record_json.h"
+
+namespace specscope::cli {
+
+nlohmann::json run_summary_json(const RunSummary& s, int prompt_tokens, double prefill_tps, double decode_tps,
+                                const std::string& sampling, const std::string& backend) {
+  nlohmann::json j = to_json(s);
+  j["prompt_tokens"] = prompt_tokens;
+  j["prefill_tokens_per_second"] = prefill_tps;
+  j["decode_tokens_per_second"] = decode_tps;
+  j["sampling"] = sampling;
+  j["backend"] = backend;
+  return j;
+}
+
+std::string run_footer(const nlohmann::json& j) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "[%s | %d tokens in %.2fs | prefill %d tokens at %.1f tok/s | decode %.1f tok/s | tau %.2f over %d "
+                "steps | %s | stop: %s]",
+                j.at("method").get<std::string>().c_str(), j.at("new_tokens").get<int>(),
+                j.at("wall_seconds").get<double>(), j.at("prompt_tokens").get<int>(),
+                j.at("prefill_tokens_per_second").get<double>(), j.at("tokens_per_second").get<double>(),
+                j.at("tau").get<double>(), j.at("steps").get<int>(), j.at("backend").get<std::string>().c_str(),
+                j.at("stop_reason").get<std::string>().c_str());
+  return buf;
+}
+
+std::string json_line(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string step_json_line(const StepRecord& rec) { return json_line(to_json(rec)); }
+
+}  // namespace specscope::cli
