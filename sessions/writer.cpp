@@ -89,11 +89,17 @@ SessionWriter::~SessionWriter() {
 }
 
 void SessionWriter::push(Item item) {
+  // Steps do not wake the writer: on a machine whose cores all run the decoder's threads, a wake-up per step
+  // would preempt one of them and stall the whole forward at its next barrier. The writer wakes on its own
+  // timer (max_batch_ms), for synchronous requests, or when the queue grows long.
+  bool wake;
   {
     std::lock_guard lk(mu_);
+    wake = item.done != nullptr || queue_.size() >= kWakeAtQueued;
+    if (item.done) urgent_ = true;
     queue_.push_back(std::move(item));
   }
-  cv_.notify_one();
+  if (wake) cv_.notify_one();
 }
 
 int64_t SessionWriter::begin_session(const SessionMeta& meta) {
@@ -219,42 +225,35 @@ void SessionWriter::write(Item& item, CommitReport& report) {
 }
 
 void SessionWriter::loop() {
-  using clock = std::chrono::steady_clock;
   std::unique_lock lk(mu_);
   for (;;) {
-    cv_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
-    if (queue_.empty() && stopping_) return;
+    // One transaction per wake-up: everything queued since the last one.
+    cv_.wait_for(lk, std::chrono::milliseconds(opts_.max_batch_ms),
+                 [&] { return stopping_ || urgent_ || queue_.size() >= kWakeAtQueued; });
+    if (queue_.empty()) {
+      if (stopping_) return;
+      continue;
+    }
+    urgent_ = false;
+    std::deque<Item> pending;  // outside the try: a failed write must still answer every request taken
+    pending.swap(queue_);
     const bool healthy = error_.empty();
     lk.unlock();
 
     std::vector<Item> batch;  // kept until the commit: their promises are answered after it
+    batch.reserve(pending.size());
     CommitReport report;
     int64_t steps = 0, nodes = 0;
-    const auto deadline = clock::now() + std::chrono::milliseconds(opts_.max_batch_ms);
     std::string failure;
-    std::deque<Item> pending;  // outside the try: a failed write must still answer every request taken
     try {
       std::unique_ptr<Transaction> tx;
       if (healthy) tx = std::make_unique<Transaction>(*db_);
-      bool commit_now = false;
-      for (;;) {
-        lk.lock();
-        pending.swap(queue_);
-        lk.unlock();
-        while (!pending.empty()) {
-          batch.push_back(std::move(pending.front()));
-          pending.pop_front();
-          Item& it = batch.back();
-          if (auto* st = std::get_if<NewStep>(&it.what)) ++steps, nodes += int64_t(st->step.record.nodes.size());
-          if (it.done) commit_now = true;
-          if (healthy) write(it, report);
-        }
-        if (commit_now || clock::now() >= deadline) break;
-        lk.lock();
-        cv_.wait_until(lk, deadline, [&] { return stopping_ || !queue_.empty(); });
-        const bool more = !queue_.empty();
-        lk.unlock();
-        if (!more) break;
+      while (!pending.empty()) {
+        batch.push_back(std::move(pending.front()));
+        pending.pop_front();
+        Item& it = batch.back();
+        if (auto* st = std::get_if<NewStep>(&it.what)) ++steps, nodes += int64_t(st->step.record.nodes.size());
+        if (healthy) write(it, report);
       }
       if (tx) tx->commit();
     } catch (const InputError& e) {

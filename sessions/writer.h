@@ -1,7 +1,8 @@
 #pragma once
 // Records sessions from a decoding loop without slowing it: the caller only moves each StepRecord into a
 // queue; one writer thread owns the connection, turns records into rows with prepared statements, and commits
-// a transaction per batch (whatever is queued, at most every 100 ms under a steady stream). A failure (disk
+// one transaction per batch: whatever was queued in the last 100 ms (sooner for begin_*/flush, or when 4096
+// items wait). A failure (disk
 // full, read-only file) rolls back only the batch in flight; everything committed before stays, later steps
 // are counted as dropped, and error() says what happened — recording never throws into the decoding loop.
 #include <atomic>
@@ -76,6 +77,8 @@ class SessionWriter {
   std::condition_variable cv_;
   std::deque<Item> queue_;
   bool stopping_ = false;
+  bool urgent_ = false;  // a synchronous request (begin_*, flush) is queued: commit now
+  static constexpr size_t kWakeAtQueued = 4096;
   std::function<void(const CommitReport&)> on_commit_;
   WriterStats stats_;
   std::string error_;

@@ -37,8 +37,13 @@ static std::vector<int> parse_sizes(const std::string& s) {
   return out;
 }
 
+int bench_sessions(Args& args);  // cmd_bench_sessions.cpp
+
 int cmd_bench(Args& args) {
   using clock = std::chrono::steady_clock;
+  const std::string suite = args.get_or("--suite", "model");
+  if (suite == "sessions") return bench_sessions(args);
+  if (suite != "model") throw InputError("--suite", "expected model or sessions, got '" + suite + "'");
   std::string path = model_path(args);
   int prompt_tokens = args.get_int("--prompt-tokens", 128);
   int gen_tokens = args.get_int("--gen-tokens", 64);
