@@ -1,9 +1,9 @@
 #include "app/cli/recording.h"
 
 #include <cstdio>
-#include <fstream>
 
 #include "engine/model/model.h"
+#include "engine/util/cpu_info.h"
 #include "engine/util/error.h"
 #include "sessions/schema.h"
 
@@ -54,15 +54,6 @@ void Recorder::finish() {
   std::fprintf(stderr, "[session %lld recorded in %s]\n", static_cast<long long>(session_), writer_->path().c_str());
 }
 
-std::string cpu_device_name() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) {
-      auto c = line.find(':');
-      if (c != std::string::npos) return line.substr(line.find_first_not_of(' ', c + 1));
-    }
-  return "cpu";
-}
+std::string cpu_device_name() { return cpu_model_name(); }
 
 }  // namespace specscope::cli

@@ -1,0 +1,55 @@
+#pragma once
+// Replays a recorded session into the same views a live run feeds, without the model: play/pause, single
+// step, speed, and seeking (a backward seek rebuilds the views from the first step). A chat or run session
+// replays its last run; a comparison replays the runs of its first prompt as lanes, side by side.
+#include <QObject>
+#include <QTimer>
+#include <vector>
+
+#include "sessions/records.h"
+#include "ui/engine/run_trace.h"
+
+namespace specscope::ui {
+
+class ReplayController : public QObject {
+  Q_OBJECT
+ public:
+  explicit ReplayController(QObject* parent = nullptr);
+  // Loads every step of the lanes to replay. Throws InputError (missing, corrupt, newer store...).
+  void open(const QString& db_path, qint64 session_id);
+  bool isOpen() const { return !lanes_.empty(); }
+  void close();
+  const sessions::SessionRow& session() const { return session_; }
+  const std::vector<RunTrace>& lanes() const { return lanes_; }
+  const std::vector<sessions::RunRow>& laneRuns() const { return lane_runs_; }
+  int length() const;    // steps of the longest lane
+  int position() const { return position_; }  // steps shown so far
+  bool playing() const { return timer_.isActive(); }
+  double speed() const { return speed_; }
+
+ public slots:
+  void play();
+  void pause();
+  void stepForward();
+  void seek(int position);  // show exactly the first `position` steps
+  void setSpeed(double speed);  // 1 = recorded pace; <= 0: as fast as the UI can draw
+
+ signals:
+  void cleared();  // views must forget what they show
+  void step(int lane, const specscope::StepRecord& step, const QString& piece);
+  void laneFinished(int lane);
+  void positionChanged(int position, int length);
+  void playingChanged(bool playing);
+
+ private:
+  void emit_step(int index);
+  void schedule();
+  QTimer timer_;
+  sessions::SessionRow session_;
+  std::vector<RunTrace> lanes_;
+  std::vector<sessions::RunRow> lane_runs_;
+  int position_ = 0;
+  double speed_ = 1.0;
+};
+
+}  // namespace specscope::ui

@@ -1,0 +1,76 @@
+#include "ui/engine/run_statistics.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace specscope::ui {
+
+namespace {
+
+bool verified(const DraftNode& n) {
+  return !n.pruned && (n.decision == NodeDecision::Accepted || n.decision == NodeDecision::Rejected);
+}
+
+}  // namespace
+
+RunStatistics compute_statistics(const std::vector<StepRecord>& steps, int calibration_bins) {
+  RunStatistics st;
+
+  // Acceptance by depth: exactly the engine's definition (summarize() skips the prefill and steps without a
+  // tree contribute nothing to it), so the view and the CLI's summary never disagree.
+  st.acceptance_by_depth = summarize("", steps).acceptance_by_depth;
+
+  const int bins = std::max(1, calibration_bins);
+  st.calibration.resize(bins);
+  for (int b = 0; b < bins; ++b) {
+    st.calibration[b].lo = double(b) / bins;
+    st.calibration[b].hi = double(b + 1) / bins;
+  }
+  std::vector<long> accepted_in_bin(bins, 0);
+  std::vector<double> confidence_sum(bins, 0.0);
+
+  double elapsed = 0;  // seconds of decoding steps so far
+  double first_step_seconds = -1;
+  for (const auto& r : steps) {
+    if (r.root_token < 0) continue;  // the prefill step is not a decoding step
+
+    // Time and throughput: every decoding step, tree or not.
+    const int64_t total_us = r.timings.total_us();
+    st.draft_seconds += r.timings.draft_us * 1e-6;
+    st.verify_seconds += (r.timings.verify_forward_us + r.timings.verify_us) * 1e-6;
+    st.other_seconds += r.timings.kv_update_us * 1e-6;
+    if (total_us > 0) {
+      const double secs = total_us * 1e-6;
+      elapsed += secs;
+      if (first_step_seconds < 0) first_step_seconds = elapsed;
+      st.tokens_per_second.push_back(double(r.committed.size()) / secs);
+      st.cumulative_seconds.push_back(elapsed - first_step_seconds);
+    }
+
+    if (r.nodes.empty()) continue;  // no tree (vanilla, or nothing to draft): time and throughput only
+
+    const size_t acc = size_t(std::max(0, r.accepted_count()));
+    if (st.accepted_length_histogram.size() <= acc) st.accepted_length_histogram.resize(acc + 1, 0);
+    st.accepted_length_histogram[acc]++;
+
+    for (const auto& n : r.nodes) {
+      if (!verified(n) || !std::isfinite(n.draft_prob)) continue;
+      const double p = std::clamp(double(n.draft_prob), 0.0, 1.0);
+      const int b = std::min(bins - 1, int(p * bins));  // [lo, hi); 1.0 lands in the last bin
+      st.calibration[b].nodes++;
+      confidence_sum[b] += p;
+      if (n.decision == NodeDecision::Accepted) accepted_in_bin[b]++;
+    }
+  }
+
+  for (int b = 0; b < bins; ++b) {
+    auto& bin = st.calibration[b];
+    if (bin.nodes > 0) {
+      bin.mean_confidence = confidence_sum[b] / double(bin.nodes);
+      bin.acceptance = double(accepted_in_bin[b]) / double(bin.nodes);
+    }
+  }
+  return st;
+}
+
+}  // namespace specscope::ui

@@ -1,0 +1,1214 @@
+#include "ui/inspector/tree_inspector_widget.h"
+
+#include <imgui.h>
+
+#include <QElapsedTimer>
+#include <QEvent>
+#include <QFile>
+#include <QImage>
+#include <QKeyEvent>
+#include <QMetaObject>
+#include <QOpenGLContext>
+#include <QOpenGLFunctions>
+#include <QStandardPaths>
+#include <QSurfaceFormat>
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "imgui_impl_opengl3.h"
+#include "ui/inspector/colormap.h"
+#include "ui/inspector/imgui_qt_input.h"
+#include "ui/inspector/tree_layout.h"
+
+namespace specscope::ui {
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------------------
+// Geometry and theme
+
+// Pixels per layout unit at zoom 1: a column per depth, a row per sibling slot.
+constexpr float kColPx = 150.0f, kRowPx = 30.0f;
+constexpr float kCompactColPx = 30.0f, kCompactRowPx = 10.0f;
+constexpr float kUiFontPx = 14.0f;     // ImGui text (header, tooltips, legend)
+constexpr float kNodeFontPx = 13.0f;   // token labels at zoom 1
+constexpr float kEdgeFontPx = 10.5f;   // edge probabilities at zoom 1
+constexpr float kTagFontPx = 10.0f;    // "root" / "bonus" tags at zoom 1
+constexpr float kTimelineH = 58.0f;
+constexpr float kLegendH = 22.0f;
+
+LayoutParams layoutParams(bool compact) {
+  LayoutParams p;
+  p.box_width = compact ? 0.70f : 0.62f;   // 93 px of 150
+  p.box_height = compact ? 0.70f : 0.76f;  // 23 px of 30
+  return p;
+}
+
+struct Col {
+  Rgb c;
+  float a = 1.0f;
+  ImU32 u32() const { return pack_abgr(c, a); }
+  ImU32 u32(float alpha) const { return pack_abgr(c, a * alpha); }
+};
+
+Rgb hex(uint32_t rgb) {
+  return {float((rgb >> 16) & 0xFF) / 255.0f, float((rgb >> 8) & 0xFF) / 255.0f, float(rgb & 0xFF) / 255.0f};
+}
+
+Rgb mix(const Rgb& a, const Rgb& b, float t) {  // a*(1-t) + b*t
+  return {a.r + (b.r - a.r) * t, a.g + (b.g - a.g) * t, a.b + (b.b - a.b) * t};
+}
+
+struct Theme {
+  Rgb bg, canvas, text, dim, edge, edge_path, accepted, rejected, not_reached, pruned, bonus, root_fill,
+      root_outline, bar, bar_current, hover;
+};
+
+const Theme& theme(bool dark) {
+  static const Theme kDark{hex(0x1b1d22), hex(0x22252d), hex(0xe4e6ea), hex(0x9aa1ad), hex(0x646b78),
+                           hex(0x57c98e), hex(0x4fd08a), hex(0xff5d5d), hex(0x8b919c), hex(0x7b818c),
+                           hex(0xd68cf2), hex(0x3b3f4b), hex(0xb3b9c4), hex(0x4f6386), hex(0xffc94a),
+                           hex(0xffffff)};
+  static const Theme kLight{hex(0xf2f3f5), hex(0xffffff), hex(0x1c1f25), hex(0x5d6470), hex(0xa6abb4),
+                            hex(0x1f9d55), hex(0x1a9950), hex(0xd42a3c), hex(0x8c929b), hex(0x9aa0a8),
+                            hex(0x9237b8), hex(0xe2e4e9), hex(0x687080), hex(0x97a9c7), hex(0xe39a00),
+                            hex(0x000000)};
+  return dark ? kDark : kLight;
+}
+
+// How one box looks; shared by the ImGui renderer and the SVG writer so they agree.
+enum class Badge { None, Check, Cross, Diamond };
+struct NodeStyle {
+  Rgb fill, outline, text;
+  float outline_width = 1.0f;
+  bool dashed = false, hatched = false, strike = false, double_outline = false;
+  Badge badge = Badge::None;
+  const char* tag = nullptr;  // "root" / "bonus" drawn above the box
+};
+
+NodeStyle styleFor(const Theme& th, const StepRecord& step, const LayoutItem& li) {
+  NodeStyle s;
+  if (li.kind == LayoutKind::Root) {
+    s.fill = th.root_fill;
+    s.outline = th.root_outline;
+    s.outline_width = 1.5f;
+    s.tag = "root";
+  } else if (li.kind == LayoutKind::Bonus) {
+    s.fill = cividis(step.bonus_prob);
+    s.outline = th.bonus;
+    s.outline_width = 2.0f;
+    s.double_outline = true;
+    s.badge = Badge::Diamond;
+    s.tag = "bonus";
+  } else {
+    const DraftNode& n = step.nodes[size_t(li.node)];
+    const Rgb conf = cividis(n.draft_prob);
+    const NodeDecision d = n.pruned ? NodeDecision::Pruned : n.decision;
+    switch (d) {
+      case NodeDecision::Accepted:
+        s.fill = conf, s.outline = th.accepted, s.outline_width = 3.0f, s.badge = Badge::Check;
+        break;
+      case NodeDecision::Rejected:
+        s.fill = conf, s.outline = th.rejected, s.outline_width = 2.5f, s.badge = Badge::Cross;
+        break;
+      case NodeDecision::NotReached:  // faded: blended halfway into the canvas
+        s.fill = mix(conf, th.canvas, 0.45f), s.outline = th.not_reached, s.outline_width = 1.5f, s.dashed = true;
+        break;
+      case NodeDecision::Pruned:
+        s.fill = mix(conf, th.canvas, 0.65f), s.outline = th.pruned, s.outline_width = 1.2f, s.dashed = true;
+        s.hatched = true, s.strike = true;
+        break;
+    }
+  }
+  s.text = readable_text_on(s.fill);
+  return s;
+}
+
+std::string fmtProb(float p, const char* fmt = "%.2f") {
+  if (std::isnan(p)) return "\xE2\x80\x94";  // —
+  if (fmt[2] == '2' && p > 0.0f && p < 0.005f) return "<.01";  // edge labels: not a misleading 0.00
+  char buf[32];
+  std::snprintf(buf, sizeof buf, fmt, double(p));
+  return buf;
+}
+
+// The root's text: the previous step's bonus when it is this step's root token, else its id.
+std::string rootText(const std::vector<StepRecord>& steps, int index, bool unicode) {
+  const StepRecord& s = steps[size_t(index)];
+  if (s.root_token < 0) return "prefill";
+  if (index > 0) {
+    const StepRecord& prev = steps[size_t(index - 1)];
+    if (prev.bonus_token == s.root_token && !prev.bonus_text.empty()) return display_token(prev.bonus_text, 24, unicode);
+    if (!prev.committed.empty() && prev.committed.back() == s.root_token && prev.bonus_token == s.root_token)
+      return display_token(prev.bonus_text, 24, unicode);
+  }
+  return std::string("#").append(std::to_string(s.root_token));
+}
+
+std::string itemLabel(const std::vector<StepRecord>& steps, int index, const LayoutItem& li, bool unicode) {
+  const StepRecord& s = steps[size_t(index)];
+  switch (li.kind) {
+    case LayoutKind::Root: return rootText(steps, index, unicode);
+    case LayoutKind::Bonus: return display_token(s.bonus_text, 24, unicode);
+    case LayoutKind::Draft: return display_token(s.nodes[size_t(li.node)].text, 24, unicode);
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Fonts: DejaVu Sans (has ⏎ ⇥ ↵ · … ∅) when installed, else ImGui's built-in font with ASCII escapes.
+
+const std::vector<char>& fontFile() {
+  static const std::vector<char> data = [] {
+    QStringList candidates;
+    const QByteArray env = qgetenv("SPECSCOPE_INSPECTOR_FONT");
+    if (!env.isEmpty()) candidates << QString::fromLocal8Bit(env);
+    candidates << "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf" << "/usr/share/fonts/TTF/DejaVuSans.ttf"
+               << "/usr/share/fonts/dejavu/DejaVuSans.ttf" << "/usr/local/share/fonts/DejaVuSans.ttf"
+               << "/Library/Fonts/DejaVuSans.ttf";
+    for (const QString& dir : QStandardPaths::standardLocations(QStandardPaths::FontsLocation))
+      candidates << dir + "/DejaVuSans.ttf" << dir + "/dejavu/DejaVuSans.ttf";
+    for (const QString& path : candidates) {
+      QFile f(path);
+      if (f.open(QIODevice::ReadOnly)) {
+        const QByteArray bytes = f.readAll();
+        if (bytes.size() > 1024) return std::vector<char>(bytes.begin(), bytes.end());
+      }
+    }
+    return std::vector<char>{};
+  }();
+  return data;
+}
+
+// Code points > U+00FF in `text` that the static glyph ranges below do not cover.
+void collectGlyphs(const std::string& text, std::set<ImWchar>& out) {
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char b = static_cast<unsigned char>(text[i]);
+    unsigned cp = 0;
+    int len = 1;
+    if (b < 0x80) cp = b;
+    else if ((b & 0xE0) == 0xC0) cp = b & 0x1F, len = 2;
+    else if ((b & 0xF0) == 0xE0) cp = b & 0x0F, len = 3;
+    else if ((b & 0xF8) == 0xF0) cp = b & 0x07, len = 4;
+    else { ++i; continue; }
+    if (i + size_t(len) > text.size()) break;
+    for (int k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(text[i + size_t(k)]) & 0x3F);
+    i += size_t(len);
+    const bool covered = cp < 0x0250 || (cp >= 0x0370 && cp < 0x0530) || (cp >= 0x2000 && cp < 0x2400) ||
+                         (cp >= 0x2500 && cp < 0x2600) || (cp >= 0x2700 && cp < 0x27C0);
+    if (!covered && cp <= 0xFFFF) out.insert(ImWchar(cp));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Drawing helpers
+
+ImVec2 operator+(ImVec2 a, ImVec2 b) { return {a.x + b.x, a.y + b.y}; }
+ImVec2 operator-(ImVec2 a, ImVec2 b) { return {a.x - b.x, a.y - b.y}; }
+ImVec2 operator*(ImVec2 a, float k) { return {a.x * k, a.y * k}; }
+
+void dashedPolyline(ImDrawList* dl, const ImVec2* pts, int count, ImU32 col, float thickness, float dash, float gap) {
+  float phase = 0;  // distance into the current dash+gap period
+  for (int i = 0; i + 1 < count; ++i) {
+    const ImVec2 a = pts[i], b = pts[i + 1];
+    const float len = std::hypot(b.x - a.x, b.y - a.y);
+    float t = 0;
+    while (t < len) {
+      const bool on = phase < dash;
+      const float step = std::min(len - t, on ? dash - phase : dash + gap - phase);
+      if (on) {
+        const ImVec2 p0 = a + (b - a) * (t / len), p1 = a + (b - a) * ((t + step) / len);
+        dl->AddLine(p0, p1, col, thickness);
+      }
+      t += step;
+      phase += step;
+      if (phase >= dash + gap) phase = 0;
+    }
+  }
+}
+
+void dashedRect(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 col, float thickness) {
+  const ImVec2 pts[5] = {a, {b.x, a.y}, b, {a.x, b.y}, a};
+  dashedPolyline(dl, pts, 5, col, thickness, 5.0f, 3.5f);
+}
+
+ImVec2 bezier(ImVec2 p0, ImVec2 p1, ImVec2 p2, ImVec2 p3, float t) {
+  const float u = 1 - t;
+  return p0 * (u * u * u) + p1 * (3 * u * u * t) + p2 * (3 * u * t * t) + p3 * (t * t * t);
+}
+
+void drawBadge(ImDrawList* dl, Badge badge, ImVec2 centre, float r, ImU32 col, ImU32 mark) {
+  switch (badge) {
+    case Badge::None: return;
+    case Badge::Check: {
+      dl->AddCircleFilled(centre, r, col, 16);
+      const ImVec2 pts[3] = {centre + ImVec2(-0.5f * r, 0.0f), centre + ImVec2(-0.12f * r, 0.42f * r),
+                             centre + ImVec2(0.52f * r, -0.38f * r)};
+      dl->AddPolyline(pts, 3, mark, 0, std::max(1.2f, 0.3f * r));
+      return;
+    }
+    case Badge::Cross: {
+      dl->AddCircleFilled(centre, r, col, 16);
+      const float k = 0.42f * r, w = std::max(1.2f, 0.28f * r);
+      dl->AddLine(centre + ImVec2(-k, -k), centre + ImVec2(k, k), mark, w);
+      dl->AddLine(centre + ImVec2(-k, k), centre + ImVec2(k, -k), mark, w);
+      return;
+    }
+    case Badge::Diamond: {
+      const float k = 1.15f * r;
+      dl->AddQuadFilled(centre + ImVec2(0, -k), centre + ImVec2(k, 0), centre + ImVec2(0, k), centre + ImVec2(-k, 0), col);
+      return;
+    }
+  }
+}
+
+// One node box in screen space. `zoomed` scales the decorations with the view.
+void drawBox(ImDrawList* dl, const NodeStyle& st, ImVec2 a, ImVec2 b, float zoom, const Theme& th, bool hovered,
+             bool compact) {
+  const float h = b.y - a.y;
+  const float rounding = std::min(5.0f * zoom, 0.3f * h);
+  dl->AddRectFilled(a, b, pack_abgr(st.fill), rounding);
+  if (compact) {  // miniature: fill and a thin outline in the decision's colour, nothing finer
+    dl->AddRect(a, b, pack_abgr(st.outline, st.dashed ? 0.6f : 1.0f), rounding, 0, st.outline_width >= 2.0f ? 1.5f : 1.0f);
+    return;
+  }
+  if (st.hatched) {
+    dl->PushClipRect(a, b, true);
+    const float spacing = std::max(3.0f, 6.0f * zoom);
+    const ImU32 hc = pack_abgr(st.outline, 0.55f);
+    for (float x = a.x - h; x < b.x; x += spacing) dl->AddLine({x, b.y}, {x + h, a.y}, hc, 1.0f);
+    dl->PopClipRect();
+  }
+  const float w = std::max(1.0f, st.outline_width * std::clamp(zoom, 0.75f, 1.3f));
+  if (st.dashed) dashedRect(dl, a, b, pack_abgr(st.outline), w);
+  else dl->AddRect(a, b, pack_abgr(st.outline), rounding, 0, w);
+  if (st.double_outline) {
+    const float g = std::max(2.0f, 3.0f * zoom) + w;
+    dl->AddRect(a - ImVec2(g, g), b + ImVec2(g, g), pack_abgr(st.outline), rounding + g, 0, std::max(1.0f, w * 0.6f));
+  }
+  if (hovered) {
+    const float g = 2.5f;
+    dl->AddRect(a - ImVec2(g, g), b + ImVec2(g, g), pack_abgr(th.hover, 0.9f), rounding + g, 0, 1.5f);
+  }
+  if (st.badge != Badge::None) {
+    const float r = std::clamp(0.26f * h, 3.0f, 9.0f);
+    drawBadge(dl, st.badge, ImVec2(b.x - 1.0f, a.y + 1.0f), r, pack_abgr(st.outline), pack_abgr(hex(0xffffff)));
+  }
+}
+
+// Text cut with "…" so that it fits max_w at `size`.
+std::string fitText(ImFont* font, float size, const std::string& s, float max_w, bool unicode) {
+  if (font->CalcTextSizeA(size, FLT_MAX, 0.0f, s.c_str()).x <= max_w) return s;
+  const std::string ell = unicode ? "\xE2\x80\xA6" : "..";
+  std::string cut = s;
+  while (!cut.empty()) {
+    size_t k = cut.size() - 1;  // drop one UTF-8 code point
+    while (k > 0 && (static_cast<unsigned char>(cut[k]) & 0xC0) == 0x80) --k;
+    cut.resize(k);
+    const std::string t = cut + ell;
+    if (font->CalcTextSizeA(size, FLT_MAX, 0.0f, t.c_str()).x <= max_w) return t;
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// SVG
+
+std::string xmlEscape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string svgColor(const Rgb& c) {
+  char buf[8];
+  to_hex(c, buf);
+  return buf;
+}
+
+}  // namespace
+
+// =========================================================================================================
+
+struct TreeInspectorWidget::State {
+  ImGuiContext* ctx = nullptr;
+  ImGuiQtInput input;
+  bool backendReady = false;
+  bool glFailed = false;
+
+  std::vector<StepRecord> steps;
+  int current = -1;
+  bool follow = true;
+  bool dark = true;
+  bool compact = false;
+  unsigned generation = 0;  // bumps when steps are replaced (layout cache key)
+
+  TreeLayout layout;
+  int layoutStep = -1;
+  unsigned layoutGeneration = ~0u;
+  bool layoutCompact = false;
+
+  // View: screen = canvas origin + pan + (x * colPx, y * rowPx) * zoom.
+  float zoom = 1.0f;
+  ImVec2 pan{0, 0};
+  bool userView = false;    // the user panned or zoomed: do not refit on new steps
+  bool fitPending = true;
+  int fittedStep = -1;
+  unsigned fittedGeneration = ~0u;
+  ImVec2 fittedCanvas{0, 0};
+  float colStretch = 1.0f;  // compact only: columns widened to use spare width
+
+  int nodesDrawn = 0;
+  long long frames = 0;
+  QElapsedTimer clock;
+  double lastTime = 0;
+  int trailing = 0;
+
+  // Fonts.
+  qreal fontDpr = 0;
+  bool fontDirty = true;
+  bool unicode = false;  // the loaded font has the whitespace symbols
+  ImFont* font = nullptr;
+  ImVector<ImWchar> ranges;
+  std::set<ImWchar> extraGlyphs;
+};
+
+TreeInspectorWidget::TreeInspectorWidget(QWidget* parent) : QOpenGLWidget(parent), s_(std::make_unique<State>()) {
+  setMouseTracking(true);
+  setFocusPolicy(Qt::StrongFocus);
+  setMinimumSize(60, 40);
+  s_->clock.start();
+  ImGuiContext* previous = ImGui::GetCurrentContext();
+  s_->ctx = ImGui::CreateContext();
+  ImGui::SetCurrentContext(s_->ctx);
+  ImGuiIO& io = ImGui::GetIO();
+  io.IniFilename = nullptr;
+  io.LogFilename = nullptr;
+  io.ConfigWindowsMoveFromTitleBarOnly = true;
+  ImGuiQtInput::setupIo(io);
+  ImGui::StyleColorsDark();
+  ImGui::SetCurrentContext(previous);
+}
+
+TreeInspectorWidget::~TreeInspectorWidget() {
+  // ~QOpenGLWidget destroys the GL context after this body and State are gone: it must not call releaseGL().
+  if (QOpenGLContext* ctx = context()) disconnect(ctx, nullptr, this, nullptr);
+  if (s_->backendReady && context()) {
+    makeCurrent();
+    ImGui::SetCurrentContext(s_->ctx);
+    ImGui_ImplOpenGL3_Shutdown();
+    s_->backendReady = false;
+    doneCurrent();
+  }
+  if (ImGui::GetCurrentContext() == s_->ctx) ImGui::SetCurrentContext(nullptr);
+  ImGui::DestroyContext(s_->ctx);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Data
+
+void TreeInspectorWidget::clear() {
+  s_->steps.clear();
+  s_->current = -1;
+  s_->follow = true;
+  ++s_->generation;
+  s_->userView = false;
+  s_->fitPending = true;
+  update();
+  emit currentStepChanged(-1);
+}
+
+void TreeInspectorWidget::appendStep(const StepRecord& step) {
+  State& s = *s_;
+  s.steps.push_back(step);
+  const size_t before = s.extraGlyphs.size();
+  if (s.extraGlyphs.size() < 2000) {
+    for (const auto& n : step.nodes) collectGlyphs(n.text, s.extraGlyphs);
+    collectGlyphs(step.bonus_text, s.extraGlyphs);
+  }
+  if (s.extraGlyphs.size() != before) s.fontDirty = true;
+  if (s.follow) {
+    s.current = int(s.steps.size()) - 1;
+    emit currentStepChanged(s.current);
+  }
+  update();
+}
+
+void TreeInspectorWidget::setSteps(std::vector<StepRecord> steps) {
+  State& s = *s_;
+  s.steps = std::move(steps);
+  ++s.generation;
+  const size_t before = s.extraGlyphs.size();
+  for (const auto& st : s.steps) {
+    if (s.extraGlyphs.size() >= 2000) break;
+    for (const auto& n : st.nodes) collectGlyphs(n.text, s.extraGlyphs);
+    collectGlyphs(st.bonus_text, s.extraGlyphs);
+  }
+  if (s.extraGlyphs.size() != before) s.fontDirty = true;
+  s.current = int(s.steps.size()) - 1;
+  s.follow = true;
+  s.userView = false;
+  s.fitPending = true;
+  update();
+  emit currentStepChanged(s.current);
+}
+
+void TreeInspectorWidget::setCurrentStep(int index) {
+  State& s = *s_;
+  if (s.steps.empty()) return;
+  index = std::clamp(index, 0, int(s.steps.size()) - 1);
+  s.follow = index == int(s.steps.size()) - 1;
+  if (index == s.current) return;
+  s.current = index;
+  update();
+  emit currentStepChanged(index);
+}
+
+int TreeInspectorWidget::currentStep() const { return s_->current; }
+int TreeInspectorWidget::stepCount() const { return int(s_->steps.size()); }
+bool TreeInspectorWidget::followsLive() const { return s_->follow; }
+
+void TreeInspectorWidget::setFollowLive(bool follow) {
+  State& s = *s_;
+  s.follow = follow;
+  if (follow && !s.steps.empty() && s.current != int(s.steps.size()) - 1) {
+    s.current = int(s.steps.size()) - 1;
+    emit currentStepChanged(s.current);
+  }
+  update();
+}
+
+void TreeInspectorWidget::fitView() {
+  s_->userView = false;
+  s_->fitPending = true;
+  update();
+}
+
+void TreeInspectorWidget::setDarkTheme(bool dark) {
+  if (s_->dark == dark) return;
+  s_->dark = dark;
+  ImGuiContext* previous = ImGui::GetCurrentContext();
+  ImGui::SetCurrentContext(s_->ctx);
+  if (dark) ImGui::StyleColorsDark();
+  else ImGui::StyleColorsLight();
+  ImGui::SetCurrentContext(previous);
+  update();
+}
+
+void TreeInspectorWidget::setCompact(bool compact) {
+  if (s_->compact == compact) return;
+  s_->compact = compact;
+  setFocusPolicy(compact ? Qt::NoFocus : Qt::StrongFocus);
+  s_->userView = false;
+  s_->fitPending = true;
+  updateGeometry();
+  update();
+}
+
+QSize TreeInspectorWidget::sizeHint() const { return s_->compact ? QSize(260, 140) : QSize(960, 640); }
+QSize TreeInspectorWidget::minimumSizeHint() const { return s_->compact ? QSize(80, 50) : QSize(320, 240); }
+
+int TreeInspectorWidget::nodesDrawnLastFrame() const { return s_->nodesDrawn; }
+long long TreeInspectorWidget::framesDrawn() const { return s_->frames; }
+
+bool TreeInspectorWidget::exportPng(const QString& path) {
+  const QImage img = grabFramebuffer();
+  return !img.isNull() && img.save(path, "PNG");
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// GL
+
+void TreeInspectorWidget::initializeGL() {
+  State& s = *s_;
+  connect(context(), &QOpenGLContext::aboutToBeDestroyed, this, &TreeInspectorWidget::releaseGL, Qt::UniqueConnection);
+  ImGui::SetCurrentContext(s.ctx);
+  const QSurfaceFormat fmt = context()->format();
+  const char* glsl = nullptr;
+  if (context()->isOpenGLES()) {
+    // The OpenGL 3 backend is compiled for desktop GL (its loader and glPolygonMode); under GLES it cannot run.
+    qWarning("TreeInspectorWidget: OpenGL ES context (%d.%d): the ImGui OpenGL 3 backend needs desktop GL",
+             fmt.majorVersion(), fmt.minorVersion());
+    s.glFailed = true;
+    return;
+  }
+  glsl = fmt.majorVersion() >= 3 ? "#version 130" : "#version 120";  // 2.x (old Mesa / llvmpipe compat): GLSL 1.20
+  s.backendReady = ImGui_ImplOpenGL3_Init(glsl);
+  if (!s.backendReady) {
+    qWarning("TreeInspectorWidget: ImGui_ImplOpenGL3_Init(%s) failed", glsl);
+    s.glFailed = true;
+  }
+  s.fontDirty = true;
+}
+
+void TreeInspectorWidget::releaseGL() {
+  State& s = *s_;
+  if (!s.backendReady) return;
+  makeCurrent();
+  ImGui::SetCurrentContext(s.ctx);
+  ImGui_ImplOpenGL3_Shutdown();  // a new context (reparenting) initialises it again in initializeGL
+  s.backendReady = false;
+  s.fontDpr = 0;
+  doneCurrent();
+}
+
+void TreeInspectorWidget::resizeGL(int, int) {
+  s_->trailing = std::max(s_->trailing, 1);
+}
+
+bool TreeInspectorWidget::event(QEvent* e) {
+  State& s = *s_;
+  if (s.input.handle(e)) {
+    s.trailing = 2;  // a release or a hover change needs one more frame to show
+    update();
+    switch (e->type()) {
+      case QEvent::Wheel:
+        e->accept();
+        return true;  // the wheel zooms: do not scroll a parent
+      case QEvent::KeyPress:
+      case QEvent::KeyRelease: {
+        const int k = static_cast<QKeyEvent*>(e)->key();
+        if (!s.compact && (k == Qt::Key_Left || k == Qt::Key_Right || k == Qt::Key_Home || k == Qt::Key_End ||
+                           k == Qt::Key_PageUp || k == Qt::Key_PageDown || k == Qt::Key_F)) {
+          e->accept();
+          return true;
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return QOpenGLWidget::event(e);
+}
+
+void TreeInspectorWidget::rebuildFonts(qreal dpr) {
+  State& s = *s_;
+  ImGuiIO& io = ImGui::GetIO();
+  io.Fonts->Clear();
+  s.font = nullptr;
+  const std::vector<char>& ttf = fontFile();
+  const float px = std::round(kUiFontPx * float(dpr));
+  if (!ttf.empty()) {
+    ImFontGlyphRangesBuilder b;
+    static const ImWchar kStatic[] = {0x0020, 0x024F, 0x0370, 0x052F, 0x2000, 0x23FF,
+                                      0x2500, 0x25FF, 0x2700, 0x27BF, 0};
+    b.AddRanges(kStatic);
+    for (ImWchar c : s.extraGlyphs) b.AddChar(c);
+    s.ranges.clear();
+    b.BuildRanges(&s.ranges);
+    ImFontConfig cfg;
+    cfg.FontDataOwnedByAtlas = false;  // the file stays in fontFile()'s static buffer
+    cfg.OversampleH = 2;
+    cfg.OversampleV = 1;
+    s.font = io.Fonts->AddFontFromMemoryTTF(const_cast<char*>(ttf.data()), int(ttf.size()), px, &cfg, s.ranges.Data);
+  }
+  s.unicode = s.font != nullptr;
+  if (!s.font) {
+    ImFontConfig cfg;
+    cfg.SizePixels = std::round(13.0f * float(dpr));
+    s.font = io.Fonts->AddFontDefault(&cfg);
+  }
+  io.FontGlobalScale = 1.0f / float(dpr);  // rasterised at device pixels, laid out in logical ones
+  if (s.backendReady) {
+    ImGui_ImplOpenGL3_DestroyFontsTexture();
+    ImGui_ImplOpenGL3_CreateFontsTexture();
+  }
+  s.fontDpr = dpr;
+  s.fontDirty = false;
+}
+
+void TreeInspectorWidget::paintGL() {
+  State& s = *s_;
+  const Theme& th = theme(s.dark);
+  QOpenGLFunctions* f = context()->functions();
+  f->glClearColor(th.bg.r, th.bg.g, th.bg.b, 1.0f);
+  f->glClear(GL_COLOR_BUFFER_BIT);
+  if (!s.backendReady) return;
+
+  ImGui::SetCurrentContext(s.ctx);
+  ImGuiIO& io = ImGui::GetIO();
+  const qreal dpr = devicePixelRatioF();
+  if (s.fontDirty || dpr != s.fontDpr) rebuildFonts(dpr);
+  const double now = double(s.clock.nsecsElapsed()) * 1e-9;
+  const float dt = s.frames == 0 ? 1.0f / 60.0f : float(now - s.lastTime);
+  s.lastTime = now;
+  s.input.apply(io, QSizeF(width(), height()), dpr, dt);
+
+  ImGui_ImplOpenGL3_NewFrame();
+  ImGui::NewFrame();
+  s.nodesDrawn = 0;
+  drawFrame();
+  ImGui::Render();
+  ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+  ++s.frames;
+  if (s.input.pending() || s.trailing > 0) {
+    s.trailing = std::max(0, s.trailing - 1);
+    update();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The frame
+
+void TreeInspectorWidget::stepBy(int delta, bool fromFrame) {
+  State& s = *s_;
+  if (s.steps.empty()) return;
+  const int last = int(s.steps.size()) - 1;
+  const int index = std::clamp((s.current < 0 ? last : s.current) + delta, 0, last);
+  moveTo(index, index == last, fromFrame);
+}
+
+void TreeInspectorWidget::moveTo(int index, bool follow, bool fromFrame) {
+  State& s = *s_;
+  s.follow = follow;
+  if (index == s.current) return;
+  s.current = index;
+  s.trailing = std::max(s.trailing, 1);
+  if (fromFrame) {
+    // Not from inside paintGL: a slot might touch another GL widget while this context is current.
+    QMetaObject::invokeMethod(this, [this, index] { emit currentStepChanged(index); }, Qt::QueuedConnection);
+  } else {
+    emit currentStepChanged(index);
+  }
+}
+
+void TreeInspectorWidget::drawFrame() {
+  State& s = *s_;
+  const Theme& th = theme(s.dark);
+  ImGuiIO& io = ImGui::GetIO();
+
+  if (!s.compact && !s.steps.empty()) {
+    auto pressed = [](int qtKey) { return ImGui::IsKeyPressed(ImGuiQtInput::keyIndex(qtKey), true); };
+    if (pressed(Qt::Key_Left)) stepBy(-1, true);
+    if (pressed(Qt::Key_Right)) stepBy(+1, true);
+    if (pressed(Qt::Key_PageUp)) stepBy(-10, true);
+    if (pressed(Qt::Key_PageDown)) stepBy(+10, true);
+    if (ImGui::IsKeyPressed(ImGuiQtInput::keyIndex(Qt::Key_Home), false)) moveTo(0, s.steps.size() == 1, true);
+    if (ImGui::IsKeyPressed(ImGuiQtInput::keyIndex(Qt::Key_End), false)) moveTo(int(s.steps.size()) - 1, true, true);
+    if (ImGui::IsKeyPressed(ImGuiQtInput::keyIndex(Qt::Key_F), false)) s.userView = false, s.fitPending = true;
+  }
+
+  ImGui::SetNextWindowPos(ImVec2(0, 0));
+  ImGui::SetNextWindowSize(io.DisplaySize);
+  ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, s.compact ? ImVec2(0, 0) : ImVec2(8, 6));
+  ImGui::PushStyleVar(ImGuiStyleVar_WindowRounding, 0.0f);
+  ImGui::PushStyleVar(ImGuiStyleVar_WindowBorderSize, 0.0f);
+  ImGui::PushStyleVar(ImGuiStyleVar_ItemSpacing, ImVec2(8, 5));
+  ImGui::PushStyleColor(ImGuiCol_WindowBg, pack_abgr(th.bg));
+  ImGui::PushStyleColor(ImGuiCol_Text, pack_abgr(th.text));
+  const ImGuiWindowFlags flags = ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
+                                 ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoBringToFrontOnFocus |
+                                 ImGuiWindowFlags_NoScrollWithMouse | ImGuiWindowFlags_NoNav;
+  ImGui::Begin("##specscope_tree_inspector", nullptr, flags);
+  if (!s.compact) drawHeader();
+  ImVec2 avail = ImGui::GetContentRegionAvail();
+  if (!s.compact) avail.y -= kLegendH + kTimelineH + 2 * ImGui::GetStyle().ItemSpacing.y;
+  drawTree(ImVec2(std::max(avail.x, 1.0f), std::max(avail.y, 1.0f)));
+  if (!s.compact) {
+    drawLegend();
+    drawTimeline();
+  }
+  ImGui::End();
+  ImGui::PopStyleColor(2);
+  ImGui::PopStyleVar(4);
+}
+
+void TreeInspectorWidget::drawHeader() {
+  State& s = *s_;
+  const Theme& th = theme(s.dark);
+  if (s.steps.empty()) {
+    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(pack_abgr(th.dim)), "No steps yet");
+  } else {
+    const StepRecord& st = s.steps[size_t(s.current)];
+    int rejected = 0, pruned = 0;
+    for (const auto& n : st.nodes) {
+      rejected += !n.pruned && n.decision == NodeDecision::Rejected;
+      pruned += n.pruned || n.decision == NodeDecision::Pruned;
+    }
+    ImGui::Text("Step %d / %d", s.current + 1, int(s.steps.size()));
+    ImGui::SameLine();
+    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(pack_abgr(th.dim)),
+                       "%s  \xC2\xB7  #%d  \xC2\xB7  pos %d  \xC2\xB7  %d drafted, %d accepted%s, %d rejected, %d pruned",
+                       st.method.c_str(), st.step, st.position, int(st.nodes.size()), st.accepted_count(),
+                       st.bonus_token >= 0 ? " + bonus" : "", rejected, pruned);
+  }
+  // Right-aligned controls.
+  const float bw1 = ImGui::CalcTextSize("Fit").x + 2 * ImGui::GetStyle().FramePadding.x;
+  const float bw2 = ImGui::CalcTextSize("Live").x + 2 * ImGui::GetStyle().FramePadding.x;
+  const float right = ImGui::GetWindowContentRegionMax().x;
+  ImGui::SameLine(std::max(ImGui::GetCursorPosX(), right - bw1 - bw2 - ImGui::GetStyle().ItemSpacing.x));
+  if (ImGui::SmallButton("Fit")) s.userView = false, s.fitPending = true;
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("Fit the tree to the view (F, or double-click)");
+  ImGui::SameLine();
+  const bool live = s.follow;
+  if (live) ImGui::PushStyleColor(ImGuiCol_Button, pack_abgr(th.accepted, 0.55f));
+  if (ImGui::SmallButton("Live") && !s.steps.empty()) moveTo(int(s.steps.size()) - 1, true, true);
+  if (live) ImGui::PopStyleColor();
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(live ? "Following the live run" : "Jump to the last step and follow the live run (End)");
+}
+
+void TreeInspectorWidget::drawTree(const ImVec2& size) {
+  State& s = *s_;
+  const Theme& th = theme(s.dark);
+  ImGuiIO& io = ImGui::GetIO();
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImVec2 c0 = ImGui::GetCursorScreenPos();
+  const ImVec2 c1 = c0 + size;
+  ImGui::InvisibleButton("##canvas", size,
+                         ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight |
+                             ImGuiButtonFlags_MouseButtonMiddle);
+  const bool hovered = ImGui::IsItemHovered();
+  const bool active = ImGui::IsItemActive();
+  dl->PushClipRect(c0, c1, true);
+  dl->AddRectFilled(c0, c1, pack_abgr(th.canvas), s.compact ? 0.0f : 4.0f);
+
+  if (s.current < 0 || s.current >= int(s.steps.size())) {
+    if (!s.compact) {
+      const char* msg = "Waiting for the first step\xE2\x80\xA6";
+      const ImVec2 ts = ImGui::CalcTextSize(msg);
+      dl->AddText(c0 + (size - ts) * 0.5f, pack_abgr(th.dim), msg);
+    }
+    dl->PopClipRect();
+    return;
+  }
+  const StepRecord& step = s.steps[size_t(s.current)];
+  if (s.layoutStep != s.current || s.layoutGeneration != s.generation || s.layoutCompact != s.compact) {
+    s.layout = layout_step_tree(step, layoutParams(s.compact));
+    s.layoutStep = s.current;
+    s.layoutGeneration = s.generation;
+    s.layoutCompact = s.compact;
+  }
+  const TreeLayout& L = s.layout;
+  const float rowPx = s.compact ? kCompactRowPx : kRowPx;
+  if (!s.compact) s.colStretch = 1.0f;
+  float colPx = (s.compact ? kCompactColPx : kColPx) * s.colStretch;
+
+  // Fit: on request, on a new step or a resized canvas unless the user moved the view; always when compact.
+  const bool canvasChanged = std::fabs(s.fittedCanvas.x - size.x) > 0.5f || std::fabs(s.fittedCanvas.y - size.y) > 0.5f;
+  if (s.compact || s.fitPending ||
+      (!s.userView && (s.fittedStep != s.current || s.fittedGeneration != s.generation || canvasChanged))) {
+    const float margin = s.compact ? 3.0f : 16.0f;
+    const float top = s.compact ? 0.0f : 10.0f;  // room for the root's tag
+    const float aw = std::max(size.x - 2 * margin, 1.0f), ah = std::max(size.y - 2 * margin - top, 1.0f);
+    const float wh = std::max(L.height() * rowPx, 1.0f);
+    if (s.compact) {
+      const float base = std::max(L.width() * kCompactColPx, 1.0f);
+      s.colStretch = std::clamp((aw / base) / (ah / wh), 1.0f, 2.5f);
+      colPx = kCompactColPx * s.colStretch;
+    }
+    const float ww = std::max(L.width() * colPx, 1.0f);
+    float z = std::min(aw / ww, ah / wh);
+    z = s.compact ? std::clamp(z, 0.05f, 1.5f) : std::clamp(z, 0.55f, 1.35f);
+    s.zoom = z;
+    s.pan.x = margin + std::max(0.0f, (aw - ww * z) * 0.5f) - L.min_x * colPx * z;
+    s.pan.y = margin + top + std::max(0.0f, (ah - wh * z) * 0.5f) - L.min_y * rowPx * z;
+    s.fittedStep = s.current;
+    s.fittedGeneration = s.generation;
+    s.fittedCanvas = size;
+    s.fitPending = false;
+  }
+
+  // Interaction.
+  if (!s.compact) {
+    if (active && (ImGui::IsMouseDragging(ImGuiMouseButton_Left, 1.0f) ||
+                   ImGui::IsMouseDragging(ImGuiMouseButton_Middle, 1.0f) ||
+                   ImGui::IsMouseDragging(ImGuiMouseButton_Right, 1.0f))) {
+      s.pan = s.pan + io.MouseDelta;
+      s.userView = true;
+    }
+    if (hovered && io.MouseWheel != 0.0f) {
+      const float nz = std::clamp(s.zoom * std::pow(1.15f, io.MouseWheel), 0.08f, 6.0f);
+      const ImVec2 m = io.MousePos - c0;  // keep the point under the cursor in place
+      s.pan = m - (m - s.pan) * (nz / s.zoom);
+      s.zoom = nz;
+      s.userView = true;
+    }
+    if (hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) s.userView = false, s.fitPending = true;
+  }
+
+  const float z = s.zoom;
+  const float hw = 0.5f * L.box_width * colPx * z, hh = 0.5f * L.box_height * rowPx * z;
+  auto centre = [&](const LayoutItem& li) { return c0 + s.pan + ImVec2(li.x * colPx * z, li.y * rowPx * z); };
+  auto visible = [&](ImVec2 a, ImVec2 b) { return b.x >= c0.x && a.x <= c1.x && b.y >= c0.y && a.y <= c1.y; };
+  ImFont* font = ImGui::GetFont();
+
+  // Hovered item.
+  int hot = -1;
+  if (!s.compact && hovered && !ImGui::IsMouseDragging(ImGuiMouseButton_Left, 1.0f)) {
+    for (int i = 0; i < int(L.items.size()); ++i) {
+      const ImVec2 c = centre(L.items[size_t(i)]);
+      if (std::fabs(io.MousePos.x - c.x) <= hw + 2 && std::fabs(io.MousePos.y - c.y) <= hh + 2) hot = i;
+    }
+  }
+
+  // Edges, then their probability labels.
+  const float textScale = std::clamp(std::sqrt(z), 0.0f, 1.3f);  // text shrinks slower than the boxes
+  const float edgeFont = kEdgeFontPx * textScale;
+  const bool edgeLabels = !s.compact && edgeFont >= 7.0f;
+  for (int i = 1; i < int(L.items.size()); ++i) {
+    const LayoutItem& li = L.items[size_t(i)];
+    const LayoutItem& pi = L.items[size_t(li.parent)];
+    const ImVec2 pc = centre(pi), cc = centre(li);
+    const ImVec2 p0(pc.x + hw, pc.y), p3(cc.x - hw, cc.y);
+    if (!visible(ImVec2(std::min(p0.x, p3.x), std::min(p0.y, p3.y)), ImVec2(std::max(p0.x, p3.x), std::max(p0.y, p3.y))))
+      continue;
+    const float dx = (p3.x - p0.x) * 0.5f;
+    const ImVec2 p1(p0.x + dx, p0.y), p2(p3.x - dx, p3.y);
+    const bool onPath = li.on_accepted_path && pi.on_accepted_path;
+    const bool prunedEdge = li.kind == LayoutKind::Draft &&
+                            (step.nodes[size_t(li.node)].pruned || step.nodes[size_t(li.node)].decision == NodeDecision::Pruned);
+    const ImU32 col = onPath ? pack_abgr(li.kind == LayoutKind::Bonus ? th.bonus : th.edge_path)
+                             : pack_abgr(th.edge, prunedEdge ? 0.6f : 0.9f);
+    const float w = (onPath ? 2.6f : 1.3f) * std::clamp(z, s.compact ? 0.5f : 0.7f, 1.3f);
+    if (prunedEdge) {
+      ImVec2 pts[17];
+      for (int k = 0; k <= 16; ++k) pts[k] = bezier(p0, p1, p2, p3, float(k) / 16.0f);
+      dashedPolyline(dl, pts, 17, col, w, 4.0f, 3.0f);
+    } else {
+      dl->AddBezierCubic(p0, p1, p2, p3, col, w);
+    }
+    if (edgeLabels && li.kind == LayoutKind::Draft) {
+      const float p = step.nodes[size_t(li.node)].draft_prob;
+      if (!std::isnan(p)) {
+        const std::string t = fmtProb(p);
+        const ImVec2 ts = font->CalcTextSizeA(edgeFont, FLT_MAX, 0.0f, t.c_str());
+        dl->AddText(font, edgeFont, ImVec2(p3.x - ts.x - 3.0f, p3.y - ts.y - 1.0f), pack_abgr(th.dim), t.c_str());
+      }
+    }
+  }
+
+  // Boxes.
+  const float nodeFont = std::min(kNodeFontPx * textScale, 1.6f * hh);
+  const bool labels = !s.compact && nodeFont >= 6.5f;
+  const float tagFont = kTagFontPx * textScale;
+  for (int i = 0; i < int(L.items.size()); ++i) {
+    const LayoutItem& li = L.items[size_t(i)];
+    const ImVec2 c = centre(li);
+    const ImVec2 a(c.x - hw, c.y - hh), b(c.x + hw, c.y + hh);
+    if (!visible(a - ImVec2(6, 14), b + ImVec2(6, 6))) continue;
+    const NodeStyle st = styleFor(th, step, li);
+    drawBox(dl, st, a, b, z, th, i == hot, s.compact);
+    ++s.nodesDrawn;
+    if (labels) {
+      const std::string text = fitText(font, nodeFont, itemLabel(s.steps, s.current, li, s.unicode), 2 * hw - 8.0f, s.unicode);
+      const ImVec2 ts = font->CalcTextSizeA(nodeFont, FLT_MAX, 0.0f, text.c_str());
+      const ImVec2 tp(c.x - ts.x * 0.5f, c.y - ts.y * 0.5f);
+      dl->AddText(font, nodeFont, tp, pack_abgr(st.text), text.c_str());
+      if (st.strike) dl->AddLine(ImVec2(tp.x - 2, c.y), ImVec2(tp.x + ts.x + 2, c.y), pack_abgr(st.text, 0.8f), 1.2f);
+      if (st.tag && tagFont >= 6.5f) {
+        // The root's tag above it (its column is its own); the bonus's to its right (it is always a leaf).
+        const ImVec2 gs = font->CalcTextSizeA(tagFont, FLT_MAX, 0.0f, st.tag);
+        const ImVec2 at = li.kind == LayoutKind::Bonus ? ImVec2(b.x + std::max(2.0f, 3.0f * z) + 6.0f, c.y - gs.y * 0.5f)
+                                                       : ImVec2(a.x, a.y - gs.y - 1.0f);
+        dl->AddText(font, tagFont, at, pack_abgr(st.outline), st.tag);
+      }
+    }
+  }
+  dl->PopClipRect();
+
+  // Tooltip.
+  if (hot >= 0 && !s.compact) {
+    const LayoutItem& li = L.items[size_t(hot)];
+    const ImVec4 dim = ImGui::ColorConvertU32ToFloat4(pack_abgr(th.dim));
+    ImGui::BeginTooltip();
+    auto row = [&](const char* k, const std::string& v) {
+      ImGui::TextColored(dim, "%s", k);
+      ImGui::SameLine(96);
+      ImGui::TextUnformatted(v.c_str());
+    };
+    if (li.kind == LayoutKind::Root) {
+      ImGui::TextUnformatted("Root (last committed token)");
+      ImGui::Separator();
+      row("token id", step.root_token < 0 ? std::string("none (prefill)") : std::to_string(step.root_token));
+      row("text", rootText(s.steps, s.current, s.unicode));
+      row("position", std::to_string(step.position));
+      row("method", step.method);
+    } else if (li.kind == LayoutKind::Bonus) {
+      ImGui::TextUnformatted("Bonus token (sampled by the target)");
+      ImGui::Separator();
+      row("token id", std::to_string(step.bonus_token));
+      row("text", std::string("\"").append(display_token(step.bonus_text, 40, s.unicode)).append("\""));
+      row("p", fmtProb(step.bonus_prob, "%.4f"));
+      row("drawn from", step.bonus_source == BonusSource::Target ? "target distribution" : "residual (p - q)+");
+      row("depth", std::to_string(li.depth));
+    } else {
+      const DraftNode& n = step.nodes[size_t(li.node)];
+      const NodeDecision d = n.pruned ? NodeDecision::Pruned : n.decision;
+      ImGui::Text("Draft node %d", n.id);
+      ImGui::Separator();
+      row("token id", std::to_string(n.token));
+      row("text", std::string("\"").append(display_token(n.text, 40, s.unicode)).append("\""));
+      row("draft p", fmtProb(n.draft_prob, "%.4f"));
+      row("target p", fmtProb(n.target_prob, "%.4f"));
+      row("accept p", fmtProb(n.accept_prob, "%.4f"));
+      row("cum score", fmtProb(n.cum_score, "%.4f"));
+      row("depth", std::to_string(n.depth));
+      row("source", std::string(to_string(n.source)) + (n.source_index ? std::string("[").append(std::to_string(n.source_index)).append("]") : std::string()));
+      row("decision", to_string(d));
+    }
+    ImGui::EndTooltip();
+  }
+}
+
+void TreeInspectorWidget::drawLegend() {
+  State& s = *s_;
+  const Theme& th = theme(s.dark);
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  ImFont* font = ImGui::GetFont();
+  const float fs = ImGui::GetFontSize() * 0.9f;
+  ImVec2 p = ImGui::GetCursorScreenPos();
+  const float h = kLegendH;
+  const float cy = p.y + h * 0.5f;
+  auto text = [&](const char* t, ImU32 col) {
+    const ImVec2 ts = font->CalcTextSizeA(fs, FLT_MAX, 0.0f, t);
+    dl->AddText(font, fs, ImVec2(p.x, cy - ts.y * 0.5f), col, t);
+    p.x += ts.x;
+  };
+  text("draft p  0 ", pack_abgr(th.dim));
+  const float barW = 120.0f, barH = 10.0f;
+  const int seg = 24;
+  for (int i = 0; i < seg; ++i) {
+    const float x0 = p.x + barW * float(i) / seg, x1 = p.x + barW * float(i + 1) / seg;
+    const ImU32 ca = pack_abgr(cividis(float(i) / seg)), cb = pack_abgr(cividis(float(i + 1) / seg));
+    dl->AddRectFilledMultiColor(ImVec2(x0, cy - barH / 2), ImVec2(x1 + 0.5f, cy + barH / 2), ca, cb, cb, ca);
+  }
+  p.x += barW;
+  text(" 1    ", pack_abgr(th.dim));
+  dl->AddRectFilled(ImVec2(p.x, cy - barH / 2), ImVec2(p.x + 14, cy + barH / 2), pack_abgr(no_value_grey()), 2.0f);
+  p.x += 18;
+  text("none", pack_abgr(th.dim));
+  p.x += 22;
+
+  // Decision markers, drawn with the tree's own renderer on sample nodes.
+  StepRecord sample;
+  sample.bonus_prob = 0.7f;
+  sample.nodes.resize(1);
+  sample.nodes[0].draft_prob = 0.7f;
+  struct Entry {
+    const char* label;
+    NodeDecision d;
+    bool bonus;
+  };
+  const Entry entries[] = {{"accepted", NodeDecision::Accepted, false},
+                           {"rejected", NodeDecision::Rejected, false},
+                           {"not reached", NodeDecision::NotReached, false},
+                           {"pruned", NodeDecision::Pruned, false},
+                           {"bonus", NodeDecision::Accepted, true}};
+  for (const Entry& e : entries) {
+    sample.nodes[0].decision = e.d;
+    sample.nodes[0].pruned = e.d == NodeDecision::Pruned;
+    LayoutItem li;
+    li.kind = e.bonus ? LayoutKind::Bonus : LayoutKind::Draft;
+    li.node = 0;
+    NodeStyle st = styleFor(th, sample, li);
+    const ImVec2 a(p.x + (e.bonus ? 4.0f : 1.0f), cy - 6.0f), b(a.x + 26.0f, cy + 6.0f);
+    drawBox(dl, st, a, b, 0.8f, th, false, false);
+    p.x = b.x + (e.bonus ? 10.0f : 7.0f);
+    text(e.label, pack_abgr(th.text));
+    p.x += 16;
+  }
+  ImGui::Dummy(ImVec2(ImGui::GetContentRegionAvail().x, h));
+}
+
+void TreeInspectorWidget::drawTimeline() {
+  State& s = *s_;
+  const Theme& th = theme(s.dark);
+  ImGuiIO& io = ImGui::GetIO();
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImVec2 size(ImGui::GetContentRegionAvail().x, kTimelineH);
+  const ImVec2 t0 = ImGui::GetCursorScreenPos();
+  const ImVec2 t1 = t0 + size;
+  ImGui::InvisibleButton("##timeline", ImVec2(std::max(size.x, 1.0f), size.y));
+  const bool hovered = ImGui::IsItemHovered(), active = ImGui::IsItemActive();
+  dl->AddRectFilled(t0, t1, pack_abgr(th.canvas), 4.0f);
+  const int n = int(s.steps.size());
+  ImFont* font = ImGui::GetFont();
+  const float fs = ImGui::GetFontSize() * 0.85f;
+  if (n == 0) return;
+
+  const float padX = 6.0f, labelH = fs + 4.0f;
+  const float x0 = t0.x + padX, x1 = t1.x - padX;
+  const float base = t1.y - 4.0f, top = t0.y + labelH;
+  int maxAcc = 1;
+  for (const auto& st : s.steps) maxAcc = std::max(maxAcc, st.accepted_count());
+  const float w = (x1 - x0) / float(n);
+  auto barHeight = [&](int acc) { return 2.0f + (base - top - 2.0f) * float(acc) / float(maxAcc); };
+  const ImU32 bar = pack_abgr(th.bar);
+  if (w >= 2.0f) {
+    const float gap = w >= 5.0f ? 1.0f : 0.0f;
+    for (int i = 0; i < n; ++i) {
+      const float bx = x0 + w * float(i);
+      dl->AddRectFilled(ImVec2(bx, base - barHeight(s.steps[size_t(i)].accepted_count())), ImVec2(bx + w - gap, base), bar);
+    }
+  } else {
+    // More steps than pixels: one column per pixel, the tallest of its steps.
+    const int cols = std::max(1, int(x1 - x0));
+    for (int c = 0; c < cols; ++c) {
+      const int i0 = int(float(c) / float(cols) * float(n)), i1 = std::max(i0 + 1, int(float(c + 1) / float(cols) * float(n)));
+      int acc = 0;
+      for (int i = i0; i < std::min(i1, n); ++i) acc = std::max(acc, s.steps[size_t(i)].accepted_count());
+      dl->AddRectFilled(ImVec2(x0 + float(c), base - barHeight(acc)), ImVec2(x0 + float(c) + 1.0f, base), bar);
+    }
+  }
+  if (s.current >= 0) {
+    const float bx = x0 + w * float(s.current);
+    const float bw = std::max(w - (w >= 5.0f ? 1.0f : 0.0f), 2.0f);
+    dl->AddRectFilled(ImVec2(bx, base - barHeight(s.steps[size_t(s.current)].accepted_count())), ImVec2(bx + bw, base),
+                      pack_abgr(th.bar_current));
+    dl->AddLine(ImVec2(bx + bw * 0.5f, top - 2.0f), ImVec2(bx + bw * 0.5f, base), pack_abgr(th.bar_current, 0.6f), 1.0f);
+  }
+  char label[160];
+  std::snprintf(label, sizeof label, "steps  (bar = accepted length, max %d)%s", maxAcc,
+                s.follow ? "   \xE2\x97\x8F live" : "   \xE2\x86\x90 \xE2\x86\x92 Home End");
+  if (!s.unicode) std::snprintf(label, sizeof label, "steps  (bar = accepted length, max %d)%s", maxAcc, s.follow ? "   live" : "");
+  dl->AddText(font, fs, ImVec2(x0, t0.y + 2.0f), pack_abgr(th.dim), label);
+
+  const auto stepAt = [&](float mx) { return std::clamp(int((mx - x0) / w), 0, n - 1); };
+  if (active) {
+    const int i = stepAt(io.MousePos.x);
+    moveTo(i, i == n - 1, true);
+  }
+  if (hovered && !active) {
+    const int i = stepAt(io.MousePos.x);
+    const StepRecord& st = s.steps[size_t(i)];
+    ImGui::SetTooltip("step %d  \xC2\xB7  %d accepted%s of %d drafted", i + 1, st.accepted_count(),
+                      st.bonus_token >= 0 ? " + bonus" : "", int(st.nodes.size()));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// SVG export: the current step's whole tree at zoom 1, written by hand.
+
+bool TreeInspectorWidget::exportSvg(const QString& path) const {
+  const State& s = *s_;
+  if (s.current < 0 || s.current >= int(s.steps.size())) return false;
+  const StepRecord& step = s.steps[size_t(s.current)];
+  const Theme& th = theme(s.dark);
+  const TreeLayout L = layout_step_tree(step, layoutParams(false));
+  const float colPx = kColPx, rowPx = kRowPx;
+  const float margin = 24.0f, titleH = 28.0f;
+  const float W = L.width() * colPx + 2 * margin, H = L.height() * rowPx + 2 * margin + titleH;
+  const float ox = margin - L.min_x * colPx, oy = margin + titleH - L.min_y * rowPx;
+  const float hw = 0.5f * L.box_width * colPx, hh = 0.5f * L.box_height * rowPx;
+  auto cx = [&](const LayoutItem& li) { return ox + li.x * colPx; };
+  auto cy = [&](const LayoutItem& li) { return oy + li.y * rowPx; };
+
+  std::ostringstream o;
+  o.setf(std::ios::fixed);
+  o.precision(1);
+  o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+    << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\" viewBox=\"0 0 " << W
+    << ' ' << H << "\" font-family=\"DejaVu Sans, Verdana, sans-serif\">\n"
+    << "<defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
+       "patternTransform=\"rotate(45)\"><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\""
+    << svgColor(th.pruned) << "\" stroke-opacity=\"0.55\" stroke-width=\"1\"/></pattern></defs>\n"
+    << "<rect width=\"100%\" height=\"100%\" fill=\"" << svgColor(th.canvas) << "\"/>\n";
+  o << "<text x=\"" << margin << "\" y=\"" << (margin + 4) << "\" font-size=\"14\" fill=\"" << svgColor(th.text)
+    << "\">" << xmlEscape("Step " + std::to_string(s.current + 1) + " / " + std::to_string(s.steps.size()) + " \xC2\xB7 " +
+                          step.method + " \xC2\xB7 " + std::to_string(step.nodes.size()) + " drafted, " +
+                          std::to_string(step.accepted_count()) + " accepted" + (step.bonus_token >= 0 ? " + bonus" : ""))
+    << "</text>\n";
+
+  // Edges.
+  o << "<g fill=\"none\">\n";
+  for (size_t i = 1; i < L.items.size(); ++i) {
+    const LayoutItem& li = L.items[i];
+    const LayoutItem& pi = L.items[size_t(li.parent)];
+    const float x0 = cx(pi) + hw, y0 = cy(pi), x3 = cx(li) - hw, y3 = cy(li), dx = (x3 - x0) * 0.5f;
+    const bool onPath = li.on_accepted_path && pi.on_accepted_path;
+    const bool pruned = li.kind == LayoutKind::Draft &&
+                        (step.nodes[size_t(li.node)].pruned || step.nodes[size_t(li.node)].decision == NodeDecision::Pruned);
+    o << "<path d=\"M" << x0 << ',' << y0 << " C" << (x0 + dx) << ',' << y0 << ' ' << (x3 - dx) << ',' << y3 << ' ' << x3
+      << ',' << y3 << "\" stroke=\"" << svgColor(onPath ? (li.kind == LayoutKind::Bonus ? th.bonus : th.edge_path) : th.edge)
+      << "\" stroke-width=\"" << (onPath ? 2.6 : 1.3) << '"' << (pruned ? " stroke-dasharray=\"4 3\"" : "") << "/>\n";
+    if (li.kind == LayoutKind::Draft && !std::isnan(step.nodes[size_t(li.node)].draft_prob))
+      o << "<text x=\"" << (x3 - 3) << "\" y=\"" << (y3 - 3) << "\" font-size=\"10.5\" text-anchor=\"end\" fill=\""
+        << svgColor(th.dim) << "\">" << fmtProb(step.nodes[size_t(li.node)].draft_prob) << "</text>\n";
+  }
+  o << "</g>\n";
+
+  // Boxes.
+  for (const LayoutItem& li : L.items) {
+    const NodeStyle st = styleFor(th, step, li);
+    const float x = cx(li) - hw, y = cy(li) - hh, w = 2 * hw, h = 2 * hh;
+    o << "<g>";
+    o << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << w << "\" height=\"" << h << "\" rx=\"5\" fill=\""
+      << svgColor(st.fill) << "\"/>";
+    if (st.hatched)
+      o << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << w << "\" height=\"" << h
+        << "\" rx=\"5\" fill=\"url(#hatch)\"/>";
+    o << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << w << "\" height=\"" << h << "\" rx=\"5\" fill=\"none\" stroke=\""
+      << svgColor(st.outline) << "\" stroke-width=\"" << st.outline_width << '"'
+      << (st.dashed ? " stroke-dasharray=\"5 3.5\"" : "") << "/>";
+    if (st.double_outline) {
+      const float g = 3.0f + st.outline_width;
+      o << "<rect x=\"" << (x - g) << "\" y=\"" << (y - g) << "\" width=\"" << (w + 2 * g) << "\" height=\"" << (h + 2 * g)
+        << "\" rx=\"" << (5 + g) << "\" fill=\"none\" stroke=\"" << svgColor(st.outline) << "\" stroke-width=\"1.2\"/>";
+    }
+    const float bx = x + w - 1, by = y + 1, r = std::clamp(0.26f * h, 3.0f, 9.0f);
+    if (st.badge == Badge::Check)
+      o << "<circle cx=\"" << bx << "\" cy=\"" << by << "\" r=\"" << r << "\" fill=\"" << svgColor(st.outline)
+        << "\"/><polyline points=\"" << (bx - 0.5f * r) << ',' << by << ' ' << (bx - 0.12f * r) << ',' << (by + 0.42f * r)
+        << ' ' << (bx + 0.52f * r) << ',' << (by - 0.38f * r) << "\" fill=\"none\" stroke=\"#ffffff\" stroke-width=\""
+        << 0.3f * r << "\"/>";
+    else if (st.badge == Badge::Cross)
+      o << "<circle cx=\"" << bx << "\" cy=\"" << by << "\" r=\"" << r << "\" fill=\"" << svgColor(st.outline)
+        << "\"/><path d=\"M" << (bx - 0.42f * r) << ',' << (by - 0.42f * r) << " L" << (bx + 0.42f * r) << ','
+        << (by + 0.42f * r) << " M" << (bx - 0.42f * r) << ',' << (by + 0.42f * r) << " L" << (bx + 0.42f * r) << ','
+        << (by - 0.42f * r) << "\" stroke=\"#ffffff\" stroke-width=\"" << 0.28f * r << "\"/>";
+    else if (st.badge == Badge::Diamond) {
+      const float k = 1.15f * r;
+      o << "<polygon points=\"" << bx << ',' << (by - k) << ' ' << (bx + k) << ',' << by << ' ' << bx << ',' << (by + k) << ' '
+        << (bx - k) << ',' << by << "\" fill=\"" << svgColor(st.outline) << "\"/>";
+    }
+    const std::string label = itemLabel(s.steps, s.current, li, true);
+    std::string shown = label;
+    {  // rough cut at ~7 px a glyph so the label stays inside the box
+      const size_t maxGlyphs = size_t(std::max(1.0f, (w - 8) / 7.0f));
+      size_t glyphs = 0, k = 0;
+      while (k < shown.size() && glyphs < maxGlyphs) {
+        ++k;
+        while (k < shown.size() && (static_cast<unsigned char>(shown[k]) & 0xC0) == 0x80) ++k;
+        ++glyphs;
+      }
+      if (k < shown.size()) shown = shown.substr(0, k) + "\xE2\x80\xA6";
+    }
+    o << "<text x=\"" << cx(li) << "\" y=\"" << cy(li) << "\" font-size=\"13\" text-anchor=\"middle\" "
+      << "dominant-baseline=\"central\" fill=\"" << svgColor(st.text) << '"'
+      << (st.strike ? " text-decoration=\"line-through\"" : "") << '>' << xmlEscape(shown) << "</text>";
+    if (st.tag) {
+      if (li.kind == LayoutKind::Bonus)
+        o << "<text x=\"" << (x + w + 9) << "\" y=\"" << cy(li) << "\" font-size=\"10\" dominant-baseline=\"central\" fill=\""
+          << svgColor(st.outline) << "\">" << st.tag << "</text>";
+      else
+        o << "<text x=\"" << x << "\" y=\"" << (y - 3) << "\" font-size=\"10\" fill=\"" << svgColor(st.outline) << "\">"
+          << st.tag << "</text>";
+    }
+    o << "<title>" << xmlEscape(label) << "</title></g>\n";
+  }
+  o << "</svg>\n";
+
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) return false;
+  const std::string doc = o.str();
+  return f.write(doc.data(), qint64(doc.size())) == qint64(doc.size());
+}
+
+}  // namespace specscope::ui

@@ -1,0 +1,469 @@
+#include "ui/main/main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFile>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QPalette>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSlider>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QStyle>
+#include <QStyleFactory>
+#include <QTabWidget>
+#include <QThread>
+#include <QVBoxLayout>
+#include <fstream>
+
+#include "engine/util/cpu_info.h"
+#include "engine/util/error.h"
+#include "sessions/export.h"
+#include "sessions/reader.h"
+#include "ui/engine/engine_worker.h"
+#include "ui/engine/replay_controller.h"
+#include "ui/inspector/tree_inspector_widget.h"
+#include "ui/views/chat_view.h"
+#include "ui/views/compare_view.h"
+#include "ui/views/session_library_view.h"
+#include "ui/views/settings_view.h"
+#include "ui/views/statistics_view.h"
+
+namespace specscope::ui {
+
+struct MainWindow::State {
+  QTabWidget* tabs;
+  ChatView* chat;
+  TreeInspectorWidget* inspector;
+  CompareView* compare;
+  StatisticsView* stats;
+  SessionLibraryView* library;
+  SettingsView* settings;
+  ReplayController* replay;
+  QWidget* replay_bar;
+  QPushButton *play, *step_btn;
+  QSlider* scrub;
+  QDoubleSpinBox* speed;
+  QLabel *replay_label, *model_label, *status_label;
+  QProgressBar* loading;
+  QThread thread;
+  EngineWorker* worker = nullptr;
+  bool busy = false;
+  enum class Job { None, Chat, Compare } job = Job::None;
+  std::vector<RunTrace> traces;  // the live job's lanes (chat: one)
+  qint64 last_session = 0;
+  bool replaying = false;
+};
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_unique<State>()) {
+  EngineWorker::register_types();
+  setWindowTitle("SpecScope");
+  resize(1400, 860);
+
+  s_->tabs = new QTabWidget;
+  // Chat: conversation on the left, the inspector on the right.
+  s_->chat = new ChatView;
+  s_->inspector = new TreeInspectorWidget;
+  s_->inspector->setObjectName("treeInspector");
+  auto* split = new QSplitter;
+  split->addWidget(s_->chat);
+  split->addWidget(s_->inspector);
+  split->setStretchFactor(0, 2);
+  split->setStretchFactor(1, 3);
+  s_->tabs->addTab(split, tr("Chat"));
+  s_->compare = new CompareView;
+  s_->tabs->addTab(s_->compare, tr("Compare"));
+  s_->stats = new StatisticsView;
+  s_->tabs->addTab(s_->stats, tr("Statistics"));
+  s_->library = new SessionLibraryView;
+  s_->tabs->addTab(s_->library, tr("Sessions"));
+  s_->settings = new SettingsView;
+  s_->tabs->addTab(s_->settings, tr("Settings"));
+
+  // The replay bar: shown while a recorded session is open.
+  s_->replay = new ReplayController(this);
+  s_->replay_bar = new QWidget;
+  auto* rb = new QHBoxLayout(s_->replay_bar);
+  s_->replay_label = new QLabel;
+  s_->play = new QPushButton(tr("Play"));
+  s_->step_btn = new QPushButton(tr("Step"));
+  s_->scrub = new QSlider(Qt::Horizontal);
+  s_->speed = new QDoubleSpinBox;
+  s_->speed->setRange(0, 64);
+  s_->speed->setValue(1);
+  s_->speed->setSuffix("×");
+  s_->speed->setSpecialValueText(tr("max"));
+  auto* close_replay = new QPushButton(tr("Close replay"));
+  rb->addWidget(s_->replay_label);
+  rb->addWidget(s_->play);
+  rb->addWidget(s_->step_btn);
+  rb->addWidget(s_->scrub, 1);
+  rb->addWidget(new QLabel(tr("speed")));
+  rb->addWidget(s_->speed);
+  rb->addWidget(close_replay);
+  s_->replay_bar->hide();
+
+  auto* central = new QWidget;
+  auto* cv = new QVBoxLayout(central);
+  cv->setContentsMargins(4, 4, 4, 4);
+  cv->addWidget(s_->tabs, 1);
+  cv->addWidget(s_->replay_bar);
+  setCentralWidget(central);
+
+  s_->model_label = new QLabel;
+  s_->status_label = new QLabel;
+  s_->loading = new QProgressBar;
+  s_->loading->setRange(0, 0);
+  s_->loading->setMaximumWidth(120);
+  s_->loading->hide();
+  statusBar()->addWidget(s_->status_label, 1);
+  statusBar()->addPermanentWidget(s_->loading);
+  statusBar()->addPermanentWidget(s_->model_label);
+
+  // The engine thread.
+  s_->worker = new EngineWorker;
+  s_->worker->moveToThread(&s_->thread);
+  connect(&s_->thread, &QThread::finished, s_->worker, &QObject::deleteLater);
+  s_->thread.start();
+
+  connect(s_->worker, &EngineWorker::modelLoading, this, [this](const QString& p) {
+    s_->loading->show();
+    s_->status_label->setText(tr("Loading %1…").arg(p));
+  });
+  connect(s_->worker, &EngineWorker::modelLoaded, this, [this](const QString& p, const QString& desc) {
+    s_->loading->hide();
+    s_->status_label->setText(tr("Loaded %1").arg(p));
+    s_->model_label->setText(QString("%1 · CPU (%2)").arg(desc, QString::fromStdString(cpu_model_name())));
+  });
+  connect(s_->worker, &EngineWorker::failed, this, [this](const QString& m) {
+    s_->loading->hide();
+    s_->status_label->setText(tr("Error: %1").arg(m));
+    if (isVisible() && qEnvironmentVariableIsEmpty("SPECSCOPE_NO_DIALOGS")) QMessageBox::warning(this, tr("SpecScope"), m);
+  });
+  connect(s_->worker, &EngineWorker::recordingFailed, this,
+          [this](const QString& m) { s_->status_label->setText(tr("Not recorded: %1").arg(m)); });
+  connect(s_->worker, &EngineWorker::stepReady, this, [this](int lane, const StepRecord& st, const QString& piece) {
+    if (lane < int(s_->traces.size())) {
+      s_->traces[size_t(lane)].steps.push_back(st);
+      s_->traces[size_t(lane)].pieces.push_back(piece.toStdString());
+    }
+    if (s_->job == State::Job::Chat) {
+      s_->chat->appendStep(st, piece);
+      s_->inspector->appendStep(st);
+    } else if (s_->job == State::Job::Compare) {
+      s_->compare->laneStep(lane, st, piece);
+    }
+  });
+  connect(s_->worker, &EngineWorker::laneFinished, this,
+          [this](int lane, const RunSummary& summary, const QString& text, bool identical) {
+            if (lane < int(s_->traces.size())) s_->traces[size_t(lane)].summary = summary;
+            if (s_->job == State::Job::Compare) s_->compare->laneFinished(lane, summary, identical);
+            if (s_->job == State::Job::Chat) {
+              s_->chat->answerFinished(text, false);
+              s_->status_label->setText(QString("%1 · τ %2 · %3 tok/s · %4 tokens")
+                                            .arg(QString::fromStdString(summary.method))
+                                            .arg(summary.tau, 0, 'f', 2)
+                                            .arg(summary.tokens_per_second, 0, 'f', 1)
+                                            .arg(summary.new_tokens));
+            }
+          });
+  connect(s_->worker, &EngineWorker::jobFinished, this, [this](qint64 session, bool cancelled) {
+    s_->busy = false;
+    s_->last_session = session;
+    if (s_->job == State::Job::Chat) {
+      s_->chat->setSessionId(session);
+      if (cancelled && !s_->traces.empty() && !s_->traces[0].summary) s_->chat->answerFinished(s_->chat->lastAnswer(), true);
+      s_->chat->setBusy(false);
+    }
+    if (s_->job == State::Job::Compare) s_->compare->runFinished(cancelled);
+    std::vector<const RunTrace*> runs;
+    for (auto& t : s_->traces) runs.push_back(&t);
+    s_->stats->setRuns(runs);
+    s_->library->refresh();
+    s_->job = State::Job::None;
+    emit jobDone(session);
+  });
+
+  connect(s_->chat, &ChatView::generateRequested, this, [this](const std::vector<ChatMessage>& conversation) {
+    s_->replay->close();
+    s_->replay_bar->hide();
+    const AppSettings a = s_->settings->settings();
+    GenerationJob job;
+    job.model_path = a.model_path;
+    job.conversation = conversation;
+    job.options.max_tokens = a.max_tokens;
+    job.options.sampling = a.sampling;
+    job.lanes = {a.spec_for(a.method.toStdString())};
+    job.record = a.record;
+    job.session_db = a.session_db;
+    job.kind = "chat";
+    job.session_id = s_->chat->sessionId();
+    s_->traces.assign(1, RunTrace{a.method.toStdString(), {}, {}, std::nullopt, a.sampling.greedy()});
+    s_->inspector->clear();
+    s_->inspector->setFollowLive(true);
+    s_->job = State::Job::Chat;
+    s_->busy = true;
+    QMetaObject::invokeMethod(s_->worker, [w = s_->worker, job] { w->run(job); }, Qt::QueuedConnection);
+  });
+  connect(s_->chat, &ChatView::stopRequested, this, &MainWindow::stop);
+  connect(s_->chat, &ChatView::newChatStarted, this, [this] { s_->inspector->clear(); });
+  connect(s_->compare, &CompareView::runRequested, this, &MainWindow::runCompare);
+  connect(s_->compare, &CompareView::stopRequested, this, &MainWindow::stop);
+  connect(s_->library, &SessionLibraryView::openSession, this, &MainWindow::openSession);
+  connect(s_->library, &SessionLibraryView::errorMessage, this, [this](const QString& m) { s_->status_label->setText(m); });
+  connect(s_->settings, &SettingsView::changed, this, [this] {
+    const AppSettings a = s_->settings->settings();
+    s_->settings->save();
+    applyTheme(a.dark);
+    s_->library->setDatabase(a.session_db);
+  });
+
+  // Replay wiring: the same views, fed from the store.
+  connect(s_->replay, &ReplayController::cleared, this, [this] {
+    const bool compare = s_->replay->session().meta.kind == "compare";
+    if (compare) {
+      std::vector<std::string> methods;
+      for (auto& t : s_->replay->lanes()) methods.push_back(t.method);
+      if (methods.size() >= 2) s_->compare->setLaneMethods(methods);
+      s_->compare->setPrompt(s_->replay->laneRuns().empty() ? QString()
+                                                            : QString::fromStdString(s_->replay->laneRuns()[0].meta.prompt));
+      s_->compare->runStarted(s_->replay->lanes().empty() || s_->replay->lanes()[0].greedy);
+    } else {
+      // Earlier turns as plain text; the replayed answer (the last assistant message) streams after them.
+      std::vector<ChatMessage> before;
+      const auto& msgs = s_->replay->session().messages;
+      size_t end = msgs.size();
+      if (end > 0 && msgs[end - 1].role == "assistant") --end;
+      for (size_t i = 0; i < end; ++i) before.push_back({msgs[i].role, msgs[i].content});
+      if (before.empty() && !s_->replay->laneRuns().empty())
+        before.push_back({"user", s_->replay->laneRuns()[0].meta.prompt});
+      s_->chat->showConversation(before);
+      s_->chat->answerStarted();
+      s_->inspector->clear();
+    }
+  });
+  connect(s_->replay, &ReplayController::step, this, [this](int lane, const StepRecord& st, const QString& piece) {
+    if (s_->replay->session().meta.kind == "compare") {
+      s_->compare->laneStep(lane, st, piece);
+    } else {
+      s_->chat->appendStep(st, piece);
+      s_->inspector->appendStep(st);
+    }
+  });
+  connect(s_->replay, &ReplayController::laneFinished, this, [this](int lane) {
+    const auto& t = s_->replay->lanes().at(size_t(lane));
+    const auto& run = s_->replay->laneRuns().at(size_t(lane));
+    if (s_->replay->session().meta.kind == "compare") {
+      s_->compare->laneFinished(lane, t.summary.value_or(RunSummary{}),
+                                run.outcome && run.outcome->identical_to_reference.value_or(true));
+      bool all = true;
+      for (int l = 0; l < int(s_->replay->lanes().size()); ++l)
+        all &= s_->replay->position() >= int(s_->replay->lanes()[size_t(l)].steps.size());
+      if (all) s_->compare->runFinished(false);
+    } else {
+      s_->chat->answerFinished(QString::fromStdString(run.outcome ? run.outcome->output_text : ""), !run.outcome);
+    }
+    std::vector<const RunTrace*> runs;
+    for (auto& tr : s_->replay->lanes()) runs.push_back(&tr);
+    s_->stats->setRuns(runs);
+  });
+  connect(s_->replay, &ReplayController::positionChanged, this, [this](int pos, int len) {
+    s_->scrub->blockSignals(true);
+    s_->scrub->setRange(0, len);
+    s_->scrub->setValue(pos);
+    s_->scrub->blockSignals(false);
+    s_->replay_label->setText(tr("Replaying session %1 · step %2/%3").arg(s_->replay->session().id).arg(pos).arg(len));
+  });
+  connect(s_->replay, &ReplayController::playingChanged, this,
+          [this](bool playing) { s_->play->setText(playing ? tr("Pause") : tr("Play")); });
+  connect(s_->play, &QPushButton::clicked, this, [this] { s_->replay->playing() ? s_->replay->pause() : s_->replay->play(); });
+  connect(s_->step_btn, &QPushButton::clicked, s_->replay, &ReplayController::stepForward);
+  connect(s_->scrub, &QSlider::valueChanged, s_->replay, &ReplayController::seek);
+  connect(s_->speed, &QDoubleSpinBox::valueChanged, s_->replay, &ReplayController::setSpeed);
+  connect(close_replay, &QPushButton::clicked, this, [this] {
+    s_->replay->close();
+    s_->replay_bar->hide();
+  });
+
+  // Menus and shortcuts.
+  auto* file = menuBar()->addMenu(tr("&File"));
+  file->addAction(tr("New chat"), QKeySequence::New, this, [this] {
+    showTab("chat");
+    s_->chat->newChat();
+  });
+  file->addSeparator();
+  file->addAction(tr("Export tree as PNG…"), this, [this] {
+    auto p = QFileDialog::getSaveFileName(this, tr("Export tree"), "tree.png", "PNG (*.png)");
+    if (!p.isEmpty()) s_->inspector->exportPng(p);
+  });
+  file->addAction(tr("Export tree as SVG…"), this, [this] {
+    auto p = QFileDialog::getSaveFileName(this, tr("Export tree"), "tree.svg", "SVG (*.svg)");
+    if (!p.isEmpty()) s_->inspector->exportSvg(p);
+  });
+  auto export_session = [this](bool json) {
+    const qint64 id = s_->replay->isOpen() ? s_->replay->session().id : s_->last_session;
+    if (id <= 0) return;
+    auto p = QFileDialog::getSaveFileName(this, tr("Export session"), QString("session-%1.%2").arg(id).arg(json ? "json" : "csv"));
+    if (p.isEmpty()) return;
+    try {
+      sessions::SessionReader reader(s_->settings->settings().session_db.toStdString());
+      std::ofstream out(p.toStdString());
+      if (json) sessions::export_json(reader, id, out);
+      else sessions::export_csv(reader, id, sessions::CsvTable::Nodes, out);
+    } catch (const std::exception& e) {
+      s_->status_label->setText(QString::fromStdString(e.what()));
+    }
+  };
+  file->addAction(tr("Export session as JSON…"), this, [export_session] { export_session(true); });
+  file->addAction(tr("Export session as CSV…"), this, [export_session] { export_session(false); });
+  file->addAction(tr("Export compare table as Markdown…"), this, [this] {
+    auto p = QFileDialog::getSaveFileName(this, tr("Export table"), "compare.md", "Markdown (*.md)");
+    QFile f(p);
+    if (!p.isEmpty() && f.open(QIODevice::WriteOnly)) f.write(s_->compare->markdownTable().toUtf8());
+  });
+  file->addSeparator();
+  file->addAction(tr("Quit"), QKeySequence::Quit, this, &QWidget::close);
+  auto* run = menuBar()->addMenu(tr("&Run"));
+  run->addAction(tr("Send / Run"), QKeySequence(Qt::CTRL | Qt::Key_R), this, [this] {
+    if (s_->tabs->currentWidget() == s_->compare) runCompare();
+    else s_->chat->send();
+  });
+  run->addAction(tr("Stop"), QKeySequence(Qt::Key_Escape), this, &MainWindow::stop);
+  run->addAction(tr("Previous step"), QKeySequence(Qt::ALT | Qt::Key_Left), this,
+                 [this] { s_->inspector->setCurrentStep(s_->inspector->currentStep() - 1); });
+  run->addAction(tr("Next step"), QKeySequence(Qt::ALT | Qt::Key_Right), this,
+                 [this] { s_->inspector->setCurrentStep(s_->inspector->currentStep() + 1); });
+  run->addAction(tr("Follow live"), QKeySequence(Qt::ALT | Qt::Key_End), this, [this] { s_->inspector->setFollowLive(true); });
+  run->addAction(tr("Play / pause replay"), QKeySequence(Qt::CTRL | Qt::Key_Space), this,
+                 [this] { s_->replay->playing() ? s_->replay->pause() : s_->replay->play(); });
+  auto* view = menuBar()->addMenu(tr("&View"));
+  for (auto [name, key] : {std::pair{"Chat", "chat"}, {"Compare", "compare"}, {"Statistics", "statistics"},
+                           {"Sessions", "sessions"}, {"Settings", "settings"}}) {
+    const QString k = key;
+    view->addAction(tr(name), this, [this, k] { showTab(k); });
+  }
+  auto* dark = view->addAction(tr("Dark theme"));
+  dark->setCheckable(true);
+  dark->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D));
+  connect(dark, &QAction::toggled, this, [this](bool on) {
+    AppSettings a = s_->settings->settings();
+    a.dark = on;
+    s_->settings->setSettings(a);
+    s_->settings->save();
+    applyTheme(on);
+  });
+
+  s_->settings->load();
+  const AppSettings a = s_->settings->settings();
+  dark->setChecked(a.dark);
+  applyTheme(a.dark);
+  s_->library->setDatabase(a.session_db);
+  s_->status_label->setText(tr("Session store: %1").arg(a.session_db));
+  // Open on the default model with no configuration: load it now, in the background.
+  QMetaObject::invokeMethod(s_->worker, [w = s_->worker, p = a.model_path] { w->loadModel(p); }, Qt::QueuedConnection);
+}
+
+MainWindow::~MainWindow() {
+  s_->worker->cancel();
+  s_->thread.quit();
+  s_->thread.wait();
+}
+
+void MainWindow::closeEvent(QCloseEvent* e) {
+  s_->settings->save();
+  s_->worker->cancel();
+  QMainWindow::closeEvent(e);
+}
+
+void MainWindow::stop() {
+  s_->worker->cancel();
+  s_->replay->pause();
+}
+
+void MainWindow::runCompare() {
+  if (s_->busy) return;
+  s_->replay->close();
+  s_->replay_bar->hide();
+  const AppSettings a = s_->settings->settings();
+  GenerationJob job;
+  job.model_path = a.model_path;
+  const QString prompt = s_->compare->prompt().trimmed();
+  if (prompt.isEmpty()) return;
+  job.conversation = {{"user", prompt.toStdString()}};
+  job.options.max_tokens = a.max_tokens;
+  job.options.sampling = a.sampling;
+  for (auto& m : s_->compare->laneMethods()) job.lanes.push_back(a.spec_for(m));
+  job.interleaved = s_->compare->interleaved();
+  job.record = a.record;
+  job.session_db = a.session_db;
+  job.kind = "compare";
+  s_->traces.clear();
+  for (auto& m : s_->compare->laneMethods()) s_->traces.push_back(RunTrace{m, {}, {}, std::nullopt, a.sampling.greedy()});
+  s_->compare->runStarted(a.sampling.greedy());
+  s_->job = State::Job::Compare;
+  s_->busy = true;
+  QMetaObject::invokeMethod(s_->worker, [w = s_->worker, job] { w->run(job); }, Qt::QueuedConnection);
+}
+
+void MainWindow::openSession(qint64 id) {
+  if (s_->busy) return;
+  try {
+    s_->replay->setSpeed(s_->speed->value());
+    s_->replay->open(s_->settings->settings().session_db, id);
+  } catch (const std::exception& e) {
+    s_->status_label->setText(QString::fromStdString(e.what()));
+    return;
+  }
+  s_->replay_bar->show();
+  showTab(s_->replay->session().meta.kind == "compare" ? "compare" : "chat");
+  s_->replay->play();
+}
+
+void MainWindow::showTab(const QString& name) {
+  static const QStringList names = {"chat", "compare", "statistics", "sessions", "settings"};
+  const int i = int(names.indexOf(name));
+  if (i >= 0) s_->tabs->setCurrentIndex(i);
+}
+
+void MainWindow::applyTheme(bool dark) {
+  qApp->setStyle(QStyleFactory::create("Fusion"));
+  QPalette p;
+  if (dark) {
+    p.setColor(QPalette::Window, QColor(0x2b, 0x2b, 0x2e));
+    p.setColor(QPalette::WindowText, QColor(0xe6, 0xe6, 0xe6));
+    p.setColor(QPalette::Base, QColor(0x1e, 0x1e, 0x21));
+    p.setColor(QPalette::AlternateBase, QColor(0x2b, 0x2b, 0x2e));
+    p.setColor(QPalette::Text, QColor(0xe6, 0xe6, 0xe6));
+    p.setColor(QPalette::Button, QColor(0x35, 0x35, 0x39));
+    p.setColor(QPalette::ButtonText, QColor(0xe6, 0xe6, 0xe6));
+    p.setColor(QPalette::Highlight, QColor(0x3b, 0x84, 0xd6));
+    p.setColor(QPalette::HighlightedText, Qt::white);
+    p.setColor(QPalette::ToolTipBase, QColor(0x35, 0x35, 0x39));
+    p.setColor(QPalette::ToolTipText, QColor(0xe6, 0xe6, 0xe6));
+  } else {
+    p = qApp->style()->standardPalette();
+  }
+  qApp->setPalette(p);
+  s_->chat->setDark(dark);
+  s_->inspector->setDarkTheme(dark);
+  s_->compare->setDark(dark);
+}
+
+ChatView* MainWindow::chat() const { return s_->chat; }
+CompareView* MainWindow::compare() const { return s_->compare; }
+StatisticsView* MainWindow::statistics() const { return s_->stats; }
+SessionLibraryView* MainWindow::library() const { return s_->library; }
+SettingsView* MainWindow::settingsView() const { return s_->settings; }
+TreeInspectorWidget* MainWindow::inspector() const { return s_->inspector; }
+ReplayController* MainWindow::replay() const { return s_->replay; }
+bool MainWindow::busy() const { return s_->busy; }
+qint64 MainWindow::lastSessionId() const { return s_->last_session; }
+
+}  // namespace specscope::ui

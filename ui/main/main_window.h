@@ -1,0 +1,53 @@
+#pragma once
+// The main window: Chat (with the tree inspector beside it), Compare, Statistics, Sessions and Settings tabs;
+// the engine on its worker thread; replay of recorded sessions into the same views; menus, shortcuts,
+// exports, themes, and a status bar that names the model, the backend and device, and the session store.
+#include <QMainWindow>
+#include <memory>
+
+#include "ui/engine/run_trace.h"
+
+namespace specscope::ui {
+
+class ChatView;
+class CompareView;
+class StatisticsView;
+class SessionLibraryView;
+class SettingsView;
+class TreeInspectorWidget;
+class ReplayController;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // For tests and scripted screenshots.
+  ChatView* chat() const;
+  CompareView* compare() const;
+  StatisticsView* statistics() const;
+  SessionLibraryView* library() const;
+  SettingsView* settingsView() const;
+  TreeInspectorWidget* inspector() const;
+  ReplayController* replay() const;
+  bool busy() const;
+  qint64 lastSessionId() const;
+  void showTab(const QString& name);  // chat | compare | statistics | sessions | settings
+  void openSession(qint64 id);        // replay a recorded session
+  void runCompare();
+  void stop();
+  void applyTheme(bool dark);
+
+ signals:
+  void jobDone(qint64 session_id);  // after a live chat/compare job finished (tests wait on it)
+
+ protected:
+  void closeEvent(QCloseEvent* e) override;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace specscope::ui

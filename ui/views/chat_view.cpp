@@ -1,0 +1,132 @@
+#include "ui/views/chat_view.h"
+
+#include <QHBoxLayout>
+#include <QKeySequence>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QShortcut>
+#include <QVBoxLayout>
+
+#include "ui/views/token_text_view.h"
+
+namespace specscope::ui {
+
+struct ChatView::Widgets {
+  TokenTextView* transcript;
+  QPlainTextEdit* input;
+  QPushButton *send, *stop, *regenerate, *edit, *fresh;
+};
+
+ChatView::ChatView(QWidget* parent) : QWidget(parent), w_(std::make_unique<Widgets>()) {
+  auto* root = new QVBoxLayout(this);
+  w_->transcript = new TokenTextView;
+  w_->transcript->setObjectName("chatTranscript");
+  root->addWidget(w_->transcript, 1);
+  w_->input = new QPlainTextEdit;
+  w_->input->setObjectName("chatInput");
+  w_->input->setPlaceholderText(tr("Ask something… (Ctrl+Return sends)"));
+  w_->input->setMaximumHeight(90);
+  root->addWidget(w_->input);
+  auto* buttons = new QHBoxLayout;
+  w_->send = new QPushButton(tr("Send"));
+  w_->stop = new QPushButton(tr("Stop"));
+  w_->regenerate = new QPushButton(tr("Regenerate"));
+  w_->edit = new QPushButton(tr("Edit last"));
+  w_->fresh = new QPushButton(tr("New chat"));
+  w_->send->setToolTip(tr("Ctrl+Return"));
+  w_->stop->setToolTip(tr("Esc"));
+  for (auto* b : {w_->send, w_->stop, w_->regenerate, w_->edit, w_->fresh}) buttons->addWidget(b);
+  buttons->addStretch(1);
+  root->addLayout(buttons);
+
+  connect(w_->send, &QPushButton::clicked, this, &ChatView::send);
+  connect(w_->stop, &QPushButton::clicked, this, &ChatView::stopRequested);
+  connect(w_->fresh, &QPushButton::clicked, this, &ChatView::newChat);
+  connect(w_->regenerate, &QPushButton::clicked, this, [this] {
+    // Drop the last answer and ask again with the same conversation.
+    if (busy_ || conversation_.empty()) return;
+    if (conversation_.back().role == "assistant") conversation_.pop_back();
+    rebuild();
+    answerStarted();
+    emit generateRequested(conversation_);
+  });
+  connect(w_->edit, &QPushButton::clicked, this, [this] {
+    // Take the last user message back into the input box, dropping it and its answer.
+    if (busy_) return;
+    while (!conversation_.empty() && conversation_.back().role == "assistant") conversation_.pop_back();
+    if (conversation_.empty()) return;
+    w_->input->setPlainText(QString::fromStdString(conversation_.back().content));
+    conversation_.pop_back();
+    rebuild();
+  });
+  auto* sc = new QShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return), w_->input);
+  connect(sc, &QShortcut::activated, this, &ChatView::send);
+  setBusy(false);
+}
+
+ChatView::~ChatView() = default;
+
+void ChatView::setBusy(bool busy) {
+  busy_ = busy;
+  w_->send->setEnabled(!busy);
+  w_->regenerate->setEnabled(!busy);
+  w_->edit->setEnabled(!busy);
+  w_->fresh->setEnabled(!busy);
+  w_->stop->setEnabled(busy);
+}
+
+void ChatView::setInput(const QString& text) { w_->input->setPlainText(text); }
+
+void ChatView::send() {
+  const QString text = w_->input->toPlainText().trimmed();
+  if (busy_ || text.isEmpty()) return;
+  conversation_.push_back({"user", text.toStdString()});
+  w_->input->clear();
+  w_->transcript->appendPlain((w_->transcript->document()->isEmpty() ? "" : "\n\n") + tr("You: "), true);
+  w_->transcript->appendPlain(text);
+  answerStarted();
+  emit generateRequested(conversation_);
+}
+
+void ChatView::answerStarted() {
+  w_->transcript->appendPlain("\n\n" + tr("Model: "), true);
+  w_->transcript->clearGenerated();
+  setBusy(true);
+}
+
+void ChatView::appendStep(const StepRecord& step, const QString& piece) { w_->transcript->appendStep(step, piece); }
+
+void ChatView::answerFinished(const QString& full_text, bool cancelled) {
+  conversation_.push_back({"assistant", full_text.toStdString()});
+  if (cancelled) w_->transcript->appendPlain(" " + tr("[stopped]"));
+  setBusy(false);
+}
+
+void ChatView::newChat() {
+  if (busy_) return;
+  conversation_.clear();
+  session_id_ = 0;
+  w_->transcript->clear();
+  emit newChatStarted();
+}
+
+void ChatView::rebuild() {
+  w_->transcript->clear();
+  for (auto& m : conversation_) {
+    w_->transcript->appendPlain((w_->transcript->document()->isEmpty() ? "" : "\n\n") +
+                                    (m.role == "user" ? tr("You: ") : tr("Model: ")),
+                                true);
+    w_->transcript->appendPlain(QString::fromStdString(m.content));
+  }
+}
+
+void ChatView::showConversation(const std::vector<ChatMessage>& messages) {
+  conversation_ = messages;
+  rebuild();
+}
+
+QString ChatView::transcriptText() const { return w_->transcript->toPlainText(); }
+QString ChatView::lastAnswer() const { return w_->transcript->generatedText(); }
+void ChatView::setDark(bool dark) { w_->transcript->setDark(dark); }
+
+}  // namespace specscope::ui

@@ -1,0 +1,310 @@
+#include "ui/views/settings_view.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSettings>
+#include <QSpinBox>
+#include <QVBoxLayout>
+#include <filesystem>
+#include <sstream>
+
+#include "engine/model/default_model.h"
+#include "sessions/schema.h"
+
+namespace specscope::ui {
+
+namespace {
+
+// Each method's options with the published defaults (shown as placeholders; empty means the default).
+const std::map<std::string, std::vector<std::pair<std::string, std::string>>>& method_parameters() {
+  static const std::map<std::string, std::vector<std::pair<std::string, std::string>>> p = {
+      {"vanilla", {}},
+      {"sps", {{"gamma", "4"}, {"branching", "(chain)"}}},
+      {"eagle1", {{"tree-choices", "mc_sim_7b_63"}}},
+      {"eagle2", {{"total-tokens", "60"}, {"depth", "5"}, {"draft-top-k", "10"}}},
+      {"eagle3", {{"total-tokens", "60"}, {"depth", "5"}, {"draft-top-k", "10"}}},
+      {"medusa", {{"tree-choices", "mc_sim_7b_63"}}},
+      {"lookahead", {{"window", "15"}, {"ngram", "5"}, {"guesses", "15"}}},
+      {"pld", {{"max-ngram", "3"}, {"min-ngram", "1"}, {"num-draft", "10"}}},
+  };
+  return p;
+}
+
+std::string options_to_text(const std::map<std::string, std::string>& o) {
+  std::string s;
+  for (auto& [k, v] : o) s += (s.empty() ? "" : " ") + k + "=" + v;
+  return s;
+}
+
+std::map<std::string, std::string> options_from_text(const std::string& text) {
+  std::map<std::string, std::string> o;
+  std::istringstream in(text);
+  for (std::string kv; in >> kv;) {
+    auto eq = kv.find('=');
+    if (eq != std::string::npos && eq > 0) o[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return o;
+}
+
+QString sibling(const std::string& base, const char* name) {
+  auto p = std::filesystem::path(base).parent_path() / name;
+  return std::filesystem::exists(p) ? QString::fromStdString(p.string()) : QString();
+}
+
+}  // namespace
+
+MethodSpec AppSettings::spec_for(const std::string& method) const {
+  MethodSpec s;
+  s.name = method;
+  if (method == "sps") s.draft_path = draft_path.toStdString();
+  if (method == "eagle1" || method == "eagle2") s.head_path = eagle_head.toStdString();
+  if (method == "eagle3") s.head_path = eagle3_head.toStdString();
+  if (method == "medusa") s.head_path = medusa_head.toStdString();
+  if (auto it = method_options.find(method); it != method_options.end()) s.options = it->second;
+  return s;
+}
+
+struct SettingsView::State {
+  QLineEdit *model, *draft, *eagle, *eagle3, *medusa, *db, *options;
+  QComboBox *method, *backend;
+  QDoubleSpinBox *temperature, *top_p, *min_p;
+  QSpinBox *top_k, *seed, *max_tokens;
+  QCheckBox *record, *dark;
+  QLabel* defaults_hint;
+  AppSettings current;
+  bool updating = false;
+};
+
+SettingsView::SettingsView(QWidget* parent) : QWidget(parent), s_(std::make_unique<State>()) {
+  auto* root = new QVBoxLayout(this);
+  auto path_row = [&](QFormLayout* form, const QString& label, QLineEdit*& edit, bool dir) {
+    auto* row = new QHBoxLayout;
+    edit = new QLineEdit;
+    auto* browse = new QPushButton(tr("Browse…"));
+    row->addWidget(edit, 1);
+    row->addWidget(browse);
+    form->addRow(label, row);
+    connect(browse, &QPushButton::clicked, this, [this, edit, dir] {
+      QString p = dir ? QFileDialog::getExistingDirectory(this, tr("Choose a folder"), edit->text())
+                      : QFileDialog::getSaveFileName(this, tr("Session database"), edit->text(), "SQLite (*.db)",
+                                                     nullptr, QFileDialog::DontConfirmOverwrite);
+      if (!p.isEmpty()) edit->setText(p);
+    });
+    connect(edit, &QLineEdit::editingFinished, this, [this] {
+      if (!s_->updating) emit changed();
+    });
+  };
+
+  auto* models = new QGroupBox(tr("Model and drafters"));
+  auto* mf = new QFormLayout(models);
+  path_row(mf, tr("Target model (HF folder)"), s_->model, true);
+  path_row(mf, tr("Draft model (sps)"), s_->draft, true);
+  path_row(mf, tr("EAGLE-1/2 head"), s_->eagle, true);
+  path_row(mf, tr("EAGLE-3 head"), s_->eagle3, true);
+  path_row(mf, tr("Medusa heads"), s_->medusa, true);
+  root->addWidget(models);
+
+  auto* method = new QGroupBox(tr("Method"));
+  auto* df = new QFormLayout(method);
+  s_->method = new QComboBox;
+  for (auto& m : known_methods()) s_->method->addItem(QString::fromStdString(m));
+  df->addRow(tr("Method"), s_->method);
+  s_->options = new QLineEdit;
+  df->addRow(tr("Parameters (key=value …)"), s_->options);
+  s_->defaults_hint = new QLabel;
+  s_->defaults_hint->setWordWrap(true);
+  df->addRow(QString(), s_->defaults_hint);
+  root->addWidget(method);
+
+  auto* sampling = new QGroupBox(tr("Sampling"));
+  auto* sf = new QFormLayout(sampling);
+  s_->temperature = new QDoubleSpinBox;
+  s_->temperature->setRange(0, 5);
+  s_->temperature->setSingleStep(0.1);
+  s_->temperature->setSpecialValueText(tr("0 (greedy)"));
+  s_->top_k = new QSpinBox;
+  s_->top_k->setRange(0, 1000000);
+  s_->top_k->setSpecialValueText(tr("off"));
+  s_->top_p = new QDoubleSpinBox;
+  s_->top_p->setRange(0.01, 1);
+  s_->top_p->setSingleStep(0.05);
+  s_->min_p = new QDoubleSpinBox;
+  s_->min_p->setRange(0, 1);
+  s_->min_p->setSingleStep(0.01);
+  s_->seed = new QSpinBox;
+  s_->seed->setRange(0, 2147483647);
+  s_->max_tokens = new QSpinBox;
+  s_->max_tokens->setRange(1, 8192);
+  sf->addRow(tr("Temperature"), s_->temperature);
+  sf->addRow(tr("Top-k"), s_->top_k);
+  sf->addRow(tr("Top-p"), s_->top_p);
+  sf->addRow(tr("Min-p"), s_->min_p);
+  sf->addRow(tr("Seed"), s_->seed);
+  sf->addRow(tr("Max new tokens"), s_->max_tokens);
+  root->addWidget(sampling);
+
+  auto* app = new QGroupBox(tr("Backend and sessions"));
+  auto* af = new QFormLayout(app);
+  s_->backend = new QComboBox;
+  s_->backend->addItem(tr("CPU"));
+  s_->backend->addItem(tr("CUDA (not built in this version)"));
+  s_->backend->setItemData(1, 0, Qt::UserRole - 1);  // disabled: no CUDA backend yet
+  af->addRow(tr("Backend"), s_->backend);
+  s_->record = new QCheckBox(tr("Record every run"));
+  af->addRow(QString(), s_->record);
+  path_row(af, tr("Session database"), s_->db, false);
+  s_->dark = new QCheckBox(tr("Dark theme"));
+  af->addRow(QString(), s_->dark);
+  root->addWidget(app);
+  root->addStretch(1);
+
+  auto update_hint = [this] {
+    const std::string m = s_->method->currentText().toStdString();
+    QStringList parts;
+    for (auto& [k, v] : method_parameters().count(m) ? method_parameters().at(m)
+                                                     : std::vector<std::pair<std::string, std::string>>{})
+      parts << QString("%1=%2").arg(QString::fromStdString(k), QString::fromStdString(v));
+    s_->defaults_hint->setText(parts.isEmpty() ? tr("No parameters.")
+                                               : tr("Published defaults: %1").arg(parts.join("  ")));
+    s_->options->setText(QString::fromStdString(options_to_text(s_->current.method_options[m])));
+  };
+  connect(s_->method, &QComboBox::currentTextChanged, this, [this, update_hint] {
+    update_hint();
+    if (!s_->updating) emit changed();
+  });
+  connect(s_->options, &QLineEdit::editingFinished, this, [this] {
+    s_->current.method_options[s_->method->currentText().toStdString()] =
+        options_from_text(s_->options->text().toStdString());
+    if (!s_->updating) emit changed();
+  });
+  for (QWidget* w : std::initializer_list<QWidget*>{s_->temperature, s_->top_p, s_->min_p})
+    connect(static_cast<QDoubleSpinBox*>(w), &QDoubleSpinBox::valueChanged, this, [this] {
+      if (!s_->updating) emit changed();
+    });
+  for (QSpinBox* w : {s_->top_k, s_->seed, s_->max_tokens})
+    connect(w, &QSpinBox::valueChanged, this, [this] {
+      if (!s_->updating) emit changed();
+    });
+  for (QCheckBox* w : {s_->record, s_->dark})
+    connect(w, &QCheckBox::toggled, this, [this] {
+      if (!s_->updating) emit changed();
+    });
+  setSettings(defaults());
+}
+
+SettingsView::~SettingsView() = default;
+
+AppSettings SettingsView::defaults() {
+  AppSettings a;
+  const std::string base = default_model_path();
+  a.model_path = QString::fromStdString(base);
+  a.draft_path = sibling(base, "draft");
+  a.eagle_head = sibling(base, "eagle1");
+  a.eagle3_head = sibling(base, "eagle3");
+  a.medusa_head = sibling(base, "medusa");
+  a.method = a.draft_path.isEmpty() ? "pld" : "sps";
+  a.session_db = QString::fromStdString(sessions::default_session_db_path());
+  return a;
+}
+
+AppSettings SettingsView::settings() const {
+  AppSettings a = s_->current;
+  a.model_path = s_->model->text();
+  a.draft_path = s_->draft->text();
+  a.eagle_head = s_->eagle->text();
+  a.eagle3_head = s_->eagle3->text();
+  a.medusa_head = s_->medusa->text();
+  a.method = s_->method->currentText();
+  a.method_options[a.method.toStdString()] = options_from_text(s_->options->text().toStdString());
+  a.sampling.temperature = float(s_->temperature->value());
+  a.sampling.top_k = s_->top_k->value();
+  a.sampling.top_p = float(s_->top_p->value());
+  a.sampling.min_p = float(s_->min_p->value());
+  a.sampling.seed = uint64_t(s_->seed->value());
+  a.max_tokens = s_->max_tokens->value();
+  a.record = s_->record->isChecked();
+  a.session_db = s_->db->text();
+  a.dark = s_->dark->isChecked();
+  return a;
+}
+
+void SettingsView::setSettings(const AppSettings& a) {
+  s_->updating = true;
+  s_->current = a;
+  s_->model->setText(a.model_path);
+  s_->draft->setText(a.draft_path);
+  s_->eagle->setText(a.eagle_head);
+  s_->eagle3->setText(a.eagle3_head);
+  s_->medusa->setText(a.medusa_head);
+  s_->method->setCurrentText(a.method);
+  auto it = a.method_options.find(a.method.toStdString());
+  s_->options->setText(it == a.method_options.end() ? QString() : QString::fromStdString(options_to_text(it->second)));
+  s_->temperature->setValue(a.sampling.temperature);
+  s_->top_k->setValue(a.sampling.top_k);
+  s_->top_p->setValue(a.sampling.top_p);
+  s_->min_p->setValue(a.sampling.min_p);
+  s_->seed->setValue(int(a.sampling.seed));
+  s_->max_tokens->setValue(a.max_tokens);
+  s_->record->setChecked(a.record);
+  s_->db->setText(a.session_db);
+  s_->dark->setChecked(a.dark);
+  s_->updating = false;
+}
+
+void SettingsView::load() {
+  QSettings q;
+  AppSettings a = defaults();
+  auto str = [&](const char* key, QString& v) { v = q.value(key, v).toString(); };
+  str("model", a.model_path);
+  str("draft", a.draft_path);
+  str("eagle", a.eagle_head);
+  str("eagle3", a.eagle3_head);
+  str("medusa", a.medusa_head);
+  str("method", a.method);
+  str("session_db", a.session_db);
+  a.sampling.temperature = q.value("temperature", a.sampling.temperature).toFloat();
+  a.sampling.top_k = q.value("top_k", a.sampling.top_k).toInt();
+  a.sampling.top_p = q.value("top_p", a.sampling.top_p).toFloat();
+  a.sampling.min_p = q.value("min_p", a.sampling.min_p).toFloat();
+  a.sampling.seed = q.value("seed", qulonglong(a.sampling.seed)).toULongLong();
+  a.max_tokens = q.value("max_tokens", a.max_tokens).toInt();
+  a.record = q.value("record", a.record).toBool();
+  a.dark = q.value("dark", a.dark).toBool();
+  q.beginGroup("method_options");
+  for (const QString& m : q.childKeys()) a.method_options[m.toStdString()] = options_from_text(q.value(m).toString().toStdString());
+  q.endGroup();
+  setSettings(a);
+}
+
+void SettingsView::save() const {
+  QSettings q;
+  const AppSettings a = settings();
+  q.setValue("model", a.model_path);
+  q.setValue("draft", a.draft_path);
+  q.setValue("eagle", a.eagle_head);
+  q.setValue("eagle3", a.eagle3_head);
+  q.setValue("medusa", a.medusa_head);
+  q.setValue("method", a.method);
+  q.setValue("session_db", a.session_db);
+  q.setValue("temperature", a.sampling.temperature);
+  q.setValue("top_k", a.sampling.top_k);
+  q.setValue("top_p", a.sampling.top_p);
+  q.setValue("min_p", a.sampling.min_p);
+  q.setValue("seed", qulonglong(a.sampling.seed));
+  q.setValue("max_tokens", a.max_tokens);
+  q.setValue("record", a.record);
+  q.setValue("dark", a.dark);
+  q.beginGroup("method_options");
+  for (auto& [m, o] : a.method_options) q.setValue(QString::fromStdString(m), QString::fromStdString(options_to_text(o)));
+  q.endGroup();
+}
+
+}  // namespace specscope::ui

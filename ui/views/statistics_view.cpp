@@ -1,0 +1,461 @@
+#include "ui/views/statistics_view.h"
+
+#include <QBarCategoryAxis>
+#include <QBarSeries>
+#include <QBarSet>
+#include <QChart>
+#include <QChartView>
+#include <QCursor>
+#include <QGridLayout>
+#include <QHorizontalStackedBarSeries>
+#include <QLegend>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QPainter>
+#include <QPen>
+#include <QPixmap>
+#include <QScatterSeries>
+#include <QToolTip>
+#include <QValueAxis>
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "ui/engine/run_statistics.h"
+
+namespace specscope::ui {
+
+namespace {
+
+// Okabe & Ito's colour-blind-safe palette, in the order runs take it (yellow last: weak on white).
+const std::array<QColor, 8> kRunColours = {
+    QColor(0x00, 0x72, 0xB2),  // blue
+    QColor(0xE6, 0x9F, 0x00),  // orange
+    QColor(0x00, 0x9E, 0x73),  // bluish green
+    QColor(0xD5, 0x5E, 0x00),  // vermillion
+    QColor(0xCC, 0x79, 0xA7),  // reddish purple
+    QColor(0x56, 0xB4, 0xE9),  // sky blue
+    QColor(0x00, 0x00, 0x00),  // black
+    QColor(0xF0, 0xE4, 0x42),  // yellow
+};
+QColor run_colour(int i) { return kRunColours[size_t(i) % kRunColours.size()]; }
+
+// The time split's parts: also Okabe-Ito, but not the first runs' colours, so a part is not taken for a run.
+const QColor kDraftColour(0xCC, 0x79, 0xA7);   // reddish purple
+const QColor kVerifyColour(0x56, 0xB4, 0xE9);  // sky blue
+const QColor kOtherColour(0xB0, 0xB0, 0xB0);   // grey
+
+struct RunData {
+  QString name;
+  int colour = 0;
+  bool has_tree = false;  // drafted at least once (vanilla: no)
+  RunStatistics stats;
+  double tau = 0;
+};
+
+QChartView* make_chart_view(const QString& title, QWidget* parent) {
+  auto* chart = new QChart;
+  chart->setAnimationOptions(QChart::NoAnimation);
+  chart->setTheme(QChart::ChartThemeLight);
+  chart->setBackgroundRoundness(0);
+  chart->setMargins(QMargins(4, 4, 4, 4));
+  QFont font = chart->titleFont();
+  font.setPointSizeF(std::max(9.0, font.pointSizeF()));
+  font.setBold(true);
+  chart->setTitleFont(font);
+  chart->setTitle(title);
+  chart->legend()->setAlignment(Qt::AlignBottom);
+  auto* view = new QChartView(chart, parent);
+  view->setRenderHint(QPainter::Antialiasing, true);
+  view->setRenderHint(QPainter::TextAntialiasing, true);
+  view->setMinimumSize(260, 200);
+  return view;
+}
+
+void plain_title(QAbstractAxis* axis, const QString& title) {
+  axis->setTitleText(title);
+  QFont f = axis->titleFont();
+  f.setBold(false);
+  axis->setTitleFont(f);
+}
+
+// The axes live as long as their chart: series come and go with each setRuns, the axes are re-ranged.
+// (Removing an axis defers deleting its graphics, so a grab right after a redraw would show both.)
+QValueAxis* add_value_axis(QChart* chart, Qt::Alignment where, const QString& title) {
+  auto* axis = new QValueAxis;
+  plain_title(axis, title);
+  chart->addAxis(axis, where);
+  return axis;
+}
+
+QBarCategoryAxis* add_category_axis(QChart* chart, Qt::Alignment where, const QString& title) {
+  auto* axis = new QBarCategoryAxis;
+  plain_title(axis, title);
+  chart->addAxis(axis, where);
+  return axis;
+}
+
+// An axis from 0 that ends on a readable number: a step of 1, 2, 2.5 or 5 times a power of ten giving about
+// five intervals, the maximum a whole number of steps, and labels with as many decimals as the step needs.
+void set_nice_range(QValueAxis* axis, double v) {
+  if (!(v > 0) || !std::isfinite(v)) v = 1;
+  const double raw = v / 5;
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  double m = 10;
+  for (double c : {1.0, 2.0, 2.5, 5.0})
+    if (raw <= c * p * (1 + 1e-9)) {
+      m = c;
+      break;
+    }
+  const double step = m * p;
+  const double n = std::max(1.0, std::ceil(v / step - 1e-9));
+  int decimals = p >= 1 ? 0 : int(std::lround(-std::log10(p)));  // step 0.2: 1, 0.05: 2
+  if (m == 2.5 && p <= 1) ++decimals;                               // step 2.5: 1, 0.25: 2
+  axis->setRange(0, n * step);
+  axis->setTickCount(int(n) + 1);
+  axis->setLabelFormat(QStringLiteral("%.%1f").arg(decimals));
+}
+
+void set_fixed_range(QValueAxis* axis, double lo, double hi, int ticks, const char* format) {
+  axis->setRange(lo, hi);
+  axis->setTickCount(ticks);
+  axis->setLabelFormat(format);
+}
+
+void set_categories(QBarCategoryAxis* axis, const QStringList& categories) {
+  axis->clear();
+  axis->append(categories);
+}
+
+QBarSet* bar_set(const QString& name, const QColor& colour) {
+  auto* set = new QBarSet(name);
+  set->setColor(colour);
+  set->setBorderColor(colour.darker(130));
+  return set;
+}
+
+void attach(QAbstractSeries* series, QAbstractAxis* x, QAbstractAxis* y) {
+  series->attachAxis(x);
+  series->attachAxis(y);
+}
+
+}  // namespace
+
+struct StatisticsView::State {
+  QChartView* histogram = nullptr;
+  QChartView* depth = nullptr;
+  QChartView* calibration = nullptr;
+  QChartView* throughput = nullptr;
+  QChartView* time_split = nullptr;
+  QChartView* tau = nullptr;
+  QBarCategoryAxis *histogram_x = nullptr, *depth_x = nullptr, *time_runs = nullptr, *tau_x = nullptr;
+  QValueAxis *histogram_y = nullptr, *depth_y = nullptr, *calibration_x = nullptr, *calibration_y = nullptr,
+             *throughput_x = nullptr, *throughput_y = nullptr, *time_x = nullptr, *tau_y = nullptr;
+  std::vector<RunData> runs;
+
+  void draw_histogram();
+  void draw_depth();
+  void draw_calibration();
+  void draw_throughput();
+  void draw_time_split();
+  void draw_tau();
+};
+
+StatisticsView::StatisticsView(QWidget* parent) : QWidget(parent), s_(std::make_unique<State>()) {
+  auto* grid = new QGridLayout(this);
+  grid->setContentsMargins(4, 4, 4, 4);
+  grid->setSpacing(4);
+  auto& s = *s_;
+  s.histogram = make_chart_view(tr("Accepted drafts per step"), this);
+  s.depth = make_chart_view(tr("Acceptance rate by depth"), this);
+  s.calibration = make_chart_view(tr("Draft confidence vs. acceptance"), this);
+  s.throughput = make_chart_view(tr("Throughput over time"), this);
+  s.time_split = make_chart_view(tr("Where the decoding time went"), this);
+  s.tau = make_chart_view(tr("Tokens per target forward (τ)"), this);
+
+  s.histogram_x = add_category_axis(s.histogram->chart(), Qt::AlignBottom, tr("drafts accepted in the step"));
+  s.histogram_y = add_value_axis(s.histogram->chart(), Qt::AlignLeft, tr("share of steps (%)"));
+  s.depth_x = add_category_axis(s.depth->chart(), Qt::AlignBottom, tr("draft depth"));
+  s.depth_y = add_value_axis(s.depth->chart(), Qt::AlignLeft, tr("P(accept | parent accepted)"));
+  set_fixed_range(s.depth_y, 0, 1, 6, "%.1f");
+  s.calibration_x = add_value_axis(s.calibration->chart(), Qt::AlignBottom, tr("draft confidence (bin mean)"));
+  s.calibration_y = add_value_axis(s.calibration->chart(), Qt::AlignLeft, tr("fraction accepted"));
+  set_fixed_range(s.calibration_x, 0, 1, 6, "%.1f");
+  set_fixed_range(s.calibration_y, 0, 1, 6, "%.1f");
+  s.throughput_x = add_value_axis(s.throughput->chart(), Qt::AlignBottom, QString());
+  s.throughput_y = add_value_axis(s.throughput->chart(), Qt::AlignLeft, tr("tokens/s"));
+  s.time_runs = add_category_axis(s.time_split->chart(), Qt::AlignLeft, QString());
+  s.time_x = add_value_axis(s.time_split->chart(), Qt::AlignBottom, QString());
+  s.tau_x = add_category_axis(s.tau->chart(), Qt::AlignBottom, tr("mean over the decoding steps"));
+  set_categories(s.tau_x, {QStringLiteral(" ")});
+  s.tau_y = add_value_axis(s.tau->chart(), Qt::AlignLeft, tr("τ (accepted drafts + 1)"));
+  s.time_split->chart()->setToolTip(
+      tr("Decoding steps only (the prefill is left out). Verify: the target's forward over the draft and the "
+         "acceptance test; KV update: keeping the accepted path's cache."));
+  s.calibration->chart()->setToolTip(
+      tr("Verified drafts (not pruned, accepted or rejected) binned by the drafter's probability: a well-calibrated "
+         "drafter lies on the diagonal. Hover a point for its bin."));
+
+  grid->addWidget(s.histogram, 0, 0);
+  grid->addWidget(s.depth, 0, 1);
+  grid->addWidget(s.calibration, 0, 2);
+  grid->addWidget(s.throughput, 1, 0);
+  grid->addWidget(s.time_split, 1, 1);
+  grid->addWidget(s.tau, 1, 2);
+  for (int c = 0; c < 3; ++c) grid->setColumnStretch(c, 1);
+  for (int r = 0; r < 2; ++r) grid->setRowStretch(r, 1);
+  setRuns({});
+}
+
+StatisticsView::~StatisticsView() = default;
+
+void StatisticsView::setRuns(const std::vector<const RunTrace*>& runs) {
+  s_->runs.clear();
+  int index = 0;
+  for (const RunTrace* t : runs) {
+    if (!t) continue;
+    RunData d;
+    d.colour = index++;
+    const QString name = QString::fromStdString(t->method.empty() ? std::string("run") : t->method);
+    // Two runs of one method: tell them apart.
+    int same = 0;
+    for (const auto& other : s_->runs)
+      if (other.name == name || other.name.startsWith(name + QStringLiteral(" ("))) ++same;
+    d.name = same ? QStringLiteral("%1 (%2)").arg(name).arg(same + 1) : name;
+    d.stats = compute_statistics(t->steps);
+    d.has_tree = !d.stats.accepted_length_histogram.empty();
+    d.tau = t->summary ? t->summary->tau : summarize(t->method, t->steps).tau;
+    s_->runs.push_back(std::move(d));
+  }
+  s_->draw_histogram();
+  s_->draw_depth();
+  s_->draw_calibration();
+  s_->draw_throughput();
+  s_->draw_time_split();
+  s_->draw_tau();
+}
+
+bool StatisticsView::exportPng(const QString& path) {
+  const QPixmap pixmap = grab();
+  return !pixmap.isNull() && pixmap.save(path, "PNG");
+}
+
+void StatisticsView::State::draw_histogram() {
+  QChart* chart = histogram->chart();
+  chart->removeAllSeries();
+  // Shares rather than counts: runs that accept more take fewer steps for the same text.
+  size_t width = 1;
+  for (const auto& r : runs) width = std::max(width, r.stats.accepted_length_histogram.size());
+  QStringList categories;
+  for (size_t k = 0; k < width; ++k) categories << QString::number(k);
+  set_categories(histogram_x, categories);
+  auto* series = new QBarSeries;
+  double top = 0;
+  for (const auto& r : runs) {
+    if (!r.has_tree) continue;
+    long total = 0;
+    for (long c : r.stats.accepted_length_histogram) total += c;
+    auto* set = bar_set(r.name, run_colour(r.colour));
+    for (size_t k = 0; k < width; ++k) {
+      const long c = k < r.stats.accepted_length_histogram.size() ? r.stats.accepted_length_histogram[k] : 0;
+      const double share = total ? 100.0 * double(c) / double(total) : 0;
+      top = std::max(top, share);
+      *set << share;
+    }
+    series->append(set);
+  }
+  set_nice_range(histogram_y, std::max(top, 10.0));
+  chart->addSeries(series);
+  attach(series, histogram_x, histogram_y);
+  chart->legend()->setVisible(series->count() > 0);
+}
+
+void StatisticsView::State::draw_depth() {
+  QChart* chart = depth->chart();
+  chart->removeAllSeries();
+  // A depth is only tried when the one above accepted something, so after a depth at 0 every deeper one is
+  // 0 because nothing was tried there (the drafter's tree was just deeper): those are not drawn.
+  auto shown_depths = [](const std::vector<double>& rates) {
+    for (size_t d = 0; d < rates.size(); ++d)
+      if (rates[d] <= 0) return d + 1;
+    return rates.size();
+  };
+  size_t width = 1;
+  for (const auto& r : runs)
+    if (r.has_tree) width = std::max(width, shown_depths(r.stats.acceptance_by_depth));
+  QStringList categories;
+  for (size_t d = 0; d < width; ++d) categories << QString::number(d + 1);
+  set_categories(depth_x, categories);
+  auto* series = new QBarSeries;
+  for (const auto& r : runs) {
+    if (!r.has_tree) continue;
+    auto* set = bar_set(r.name, run_colour(r.colour));
+    for (size_t d = 0; d < width; ++d)
+      *set << (d < r.stats.acceptance_by_depth.size() ? r.stats.acceptance_by_depth[d] : 0.0);
+    series->append(set);
+  }
+  chart->addSeries(series);
+  attach(series, depth_x, depth_y);
+  chart->legend()->setVisible(series->count() > 0);
+}
+
+void StatisticsView::State::draw_calibration() {
+  QChart* chart = calibration->chart();
+  chart->removeAllSeries();
+
+  auto* diagonal = new QLineSeries;
+  diagonal->setName(QObject::tr("perfect calibration"));
+  QPen dashed(QColor(0x77, 0x77, 0x77));
+  dashed.setStyle(Qt::DashLine);
+  dashed.setWidthF(1.5);
+  diagonal->setPen(dashed);
+  *diagonal << QPointF(0, 0) << QPointF(1, 1);
+  chart->addSeries(diagonal);
+  attach(diagonal, calibration_x, calibration_y);
+
+  for (const auto& r : runs) {
+    long calibrated = 0;
+    for (const auto& bin : r.stats.calibration) calibrated += bin.nodes;
+    if (calibrated == 0) continue;  // no draft probabilities (prompt lookup, n-grams): nothing to calibrate
+    const QColor colour = run_colour(r.colour);
+    auto* line = new QLineSeries;
+    line->setName(r.name);
+    QPen pen(colour);
+    pen.setWidthF(2);
+    line->setPen(pen);
+    auto* dots = new QScatterSeries;
+    dots->setName(r.name);
+    dots->setColor(colour);
+    dots->setBorderColor(colour.darker(130));
+    dots->setMarkerSize(8);
+    QStringList tips;
+    for (const auto& bin : r.stats.calibration) {
+      if (bin.nodes == 0) continue;
+      const QPointF p(bin.mean_confidence, bin.acceptance);
+      *line << p;
+      *dots << p;
+      tips << QObject::tr("%1: confidence %2–%3, %4 verified drafts, %5% accepted")
+                  .arg(r.name)
+                  .arg(bin.lo, 0, 'f', 1)
+                  .arg(bin.hi, 0, 'f', 1)
+                  .arg(bin.nodes)
+                  .arg(100 * bin.acceptance, 0, 'f', 0);
+    }
+    QObject::connect(dots, &QScatterSeries::hovered, dots, [dots, tips](const QPointF& point, bool state) {
+      if (!state) {
+        QToolTip::hideText();
+        return;
+      }
+      const auto points = dots->points();
+      for (qsizetype i = 0; i < points.size() && i < tips.size(); ++i)
+        if (points[i] == point) QToolTip::showText(QCursor::pos(), tips[i]);
+    });
+    chart->addSeries(line);
+    chart->addSeries(dots);
+    attach(line, calibration_x, calibration_y);
+    attach(dots, calibration_x, calibration_y);
+    for (QLegendMarker* m : chart->legend()->markers(dots)) m->setVisible(false);  // the line names the run
+  }
+}
+
+void StatisticsView::State::draw_throughput() {
+  QChart* chart = throughput->chart();
+  chart->removeAllSeries();
+  // Per-step throughput is noisy (one step is one forward): a moving average over a few steps, the same
+  // window for every run so they compare.
+  size_t longest = 0;
+  double span = 0;
+  for (const auto& r : runs) {
+    longest = std::max(longest, r.stats.tokens_per_second.size());
+    if (!r.stats.cumulative_seconds.empty()) span = std::max(span, r.stats.cumulative_seconds.back());
+  }
+  const size_t window = std::clamp<size_t>(longest / 20, 1, 10);
+  chart->setTitle(window > 1 ? QObject::tr("Throughput (%1-step moving avg.)").arg(window)
+                             : QObject::tr("Throughput over time"));
+  const bool ms = span < 2.0;  // short runs read better in milliseconds
+  const double scale = ms ? 1000.0 : 1.0;
+  double top = 0;
+  for (const auto& r : runs) {
+    const auto& tps = r.stats.tokens_per_second;
+    const auto& at = r.stats.cumulative_seconds;
+    auto* line = new QLineSeries;
+    line->setName(r.name);
+    QPen pen(run_colour(r.colour));
+    pen.setWidthF(2);
+    line->setPen(pen);
+    // The curve starts at the first full window (a mean over one or two steps would spike), unless the run
+    // is too short to have one.
+    const size_t first = tps.size() >= window ? window - 1 : 0;
+    double sum = 0;
+    for (size_t i = 0; i < tps.size(); ++i) {
+      sum += tps[i];
+      if (i >= window) sum -= tps[i - window];
+      if (i < first) continue;
+      const double mean = sum / double(std::min(i + 1, window));
+      top = std::max(top, mean);
+      *line << QPointF(at[i] * scale, mean);
+    }
+    chart->addSeries(line);
+    attach(line, throughput_x, throughput_y);
+  }
+  plain_title(throughput_x, ms ? QObject::tr("time since the first step (ms)") : QObject::tr("time since the first step (s)"));
+  set_nice_range(throughput_x, span * scale);
+  set_nice_range(throughput_y, top * 1.02);
+  chart->legend()->setVisible(!runs.empty());
+}
+
+void StatisticsView::State::draw_time_split() {
+  QChart* chart = time_split->chart();
+  chart->removeAllSeries();
+  double longest = 0;
+  for (const auto& r : runs)
+    longest = std::max(longest, r.stats.draft_seconds + r.stats.verify_seconds + r.stats.other_seconds);
+  const bool ms = longest < 2.0;
+  const double scale = ms ? 1000.0 : 1.0;
+  auto* draft = bar_set(QObject::tr("draft"), kDraftColour);
+  auto* verify = bar_set(QObject::tr("verify"), kVerifyColour);
+  auto* other = bar_set(QObject::tr("KV update"), kOtherColour);
+  QStringList categories;
+  // Horizontal bars list categories bottom-up: add the runs in reverse so the first run is on top.
+  for (auto it = runs.rbegin(); it != runs.rend(); ++it) {
+    categories << it->name;
+    *draft << it->stats.draft_seconds * scale;
+    *verify << it->stats.verify_seconds * scale;
+    *other << it->stats.other_seconds * scale;
+  }
+  set_categories(time_runs, categories.isEmpty() ? QStringList{QStringLiteral(" ")} : categories);
+  plain_title(time_x, ms ? QObject::tr("decoding time (ms)") : QObject::tr("decoding time (s)"));
+  set_nice_range(time_x, longest * scale);
+  auto* series = new QHorizontalStackedBarSeries;
+  series->append(draft);
+  series->append(verify);
+  series->append(other);
+  series->setBarWidth(runs.size() <= 1 ? 0.4 : 0.7);
+  chart->addSeries(series);
+  attach(series, time_x, time_runs);
+  chart->legend()->setVisible(!runs.empty());
+}
+
+void StatisticsView::State::draw_tau() {
+  QChart* chart = tau->chart();
+  chart->removeAllSeries();
+  auto* series = new QBarSeries;
+  double top = 0;
+  for (const auto& r : runs) {
+    auto* set = bar_set(r.name, run_colour(r.colour));
+    *set << r.tau;
+    set->setLabelColor(QColor(0x22, 0x22, 0x22));
+    top = std::max(top, r.tau);
+    series->append(set);
+  }
+  series->setLabelsVisible(true);
+  series->setLabelsPosition(QAbstractBarSeries::LabelsOutsideEnd);
+  series->setLabelsFormat(QStringLiteral("@value"));
+  series->setLabelsPrecision(3);
+  set_nice_range(tau_y, std::max(1.0, top * 1.15));
+  chart->addSeries(series);
+  attach(series, tau_x, tau_y);
+  chart->legend()->setVisible(!runs.empty());
+}
+
+}  // namespace specscope::ui

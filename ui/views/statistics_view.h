@@ -1,0 +1,27 @@
+#pragma once
+// Statistics (Qt Charts) over one or more runs: accepted-length histogram, acceptance rate by depth, draft
+// confidence against actual acceptance (a calibration curve, as in EAGLE-2's analysis), tokens/s over time,
+// and the draft/verify time split. Each run is one series (one colour per method).
+#include <QWidget>
+#include <memory>
+#include <vector>
+
+#include "ui/engine/run_trace.h"
+
+namespace specscope::ui {
+
+class StatisticsView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit StatisticsView(QWidget* parent = nullptr);
+  ~StatisticsView() override;
+  // Redraws every chart from these runs (copied what it needs; the traces may change afterwards).
+  void setRuns(const std::vector<const RunTrace*>& runs);
+  bool exportPng(const QString& path);  // the whole view
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace specscope::ui

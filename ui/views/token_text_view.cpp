@@ -1,0 +1,79 @@
+#include "ui/views/token_text_view.h"
+
+#include <QHelpEvent>
+#include <QScrollBar>
+#include <QTextCursor>
+#include <QToolTip>
+
+#include "ui/views/provenance.h"
+
+namespace specscope::ui {
+
+TokenTextView::TokenTextView(QWidget* parent) : QTextBrowser(parent) {
+  setReadOnly(true);
+  setOpenLinks(false);
+  setMouseTracking(true);
+}
+
+void TokenTextView::insert(const QString& text, const QColor& background, const QString& tooltip) {
+  QTextCursor c(document());
+  c.movePosition(QTextCursor::End);
+  QTextCharFormat f;
+  if (background.isValid()) f.setBackground(background);
+  if (!tooltip.isEmpty()) f.setToolTip(tooltip);
+  c.insertText(text, f);
+}
+
+void TokenTextView::appendPlain(const QString& text, bool bold) {
+  QTextCursor c(document());
+  c.movePosition(QTextCursor::End);
+  QTextCharFormat f;
+  if (bold) f.setFontWeight(QFont::Bold);
+  c.insertText(text, f);
+}
+
+void TokenTextView::appendStep(const StepRecord& s, const QString& piece) {
+  generated_ += piece;
+  const bool at_bottom = verticalScrollBar()->value() >= verticalScrollBar()->maximum() - 4;
+  // Token texts of what this step committed: accepted drafts, then the bonus.
+  std::string joined;
+  std::vector<std::pair<std::string, int>> tokens;  // text, node id (-1: bonus)
+  for (size_t i = 0; i < s.committed.size(); ++i) {
+    if (i < s.accepted_path.size()) {
+      const auto& n = s.nodes.at(size_t(s.accepted_path[i]));
+      tokens.emplace_back(n.text, n.id);
+    } else {
+      tokens.emplace_back(s.bonus_text, -1);
+    }
+    joined += tokens.back().first;
+  }
+  if (QString::fromStdString(joined) == piece) {
+    for (auto& [text, id] : tokens) {
+      const QColor bg = id >= 0 ? accepted_color(s.nodes[size_t(id)].depth, dark_)
+                                : (s.accepted_path.empty() && s.nodes.empty() ? QColor() : bonus_color(dark_));
+      insert(QString::fromStdString(text), bg, provenance_tooltip(s, id));
+    }
+  } else if (!piece.isEmpty()) {
+    insert(piece, s.accepted_path.empty() ? QColor() : accepted_color(1, dark_), provenance_tooltip(s, -1));
+  }
+  if (at_bottom) verticalScrollBar()->setValue(verticalScrollBar()->maximum());
+}
+
+bool TokenTextView::event(QEvent* e) {
+  if (e->type() == QEvent::ToolTip) {
+    auto* he = static_cast<QHelpEvent*>(e);
+    QTextCursor c = cursorForPosition(viewport()->mapFromGlobal(he->globalPos()));
+    // The format at a position describes the character before it; look one ahead too.
+    QString tip = c.charFormat().toolTip();
+    if (tip.isEmpty() && !c.atEnd()) {
+      c.movePosition(QTextCursor::NextCharacter);
+      tip = c.charFormat().toolTip();
+    }
+    if (tip.isEmpty()) QToolTip::hideText();
+    else QToolTip::showText(he->globalPos(), tip, this);
+    return true;
+  }
+  return QTextBrowser::event(e);
+}
+
+}  // namespace specscope::ui

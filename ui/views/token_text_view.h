@@ -1,0 +1,31 @@
+#pragma once
+// Streaming text with every token coloured by provenance and a tooltip per token (step, depth, draft
+// confidence, target probability). Used by the chat and by each compare lane.
+#include <QTextBrowser>
+
+#include "engine/methods/step_record.h"
+
+namespace specscope::ui {
+
+class TokenTextView : public QTextBrowser {
+  Q_OBJECT
+ public:
+  explicit TokenTextView(QWidget* parent = nullptr);
+  void setDark(bool dark) { dark_ = dark; }
+  // The text a step made visible, split into its committed tokens when their texts add up to it (they do
+  // unless a UTF-8 sequence or a stop string straddles steps; then the piece is coloured as a whole).
+  void appendStep(const StepRecord& step, const QString& piece);
+  void appendPlain(const QString& text, bool bold = false);
+  QString generatedText() const { return generated_; }  // everything appendStep added since clearGenerated
+  void clearGenerated() { generated_.clear(); }
+
+ protected:
+  bool event(QEvent* e) override;  // tooltips from the character format under the mouse
+
+ private:
+  void insert(const QString& text, const QColor& background, const QString& tooltip);
+  bool dark_ = false;
+  QString generated_;
+};
+
+}  // namespace specscope::ui
