@@ -373,6 +373,8 @@ struct TreeInspectorWidget::State {
   ImVec2 fittedCanvas{0, 0};
   float colStretch = 1.0f;  // compact only: columns widened to use spare width
 
+  ImVec2 canvasMin{0, 0}, canvasMax{0, 0};  // last frame's canvas, in logical pixels
+
   int nodesDrawn = 0;
   long long frames = 0;
   QElapsedTimer clock;
@@ -513,6 +515,7 @@ void TreeInspectorWidget::setDarkTheme(bool dark) {
 void TreeInspectorWidget::setCompact(bool compact) {
   if (s_->compact == compact) return;
   s_->compact = compact;
+  s_->fontDirty = true;
   setFocusPolicy(compact ? Qt::NoFocus : Qt::StrongFocus);
   s_->userView = false;
   s_->fitPending = true;
@@ -536,6 +539,7 @@ bool TreeInspectorWidget::exportPng(const QString& path) {
 
 void TreeInspectorWidget::initializeGL() {
   State& s = *s_;
+  if (s.backendReady) return;
   connect(context(), &QOpenGLContext::aboutToBeDestroyed, this, &TreeInspectorWidget::releaseGL, Qt::UniqueConnection);
   ImGui::SetCurrentContext(s.ctx);
   const QSurfaceFormat fmt = context()->format();
@@ -547,7 +551,12 @@ void TreeInspectorWidget::initializeGL() {
     s.glFailed = true;
     return;
   }
-  glsl = fmt.majorVersion() >= 3 ? "#version 130" : "#version 120";  // 2.x (old Mesa / llvmpipe compat): GLSL 1.20
+  // GLSL 1.30 for GL 3.x/4.x (Mesa and llvmpipe give a 4.x compatibility context), 1.50 for core profiles
+  // (macOS), 1.20 for a GL 2.x context. The backend picks its shader variant from this string.
+  const int version = fmt.majorVersion() * 10 + fmt.minorVersion();
+  if (fmt.profile() == QSurfaceFormat::CoreProfile && version >= 32) glsl = "#version 150";
+  else if (version >= 30) glsl = "#version 130";
+  else glsl = "#version 120";
   s.backendReady = ImGui_ImplOpenGL3_Init(glsl);
   if (!s.backendReady) {
     qWarning("TreeInspectorWidget: ImGui_ImplOpenGL3_Init(%s) failed", glsl);
@@ -608,8 +617,10 @@ void TreeInspectorWidget::rebuildFonts(qreal dpr) {
     ImFontGlyphRangesBuilder b;
     static const ImWchar kStatic[] = {0x0020, 0x024F, 0x0370, 0x052F, 0x2000, 0x23FF,
                                       0x2500, 0x25FF, 0x2700, 0x27BF, 0};
-    b.AddRanges(kStatic);
-    for (ImWchar c : s.extraGlyphs) b.AddChar(c);
+    static const ImWchar kAscii[] = {0x0020, 0x007E, 0};
+    b.AddRanges(s.compact ? kAscii : kStatic);  // a miniature draws no text: keep its atlas small
+    if (!s.compact)
+      for (ImWchar c : s.extraGlyphs) b.AddChar(c);
     s.ranges.clear();
     b.BuildRanges(&s.ranges);
     ImFontConfig cfg;
@@ -653,8 +664,20 @@ void TreeInspectorWidget::paintGL() {
   ImGui_ImplOpenGL3_NewFrame();
   ImGui::NewFrame();
   s.nodesDrawn = 0;
+  s.canvasMin = s.canvasMax = ImVec2(0, 0);
   drawFrame();
   ImGui::Render();
+  if (s.canvasMax.x > s.canvasMin.x && s.canvasMax.y > s.canvasMin.y) {
+    const float k = float(dpr);
+    const int x0 = int(std::floor(s.canvasMin.x * k)), x1 = int(std::ceil(s.canvasMax.x * k));
+    const int y0 = int(std::floor(s.canvasMin.y * k)), y1 = int(std::ceil(s.canvasMax.y * k));
+    const int fbh = int(std::lround(height() * k));
+    f->glEnable(GL_SCISSOR_TEST);
+    f->glScissor(x0, fbh - y1, x1 - x0, y1 - y0);  // GL's origin is bottom-left
+    f->glClearColor(th.canvas.r, th.canvas.g, th.canvas.b, 1.0f);
+    f->glClear(GL_COLOR_BUFFER_BIT);
+    f->glDisable(GL_SCISSOR_TEST);
+  }
   ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
   ++s.frames;
   if (s.input.pending() || s.trailing > 0) {
@@ -714,7 +737,8 @@ void TreeInspectorWidget::drawFrame() {
   ImGui::PushStyleColor(ImGuiCol_Text, pack_abgr(th.text));
   const ImGuiWindowFlags flags = ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
                                  ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoBringToFrontOnFocus |
-                                 ImGuiWindowFlags_NoScrollWithMouse | ImGuiWindowFlags_NoNav;
+                                 ImGuiWindowFlags_NoScrollWithMouse | ImGuiWindowFlags_NoNav |
+                                 ImGuiWindowFlags_NoBackground;  // glClear paints the background
   ImGui::Begin("##specscope_tree_inspector", nullptr, flags);
   if (!s.compact) drawHeader();
   ImVec2 avail = ImGui::GetContentRegionAvail();
@@ -777,7 +801,10 @@ void TreeInspectorWidget::drawTree(const ImVec2& size) {
   const bool hovered = ImGui::IsItemHovered();
   const bool active = ImGui::IsItemActive();
   dl->PushClipRect(c0, c1, true);
-  dl->AddRectFilled(c0, c1, pack_abgr(th.canvas), s.compact ? 0.0f : 4.0f);
+  // The canvas background is a scissored glClear in paintGL (a software rasteriser fills it for free, unlike
+  // a blended textured quad over most of the window).
+  s.canvasMin = c0;
+  s.canvasMax = c1;
 
   if (s.current < 0 || s.current >= int(s.steps.size())) {
     if (!s.compact) {
@@ -818,7 +845,18 @@ void TreeInspectorWidget::drawTree(const ImVec2& size) {
     z = s.compact ? std::clamp(z, 0.05f, 1.5f) : std::clamp(z, 0.55f, 1.35f);
     s.zoom = z;
     s.pan.x = margin + std::max(0.0f, (aw - ww * z) * 0.5f) - L.min_x * colPx * z;
-    s.pan.y = margin + top + std::max(0.0f, (ah - wh * z) * 0.5f) - L.min_y * rowPx * z;
+    if (wh * z <= ah) {
+      s.pan.y = margin + top + (ah - wh * z) * 0.5f - L.min_y * rowPx * z;
+    } else {
+      // Too tall even at the smallest legible zoom: centre the accepted path (root to bonus), the part that
+      // matters, without scrolling past the tree's ends.
+      float lo = FLT_MAX, hi = -FLT_MAX;
+      for (const LayoutItem& li : L.items)
+        if (li.on_accepted_path) lo = std::min(lo, li.y), hi = std::max(hi, li.y);
+      const float focus = 0.5f * (lo + hi) * rowPx * z;
+      s.pan.y = std::clamp(margin + top + 0.5f * ah - focus, margin + top + ah - L.max_y * rowPx * z,
+                           margin + top - L.min_y * rowPx * z);
+    }
     s.fittedStep = s.current;
     s.fittedGeneration = s.generation;
     s.fittedCanvas = size;
@@ -1074,10 +1112,10 @@ void TreeInspectorWidget::drawTimeline() {
                       pack_abgr(th.bar_current));
     dl->AddLine(ImVec2(bx + bw * 0.5f, top - 2.0f), ImVec2(bx + bw * 0.5f, base), pack_abgr(th.bar_current, 0.6f), 1.0f);
   }
+  const char* hint = s.follow ? (s.unicode ? "   \xE2\x97\x8F live" : "   live")                       // ●
+                              : (s.unicode ? "   \xE2\x86\x90 \xE2\x86\x92 Home End" : "   Left Right Home End");  // ← →
   char label[160];
-  std::snprintf(label, sizeof label, "steps  (bar = accepted length, max %d)%s", maxAcc,
-                s.follow ? "   \xE2\x97\x8F live" : "   \xE2\x86\x90 \xE2\x86\x92 Home End");
-  if (!s.unicode) std::snprintf(label, sizeof label, "steps  (bar = accepted length, max %d)%s", maxAcc, s.follow ? "   live" : "");
+  std::snprintf(label, sizeof label, "steps  (bar = accepted length, max %d)%s", maxAcc, hint);
   dl->AddText(font, fs, ImVec2(x0, t0.y + 2.0f), pack_abgr(th.dim), label);
 
   const auto stepAt = [&](float mx) { return std::clamp(int((mx - x0) / w), 0, n - 1); };
@@ -1140,7 +1178,7 @@ bool TreeInspectorWidget::exportSvg(const QString& path) const {
       << "\" stroke-width=\"" << (onPath ? 2.6 : 1.3) << '"' << (pruned ? " stroke-dasharray=\"4 3\"" : "") << "/>\n";
     if (li.kind == LayoutKind::Draft && !std::isnan(step.nodes[size_t(li.node)].draft_prob))
       o << "<text x=\"" << (x3 - 3) << "\" y=\"" << (y3 - 3) << "\" font-size=\"10.5\" text-anchor=\"end\" fill=\""
-        << svgColor(th.dim) << "\">" << fmtProb(step.nodes[size_t(li.node)].draft_prob) << "</text>\n";
+        << svgColor(th.dim) << "\">" << xmlEscape(fmtProb(step.nodes[size_t(li.node)].draft_prob)) << "</text>\n";
   }
   o << "</g>\n";
 

@@ -165,6 +165,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
           [this](int lane, const RunSummary& summary, const QString& text, bool identical) {
             if (lane < int(s_->traces.size())) s_->traces[size_t(lane)].summary = summary;
             if (s_->job == State::Job::Compare) s_->compare->laneFinished(lane, summary, identical);
+            setProperty("last_tokens_per_second", summary.tokens_per_second);  // read by bench/gui_bench
             if (s_->job == State::Job::Chat) {
               s_->chat->answerFinished(text, false);
               s_->status_label->setText(QString("%1 · τ %2 · %3 tok/s · %4 tokens")
