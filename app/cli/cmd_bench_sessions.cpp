@@ -18,6 +18,7 @@
 #include "app/cli/recording.h"
 #include "engine/methods/speculative_generator.h"
 #include "engine/model/model.h"
+#include "engine/util/cpu_info.h"
 #include "engine/util/error.h"
 #include "sessions/reader.h"
 #include "sessions/writer.h"
@@ -89,7 +90,8 @@ int bench_sessions(Args& args) {
 
   const auto dir = std::filesystem::temp_directory_path() / ("specscope-bench-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
-  nlohmann::json result = {{"suite", "sessions"}, {"steps", steps}, {"nodes_per_step", nodes}, {"repeat", repeat}};
+  nlohmann::json result = {{"suite", "sessions"}, {"cpu", cpu_model_name()}, {"steps", steps}, {"nodes_per_step", nodes},
+                           {"repeat", repeat}};
 
   // 1 + 2: throughput, then open-for-replay on the store just written.
   std::vector<StepRecord> records;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "engine/model/model.h"
+#include "engine/sampling/top_k.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/util/error.h"
 
@@ -66,12 +67,10 @@ void DraftModelMethod::draft(const DecodeState& st, DraftTree& tree, int budget)
       if (st.sampling.greedy()) {
         // Deterministic: the top-k tokens.
         std::vector<float> probs = softmax_probs(logits, V);
-        std::vector<int32_t> order(V);
-        for (int i = 0; i < V; ++i) order[i] = i;
-        std::partial_sort(order.begin(), order.begin() + std::min(k, V), order.end(),
-                          [&](int32_t a, int32_t b) { return probs[a] > probs[b] || (probs[a] == probs[b] && a < b); });
-        for (int i = 0; i < k && tree.size() < budget; ++i)
-          added.push_back(tree.add(node, order[i], probs[order[i]], NodeSource::DraftModel));
+        for (int t : top_k_indices(probs.data(), V, k)) {
+          if (tree.size() >= budget) break;
+          added.push_back(tree.add(node, t, probs[t], NodeSource::DraftModel));
+        }
       } else {
         // Sampled i.i.d. from the drafter's processed distribution (chain: classic SpS; tree: SpecInfer).
         Distribution q = process_logits(logits, V, st.sampling);

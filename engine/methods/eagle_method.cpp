@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include "engine/methods/dynamic_tree.h"
 #include "engine/model/model.h"
+#include "engine/sampling/top_k.h"
 #include "engine/util/error.h"
 #include "engine/util/mapped_file.h"
 
@@ -121,94 +123,48 @@ void EagleMethod::draft(const DecodeState& st, DraftTree& tree, int budget) {
   cache_.drop_tree();
 }
 
-namespace {
-
-// Indices of the k largest values (ties: lower index first), in descending order.
-std::vector<int> top_k_indices(const float* v, int n, int k) {
-  std::vector<int> idx(n);
-  std::iota(idx.begin(), idx.end(), 0);
-  k = std::min(k, n);
-  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
-                    [&](int a, int b) { return v[a] > v[b] || (v[a] == v[b] && a < b); });
-  idx.resize(k);
-  return idx;
-}
-
-}  // namespace
-
 void EagleMethod::draft_dynamic(const DecodeState& st, DraftTree& tree, int budget,
                                 const std::vector<float>& last_hidden) {
-  const int H = head_->config().hidden_size, Vd = head_->draft_vocab(), K = o_.top_k;
+  const int H = head_->config().hidden_size, Vd = head_->draft_vocab();
   const int len = int(st.tokens.size());
-  struct Cand {
-    int32_t token;
-    float logp, score;
-    int parent;  // candidate index, -1: root
-  };
-  std::vector<Cand> cands;
-  std::vector<float> lp(Vd);
-  head_->log_probs(last_hidden.data(), 1, lp.data());
-  std::vector<int> frontier;
-  for (int d : top_k_indices(lp.data(), Vd, K)) {
-    frontier.push_back(int(cands.size()));
-    cands.push_back({head_->to_target(d), lp[d], lp[d], -1});
-  }
-  std::vector<float> frontier_hidden(size_t(frontier.size()) * H);
-  for (size_t r = 0; r < frontier.size(); ++r)
-    std::memcpy(frontier_hidden.data() + r * H, last_hidden.data(), sizeof(float) * H);
-  std::vector<std::vector<int>> frontier_visible(frontier.size());  // head-cache tree slots of the ancestors
-
-  for (int level = 0; level < o_.depth; ++level) {
+  std::vector<float> root_lp(Vd);
+  head_->log_probs(last_hidden.data(), 1, root_lp.data());
+  // The previous level's head outputs (each row's output is its children's input hidden) and, per row, the
+  // head-cache tree slots it saw; a child sees its parent row's slots plus the parent row itself.
+  std::vector<float> prev_out;
+  std::vector<std::vector<int>> prev_visible;
+  int prev_first_slot = 0;
+  auto expand = [&](int level, const std::vector<FrontierRow>& frontier, float* lps) {
     const int n = int(frontier.size());
+    std::vector<float> in(size_t(n) * H), out(size_t(n) * H);
     std::vector<int32_t> toks(n), pos(n, len - 1 + level);
-    for (int r = 0; r < n; ++r) toks[r] = cands[frontier[r]].token;
+    std::vector<std::vector<int>> visible(n);
+    for (int r = 0; r < n; ++r) {
+      const int pr = frontier[r].parent_row;
+      const float* h = pr < 0 ? last_hidden.data() : prev_out.data() + size_t(pr) * H;
+      std::memcpy(in.data() + size_t(r) * H, h, sizeof(float) * H);
+      toks[r] = head_->to_target(frontier[r].token);
+      if (pr >= 0) {
+        visible[r] = prev_visible[pr];
+        visible[r].push_back(prev_first_slot + pr);
+      }
+    }
     const int first_slot = cache_.size();
-    std::vector<float> out(size_t(n) * H);
-    head_->forward(frontier_hidden.data(), H, toks.data(), pos.data(), n, cache_, &frontier_visible, out.data());
+    head_->forward(in.data(), H, toks.data(), pos.data(), n, cache_, &visible, out.data());
     ++forwards_;
     tokens_ += n;
-    std::vector<float> lps(size_t(n) * Vd);
-    head_->log_probs(out.data(), n, lps.data());
-    const int level_start = int(cands.size());
-    for (int r = 0; r < n; ++r)
-      for (int d : top_k_indices(lps.data() + size_t(r) * Vd, Vd, K)) {
-        const float l = lps[size_t(r) * Vd + d];
-        cands.push_back({head_->to_target(d), l, l + cands[frontier[r]].score, frontier[r]});
-      }
-    // The next frontier: the best top_k of this level by cumulative score.
-    std::vector<float> level_scores;
-    for (int c = level_start; c < int(cands.size()); ++c) level_scores.push_back(cands[c].score);
-    std::vector<int> best = top_k_indices(level_scores.data(), int(level_scores.size()), K);
-    std::vector<int> next;
-    std::vector<float> next_hidden(size_t(best.size()) * H);
-    std::vector<std::vector<int>> next_visible(best.size());
-    for (size_t b = 0; b < best.size(); ++b) {
-      const int c = level_start + best[b];
-      const int parent_row = best[b] / K;  // the frontier row that produced it
-      next.push_back(c);
-      std::memcpy(next_hidden.data() + b * H, out.data() + size_t(parent_row) * H, sizeof(float) * H);
-      next_visible[b] = frontier_visible[parent_row];
-      next_visible[b].push_back(first_slot + parent_row);
-    }
-    frontier = std::move(next);
-    frontier_hidden = std::move(next_hidden);
-    frontier_visible = std::move(next_visible);
-  }
-
-  // Rerank: the best total_tokens-1 candidates overall, in creation order (parents first).
-  const int keep = std::min({o_.total_tokens - 1, budget, int(cands.size())});
-  std::vector<float> scores(cands.size());
-  for (size_t c = 0; c < cands.size(); ++c) scores[c] = cands[c].score;
-  std::vector<int> chosen = top_k_indices(scores.data(), int(scores.size()), keep);
-  std::sort(chosen.begin(), chosen.end());
-  std::vector<int> node_of(cands.size(), -1);
-  for (int c : chosen) {
-    const int parent = cands[c].parent;
-    if (parent >= 0 && node_of[parent] < 0) continue;  // only on exact score ties: keep the tree closed
-    int id = tree.add(parent < 0 ? -1 : node_of[parent], cands[c].token, std::exp(cands[c].logp),
-                      NodeSource::EagleHead);
-    tree.nodes[id].cum_score = cands[c].score;
-    node_of[c] = id;
+    head_->log_probs(out.data(), n, lps);
+    prev_out = std::move(out);
+    prev_visible = std::move(visible);
+    prev_first_slot = first_slot;
+  };
+  const DynamicTreeOptions dto{o_.top_k, o_.depth, std::min(o_.total_tokens - 1, budget)};
+  std::vector<int> id_of;  // tree node id of each returned node
+  for (const DynamicTreeNode& n : build_dynamic_tree(root_lp.data(), Vd, dto, expand)) {
+    const int id = tree.add(n.parent < 0 ? -1 : id_of[n.parent], head_->to_target(n.token), std::exp(n.logp),
+                            NodeSource::EagleHead);
+    tree.nodes[id].cum_score = n.score;
+    id_of.push_back(id);
   }
 }
 

@@ -4,7 +4,8 @@
 //  - eagle1: the official static tree (a choice list, default EAGLE's mc_sim_7b_63: 25 nodes, depth 5).
 //  - eagle2 / eagle3: EAGLE-2's dynamic tree: the root's top_k children, then `depth` rounds in which every
 //    frontier node takes its top_k children scored by cumulative log-probability and the best top_k become
-//    the next frontier; finally the best total_tokens-1 of all candidates, parents first.
+//    the next frontier; finally the best total_tokens-1 of all candidates, parents first (the rules are the
+//    pure build_dynamic_tree in dynamic_tree.h; this class runs the head for it).
 #include <memory>
 
 #include "engine/heads/eagle_head.h"

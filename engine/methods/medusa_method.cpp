@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 
 #include "engine/methods/eagle_method.h"
 #include "engine/model/model.h"
 #include "engine/sampling/sampler.h"
+#include "engine/sampling/top_k.h"
 
 namespace specscope {
 
@@ -49,14 +49,7 @@ void MedusaMethod::draft(const DecodeState& st, DraftTree& tree, int budget) {
     int need = 0;
     for (size_t e = 0; e < ct.paths.size(); ++e)
       if (ct.depth[e] == d + 1) need = std::max(need, ct.rank[e] + 1);
-    std::vector<int> idx(V);
-    std::iota(idx.begin(), idx.end(), 0);
-    need = std::min(need, V);
-    std::partial_sort(idx.begin(), idx.begin() + need, idx.end(), [&](int a, int b) {
-      return probs[d][a] > probs[d][b] || (probs[d][a] == probs[d][b] && a < b);
-    });
-    idx.resize(need);
-    top[d] = idx;
+    top[d] = top_k_indices(probs[d].data(), V, need);
   }
   std::vector<int> node_of(ct.paths.size(), -1);
   for (size_t e = 0; e < ct.paths.size(); ++e) {
