@@ -1,0 +1,415 @@
+#include "engine/formats/gguf_quant.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "engine/util/dtype.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define SPECSCOPE_GGUF_X86 1
+#endif
+
+namespace specscope {
+namespace {
+
+constexpr int64_t QK = 32;    // Q8_0 / Q4_0 block
+constexpr int64_t QK_K = 256; // K-quant super-block
+
+// Block sizes and byte sizes as ggml defines them (ggml-common.h); the test checks them against the
+// gguf package's GGML_QUANT_SIZES.
+constexpr GgmlTypeInfo kTypes[] = {
+    {GgmlType::F32, "F32", 1, 4, true},
+    {GgmlType::F16, "F16", 1, 2, true},
+    {GgmlType::Q4_0, "Q4_0", 32, 18, true},
+    {GgmlType::Q4_1, "Q4_1", 32, 20, false},
+    {GgmlType::Q5_0, "Q5_0", 32, 22, false},
+    {GgmlType::Q5_1, "Q5_1", 32, 24, false},
+    {GgmlType::Q8_0, "Q8_0", 32, 34, true},
+    {GgmlType::Q8_1, "Q8_1", 32, 36, false},  // f16 d, f16 s, 32 x int8 (the package still says 40)
+    {GgmlType::Q2_K, "Q2_K", 256, 84, false},
+    {GgmlType::Q3_K, "Q3_K", 256, 110, false},
+    {GgmlType::Q4_K, "Q4_K", 256, 144, true},
+    {GgmlType::Q5_K, "Q5_K", 256, 176, true},
+    {GgmlType::Q6_K, "Q6_K", 256, 210, true},
+    {GgmlType::Q8_K, "Q8_K", 256, 292, false},
+    {GgmlType::IQ2_XXS, "IQ2_XXS", 256, 66, false},
+    {GgmlType::IQ2_XS, "IQ2_XS", 256, 74, false},
+    {GgmlType::IQ3_XXS, "IQ3_XXS", 256, 98, false},
+    {GgmlType::IQ1_S, "IQ1_S", 256, 50, false},
+    {GgmlType::IQ4_NL, "IQ4_NL", 32, 18, false},
+    {GgmlType::IQ3_S, "IQ3_S", 256, 110, false},
+    {GgmlType::IQ2_S, "IQ2_S", 256, 82, false},
+    {GgmlType::IQ4_XS, "IQ4_XS", 256, 136, false},
+    {GgmlType::I8, "I8", 1, 1, false},
+    {GgmlType::I16, "I16", 1, 2, false},
+    {GgmlType::I32, "I32", 1, 4, false},
+    {GgmlType::I64, "I64", 1, 8, false},
+    {GgmlType::F64, "F64", 1, 8, false},
+    {GgmlType::IQ1_M, "IQ1_M", 256, 56, false},
+    {GgmlType::BF16, "BF16", 1, 2, true},
+    {GgmlType::TQ1_0, "TQ1_0", 256, 54, false},
+    {GgmlType::TQ2_0, "TQ2_0", 256, 66, false},
+    {GgmlType::MXFP4, "MXFP4", 32, 17, false},
+    {GgmlType::NVFP4, "NVFP4", 64, 36, false},
+    {GgmlType::Q1_0, "Q1_0", 128, 18, false},
+};
+
+// IEEE half -> float, exact (the same values as dtype.h's f16_to_f32, checked over all 65536 inputs by the
+// test), with a branch-light common path: a normal half only needs its exponent rebiased (15 -> 127).
+// Subnormal halves are man * 2^-24, computed from an integer so that denormals-are-zero modes cannot touch them.
+// Written with selects rather than branches so that loops over it vectorize.
+inline float half_to_float(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  const uint32_t em = h & 0x7fffu;
+  const uint32_t normal = (em + ((127u - 15u) << 10)) << 13;
+  const uint32_t special = 0x7f800000u | ((em & 0x3ffu) << 13);  // inf, NaN (payload kept)
+  const float sub_f = float(int32_t(em)) * 0x1p-24f;
+  uint32_t sub;
+  std::memcpy(&sub, &sub_f, 4);
+  const uint32_t is_special = 0u - uint32_t(em >= 0x7c00u), is_sub = 0u - uint32_t(em < 0x0400u);
+  const uint32_t u = sign | (special & is_special) | (sub & is_sub) | (normal & ~(is_special | is_sub));
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+inline float load_f16(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return half_to_float(h);
+}
+inline void store_f16(uint8_t* p, float f) {
+  uint16_t h = f32_to_f16(f);
+  std::memcpy(p, &h, 2);
+}
+
+[[noreturn]] void bad_call(const std::string& what) { throw std::invalid_argument("gguf_quant: " + what); }
+
+void check_n(GgmlType t, int64_t n, const char* fn) {
+  const GgmlTypeInfo* info = ggml_type_info(uint32_t(t));
+  if (!info) bad_call(std::string(fn) + ": unknown ggml type " + std::to_string(uint32_t(t)));
+  if (n < 0 || n % info->block_size != 0)
+    bad_call(std::string(fn) + ": " + std::to_string(n) + " elements is not a multiple of the " + info->name +
+             " block size " + std::to_string(info->block_size));
+}
+
+// ---- dequantization: one block at a time, in the order and precision of ggml's reference code ----
+
+void dequant_q8_0(const uint8_t* b, float* y) {
+  const float d = load_f16(b);
+  for (int j = 0; j < QK; ++j) y[j] = float(int8_t(b[2 + j])) * d;
+}
+
+void dequant_q4_0(const uint8_t* b, float* y) {
+  const float d = load_f16(b);
+  const uint8_t* qs = b + 2;
+  for (int j = 0; j < QK / 2; ++j) {
+    const int x0 = (qs[j] & 0x0F) - 8;
+    const int x1 = (qs[j] >> 4) - 8;
+    y[j] = float(x0) * d;
+    y[j + QK / 2] = float(x1) * d;
+  }
+}
+
+// Sub-block j (0..7) of a Q4_K/Q5_K super-block: its 6-bit scale and min from the 12 packed bytes. Bytes 0-3
+// hold scales 0-3 in their low 6 bits, bytes 4-7 mins 0-3; sub-blocks 4-7 keep their low 4 bits in bytes
+// 8-11 (scale low nibble, min high nibble) and their top 2 bits in the top bits of bytes 0-3 (scales) and
+// 4-7 (mins).
+inline void scale_min_k4(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = uint8_t((q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4));
+    *m = uint8_t((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
+void dequant_q4_k(const uint8_t* b, float* y) {
+  const float d = load_f16(b);
+  const float dmin = load_f16(b + 2);
+  const uint8_t* scales = b + 4;
+  const uint8_t* q = b + 16;
+  int is = 0;
+  for (int j = 0; j < QK_K; j += 64) {
+    uint8_t sc, m;
+    scale_min_k4(is + 0, scales, &sc, &m);
+    const float d1 = d * float(sc);
+    const float m1 = dmin * float(m);
+    scale_min_k4(is + 1, scales, &sc, &m);
+    const float d2 = d * float(sc);
+    const float m2 = dmin * float(m);
+    for (int l = 0; l < 32; ++l) *y++ = d1 * float(q[l] & 0x0F) - m1;
+    for (int l = 0; l < 32; ++l) *y++ = d2 * float(q[l] >> 4) - m2;
+    q += 32;
+    is += 2;
+  }
+}
+
+void dequant_q5_k(const uint8_t* b, float* y) {
+  const float d = load_f16(b);
+  const float dmin = load_f16(b + 2);
+  const uint8_t* scales = b + 4;
+  const uint8_t* qh = b + 16;
+  const uint8_t* ql = b + 48;
+  int is = 0;
+  uint8_t u1 = 1, u2 = 2;
+  for (int j = 0; j < QK_K; j += 64) {
+    uint8_t sc, m;
+    scale_min_k4(is + 0, scales, &sc, &m);
+    const float d1 = d * float(sc);
+    const float m1 = dmin * float(m);
+    scale_min_k4(is + 1, scales, &sc, &m);
+    const float d2 = d * float(sc);
+    const float m2 = dmin * float(m);
+    for (int l = 0; l < 32; ++l) *y++ = d1 * float((ql[l] & 0x0F) + ((qh[l] & u1) ? 16 : 0)) - m1;
+    for (int l = 0; l < 32; ++l) *y++ = d2 * float((ql[l] >> 4) + ((qh[l] & u2) ? 16 : 0)) - m2;
+    ql += 32;
+    is += 2;
+    u1 = uint8_t(u1 << 2);
+    u2 = uint8_t(u2 << 2);
+  }
+}
+
+void dequant_q6_k(const uint8_t* b, float* y) {
+  const uint8_t* ql = b;
+  const uint8_t* qh = b + 128;
+  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
+  const float d = load_f16(b + 208);
+  for (int n = 0; n < QK_K; n += 128) {
+    for (int is = 0; is < 2; ++is) {  // is = l / 16: two runs of 16 with fixed scales (so the loop vectorizes)
+      for (int l = 16 * is; l < 16 * is + 16; ++l) {
+        const int q1 = int((ql[l] & 0x0F) | (((qh[l] >> 0) & 3) << 4)) - 32;
+        const int q2 = int((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) - 32;
+        const int q3 = int((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+        const int q4 = int((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+        y[l + 0] = d * float(sc[is + 0]) * float(q1);
+        y[l + 32] = d * float(sc[is + 2]) * float(q2);
+        y[l + 64] = d * float(sc[is + 4]) * float(q3);
+        y[l + 96] = d * float(sc[is + 6]) * float(q4);
+      }
+    }
+    y += 128;
+    ql += 64;
+    qh += 32;
+    sc += 8;
+  }
+}
+
+// ---- quantization (ggml's reference quantize_row_*_ref) ----
+
+void quant_q8_0(const float* x, uint8_t* b) {
+  float amax = 0.0f;
+  for (int j = 0; j < QK; ++j) amax = std::max(amax, std::fabs(x[j]));
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  store_f16(b, d);
+  for (int j = 0; j < QK; ++j) {
+    const float v = std::round(x[j] * id);  // round half away from zero, like roundf
+    // Finite inputs give |v| <= 127; the clamp only keeps NaN/inf from undefined conversions.
+    const int q = v >= -127.0f && v <= 127.0f ? int(v) : (v > 0.0f ? 127 : (v < 0.0f ? -127 : 0));
+    b[2 + j] = uint8_t(int8_t(q));
+  }
+}
+
+void quant_q4_0(const float* x, uint8_t* b) {
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < QK; ++j) {
+    const float v = x[j];
+    if (amax < std::fabs(v)) {  // the first element of largest magnitude, with its sign
+      amax = std::fabs(v);
+      max = v;
+    }
+  }
+  const float d = max / -8.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  store_f16(b, d);
+  auto code = [&](float v) -> uint8_t {
+    const float t = v * id;
+    const float s = t + 8.5f;
+    // ggml: MIN(15, (int8_t)(x*id + 8.5f)); finite inputs give s in [0.5, 16.5].
+    if (!(s >= 0.0f)) return 0;
+    if (s >= 15.0f) return 15;
+    return uint8_t(int(s));
+  };
+  for (int j = 0; j < QK / 2; ++j) b[2 + j] = uint8_t(code(x[j]) | (code(x[j + QK / 2]) << 4));
+}
+
+// ---- dot products ----
+
+// Sum of w[i]*x[i] over one chunk of at most 32, in f32, left to right.
+inline float chunk_dot_scalar(const float* w, const float* x, int64_t n) {
+  float s = 0.0f;
+  for (int64_t i = 0; i < n; ++i) s += w[i] * x[i];
+  return s;
+}
+
+#ifdef SPECSCOPE_GGUF_X86
+__attribute__((target("avx2,fma"))) float chunk_dot_avx2(const float* w, const float* x, int64_t n) {
+  if (n != 32) return chunk_dot_scalar(w, x, n);
+  __m256 a0 = _mm256_mul_ps(_mm256_loadu_ps(w), _mm256_loadu_ps(x));
+  __m256 a1 = _mm256_mul_ps(_mm256_loadu_ps(w + 8), _mm256_loadu_ps(x + 8));
+  a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + 16), _mm256_loadu_ps(x + 16), a0);
+  a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w + 24), _mm256_loadu_ps(x + 24), a1);
+  const __m256 a = _mm256_add_ps(a0, a1);
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+#endif
+
+bool cpu_has_avx2_fma() {
+#ifdef SPECSCOPE_GGUF_X86
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+const GgmlTypeInfo* ggml_type_info(uint32_t id) {
+  static const auto by_id = [] {
+    std::array<const GgmlTypeInfo*, 64> a{};
+    for (const auto& t : kTypes) a[uint32_t(t.type)] = &t;
+    return a;
+  }();
+  return id < by_id.size() ? by_id[id] : nullptr;
+}
+
+const GgmlTypeInfo& ggml_type_info(GgmlType t) {
+  const GgmlTypeInfo* info = ggml_type_info(uint32_t(t));
+  if (!info) bad_call("unknown ggml type " + std::to_string(uint32_t(t)));
+  return *info;
+}
+
+std::string_view ggml_type_name(GgmlType t) {
+  const GgmlTypeInfo* info = ggml_type_info(uint32_t(t));
+  return info ? info->name : "unknown";
+}
+int64_t ggml_block_size(GgmlType t) { return ggml_type_info(t).block_size; }
+size_t ggml_type_size(GgmlType t) { return ggml_type_info(t).type_size; }
+
+size_t ggml_row_size(GgmlType t, int64_t n) {
+  check_n(t, n, "ggml_row_size");
+  const GgmlTypeInfo& info = ggml_type_info(t);
+  return size_t(n / info.block_size) * info.type_size;
+}
+
+bool ggml_can_dequantize(GgmlType t) {
+  const GgmlTypeInfo* info = ggml_type_info(uint32_t(t));
+  return info && info->computable;
+}
+
+bool ggml_can_quantize(GgmlType t) {
+  return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16 || t == GgmlType::Q8_0 ||
+         t == GgmlType::Q4_0;
+}
+
+void dequantize_row(GgmlType t, const void* src_v, float* dst, int64_t n) {
+  check_n(t, n, "dequantize_row");
+  const uint8_t* src = static_cast<const uint8_t*>(src_v);
+  switch (t) {
+    case GgmlType::F32:
+      std::memcpy(dst, src, size_t(n) * 4);
+      return;
+    case GgmlType::F16:
+      for (int64_t i = 0; i < n; ++i) dst[i] = load_f16(src + 2 * i);
+      return;
+    case GgmlType::BF16:
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        dst[i] = bf16_to_f32(h);
+      }
+      return;
+    case GgmlType::Q8_0:
+      for (int64_t i = 0; i < n / QK; ++i) dequant_q8_0(src + 34 * i, dst + QK * i);
+      return;
+    case GgmlType::Q4_0:
+      for (int64_t i = 0; i < n / QK; ++i) dequant_q4_0(src + 18 * i, dst + QK * i);
+      return;
+    case GgmlType::Q4_K:
+      for (int64_t i = 0; i < n / QK_K; ++i) dequant_q4_k(src + 144 * i, dst + QK_K * i);
+      return;
+    case GgmlType::Q5_K:
+      for (int64_t i = 0; i < n / QK_K; ++i) dequant_q5_k(src + 176 * i, dst + QK_K * i);
+      return;
+    case GgmlType::Q6_K:
+      for (int64_t i = 0; i < n / QK_K; ++i) dequant_q6_k(src + 210 * i, dst + QK_K * i);
+      return;
+    default:
+      bad_call(std::string("dequantize_row: ") + std::string(ggml_type_name(t)) + " is not supported");
+  }
+}
+
+void quantize_row(GgmlType t, const float* src, void* dst_v, int64_t n) {
+  check_n(t, n, "quantize_row");
+  uint8_t* dst = static_cast<uint8_t*>(dst_v);
+  switch (t) {
+    case GgmlType::F32:
+      std::memcpy(dst, src, size_t(n) * 4);
+      return;
+    case GgmlType::F16:
+      for (int64_t i = 0; i < n; ++i) store_f16(dst + 2 * i, src[i]);
+      return;
+    case GgmlType::BF16:
+      for (int64_t i = 0; i < n; ++i) {
+        const uint16_t h = f32_to_bf16(src[i]);
+        std::memcpy(dst + 2 * i, &h, 2);
+      }
+      return;
+    case GgmlType::Q8_0:
+      for (int64_t i = 0; i < n / QK; ++i) quant_q8_0(src + QK * i, dst + 34 * i);
+      return;
+    case GgmlType::Q4_0:
+      for (int64_t i = 0; i < n / QK; ++i) quant_q4_0(src + QK * i, dst + 18 * i);
+      return;
+    default:
+      bad_call(std::string("quantize_row: ") + std::string(ggml_type_name(t)) + " is not supported");
+  }
+}
+
+bool vec_dot_avx2_available() { return cpu_has_avx2_fma(); }
+
+float vec_dot_with(VecDotKernel k, GgmlType t, const void* row, const float* x, int64_t n) {
+  check_n(t, n, "vec_dot");
+  if (!ggml_can_dequantize(t))
+    bad_call(std::string("vec_dot: ") + std::string(ggml_type_name(t)) + " is not supported");
+  bool avx2 = false;
+#ifdef SPECSCOPE_GGUF_X86
+  avx2 = (k == VecDotKernel::Auto || k == VecDotKernel::Avx2) && cpu_has_avx2_fma();
+#endif
+  const GgmlTypeInfo& info = ggml_type_info(t);
+  const uint8_t* src = static_cast<const uint8_t*>(row);
+  constexpr int64_t kChunk = 256;  // a multiple of every supported block size
+  alignas(32) float w[kChunk];
+  double acc = 0.0;
+  for (int64_t i = 0; i < n; i += kChunk) {
+    const int64_t c = std::min(kChunk, n - i);
+    dequantize_row(t, src + size_t(i / info.block_size) * info.type_size, w, c);
+    for (int64_t j = 0; j < c; j += 32) {
+      const int64_t m = std::min<int64_t>(32, c - j);
+#ifdef SPECSCOPE_GGUF_X86
+      acc += avx2 ? chunk_dot_avx2(w + j, x + i + j, m) : chunk_dot_scalar(w + j, x + i + j, m);
+#else
+      acc += chunk_dot_scalar(w + j, x + i + j, m);
+#endif
+    }
+  }
+  (void)avx2;
+  return float(acc);
+}
+
+float vec_dot(GgmlType t, const void* row, const float* x, int64_t n) {
+  return vec_dot_with(VecDotKernel::Auto, t, row, x, n);
+}
+
+}  // namespace specscope
