@@ -1,6 +1,7 @@
 #include "ui/main/main_window.h"
 
 #include <QAction>
+#include <QComboBox>
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDoubleSpinBox>
@@ -23,6 +24,7 @@
 #include <QVBoxLayout>
 #include <fstream>
 
+#include "engine/methods/factory.h"
 #include "engine/util/cpu_info.h"
 #include "engine/util/error.h"
 #include "sessions/export.h"
@@ -52,6 +54,7 @@ struct MainWindow::State {
   QSlider* scrub;
   QDoubleSpinBox* speed;
   QLabel *replay_label, *model_label, *status_label;
+  QComboBox* chat_method;
   QProgressBar* loading;
   QThread thread;
   EngineWorker* worker = nullptr;
@@ -77,7 +80,19 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
   split->addWidget(s_->inspector);
   split->setStretchFactor(0, 2);
   split->setStretchFactor(1, 3);
-  s_->tabs->addTab(split, tr("Chat"));
+  // A quick method switch above the chat (the same setting as in Settings).
+  auto* chat_page = new QWidget;
+  auto* chat_layout = new QVBoxLayout(chat_page);
+  chat_layout->setContentsMargins(0, 0, 0, 0);
+  auto* method_row = new QHBoxLayout;
+  s_->chat_method = new QComboBox;
+  for (auto& m : known_methods()) s_->chat_method->addItem(QString::fromStdString(m));
+  method_row->addWidget(new QLabel(tr("Method:")));
+  method_row->addWidget(s_->chat_method);
+  method_row->addStretch(1);
+  chat_layout->addLayout(method_row);
+  chat_layout->addWidget(split, 1);
+  s_->tabs->addTab(chat_page, tr("Chat"));
   s_->compare = new CompareView;
   s_->tabs->addTab(s_->compare, tr("Compare"));
   s_->stats = new StatisticsView;
@@ -219,8 +234,18 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
   connect(s_->compare, &CompareView::stopRequested, this, &MainWindow::stop);
   connect(s_->library, &SessionLibraryView::openSession, this, &MainWindow::openSession);
   connect(s_->library, &SessionLibraryView::errorMessage, this, [this](const QString& m) { s_->status_label->setText(m); });
+  connect(s_->chat_method, &QComboBox::currentTextChanged, this, [this](const QString& m) {
+    AppSettings a = s_->settings->settings();
+    if (a.method == m) return;
+    a.method = m;
+    s_->settings->setSettings(a);
+    s_->settings->save();
+  });
   connect(s_->settings, &SettingsView::changed, this, [this] {
     const AppSettings a = s_->settings->settings();
+    s_->chat_method->blockSignals(true);
+    s_->chat_method->setCurrentText(a.method);
+    s_->chat_method->blockSignals(false);
     s_->settings->save();
     applyTheme(a.dark);
     s_->library->setDatabase(a.session_db);
@@ -364,6 +389,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
   s_->settings->load();
   const AppSettings a = s_->settings->settings();
   dark->setChecked(a.dark);
+  s_->chat_method->setCurrentText(a.method);
   applyTheme(a.dark);
   s_->library->setDatabase(a.session_db);
   s_->status_label->setText(tr("Session store: %1").arg(a.session_db));
