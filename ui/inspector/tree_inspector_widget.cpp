@@ -11,6 +11,7 @@
 #include <QOpenGLContext>
 #include <QOpenGLFunctions>
 #include <QStandardPaths>
+#include <QTimer>
 #include <QSurfaceFormat>
 #include <algorithm>
 #include <cfloat>
@@ -347,6 +348,12 @@ std::string svgColor(const Rgb& c) {
 
 struct TreeInspectorWidget::State {
   ImGuiContext* ctx = nullptr;
+  // Live steps arrive faster than anyone can read them; each frame costs CPU that the decoder needs (with
+  // software OpenGL it is rasterized on the same cores). New steps therefore repaint at most live_fps times
+  // a second; input still repaints at once.
+  QTimer* live_timer = nullptr;
+  QElapsedTimer since_paint;
+  int live_fps = 15;
   ImGuiQtInput input;
   bool backendReady = false;
   bool glFailed = false;
@@ -395,6 +402,10 @@ TreeInspectorWidget::TreeInspectorWidget(QWidget* parent) : QOpenGLWidget(parent
   setFocusPolicy(Qt::StrongFocus);
   setMinimumSize(60, 40);
   s_->clock.start();
+  s_->since_paint.start();
+  s_->live_timer = new QTimer(this);
+  s_->live_timer->setSingleShot(true);
+  connect(s_->live_timer, &QTimer::timeout, this, [this] { update(); });
   ImGuiContext* previous = ImGui::GetCurrentContext();
   s_->ctx = ImGui::CreateContext();
   ImGui::SetCurrentContext(s_->ctx);
@@ -448,8 +459,13 @@ void TreeInspectorWidget::appendStep(const StepRecord& step) {
     s.current = int(s.steps.size()) - 1;
     emit currentStepChanged(s.current);
   }
-  update();
+  const qint64 interval = s.live_fps > 0 ? 1000 / s.live_fps : 0;
+  const qint64 since = s.since_paint.elapsed();
+  if (since >= interval) update();
+  else if (!s.live_timer->isActive()) s.live_timer->start(int(interval - since));
 }
+
+void TreeInspectorWidget::setLiveFrameRateLimit(int fps) { s_->live_fps = fps; }
 
 void TreeInspectorWidget::setSteps(std::vector<StepRecord> steps) {
   State& s = *s_;
@@ -646,6 +662,7 @@ void TreeInspectorWidget::rebuildFonts(qreal dpr) {
 
 void TreeInspectorWidget::paintGL() {
   State& s = *s_;
+  s.since_paint.restart();
   const Theme& th = theme(s.dark);
   QOpenGLFunctions* f = context()->functions();
   f->glClearColor(th.bg.r, th.bg.g, th.bg.b, 1.0f);

@@ -32,7 +32,9 @@ class TreeInspectorWidget : public QOpenGLWidget {
   void setFollowLive(bool follow);
   void fitView();
   void setDarkTheme(bool dark);
-  void setCompact(bool compact);  // miniature mode for compare lanes: no timeline, no labels, no tooltips
+  void setCompact(bool compact);
+  // New steps repaint at most this often (default 15/s; 0: every step); input always repaints at once.
+  void setLiveFrameRateLimit(int fps);  // miniature mode for compare lanes: no timeline, no labels, no tooltips
 
   // Evidence for tests and benchmarks.
   int nodesDrawnLastFrame() const;  // node boxes submitted to ImGui's draw lists in the last paint

@@ -63,6 +63,7 @@ struct MainWindow::State {
   std::vector<RunTrace> traces;  // the live job's lanes (chat: one)
   qint64 last_session = 0;
   bool replaying = false;
+  bool live_drawing = true;
 };
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_unique<State>()) {
@@ -169,16 +170,16 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
       s_->traces[size_t(lane)].steps.push_back(st);
       s_->traces[size_t(lane)].pieces.push_back(piece.toStdString());
     }
-    if (s_->job == State::Job::Chat) {
-      s_->chat->appendStep(st, piece);
-      s_->inspector->appendStep(st);
-    } else if (s_->job == State::Job::Compare) {
-      s_->compare->laneStep(lane, st, piece);
-    }
+    if (s_->live_drawing) show_step(lane, st, piece);
   });
   connect(s_->worker, &EngineWorker::laneFinished, this,
           [this](int lane, const RunSummary& summary, const QString& text, bool identical) {
-            if (lane < int(s_->traces.size())) s_->traces[size_t(lane)].summary = summary;
+            if (lane < int(s_->traces.size())) {
+              auto& t = s_->traces[size_t(lane)];
+              t.summary = summary;
+              if (!s_->live_drawing)  // drawing was off during the run: show the whole run now
+                for (size_t i = 0; i < t.steps.size(); ++i) show_step(lane, t.steps[i], QString::fromStdString(t.pieces[i]));
+            }
             if (s_->job == State::Job::Compare) s_->compare->laneFinished(lane, summary, identical);
             setProperty("last_tokens_per_second", summary.tokens_per_second);  // read by bench/gui_bench
             if (s_->job == State::Job::Chat) {
@@ -375,6 +376,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
     const QString k = key;
     view->addAction(tr(name), this, [this, k] { showTab(k); });
   }
+  auto* live = view->addAction(tr("Draw runs live"));
+  live->setCheckable(true);
+  live->setChecked(true);
+  live->setToolTip(tr("Off: a run is drawn when it ends, for timings free of drawing"));
+  connect(live, &QAction::toggled, this, &MainWindow::setLiveDrawing);
   auto* dark = view->addAction(tr("Dark theme"));
   dark->setCheckable(true);
   dark->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D));
@@ -408,6 +414,17 @@ void MainWindow::closeEvent(QCloseEvent* e) {
   s_->worker->cancel();
   QMainWindow::closeEvent(e);
 }
+
+void MainWindow::show_step(int lane, const StepRecord& st, const QString& piece) {
+  if (s_->job == State::Job::Chat) {
+    s_->chat->appendStep(st, piece);
+    s_->inspector->appendStep(st);
+  } else if (s_->job == State::Job::Compare) {
+    s_->compare->laneStep(lane, st, piece);
+  }
+}
+
+void MainWindow::setLiveDrawing(bool on) { s_->live_drawing = on; }
 
 void MainWindow::stop() {
   s_->worker->cancel();

@@ -38,6 +38,8 @@ class MainWindow : public QMainWindow {
   void runCompare();
   void stop();
   void applyTheme(bool dark);
+  // Off: steps are kept but drawn only when the run ends (View > Draw runs live), for timings free of drawing.
+  void setLiveDrawing(bool on);
 
  signals:
   void jobDone(qint64 session_id);  // after a live chat/compare job finished (tests wait on it)
@@ -46,6 +48,7 @@ class MainWindow : public QMainWindow {
   void closeEvent(QCloseEvent* e) override;
 
  private:
+  void show_step(int lane, const StepRecord& st, const QString& piece);
   struct State;
   std::unique_ptr<State> s_;
 };

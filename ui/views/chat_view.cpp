@@ -97,6 +97,7 @@ void ChatView::answerStarted() {
 void ChatView::appendStep(const StepRecord& step, const QString& piece) { w_->transcript->appendStep(step, piece); }
 
 void ChatView::answerFinished(const QString& full_text, bool cancelled) {
+  w_->transcript->flush();
   conversation_.push_back({"assistant", full_text.toStdString()});
   if (cancelled) w_->transcript->appendPlain(" " + tr("[stopped]"));
   setBusy(false);

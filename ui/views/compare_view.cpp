@@ -198,6 +198,7 @@ void CompareView::laneStep(int lane, const StepRecord& step, const QString& piec
 void CompareView::laneFinished(int lane, const RunSummary& summary, bool identical) {
   if (lane < 0 || lane >= int(s_->lanes.size())) return;
   Lane& l = s_->lanes[size_t(lane)];
+  l.text->flush();
   l.finished = true;
   l.identical = identical;
   l.summary = summary;

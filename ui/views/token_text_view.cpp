@@ -1,6 +1,8 @@
 #include "ui/views/token_text_view.h"
 
+#include <QElapsedTimer>
 #include <QHelpEvent>
+#include <QTimer>
 #include <QScrollBar>
 #include <QTextCursor>
 #include <QToolTip>
@@ -13,6 +15,21 @@ TokenTextView::TokenTextView(QWidget* parent) : QTextBrowser(parent) {
   setReadOnly(true);
   setOpenLinks(false);
   setMouseTracking(true);
+  flush_timer_ = new QTimer(this);
+  flush_timer_->setSingleShot(true);
+  connect(flush_timer_, &QTimer::timeout, this, &TokenTextView::flush);
+  since_flush_.start();
+}
+
+void TokenTextView::flush() {
+  flush_timer_->stop();
+  since_flush_.restart();
+  if (pending_.empty()) return;
+  const bool at_bottom = verticalScrollBar()->value() >= verticalScrollBar()->maximum() - 4;
+  auto steps = std::move(pending_);
+  pending_.clear();
+  for (auto& [step, piece] : steps) insert_step(step, piece);
+  if (at_bottom) verticalScrollBar()->setValue(verticalScrollBar()->maximum());
 }
 
 void TokenTextView::insert(const QString& text, const QColor& background, const QString& tooltip) {
@@ -25,6 +42,7 @@ void TokenTextView::insert(const QString& text, const QColor& background, const 
 }
 
 void TokenTextView::appendPlain(const QString& text, bool bold) {
+  flush();  // keep the order of what was appended
   QTextCursor c(document());
   c.movePosition(QTextCursor::End);
   QTextCharFormat f;
@@ -34,7 +52,14 @@ void TokenTextView::appendPlain(const QString& text, bool bold) {
 
 void TokenTextView::appendStep(const StepRecord& s, const QString& piece) {
   generated_ += piece;
-  const bool at_bottom = verticalScrollBar()->value() >= verticalScrollBar()->maximum() - 4;
+  pending_.emplace_back(s, piece);
+  constexpr qint64 kInterval = 66;  // ms: at most ~15 insertions a second
+  const qint64 since = since_flush_.elapsed();
+  if (since >= kInterval) flush();
+  else if (!flush_timer_->isActive()) flush_timer_->start(int(kInterval - since));
+}
+
+void TokenTextView::insert_step(const StepRecord& s, const QString& piece) {
   // Token texts of what this step committed: accepted drafts, then the bonus.
   std::string joined;
   std::vector<std::pair<std::string, int>> tokens;  // text, node id (-1: bonus)
@@ -56,7 +81,6 @@ void TokenTextView::appendStep(const StepRecord& s, const QString& piece) {
   } else if (!piece.isEmpty()) {
     insert(piece, s.accepted_path.empty() ? QColor() : accepted_color(1, dark_), provenance_tooltip(s, -1));
   }
-  if (at_bottom) verticalScrollBar()->setValue(verticalScrollBar()->maximum());
 }
 
 bool TokenTextView::event(QEvent* e) {

@@ -1,7 +1,11 @@
 #pragma once
 // Streaming text with every token coloured by provenance and a tooltip per token (step, depth, draft
 // confidence, target probability). Used by the chat and by each compare lane.
+#include <QElapsedTimer>
 #include <QTextBrowser>
+#include <QTimer>
+#include <utility>
+#include <vector>
 
 #include "engine/methods/step_record.h"
 
@@ -18,13 +22,20 @@ class TokenTextView : public QTextBrowser {
   void appendPlain(const QString& text, bool bold = false);
   QString generatedText() const { return generated_; }  // everything appendStep added since clearGenerated
   void clearGenerated() { generated_.clear(); }
+  // Live steps are inserted at most 15 times a second (a window holding a QOpenGLWidget is recomposited on
+  // every repaint, which with software OpenGL runs on the decoder's cores); flush() inserts what waits now.
+  void flush();
 
  protected:
   bool event(QEvent* e) override;  // tooltips from the character format under the mouse
 
  private:
   void insert(const QString& text, const QColor& background, const QString& tooltip);
+  void insert_step(const StepRecord& step, const QString& piece);
   bool dark_ = false;
+  std::vector<std::pair<StepRecord, QString>> pending_;
+  QTimer* flush_timer_ = nullptr;
+  QElapsedTimer since_flush_;
   QString generated_;
 };
 
