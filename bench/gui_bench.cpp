@@ -8,7 +8,6 @@
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QSignalSpy>
-#include <QSurfaceFormat>
 #include <QTest>
 #include <QThread>
 #include <algorithm>
@@ -23,6 +22,7 @@
 #include "engine/util/cpu_info.h"
 #include "ui/engine/engine_worker.h"
 #include "ui/inspector/tree_inspector_widget.h"
+#include "ui/main/gl_setup.h"
 #include "ui/main/main_window.h"
 #include "ui/views/chat_view.h"
 #include "ui/views/settings_view.h"
@@ -65,11 +65,7 @@ StepRecord tree_step(int index) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  QSurfaceFormat fmt;
-  fmt.setVersion(3, 3);
-  fmt.setProfile(QSurfaceFormat::CoreProfile);
-  QSurfaceFormat::setDefaultFormat(fmt);
-  QApplication::setAttribute(Qt::AA_ShareOpenGLContexts);
+  specscope::ui::set_opengl_defaults();
   QApplication app(argc, argv);
   QApplication::setOrganizationName("SpecScopeBench");
   std::string out_path;

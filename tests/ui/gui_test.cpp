@@ -7,7 +7,6 @@
 #include <QApplication>
 #include <QDir>
 #include <QSignalSpy>
-#include <QSurfaceFormat>
 #include <QTest>
 #include <filesystem>
 
@@ -16,6 +15,7 @@
 #include "engine/model/model.h"
 #include "ui/engine/replay_controller.h"
 #include "ui/inspector/tree_inspector_widget.h"
+#include "ui/main/gl_setup.h"
 #include "ui/main/main_window.h"
 #include "ui/views/chat_view.h"
 #include "ui/views/compare_view.h"
@@ -152,11 +152,7 @@ int main(int argc, char** argv) {
   qputenv("XDG_DATA_HOME", QByteArray::fromStdString((tmp / "data").string()));
   qputenv("SPECSCOPE_NO_DIALOGS", "1");
   std::filesystem::remove_all(std::filesystem::path(db_path().toStdString()).parent_path());
-  QSurfaceFormat fmt;
-  fmt.setVersion(3, 3);
-  fmt.setProfile(QSurfaceFormat::CoreProfile);
-  QSurfaceFormat::setDefaultFormat(fmt);
-  QApplication::setAttribute(Qt::AA_ShareOpenGLContexts);
+  specscope::ui::set_opengl_defaults();
   QApplication app(argc, argv);
   QApplication::setOrganizationName("SpecScopeTest");
   QApplication::setApplicationName("SpecScopeTest");
