@@ -51,3 +51,31 @@ TEST(DefaultFamily, DraftModelSpeculationIsLosslessAndAccepts) {
   }
   EXPECT_GT(double(accepted) / double(steps), 1.0) << "the distilled draft should average more than one accepted token";
 }
+
+// The shipped EAGLE-1 head (trained on this CPU, official EAGLE-1 layout) drives eagle1 and eagle2 losslessly
+// and has learned something: on held-out prompts EAGLE-2's dynamic trees commit well over two tokens per step.
+TEST(DefaultFamily, ShippedEagleHeadIsLosslessAndAccepts) {
+  auto base = Model::load(kModels + "base");
+  for (const char* name : {"eagle1", "eagle2"}) {
+    MethodSpec spec;
+    spec.name = name;
+    spec.head_path = kModels + "eagle1";
+    auto method = make_method(spec, *base);
+    std::ifstream f(std::string(SPECSCOPE_SOURCE_DIR) + "/assets/prompts/heldout.jsonl");
+    std::string line;
+    GenerateOptions opts;
+    opts.max_tokens = 48;
+    long committed = 0, steps = 0;
+    for (int i = 0; i < 6 && std::getline(f, line); ++i) {
+      auto ids = encode_prompt(*base, nlohmann::json::parse(line)["prompt"].get<std::string>(), true);
+      auto c1 = base->new_cpu_context(0);
+      auto ref = generate(*base, *c1, ids, opts);
+      auto c2 = base->new_cpu_context(0);
+      auto res = generate_speculative(*base, *c2, *method, ids, opts);
+      EXPECT_EQ(res.gen.tokens, ref.tokens) << name;
+      committed += res.summary.new_tokens;
+      steps += res.summary.steps;
+    }
+    EXPECT_GT(double(committed) / double(steps), 2.0) << name << ": tau on held-out prompts";
+  }
+}
