@@ -210,7 +210,8 @@ AppSettings SettingsView::defaults() {
   a.eagle_head = sibling(base, "eagle1");
   a.eagle3_head = sibling(base, "eagle3");
   a.medusa_head = sibling(base, "medusa");
-  a.method = a.draft_path.isEmpty() ? "pld" : "sps";
+  // EAGLE-2's dynamic trees are what the inspector is for; fall back to the draft model, then to n-grams.
+  a.method = !a.eagle_head.isEmpty() ? "eagle2" : !a.draft_path.isEmpty() ? "sps" : "pld";
   a.session_db = QString::fromStdString(sessions::default_session_db_path());
   return a;
 }
