@@ -144,6 +144,25 @@ TEST(Gui, RecordedSessionReplaysToTheSameText) {
   EXPECT_TRUE(w.grab().save(shots_dir() + "/settings.png"));
 }
 
+TEST(Gui, Eagle2OnTheShippedHeadDrawsItsDynamicTree) {
+  MainWindow w;
+  configure(w, "eagle2");
+  ASSERT_FALSE(w.settingsView()->settings().eagle_head.isEmpty()) << "the default family ships an EAGLE head";
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  QSignalSpy done(&w, &MainWindow::jobDone);
+  w.chat()->setInput(kPrompt);
+  w.chat()->send();
+  ASSERT_TRUE(done.wait(180000));
+  settle();
+  EXPECT_EQ(w.chat()->lastAnswer().toStdString(), expected_answer()) << "lossless";
+  w.inspector()->setCurrentStep(1);  // an early step: a full 59-node tree
+  w.inspector()->repaint();
+  settle();
+  EXPECT_GT(w.inspector()->nodesDrawnLastFrame(), 20) << "EAGLE-2's dynamic tree (up to 59 drafts) was drawn";
+  EXPECT_TRUE(w.grab().save(shots_dir() + "/chat_eagle2.png"));
+}
+
 int main(int argc, char** argv) {
   // Keep the user's QSettings and session store out of the tests.
   const auto tmp = std::filesystem::temp_directory_path() / ("specscope-gui-home-" + std::to_string(getpid()));
