@@ -33,7 +33,7 @@ class TreeInspectorWidget : public QOpenGLWidget {
   void fitView();
   void setDarkTheme(bool dark);
   void setCompact(bool compact);
-  // New steps repaint at most this often (default 15/s; 0: every step); input always repaints at once.
+  // New steps repaint at most this often (default 20/s; 0: every step); input always repaints at once.
   void setLiveFrameRateLimit(int fps);  // miniature mode for compare lanes: no timeline, no labels, no tooltips
 
   // Evidence for tests and benchmarks.

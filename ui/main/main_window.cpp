@@ -21,6 +21,7 @@
 #include <QStyleFactory>
 #include <QTabWidget>
 #include <QThread>
+#include <QTimer>
 #include <QVBoxLayout>
 #include <fstream>
 
@@ -64,6 +65,13 @@ struct MainWindow::State {
   qint64 last_session = 0;
   bool replaying = false;
   bool live_drawing = true;
+  struct PendingStep {
+    int lane;
+    StepRecord step;
+    QString piece;
+  };
+  std::vector<PendingStep> pending;  // live steps waiting for the next frame
+  QTimer frame_timer;
 };
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_unique<State>()) {
@@ -170,10 +178,17 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
       s_->traces[size_t(lane)].steps.push_back(st);
       s_->traces[size_t(lane)].pieces.push_back(piece.toStdString());
     }
-    if (s_->live_drawing) show_step(lane, st, piece);
+    if (!s_->live_drawing) return;
+    // One frame clock for every view: steps wait at most 66 ms and are shown together, so the window is
+    // recomposited once per frame rather than once per view per step (see TreeInspectorWidget::State).
+    s_->pending.push_back({lane, st, piece});
+    if (!s_->frame_timer.isActive()) s_->frame_timer.start(66);
   });
+  s_->frame_timer.setSingleShot(true);
+  connect(&s_->frame_timer, &QTimer::timeout, this, [this] { flush_pending(); });
   connect(s_->worker, &EngineWorker::laneFinished, this,
           [this](int lane, const RunSummary& summary, const QString& text, bool identical) {
+            flush_pending();
             if (lane < int(s_->traces.size())) {
               auto& t = s_->traces[size_t(lane)];
               t.summary = summary;
@@ -192,6 +207,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
             }
           });
   connect(s_->worker, &EngineWorker::jobFinished, this, [this](qint64 session, bool cancelled) {
+    flush_pending();
     s_->busy = false;
     s_->last_session = session;
     if (s_->job == State::Job::Chat) {
@@ -425,6 +441,13 @@ void MainWindow::show_step(int lane, const StepRecord& st, const QString& piece)
 }
 
 void MainWindow::setLiveDrawing(bool on) { s_->live_drawing = on; }
+
+void MainWindow::flush_pending() {
+  s_->frame_timer.stop();
+  auto steps = std::move(s_->pending);
+  s_->pending.clear();
+  for (auto& p : steps) show_step(p.lane, p.step, p.piece);
+}
 
 void MainWindow::stop() {
   s_->worker->cancel();

@@ -49,6 +49,7 @@ class MainWindow : public QMainWindow {
 
  private:
   void show_step(int lane, const StepRecord& st, const QString& piece);
+  void flush_pending();
   struct State;
   std::unique_ptr<State> s_;
 };

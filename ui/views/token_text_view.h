@@ -22,7 +22,7 @@ class TokenTextView : public QTextBrowser {
   void appendPlain(const QString& text, bool bold = false);
   QString generatedText() const { return generated_; }  // everything appendStep added since clearGenerated
   void clearGenerated() { generated_.clear(); }
-  // Live steps are inserted at most 15 times a second (a window holding a QOpenGLWidget is recomposited on
+  // Live steps are inserted at most 20 times a second (a window holding a QOpenGLWidget is recomposited on
   // every repaint, which with software OpenGL runs on the decoder's cores); flush() inserts what waits now.
   void flush();
 
