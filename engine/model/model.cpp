@@ -96,6 +96,8 @@ ModelIdentity compute_identity(const std::string& path, const ModelConfig& c, co
 std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& opts) {
   auto t0 = std::chrono::steady_clock::now();
   if (!fs::exists(path)) throw InputError(path, "no such file or directory");
+  if (!fs::is_directory(path) && fs::path(path).extension() == ".gguf")
+    throw InputError(path, "loading models from GGUF is not implemented yet (use the Hugging Face folder)");
   if (!fs::is_directory(path))
     throw InputError(path, "expected a Hugging Face model directory (config.json + *.safetensors + tokenizer.json)");
   auto m = std::make_shared<Model>();
