@@ -805,3 +805,26 @@ TEST(GgufBuilt, EdgeCasesTheWriterCannotMake) {
 
 }  // namespace
 }  // namespace specscope
+
+// The CLI: `info` describes a .gguf file through the reader; running one says plainly that GGUF models
+// cannot be run yet (exit code 2), and a corrupt one is an error naming the file.
+TEST(GgufCli, InfoReadsTheFileAndRunRefusesClearly) {
+  const std::string file = specscope::test::fixture("gguf/all_types.gguf");
+  auto info = specscope::test::run_cli("info --model " + file + " --json");
+  ASSERT_EQ(info.exit_code, 0) << info.out;
+  auto j = nlohmann::json::parse(info.out);
+  EXPECT_EQ(j["gguf_version"], 3);
+  EXPECT_EQ(j["name"], "SpecScope GGUF fixture");
+  EXPECT_TRUE(j["tensor_types"].contains("Q4_K"));
+  EXPECT_FALSE(j["loadable"].get<bool>());
+  auto run = specscope::test::run_cli("run --no-record --model " + file + " --prompt hi");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.out.find("not implemented yet"), std::string::npos) << run.out;
+  const std::string bad = ::testing::TempDir() + "/broken.gguf";
+  FILE* f = std::fopen(bad.c_str(), "wb");
+  std::fputs("GGUF\x03", f);
+  std::fclose(f);
+  auto broken = specscope::test::run_cli("info --model " + bad);
+  EXPECT_EQ(broken.exit_code, 2);
+  EXPECT_NE(broken.out.find("broken.gguf"), std::string::npos) << broken.out;
+}

@@ -9,10 +9,13 @@
 
 namespace specscope::cli {
 
+int gguf_info(const std::string& path, bool json);  // gguf_info.cpp
+
 int cmd_info(Args& args) {
   std::string path = model_path(args);
   bool json = args.has("--json");
   args.finish();
+  if (path.size() > 5 && path.compare(path.size() - 5, 5, ".gguf") == 0) return gguf_info(path, json);
   auto model = Model::load(path);
   const auto& c = model->config();
   nlohmann::json j = {
