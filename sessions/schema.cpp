@@ -148,6 +148,11 @@ Identity read_identity(Database& db) {
 void check_identity(const std::string& path, const Identity& id) {
   if (id.application_id != kApplicationId && !(id.application_id == 0 && id.objects == 0))
     throw InputError(path, "a SQLite database of another application, not a SpecScope session store (left untouched)");
+  if (id.user_version < 0)  // found by fuzz_session_db: PRAGMA user_version is a signed 32-bit field
+    throw InputError(path, "corrupt session store: schema version " + std::to_string(id.user_version) +
+                               " (left untouched)");
+  if (id.application_id == kApplicationId && id.user_version == 0)
+    throw InputError(path, "corrupt session store: marked as SpecScope's but has no schema version (left untouched)");
   if (id.user_version > kSchemaVersion)
     throw InputError(path, "written by a newer SpecScope (session schema version " + std::to_string(id.user_version) +
                                "; this build reads up to " + std::to_string(kSchemaVersion) +

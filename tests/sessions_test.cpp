@@ -213,6 +213,20 @@ TEST(SessionStore, RefusesNewerSchemaUntouched) {
   expect_refused_untouched(p, "newer SpecScope");
 }
 
+TEST(SessionStore, RefusesImpossibleSchemaVersionsUntouched) {
+  // Found by fuzz_session_db: a negative user_version once indexed the migration table out of bounds.
+  auto dir = test::fresh_dir("badversion");
+  for (int version : {-1, -2147483647, 0}) {
+    const auto p = dir / ("v" + std::to_string(version) + ".db");
+    {
+      Database d(p.string(), Database::Mode::ReadWriteCreate);
+      d.exec(schema_sql(kSchemaVersion));
+      d.exec("PRAGMA user_version = " + std::to_string(version));
+    }
+    expect_refused_untouched(p, "corrupt session store");
+  }
+}
+
 TEST(SessionStore, RefusesOtherSqliteDatabasesUntouched) {
   auto dir = test::fresh_dir("foreign");
   const auto p = dir / "other.db";
