@@ -79,3 +79,28 @@ TEST(DefaultFamily, ShippedEagleHeadIsLosslessAndAccepts) {
     EXPECT_GT(double(committed) / double(steps), 2.0) << name << ": tau on held-out prompts";
   }
 }
+
+// The shipped Medusa heads: lossless with their static tree, and accepting drafts on held-out prompts.
+TEST(DefaultFamily, ShippedMedusaHeadsAreLosslessAndAccept) {
+  auto base = Model::load(kModels + "base");
+  MethodSpec spec;
+  spec.name = "medusa";
+  spec.head_path = kModels + "medusa";
+  auto method = make_method(spec, *base);
+  std::ifstream f(std::string(SPECSCOPE_SOURCE_DIR) + "/assets/prompts/heldout.jsonl");
+  std::string line;
+  GenerateOptions opts;
+  opts.max_tokens = 48;
+  long committed = 0, steps = 0;
+  for (int i = 0; i < 6 && std::getline(f, line); ++i) {
+    auto ids = encode_prompt(*base, nlohmann::json::parse(line)["prompt"].get<std::string>(), true);
+    auto c1 = base->new_cpu_context(0);
+    auto ref = generate(*base, *c1, ids, opts);
+    auto c2 = base->new_cpu_context(0);
+    auto res = generate_speculative(*base, *c2, *method, ids, opts);
+    EXPECT_EQ(res.gen.tokens, ref.tokens);
+    committed += res.summary.new_tokens;
+    steps += res.summary.steps;
+  }
+  EXPECT_GT(double(committed) / double(steps), 1.3) << "tau on held-out prompts";
+}
