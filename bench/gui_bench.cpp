@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "engine/util/median.h"
 #include "engine/methods/speculative_generator.h"
 #include "engine/model/default_model.h"
 #include "engine/model/model.h"
@@ -30,11 +31,6 @@
 using namespace specscope;
 
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
 
 // An EAGLE-2-sized tree: 60 nodes over 6 depths, a few accepted, confidences varying with the step.
 StepRecord tree_step(int index) {

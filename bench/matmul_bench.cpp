@@ -25,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/util/median.h"
 #include "engine/cpu/matmul.h"
 #include "engine/util/dtype.h"
 #include "engine/util/tensor.h"
@@ -75,12 +76,6 @@ double now_s() {
     return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
   }
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 std::vector<std::string> split(const std::string& s) {

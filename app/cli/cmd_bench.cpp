@@ -12,17 +12,13 @@
 #include <sstream>
 #include <thread>
 
+#include "engine/util/median.h"
 #include "app/cli/commands.h"
 #include "engine/model/model.h"
 #include "engine/sampling/sampler.h"
 #include "engine/util/error.h"
 
 namespace specscope::cli {
-
-static double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
 
 static std::vector<int> parse_sizes(const std::string& s) {
   std::vector<int> out;

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "engine/util/median.h"
 #include "app/cli/commands.h"
 #include "app/cli/method_flags.h"
 #include "app/cli/recording.h"
@@ -30,11 +31,6 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
 // A plausible EAGLE-2 step: 60 nodes in 6 levels, short token texts, every numeric field set.

@@ -11,6 +11,7 @@
 #include "app/cli/method_flags.h"
 #include "app/cli/recording.h"
 #include "app/cli/run_report.h"
+#include "sessions/summary_json.h"
 #include "engine/methods/speculative_generator.h"
 #include "engine/model/model.h"
 #include "engine/util/error.h"
@@ -44,7 +45,6 @@ int cmd_compare(Args& args) {
   auto model = Model::load(path);
   std::vector<std::unique_ptr<Method>> methods;
   for (auto& s : specs) methods.push_back(make_method(s, *model));
-  if (recorder) recorder->begin_session(*model, "compare", model->new_cpu_context(1)->backend_name());
 
   CompareReport report;
   report.model = model->identity().path;
@@ -62,6 +62,7 @@ int cmd_compare(Args& args) {
       std::fprintf(stderr, isatty(2) ? "\r[compare] prompt %zu/%zu, %s          " : "[compare] prompt %zu/%zu, %s\n",
                    p + 1, prompts.size(), names[m].c_str());
       auto ctx = model->new_cpu_context(0);
+      if (recorder && p == 0 && m == 0) recorder->begin_session(*model, "compare", ctx->backend_name());
       int64_t run_id = 0;
       if (recorder)
         run_id = recorder->begin_run({specs[m], opts.sampling, opts.max_tokens, opts.stop_strings, prompts[p], chat,
@@ -81,8 +82,7 @@ int cmd_compare(Args& args) {
       s.speedup_vs_vanilla = vanilla_tps > 0 ? s.tokens_per_second / vanilla_tps : kNoValue;
       const bool same = res.gen.tokens == reference;
       if (recorder) {
-        auto summary = run_summary_json(s, res.gen.prompt_tokens, res.gen.prefill_tokens_per_second(),
-                                        res.gen.decode_tokens_per_second(), report.sampling, ctx->backend_name());
+        auto summary = sessions::run_summary_json(s, res.gen, report.sampling, ctx->backend_name());
         recorder->finish_run(run_id, {s, res.gen.text, same, json_line(summary)});
       }
       report.runs.push_back({p, m, s, same, std::move(res.steps)});

@@ -6,6 +6,7 @@
 #include "app/cli/method_flags.h"
 #include "app/cli/recording.h"
 #include "app/cli/run_report.h"
+#include "sessions/summary_json.h"
 #include "engine/methods/speculative_generator.h"
 #include "engine/model/model.h"
 #include "engine/util/error.h"
@@ -47,8 +48,7 @@ int cmd_run(Args& args) {
   };
   auto res = generate_speculative(*model, *ctx, *method, ids, opts, on_step);
   const nlohmann::json summary =
-      run_summary_json(res.summary, res.gen.prompt_tokens, res.gen.prefill_tokens_per_second(),
-                       res.gen.decode_tokens_per_second(), opts.sampling.describe(), ctx->backend_name());
+      sessions::run_summary_json(res.summary, res.gen, opts.sampling.describe(), ctx->backend_name());
   if (json) {
     std::printf("%s\n", json_line(summary).c_str());
   } else {

@@ -26,7 +26,7 @@ int64_t Recorder::begin_session(const Model& model, const std::string& kind, con
   m.title = title_;
   m.model = model.identity();
   m.backend = backend;
-  m.device = cpu_device_name();
+  m.device = cpu_model_name();
   session_ = writer_->begin_session(m);
   return session_;
 }
@@ -53,7 +53,5 @@ void Recorder::finish() {
                                           std::to_string(stats.steps_dropped) + " lost (" + err + ")");
   std::fprintf(stderr, "[session %lld recorded in %s]\n", static_cast<long long>(session_), writer_->path().c_str());
 }
-
-std::string cpu_device_name() { return cpu_model_name(); }
 
 }  // namespace specscope::cli

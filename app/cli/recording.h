@@ -29,7 +29,4 @@ class Recorder {
   int64_t session_ = 0;
 };
 
-// The CPU's model name from /proc/cpuinfo (for the session's device field).
-std::string cpu_device_name();
-
 }  // namespace specscope::cli

@@ -4,17 +4,6 @@
 
 namespace specscope::cli {
 
-nlohmann::json run_summary_json(const RunSummary& s, int prompt_tokens, double prefill_tps, double decode_tps,
-                                const std::string& sampling, const std::string& backend) {
-  nlohmann::json j = to_json(s);
-  j["prompt_tokens"] = prompt_tokens;
-  j["prefill_tokens_per_second"] = prefill_tps;
-  j["decode_tokens_per_second"] = decode_tps;
-  j["sampling"] = sampling;
-  j["backend"] = backend;
-  return j;
-}
-
 std::string run_footer(const nlohmann::json& j) {
   char buf[512];
   std::snprintf(buf, sizeof buf,

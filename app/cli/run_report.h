@@ -8,10 +8,7 @@
 
 namespace specscope::cli {
 
-// The summary object `run --json` prints last (and the session store keeps).
-nlohmann::json run_summary_json(const RunSummary& s, int prompt_tokens, double prefill_tps, double decode_tps,
-                                const std::string& sampling, const std::string& backend);
-// The line `run` prints to stderr after the text.
+// The line `run` prints to stderr after the text, from the summary sessions::run_summary_json makes.
 std::string run_footer(const nlohmann::json& summary);
 // One StepRecord as `run --json` prints it (one line).
 std::string step_json_line(const StepRecord& rec);

@@ -41,17 +41,21 @@ std::string StopMatcher::flush() {
   return stopped_ ? std::string() : out;
 }
 
+std::vector<int32_t> encode_conversation(const Model& model, const std::vector<ChatMessage>& messages) {
+  for (const auto& m : messages)
+    if (find_invalid_utf8(m.content) != std::string::npos)
+      throw InputError("prompt", "invalid UTF-8 at byte " + std::to_string(find_invalid_utf8(m.content)));
+  const auto& tmpl = model.chat_template();
+  std::vector<int32_t> ids = model.tokenizer().encode(tmpl.render(messages, true), !tmpl.renders_bos());
+  if (ids.empty()) throw InputError("prompt", "empty prompt");
+  return ids;
+}
+
 std::vector<int32_t> encode_prompt(const Model& model, const std::string& prompt, bool chat) {
+  if (chat) return encode_conversation(model, {{"user", prompt}});
   if (find_invalid_utf8(prompt) != std::string::npos)
     throw InputError("prompt", "invalid UTF-8 at byte " + std::to_string(find_invalid_utf8(prompt)));
-  std::vector<int32_t> ids;
-  if (chat) {
-    const auto& tmpl = model.chat_template();
-    std::string text = tmpl.render({{"user", prompt}}, true);
-    ids = model.tokenizer().encode(text, !tmpl.renders_bos());
-  } else {
-    ids = model.tokenizer().encode(prompt, true);
-  }
+  std::vector<int32_t> ids = model.tokenizer().encode(prompt, true);
   if (ids.empty()) throw InputError("prompt", "empty prompt");
   return ids;
 }

@@ -11,6 +11,7 @@
 namespace specscope {
 
 class Model;
+struct ChatMessage;
 
 struct GenerateOptions {
   int max_tokens = 128;
@@ -54,6 +55,9 @@ class StopMatcher {
 
 // Encodes the prompt (chat-formatted when `chat`) and checks it fits the context with room to generate.
 std::vector<int32_t> encode_prompt(const Model& model, const std::string& prompt, bool chat);
+// Encodes a whole conversation through the model's chat template, ready for the assistant's next answer.
+// Throws InputError for invalid UTF-8 in any message or an empty result.
+std::vector<int32_t> encode_conversation(const Model& model, const std::vector<ChatMessage>& messages);
 
 GenerateResult generate(const Model& model, Context& ctx, const std::vector<int32_t>& prompt,
                         const GenerateOptions& opts, const TokenCallback& on_token = {});

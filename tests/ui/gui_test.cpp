@@ -22,6 +22,7 @@
 #include "ui/views/session_library_view.h"
 #include "ui/views/settings_view.h"
 #include "ui/views/statistics_view.h"
+#include "tests/test_support.h"
 
 using namespace specscope;
 using namespace specscope::ui;
@@ -139,6 +140,11 @@ TEST(Gui, RecordedSessionReplaysToTheSameText) {
   EXPECT_EQ(w.chat()->lastAnswer().toStdString(), want);
   EXPECT_GT(w.inspector()->nodesDrawnLastFrame(), 0);
   EXPECT_TRUE(w.grab().save(shots_dir() + "/replay.png"));
+  // The app records what the CLI records: the CLI replays the app's chat and its footer.
+  auto cli = specscope::test::run_cli("sessions replay 1 --speed 0 --session-db " + db_path().toStdString());
+  EXPECT_EQ(cli.exit_code, 0) << cli.out;
+  EXPECT_NE(cli.out.find(want), std::string::npos) << cli.out;
+  EXPECT_NE(cli.out.find("[sps | 48 tokens"), std::string::npos) << cli.out;
   w.showTab("settings");
   settle();
   EXPECT_TRUE(w.grab().save(shots_dir() + "/settings.png"));

@@ -11,6 +11,7 @@
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/util/cpu_info.h"
 #include "engine/util/error.h"
+#include "sessions/summary_json.h"
 #include "sessions/writer.h"
 
 Q_DECLARE_METATYPE(specscope::StepRecord)
@@ -66,15 +67,6 @@ class Turnstile {
   bool released_ = false;
 };
 
-std::vector<int32_t> encode_conversation(const Model& model, const GenerationJob& job) {
-  if (job.conversation.empty()) throw InputError("prompt", "empty conversation");
-  if (!job.chat) return encode_prompt(model, job.conversation.front().content, false);
-  const auto& tmpl = model.chat_template();
-  const std::string text = tmpl.render(job.conversation, true);
-  auto ids = model.tokenizer().encode(text, !tmpl.renders_bos());
-  if (ids.empty()) throw InputError("prompt", "empty prompt");
-  return ids;
-}
 
 }  // namespace
 
@@ -118,7 +110,10 @@ void EngineWorker::run(const GenerationJob& job) {
     auto model = model_for(job.model_path);
     std::vector<std::unique_ptr<Method>> methods;
     for (const auto& spec : job.lanes) methods.push_back(make_method(spec, *model));
-    const auto ids = encode_conversation(*model, job);
+    // A raw prompt when not chatting; the whole conversation through the chat template otherwise.
+    if (job.conversation.empty()) throw InputError("prompt", "empty conversation");
+    const auto ids = job.chat ? encode_conversation(*model, job.conversation)
+                              : encode_prompt(*model, job.conversation.front().content, false);
 
     std::unique_ptr<sessions::SessionWriter> writer;
     if (job.record) {
@@ -141,9 +136,8 @@ void EngineWorker::run(const GenerationJob& job) {
     }
 
     const int n = int(job.lanes.size());
-    std::vector<std::vector<int32_t>> outputs(static_cast<size_t>(n));
+    std::vector<GenerateResult> gens(static_cast<size_t>(n));
     std::vector<RunSummary> summaries(static_cast<size_t>(n));
-    std::vector<std::string> texts(static_cast<size_t>(n));
     std::vector<int64_t> run_ids(static_cast<size_t>(n), 0);
     for (int l = 0; l < n; ++l)
       if (writer) {
@@ -173,7 +167,6 @@ void EngineWorker::run(const GenerationJob& job) {
       if (job.interleaved && n > 1) turns.wait_turn(l);
       auto res = generate_speculative(*model, *ctx, *methods[size_t(l)], ids, job.options, on_step);
       if (job.interleaved && n > 1) turns.leave(l);
-      outputs[size_t(l)] = res.gen.tokens;
       if (job.interleaved && n > 1) {
         // Interleaved lanes wait for their turns inside the step callback, so wall-clock decode time would
         // count the other lanes' work too: time each lane by its own steps' measured compute instead.
@@ -184,7 +177,7 @@ void EngineWorker::run(const GenerationJob& job) {
         res.summary.tokens_per_second = us > 0 ? res.summary.new_tokens / res.summary.decode_seconds : 0;
       }
       summaries[size_t(l)] = res.summary;
-      texts[size_t(l)] = res.gen.text;
+      gens[size_t(l)] = std::move(res.gen);
     };
     if (job.interleaved && n > 1) {
       std::vector<std::thread> threads;
@@ -209,16 +202,18 @@ void EngineWorker::run(const GenerationJob& job) {
     for (int l = 0; l < n; ++l) {
       auto& s = summaries[size_t(l)];
       if (l > 0 && reference_tps > 0) s.speedup_vs_vanilla = s.tokens_per_second / reference_tps;
-      const bool same = outputs[size_t(l)] == outputs[0];
+      const GenerateResult& gen = gens[size_t(l)];
+      const bool same = gen.tokens == gens[0].tokens;
       if (writer && run_ids[size_t(l)]) {
-        nlohmann::json j = to_json(s);
-        writer->finish_run(run_ids[size_t(l)], {s, texts[size_t(l)], n > 1 ? std::optional<bool>(same) : std::nullopt,
+        // The same summary the CLI records, so `specscope-cli sessions replay` can print this run too.
+        const auto j = sessions::run_summary_json(s, gen, job.options.sampling.describe(), "cpu");
+        writer->finish_run(run_ids[size_t(l)], {s, gen.text, n > 1 ? std::optional<bool>(same) : std::nullopt,
                                                 j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
       }
-      emit laneFinished(l, s, QString::fromStdString(texts[size_t(l)]), same);
+      emit laneFinished(l, s, QString::fromStdString(gen.text), same);
     }
     if (writer) {
-      if (job.chat && n == 1) writer->append_message(session, {"assistant", texts[0], run_ids[0]});
+      if (job.chat && n == 1) writer->append_message(session, {"assistant", gens[0].text, run_ids[0]});
       writer->flush();
       if (!writer->error().empty()) emit recordingFailed(QString::fromStdString(writer->error()));
     }
