@@ -610,6 +610,9 @@ def run(args, recipe):
 
     dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}[args.export_dtype]
     os.makedirs(args.out, exist_ok=True)
+    if hasattr(recipe, "calibrate"):  # e.g. Speculative Streaming's pruning threshold, on the validation rows
+        with torch.no_grad(), amp():
+            recipe.calibrate(head, base, vT, vM, args.batch_size)
     files = recipe.export(head, base, args.out, dtype)
     shutil.copy(log_path, os.path.join(args.out, "train_log.jsonl"))
     with open(log_path) as f:

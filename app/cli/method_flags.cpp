@@ -16,7 +16,7 @@ MethodSpec read_method_spec(Args& args, const std::string& name) {
   spec.head_path = args.get_or("--head", "");
   for (const char* opt : {"gamma", "branching", "max-ngram", "min-ngram", "num-draft", "total-tokens", "depth",
                           "draft-top-k", "tree-choices", "window", "ngram", "guesses", "posterior-threshold",
-                          "posterior-alpha"})
+                          "posterior-alpha", "stream-top-k", "msa-layers", "prune-threshold"})
     if (auto v = args.get(std::string("--") + opt)) spec.options[opt] = *v;
   if (args.has("--lossy-typical")) spec.options["typical"] = "1";
   return spec;

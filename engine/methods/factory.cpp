@@ -7,6 +7,7 @@
 #include "engine/methods/lookahead_method.h"
 #include "engine/methods/medusa_method.h"
 #include "engine/methods/simple_methods.h"
+#include "engine/methods/streaming_method.h"
 #include "engine/model/model.h"
 #include "engine/util/error.h"
 
@@ -50,7 +51,7 @@ std::vector<int> opt_list(const MethodSpec& s, const std::string& key) {
 }  // namespace
 
 std::vector<std::string> known_methods() {
-  return {"vanilla", "sps", "eagle1", "eagle2", "eagle3", "medusa", "lookahead", "pld"};
+  return {"vanilla", "sps", "eagle1", "eagle2", "eagle3", "medusa", "streaming", "lookahead", "pld"};
 }
 
 std::unique_ptr<Method> make_method(const MethodSpec& spec, const Model& target) {
@@ -100,6 +101,19 @@ std::unique_ptr<Method> make_method(const MethodSpec& spec, const Model& target)
       o.typical = ta;
     }
     return std::make_unique<MedusaMethod>(MedusaHeads::load(spec.head_path, target), o);
+  }
+  if (spec.name == "streaming") {
+    // The streams live in the fine-tuned model's own directory unless --head points elsewhere.
+    const std::string dir = spec.head_path.empty() ? target.path() : spec.head_path;
+    if (!StreamingWeights::present(dir))
+      throw InputError(dir, "has no streaming_config.json: streaming needs a Speculative Streaming model "
+                            "(e.g. --model assets/models/streaming; training/train_streaming.py makes one)");
+    StreamingOptions o;
+    o.streams = opt_int(spec, "gamma", 0);
+    o.top_k = opt_int(spec, "stream-top-k", 0);
+    o.msa_layers = opt_int(spec, "msa-layers", 0);
+    o.prune_threshold = opt_float(spec, "prune-threshold", -1.f);
+    return std::make_unique<StreamingMethod>(StreamingWeights::load(dir, target), o, target);
   }
   if (spec.name == "lookahead") {
     LookaheadOptions o;

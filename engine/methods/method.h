@@ -51,6 +51,10 @@ class Method {
   // verification forward's output (taps for every row). st.tokens already includes the committed tokens.
   virtual void commit(const DecodeState& st, const ForwardOutput& out, const std::vector<int>& rows,
                       int committed) {}
+  // Lets a method add to a target forward (Speculative Streaming asks for its streams and for pruning): the
+  // prompt's forward (tree == nullptr) and every verification forward (row_of_node: tree node -> batch row).
+  virtual void shape_forward(const DecodeState& st, Batch& b, const DraftTree* tree,
+                             const std::vector<int>* row_of_node) {}
   // Extra rows for this step's verification forward, and their logits afterwards (rows first_row.. of out).
   virtual void extra_rows(const DecodeState& st, ExtraRows& rows) {}
   virtual void observe_extra(const DecodeState& st, const ForwardOutput& out, int first_row) {}

@@ -32,6 +32,19 @@ void append_extra_rows(Batch& b, const ExtraRows& extra) {
   b.mask = std::move(mask);
 }
 
+// Rows the forward itself pruned (Speculative Streaming's early-exit pruning) leave verification: their nodes
+// (and, by construction, their subtrees) become pruned, with no batch row.
+void mark_pruned_in_forward(DraftTree& tree, std::vector<int>& row_of_node, const ForwardOutput& out) {
+  if (out.pruned.empty()) return;
+  for (auto& node : tree.nodes) {
+    const int row = row_of_node[node.id];
+    if (row < 0 || !out.pruned[row]) continue;
+    node.pruned = true;
+    node.decision = NodeDecision::Pruned;
+    row_of_node[node.id] = -1;
+  }
+}
+
 }  // namespace
 
 SpeculativeResult generate_speculative(const Model& model, Context& ctx, Method& method,
@@ -108,6 +121,7 @@ SpeculativeResult generate_speculative(const Model& model, Context& ctx, Method&
     Batch b = Batch::causal(prompt);
     b.taps = taps;
     b.logit_rows = {int(prompt.size()) - 1};  // taps still cover every prompt row
+    method.shape_forward(st, b, nullptr, nullptr);
     ctx.forward(b, out);
   }
   r.prefill_seconds = std::chrono::duration<double>(clock::now() - t0).count();
@@ -167,8 +181,10 @@ SpeculativeResult generate_speculative(const Model& model, Context& ctx, Method&
     const int first_extra = b.size();
     if (extra.size() > 0) append_extra_rows(b, extra);
     b.taps = taps;
+    method.shape_forward(st, b, &tree, &row_of_node);
     ctx.forward(b, out);
     if (extra.size() > 0) method.observe_extra(st, out, first_extra);
+    mark_pruned_in_forward(tree, row_of_node, out);
     rec.timings.verify_forward_us = us_since(tf);
     rec.target_forwards = 1;
     rec.target_tokens = b.size();

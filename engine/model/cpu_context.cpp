@@ -9,6 +9,7 @@
 
 #include "engine/cpu/matmul.h"
 #include "engine/cpu/ops.h"
+#include "engine/heads/streaming_weights.h"
 #include "engine/model/model.h"
 #include "engine/util/error.h"
 
@@ -80,79 +81,93 @@ void CpuContext::forward(const Batch& b, ForwardOutput& out) {
       throw InputError("batch", "position out of range");
   }
 
-  const int H = c.hidden_size, hd = c.head_dim;
-  const int q_dim = c.num_heads * hd, F = c.intermediate_size;
-  grow(x_, size_t(n) * H);
-  grow(h_, size_t(n) * H);
-  grow(q_, size_t(n) * q_dim);
-  grow(k_, size_t(n) * kv_dim_);
-  grow(v_, size_t(n) * kv_dim_);
-  grow(att_, size_t(n) * q_dim);
-  grow(ffn_gate_, size_t(n) * F);
-  grow(ffn_up_, size_t(n) * F);
+  const StreamingRequest* sr = b.streaming ? &*b.streaming : nullptr;
+  if (sr) check_streaming(*sr, n);
 
+  const int H = c.hidden_size;
+  grow(x_, size_t(n) * H);
   for (int i = 0; i < n; ++i) cpu::embedding_row(w.embed, b.tokens[i], x_.data() + size_t(i) * H);
+  batch_n_ = n;
+  active_.resize(n);
+  for (int i = 0; i < n; ++i) active_[i] = i;
+  alive_.assign(n, 1);
+  int na = n;  // rows still computed; x_ holds them compacted, in batch order
+  n_streams_ = 0;
+  stream_src_.clear();
 
   out.vocab = c.vocab_size;
   out.hidden = H;
   out.hiddens.assign(b.taps.size(), {});
+  out.pruned.clear();
+  out.stream_rows.clear();
+  out.stream_logits.clear();
+  out.streams = 0;
+  // Taps are per batch row; pruned rows read as zeros.
   auto capture = [&](HiddenTap::Kind kind, int layer, const float* src) {
-    for (size_t t = 0; t < b.taps.size(); ++t)
-      if (b.taps[t].kind == kind && (kind == HiddenTap::FinalNorm || b.taps[t].layer == layer))
-        out.hiddens[t].assign(src, src + size_t(n) * H);
+    for (size_t t = 0; t < b.taps.size(); ++t) {
+      if (b.taps[t].kind != kind || (kind == HiddenTap::LayerInput && b.taps[t].layer != layer)) continue;
+      out.hiddens[t].assign(size_t(n) * H, 0.f);
+      for (int i = 0; i < na; ++i)
+        std::memcpy(out.hiddens[t].data() + size_t(active_[i]) * H, src + size_t(i) * H, sizeof(float) * H);
+    }
   };
 
   const int base = n_past_;
   for (int i = 0; i < n; ++i) slot_pos_[base + i] = pos[i];
+  const uint8_t* mask = b.mask.empty() ? nullptr : b.mask.data();
+  const int stream_start = sr ? c.num_layers - sr->msa_layers : c.num_layers;
   for (int l = 0; l < c.num_layers; ++l) {
-    const auto& L = w.layers[l];
+    if (sr && l == stream_start) begin_streams(*sr, na);
     capture(HiddenTap::LayerInput, l, x_.data());
-    cpu::rmsnorm(x_.data(), L.input_norm.data(), h_.data(), n, H, c.rms_norm_eps);
-    cpu::linear(h_.data(), n, L.wq, bias_or_null(L.bq), q_.data());
-    cpu::linear(h_.data(), n, L.wk, bias_or_null(L.bk), k_.data());
-    cpu::linear(h_.data(), n, L.wv, bias_or_null(L.bv), v_.data());
-    for (int i = 0; i < n; ++i) {
-      cpu::rope(q_.data() + size_t(i) * q_dim, c.num_heads, hd, pos[i], inv_freq_.data());
-      cpu::rope(k_.data() + size_t(i) * kv_dim_, c.num_kv_heads, hd, pos[i], inv_freq_.data());
-      std::memcpy(k_slot(l, base + i), k_.data() + size_t(i) * kv_dim_, sizeof(float) * kv_dim_);
-      std::memcpy(v_slot(l, base + i), v_.data() + size_t(i) * kv_dim_, sizeof(float) * kv_dim_);
-    }
-    attention(l, n, pos, b.mask.empty() ? nullptr : b.mask.data());
-    cpu::linear(att_.data(), n, L.wo, bias_or_null(L.bo), h_.data());
-    cpu::add(h_.data(), x_.data(), int64_t(n) * H);
-
-    cpu::rmsnorm(x_.data(), L.post_attn_norm.data(), h_.data(), n, H, c.rms_norm_eps);
-    cpu::linear(h_.data(), n, L.w_gate, bias_or_null(L.b_gate), ffn_gate_.data());
-    cpu::linear(h_.data(), n, L.w_up, bias_or_null(L.b_up), ffn_up_.data());
-    cpu::silu_mul(ffn_gate_.data(), ffn_up_.data(), ffn_gate_.data(), int64_t(n) * F);
-    cpu::linear(ffn_gate_.data(), n, L.w_down, bias_or_null(L.b_down), h_.data());
-    cpu::add(h_.data(), x_.data(), int64_t(n) * H);
+    decoder_layer(l, na, pos, mask);
+    if (n_streams_ > 0) stream_layer(l, *sr, pos, mask);
+    if (sr && !sr->parent_row.empty() && l == sr->weights->config().prune_layer) na = prune_rows(*sr, b, na);
   }
-  cpu::rmsnorm(x_.data(), w.final_norm.data(), h_.data(), n, H, c.rms_norm_eps);
+  grow(h_, size_t(na) * H);
+  cpu::rmsnorm(x_.data(), w.final_norm.data(), h_.data(), na, H, c.rms_norm_eps);
   capture(HiddenTap::FinalNorm, 0, h_.data());
 
-  // Logits only for the rows asked for: verification needs all, vanilla decode only the last.
+  // Logits only for the rows asked for: verification needs all, vanilla decode only the last. Rows pruned
+  // inside the forward get NaN (nothing may read them).
   out.logit_rows = b.logit_rows;
   if (out.logit_rows.empty()) {
     out.logit_rows.resize(n);
     for (int i = 0; i < n; ++i) out.logit_rows[i] = i;
   }
   const int nr = int(out.logit_rows.size());
-  std::vector<float> sel;
-  const float* src = h_.data();
-  bool contiguous = true;
-  for (int r = 0; r < nr; ++r) contiguous &= out.logit_rows[r] == r;
-  if (!contiguous || nr != n) {
-    sel.resize(size_t(nr) * H);
-    for (int r = 0; r < nr; ++r) {
-      int row = out.logit_rows[r];
-      if (row < 0 || row >= n) throw InputError("batch", "logit row out of range");
-      std::memcpy(sel.data() + size_t(r) * H, h_.data() + size_t(row) * H, sizeof(float) * H);
-    }
-    src = sel.data();
+  std::vector<int> active_index(n, -1);
+  for (int i = 0; i < na; ++i) active_index[active_[i]] = i;
+  std::vector<int> src_rows;  // active indices to project, and where they go
+  std::vector<int> dst_rows;
+  for (int r = 0; r < nr; ++r) {
+    const int row = out.logit_rows[r];
+    if (row < 0 || row >= n) throw InputError("batch", "logit row out of range");
+    if (active_index[row] < 0) continue;
+    src_rows.push_back(active_index[row]);
+    dst_rows.push_back(r);
   }
   out.logits.resize(size_t(nr) * c.vocab_size);
-  cpu::linear(src, nr, w.lm_head, nullptr, out.logits.data());
+  if (int(src_rows.size()) != nr)
+    std::fill(out.logits.begin(), out.logits.end(), std::numeric_limits<float>::quiet_NaN());
+  bool contiguous = int(src_rows.size()) == nr && nr == na;
+  for (int r = 0; contiguous && r < nr; ++r) contiguous = src_rows[r] == r;
+  if (contiguous) {
+    cpu::linear(h_.data(), nr, w.lm_head, nullptr, out.logits.data());
+  } else if (!src_rows.empty()) {
+    const int ns = int(src_rows.size());
+    std::vector<float> sel(size_t(ns) * H), lg(size_t(ns) * c.vocab_size);
+    for (int r = 0; r < ns; ++r)
+      std::memcpy(sel.data() + size_t(r) * H, h_.data() + size_t(src_rows[r]) * H, sizeof(float) * H);
+    cpu::linear(sel.data(), ns, w.lm_head, nullptr, lg.data());
+    for (int r = 0; r < ns; ++r)
+      std::memcpy(out.logits.data() + size_t(dst_rows[r]) * c.vocab_size, lg.data() + size_t(r) * c.vocab_size,
+                  sizeof(float) * c.vocab_size);
+  }
+  if (sr) {
+    out.pruned.assign(n, 0);
+    for (int i = 0; i < n; ++i) out.pruned[i] = alive_[i] ? 0 : 1;
+    if (n_streams_ > 0) finish_streams(*sr, out);
+  }
 
   n_past_ += n;
   last_batch_start_ = base;
@@ -161,10 +176,47 @@ void CpuContext::forward(const Batch& b, ForwardOutput& out) {
   forward_tokens += uint64_t(n);
 }
 
-void CpuContext::attention(int layer, int n, const int32_t* pos, const uint8_t* mask) {
+// One decoder layer over the `na` active rows in x_ (in place). Each row's keys/values go to its own cache slot.
+void CpuContext::decoder_layer(int l, int na, const int32_t* pos, const uint8_t* mask) {
+  const auto& c = model_->config();
+  const auto& L = model_->weights().layers[l];
+  const int H = c.hidden_size, hd = c.head_dim;
+  const int q_dim = c.num_heads * hd, F = c.intermediate_size;
+  grow(h_, size_t(na) * H);
+  grow(q_, size_t(na) * q_dim);
+  grow(k_, size_t(na) * kv_dim_);
+  grow(v_, size_t(na) * kv_dim_);
+  grow(att_, size_t(na) * q_dim);
+  grow(ffn_gate_, size_t(na) * F);
+  grow(ffn_up_, size_t(na) * F);
+  const int base = n_past_;
+  cpu::rmsnorm(x_.data(), L.input_norm.data(), h_.data(), na, H, c.rms_norm_eps);
+  cpu::linear(h_.data(), na, L.wq, bias_or_null(L.bq), q_.data());
+  cpu::linear(h_.data(), na, L.wk, bias_or_null(L.bk), k_.data());
+  cpu::linear(h_.data(), na, L.wv, bias_or_null(L.bv), v_.data());
+  for (int i = 0; i < na; ++i) {
+    const int row = active_[i];
+    cpu::rope(q_.data() + size_t(i) * q_dim, c.num_heads, hd, pos[row], inv_freq_.data());
+    cpu::rope(k_.data() + size_t(i) * kv_dim_, c.num_kv_heads, hd, pos[row], inv_freq_.data());
+    std::memcpy(k_slot(l, base + row), k_.data() + size_t(i) * kv_dim_, sizeof(float) * kv_dim_);
+    std::memcpy(v_slot(l, base + row), v_.data() + size_t(i) * kv_dim_, sizeof(float) * kv_dim_);
+  }
+  attention(l, na, pos, mask);
+  cpu::linear(att_.data(), na, L.wo, bias_or_null(L.bo), h_.data());
+  cpu::add(h_.data(), x_.data(), int64_t(na) * H);
+
+  cpu::rmsnorm(x_.data(), L.post_attn_norm.data(), h_.data(), na, H, c.rms_norm_eps);
+  cpu::linear(h_.data(), na, L.w_gate, bias_or_null(L.b_gate), ffn_gate_.data());
+  cpu::linear(h_.data(), na, L.w_up, bias_or_null(L.b_up), ffn_up_.data());
+  cpu::silu_mul(ffn_gate_.data(), ffn_up_.data(), ffn_gate_.data(), int64_t(na) * F);
+  cpu::linear(ffn_gate_.data(), na, L.w_down, bias_or_null(L.b_down), h_.data());
+  cpu::add(h_.data(), x_.data(), int64_t(na) * H);
+}
+
+void CpuContext::attention(int layer, int na, const int32_t* pos, const uint8_t* mask) {
   const auto& c = model_->config();
   const int hd = c.head_dim, nh = c.num_heads, group = c.num_heads / c.num_kv_heads;
-  const int q_dim = nh * hd, base = n_past_;
+  const int q_dim = nh * hd, base = n_past_, n = batch_n_;
   const float scale = 1.0f / std::sqrt(float(hd));
   const int window = c.sliding_window.value_or(0);
   const int total = base + n;
@@ -173,13 +225,15 @@ void CpuContext::attention(int layer, int n, const int32_t* pos, const uint8_t* 
   const float* kc = k_cache_[layer].data();
   const float* vc = v_cache_[layer].data();
 
-#pragma omp parallel for schedule(static) if (int64_t(n) * nh * total * hd > 262144)  // small work: a fork costs more
-  for (int task = 0; task < n * nh; ++task) {
+#pragma omp parallel for schedule(static) if (int64_t(na) * nh * total * hd > 262144)  // small work: a fork costs more
+  for (int task = 0; task < na * nh; ++task) {
     const int i = task / nh, h = task % nh, kvh = h / group;
+    const int row = active_[i];
     float* sc = scores_.data() + size_t(omp_get_thread_num()) * total;
     for (int j = 0; j < total; ++j) {
-      bool visible = j < base || (mask ? mask[size_t(i) * n + (j - base)] != 0 : (j - base) <= i);
-      if (visible && window > 0 && pos[i] - slot_pos_[j] >= window) visible = false;
+      bool visible = j < base || (alive_[j - base] &&
+                                  (mask ? mask[size_t(row) * n + (j - base)] != 0 : (j - base) <= row));
+      if (visible && window > 0 && pos[row] - slot_pos_[j] >= window) visible = false;
       sc[j] = visible ? 0.f : -std::numeric_limits<float>::infinity();
     }
     attend_one(q_.data() + size_t(i) * q_dim + size_t(h) * hd, kc + size_t(kvh) * hd, vc + size_t(kvh) * hd,

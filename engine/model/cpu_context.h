@@ -20,7 +20,14 @@ class CpuContext final : public Context {
   std::string backend_name() const override { return "cpu"; }
 
  private:
-  void attention(int layer, int n, const int32_t* positions, const uint8_t* mask);
+  void attention(int layer, int na, const int32_t* positions, const uint8_t* mask);
+  void decoder_layer(int l, int na, const int32_t* pos, const uint8_t* mask);
+  // Speculative Streaming (cpu_streaming.cpp).
+  void check_streaming(const StreamingRequest& sr, int n) const;
+  int prune_rows(const StreamingRequest& sr, const Batch& b, int na);  // returns the surviving row count
+  void begin_streams(const StreamingRequest& sr, int na);
+  void stream_layer(int l, const StreamingRequest& sr, const int32_t* pos, const uint8_t* mask);
+  void finish_streams(const StreamingRequest& sr, ForwardOutput& out);
   float* k_slot(int layer, int slot) { return k_cache_[layer].data() + size_t(slot) * kv_dim_; }
   float* v_slot(int layer, int slot) { return v_cache_[layer].data() + size_t(slot) * kv_dim_; }
 
@@ -30,6 +37,16 @@ class CpuContext final : public Context {
   std::vector<std::vector<float>> k_cache_, v_cache_;  // per layer [n_ctx][kv_heads*head_dim]
   std::vector<int32_t> slot_pos_;                      // the position of each cache slot (sliding window)
   std::vector<float> inv_freq_;
+  // The batch rows still computed, as batch indices (pruning drops rows mid-forward; each row keeps its cache
+  // slot n_past + batch index), and which batch rows are alive.
+  std::vector<int> active_;
+  std::vector<uint8_t> alive_;
+  int batch_n_ = 0;
+  // Speculative streams of the current forward: their source rows (batch indices) and residual states
+  // [sources * streams][H]; they never enter the cache.
+  std::vector<int> stream_src_;
+  std::vector<float> xs_;
+  int n_streams_ = 0;
   // Scratch, grown to the largest batch seen.
   std::vector<float> x_, h_, q_, k_, v_, att_, ffn_gate_, ffn_up_, scores_;
 };

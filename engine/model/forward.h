@@ -4,11 +4,30 @@
 // then keep only the accepted rows. Prefill is the same call with a causal mask.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 namespace specscope {
+
+class StreamingWeights;
+
+// Speculative Streaming inside the target forward (Bhendawade et al., arXiv 2402.11131; cpu_streaming.cpp):
+// gamma speculative streams for chosen rows through the top `msa_layers` layers (they attend to the main
+// stream's keys/values and to their own lower streams, and never enter the KV cache), and early-exit pruning of
+// tree rows after the pruning adapter's layer, before the streams start.
+struct StreamingRequest {
+  const StreamingWeights* weights = nullptr;
+  int streams = 0;     // gamma
+  int msa_layers = 0;  // Ns
+  // Rows that get streams; empty: every row that survives pruning.
+  std::vector<int> stream_rows;
+  // Per row, its parent's row in the tree (-1: none, never pruned); empty: no pruning. A row is pruned when the
+  // early-exit probability its parent gives its token is below `prune_threshold`, or its parent is pruned.
+  std::vector<int> parent_row;
+  float prune_threshold = 0.f;
+};
 
 // A hidden state to return besides the logits.
 struct HiddenTap {
@@ -27,6 +46,7 @@ struct Batch {
   // Rows whose logits are wanted; empty: all rows.
   std::vector<int> logit_rows;
   std::vector<HiddenTap> taps;
+  std::optional<StreamingRequest> streaming;
 
   static Batch causal(std::span<const int32_t> toks) {
     Batch b;
@@ -42,7 +62,17 @@ struct ForwardOutput {
   std::vector<int> logit_rows;                // which batch rows `logits` holds, in order
   std::vector<float> logits;                  // logit_rows.size() x vocab
   std::vector<std::vector<float>> hiddens;    // per tap: n x hidden
+  // With Batch::streaming: which rows were pruned (1) inside the forward (their logits are NaN), the rows that
+  // got streams, and their logits: stream_rows.size() x streams x vocab.
+  std::vector<uint8_t> pruned;
+  std::vector<int> stream_rows;
+  int streams = 0;
+  std::vector<float> stream_logits;
   const float* row_logits(int i) const { return logits.data() + size_t(i) * size_t(vocab); }
+  // Stream j (0-based: it predicts the token j + 2 positions after the row) of the k-th row in stream_rows.
+  const float* stream_row_logits(int k, int j) const {
+    return stream_logits.data() + (size_t(k) * size_t(streams) + size_t(j)) * size_t(vocab);
+  }
 };
 
 // One sequence's state (KV cache, scratch) on one backend. Not thread-safe; one per lane.

@@ -1,0 +1,215 @@
+// Speculative Streaming inside CpuContext::forward (Bhendawade et al., arXiv 2402.11131; the reference forward
+// is training/streaming_model.py, and tests/streaming_forward_test.cpp holds the two together):
+//  * prune_rows: after the pruning adapter's layer, each tree row's parent gives early-exit logits
+//    lm_head(final_norm(h + up(down(h)))); a row whose token gets a probability below the threshold there is
+//    dropped with its subtree, so the upper layers (and the streams) never see it.
+//  * begin_streams: at the first multi-stream attention (MSA) layer, stream j of a row starts from the row's
+//    residual state: up(down(h)) + P_j (eq. 3).
+//  * stream_layer: in each MSA layer, stream j of a row (RoPE position pos + j + 1) attends to the main stream's
+//    keys/values of this layer that the row itself sees (cache and tree ancestors, itself included) and to
+//    streams 0..j of the same row (eq. 2); then the layer's MLP. Streams never enter the cache.
+//  * finish_streams: final norm and LM head per stream.
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "engine/cpu/matmul.h"
+#include "engine/cpu/ops.h"
+#include "engine/heads/streaming_weights.h"
+#include "engine/model/cpu_context.h"
+#include "engine/model/model.h"
+#include "engine/util/error.h"
+
+namespace specscope {
+
+namespace {
+void grow(std::vector<float>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+}  // namespace
+
+void CpuContext::check_streaming(const StreamingRequest& sr, int n) const {
+  const auto& c = model_->config();
+  if (!sr.weights) throw InputError("batch", "streaming request without streaming weights");
+  const auto& sc = sr.weights->config();
+  if (sr.streams < 1 || sr.streams > sc.num_streams)
+    throw InputError("batch", "streams must be in 1.." + std::to_string(sc.num_streams));
+  if (sr.msa_layers < 1 || sr.msa_layers > c.num_layers)
+    throw InputError("batch", "msa_layers must be in 1.." + std::to_string(c.num_layers));
+  for (int r : sr.stream_rows)
+    if (r < 0 || r >= n) throw InputError("batch", "stream row out of range");
+  if (!sr.parent_row.empty()) {
+    if (int(sr.parent_row.size()) != n) throw InputError("batch", "parent_row must have one entry per row");
+    for (int i = 0; i < n; ++i)
+      if (sr.parent_row[i] >= i) throw InputError("batch", "a row's parent must come before it");
+    if (sc.prune_layer >= c.num_layers - sr.msa_layers)
+      throw InputError("batch", "pruning (after layer " + std::to_string(sc.prune_layer) +
+                                    ") must happen before the streams start (layer " +
+                                    std::to_string(c.num_layers - sr.msa_layers) + ")");
+  }
+}
+
+int CpuContext::prune_rows(const StreamingRequest& sr, const Batch& b, int na) {
+  const auto& c = model_->config();
+  const auto& w = model_->weights();
+  const StreamingWeights& sw = *sr.weights;
+  const int H = c.hidden_size, V = c.vocab_size, r = sw.config().prune_rank, n = batch_n_;
+  // Early-exit distributions of the rows that are parents of some active row.
+  std::vector<int> active_index(n, -1), parents;
+  for (int i = 0; i < na; ++i) active_index[active_[i]] = i;
+  std::vector<uint8_t> is_parent(n, 0);
+  for (int i = 0; i < na; ++i) {
+    const int p = sr.parent_row[active_[i]];
+    if (p >= 0 && !is_parent[p]) {
+      is_parent[p] = 1;
+      parents.push_back(p);
+    }
+  }
+  if (parents.empty()) return na;
+  const int np = int(parents.size());
+  std::vector<float> e(size_t(np) * H), t(size_t(np) * r), u(size_t(np) * H), lg(size_t(np) * V);
+  for (int k = 0; k < np; ++k) {
+    const int ai = active_index[parents[k]];
+    if (ai < 0) throw std::logic_error("prune_rows: a parent row is not active");
+    std::memcpy(e.data() + size_t(k) * H, x_.data() + size_t(ai) * H, sizeof(float) * H);
+  }
+  cpu::linear(e.data(), np, sw.prune_down, nullptr, t.data());
+  cpu::linear(t.data(), np, sw.prune_up, nullptr, u.data());
+  cpu::add(u.data(), e.data(), int64_t(np) * H);  // e = h + up(down(h))
+  cpu::rmsnorm(e.data(), w.final_norm.data(), e.data(), np, H, c.rms_norm_eps);
+  cpu::linear(e.data(), np, w.lm_head, nullptr, lg.data());
+  std::vector<int> slot_of_parent(n, -1);
+  for (int k = 0; k < np; ++k) {
+    slot_of_parent[parents[k]] = k;
+    cpu::softmax(lg.data() + size_t(k) * V, V);
+  }
+  // Parents precede children, so one pass settles every row.
+  int kept = 0;
+  for (int i = 0; i < na; ++i) {
+    const int row = active_[i], p = sr.parent_row[row];
+    bool keep = true;
+    if (p >= 0) {
+      const float prob = lg[size_t(slot_of_parent[p]) * V + b.tokens[row]];
+      keep = alive_[p] && prob >= sr.prune_threshold;
+    }
+    if (!keep) {
+      alive_[row] = 0;
+      continue;
+    }
+    if (kept != i) std::memcpy(x_.data() + size_t(kept) * H, x_.data() + size_t(i) * H, sizeof(float) * H);
+    active_[kept++] = row;
+  }
+  active_.resize(kept);
+  return kept;
+}
+
+void CpuContext::begin_streams(const StreamingRequest& sr, int na) {
+  const auto& c = model_->config();
+  const StreamingWeights& sw = *sr.weights;
+  const int H = c.hidden_size, G = sr.streams, eta = sw.config().stream_rank;
+  std::vector<int> active_index(batch_n_, -1);
+  for (int i = 0; i < na; ++i) active_index[active_[i]] = i;
+  stream_src_.clear();
+  if (sr.stream_rows.empty()) {
+    stream_src_.assign(active_.begin(), active_.begin() + na);
+  } else {
+    for (int row : sr.stream_rows)
+      if (active_index[row] >= 0) stream_src_.push_back(row);
+  }
+  const int S = int(stream_src_.size());
+  n_streams_ = S * G;
+  if (S == 0) return;
+  std::vector<float> h(size_t(S) * H), t(size_t(S) * eta), u(size_t(S) * H);
+  for (int s = 0; s < S; ++s)
+    std::memcpy(h.data() + size_t(s) * H, x_.data() + size_t(active_index[stream_src_[s]]) * H, sizeof(float) * H);
+  cpu::linear(h.data(), S, sw.stream_down, nullptr, t.data());
+  cpu::linear(t.data(), S, sw.stream_up, nullptr, u.data());
+  xs_.resize(size_t(n_streams_) * H);
+  for (int s = 0; s < S; ++s)
+    for (int j = 0; j < G; ++j) {
+      float* dst = xs_.data() + (size_t(s) * G + j) * H;
+      const float* src = u.data() + size_t(s) * H;
+      const float* emb = sw.embeddings.data() + size_t(j) * H;
+      for (int d = 0; d < H; ++d) dst[d] = src[d] + emb[d];
+    }
+}
+
+void CpuContext::stream_layer(int l, const StreamingRequest& sr, const int32_t* pos, const uint8_t* mask) {
+  const auto& c = model_->config();
+  const auto& L = model_->weights().layers[l];
+  const int H = c.hidden_size, hd = c.head_dim, nh = c.num_heads, group = c.num_heads / c.num_kv_heads;
+  const int q_dim = nh * hd, F = c.intermediate_size, G = sr.streams, m = n_streams_;
+  const int base = n_past_, n = batch_n_;
+  const float scale = 1.0f / std::sqrt(float(hd));
+  // The main rows' scratch is free again: the layer's main pass is done and its keys/values are in the cache.
+  grow(h_, size_t(m) * H);
+  grow(q_, size_t(m) * q_dim);
+  grow(k_, size_t(m) * kv_dim_);
+  grow(v_, size_t(m) * kv_dim_);
+  grow(att_, size_t(m) * q_dim);
+  grow(ffn_gate_, size_t(m) * F);
+  grow(ffn_up_, size_t(m) * F);
+  cpu::rmsnorm(xs_.data(), L.input_norm.data(), h_.data(), m, H, c.rms_norm_eps);
+  cpu::linear(h_.data(), m, L.wq, bias_or_null(L.bq), q_.data());
+  cpu::linear(h_.data(), m, L.wk, bias_or_null(L.bk), k_.data());
+  cpu::linear(h_.data(), m, L.wv, bias_or_null(L.bv), v_.data());
+  for (int s = 0; s < m / G; ++s)
+    for (int j = 0; j < G; ++j) {
+      const int i = s * G + j, p = pos[stream_src_[s]] + j + 1;
+      cpu::rope(q_.data() + size_t(i) * q_dim, nh, hd, p, inv_freq_.data());
+      cpu::rope(k_.data() + size_t(i) * kv_dim_, c.num_kv_heads, hd, p, inv_freq_.data());
+    }
+  const float* kc = k_cache_[l].data();
+  const float* vc = v_cache_[l].data();
+  const int total = base + n + G;
+  const int nthreads = omp_get_max_threads();
+  grow(scores_, size_t(nthreads) * total);
+#pragma omp parallel for schedule(static) if (int64_t(m) * nh * total * hd > 262144)
+  for (int task = 0; task < m * nh; ++task) {
+    const int i = task / nh, h = task % nh, kvh = h / group;
+    const int s = i / G, j = i % G, row = stream_src_[s];
+    float* sc = scores_.data() + size_t(omp_get_thread_num()) * total;
+    const float* q = q_.data() + size_t(i) * q_dim + size_t(h) * hd;
+    // Keys: the cache and the batch rows this stream's row sees, then streams 0..j of the row.
+    for (int t = 0; t < base + n; ++t) {
+      const bool visible = t < base || (alive_[t - base] &&
+                                        (mask ? mask[size_t(row) * n + (t - base)] != 0 : (t - base) <= row));
+      sc[t] = visible ? cpu::dot(q, kc + size_t(t) * kv_dim_ + size_t(kvh) * hd, hd) * scale
+                      : -std::numeric_limits<float>::infinity();
+    }
+    for (int jj = 0; jj < G; ++jj)
+      sc[base + n + jj] = jj <= j ? cpu::dot(q, k_.data() + size_t(s * G + jj) * kv_dim_ + size_t(kvh) * hd, hd) * scale
+                                  : -std::numeric_limits<float>::infinity();
+    cpu::softmax(sc, total);
+    float* o = att_.data() + size_t(i) * q_dim + size_t(h) * hd;
+    for (int d = 0; d < hd; ++d) o[d] = 0.f;
+    for (int t = 0; t < base + n; ++t)
+      if (sc[t] != 0.f) cpu::axpy(sc[t], vc + size_t(t) * kv_dim_ + size_t(kvh) * hd, o, hd);
+    for (int jj = 0; jj <= j; ++jj)
+      cpu::axpy(sc[base + n + jj], v_.data() + size_t(s * G + jj) * kv_dim_ + size_t(kvh) * hd, o, hd);
+  }
+  cpu::linear(att_.data(), m, L.wo, bias_or_null(L.bo), h_.data());
+  cpu::add(h_.data(), xs_.data(), int64_t(m) * H);
+  cpu::rmsnorm(xs_.data(), L.post_attn_norm.data(), h_.data(), m, H, c.rms_norm_eps);
+  cpu::linear(h_.data(), m, L.w_gate, bias_or_null(L.b_gate), ffn_gate_.data());
+  cpu::linear(h_.data(), m, L.w_up, bias_or_null(L.b_up), ffn_up_.data());
+  cpu::silu_mul(ffn_gate_.data(), ffn_up_.data(), ffn_gate_.data(), int64_t(m) * F);
+  cpu::linear(ffn_gate_.data(), m, L.w_down, bias_or_null(L.b_down), h_.data());
+  cpu::add(h_.data(), xs_.data(), int64_t(m) * H);
+}
+
+void CpuContext::finish_streams(const StreamingRequest& sr, ForwardOutput& out) {
+  const auto& c = model_->config();
+  const auto& w = model_->weights();
+  const int H = c.hidden_size, m = n_streams_;
+  std::vector<float> hn(size_t(m) * H);
+  cpu::rmsnorm(xs_.data(), w.final_norm.data(), hn.data(), m, H, c.rms_norm_eps);
+  out.streams = sr.streams;
+  out.stream_rows = stream_src_;
+  out.stream_logits.resize(size_t(m) * c.vocab_size);
+  cpu::linear(hn.data(), m, w.lm_head, nullptr, out.stream_logits.data());
+}
+
+}  // namespace specscope
