@@ -1,5 +1,6 @@
 #include "ui/main/main_window.h"
 
+
 #include <QAction>
 #include <QComboBox>
 #include <QApplication>
@@ -30,6 +31,7 @@
 #include "engine/util/error.h"
 #include "sessions/export.h"
 #include "sessions/reader.h"
+#include "ui/main/frame_budget.h"
 #include "ui/engine/engine_worker.h"
 #include "ui/engine/replay_controller.h"
 #include "ui/inspector/tree_inspector_widget.h"
@@ -72,6 +74,7 @@ struct MainWindow::State {
   };
   std::vector<PendingStep> pending;  // live steps waiting for the next frame
   QTimer frame_timer;
+  FrameBudget frame_budget;  // spaces live frames so drawing stays within its CPU share
 };
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_unique<State>()) {
@@ -182,10 +185,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
     // One frame clock for every view: steps wait at most 66 ms and are shown together, so the window is
     // recomposited once per frame rather than once per view per step (see TreeInspectorWidget::State).
     s_->pending.push_back({lane, st, piece});
-    if (!s_->frame_timer.isActive()) s_->frame_timer.start(66);
+    if (!s_->frame_timer.isActive())
+      s_->frame_timer.start(int(s_->frame_budget.next_delay_ms(wall_ms(), thread_cpu_ms())));
   });
   s_->frame_timer.setSingleShot(true);
-  connect(&s_->frame_timer, &QTimer::timeout, this, [this] { flush_pending(); });
+  connect(&s_->frame_timer, &QTimer::timeout, this, [this] {
+    flush_pending();
+    s_->frame_budget.frame_drawn(wall_ms(), thread_cpu_ms());
+  });
   connect(s_->worker, &EngineWorker::laneFinished, this,
           [this](int lane, const RunSummary& summary, const QString& text, bool identical) {
             flush_pending();
@@ -243,6 +250,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
     s_->inspector->setFollowLive(true);
     s_->job = State::Job::Chat;
     s_->busy = true;
+    s_->frame_budget.start(wall_ms(), thread_cpu_ms());
     QMetaObject::invokeMethod(s_->worker, [w = s_->worker, job] { w->run(job); }, Qt::QueuedConnection);
   });
   connect(s_->chat, &ChatView::stopRequested, this, &MainWindow::stop);
@@ -476,6 +484,7 @@ void MainWindow::runCompare() {
   s_->compare->runStarted(a.sampling.greedy());
   s_->job = State::Job::Compare;
   s_->busy = true;
+  s_->frame_budget.start(wall_ms(), thread_cpu_ms());
   QMetaObject::invokeMethod(s_->worker, [w = s_->worker, job] { w->run(job); }, Qt::QueuedConnection);
 }
 

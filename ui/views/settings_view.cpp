@@ -32,6 +32,10 @@ const std::map<std::string, std::vector<std::pair<std::string, std::string>>>& m
       {"eagle2", {{"total-tokens", "60"}, {"depth", "5"}, {"draft-top-k", "10"}}},
       {"eagle3", {{"total-tokens", "60"}, {"depth", "5"}, {"draft-top-k", "10"}}},
       {"medusa", {{"tree-choices", "mc_sim_7b_63"}}},
+      // Speculative Streaming needs a streaming model as the target (e.g. assets/models/streaming); its defaults
+      // come from the model's streaming_config.json.
+      {"streaming", {{"gamma", "(model)"}, {"stream-top-k", "(model)"}, {"msa-layers", "(model)"},
+                     {"prune-threshold", "(calibrated)"}}},
       {"lookahead", {{"window", "15"}, {"ngram", "5"}, {"guesses", "15"}}},
       {"pld", {{"max-ngram", "3"}, {"min-ngram", "1"}, {"num-draft", "10"}}},
   };
