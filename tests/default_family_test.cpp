@@ -93,3 +93,13 @@ TEST(DefaultFamily, ShippedMedusaHeadsAreLosslessAndAccept) {
   auto base = Model::load(kModels + "base");
   EXPECT_GT(lossless_tau_on_heldout(*base, head_spec("medusa", "medusa"), 6), 1.3);
 }
+
+// The shipped Speculative Streaming model (the base fine-tuned with streams, assets/models/streaming): its
+// `streaming` decoding equals its own vanilla greedy decoding, one target forward per step, and its streams
+// commit well over one token per forward on held-out prompts.
+TEST(DefaultFamily, ShippedStreamingModelIsLosslessAndAccepts) {
+  auto model = Model::load(kModels + "streaming");
+  MethodSpec spec;
+  spec.name = "streaming";
+  EXPECT_GT(lossless_tau_on_heldout(*model, spec, 6), 1.8);
+}

@@ -17,6 +17,9 @@
 
 #include "engine/formats/safetensors.h"
 #include "engine/generate/generator.h"
+#include "engine/heads/eagle_head.h"
+#include "engine/heads/head_overhead.h"
+#include "engine/heads/medusa_head.h"
 #include "engine/heads/streaming_weights.h"
 #include "engine/methods/factory.h"
 #include "engine/methods/speculative_generator.h"
@@ -326,4 +329,16 @@ TEST(StreamingMethod, BadFilesAndOptionsAreClearErrors) {
   EXPECT_THROW(make_method(streaming_spec({{"msa-layers", "3"}}), *f.model), InputError);  // streams before pruning
   EXPECT_NO_THROW(make_method(streaming_spec({{"msa-layers", "3"}, {"prune-threshold", "0"}}), *f.model));
   fs::remove_all(tmp);
+}
+
+// The overheads `info` prints are formulas; they must equal the parameter counts of real head files.
+TEST(HeadOverheads, FormulasMatchTheHeadFiles) {
+  const auto& f = Fixture::get();
+  auto target = Model::load(test::fixture("models/llama_bytelevel_f32"));
+  std::map<std::string, uint64_t> got;
+  for (const auto& o : head_overheads(*target)) got[o.method] = o.parameters;
+  EXPECT_EQ(got["medusa"], MedusaHeads::load(test::fixture("heads/medusa_st"), *target)->parameter_count());
+  EXPECT_EQ(got["eagle1/2"], EagleHead::load(test::fixture("heads/eagle1_st"), *target)->parameter_count());
+  for (const auto& o : head_overheads(*f.model, f.sw.get()))
+    if (o.method == "streaming") EXPECT_EQ(o.parameters, f.sw->parameter_count());
 }

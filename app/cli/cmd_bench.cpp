@@ -14,6 +14,7 @@
 
 #include "engine/util/median.h"
 #include "app/cli/commands.h"
+#include "engine/model/backend.h"
 #include "engine/model/model.h"
 #include "engine/sampling/sampler.h"
 #include "engine/util/error.h"
@@ -47,13 +48,14 @@ int cmd_bench(Args& args) {
   auto sizes = parse_sizes(args.get_or("--step-sizes", "1,2,4,8,16,32,64"));
   bool json = args.has("--json");
   auto out_file = args.get("--out");
+  const Backend backend = parse_backend(args.get_or("--backend", "auto"));
   args.finish();
   if (prompt_tokens < 1 || gen_tokens < 1 || repeat < 1)
     throw InputError("bench", "--prompt-tokens, --gen-tokens and --repeat must be >= 1");
 
   auto model = Model::load(path);
   const int V = model->config().vocab_size;
-  auto ctx = model->new_cpu_context(0);
+  auto ctx = new_context(*model, backend, 0);
   int max_step = *std::max_element(sizes.begin(), sizes.end());
   if (prompt_tokens + std::max(gen_tokens, max_step) > ctx->n_ctx())
     throw InputError("--prompt-tokens", "prompt + generated tokens exceed the model's context");

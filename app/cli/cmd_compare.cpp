@@ -39,6 +39,7 @@ int cmd_compare(Args& args) {
   names.insert(names.begin(), "vanilla");
   std::vector<MethodSpec> specs;
   for (auto& n : names) specs.push_back(read_method_spec(args, n));
+  const Backend backend = read_backend(args);
   auto recorder = Recorder::from_args(args);
   args.finish();
 
@@ -61,7 +62,7 @@ int cmd_compare(Args& args) {
       // Progress: rewritten in place on a terminal, one line per run in logs.
       std::fprintf(stderr, isatty(2) ? "\r[compare] prompt %zu/%zu, %s          " : "[compare] prompt %zu/%zu, %s\n",
                    p + 1, prompts.size(), names[m].c_str());
-      auto ctx = model->new_cpu_context(0);
+      auto ctx = new_context(*model, backend, 0);
       if (recorder && p == 0 && m == 0) recorder->begin_session(*model, "compare", ctx->backend_name());
       int64_t run_id = 0;
       if (recorder)

@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
+#include "engine/heads/head_overhead.h"
+#include "engine/heads/streaming_weights.h"
 #include "engine/model/model.h"
 #include "engine/tokenizer/chat_template.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -39,6 +41,19 @@ int cmd_info(Args& args) {
       {"chat_template", model->chat_template().family_name()},
       {"eos_ids", model->eos_ids()},
   };
+  // Speculative Streaming models carry their streams; every model gets the heads' parameter overheads.
+  std::shared_ptr<const StreamingWeights> streaming;
+  if (StreamingWeights::present(path)) streaming = StreamingWeights::load(path, *model);
+  const auto overheads = head_overheads(*model, streaming.get());
+  if (streaming) {
+    const auto& s = streaming->config();
+    j["streaming"] = {{"num_streams", s.num_streams}, {"msa_layers", s.msa_layers}, {"stream_rank", s.stream_rank},
+                      {"prune_layer", s.prune_layer}, {"prune_threshold", s.prune_threshold},
+                      {"top_k", s.top_k}, {"parameters", streaming->parameter_count()}};
+  }
+  for (const auto& o : overheads)
+    j["head_overheads"].push_back(
+        {{"method", o.method}, {"parameters", o.parameters}, {"formula", o.formula}, {"layout", o.layout}});
   if (json) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
@@ -56,6 +71,15 @@ int cmd_info(Args& args) {
   std::printf("tokenizer      %s (%d tokens)\n", model->tokenizer().kind().c_str(), model->tokenizer().vocab_size());
   std::printf("chat template  %s\n", model->chat_template().family_name().c_str());
   if (!model->chat_template().note().empty()) std::printf("               %s\n", model->chat_template().note().c_str());
+  if (streaming) {
+    const auto& s = streaming->config();
+    std::printf("streaming      %d streams, %d MSA layers, eta %d, pruning after layer %d (threshold %.3g), k %d\n",
+                s.num_streams, s.msa_layers, s.stream_rank, s.prune_layer, s.prune_threshold, s.top_k);
+  }
+  std::printf("extra parameters per speculative method on this model:\n");
+  for (const auto& o : overheads)
+    std::printf("  %-10s %10.3fM  %5.2f%%  %s; %s\n", o.method.c_str(), double(o.parameters) / 1e6,
+                100.0 * double(o.parameters) / double(model->parameter_count()), o.formula.c_str(), o.layout.c_str());
   return 0;
 }
 

@@ -24,13 +24,14 @@ int cmd_run(Args& args) {
   opts.sampling = read_sampling(args);
   if (auto stop = args.get("--stop")) opts.stop_strings.push_back(*stop);
   int n_ctx = args.get_int("--context", 0);
+  const Backend backend = read_backend(args);
   if (opts.max_tokens < 0) throw InputError("--max-tokens", "must be >= 0");
   auto recorder = Recorder::from_args(args);  // before the model: a bad --session-db fails fast
   args.finish();
 
   auto model = Model::load(path);
   auto method = make_method(spec, *model);
-  auto ctx = model->new_cpu_context(n_ctx);
+  auto ctx = new_context(*model, backend, n_ctx);
   auto ids = encode_prompt(*model, prompt, chat);
   int64_t run_id = 0;
   if (recorder) {

@@ -22,6 +22,7 @@ void print_usage(FILE* out) {
                "              lookahead: [--window 15] [--ngram 5] [--guesses 15]\n"
                "              pld: [--max-ngram 3] [--min-ngram 1] [--num-draft 10]\n"
                "              recording: [--session-db PATH] [--title TEXT] [--no-record]\n"
+               "              [--backend auto|cpu|cuda] (auto: CUDA when built and a device is visible)\n"
                "  compare     --methods M1,M2,... (--prompt TEXT | --prompt-file F) [run's options] [--json]\n"
                "  sessions    list | show ID | replay ID [--run N] [--speed X] [--follow] [--json]\n"
                "              | export ID [--format json|csv] [--table nodes|steps] [--out FILE] | delete ID\n"

@@ -4,6 +4,9 @@
 
 #include "app/cli/commands.h"
 #include "engine/util/error.h"
+#ifdef SPECSCOPE_HAVE_CUDA
+#include "kernels/cuda_backend.h"
+#endif
 
 int main(int argc, char** argv) {
   using namespace specscope::cli;
@@ -17,6 +20,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   setup_logging();
+#ifdef SPECSCOPE_HAVE_CUDA
+  specscope::cuda::register_backend();  // used when a device is visible (--backend auto|cuda)
+#endif
   try {
     Args args(argc - 2, argv + 2);
     return dispatch(sub, args);

@@ -22,6 +22,8 @@ MethodSpec read_method_spec(Args& args, const std::string& name) {
   return spec;
 }
 
+Backend read_backend(Args& args) { return parse_backend(args.get_or("--backend", "auto")); }
+
 SamplingParams read_sampling(Args& args) {
   SamplingParams p;
   p.temperature = float(args.get_double("--temperature", 0.0));

@@ -1,4 +1,7 @@
 // specscope: the desktop app. Opens on the default model with no configuration.
+#ifdef SPECSCOPE_HAVE_CUDA
+#include "kernels/cuda_backend.h"
+#endif
 #include <QApplication>
 
 #include "app/cli/commands.h"
@@ -12,6 +15,9 @@ int main(int argc, char** argv) {
   QApplication::setOrganizationName("SpecScope");
   QApplication::setApplicationVersion(SPECSCOPE_VERSION);
   specscope::cli::setup_logging();
+#ifdef SPECSCOPE_HAVE_CUDA
+  specscope::cuda::register_backend();
+#endif
   specscope::ui::MainWindow w;
   w.show();
   return app.exec();

@@ -115,6 +115,7 @@ void EngineWorker::run(const GenerationJob& job) {
     const auto ids = job.chat ? encode_conversation(*model, job.conversation)
                               : encode_prompt(*model, job.conversation.front().content, false);
 
+    const Backend backend = resolve_backend(job.backend);
     std::unique_ptr<sessions::SessionWriter> writer;
     if (job.record) {
       try {
@@ -124,8 +125,8 @@ void EngineWorker::run(const GenerationJob& job) {
           meta.kind = job.kind.toStdString();
           meta.title = job.title.toStdString();
           meta.model = model->identity();
-          meta.backend = "cpu";
-          meta.device = cpu_model_name();
+          meta.backend = backend_name(backend);
+          meta.device = backend_description(backend);
           session = writer->begin_session(meta);
         }
         if (job.chat) writer->append_message(session, {"user", job.conversation.back().content, 0});
@@ -154,7 +155,7 @@ void EngineWorker::run(const GenerationJob& job) {
     Turnstile turns(n);
     auto run_lane = [&](int l) {
       emit laneStarted(l, QString::fromStdString(job.lanes[size_t(l)].name));
-      auto ctx = model->new_cpu_context(0);
+      auto ctx = new_context(*model, backend, 0);
       auto on_step = [&, l](const StepRecord& rec, const std::string& piece) {
         if (writer && run_ids[size_t(l)]) writer->append_step(run_ids[size_t(l)], rec, piece);
         emit stepReady(l, rec, QString::fromStdString(piece));

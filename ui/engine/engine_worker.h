@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/model/backend.h"
 #include "engine/generate/generator.h"
 #include "engine/methods/factory.h"
 #include "engine/methods/step_record.h"
@@ -35,6 +36,7 @@ struct GenerationJob {
   QString kind = "chat";   // chat | compare
   QString title;
   qint64 session_id = 0;   // continue this session (a chat's next turn); 0: a new one
+  Backend backend = Backend::Auto;
 };
 
 class EngineWorker : public QObject {

@@ -31,6 +31,7 @@
 #include "engine/util/error.h"
 #include "sessions/export.h"
 #include "sessions/reader.h"
+#include "engine/model/backend.h"
 #include "ui/main/frame_budget.h"
 #include "ui/engine/engine_worker.h"
 #include "ui/engine/replay_controller.h"
@@ -167,7 +168,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
   connect(s_->worker, &EngineWorker::modelLoaded, this, [this](const QString& p, const QString& desc) {
     s_->loading->hide();
     s_->status_label->setText(tr("Loaded %1").arg(p));
-    s_->model_label->setText(QString("%1 · CPU (%2)").arg(desc, QString::fromStdString(cpu_model_name())));
+    Backend b = Backend::Cpu;
+    try {
+      b = resolve_backend(parse_backend(s_->settings->settings().backend.toStdString()));
+    } catch (const InputError&) {
+    }
+    s_->model_label->setText(QString("%1 · %2").arg(desc, QString::fromStdString(backend_description(b))));
   });
   connect(s_->worker, &EngineWorker::failed, this, [this](const QString& m) {
     s_->loading->hide();
@@ -243,6 +249,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
     job.lanes = {a.spec_for(a.method.toStdString())};
     job.record = a.record;
     job.session_db = a.session_db;
+  job.backend = parse_backend(a.backend.toStdString());
+    job.backend = parse_backend(a.backend.toStdString());
     job.kind = "chat";
     job.session_id = s_->chat->sessionId();
     s_->traces.assign(1, RunTrace{a.method.toStdString(), {}, {}, std::nullopt, a.sampling.greedy()});
@@ -478,6 +486,7 @@ void MainWindow::runCompare() {
   job.interleaved = s_->compare->interleaved();
   job.record = a.record;
   job.session_db = a.session_db;
+  job.backend = parse_backend(a.backend.toStdString());
   job.kind = "compare";
   s_->traces.clear();
   for (auto& m : s_->compare->laneMethods()) s_->traces.push_back(RunTrace{m, {}, {}, std::nullopt, a.sampling.greedy()});

@@ -17,6 +17,8 @@
 #include <sstream>
 
 #include "engine/model/default_model.h"
+#include "engine/model/backend.h"
+#include "engine/util/error.h"
 #include "sessions/schema.h"
 
 namespace specscope::ui {
@@ -158,10 +160,21 @@ SettingsView::SettingsView(QWidget* parent) : QWidget(parent), s_(std::make_uniq
   auto* app = new QGroupBox(tr("Backend and sessions"));
   auto* af = new QFormLayout(app);
   s_->backend = new QComboBox;
-  s_->backend->addItem(tr("CPU"));
-  s_->backend->addItem(tr("CUDA (not built in this version)"));
-  s_->backend->setItemData(1, 0, Qt::UserRole - 1);  // disabled: no CUDA backend yet
+  s_->backend->addItem(tr("Automatic (CUDA when a GPU is visible)"), "auto");
+  s_->backend->addItem(tr("CPU"), "cpu");
+  bool cuda_ok = false;
+  try {
+    cuda_ok = gpu_backend_built() && resolve_backend(Backend::Cuda) == Backend::Cuda;
+  } catch (const InputError&) {
+  }
+  s_->backend->addItem(cuda_ok ? tr("CUDA") : gpu_backend_built() ? tr("CUDA (no device visible)")
+                                                                     : tr("CUDA (not built into this copy)"),
+                       "cuda");
+  if (!cuda_ok) s_->backend->setItemData(2, 0, Qt::UserRole - 1);  // disabled
   af->addRow(tr("Backend"), s_->backend);
+  connect(s_->backend, &QComboBox::currentIndexChanged, this, [this] {
+    if (!s_->updating) emit changed();
+  });
   s_->record = new QCheckBox(tr("Record every run"));
   af->addRow(QString(), s_->record);
   path_row(af, tr("Session database"), s_->db, false);
@@ -238,6 +251,7 @@ AppSettings SettingsView::settings() const {
   a.record = s_->record->isChecked();
   a.session_db = s_->db->text();
   a.dark = s_->dark->isChecked();
+  a.backend = s_->backend->currentData().toString();
   return a;
 }
 
@@ -261,6 +275,7 @@ void SettingsView::setSettings(const AppSettings& a) {
   s_->record->setChecked(a.record);
   s_->db->setText(a.session_db);
   s_->dark->setChecked(a.dark);
+  s_->backend->setCurrentIndex(std::max(0, s_->backend->findData(a.backend)));
   s_->updating = false;
 }
 
@@ -275,6 +290,7 @@ void SettingsView::load() {
   str("medusa", a.medusa_head);
   str("method", a.method);
   str("session_db", a.session_db);
+  str("backend", a.backend);
   a.sampling.temperature = q.value("temperature", a.sampling.temperature).toFloat();
   a.sampling.top_k = q.value("top_k", a.sampling.top_k).toInt();
   a.sampling.top_p = q.value("top_p", a.sampling.top_p).toFloat();
@@ -299,6 +315,7 @@ void SettingsView::save() const {
   q.setValue("medusa", a.medusa_head);
   q.setValue("method", a.method);
   q.setValue("session_db", a.session_db);
+  q.setValue("backend", a.backend);
   q.setValue("temperature", a.sampling.temperature);
   q.setValue("top_k", a.sampling.top_k);
   q.setValue("top_p", a.sampling.top_p);

@@ -19,6 +19,7 @@ struct AppSettings {
   bool record = true;
   QString session_db;
   bool dark = false;
+  QString backend = "auto";  // auto | cpu | cuda (engine/model/backend.h)
   // The MethodSpec for `method` with the paths and options above.
   MethodSpec spec_for(const std::string& method) const;
 };

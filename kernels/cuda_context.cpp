@@ -1,0 +1,265 @@
+#include "kernels/cuda_context.h"
+
+#include <cublas_v2.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "engine/model/model.h"
+#include "engine/util/error.h"
+#include "kernels/cuda_check.h"
+#include "kernels/device_model.h"
+#include "kernels/llama_kernels.h"
+
+namespace specscope::cuda {
+
+namespace {
+
+// A device buffer that grows to the largest size asked for.
+struct Buffer {
+  void* p = nullptr;
+  size_t bytes = 0;
+  ~Buffer() {
+    if (p) cudaFree(p);
+  }
+  template <class T>
+  T* get(size_t count) {
+    const size_t need = count * sizeof(T);
+    if (need > bytes) {
+      if (p) CUDA_CHECK(cudaFree(p));
+      CUDA_CHECK(cudaMalloc(&p, need));
+      bytes = need;
+    }
+    return static_cast<T*>(p);
+  }
+};
+
+class CudaContext final : public Context {
+ public:
+  CudaContext(std::shared_ptr<const Model> model, int n_ctx) : model_(std::move(model)) {
+    const auto& c = model_->config();
+    n_ctx_ = n_ctx > 0 ? n_ctx : std::min(c.max_position_embeddings, 4096);
+    kv_dim_ = c.num_kv_heads * c.head_dim;
+    dm_ = DeviceModel::of(*model_);
+    CUDA_CHECK(cudaStreamCreate(&stream_));
+    CUDA_CHECK(cublasCreate(&blas_));
+    CUDA_CHECK(cublasSetStream(blas_, stream_));
+    k_cache_.resize(c.num_layers);
+    v_cache_.resize(c.num_layers);
+    for (int l = 0; l < c.num_layers; ++l) {
+      CUDA_CHECK(cudaMalloc(&k_cache_[l], sizeof(float) * size_t(n_ctx_) * kv_dim_));
+      CUDA_CHECK(cudaMalloc(&v_cache_[l], sizeof(float) * size_t(n_ctx_) * kv_dim_));
+    }
+    CUDA_CHECK(cudaMalloc(&slot_pos_, sizeof(int32_t) * size_t(n_ctx_)));
+  }
+  ~CudaContext() override {
+    for (auto* p : k_cache_) cudaFree(p);
+    for (auto* p : v_cache_) cudaFree(p);
+    cudaFree(slot_pos_);
+    cublasDestroy(blas_);
+    cudaStreamDestroy(stream_);
+  }
+
+  void forward(const Batch& b, ForwardOutput& out) override;
+  void keep(std::span<const int> rows) override;
+  void truncate(int n_past) override {
+    if (n_past < 0 || n_past > n_past_) throw std::out_of_range("truncate(): beyond the cache");
+    n_past_ = n_past;
+    last_batch_start_ = -1;
+  }
+  int n_past() const override { return n_past_; }
+  int n_ctx() const override { return n_ctx_; }
+  std::string backend_name() const override { return "cuda"; }
+
+ private:
+  // Y[n, m] = X[n, k] W^T (+ bias), X and Y f32 on the device.
+  void linear(const float* X, int n, const DeviceMatrix& W, const float* bias, float* Y);
+
+  std::shared_ptr<const Model> model_;
+  std::shared_ptr<const DeviceModel> dm_;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  int n_ctx_ = 0, n_past_ = 0, kv_dim_ = 0;
+  int last_batch_start_ = -1, last_batch_size_ = 0;
+  std::vector<float*> k_cache_, v_cache_;
+  int32_t* slot_pos_ = nullptr;
+  Buffer x_, h_, q_, k_, v_, att_, gate_, up_, half_, tokens_, pos_, mask_, rows_, sel_, logits_;
+};
+
+void CudaContext::linear(const float* X, int n, const DeviceMatrix& W, const float* bias, float* Y) {
+  const float alpha = 1.f, beta = 0.f;
+  const int m = W.rows, k = W.cols;
+  // Row-major Y = X W^T is column-major Y^T (m x n) = W (k x m)^T X^T (k x n).
+  if (W.type == WType::F32) {
+    CUDA_CHECK(cublasGemmEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, W.data, CUDA_R_32F, k, X, CUDA_R_32F, k,
+                            &beta, Y, CUDA_R_32F, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  } else {
+    const cudaDataType t = W.type == WType::F16 ? CUDA_R_16F : CUDA_R_16BF;
+    void* xh = half_.get<uint16_t>(size_t(n) * k);
+    to_half(X, xh, W.type, int64_t(n) * k, stream_);
+    CUDA_CHECK(cublasGemmEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, W.data, t, k, xh, t, k, &beta, Y,
+                            CUDA_R_32F, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+  if (bias) add_bias(Y, bias, n, m, stream_);
+}
+
+void CudaContext::forward(const Batch& b, ForwardOutput& out) {
+  const auto& c = model_->config();
+  const int n = b.size();
+  if (n == 0) throw InputError("batch", "empty batch");
+  if (b.streaming)
+    throw InputError("--backend", "Speculative Streaming's multi-stream forward is not implemented on CUDA yet; "
+                                  "use --backend cpu");
+  if (n_past_ + n > n_ctx_)
+    throw InputError("context", "the sequence (" + std::to_string(n_past_ + n) + " tokens) exceeds the context of " +
+                                    std::to_string(n_ctx_) + " tokens");
+  std::vector<int32_t> pos(n);
+  for (int i = 0; i < n; ++i) pos[i] = b.positions.empty() ? n_past_ + i : b.positions[i];
+  if (!b.positions.empty() && int(b.positions.size()) != n) throw InputError("batch", "positions and tokens differ in length");
+  if (!b.mask.empty() && b.mask.size() != size_t(n) * n) throw InputError("batch", "mask is not n x n");
+  for (int i = 0; i < n; ++i)
+    if (b.tokens[i] < 0 || b.tokens[i] >= c.vocab_size)
+      throw InputError("batch", "token id " + std::to_string(b.tokens[i]) + " outside the vocabulary");
+
+  const int H = c.hidden_size, hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads;
+  const int q_dim = nh * hd, F = c.intermediate_size, base = n_past_;
+  int32_t* d_tokens = tokens_.get<int32_t>(n);
+  int32_t* d_pos = pos_.get<int32_t>(n);
+  CUDA_CHECK(cudaMemcpyAsync(d_tokens, b.tokens.data(), sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
+  CUDA_CHECK(cudaMemcpyAsync(d_pos, pos.data(), sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
+  CUDA_CHECK(cudaMemcpyAsync(slot_pos_ + base, pos.data(), sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
+  const uint8_t* d_mask = nullptr;
+  if (!b.mask.empty()) {
+    uint8_t* m = mask_.get<uint8_t>(b.mask.size());
+    CUDA_CHECK(cudaMemcpyAsync(m, b.mask.data(), b.mask.size(), cudaMemcpyHostToDevice, stream_));
+    d_mask = m;
+  }
+  float* x = x_.get<float>(size_t(n) * H);
+  float* h = h_.get<float>(size_t(n) * H);
+  float* q = q_.get<float>(size_t(n) * q_dim);
+  float* k = k_.get<float>(size_t(n) * kv_dim_);
+  float* v = v_.get<float>(size_t(n) * kv_dim_);
+  float* att = att_.get<float>(size_t(n) * q_dim);
+  float* gate = gate_.get<float>(size_t(n) * F);
+  float* up = up_.get<float>(size_t(n) * F);
+  embed_gather(dm_->embed.data, dm_->embed.type, d_tokens, n, H, x, stream_);
+
+  out.vocab = c.vocab_size;
+  out.hidden = H;
+  out.hiddens.assign(b.taps.size(), {});
+  out.pruned.clear();
+  out.stream_rows.clear();
+  out.stream_logits.clear();
+  out.streams = 0;
+  auto capture = [&](HiddenTap::Kind kind, int layer, const float* src) {
+    for (size_t t = 0; t < b.taps.size(); ++t) {
+      if (b.taps[t].kind != kind || (kind == HiddenTap::LayerInput && b.taps[t].layer != layer)) continue;
+      out.hiddens[t].resize(size_t(n) * H);
+      CUDA_CHECK(cudaMemcpyAsync(out.hiddens[t].data(), src, sizeof(float) * size_t(n) * H, cudaMemcpyDeviceToHost,
+                                 stream_));
+    }
+  };
+  const int window = c.sliding_window.value_or(0);
+  for (int l = 0; l < c.num_layers; ++l) {
+    const DeviceLayer& L = dm_->layers[l];
+    capture(HiddenTap::LayerInput, l, x);
+    rmsnorm(x, L.input_norm, h, n, H, c.rms_norm_eps, stream_);
+    linear(h, n, L.wq, L.bq, q);
+    linear(h, n, L.wk, L.bk, k);
+    linear(h, n, L.wv, L.bv, v);
+    rope(q, n, nh, hd, d_pos, dm_->inv_freq, stream_);
+    rope(k, n, nkv, hd, d_pos, dm_->inv_freq, stream_);
+    CUDA_CHECK(cudaMemcpyAsync(k_cache_[l] + size_t(base) * kv_dim_, k, sizeof(float) * size_t(n) * kv_dim_,
+                               cudaMemcpyDeviceToDevice, stream_));
+    CUDA_CHECK(cudaMemcpyAsync(v_cache_[l] + size_t(base) * kv_dim_, v, sizeof(float) * size_t(n) * kv_dim_,
+                               cudaMemcpyDeviceToDevice, stream_));
+    attention(q, k_cache_[l], v_cache_[l], slot_pos_, d_mask, d_pos, n, base, nh, nkv, hd, window, att, stream_);
+    linear(att, n, L.wo, L.bo, h);
+    add(h, x, int64_t(n) * H, stream_);
+    rmsnorm(x, L.post_attn_norm, h, n, H, c.rms_norm_eps, stream_);
+    linear(h, n, L.w_gate, L.b_gate, gate);
+    linear(h, n, L.w_up, L.b_up, up);
+    silu_mul(gate, up, gate, int64_t(n) * F, stream_);
+    linear(gate, n, L.w_down, L.b_down, h);
+    add(h, x, int64_t(n) * H, stream_);
+  }
+  rmsnorm(x, dm_->final_norm, h, n, H, c.rms_norm_eps, stream_);
+  capture(HiddenTap::FinalNorm, 0, h);
+
+  out.logit_rows = b.logit_rows;
+  if (out.logit_rows.empty()) {
+    out.logit_rows.resize(n);
+    for (int i = 0; i < n; ++i) out.logit_rows[i] = i;
+  }
+  const int nr = int(out.logit_rows.size());
+  for (int r : out.logit_rows)
+    if (r < 0 || r >= n) throw InputError("batch", "logit row out of range");
+  int32_t* d_rows = rows_.get<int32_t>(nr);
+  CUDA_CHECK(cudaMemcpyAsync(d_rows, out.logit_rows.data(), sizeof(int32_t) * nr, cudaMemcpyHostToDevice, stream_));
+  float* sel = sel_.get<float>(size_t(nr) * H);
+  gather_rows(h, d_rows, nr, H, sel, stream_);
+  float* logits = logits_.get<float>(size_t(nr) * c.vocab_size);
+  linear(sel, nr, dm_->lm_head, nullptr, logits);
+  out.logits.resize(size_t(nr) * c.vocab_size);
+  CUDA_CHECK(cudaMemcpyAsync(out.logits.data(), logits, sizeof(float) * out.logits.size(), cudaMemcpyDeviceToHost,
+                             stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+
+  n_past_ += n;
+  last_batch_start_ = base;
+  last_batch_size_ = n;
+  forwards += 1;
+  forward_tokens += uint64_t(n);
+}
+
+void CudaContext::keep(std::span<const int> rows) {
+  if (last_batch_start_ < 0) throw std::logic_error("keep() without a preceding forward()");
+  const int base = last_batch_start_;
+  std::vector<int32_t> host_pos(last_batch_size_);
+  CUDA_CHECK(cudaMemcpy(host_pos.data(), slot_pos_ + base, sizeof(int32_t) * last_batch_size_, cudaMemcpyDeviceToHost));
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const int src_row = rows[r];
+    if (src_row < 0 || src_row >= last_batch_size_) throw std::out_of_range("keep(): row outside the last batch");
+    if (r > 0 && src_row <= rows[r - 1]) throw std::invalid_argument("keep(): rows must increase");
+    const int dst = base + int(r), src = base + src_row;
+    if (dst == src) continue;
+    // Rows only move towards lower slots, in increasing order, so no copy overwrites a source still needed.
+    for (size_t l = 0; l < k_cache_.size(); ++l) {
+      CUDA_CHECK(cudaMemcpyAsync(k_cache_[l] + size_t(dst) * kv_dim_, k_cache_[l] + size_t(src) * kv_dim_,
+                                 sizeof(float) * kv_dim_, cudaMemcpyDeviceToDevice, stream_));
+      CUDA_CHECK(cudaMemcpyAsync(v_cache_[l] + size_t(dst) * kv_dim_, v_cache_[l] + size_t(src) * kv_dim_,
+                                 sizeof(float) * kv_dim_, cudaMemcpyDeviceToDevice, stream_));
+    }
+    CUDA_CHECK(cudaMemcpyAsync(slot_pos_ + dst, &host_pos[src_row], sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+  }
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  n_past_ = base + int(rows.size());
+  last_batch_start_ = -1;
+}
+
+}  // namespace
+
+bool device_available() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no device" error
+    return false;
+  }
+  return count > 0;
+}
+
+std::string device_description() {
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) return "no CUDA device";
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%s, sm_%d%d, %.1f GiB", p.name, p.major, p.minor,
+                double(p.totalGlobalMem) / double(1ull << 30));
+  return buf;
+}
+
+std::unique_ptr<Context> new_cuda_context(std::shared_ptr<const Model> model, int n_ctx) {
+  return std::make_unique<CudaContext>(std::move(model), n_ctx);
+}
+
+}  // namespace specscope::cuda

@@ -1,0 +1,78 @@
+#include "kernels/device_model.h"
+
+#include <spdlog/spdlog.h>
+
+#include <map>
+#include <mutex>
+
+#include "engine/model/model.h"
+#include "engine/util/error.h"
+#include "kernels/cuda_check.h"
+
+namespace specscope::cuda {
+
+namespace {
+std::mutex g_mutex;
+std::map<const Model*, std::weak_ptr<const DeviceModel>> g_cache;
+}  // namespace
+
+const void* DeviceModel::upload(const void* host, size_t n) {
+  void* d = nullptr;
+  CUDA_CHECK(cudaMalloc(&d, n));
+  allocations_.push_back(d);
+  CUDA_CHECK(cudaMemcpy(d, host, n, cudaMemcpyHostToDevice));
+  bytes += n;
+  return d;
+}
+
+DeviceMatrix DeviceModel::matrix(const TensorView& t) {
+  DeviceMatrix m;
+  m.rows = int(t.rows());
+  m.cols = int(t.cols());
+  switch (t.dtype) {
+    case DType::F32: m.type = WType::F32; break;
+    case DType::F16: m.type = WType::F16; break;
+    case DType::BF16: m.type = WType::BF16; break;
+    default: throw InputError(t.name, "the CUDA backend takes f32, f16 or bf16 weights");
+  }
+  m.data = upload(t.data, t.nbytes());
+  return m;
+}
+
+const float* DeviceModel::vector(const std::vector<float>& v) {
+  if (v.empty()) return nullptr;
+  return static_cast<const float*>(upload(v.data(), v.size() * sizeof(float)));
+}
+
+std::shared_ptr<const DeviceModel> DeviceModel::of(const Model& model) {
+  std::lock_guard lock(g_mutex);
+  if (auto it = g_cache.find(&model); it != g_cache.end())
+    if (auto p = it->second.lock()) return p;
+  auto dm = std::shared_ptr<DeviceModel>(new DeviceModel);
+  const auto& w = model.weights();
+  const auto& c = model.config();
+  dm->embed = dm->matrix(w.embed);
+  // A tied LM head is the embedding itself: share the device copy.
+  dm->lm_head = w.lm_head.data == w.embed.data ? dm->embed : dm->matrix(w.lm_head);
+  for (const auto& L : w.layers) {
+    DeviceLayer d;
+    d.input_norm = dm->vector(L.input_norm);
+    d.post_attn_norm = dm->vector(L.post_attn_norm);
+    d.wq = dm->matrix(L.wq), d.wk = dm->matrix(L.wk), d.wv = dm->matrix(L.wv), d.wo = dm->matrix(L.wo);
+    d.w_gate = dm->matrix(L.w_gate), d.w_up = dm->matrix(L.w_up), d.w_down = dm->matrix(L.w_down);
+    d.bq = dm->vector(L.bq), d.bk = dm->vector(L.bk), d.bv = dm->vector(L.bv), d.bo = dm->vector(L.bo);
+    d.b_gate = dm->vector(L.b_gate), d.b_up = dm->vector(L.b_up), d.b_down = dm->vector(L.b_down);
+    dm->layers.push_back(d);
+  }
+  dm->final_norm = dm->vector(w.final_norm);
+  dm->inv_freq = dm->vector(rope_inv_freq(c));
+  spdlog::info("uploaded {} to the GPU: {:.1f} MiB", model.path(), double(dm->bytes) / (1 << 20));
+  g_cache[&model] = dm;
+  return dm;
+}
+
+DeviceModel::~DeviceModel() {
+  for (void* p : allocations_) cudaFree(p);
+}
+
+}  // namespace specscope::cuda
