@@ -1,0 +1,370 @@
+#include "engine/model/gguf_model.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+
+#include "engine/formats/gguf.h"
+#include "engine/model/weight_checks.h"
+#include "engine/tokenizer/chat_template.h"
+#include "engine/tokenizer/gguf_tokenizer.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "engine/util/error.h"
+#include "engine/util/sha256.h"
+
+namespace specscope {
+namespace fs = std::filesystem;
+
+namespace {
+
+// A size from the metadata: an integer in [lo, hi]. The bounds are far past any released model; a value outside
+// them is a corrupt or hostile file, refused before anything is allocated from it.
+int size_key(const GgufFile& g, const std::string& key, int64_t lo, int64_t hi, std::optional<int64_t> dflt = {}) {
+  if (!g.has(key)) {
+    if (dflt) return int(*dflt);
+    throw InputError(g.path(), "missing metadata key '" + key + "'");
+  }
+  const int64_t v = g.get_int(key);
+  if (v < lo || v > hi)
+    throw InputError(g.path(), "metadata key '" + key + "' is " + std::to_string(v) + " (expected " +
+                                   std::to_string(lo) + ".." + std::to_string(hi) + ")");
+  return int(v);
+}
+
+double float_key(const GgufFile& g, const std::string& key, double lo, double hi, std::optional<double> dflt = {}) {
+  if (!g.has(key)) {
+    if (dflt) return *dflt;
+    throw InputError(g.path(), "missing metadata key '" + key + "'");
+  }
+  const double v = g.get_float(key);
+  if (!(v >= lo && v <= hi))
+    throw InputError(g.path(), "metadata key '" + key + "' is " + std::to_string(v) + " (expected " +
+                                   std::to_string(lo) + ".." + std::to_string(hi) + ")");
+  return v;
+}
+
+// Sizes of metadata value types in an array (strings are handled separately).
+size_t elem_size(GgufValueType t) {
+  switch (t) {
+    case GgufValueType::UINT8: case GgufValueType::INT8: case GgufValueType::BOOL: return 1;
+    case GgufValueType::UINT16: case GgufValueType::INT16: return 2;
+    case GgufValueType::UINT32: case GgufValueType::INT32: case GgufValueType::FLOAT32: return 4;
+    default: return 8;
+  }
+}
+
+// Hash of every key, type and value in file order: the "config" of a GGUF model.
+std::string metadata_sha256(const GgufFile& g) {
+  Sha256 h;
+  auto u64 = [&](uint64_t x) { h.update(&x, sizeof x); };
+  auto str = [&](const std::string& s) {
+    u64(s.size());
+    h.update(s);
+  };
+  for (const auto& [key, v] : g.metadata()) {
+    str(key);
+    u64(uint64_t(v.type));
+    switch (v.type) {
+      case GgufValueType::STRING: str(v.str); break;
+      case GgufValueType::FLOAT32: case GgufValueType::FLOAT64: h.update(&v.f, sizeof v.f); break;
+      case GgufValueType::ARRAY:
+        u64(uint64_t(v.elem_type));
+        u64(v.count);
+        if (v.elem_type == GgufValueType::STRING)
+          for (const auto& s : v.strings) str(s);
+        else if (v.elems)
+          h.update(v.elems, size_t(v.count) * elem_size(v.elem_type));
+        break;
+      case GgufValueType::INT8: case GgufValueType::INT16: case GgufValueType::INT32: case GgufValueType::INT64:
+        u64(uint64_t(v.i));
+        break;
+      default: u64(v.u);  // unsigned integers and bool
+    }
+  }
+  return h.hex_digest();
+}
+
+std::string tensor_index_sha256(const GgufFile& g) {
+  std::vector<const GgufTensor*> ts;
+  for (const auto& t : g.tensors()) ts.push_back(&t);
+  std::sort(ts.begin(), ts.end(), [](auto* a, auto* b) { return a->name < b->name; });
+  Sha256 h;
+  for (const auto* t : ts) {
+    h.update(t->name);
+    h.update(" ");
+    h.update(t->shape_str());
+    h.update("\n");
+  }
+  return h.hex_digest();
+}
+
+// Binds GGUF tensors to the engine's weight structures, checking names, shapes and types against the config.
+class Binder {
+ public:
+  Binder(const GgufFile& g, bool check) : g_(g), check_(check) {}
+
+  // A [rows, cols] matrix. `unpermute_heads` > 0: the rows are llama.cpp's interleaved-RoPE order for that many
+  // heads and are put back in HF order.
+  TensorView matrix(const std::string& name, int64_t rows, int64_t cols, int unpermute_heads = 0) {
+    const GgufTensor& t = tensor(name, {rows, cols});
+    if (t.type == GgmlType::F32 || t.type == GgmlType::F16 || t.type == GgmlType::BF16) {
+      TensorView v = t.view(g_.path());
+      if (check_) check_finite(v, g_.path());
+      if (unpermute_heads == 0) return v;
+      // Same type, rows reordered.
+      auto buf = std::make_shared<std::vector<uint8_t>>(size_t(rows) * t.row_bytes());
+      const auto order = hf_row_order(rows, unpermute_heads, name);
+      for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(buf->data() + size_t(order[r]) * t.row_bytes(), t.row(r), t.row_bytes());
+      v.data = buf->data();
+      v.keep_alive = buf;
+      return v;
+    }
+    if (!ggml_can_dequantize(t.type))
+      throw InputError(g_.path(), "tensor '" + name + "' has type " + std::string(ggml_type_name(t.type)) +
+                                      " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
+    // Quantized: expanded to f32 (see gguf_model.h).
+    auto buf = std::make_shared<std::vector<float>>(size_t(rows) * size_t(cols));
+    std::vector<int64_t> order = unpermute_heads ? hf_row_order(rows, unpermute_heads, name) : std::vector<int64_t>{};
+    for (int64_t r = 0; r < rows; ++r)
+      g_.dequantize_rows(t, r, 1, buf->data() + size_t(order.empty() ? r : order[r]) * size_t(cols));
+    TensorView v;
+    v.name = name;
+    v.dtype = DType::F32;
+    v.shape = {rows, cols};
+    v.data = buf->data();
+    v.keep_alive = buf;
+    if (check_) check_finite(v, g_.path());
+    quantized_ = true;
+    return v;
+  }
+
+  std::vector<float> vector(const std::string& name, int64_t len, int unpermute_heads = 0) {
+    const GgufTensor& t = tensor(name, {len});
+    std::vector<float> v = dequant(t);
+    if (unpermute_heads) {
+      std::vector<float> hf(v.size());
+      const auto order = hf_row_order(len, unpermute_heads, name);
+      for (int64_t r = 0; r < len; ++r) hf[size_t(order[r])] = v[size_t(r)];
+      v.swap(hf);
+    }
+    return v;
+  }
+
+  std::vector<float> optional_vector(const std::string& name, int64_t len, int unpermute_heads = 0) {
+    return g_.find_tensor(name) ? vector(name, len, unpermute_heads) : std::vector<float>{};
+  }
+
+  bool quantized() const { return quantized_; }
+
+ private:
+  const GgufTensor& tensor(const std::string& name, const std::vector<int64_t>& shape) {
+    const GgufTensor* t = g_.find_tensor(name);
+    if (!t) throw InputError(g_.path(), "missing tensor '" + name + "'");
+    if (t->shape() != shape) {
+      std::string want = "[";
+      for (size_t i = 0; i < shape.size(); ++i) want += (i ? ", " : "") + std::to_string(shape[i]);
+      throw InputError(g_.path(), "tensor '" + name + "' is " + t->shape_str() + ", the metadata implies " + want + "]");
+    }
+    return *t;
+  }
+
+  std::vector<float> dequant(const GgufTensor& t) {
+    if (!ggml_can_dequantize(t.type))
+      throw InputError(g_.path(), "tensor '" + t.name + "' has type " + std::string(ggml_type_name(t.type)) +
+                                      ", which SpecScope cannot read");
+    std::vector<float> v = g_.dequantize(t);
+    if (check_)
+      for (float x : v)
+        if (!std::isfinite(x)) throw InputError(g_.path(), "tensor '" + t.name + "' contains NaN or Inf values");
+    return v;
+  }
+
+  // order[gguf_row] = HF row. llama.cpp's permute: w.reshape(n_head, 2, hd/2, in).swapaxes(1, 2), so GGUF row
+  // h*hd + 2i + j holds HF row h*hd + j*hd/2 + i.
+  std::vector<int64_t> hf_row_order(int64_t rows, int n_head, const std::string& name) const {
+    if (rows % n_head || (rows / n_head) % 2)
+      throw InputError(g_.path(), "tensor '" + name + "' rows do not split into " + std::to_string(n_head) +
+                                      " heads of even size");
+    const int64_t hd = rows / n_head, half = hd / 2;
+    std::vector<int64_t> order(static_cast<size_t>(rows));
+    for (int64_t h = 0; h < n_head; ++h)
+      for (int64_t i = 0; i < half; ++i)
+        for (int64_t j = 0; j < 2; ++j) order[size_t(h * hd + 2 * i + j)] = h * hd + j * half + i;
+    return order;
+  }
+
+  const GgufFile& g_;
+  bool check_;
+  bool quantized_ = false;
+};
+
+}  // namespace
+
+ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
+  const std::string& file = g.path();
+  const std::string arch = g.get_string("general.architecture");
+  ModelConfig c;
+  if (arch == "llama") {
+    c.architecture = "LlamaForCausalLM";
+    c.model_type = "llama";
+  } else if (arch == "qwen2") {
+    c.architecture = "Qwen2ForCausalLM";
+    c.model_type = "qwen2";
+    c.attention_bias = true;
+  } else {
+    throw InputError(file, "unsupported architecture '" + arch + "' (supported: llama, qwen2)");
+  }
+  const std::string p = arch + ".";
+  if (g.get_int(p + "expert_count", 0) > 0)
+    throw InputError(file, "mixture-of-experts models (" + p + "expert_count > 0) are not supported");
+  c.hidden_size = size_key(g, p + "embedding_length", 1, 1 << 16);
+  c.num_layers = size_key(g, p + "block_count", 1, 1024);
+  c.intermediate_size = size_key(g, p + "feed_forward_length", 1, 1 << 20);
+  c.num_heads = size_key(g, p + "attention.head_count", 1, 1024);
+  c.num_kv_heads = size_key(g, p + "attention.head_count_kv", 1, 1024, c.num_heads);
+  c.max_position_embeddings = size_key(g, p + "context_length", 1, 1 << 24);
+  if (c.num_heads % c.num_kv_heads)
+    throw InputError(file, p + "attention.head_count is not a multiple of " + p + "attention.head_count_kv");
+  if (!g.has(p + "attention.key_length") && c.hidden_size % c.num_heads)
+    throw InputError(file, p + "embedding_length is not a multiple of " + p + "attention.head_count");
+  c.head_dim = size_key(g, p + "attention.key_length", 2, 4096, c.hidden_size / c.num_heads);
+  if (c.head_dim % 2) throw InputError(file, p + "attention.key_length must be even");
+  if (size_key(g, p + "attention.value_length", 1, 4096, c.head_dim) != c.head_dim)
+    throw InputError(file, p + "attention.value_length differs from key_length (not supported)");
+  if (size_key(g, p + "rope.dimension_count", 1, 4096, c.head_dim) != c.head_dim)
+    throw InputError(file, "partial RoPE (" + p + "rope.dimension_count != head size) is not supported");
+  // The vocabulary: the explicit key, else the token list's length (older converters write no vocab_size).
+  const int64_t n_tokens = g.has("tokenizer.ggml.tokens") ? int64_t(g.array_size("tokenizer.ggml.tokens")) : 0;
+  c.vocab_size = size_key(g, p + "vocab_size", 1, 1 << 22, n_tokens > 0 ? std::optional<int64_t>(n_tokens) : std::nullopt);
+  c.rms_norm_eps = float(float_key(g, p + "attention.layer_norm_rms_epsilon", 1e-12, 1e-1));
+  c.rope_theta = float(float_key(g, p + "rope.freq_base", 1.0, 1e12, 10000.0));
+  const std::string scaling = g.get_string(p + "rope.scaling.type", "none");
+  if (scaling == "linear") {
+    c.rope_scaling.type = "linear";
+    c.rope_scaling.factor = float(float_key(g, p + "rope.scaling.factor", 1e-3, 1e6));
+  } else if (scaling != "none") {
+    throw InputError(file, "unsupported " + p + "rope.scaling.type '" + scaling + "' (supported: none, linear)");
+  } else if (g.has(p + "rope.scale_linear")) {  // the older key
+    const double f = float_key(g, p + "rope.scale_linear", 1e-3, 1e6);
+    if (f != 1.0) {
+      c.rope_scaling.type = "linear";
+      c.rope_scaling.factor = float(f);
+    }
+  }
+  if (g.has(p + "attention.sliding_window"))
+    c.sliding_window = size_key(g, p + "attention.sliding_window", 1, 1 << 24);
+  c.tie_word_embeddings = tied;
+  c.torch_dtype = DType::F32;
+  auto token_key = [&](const char* key) -> std::optional<int> {
+    if (!g.has(key)) return std::nullopt;
+    const int64_t v = g.get_int(key);
+    if (v < 0) return std::nullopt;
+    if (v >= c.vocab_size) throw InputError(file, std::string(key) + " is outside the vocabulary");
+    return int(v);
+  };
+  c.bos_token_id = token_key("tokenizer.ggml.bos_token_id");
+  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"})
+    if (auto id = token_key(key); id && std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), *id) == c.eos_token_ids.end())
+      c.eos_token_ids.push_back(*id);
+  return c;
+}
+
+std::string gguf_load_problem(const GgufFile& g) {
+  try {
+    config_from_gguf(g, g.find_tensor("output.weight") == nullptr);
+    tokenizer_from_gguf(g);
+    for (const auto& t : g.tensors())
+      if (!ggml_can_dequantize(t.type))
+        return "tensor '" + t.name + "' has type " + std::string(ggml_type_name(t.type)) + ", which SpecScope cannot compute with";
+  } catch (const InputError& e) {
+    return e.problem();
+  }
+  return "";
+}
+
+std::shared_ptr<const Model> load_gguf_model(const std::string& path, const LoadOptions& opts) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto g = std::make_shared<GgufFile>(GgufFile::open(path));
+  auto m = std::make_shared<Model>();
+  m->path_ = path;
+  m->config_ = config_from_gguf(*g, g->find_tensor("output.weight") == nullptr);
+  auto& c = m->config_;
+  spdlog::info("loading {}: {}", path, c.summary());
+
+  // Tokenizer before weights: every metadata problem is reported before any tensor is touched.
+  m->tokenizer_ = tokenizer_from_gguf(*g);
+  m->chat_template_ = chat_template_from_gguf(*g, *m->tokenizer_);
+  if (m->tokenizer_->vocab_size() > c.vocab_size)
+    throw InputError(path, "tokenizer has " + std::to_string(m->tokenizer_->vocab_size()) +
+                               " tokens but the model's vocabulary is " + std::to_string(c.vocab_size));
+
+  Binder b(*g, opts.check_finite);
+  const bool permuted = c.model_type == "llama";  // see gguf_model.h
+  if (g->find_tensor("rope_freqs.weight")) {
+    c.rope_freq_factors = b.vector("rope_freqs.weight", c.head_dim / 2);
+    for (float f : c.rope_freq_factors)
+      if (!(f > 0.f)) throw InputError(path, "tensor 'rope_freqs.weight' has a value that is not positive");
+  }
+  const int64_t H = c.hidden_size, F = c.intermediate_size, V = c.vocab_size;
+  const int64_t qd = int64_t(c.num_heads) * c.head_dim, kvd = int64_t(c.num_kv_heads) * c.head_dim;
+  auto& w = m->weights_;
+  w.embed = b.matrix("token_embd.weight", V, H);
+  w.layers.resize(size_t(c.num_layers));
+  for (int l = 0; l < c.num_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    auto& L = w.layers[size_t(l)];
+    L.input_norm = b.vector(p + "attn_norm.weight", H);
+    L.post_attn_norm = b.vector(p + "ffn_norm.weight", H);
+    L.wq = b.matrix(p + "attn_q.weight", qd, H, permuted ? c.num_heads : 0);
+    L.wk = b.matrix(p + "attn_k.weight", kvd, H, permuted ? c.num_kv_heads : 0);
+    L.wv = b.matrix(p + "attn_v.weight", kvd, H);
+    L.wo = b.matrix(p + "attn_output.weight", H, qd);
+    L.bq = b.optional_vector(p + "attn_q.bias", qd, permuted ? c.num_heads : 0);
+    L.bk = b.optional_vector(p + "attn_k.bias", kvd, permuted ? c.num_kv_heads : 0);
+    L.bv = b.optional_vector(p + "attn_v.bias", kvd);
+    L.bo = b.optional_vector(p + "attn_output.bias", H);
+    if (c.attention_bias && (L.bq.empty() || L.bk.empty() || L.bv.empty()))
+      throw InputError(path, "missing q/k/v bias tensors in layer " + std::to_string(l) + " (required for " +
+                                 c.model_type + ")");
+    L.w_gate = b.matrix(p + "ffn_gate.weight", F, H);
+    L.w_up = b.matrix(p + "ffn_up.weight", F, H);
+    L.w_down = b.matrix(p + "ffn_down.weight", H, F);
+  }
+  w.final_norm = b.vector("output_norm.weight", H);
+  w.lm_head = c.tie_word_embeddings ? w.embed : b.matrix("output.weight", V, H);
+
+  uint64_t n_params = 0;
+  for (const auto& t : g->tensors())
+    if (t.name != "rope_freqs.weight") n_params += uint64_t(t.numel());
+  m->n_params_ = n_params;
+  // The stored type of the matrices: the embedding's ggml type, as llama.cpp names file types.
+  std::string stored(ggml_type_name(g->tensor("token_embd.weight").type));
+  std::transform(stored.begin(), stored.end(), stored.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
+  m->stored_dtype_ = stored;
+
+  m->identity_.path = fs::absolute(path).lexically_normal().string();
+  m->identity_.architecture = "gguf:" + g->get_string("general.architecture");
+  m->identity_.config_sha256 = metadata_sha256(*g);
+  m->identity_.weights_index_sha256 = tensor_index_sha256(*g);
+
+  auto add_eos = [&](int id) {
+    if (id >= 0 && id < c.vocab_size && std::find(m->eos_ids_.begin(), m->eos_ids_.end(), id) == m->eos_ids_.end())
+      m->eos_ids_.push_back(id);
+  };
+  for (int id : c.eos_token_ids) add_eos(id);
+  if (m->tokenizer_->eos_id) add_eos(*m->tokenizer_->eos_id);
+
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  spdlog::info("loaded {} ({:.1f}M parameters, {} weights{}, tokenizer {}, chat template {}) in {:.2f}s", path,
+               double(n_params) / 1e6, stored, b.quantized() ? " expanded to f32" : "", m->tokenizer_->kind(),
+               m->chat_template_->family_name(), secs);
+  return m;
+}
+
+}  // namespace specscope
