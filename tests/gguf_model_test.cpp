@@ -54,9 +54,9 @@ const std::vector<Case> kCases = {
     {"llama_bytelevel_f32.f16.gguf", "llama_bytelevel_f32", "f16"},
     {"llama_bytelevel_f32.q8_0.gguf", "llama_bytelevel_f32", "q8_0"},
     {"llama_spm_tied_f32.f32.gguf", "llama_spm_tied_f32", "f32"},
-    {"llama_spm_tied_f32.f16.gguf", "llama_spm_tied_f32", "f16"},
     {"llama_spm_tied_f32.q8_0.gguf", "llama_spm_tied_f32", "q8_0"},
     {"qwen2_f32.f32.gguf", "qwen2_f32", "f32"},
+    {"mistral_f32.f16.gguf", "mistral_f32", "f16"},  // llama arch + llama.attention.sliding_window
 };
 
 double tolerance(const std::string& type) { return type == "f32" ? 1e-4 : type == "f16" ? 2e-2 : 1e-1; }
@@ -125,7 +125,8 @@ class GgufModel : public ::testing::TestWithParam<Case> {
 TEST_P(GgufModel, ConfigMatchesHuggingFace) {
   const ModelConfig& g = model()->config();
   const ModelConfig& h = hf()->config();
-  EXPECT_EQ(g.architecture, h.architecture);
+  // llama.cpp converts Mistral as "llama" (same network; the window is a separate key).
+  EXPECT_EQ(g.architecture, h.architecture == "MistralForCausalLM" ? "LlamaForCausalLM" : h.architecture);
   EXPECT_EQ(g.hidden_size, h.hidden_size);
   EXPECT_EQ(g.intermediate_size, h.intermediate_size);
   EXPECT_EQ(g.num_layers, h.num_layers);
@@ -139,11 +140,17 @@ TEST_P(GgufModel, ConfigMatchesHuggingFace) {
   EXPECT_EQ(g.tie_word_embeddings, h.tie_word_embeddings);
   EXPECT_EQ(g.attention_bias, h.attention_bias);
   EXPECT_EQ(g.bos_token_id, h.bos_token_id);
+  EXPECT_EQ(g.sliding_window, h.sliding_window);
   // llama3 scaling arrives as rope_freqs.weight: the resulting frequencies must be HF's.
   const auto gf = rope_inv_freq(g), hf_freq = rope_inv_freq(h);
   ASSERT_EQ(gf.size(), hf_freq.size());
   for (size_t i = 0; i < gf.size(); ++i) EXPECT_NEAR(gf[i], hf_freq[i], 1e-6 * hf_freq[i]) << "inv_freq[" << i << "]";
   EXPECT_EQ(model()->weights_dtype(), GetParam().type);
+  // Matrices keep their stored type (Q8_0 stays in its blocks: no f32 copy); norms are f32 vectors.
+  const DType want = GetParam().type == "f32" ? DType::F32 : GetParam().type == "f16" ? DType::F16 : DType::Q8_0;
+  EXPECT_EQ(model()->weights().embed.dtype, want);
+  EXPECT_EQ(model()->weights().layers[0].wq.dtype, want);
+  EXPECT_EQ(model()->weights().layers[0].w_down.dtype, want);
   EXPECT_EQ(model()->parameter_count(), hf()->parameter_count());
   // The tokenizer's EOS ends generation.
   ASSERT_TRUE(model()->tokenizer().eos_id.has_value());
@@ -322,7 +329,7 @@ TEST(GgufTokenizer, ChatTemplateFromMetadata) {
 
 TEST(GgufModelIdentity, NamesTheFileAndItsContent) {
   auto a = Model::load(gguf_path("llama_spm_tied_f32.f32.gguf"));
-  auto b = Model::load(gguf_path("llama_spm_tied_f32.f16.gguf"));
+  auto b = Model::load(gguf_path("llama_spm_tied_f32.q8_0.gguf"));
   auto a2 = Model::load(gguf_path("llama_spm_tied_f32.f32.gguf"));
   EXPECT_EQ(a->identity().architecture, "gguf:llama");
   EXPECT_NE(a->identity().path.find("llama_spm_tied_f32.f32.gguf"), std::string::npos);
@@ -331,7 +338,7 @@ TEST(GgufModelIdentity, NamesTheFileAndItsContent) {
   EXPECT_EQ(a->identity().config_sha256, a2->identity().config_sha256);
   EXPECT_EQ(a->identity().weights_index_sha256, a2->identity().weights_index_sha256);
   EXPECT_NE(a->identity().config_sha256, b->identity().config_sha256);  // general.file_type differs
-  EXPECT_NE(a->identity().weights_index_sha256, b->identity().weights_index_sha256);  // F32 vs F16 tensors
+  EXPECT_NE(a->identity().weights_index_sha256, b->identity().weights_index_sha256);  // F32 vs Q8_0 tensors
 }
 
 // Malformed metadata: InputError naming the file and the key.
@@ -371,7 +378,7 @@ TEST(GgufModelErrors, TruncatedFile) {
 }
 
 TEST(GgufModelCli, RunGeneratesFromGguf) {
-  for (const char* file : {"llama_bytelevel_f32.q8_0.gguf", "llama_spm_tied_f32.f16.gguf"}) {
+  for (const char* file : {"llama_bytelevel_f32.q8_0.gguf", "mistral_f32.f16.gguf"}) {
     auto r = test::run_cli("run --model " + gguf_path(file) + " --prompt 'The cat' --max-tokens 8 --no-record");
     EXPECT_EQ(r.exit_code, 0) << file << ": " << r.out;
   }

@@ -103,6 +103,18 @@ std::string tensor_index_sha256(const GgufFile& g) {
   return h.hex_digest();
 }
 
+// The engine dtype that holds a ggml block type as is.
+std::optional<DType> block_dtype(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q8_0: return DType::Q8_0;
+    case GgmlType::Q4_0: return DType::Q4_0;
+    case GgmlType::Q4_K: return DType::Q4_K;
+    case GgmlType::Q5_K: return DType::Q5_K;
+    case GgmlType::Q6_K: return DType::Q6_K;
+    default: return std::nullopt;
+  }
+}
+
 // Binds GGUF tensors to the engine's weight structures, checking names, shapes and types against the config.
 class Binder {
  public:
@@ -125,21 +137,26 @@ class Binder {
       v.keep_alive = buf;
       return v;
     }
-    if (!ggml_can_dequantize(t.type))
+    const std::optional<DType> dt = block_dtype(t.type);
+    if (!dt)
       throw InputError(g_.path(), "tensor '" + name + "' has type " + std::string(ggml_type_name(t.type)) +
                                       " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
-    // Quantized: expanded to f32 (see gguf_model.h).
-    auto buf = std::make_shared<std::vector<float>>(size_t(rows) * size_t(cols));
-    std::vector<int64_t> order = unpermute_heads ? hf_row_order(rows, unpermute_heads, name) : std::vector<int64_t>{};
-    for (int64_t r = 0; r < rows; ++r)
-      g_.dequantize_rows(t, r, 1, buf->data() + size_t(order.empty() ? r : order[r]) * size_t(cols));
+    // Block-quantized: kept in its blocks, zero-copy unless its rows are reordered (whole rows are whole blocks).
     TensorView v;
     v.name = name;
-    v.dtype = DType::F32;
+    v.dtype = *dt;
     v.shape = {rows, cols};
-    v.data = buf->data();
-    v.keep_alive = buf;
-    if (check_) check_finite(v, g_.path());
+    v.data = t.data;
+    v.keep_alive = t.keep_alive;
+    if (unpermute_heads) {
+      auto buf = std::make_shared<std::vector<uint8_t>>(size_t(rows) * t.row_bytes());
+      const auto order = hf_row_order(rows, unpermute_heads, name);
+      for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(buf->data() + size_t(order[r]) * t.row_bytes(), t.row(r), t.row_bytes());
+      v.data = buf->data();
+      v.keep_alive = buf;
+    }
+    if (check_) check_finite_blocks(t);
     quantized_ = true;
     return v;
   }
@@ -172,6 +189,26 @@ class Binder {
       throw InputError(g_.path(), "tensor '" + name + "' is " + t->shape_str() + ", the metadata implies " + want + "]");
     }
     return *t;
+  }
+
+  // A NaN/Inf scale makes whole blocks NaN: dequantize every row once (in parallel) and look.
+  void check_finite_blocks(const GgufTensor& t) {
+    bool bad = false;
+#pragma omp parallel
+    {
+      std::vector<float> row(size_t(t.cols()));
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < t.rows(); ++r) {
+        dequantize_row(t.type, t.row(r), row.data(), t.cols());
+        for (float x : row)
+          if (!std::isfinite(x)) {
+#pragma omp atomic write
+            bad = true;
+            break;
+          }
+      }
+    }
+    if (bad) throw InputError(g_.path(), "tensor '" + t.name + "' contains NaN or Inf values (corrupt weights?)");
   }
 
   std::vector<float> dequant(const GgufTensor& t) {
@@ -362,7 +399,7 @@ std::shared_ptr<const Model> load_gguf_model(const std::string& path, const Load
 
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   spdlog::info("loaded {} ({:.1f}M parameters, {} weights{}, tokenizer {}, chat template {}) in {:.2f}s", path,
-               double(n_params) / 1e6, stored, b.quantized() ? " expanded to f32" : "", m->tokenizer_->kind(),
+               double(n_params) / 1e6, stored, b.quantized() ? " kept quantized" : "", m->tokenizer_->kind(),
                m->chat_template_->family_name(), secs);
   return m;
 }
