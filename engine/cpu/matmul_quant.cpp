@@ -2,10 +2,13 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <climits>
+#include <cstring>
 #include <vector>
 
 #include "engine/formats/gguf_quant.h"
+#include "engine/util/dtype.h"
 #include "engine/util/error.h"
 
 namespace specscope::cpu {
@@ -40,15 +43,69 @@ int block_weight_dims(const TensorView& W, const char* what, int* k) {
 
 namespace {
 
-// Compiled for AVX-512, AVX2 and baseline, picked at load time (as attend_one in cpu_context.cpp).
 #if defined(__x86_64__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "avx2,fma", "default")))
+#define SPEC_MULTIVERSION __attribute__((target_clones("avx512f", "avx2,fma", "default")))
+#else
+#define SPEC_MULTIVERSION
 #endif
+
+// One row, as ggml's reference dequantizes it. For Q8_0 and Q4_0 every value is one exact product (an int times
+// an f16 scale, see gguf_quant.h), so this vectorizable loop gives the reference's values bit for bit; the
+// K-quants go through the reference itself. Compiled for AVX-512, AVX2 and baseline, picked at load time.
+SPEC_MULTIVERSION
+void dequant_row(DType t, const uint8_t* src, float* dst, int k) {
+  if (t == DType::Q8_0) {
+    for (int b = 0; b < k / 32; ++b) {
+      const uint8_t* blk = src + size_t(b) * 34;  // f16 d, int8 q[32]
+      uint16_t h;
+      std::memcpy(&h, blk, 2);
+      const float d = f16_to_f32(h);
+      const int8_t* q = reinterpret_cast<const int8_t*>(blk + 2);
+      float* o = dst + size_t(b) * 32;
+#pragma omp simd
+      for (int j = 0; j < 32; ++j) o[j] = float(q[j]) * d;
+    }
+  } else if (t == DType::Q4_0) {
+    for (int b = 0; b < k / 32; ++b) {
+      const uint8_t* blk = src + size_t(b) * 18;  // f16 d, 16 bytes: element j low nibble, j + 16 high nibble
+      uint16_t h;
+      std::memcpy(&h, blk, 2);
+      const float d = f16_to_f32(h);
+      const uint8_t* q = blk + 2;
+      float* o = dst + size_t(b) * 32;
+#pragma omp simd
+      for (int j = 0; j < 16; ++j) {
+        o[j] = float(int(q[j] & 0x0F) - 8) * d;
+        o[j + 16] = float(int(q[j] >> 4) - 8) * d;
+      }
+    }
+  } else {
+    dequantize_row(ggml_of(t), src, dst, k);
+  }
+}
+
+SPEC_MULTIVERSION
 float dot(const float* a, const float* b, int k) {
   float acc = 0.f;
 #pragma omp simd reduction(+ : acc)
   for (int i = 0; i < k; ++i) acc += a[i] * b[i];
   return acc;
+}
+
+// Four weight rows (w, w + k, w + 2k, w + 3k) against one token: x is read once for all four.
+SPEC_MULTIVERSION
+void dot4(const float* w, int k, const float* x, float* out) {
+  const float *w0 = w, *w1 = w + k, *w2 = w + 2 * size_t(k), *w3 = w + 3 * size_t(k);
+  float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
+#pragma omp simd reduction(+ : a0, a1, a2, a3)
+  for (int i = 0; i < k; ++i) {
+    const float xi = x[i];
+    a0 += w0[i] * xi;
+    a1 += w1[i] * xi;
+    a2 += w2[i] * xi;
+    a3 += w3[i] * xi;
+  }
+  out[0] = a0, out[1] = a1, out[2] = a2, out[3] = a3;
 }
 
 // Below this many multiply-adds a fork costs more than it saves.
@@ -60,18 +117,25 @@ void linear_quant(const float* X, int n, const TensorView& W, const float* bias,
   int k = 0;
   const int m = block_weight_dims(W, "linear", &k);
   if (n <= 0 || m == 0) return;
-  const GgmlType gt = ggml_of(W.dtype);
   const size_t rb = dtype_row_bytes(W.dtype, k);
   const auto* base = static_cast<const uint8_t*>(W.data);
   const size_t macs = size_t(m) * size_t(k) * size_t(n);
+  const int groups = (m + 3) / 4;  // 4 rows dequantized together, then dotted with each token
 #pragma omp parallel if (macs >= kMinParallelMacs && !omp_in_parallel())
   {
-    std::vector<float> row(static_cast<size_t>(k));
+    std::vector<float> rows(size_t(4) * size_t(k));
 #pragma omp for schedule(static)
-    for (int r = 0; r < m; ++r) {
-      if (k > 0) dequantize_row(gt, base + size_t(r) * rb, row.data(), k);
-      const float b = bias ? bias[r] : 0.f;
-      for (int t = 0; t < n; ++t) Y[size_t(t) * m + r] = dot(row.data(), X + size_t(t) * k, k) + b;
+    for (int g = 0; g < groups; ++g) {
+      const int r0 = 4 * g, nr = std::min(4, m - r0);
+      for (int i = 0; i < nr; ++i) dequant_row(W.dtype, base + size_t(r0 + i) * rb, rows.data() + size_t(i) * k, k);
+      float acc[4];
+      for (int t = 0; t < n; ++t) {
+        const float* x = X + size_t(t) * k;
+        if (nr == 4) dot4(rows.data(), k, x, acc);
+        else
+          for (int i = 0; i < nr; ++i) acc[i] = dot(rows.data() + size_t(i) * k, x, k);
+        for (int i = 0; i < nr; ++i) Y[size_t(t) * m + r0 + i] = acc[i] + (bias ? bias[r0 + i] : 0.f);
+      }
     }
   }
 }
@@ -81,8 +145,7 @@ void embedding_row_quant(const TensorView& E, int row, float* out) {
   const int v = block_weight_dims(E, "embedding", &h);
   SPEC_INPUT_CHECK(row >= 0 && row < v, E.name,
                    "token id " + std::to_string(row) + " out of range [0, " + std::to_string(v) + ")");
-  dequantize_row(ggml_of(E.dtype), static_cast<const uint8_t*>(E.data) + size_t(row) * dtype_row_bytes(E.dtype, h),
-                 out, h);
+  dequant_row(E.dtype, static_cast<const uint8_t*>(E.data) + size_t(row) * dtype_row_bytes(E.dtype, h), out, h);
 }
 
 void dequantize_rows(const TensorView& W, int64_t first, int64_t count, float* dst) {
