@@ -385,6 +385,18 @@ TEST(GgufModelCli, RunGeneratesFromGguf) {
   auto r = test::run_cli("run --model " + gguf_path("llama_bytelevel_f32.f32.gguf") +
                          " --chat --prompt 'Hello' --max-tokens 8 --json --no-record");
   EXPECT_EQ(r.exit_code, 0) << r.out;
+  // Speculative sampling with a GGUF target and its Q8_0 copy as the draft: greedy output identical to vanilla
+  // (the methods are lossless whatever the draft), and the near-identical draft is mostly accepted.
+  const std::string common = "run --no-record --model " + gguf_path("llama_bytelevel_f32.f32.gguf") +
+                             " --prompt 'The cat sat down.' --max-tokens 24 ";
+  auto vanilla = test::run_cli(common + "--method vanilla");
+  auto sps = test::run_cli(common + "--method sps --gamma 4 --draft " + gguf_path("llama_bytelevel_f32.q8_0.gguf"));
+  ASSERT_EQ(vanilla.exit_code, 0) << vanilla.out;
+  ASSERT_EQ(sps.exit_code, 0) << sps.out;
+  const std::string text = vanilla.out.substr(0, vanilla.out.find("[vanilla |"));
+  EXPECT_GT(text.size(), 10u);
+  EXPECT_EQ(sps.out.substr(0, sps.out.find("[sps |")), text);
+  EXPECT_NE(sps.out.find("stop: max_tokens"), std::string::npos) << sps.out;
   auto bad = test::run_cli("run --model " + gguf_path("bad_arch.gguf") + " --prompt x --max-tokens 2 --no-record");
   EXPECT_EQ(bad.exit_code, 2) << bad.out;
   EXPECT_NE(bad.out.find("mamba"), std::string::npos) << bad.out;

@@ -4,9 +4,13 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
+#include <string>
 #include <cstring>
 #include <vector>
 
+#include "engine/cpu/matmul.h"
+#include "engine/cpu/matmul_kernels.h"
 #include "engine/formats/gguf_quant.h"
 #include "engine/util/dtype.h"
 #include "engine/util/error.h"
@@ -108,6 +112,10 @@ void dot4(const float* w, int k, const float* x, float* out) {
   out[0] = a0, out[1] = a1, out[2] = a2, out[3] = a3;
 }
 
+// From this many tokens on, panels of kPanelRows dequantized rows go to the f32 tiled kernels.
+constexpr int kPanelMinTokens = 3;  // measured: equal at 2-3 tokens, the panel path 1.5x slower at 1
+constexpr int kPanelRows = 16;
+
 // Below this many multiply-adds a fork costs more than it saves.
 constexpr size_t kMinParallelMacs = size_t(1) << 18;
 
@@ -120,6 +128,29 @@ void linear_quant(const float* X, int n, const TensorView& W, const float* bias,
   const size_t rb = dtype_row_bytes(W.dtype, k);
   const auto* base = static_cast<const uint8_t*>(W.data);
   const size_t macs = size_t(m) * size_t(k) * size_t(n);
+  if (n >= kPanelMinTokens && k > 0) {
+    // Several tokens: dequantize a panel of rows to f32 and let matmul.cpp's register-tiled f32 kernel (the one
+    // linear() would use now) compute that panel for all tokens. Its Y row stride is m, so pointing Y and bias
+    // at the panel's first row makes it write exactly the panel's outputs.
+    const std::string isa = active_isa();
+    const detail::RowsFn rows_fn = isa == "avx512" ? detail::rows_avx512 : isa == "avx2" ? detail::rows_avx2
+                                                                                          : detail::rows_scalar;
+    const int panels = (m + kPanelRows - 1) / kPanelRows;
+#pragma omp parallel if (macs >= kMinParallelMacs && !omp_in_parallel())
+    {
+      std::vector<float> panel(size_t(kPanelRows) * size_t(k));
+      std::vector<float> scratch_buf(detail::scratch_floats(k) + 16);
+      float* scratch = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch_buf.data()) + 63) & ~uintptr_t(63));
+#pragma omp for schedule(static)
+      for (int p = 0; p < panels; ++p) {
+        const int r0 = p * kPanelRows, pr = std::min(kPanelRows, m - r0);
+        for (int i = 0; i < pr; ++i) dequant_row(W.dtype, base + size_t(r0 + i) * rb, panel.data() + size_t(i) * k, k);
+        const detail::LinearArgs a{X, n, k, panel.data(), DType::F32, bias ? bias + r0 : nullptr, Y + r0, m};
+        rows_fn(a, 0, pr, scratch);
+      }
+    }
+    return;
+  }
   const int groups = (m + 3) / 4;  // 4 rows dequantized together, then dotted with each token
 #pragma omp parallel if (macs >= kMinParallelMacs && !omp_in_parallel())
   {

@@ -2,19 +2,19 @@
 // The linear layer and embedding lookup for block-quantized weights (DType Q8_0, Q4_0, Q4_K, Q5_K, Q6_K: GGUF
 // weights kept in their stored blocks). cpu::linear and cpu::embedding_row hand such weights here.
 //
-// How: each thread takes a range of output rows, four at a time; the four weight rows are dequantized once
-// (ggml's reference values, exact: see gguf_quant.h; Q8_0/Q4_0 by a vectorized loop) into a 4 x k scratch and
-// dotted with each of the n tokens in f32, each token row read once per four weight rows. The
-// matrix is never expanded, and the weights are streamed once per call as in the f32/f16 path; the cost over an
-// f16 matrix is the dequantization, once per row and call. The results equal linear_reference on the dequantized
-// matrix up to f32 summation order. Measured on this (shared, 2-core) machine, one thread, 4096 x 4096:
-//   tokens    f16      Q8_0     Q4_0
-//   1         1.9 ms   3.7-3.9  4.0
-//   8         4.5 ms   8.9-9.5  12.6
-//   64        21 ms    82       82     (no register tiling over tokens, no BLAS: prefill is ~4x f16)
-// A fused per-block dot (d * sum q*x, no scratch row) was slower for one token (4.9 ms): the per-block
-// horizontal sums cost more than writing the scratch. Next steps, not done: tiles over tokens (or the f32
-// kernels of matmul.cpp on a dequantized panel) for prefill, quantized activations with integer dots as ggml.
+// How: the matrix is never expanded; each thread takes a range of output rows and dequantizes each weight row
+// once per call (ggml's reference values, exact: see gguf_quant.h; Q8_0/Q4_0 by a vectorized loop).
+//  * 1-2 tokens (decode): four rows at a time into a 4 x k scratch, each dotted with the tokens in f32.
+//  * 3+ tokens (verification, prefill): panels of 16 rows into an f32 scratch panel, computed for all tokens by
+//    matmul.cpp's register-tiled f32 kernel for the active instruction set (detail::rows_*).
+// The results equal linear_reference on the dequantized matrix up to f32 summation order. Measured on this
+// (shared, 2-core, AVX-512) machine, one thread, 4096 x 4096, ms per product:
+//   tokens    f16     Q8_0    Q4_0
+//   1         1.9     3.6     3.9
+//   8         4.4     7.7     7.9
+//   64        20      24      24
+// Tried and dropped: a fused per-block dot (d * sum q*x, no scratch row) was slower for one token (4.9 ms), and
+// the panel path for one token too (5.2 ms). Not done: quantized activations with integer dots, as ggml does.
 #include "engine/util/tensor.h"
 
 namespace specscope::cpu {

@@ -100,6 +100,8 @@ json bos_template(const Vocab& v, std::optional<int64_t> bos, bool add_bos) {
           {"special_tokens", {{name, {{"id", name}, {"ids", json::array({*bos})}, {"tokens", json::array({name})}}}}}};
 }
 
+constexpr size_t kMaxMergedPieceBytes = 256;
+
 // Byte offsets where a UTF-8 string can be split into two non-empty parts.
 std::vector<size_t> char_boundaries(const std::string& s) {
   std::vector<size_t> b;
@@ -124,6 +126,9 @@ json merges_from_scores(const Vocab& v) {
   for (size_t i = 0; i < v.tokens.size(); ++i) {
     if (!mergeable(int64_t(i))) continue;
     const std::string& t = v.tokens[i];
+    // SentencePiece pieces are short (16 characters by default); a longer one is only ever matched whole, and
+    // splitting it would cost len^2 for a hostile file.
+    if (t.size() > kMaxMergedPieceBytes) continue;
     for (size_t k : char_boundaries(t)) {
       auto l = id.find(t.substr(0, k));
       auto r = id.find(t.substr(k));
