@@ -349,6 +349,7 @@ TEST(GgufModelErrors, BadMetadataNamesFileAndKey) {
       {"bad_huge_embedding.gguf", "llama.embedding_length"},
       {"bad_arch.gguf", "mamba"},
       {"bad_no_tokens.gguf", "tokenizer.ggml.tokens"},
+      {"bad_no_tensors_qwen2.gguf", "missing tensor 'token_embd.weight'"},  // metadata fine, no weights
   };
   for (const auto& [file, needle] : cases) {
     const std::string path = gguf_path(file);

@@ -22,16 +22,12 @@
 #include <string>
 
 #include "engine/model/config.h"
+#include "engine/model/gguf_config.h"
 #include "engine/model/model.h"
 
 namespace specscope {
 
 class GgufFile;
-
-// The ModelConfig a GGUF file's metadata describes (rope_freq_factors left empty; the loader fills it from the
-// rope_freqs.weight tensor). `tied`: whether the file has no output.weight. Throws InputError naming the file for
-// an unsupported architecture or a missing, mistyped or absurd key.
-ModelConfig config_from_gguf(const GgufFile& g, bool tied);
 
 std::shared_ptr<const Model> load_gguf_model(const std::string& path, const LoadOptions& opts);
 
