@@ -808,7 +808,7 @@ TEST(GgufBuilt, EdgeCasesTheWriterCannotMake) {
 
 // The CLI: `info` describes a .gguf file through the reader; running one says plainly that GGUF models
 // cannot be run yet (exit code 2), and a corrupt one is an error naming the file.
-TEST(GgufCli, InfoReadsTheFileAndRunRefusesClearly) {
+TEST(GgufCli, InfoReadsTheFileAndSaysWhetherItLoads) {
   const std::string file = specscope::test::fixture("gguf/all_types.gguf");
   auto info = specscope::test::run_cli("info --model " + file + " --json");
   ASSERT_EQ(info.exit_code, 0) << info.out;
@@ -816,10 +816,14 @@ TEST(GgufCli, InfoReadsTheFileAndRunRefusesClearly) {
   EXPECT_EQ(j["gguf_version"], 3);
   EXPECT_EQ(j["name"], "SpecScope GGUF fixture");
   EXPECT_TRUE(j["tensor_types"].contains("Q4_K"));
-  EXPECT_FALSE(j["loadable"].get<bool>());
+  EXPECT_FALSE(j["loadable"].get<bool>());  // not a model: architecture "specscope-test"
+  EXPECT_NE(j["load_problem"].get<std::string>().find("specscope-test"), std::string::npos) << info.out;
   auto run = specscope::test::run_cli("run --no-record --model " + file + " --prompt hi");
   EXPECT_EQ(run.exit_code, 2);
-  EXPECT_NE(run.out.find("not implemented yet"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("unsupported architecture 'specscope-test'"), std::string::npos) << run.out;
+  auto model = specscope::test::run_cli("info --json --model " + specscope::test::fixture("gguf_models/llama_spm_tied_f32.q8_0.gguf"));
+  ASSERT_EQ(model.exit_code, 0) << model.out;
+  EXPECT_TRUE(nlohmann::json::parse(model.out)["loadable"].get<bool>()) << model.out;
   const std::string bad = ::testing::TempDir() + "/broken.gguf";
   FILE* f = std::fopen(bad.c_str(), "wb");
   std::fputs("GGUF\x03", f);

@@ -1,6 +1,6 @@
 // `specscope-cli info` on a .gguf file: what the file holds (architecture, hyper-parameters, tokenizer, tensor
-// types), read by the GGUF reader without loading a model. Model loading from GGUF is not wired yet, so this
-// is an inspection of the file, said as such.
+// types), read by the GGUF reader without loading a model, and whether `run` can load it (judged from the
+// metadata and tensor types; see gguf_load_problem).
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -8,6 +8,7 @@
 #include "app/cli/commands.h"
 #include "engine/formats/gguf.h"
 #include "engine/formats/gguf_quant.h"
+#include "engine/model/gguf_model.h"
 
 namespace specscope::cli {
 
@@ -29,6 +30,7 @@ int gguf_info(const std::string& path, bool json) {
     if (v.is_float()) return f.get_float(key);
     return nullptr;
   };
+  const std::string problem = gguf_load_problem(f);
   nlohmann::json types = nlohmann::json::object();
   for (auto& [name, e] : by_type) types[name] = {{"tensors", e.first}, {"elements", e.second}};
   nlohmann::json j = {{"path", path},
@@ -52,7 +54,8 @@ int gguf_info(const std::string& path, bool json) {
                       {"parameters", elements},
                       {"tensor_types", types},
                       {"metadata_keys", f.metadata().size()},
-                      {"loadable", false}};
+                      {"loadable", problem.empty()},
+                      {"load_problem", problem.empty() ? nlohmann::json(nullptr) : nlohmann::json(problem)}};
   if (json) {
     std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
@@ -71,7 +74,8 @@ int gguf_info(const std::string& path, bool json) {
               f.has("tokenizer.chat_template") ? ", with a chat template" : "");
   std::printf("parameters     %.2fM\n", double(elements) / 1e6);
   for (auto& [name, e] : by_type) std::printf("  %-8s %4ld tensors, %.2fM values\n", name.c_str(), e.first, double(e.second) / 1e6);
-  std::printf("note           SpecScope reads this file but cannot run GGUF models yet (use the Hugging Face folder)\n");
+  if (problem.empty()) std::printf("loadable       yes (specscope-cli run --model %s)\n", path.c_str());
+  else std::printf("loadable       no: %s\n", problem.c_str());
   return 0;
 }
 

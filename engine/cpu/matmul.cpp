@@ -9,6 +9,7 @@
 //  * n >= blas_min_tokens(dtype) (prefill, and only with an OpenBLAS that has kernels for this CPU):
 //    cblas_sgemm, on W directly when f32, else on panels of rows widened to f32 into a scratch buffer.
 #include "engine/cpu/matmul.h"
+#include "engine/cpu/matmul_quant.h"
 
 #include <cblas.h>
 #include <omp.h>
@@ -260,6 +261,7 @@ void linear_blas(const LinearArgs& a, const Dispatch& d) {
 }  // namespace
 
 void linear(const float* X, int n, const TensorView& W, const float* bias, float* Y) {
+  if (dtype_is_block(W.dtype)) return linear_quant(X, n, W, bias, Y);  // GGUF weights (matmul_quant.h)
   int k = 0;
   const int m = weight_dims(W, "linear", &k);
   if (n <= 0 || m == 0) return;
@@ -328,12 +330,14 @@ void linear(const float* X, int n, const TensorView& W, const float* bias, float
 }
 
 void linear_reference(const float* X, int n, const TensorView& W, const float* bias, float* Y) {
+  const bool block = dtype_is_block(W.dtype);
   int k = 0;
-  const int m = weight_dims(W, "linear_reference", &k);
+  const int m = block ? block_weight_dims(W, "linear_reference", &k) : weight_dims(W, "linear_reference", &k);
   std::vector<float> row(size_t(std::max(k, 1)));
   const size_t esz = dtype_size(W.dtype);
   for (int r = 0; r < m; ++r) {
-    detail::convert_scalar(W.dtype, static_cast<const char*>(W.data) + size_t(r) * k * esz, row.data(), size_t(k));
+    if (block) dequantize_rows(W, r, 1, row.data());
+    else detail::convert_scalar(W.dtype, static_cast<const char*>(W.data) + size_t(r) * k * esz, row.data(), size_t(k));
     for (int t = 0; t < n; ++t) {
       const float* x = X + size_t(t) * k;
       double s = bias ? double(bias[r]) : 0.0;
@@ -344,6 +348,7 @@ void linear_reference(const float* X, int n, const TensorView& W, const float* b
 }
 
 void embedding_row(const TensorView& E, int row, float* out) {
+  if (dtype_is_block(E.dtype)) return embedding_row_quant(E, row, out);
   int h = 0;
   const int v = weight_dims(E, "embedding", &h);
   SPEC_INPUT_CHECK(row >= 0 && row < v, E.name,

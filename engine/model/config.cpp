@@ -163,6 +163,10 @@ std::vector<float> rope_inv_freq(const ModelConfig& c) {
     float expo = float(2 * i) / float(c.head_dim);
     inv[i] = 1.0f / std::pow(c.rope_theta, expo);
   }
+  if (!c.rope_freq_factors.empty()) {  // validated to hold head_dim/2 positive values by the GGUF loader
+    for (int i = 0; i < half; ++i) inv[i] /= c.rope_freq_factors[i];
+    return inv;
+  }
   const auto& rs = c.rope_scaling;
   if (rs.type == "linear") {
     for (auto& f : inv) f /= rs.factor;

@@ -30,6 +30,9 @@ struct ModelConfig {
   float rms_norm_eps = 1e-6f;
   float rope_theta = 10000.f;
   RopeScaling rope_scaling;
+  // GGUF files carry llama3-style scaling as per-frequency divisors (the rope_freqs.weight tensor, head_dim/2
+  // values) instead of parameters; when not empty, rope_inv_freq divides by them instead of applying rope_scaling.
+  std::vector<float> rope_freq_factors;
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v biases (Qwen2 always; Llama when attention_bias=true)
   bool mlp_bias = false;

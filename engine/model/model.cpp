@@ -11,6 +11,8 @@
 
 #include "engine/formats/safetensors.h"
 #include "engine/model/cpu_context.h"
+#include "engine/model/gguf_model.h"
+#include "engine/model/weight_checks.h"
 #include "engine/tokenizer/chat_template.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/util/error.h"
@@ -52,27 +54,6 @@ std::vector<float> bind_optional_vector(const TensorStore& st, const std::string
   return bind_vector(st, name, len);
 }
 
-// NaN or Inf anywhere in the weights means a corrupt or badly converted file: refuse it rather than
-// generate garbage. Scans in parallel at memory speed.
-void check_finite(const TensorView& t, const std::string& file) {
-  const int64_t n = t.numel();
-  std::atomic<bool> bad{false};
-  if (t.dtype == DType::F32) {
-    const uint32_t* p = static_cast<const uint32_t*>(t.data);
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; ++i)
-      if ((p[i] & 0x7f800000u) == 0x7f800000u) bad.store(true, std::memory_order_relaxed);
-  } else {
-    const uint16_t* p = static_cast<const uint16_t*>(t.data);
-    const uint16_t expmask = t.dtype == DType::F16 ? 0x7c00u : 0x7f80u;
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; ++i)
-      if ((p[i] & expmask) == expmask) bad.store(true, std::memory_order_relaxed);
-  }
-  if (bad) throw InputError(file, "tensor '" + t.name + "' contains NaN or Inf values (corrupt weights?)");
-}
-
-
 ModelIdentity compute_identity(const std::string& path, const ModelConfig& c, const TensorStore& store) {
   ModelIdentity id;
   id.path = fs::absolute(path).lexically_normal().string();
@@ -96,8 +77,7 @@ ModelIdentity compute_identity(const std::string& path, const ModelConfig& c, co
 std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& opts) {
   auto t0 = std::chrono::steady_clock::now();
   if (!fs::exists(path)) throw InputError(path, "no such file or directory");
-  if (!fs::is_directory(path) && fs::path(path).extension() == ".gguf")
-    throw InputError(path, "loading models from GGUF is not implemented yet (use the Hugging Face folder)");
+  if (!fs::is_directory(path) && fs::path(path).extension() == ".gguf") return load_gguf_model(path, opts);
   if (!fs::is_directory(path))
     throw InputError(path, "expected a Hugging Face model directory (config.json + *.safetensors + tokenizer.json)");
   auto m = std::make_shared<Model>();
@@ -187,9 +167,13 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
   return m;
 }
 
-std::string Model::weights_dtype() const { return std::string(dtype_name(weights_.embed.dtype)); }
+std::string Model::weights_dtype() const {
+  if (!stored_dtype_.empty()) return stored_dtype_;
+  return std::string(dtype_name(weights_.embed.dtype));
+}
 
 uint64_t Model::parameter_count() const {
+  if (!store_) return n_params_;
   uint64_t n = 0;
   for (auto& [name, t] : store_->all()) n += uint64_t(t.numel());
   return n;

@@ -36,7 +36,8 @@ struct ModelIdentity {
 
 class Model : public std::enable_shared_from_this<Model> {
  public:
-  // `path` is a Hugging Face model directory (config.json, *.safetensors, tokenizer.json, ...).
+  // `path` is a Hugging Face model directory (config.json, *.safetensors, tokenizer.json, ...) or a .gguf file
+  // (see gguf_model.h).
   // Throws InputError naming the file and the problem.
   static std::shared_ptr<const Model> load(const std::string& path, const LoadOptions& opts = {});
 
@@ -64,7 +65,12 @@ class Model : public std::enable_shared_from_this<Model> {
   GenerationDefaults gen_;
   std::vector<int> eos_ids_;
   ModelIdentity identity_;
-  std::shared_ptr<const TensorStore> store_;  // owns the mappings the weight views point into
+  std::shared_ptr<const TensorStore> store_;  // owns the mappings the weight views point into (not for GGUF)
+  // GGUF models: no TensorStore (the views keep their mapping or buffers alive themselves), so the totals are kept.
+  uint64_t n_params_ = 0;
+  std::string stored_dtype_;  // e.g. "q8_0" for a mostly-Q8_0 file; empty: the embedding's dtype
+
+  friend std::shared_ptr<const Model> load_gguf_model(const std::string& path, const LoadOptions& opts);
 };
 
 }  // namespace specscope

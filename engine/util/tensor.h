@@ -21,11 +21,14 @@ struct TensorView {
     for (auto d : shape) n *= d;
     return n;
   }
-  size_t nbytes() const { return size_t(numel()) * dtype_size(dtype); }
+  size_t nbytes() const {  // block types: rows() rows of cols() elements
+    return dtype_is_block(dtype) ? size_t(rows()) * dtype_row_bytes(dtype, cols()) : size_t(numel()) * dtype_size(dtype);
+  }
   int64_t rows() const { return shape.empty() ? 1 : shape[0]; }
   int64_t cols() const { return shape.size() < 2 ? (shape.empty() ? 1 : shape[0]) : shape[1]; }
   std::string shape_str() const;
-  // Element i converted to f32 (slow path, for loading small vectors and tests).
+  // Element i converted to f32 (slow path, for loading small vectors and tests). Not for block types
+  // (std::invalid_argument).
   float at(int64_t i) const;
   // Copies the whole tensor to f32 (for small tensors: norms, biases).
   std::vector<float> to_f32() const;

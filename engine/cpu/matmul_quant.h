@@ -1,0 +1,34 @@
+#pragma once
+// The linear layer and embedding lookup for block-quantized weights (DType Q8_0, Q4_0, Q4_K, Q5_K, Q6_K: GGUF
+// weights kept in their stored blocks). cpu::linear and cpu::embedding_row hand such weights here.
+//
+// How: the matrix is never expanded; each thread takes a range of output rows and dequantizes each weight row
+// once per call (ggml's reference values, exact: see gguf_quant.h; Q8_0/Q4_0 by a vectorized loop).
+//  * 1-2 tokens (decode): four rows at a time into a 4 x k scratch, each dotted with the tokens in f32.
+//  * 3+ tokens (verification, prefill): panels of 16 rows into an f32 scratch panel, computed for all tokens by
+//    matmul.cpp's register-tiled f32 kernel for the active instruction set (detail::rows_*).
+// The results equal linear_reference on the dequantized matrix up to f32 summation order. Measured on this
+// (shared, 2-core, AVX-512) machine, one thread, 4096 x 4096, ms per product:
+//   tokens    f16     Q8_0    Q4_0
+//   1         1.9     3.6     3.9
+//   8         4.4     7.7     7.9
+//   64        20      24      24
+// Tried and dropped: a fused per-block dot (d * sum q*x, no scratch row) was slower for one token (4.9 ms), and
+// the panel path for one token too (5.2 ms). Not done: quantized activations with integer dots, as ggml does.
+#include "engine/util/tensor.h"
+
+namespace specscope::cpu {
+
+// Y[n, m] = X[n, k] * dequant(W)^T (+ bias). W: 2-D block-quantized, k a multiple of the block size (InputError
+// otherwise).
+void linear_quant(const float* X, int n, const TensorView& W, const float* bias, float* Y);
+// Row `row` of a block-quantized embedding table, dequantized into out[cols] (the values of gguf_quant's
+// dequantize_row, bit for bit).
+void embedding_row_quant(const TensorView& E, int row, float* out);
+// Checks a block-quantized weight (2-D, rows a whole number of blocks, data present; InputError otherwise);
+// returns its rows and sets *k to its columns.
+int block_weight_dims(const TensorView& W, const char* what, int* k);
+// Rows [first, first + count) of a block-quantized matrix, dequantized into dst (count x cols floats).
+void dequantize_rows(const TensorView& W, int64_t first, int64_t count, float* dst);
+
+}  // namespace specscope::cpu

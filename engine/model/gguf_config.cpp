@@ -1,0 +1,111 @@
+#include "engine/model/gguf_config.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include "engine/formats/gguf.h"
+#include "engine/util/error.h"
+
+namespace specscope {
+
+namespace {
+
+// A size from the metadata: an integer in [lo, hi]. The bounds are far past any released model; a value outside
+// them is a corrupt or hostile file, refused before anything is allocated from it.
+// A missing key with a default takes the default, which is range-checked the same way (defaults are derived from
+// other keys or from the token list, so they can be absurd too).
+int size_key(const GgufFile& g, const std::string& key, int64_t lo, int64_t hi, std::optional<int64_t> dflt = {}) {
+  const bool present = g.has(key);
+  if (!present && !dflt) throw InputError(g.path(), "missing metadata key '" + key + "'");
+  const int64_t v = present ? g.get_int(key) : *dflt;
+  if (v < lo || v > hi)
+    throw InputError(g.path(), "metadata key '" + key + "' is " + std::to_string(v) + (present ? "" : " (derived)") +
+                                   " (expected " + std::to_string(lo) + ".." + std::to_string(hi) + ")");
+  return int(v);
+}
+
+double float_key(const GgufFile& g, const std::string& key, double lo, double hi, std::optional<double> dflt = {}) {
+  if (!g.has(key)) {
+    if (dflt) return *dflt;
+    throw InputError(g.path(), "missing metadata key '" + key + "'");
+  }
+  const double v = g.get_float(key);
+  if (!(v >= lo && v <= hi))
+    throw InputError(g.path(), "metadata key '" + key + "' is " + std::to_string(v) + " (expected " +
+                                   std::to_string(lo) + ".." + std::to_string(hi) + ")");
+  return v;
+}
+
+}  // namespace
+
+ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
+  const std::string& file = g.path();
+  const std::string arch = g.get_string("general.architecture");
+  ModelConfig c;
+  if (arch == "llama") {
+    c.architecture = "LlamaForCausalLM";
+    c.model_type = "llama";
+  } else if (arch == "qwen2") {
+    c.architecture = "Qwen2ForCausalLM";
+    c.model_type = "qwen2";
+    c.attention_bias = true;
+  } else {
+    throw InputError(file, "unsupported architecture '" + arch + "' (supported: llama, qwen2)");
+  }
+  const std::string p = arch + ".";
+  if (g.get_int(p + "expert_count", 0) > 0)
+    throw InputError(file, "mixture-of-experts models (" + p + "expert_count > 0) are not supported");
+  c.hidden_size = size_key(g, p + "embedding_length", 1, 1 << 16);
+  c.num_layers = size_key(g, p + "block_count", 1, 1024);
+  c.intermediate_size = size_key(g, p + "feed_forward_length", 1, 1 << 20);
+  c.num_heads = size_key(g, p + "attention.head_count", 1, 1024);
+  c.num_kv_heads = size_key(g, p + "attention.head_count_kv", 1, 1024, c.num_heads);
+  c.max_position_embeddings = size_key(g, p + "context_length", 1, 1 << 24);
+  if (c.num_heads % c.num_kv_heads)
+    throw InputError(file, p + "attention.head_count is not a multiple of " + p + "attention.head_count_kv");
+  if (!g.has(p + "attention.key_length") && c.hidden_size % c.num_heads)
+    throw InputError(file, p + "embedding_length is not a multiple of " + p + "attention.head_count");
+  c.head_dim = size_key(g, p + "attention.key_length", 2, 4096, c.hidden_size / c.num_heads);
+  if (c.head_dim % 2) throw InputError(file, p + "attention.key_length must be even");
+  if (size_key(g, p + "attention.value_length", 1, 4096, c.head_dim) != c.head_dim)
+    throw InputError(file, p + "attention.value_length differs from key_length (not supported)");
+  if (size_key(g, p + "rope.dimension_count", 1, 4096, c.head_dim) != c.head_dim)
+    throw InputError(file, "partial RoPE (" + p + "rope.dimension_count != head size) is not supported");
+  // The vocabulary: the explicit key, else the token list's length (older converters write no vocab_size).
+  const int64_t n_tokens = g.has("tokenizer.ggml.tokens") ? int64_t(g.array_size("tokenizer.ggml.tokens")) : 0;
+  c.vocab_size = size_key(g, p + "vocab_size", 1, 1 << 22, n_tokens > 0 ? std::optional<int64_t>(n_tokens) : std::nullopt);
+  c.rms_norm_eps = float(float_key(g, p + "attention.layer_norm_rms_epsilon", 1e-12, 1e-1));
+  c.rope_theta = float(float_key(g, p + "rope.freq_base", 1.0, 1e12, 10000.0));
+  const std::string scaling = g.get_string(p + "rope.scaling.type", "none");
+  if (scaling == "linear") {
+    c.rope_scaling.type = "linear";
+    c.rope_scaling.factor = float(float_key(g, p + "rope.scaling.factor", 1e-3, 1e6));
+  } else if (scaling != "none") {
+    throw InputError(file, "unsupported " + p + "rope.scaling.type '" + scaling + "' (supported: none, linear)");
+  } else if (g.has(p + "rope.scale_linear")) {  // the older key
+    const double f = float_key(g, p + "rope.scale_linear", 1e-3, 1e6);
+    if (f != 1.0) {
+      c.rope_scaling.type = "linear";
+      c.rope_scaling.factor = float(f);
+    }
+  }
+  if (g.has(p + "attention.sliding_window"))
+    c.sliding_window = size_key(g, p + "attention.sliding_window", 1, 1 << 24);
+  c.tie_word_embeddings = tied;
+  c.torch_dtype = DType::F32;
+  auto token_key = [&](const char* key) -> std::optional<int> {
+    if (!g.has(key)) return std::nullopt;
+    const int64_t v = g.get_int(key);
+    if (v < 0) return std::nullopt;
+    if (v >= c.vocab_size) throw InputError(file, std::string(key) + " is outside the vocabulary");
+    return int(v);
+  };
+  c.bos_token_id = token_key("tokenizer.ggml.bos_token_id");
+  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"})
+    if (auto id = token_key(key); id && std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), *id) == c.eos_token_ids.end())
+      c.eos_token_ids.push_back(*id);
+  return c;
+}
+
+}  // namespace specscope

@@ -1,0 +1,313 @@
+#include "engine/model/gguf_model.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+
+#include "engine/formats/gguf.h"
+#include "engine/model/gguf_config.h"
+#include "engine/model/weight_checks.h"
+#include "engine/tokenizer/chat_template.h"
+#include "engine/tokenizer/gguf_tokenizer.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "engine/util/error.h"
+#include "engine/util/sha256.h"
+
+namespace specscope {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Sizes of metadata value types in an array (strings are handled separately).
+size_t elem_size(GgufValueType t) {
+  switch (t) {
+    case GgufValueType::UINT8: case GgufValueType::INT8: case GgufValueType::BOOL: return 1;
+    case GgufValueType::UINT16: case GgufValueType::INT16: return 2;
+    case GgufValueType::UINT32: case GgufValueType::INT32: case GgufValueType::FLOAT32: return 4;
+    default: return 8;
+  }
+}
+
+// Hash of every key, type and value in file order: the "config" of a GGUF model.
+std::string metadata_sha256(const GgufFile& g) {
+  Sha256 h;
+  auto u64 = [&](uint64_t x) { h.update(&x, sizeof x); };
+  auto str = [&](const std::string& s) {
+    u64(s.size());
+    h.update(s);
+  };
+  for (const auto& [key, v] : g.metadata()) {
+    str(key);
+    u64(uint64_t(v.type));
+    switch (v.type) {
+      case GgufValueType::STRING: str(v.str); break;
+      case GgufValueType::FLOAT32: case GgufValueType::FLOAT64: h.update(&v.f, sizeof v.f); break;
+      case GgufValueType::ARRAY:
+        u64(uint64_t(v.elem_type));
+        u64(v.count);
+        if (v.elem_type == GgufValueType::STRING)
+          for (const auto& s : v.strings) str(s);
+        else if (v.elems)
+          h.update(v.elems, size_t(v.count) * elem_size(v.elem_type));
+        break;
+      case GgufValueType::INT8: case GgufValueType::INT16: case GgufValueType::INT32: case GgufValueType::INT64:
+        u64(uint64_t(v.i));
+        break;
+      default: u64(v.u);  // unsigned integers and bool
+    }
+  }
+  return h.hex_digest();
+}
+
+std::string tensor_index_sha256(const GgufFile& g) {
+  std::vector<const GgufTensor*> ts;
+  for (const auto& t : g.tensors()) ts.push_back(&t);
+  std::sort(ts.begin(), ts.end(), [](auto* a, auto* b) { return a->name < b->name; });
+  Sha256 h;
+  for (const auto* t : ts) {
+    h.update(t->name);
+    h.update(" ");
+    h.update(t->shape_str());
+    h.update("\n");
+  }
+  return h.hex_digest();
+}
+
+// The engine dtype that holds a ggml block type as is.
+std::optional<DType> block_dtype(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q8_0: return DType::Q8_0;
+    case GgmlType::Q4_0: return DType::Q4_0;
+    case GgmlType::Q4_K: return DType::Q4_K;
+    case GgmlType::Q5_K: return DType::Q5_K;
+    case GgmlType::Q6_K: return DType::Q6_K;
+    default: return std::nullopt;
+  }
+}
+
+// Binds GGUF tensors to the engine's weight structures, checking names, shapes and types against the config.
+class Binder {
+ public:
+  Binder(const GgufFile& g, bool check) : g_(g), check_(check) {}
+
+  // A [rows, cols] matrix. `unpermute_heads` > 0: the rows are llama.cpp's interleaved-RoPE order for that many
+  // heads and are put back in HF order.
+  TensorView matrix(const std::string& name, int64_t rows, int64_t cols, int unpermute_heads = 0) {
+    const GgufTensor& t = tensor(name, {rows, cols});
+    if (t.type == GgmlType::F32 || t.type == GgmlType::F16 || t.type == GgmlType::BF16) {
+      TensorView v = t.view(g_.path());
+      if (check_) check_finite(v, g_.path());
+      if (unpermute_heads == 0) return v;
+      // Same type, rows reordered.
+      auto buf = std::make_shared<std::vector<uint8_t>>(size_t(rows) * t.row_bytes());
+      const auto order = hf_row_order(rows, unpermute_heads, name);
+      for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(buf->data() + size_t(order[r]) * t.row_bytes(), t.row(r), t.row_bytes());
+      v.data = buf->data();
+      v.keep_alive = buf;
+      return v;
+    }
+    const std::optional<DType> dt = block_dtype(t.type);
+    if (!dt)
+      throw InputError(g_.path(), "tensor '" + name + "' has type " + std::string(ggml_type_name(t.type)) +
+                                      " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
+    // Block-quantized: kept in its blocks, zero-copy unless its rows are reordered (whole rows are whole blocks).
+    TensorView v;
+    v.name = name;
+    v.dtype = *dt;
+    v.shape = {rows, cols};
+    v.data = t.data;
+    v.keep_alive = t.keep_alive;
+    if (unpermute_heads) {
+      auto buf = std::make_shared<std::vector<uint8_t>>(size_t(rows) * t.row_bytes());
+      const auto order = hf_row_order(rows, unpermute_heads, name);
+      for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(buf->data() + size_t(order[r]) * t.row_bytes(), t.row(r), t.row_bytes());
+      v.data = buf->data();
+      v.keep_alive = buf;
+    }
+    if (check_) check_finite_blocks(t);
+    quantized_ = true;
+    return v;
+  }
+
+  std::vector<float> vector(const std::string& name, int64_t len, int unpermute_heads = 0) {
+    const GgufTensor& t = tensor(name, {len});
+    std::vector<float> v = dequant(t);
+    if (unpermute_heads) {
+      std::vector<float> hf(v.size());
+      const auto order = hf_row_order(len, unpermute_heads, name);
+      for (int64_t r = 0; r < len; ++r) hf[size_t(order[r])] = v[size_t(r)];
+      v.swap(hf);
+    }
+    return v;
+  }
+
+  std::vector<float> optional_vector(const std::string& name, int64_t len, int unpermute_heads = 0) {
+    return g_.find_tensor(name) ? vector(name, len, unpermute_heads) : std::vector<float>{};
+  }
+
+  bool quantized() const { return quantized_; }
+
+ private:
+  const GgufTensor& tensor(const std::string& name, const std::vector<int64_t>& shape) {
+    const GgufTensor* t = g_.find_tensor(name);
+    if (!t) throw InputError(g_.path(), "missing tensor '" + name + "'");
+    if (t->shape() != shape) {
+      std::string want = "[";
+      for (size_t i = 0; i < shape.size(); ++i) want += (i ? ", " : "") + std::to_string(shape[i]);
+      throw InputError(g_.path(), "tensor '" + name + "' is " + t->shape_str() + ", the metadata implies " + want + "]");
+    }
+    return *t;
+  }
+
+  // A NaN/Inf scale makes whole blocks NaN: dequantize every row once (in parallel) and look.
+  void check_finite_blocks(const GgufTensor& t) {
+    bool bad = false;
+#pragma omp parallel
+    {
+      std::vector<float> row(size_t(t.cols()));
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < t.rows(); ++r) {
+        dequantize_row(t.type, t.row(r), row.data(), t.cols());
+        for (float x : row)
+          if (!std::isfinite(x)) {
+#pragma omp atomic write
+            bad = true;
+            break;
+          }
+      }
+    }
+    if (bad) throw InputError(g_.path(), "tensor '" + t.name + "' contains NaN or Inf values (corrupt weights?)");
+  }
+
+  std::vector<float> dequant(const GgufTensor& t) {
+    if (!ggml_can_dequantize(t.type))
+      throw InputError(g_.path(), "tensor '" + t.name + "' has type " + std::string(ggml_type_name(t.type)) +
+                                      ", which SpecScope cannot read");
+    std::vector<float> v = g_.dequantize(t);
+    if (check_)
+      for (float x : v)
+        if (!std::isfinite(x)) throw InputError(g_.path(), "tensor '" + t.name + "' contains NaN or Inf values");
+    return v;
+  }
+
+  // order[gguf_row] = HF row. llama.cpp's permute: w.reshape(n_head, 2, hd/2, in).swapaxes(1, 2), so GGUF row
+  // h*hd + 2i + j holds HF row h*hd + j*hd/2 + i.
+  std::vector<int64_t> hf_row_order(int64_t rows, int n_head, const std::string& name) const {
+    if (rows % n_head || (rows / n_head) % 2)
+      throw InputError(g_.path(), "tensor '" + name + "' rows do not split into " + std::to_string(n_head) +
+                                      " heads of even size");
+    const int64_t hd = rows / n_head, half = hd / 2;
+    std::vector<int64_t> order(static_cast<size_t>(rows));
+    for (int64_t h = 0; h < n_head; ++h)
+      for (int64_t i = 0; i < half; ++i)
+        for (int64_t j = 0; j < 2; ++j) order[size_t(h * hd + 2 * i + j)] = h * hd + j * half + i;
+    return order;
+  }
+
+  const GgufFile& g_;
+  bool check_;
+  bool quantized_ = false;
+};
+
+}  // namespace
+
+std::string gguf_load_problem(const GgufFile& g) {
+  try {
+    config_from_gguf(g, g.find_tensor("output.weight") == nullptr);
+    tokenizer_from_gguf(g);
+    for (const auto& t : g.tensors())
+      if (!ggml_can_dequantize(t.type))
+        return "tensor '" + t.name + "' has type " + std::string(ggml_type_name(t.type)) + ", which SpecScope cannot compute with";
+  } catch (const InputError& e) {
+    return e.problem();
+  }
+  return "";
+}
+
+std::shared_ptr<const Model> load_gguf_model(const std::string& path, const LoadOptions& opts) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto g = std::make_shared<GgufFile>(GgufFile::open(path));
+  auto m = std::make_shared<Model>();
+  m->path_ = path;
+  m->config_ = config_from_gguf(*g, g->find_tensor("output.weight") == nullptr);
+  auto& c = m->config_;
+  spdlog::info("loading {}: {}", path, c.summary());
+
+  // Tokenizer before weights: every metadata problem is reported before any tensor is touched.
+  m->tokenizer_ = tokenizer_from_gguf(*g);
+  m->chat_template_ = chat_template_from_gguf(*g, *m->tokenizer_);
+  if (m->tokenizer_->vocab_size() > c.vocab_size)
+    throw InputError(path, "tokenizer has " + std::to_string(m->tokenizer_->vocab_size()) +
+                               " tokens but the model's vocabulary is " + std::to_string(c.vocab_size));
+
+  Binder b(*g, opts.check_finite);
+  const bool permuted = c.model_type == "llama";  // see gguf_model.h
+  if (g->find_tensor("rope_freqs.weight")) {
+    c.rope_freq_factors = b.vector("rope_freqs.weight", c.head_dim / 2);
+    for (float f : c.rope_freq_factors)
+      if (!(f > 0.f)) throw InputError(path, "tensor 'rope_freqs.weight' has a value that is not positive");
+  }
+  const int64_t H = c.hidden_size, F = c.intermediate_size, V = c.vocab_size;
+  const int64_t qd = int64_t(c.num_heads) * c.head_dim, kvd = int64_t(c.num_kv_heads) * c.head_dim;
+  auto& w = m->weights_;
+  w.embed = b.matrix("token_embd.weight", V, H);
+  w.layers.resize(size_t(c.num_layers));
+  for (int l = 0; l < c.num_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    auto& L = w.layers[size_t(l)];
+    L.input_norm = b.vector(p + "attn_norm.weight", H);
+    L.post_attn_norm = b.vector(p + "ffn_norm.weight", H);
+    L.wq = b.matrix(p + "attn_q.weight", qd, H, permuted ? c.num_heads : 0);
+    L.wk = b.matrix(p + "attn_k.weight", kvd, H, permuted ? c.num_kv_heads : 0);
+    L.wv = b.matrix(p + "attn_v.weight", kvd, H);
+    L.wo = b.matrix(p + "attn_output.weight", H, qd);
+    L.bq = b.optional_vector(p + "attn_q.bias", qd, permuted ? c.num_heads : 0);
+    L.bk = b.optional_vector(p + "attn_k.bias", kvd, permuted ? c.num_kv_heads : 0);
+    L.bv = b.optional_vector(p + "attn_v.bias", kvd);
+    L.bo = b.optional_vector(p + "attn_output.bias", H);
+    if (c.attention_bias && (L.bq.empty() || L.bk.empty() || L.bv.empty()))
+      throw InputError(path, "missing q/k/v bias tensors in layer " + std::to_string(l) + " (required for " +
+                                 c.model_type + ")");
+    L.w_gate = b.matrix(p + "ffn_gate.weight", F, H);
+    L.w_up = b.matrix(p + "ffn_up.weight", F, H);
+    L.w_down = b.matrix(p + "ffn_down.weight", H, F);
+  }
+  w.final_norm = b.vector("output_norm.weight", H);
+  w.lm_head = c.tie_word_embeddings ? w.embed : b.matrix("output.weight", V, H);
+
+  uint64_t n_params = 0;
+  for (const auto& t : g->tensors())
+    if (t.name != "rope_freqs.weight") n_params += uint64_t(t.numel());
+  m->n_params_ = n_params;
+  // The stored type of the matrices: the embedding's ggml type, as llama.cpp names file types.
+  std::string stored(ggml_type_name(g->tensor("token_embd.weight").type));
+  std::transform(stored.begin(), stored.end(), stored.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
+  m->stored_dtype_ = stored;
+
+  m->identity_.path = fs::absolute(path).lexically_normal().string();
+  m->identity_.architecture = "gguf:" + g->get_string("general.architecture");
+  m->identity_.config_sha256 = metadata_sha256(*g);
+  m->identity_.weights_index_sha256 = tensor_index_sha256(*g);
+
+  auto add_eos = [&](int id) {
+    if (id >= 0 && id < c.vocab_size && std::find(m->eos_ids_.begin(), m->eos_ids_.end(), id) == m->eos_ids_.end())
+      m->eos_ids_.push_back(id);
+  };
+  for (int id : c.eos_token_ids) add_eos(id);
+  if (m->tokenizer_->eos_id) add_eos(*m->tokenizer_->eos_id);
+
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  spdlog::info("loaded {} ({:.1f}M parameters, {} weights{}, tokenizer {}, chat template {}) in {:.2f}s", path,
+               double(n_params) / 1e6, stored, b.quantized() ? " kept quantized" : "", m->tokenizer_->kind(),
+               m->chat_template_->family_name(), secs);
+  return m;
+}
+
+}  // namespace specscope

@@ -1,0 +1,38 @@
+#pragma once
+// Loading a Llama-family model from one GGUF file (llama.cpp's format): architecture "llama" (Llama, Mistral,
+// TinyLlama, ... as llama.cpp converts them) and "qwen2".
+//
+// What differs from the Hugging Face layout, and how it is undone:
+//  * The config is metadata (<arch>.embedding_length, .block_count, ...); see config_from_gguf.
+//  * llama.cpp's converter permutes the rows of the Q and K projections of "llama" models, head by head, so that
+//    ggml's interleaved RoPE (pairs 2i, 2i+1) computes what HF's rotate-half RoPE (pairs i, i + head_dim/2)
+//    computes. The engine runs rotate-half everywhere (draft heads included), so the loader puts those rows back
+//    in HF order: Q and K are the only matrices copied (into owned buffers, rows reordered, type unchanged); every
+//    other F32/F16/BF16 tensor is a zero-copy view into the mapping. ("qwen2" is not permuted: llama.cpp runs it
+//    with NEOX RoPE, which is rotate-half.)
+//  * llama3 RoPE scaling comes as rope_freqs.weight (per-frequency divisors); linear scaling as
+//    <arch>.rope.scaling.type / .factor.
+//  * No output.weight means the output projection is tied to token_embd.weight.
+//  * Quantized matrices (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) stay in their blocks (DType Q8_0 ..., zero-copy views like
+//    the float ones); cpu::linear computes with them row by row (engine/cpu/matmul_quant.h).
+// The tokenizer and chat template come from tokenizer.ggml.* / tokenizer.chat_template (gguf_tokenizer.h).
+// Identity: path, "gguf:<arch>", sha256 of the metadata (every key, type and value, in file order) and of the
+// tensor index (name, ggml type, shape, sorted by name).
+#include <memory>
+#include <string>
+
+#include "engine/model/config.h"
+#include "engine/model/gguf_config.h"
+#include "engine/model/model.h"
+
+namespace specscope {
+
+class GgufFile;
+
+std::shared_ptr<const Model> load_gguf_model(const std::string& path, const LoadOptions& opts);
+
+// Why load_gguf_model would refuse this file, judged from its metadata (config, tokenizer) and its tensor types
+// without reading any weights; empty when those are supported (shapes are only checked by loading).
+std::string gguf_load_problem(const GgufFile& g);
+
+}  // namespace specscope

@@ -1,0 +1,249 @@
+#include "engine/tokenizer/gguf_tokenizer.h"
+
+#include <algorithm>
+#include <tuple>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/formats/gguf.h"
+#include "engine/tokenizer/chat_template.h"
+#include "engine/tokenizer/hf_tokenizer.h"
+#include "engine/util/error.h"
+
+namespace specscope {
+using nlohmann::json;
+
+namespace {
+
+// llama.cpp's token types (llama_token_type / gguf.TokenType).
+enum TokenType : int64_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
+
+// The split regexes of the Hugging Face tokenizers llama.cpp names in tokenizer.ggml.pre.
+const char* kLlama3Split =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+const char* kQwen2Split =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+struct Vocab {
+  std::vector<std::string> tokens;
+  std::vector<int64_t> types;
+  std::vector<double> scores;  // llama only
+};
+
+Vocab read_vocab(const GgufFile& g, bool need_scores) {
+  const std::string& file = g.path();
+  Vocab v;
+  v.tokens = g.get_string_array("tokenizer.ggml.tokens");
+  if (v.tokens.empty()) throw InputError(file, "tokenizer.ggml.tokens is empty");
+  if (v.tokens.size() > 10'000'000) throw InputError(file, "tokenizer.ggml.tokens has an implausible size");
+  const size_t n = v.tokens.size();
+  if (g.has("tokenizer.ggml.token_type")) {
+    v.types = g.get_int_array("tokenizer.ggml.token_type");
+    if (v.types.size() != n)
+      throw InputError(file, "tokenizer.ggml.token_type has " + std::to_string(v.types.size()) + " entries for " +
+                                 std::to_string(n) + " tokens");
+  } else {
+    v.types.assign(n, kNormal);
+  }
+  if (need_scores) {
+    v.scores = g.get_float_array("tokenizer.ggml.scores");
+    if (v.scores.size() != n)
+      throw InputError(file, "tokenizer.ggml.scores has " + std::to_string(v.scores.size()) + " entries for " +
+                                 std::to_string(n) + " tokens");
+  }
+  return v;
+}
+
+std::optional<int64_t> token_id_key(const GgufFile& g, const std::string& key, size_t n_tokens) {
+  if (!g.has(key)) return std::nullopt;
+  const int64_t id = g.get_int(key);
+  // llama.cpp writes -1 (as a signed int) or leaves the key out for "none".
+  if (id < 0) return std::nullopt;
+  if (size_t(id) >= n_tokens)
+    throw InputError(g.path(), key + " is " + std::to_string(id) + ", outside the " + std::to_string(n_tokens) +
+                                   "-token vocabulary");
+  return id;
+}
+
+json vocab_object(const Vocab& v) {
+  json vocab = json::object();
+  // Unused ids (llama.cpp's "[PAD<id>]" fillers up to the model's vocabulary size) stay out, as they are not in
+  // the tokenizer the file was converted from; decoding one gives nothing. A duplicated string keeps its first id.
+  for (size_t i = 0; i < v.tokens.size(); ++i)
+    if (v.types[i] != kUnused && !vocab.contains(v.tokens[i])) vocab[v.tokens[i]] = int64_t(i);
+  return vocab;
+}
+
+json added_tokens(const Vocab& v) {
+  json list = json::array();
+  for (size_t i = 0; i < v.tokens.size(); ++i) {
+    if (v.types[i] != kControl && v.types[i] != kUserDefined) continue;
+    const bool special = v.types[i] == kControl;
+    list.push_back({{"id", int64_t(i)}, {"content", v.tokens[i]}, {"single_word", false}, {"lstrip", false},
+                    {"rstrip", false}, {"normalized", !special}, {"special", special}});
+  }
+  return list;
+}
+
+json bos_template(const Vocab& v, std::optional<int64_t> bos, bool add_bos) {
+  if (!add_bos || !bos) return nullptr;
+  const std::string& name = v.tokens[size_t(*bos)];
+  json single = json::array();
+  single.push_back({{"SpecialToken", {{"id", name}, {"type_id", 0}}}});
+  single.push_back({{"Sequence", {{"id", "A"}, {"type_id", 0}}}});
+  return {{"type", "TemplateProcessing"},
+          {"single", single},
+          {"pair", single},
+          {"special_tokens", {{name, {{"id", name}, {"ids", json::array({*bos})}, {"tokens", json::array({name})}}}}}};
+}
+
+constexpr size_t kMaxMergedPieceBytes = 256;
+
+// Byte offsets where a UTF-8 string can be split into two non-empty parts.
+std::vector<size_t> char_boundaries(const std::string& s) {
+  std::vector<size_t> b;
+  for (size_t i = 1; i < s.size(); ++i)
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) b.push_back(i);
+  return b;
+}
+
+// SentencePiece BPE keeps no merge list: a pair merges when their concatenation is a vocabulary piece, the piece
+// with the highest score first. As a merge list (transformers' SentencePieceExtractor): every split (l, r) of
+// every piece into two pieces, ranked by the piece's score (descending), then by piece id, then by l's and r's ids.
+json merges_from_scores(const Vocab& v) {
+  std::unordered_map<std::string, int64_t> id;
+  auto mergeable = [&](int64_t t) { return v.types[size_t(t)] == kNormal || v.types[size_t(t)] == kUserDefined; };
+  for (size_t i = 0; i < v.tokens.size(); ++i)
+    if (mergeable(int64_t(i))) id.emplace(v.tokens[i], int64_t(i));
+  struct Merge {
+    double score;
+    int64_t piece, l, r;
+  };
+  std::vector<Merge> merges;
+  for (size_t i = 0; i < v.tokens.size(); ++i) {
+    if (!mergeable(int64_t(i))) continue;
+    const std::string& t = v.tokens[i];
+    // SentencePiece pieces are short (16 characters by default); a longer one is only ever matched whole, and
+    // splitting it would cost len^2 for a hostile file.
+    if (t.size() > kMaxMergedPieceBytes) continue;
+    for (size_t k : char_boundaries(t)) {
+      auto l = id.find(t.substr(0, k));
+      auto r = id.find(t.substr(k));
+      if (l != id.end() && r != id.end()) merges.push_back({v.scores[i], int64_t(i), l->second, r->second});
+    }
+  }
+  std::sort(merges.begin(), merges.end(), [](const Merge& a, const Merge& b) {
+    return std::tie(b.score, a.piece, a.l, a.r) < std::tie(a.score, b.piece, b.l, b.r);
+  });
+  json out = json::array();
+  for (const auto& m : merges) out.push_back({v.tokens[size_t(m.l)], v.tokens[size_t(m.r)]});
+  return out;
+}
+
+json build_json(const GgufFile& g) {
+  const std::string& file = g.path();
+  const std::string model = g.get_string("tokenizer.ggml.model");
+  if (model != "gpt2" && model != "llama")
+    throw InputError(file, "unsupported tokenizer.ggml.model \"" + model + "\" (supported: gpt2, llama)");
+  const bool spm = model == "llama";
+  const Vocab v = read_vocab(g, spm);
+  const auto bos = token_id_key(g, "tokenizer.ggml.bos_token_id", v.tokens.size());
+  const bool add_bos = g.get_bool("tokenizer.ggml.add_bos_token", spm);
+  if (add_bos && !bos) throw InputError(file, "tokenizer.ggml.add_bos_token is set but there is no bos_token_id");
+
+  json root = {{"version", "1.0"}, {"added_tokens", added_tokens(v)}, {"post_processor", bos_template(v, bos, add_bos)}};
+  json bpe = {{"type", "BPE"}, {"dropout", nullptr}, {"continuing_subword_prefix", nullptr},
+              {"end_of_word_suffix", nullptr}, {"vocab", vocab_object(v)}};
+  if (spm) {
+    const bool space_prefix = g.get_bool("tokenizer.ggml.add_space_prefix", true);
+    json norms = json::array();
+    if (space_prefix) norms.push_back({{"type", "Prepend"}, {"prepend", "\u2581"}});
+    norms.push_back({{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}});
+    root["normalizer"] = {{"type", "Sequence"}, {"normalizers", norms}};
+    root["pre_tokenizer"] = nullptr;
+    json decs = json::array();
+    decs.push_back({{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}});
+    decs.push_back({{"type", "ByteFallback"}});
+    decs.push_back({{"type", "Fuse"}});
+    if (space_prefix) decs.push_back({{"type", "Strip"}, {"content", " "}, {"start", 1u}, {"stop", 0u}});
+    root["decoder"] = {{"type", "Sequence"}, {"decoders", decs}};
+    const auto unk = token_id_key(g, "tokenizer.ggml.unknown_token_id", v.tokens.size());
+    bpe["unk_token"] = unk ? json(v.tokens[size_t(*unk)]) : json(nullptr);
+    bpe["fuse_unk"] = true;
+    bpe["byte_fallback"] = true;
+    bpe["ignore_merges"] = false;
+    bpe["merges"] = merges_from_scores(v);
+  } else {
+    const std::string pre = g.get_string("tokenizer.ggml.pre", "default");
+    json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}};
+    bool ignore_merges = false;
+    root["normalizer"] = nullptr;
+    if (pre == "llama-bpe" || pre == "llama3" || pre == "llama-v3" || pre == "qwen2") {
+      const bool qwen = pre == "qwen2";
+      json split = {{"type", "Split"}, {"pattern", {{"Regex", qwen ? kQwen2Split : kLlama3Split}}},
+                    {"behavior", "Isolated"}, {"invert", false}};
+      json seq = json::array();
+      seq.push_back(split);
+      seq.push_back(byte_level);
+      root["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", seq}};
+      if (qwen) root["normalizer"] = {{"type", "NFC"}};
+      ignore_merges = !qwen;  // Llama 3's tokenizer.json sets ignore_merges; Qwen2's does not
+    } else if (pre == "gpt-2" || pre == "gpt2" || pre == "default") {
+      byte_level["use_regex"] = true;  // GPT-2's own split, built into the ByteLevel pre-tokenizer
+      root["pre_tokenizer"] = byte_level;
+    } else {
+      throw InputError(file, "unsupported tokenizer.ggml.pre \"" + pre +
+                                 "\" (supported: llama-bpe, llama3, qwen2, gpt-2, default)");
+    }
+    root["decoder"] = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}};
+    bpe["unk_token"] = nullptr;
+    bpe["fuse_unk"] = false;
+    bpe["byte_fallback"] = false;
+    bpe["ignore_merges"] = ignore_merges;
+    const auto merges = g.get_string_array("tokenizer.ggml.merges");
+    bpe["merges"] = merges;
+  }
+  root["model"] = std::move(bpe);
+  return root;
+}
+
+}  // namespace
+
+std::string gguf_tokenizer_json(const GgufFile& g) {
+  return build_json(g).dump(1, ' ', false, json::error_handler_t::replace);
+}
+
+std::shared_ptr<Tokenizer> tokenizer_from_gguf(const GgufFile& g) {
+  const std::string& file = g.path();
+  const json root = build_json(g);
+  std::shared_ptr<tok::HfTokenizer> tok;
+  try {
+    tok = std::make_shared<tok::HfTokenizer>(root, file);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(file, std::string("tokenizer metadata: ") + e.what());
+  }
+  const size_t n = g.array_size("tokenizer.ggml.tokens");
+  auto id = [&](const char* key) -> std::optional<int32_t> {
+    const auto v = token_id_key(g, key, n);
+    if (!v) return std::nullopt;
+    return int32_t(*v);
+  };
+  tok->bos_id = id("tokenizer.ggml.bos_token_id");
+  tok->eos_id = id("tokenizer.ggml.eos_token_id");
+  tok->pad_id = id("tokenizer.ggml.padding_token_id");
+  tok->unk_id = id("tokenizer.ggml.unknown_token_id");
+  tok->add_bos = tok->post_processor() && !tok->post_processor()->prefix_ids().empty();
+  return tok;
+}
+
+std::shared_ptr<ChatTemplate> chat_template_from_gguf(const GgufFile& g, const Tokenizer& tok) {
+  const std::string text = g.get_string("tokenizer.chat_template", "");
+  const std::string bos = tok.bos_id ? tok.token_piece(*tok.bos_id) : "";
+  const std::string eos = tok.eos_id ? tok.token_piece(*tok.eos_id) : "";
+  return ChatTemplate::detect(text, bos, eos);
+}
+
+}  // namespace specscope

@@ -1,0 +1,36 @@
+// libFuzzer target: the model-level reading of GGUF metadata. On any input GgufFile::parse accepts,
+// config_from_gguf and tokenizer_from_gguf (the tokenizer.json built from tokenizer.ggml.*, then the HF pipeline
+// built from it) must return or throw InputError; a tokenizer that builds must encode and decode a fixed text.
+// Seed corpus: fuzz/corpus/gguf_model (the metadata-only tests/fixtures/gguf_models/bad_*.gguf files, which carry
+// complete gpt2/llama tokenizers).
+#include <cstdint>
+#include <string>
+
+#include "engine/formats/gguf.h"
+#include "engine/model/gguf_config.h"
+#include "engine/tokenizer/gguf_tokenizer.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "engine/util/error.h"
+
+using namespace specscope;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  GgufFile g;
+  try {
+    g = GgufFile::parse(data, size, "fuzz");
+  } catch (const InputError&) {
+    return 0;
+  }
+  try {
+    (void)config_from_gguf(g, true);
+  } catch (const InputError&) {
+  }
+  try {
+    auto tok = tokenizer_from_gguf(g);
+    const auto ids = tok->encode("Hello wörld 123 <s>[INST] \xF0\x9F\x98\x80!", true);
+    (void)tok->decode(ids);
+    for (int32_t id = 0; id < tok->vocab_size() && id < 64; ++id) (void)tok->token_bytes(id);
+  } catch (const InputError&) {
+  }
+  return 0;
+}

@@ -1,0 +1,148 @@
+// cpu::linear and cpu::embedding_row on block-quantized weights (GGUF Q8_0, Q4_0, Q4_K, Q5_K, Q6_K kept in their
+// blocks): against linear_reference (double sums over the dequantized matrix) and gguf_quant's dequantize_row.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "engine/cpu/matmul.h"
+#include "engine/formats/gguf_quant.h"
+#include "engine/util/dtype.h"
+#include "engine/util/error.h"
+#include "engine/util/tensor.h"
+
+namespace specscope {
+namespace {
+
+struct QCase {
+  DType dtype;
+  GgmlType ggml;
+};
+const std::vector<QCase> kTypes = {{DType::Q8_0, GgmlType::Q8_0}, {DType::Q4_0, GgmlType::Q4_0},
+                                   {DType::Q4_K, GgmlType::Q4_K}, {DType::Q5_K, GgmlType::Q5_K},
+                                   {DType::Q6_K, GgmlType::Q6_K}};
+
+// An m x k matrix of type t: Q8_0/Q4_0 quantized from random floats; the K-quants (no quantizer here) random bytes
+// with their f16 super-block scales set to small normal values (every other bit pattern is a valid block).
+std::vector<uint8_t> random_matrix(const QCase& q, int m, int k, std::mt19937& rng) {
+  const size_t rb = ggml_row_size(q.ggml, k);
+  std::vector<uint8_t> bytes(size_t(m) * rb);
+  if (ggml_can_quantize(q.ggml)) {
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::vector<float> row(static_cast<size_t>(k));
+    for (int r = 0; r < m; ++r) {
+      for (auto& x : row) x = nd(rng);
+      quantize_row(q.ggml, row.data(), bytes.data() + size_t(r) * rb, k);
+    }
+    return bytes;
+  }
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (auto& b : bytes) b = uint8_t(byte(rng));
+  std::uniform_real_distribution<float> scale(0.001f, 0.05f);
+  const size_t bs = ggml_type_size(q.ggml);
+  for (size_t off = 0; off < bytes.size(); off += bs) {
+    auto put = [&](size_t at) {
+      const uint16_t h = f32_to_f16(scale(rng));
+      std::memcpy(bytes.data() + off + at, &h, 2);
+    };
+    if (q.ggml == GgmlType::Q6_K) {
+      put(bs - 2);  // d is last
+    } else {
+      put(0);  // d
+      put(2);  // dmin
+    }
+  }
+  return bytes;
+}
+
+TensorView view(const QCase& q, const std::vector<uint8_t>& bytes, int m, int k) {
+  TensorView v;
+  v.name = "w";
+  v.dtype = q.dtype;
+  v.shape = {m, k};
+  v.data = bytes.data();
+  return v;
+}
+
+TEST(MatmulQuant, RowBytesMatchGgml) {
+  for (const auto& q : kTypes) {
+    EXPECT_TRUE(dtype_is_block(q.dtype));
+    EXPECT_EQ(dtype_block_elems(q.dtype), ggml_block_size(q.ggml)) << dtype_name(q.dtype);
+    EXPECT_EQ(dtype_row_bytes(q.dtype, 512), ggml_row_size(q.ggml, 512)) << dtype_name(q.dtype);
+    TensorView v;
+    v.dtype = q.dtype;
+    v.shape = {3, 512};
+    EXPECT_EQ(v.nbytes(), 3 * ggml_row_size(q.ggml, 512));
+  }
+  EXPECT_FALSE(dtype_is_block(DType::F16));
+  EXPECT_EQ(dtype_row_bytes(DType::F16, 10), 20u);
+}
+
+TEST(MatmulQuant, LinearMatchesReferenceOnDequantizedWeights) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  const int m = 37, k = 512;
+  for (const auto& q : kTypes) {
+    SCOPED_TRACE(std::string(dtype_name(q.dtype)));
+    const auto bytes = random_matrix(q, m, k, rng);
+    const TensorView W = view(q, bytes, m, k);
+    std::vector<float> deq(size_t(m) * k);
+    for (int r = 0; r < m; ++r) dequantize_row(q.ggml, bytes.data() + size_t(r) * ggml_row_size(q.ggml, k), deq.data() + size_t(r) * k, k);
+    std::vector<float> bias(static_cast<size_t>(m));
+    for (auto& b : bias) b = nd(rng);
+    for (int n : {1, 3, 9}) {
+      std::vector<float> X(size_t(n) * k), Y(size_t(n) * m), R(size_t(n) * m);
+      for (auto& x : X) x = nd(rng);
+      cpu::linear(X.data(), n, W, bias.data(), Y.data());
+      cpu::linear_reference(X.data(), n, W, bias.data(), R.data());
+      for (int t = 0; t < n; ++t)
+        for (int r = 0; r < m; ++r) {
+          double mag = std::fabs(bias[size_t(r)]);  // sum |w x|: the scale of the f32 rounding error
+          for (int i = 0; i < k; ++i) mag += std::fabs(double(deq[size_t(r) * k + i]) * X[size_t(t) * k + i]);
+          double exact = bias[size_t(r)];
+          for (int i = 0; i < k; ++i) exact += double(deq[size_t(r) * k + i]) * X[size_t(t) * k + i];
+          EXPECT_NEAR(R[size_t(t) * m + r], exact, 1e-6 * (1 + mag)) << "reference, row " << r;
+          EXPECT_NEAR(Y[size_t(t) * m + r], exact, 1e-5 * (1 + mag)) << "n " << n << " row " << r;
+        }
+      // No bias.
+      cpu::linear(X.data(), n, W, nullptr, Y.data());
+      cpu::linear_reference(X.data(), n, W, nullptr, R.data());
+      for (size_t i = 0; i < Y.size(); ++i) EXPECT_NEAR(Y[i], R[i], 1e-3 * (1 + std::fabs(R[i])));
+    }
+  }
+}
+
+TEST(MatmulQuant, EmbeddingRowIsTheDequantizedRow) {
+  std::mt19937 rng(11);
+  const int m = 5, k = 256;
+  for (const auto& q : kTypes) {
+    const auto bytes = random_matrix(q, m, k, rng);
+    const TensorView E = view(q, bytes, m, k);
+    std::vector<float> got(static_cast<size_t>(k)), want(static_cast<size_t>(k));
+    for (int r = 0; r < m; ++r) {
+      cpu::embedding_row(E, r, got.data());
+      dequantize_row(q.ggml, bytes.data() + size_t(r) * ggml_row_size(q.ggml, k), want.data(), k);
+      EXPECT_EQ(got, want) << dtype_name(q.dtype) << " row " << r;
+    }
+    EXPECT_THROW(cpu::embedding_row(E, m, got.data()), InputError);
+  }
+}
+
+TEST(MatmulQuant, RejectsRowsThatAreNotWholeBlocks) {
+  std::vector<uint8_t> bytes(1024);
+  TensorView W;
+  W.name = "bad";
+  W.dtype = DType::Q8_0;
+  W.shape = {2, 48};  // 48 is not a multiple of 32
+  W.data = bytes.data();
+  std::vector<float> X(48), Y(2);
+  EXPECT_THROW(cpu::linear(X.data(), 1, W, nullptr, Y.data()), InputError);
+  W.shape = {2, 32, 1};
+  EXPECT_THROW(cpu::linear(X.data(), 1, W, nullptr, Y.data()), InputError);
+  EXPECT_THROW(W.at(0), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace specscope
