@@ -150,7 +150,7 @@ void CudaContext::forward(const Batch& b, ForwardOutput& out) {
   out.hiddens.assign(b.taps.size(), {});
   out.pruned.clear();
   out.stream_rows.clear();
-  out.stream_logits.clear();
+  out.stream_hidden.clear();
   out.streams = 0;
   auto capture = [&](HiddenTap::Kind kind, int layer, const float* src) {
     for (size_t t = 0; t < b.taps.size(); ++t) {

@@ -9,10 +9,12 @@ is frozen.
 Loss (eq. 5): alpha_0 * CE(main stream at t, token t+1) + sum_j alpha_j * CE(stream j at t, token t+1+j), on
 assistant tokens, plus the pruning adapter's distillation loss (cross-entropy of its early-exit distribution
 against the main stream's, detached; its inputs are below the LoRA layers, so the two do not interact).
---targets corpus uses the corpus tokens as labels (eq. 5 verbatim); --targets teacher (the default) uses the
-frozen base's top-1 prediction at each position instead (self-distillation by teacher forcing, as Medusa-2 and
-EAGLE recommend), which keeps the fine-tuned model's greedy output close to the base's and trains the streams on
-what the model itself would say.
+--targets corpus uses the corpus tokens as the main stream's labels (eq. 5 verbatim); --targets teacher (the
+default) uses the frozen base's top-1 prediction at each position instead (self-distillation by teacher forcing,
+as Medusa-2 and EAGLE recommend), which keeps the fine-tuned model's greedy output close to the base's. Streams
+learn (--stream-targets self, the default) the fine-tuned main stream's own top-1 token at the position they
+stand in for, i.e. exactly what greedy verification accepts; --stream-targets labels gives them the main
+stream's labels instead.
 
 Export (docs/streaming-format.md): a complete Llama checkpoint (config.json, model*.safetensors with the LoRA
 merged, bf16, tokenizer files) plus streaming_config.json and streaming.safetensors. The pruning threshold is
@@ -93,6 +95,9 @@ class Streaming(heads.Recipe):
             at = torch.randperm(R - 1, device=T.device)[:self.args.stream_rows].sort().values
         o = sm.forward(self.sd(base), parts.cfg, T, parts, stream_at=at)
         y, mask = self._labels(base, parts, T, M)
+        # Stream j at position a stands in for the main stream at a + j; with --stream-targets self its label is
+        # what the fine-tuned model itself predicts there (what verification will accept), not the base's.
+        y_streams = o["main"].argmax(-1).detach() if self.args.stream_targets == "self" else y
         at_all = torch.arange(R, device=T.device) if at is None else at
         terms = []
         for j in range(G + 1):
@@ -104,7 +109,7 @@ class Streaming(heads.Recipe):
             lg_all, idx = lg_all[:, ok], idx[ok]
             m = mask[:, idx]
             lg = lg_all[m].float()
-            yy = y[:, idx][m]
+            yy = (y if j == 0 else y_streams)[:, idx][m]
             top = lg.topk(self.args.top_k, -1).indices
             terms.append((F.cross_entropy(lg, yy, reduction="sum"), (top[:, 0] == yy).float().sum(),
                           (top == yy[:, None]).any(-1).float().sum(), float(m.sum())))
@@ -181,7 +186,7 @@ class Streaming(heads.Recipe):
                 "prune_threshold": self.threshold if self.threshold is not None else 0.0,
                 "prune_calibration": self.calibration, "top_k": self.args.top_k,
                 "lora_rank": c["lora_rank"], "lora_alpha": c["lora_alpha"], "lora_merged": True,
-                "alphas": self.alphas(), "targets": self.args.targets,
+                "alphas": self.alphas(), "targets": self.args.targets, "stream_targets": self.args.stream_targets,
                 "torch_dtype": str(dtype).split(".")[-1]}
         heads.write_json(os.path.join(out, "streaming_config.json"), scfg)
         heads.save_safetensors(parts.extras_state_dict(), os.path.join(out, "streaming.safetensors"), dtype)
@@ -204,7 +209,11 @@ def extra(ap):
     ap.add_argument("--lora-alpha", type=float, default=32.0)
     ap.add_argument("--alphas", default="1.0,0.8,0.64,0.51,0.41,0.33,0.26,0.21",
                     help="alpha_0 (main stream) then alpha_j for streams 1..gamma (eq. 5)")
-    ap.add_argument("--targets", choices=["teacher", "corpus"], default="teacher")
+    ap.add_argument("--targets", choices=["teacher", "corpus"], default="teacher",
+                    help="main-stream labels: the frozen base's greedy tokens (teacher) or the corpus")
+    ap.add_argument("--stream-targets", choices=["self", "labels"], default="self",
+                    help="stream labels: the fine-tuned main stream's own greedy token at the position the stream "
+                         "stands in for (self), or the same labels as the main stream (labels)")
     ap.add_argument("--top-k", type=int, default=3, help="tree width per stream the engine defaults to; also the "
                                                           "top-k accuracy reported")
     ap.add_argument("--max-shard-size", default="15MB")

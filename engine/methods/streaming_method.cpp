@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engine/cpu/matmul.h"
 #include "engine/model/model.h"
 #include "engine/sampling/sampler.h"
 #include "engine/sampling/top_k.h"
@@ -54,19 +55,21 @@ void StreamingMethod::shape_forward(const DecodeState& st, Batch& b, const Draft
   b.streaming = std::move(sr);
 }
 
-void StreamingMethod::keep_streams_of(const ForwardOutput& out, int row) {
+// The LM head for the streams of the one row that matters (the last accepted one).
+void StreamingMethod::keep_streams_of(const Model& model, const ForwardOutput& out, int row) {
   auto it = std::find(out.stream_rows.begin(), out.stream_rows.end(), row);
   if (it == out.stream_rows.end()) throw std::logic_error("streaming: the accepted row has no streams");
   const int k = int(it - out.stream_rows.begin());
-  stream_logits_.assign(out.stream_row_logits(k, 0), out.stream_row_logits(k, 0) + size_t(out.streams) * vocab_);
+  stream_logits_.resize(size_t(out.streams) * vocab_);
+  cpu::linear(out.stream_row_hidden(k, 0), out.streams, model.weights().lm_head, nullptr, stream_logits_.data());
 }
 
 void StreamingMethod::prefill(const DecodeState& st, const ForwardOutput& out) {
-  keep_streams_of(out, int(st.tokens.size()) - 1);
+  keep_streams_of(*st.target, out, int(st.tokens.size()) - 1);
 }
 
-void StreamingMethod::commit(const DecodeState&, const ForwardOutput& out, const std::vector<int>& rows, int) {
-  keep_streams_of(out, rows.back());
+void StreamingMethod::commit(const DecodeState& st, const ForwardOutput& out, const std::vector<int>& rows, int) {
+  keep_streams_of(*st.target, out, rows.back());
 }
 
 void StreamingMethod::draft(const DecodeState& st, DraftTree& tree, int budget) {

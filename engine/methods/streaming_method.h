@@ -33,7 +33,7 @@ class StreamingMethod final : public Method {
   const StreamingOptions& options() const { return o_; }
 
  private:
-  void keep_streams_of(const ForwardOutput& out, int row);
+  void keep_streams_of(const Model& model, const ForwardOutput& out, int row);
 
   std::shared_ptr<const StreamingWeights> weights_;
   StreamingOptions o_;

@@ -100,7 +100,7 @@ void CpuContext::forward(const Batch& b, ForwardOutput& out) {
   out.hiddens.assign(b.taps.size(), {});
   out.pruned.clear();
   out.stream_rows.clear();
-  out.stream_logits.clear();
+  out.stream_hidden.clear();
   out.streams = 0;
   // Taps are per batch row; pruned rows read as zeros.
   auto capture = [&](HiddenTap::Kind kind, int layer, const float* src) {

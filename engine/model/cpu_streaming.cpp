@@ -8,7 +8,7 @@
 //  * stream_layer: in each MSA layer, stream j of a row (RoPE position pos + j + 1) attends to the main stream's
 //    keys/values of this layer that the row itself sees (cache and tree ancestors, itself included) and to
 //    streams 0..j of the same row (eq. 2); then the layer's MLP. Streams never enter the cache.
-//  * finish_streams: final norm and LM head per stream.
+//  * finish_streams: the final norm per stream (the caller applies the LM head to the streams it uses).
 #include <omp.h>
 
 #include <cmath>
@@ -202,14 +202,11 @@ void CpuContext::stream_layer(int l, const StreamingRequest& sr, const int32_t* 
 
 void CpuContext::finish_streams(const StreamingRequest& sr, ForwardOutput& out) {
   const auto& c = model_->config();
-  const auto& w = model_->weights();
   const int H = c.hidden_size, m = n_streams_;
-  std::vector<float> hn(size_t(m) * H);
-  cpu::rmsnorm(xs_.data(), w.final_norm.data(), hn.data(), m, H, c.rms_norm_eps);
   out.streams = sr.streams;
   out.stream_rows = stream_src_;
-  out.stream_logits.resize(size_t(m) * c.vocab_size);
-  cpu::linear(hn.data(), m, w.lm_head, nullptr, out.stream_logits.data());
+  out.stream_hidden.resize(size_t(m) * H);
+  cpu::rmsnorm(xs_.data(), model_->weights().final_norm.data(), out.stream_hidden.data(), m, H, c.rms_norm_eps);
 }
 
 }  // namespace specscope

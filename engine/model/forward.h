@@ -63,15 +63,17 @@ struct ForwardOutput {
   std::vector<float> logits;                  // logit_rows.size() x vocab
   std::vector<std::vector<float>> hiddens;    // per tap: n x hidden
   // With Batch::streaming: which rows were pruned (1) inside the forward (their logits are NaN), the rows that
-  // got streams, and their logits: stream_rows.size() x streams x vocab.
+  // got streams, and the streams' final hidden states (after the final norm: the LM head's input),
+  // stream_rows.size() x streams x hidden. Only the accepted row's streams are ever needed, so the LM head is
+  // left to the caller (the vocabulary projection costs as much as a decoder layer per row).
   std::vector<uint8_t> pruned;
   std::vector<int> stream_rows;
   int streams = 0;
-  std::vector<float> stream_logits;
+  std::vector<float> stream_hidden;
   const float* row_logits(int i) const { return logits.data() + size_t(i) * size_t(vocab); }
   // Stream j (0-based: it predicts the token j + 2 positions after the row) of the k-th row in stream_rows.
-  const float* stream_row_logits(int k, int j) const {
-    return stream_logits.data() + (size_t(k) * size_t(streams) + size_t(j)) * size_t(vocab);
+  const float* stream_row_hidden(int k, int j) const {
+    return stream_hidden.data() + (size_t(k) * size_t(streams) + size_t(j)) * size_t(hidden);
   }
 };
 
