@@ -40,6 +40,7 @@ std::shared_ptr<const StreamingWeights> StreamingWeights::load(const std::string
     c.prune_rank = j.value("prune_rank", 8);
     c.prune_threshold = j.value("prune_threshold", 0.0f);
     c.top_k = j.value("top_k", 3);
+    c.default_streams = j.value("default_streams", 0);
   } catch (const nlohmann::json::exception& e) {
     throw InputError(cfg_path, std::string("missing or mistyped field: ") + e.what());
   }
@@ -49,6 +50,9 @@ std::shared_ptr<const StreamingWeights> StreamingWeights::load(const std::string
   if (c.prune_layer < 0 || c.prune_layer >= mc.num_layers - 1)
     throw InputError(cfg_path, "prune_layer must be in 0.." + std::to_string(mc.num_layers - 2));
   if (c.stream_rank < 1 || c.prune_rank < 1 || c.top_k < 1) throw InputError(cfg_path, "ranks and top_k must be >= 1");
+  if (c.default_streams < 0 || c.default_streams > c.num_streams)
+    throw InputError(cfg_path, "default_streams must be in 0..num_streams");
+  if (c.default_streams == 0) c.default_streams = c.num_streams;
   if (!(c.prune_threshold >= 0.f && c.prune_threshold < 1.f))
     throw InputError(cfg_path, "prune_threshold must be in [0, 1)");
 

@@ -22,6 +22,7 @@ struct StreamingConfig {
   int prune_rank = 0;         // 8 in the paper
   float prune_threshold = 0;  // calibrated transition-probability threshold (0: no pruning)
   int top_k = 3;              // default tree width per stream
+  int default_streams = 0;    // streams used by default (<= num_streams; 0 in the file: all of them)
 };
 
 class StreamingWeights {

@@ -18,7 +18,7 @@ StreamingMethod::StreamingMethod(std::shared_ptr<const StreamingWeights> weights
     : weights_(std::move(weights)), o_(o), vocab_(target.config().vocab_size) {
   const auto& c = weights_->config();
   const int N = target.config().num_layers;
-  if (o_.streams == 0) o_.streams = c.num_streams;
+  if (o_.streams == 0) o_.streams = c.default_streams;
   if (o_.top_k == 0) o_.top_k = c.top_k;
   if (o_.msa_layers == 0) o_.msa_layers = c.msa_layers;
   if (o_.prune_threshold < 0) o_.prune_threshold = c.prune_threshold;

@@ -111,7 +111,20 @@ SettingsView::SettingsView(QWidget* parent) : QWidget(parent), s_(std::make_uniq
 
   auto* models = new QGroupBox(tr("Model and drafters"));
   auto* mf = new QFormLayout(models);
-  path_row(mf, tr("Target model (HF folder)"), s_->model, true);
+  path_row(mf, tr("Target model (HF folder or .gguf)"), s_->model, true);
+  {  // GGUF models are single files: a second button picks one (the folder dialog cannot)
+    auto* gguf = new QPushButton(tr("GGUF file…"));
+    auto* row = qobject_cast<QHBoxLayout*>(mf->itemAt(mf->rowCount() - 1, QFormLayout::FieldRole)->layout());
+    if (row) row->addWidget(gguf);
+    connect(gguf, &QPushButton::clicked, this, [this] {
+      const QString p = QFileDialog::getOpenFileName(this, tr("Choose a GGUF model"), s_->model->text(),
+                                                     tr("GGUF models (*.gguf)"));
+      if (!p.isEmpty()) {
+        s_->model->setText(p);
+        if (!s_->updating) emit changed();
+      }
+    });
+  }
   path_row(mf, tr("Draft model (sps)"), s_->draft, true);
   path_row(mf, tr("EAGLE-1/2 head"), s_->eagle, true);
   path_row(mf, tr("EAGLE-3 head"), s_->eagle3, true);
