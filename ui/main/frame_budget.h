@@ -3,7 +3,7 @@
 // the only GL many Linux desktops and every CI machine have) a repaint of a window holding a QOpenGLWidget
 // costs milliseconds of CPU on the cores the decoder uses, so a fixed frame rate costs a fixed share of
 // decode speed. The budget instead spaces live frames so that the GUI thread's CPU time since the run started
-// stays under `budget` x the run's wall time: cheap frames (a GPU compositor) come at the full frame rate, and
+// (and its software rasterizer threads, drawing_cpu_ms) stays under `budget` x the run's wall time: cheap frames (a GPU compositor) come at the full frame rate, and
 // expensive ones less often. The last state is always drawn when the run ends, outside the budget.
 // Pure arithmetic on times the caller measures, so it is tested without a window.
 #include <cstdint>
@@ -36,6 +36,10 @@ class FrameBudget {
 
 // The calling thread's CPU time in milliseconds (CLOCK_THREAD_CPUTIME_ID).
 double thread_cpu_ms();
+// What drawing costs, for the GUI thread to call: its own CPU time plus that of Mesa's software rasterizer
+// threads (llvmpipe renders on a pool of "llvmpipe-N" threads, one per core, which compete with the decoder).
+// Those are read from /proc/self/task at clock-tick resolution.
+double drawing_cpu_ms();
 // The monotonic wall clock in milliseconds.
 double wall_ms();
 

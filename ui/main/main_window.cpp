@@ -192,12 +192,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
     // recomposited once per frame rather than once per view per step (see TreeInspectorWidget::State).
     s_->pending.push_back({lane, st, piece});
     if (!s_->frame_timer.isActive())
-      s_->frame_timer.start(int(s_->frame_budget.next_delay_ms(wall_ms(), thread_cpu_ms())));
+      s_->frame_timer.start(int(s_->frame_budget.next_delay_ms(wall_ms(), drawing_cpu_ms())));
   });
   s_->frame_timer.setSingleShot(true);
   connect(&s_->frame_timer, &QTimer::timeout, this, [this] {
     flush_pending();
-    s_->frame_budget.frame_drawn(wall_ms(), thread_cpu_ms());
+    s_->frame_budget.frame_drawn(wall_ms(), drawing_cpu_ms());
   });
   connect(s_->worker, &EngineWorker::laneFinished, this,
           [this](int lane, const RunSummary& summary, const QString& text, bool identical) {
@@ -258,7 +258,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
     s_->inspector->setFollowLive(true);
     s_->job = State::Job::Chat;
     s_->busy = true;
-    s_->frame_budget.start(wall_ms(), thread_cpu_ms());
+    s_->frame_budget.start(wall_ms(), drawing_cpu_ms());
     QMetaObject::invokeMethod(s_->worker, [w = s_->worker, job] { w->run(job); }, Qt::QueuedConnection);
   });
   connect(s_->chat, &ChatView::stopRequested, this, &MainWindow::stop);
@@ -493,7 +493,7 @@ void MainWindow::runCompare() {
   s_->compare->runStarted(a.sampling.greedy());
   s_->job = State::Job::Compare;
   s_->busy = true;
-  s_->frame_budget.start(wall_ms(), thread_cpu_ms());
+  s_->frame_budget.start(wall_ms(), drawing_cpu_ms());
   QMetaObject::invokeMethod(s_->worker, [w = s_->worker, job] { w->run(job); }, Qt::QueuedConnection);
 }
 
