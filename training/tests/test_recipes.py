@@ -345,6 +345,41 @@ class HeadRecipes(unittest.TestCase):
         self.assertEqual((cfg["medusa_num_heads"], cfg["medusa_num_layers"]), (5, 1))
         self.assertEqual(cfg["base_model_name_or_path"], self.base)
 
+    def test_streaming(self):
+        import torch
+        from transformers import LlamaForCausalLM
+
+        import streaming_model as sm
+        import train_streaming
+
+        d = os.path.join(self.tmp, "streaming")
+        quiet(train_streaming.main, self.head_args + ["--out", d, "--max-steps", "40", "--streams", "3",
+                                                      "--msa-layers", "2", "--stream-rank", "8", "--stream-rows", "16"])
+        self.assert_falls(self.losses(d), 0.9)
+        t = self.tensors(os.path.join(d, "streaming.safetensors"))
+        self.assertEqual({k: tuple(v.shape) for k, v in t.items()},
+                         {"stream.down.weight": (8, self.H), "stream.up.weight": (self.H, 8),
+                          "stream.embeddings": (3, self.H), "prune.down.weight": (8, self.H),
+                          "prune.up.weight": (self.H, 8)})
+        cfg = read_json(os.path.join(d, "streaming_config.json"))
+        self.assertEqual((cfg["num_streams"], cfg["msa_layers"], cfg["prune_layer"]), (3, 2, 0))
+        self.assertTrue(0.0 < cfg["prune_threshold"] < 1.0)
+        # The export is a plain Llama checkpoint whose main stream is the reference's (LoRA merged), and the
+        # bottom layers are the base's, untouched.
+        m = LlamaForCausalLM.from_pretrained(d, dtype=torch.float32)
+        b = LlamaForCausalLM.from_pretrained(self.base, dtype=torch.float32)
+        self.assertTrue(torch.equal(m.model.layers[0].mlp.up_proj.weight, b.model.layers[0].mlp.up_proj.weight))
+        self.assertFalse(torch.equal(m.model.layers[2].mlp.up_proj.weight, b.model.layers[2].mlp.up_proj.weight))
+        x = torch.randint(0, self.V, (1, 12))
+        sd = {k: v.float() for k, v in m.state_dict().items()}
+        scfg = {"hidden_size": self.H, "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+                "head_dim": 16, "rms_norm_eps": m.config.rms_norm_eps, "rope_theta": 10000.0, "msa_layers": 2,
+                "num_streams": 3, "stream_rank": 8, "prune_layer": 0, "prune_rank": 8, "lora_rank": 16,
+                "lora_alpha": 32.0}
+        with torch.no_grad():
+            ref = sm.forward(sd, scfg, x, None)["main"]
+            self.assertLess(float((ref - m(input_ids=x).logits).abs().max()), 1e-4)
+
     def test_self_distill(self):
         import train_medusa
 
