@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "engine/model/batch_checks.h"
 #include "engine/model/model.h"
 #include "engine/util/error.h"
 #include "kernels/cuda_check.h"
@@ -107,20 +108,10 @@ void CudaContext::linear(const float* X, int n, const DeviceMatrix& W, const flo
 void CudaContext::forward(const Batch& b, ForwardOutput& out) {
   const auto& c = model_->config();
   const int n = b.size();
-  if (n == 0) throw InputError("batch", "empty batch");
   if (b.streaming)
     throw InputError("--backend", "Speculative Streaming's multi-stream forward is not implemented on CUDA yet; "
                                   "use --backend cpu");
-  if (n_past_ + n > n_ctx_)
-    throw InputError("context", "the sequence (" + std::to_string(n_past_ + n) + " tokens) exceeds the context of " +
-                                    std::to_string(n_ctx_) + " tokens");
-  std::vector<int32_t> pos(n);
-  for (int i = 0; i < n; ++i) pos[i] = b.positions.empty() ? n_past_ + i : b.positions[i];
-  if (!b.positions.empty() && int(b.positions.size()) != n) throw InputError("batch", "positions and tokens differ in length");
-  if (!b.mask.empty() && b.mask.size() != size_t(n) * n) throw InputError("batch", "mask is not n x n");
-  for (int i = 0; i < n; ++i)
-    if (b.tokens[i] < 0 || b.tokens[i] >= c.vocab_size)
-      throw InputError("batch", "token id " + std::to_string(b.tokens[i]) + " outside the vocabulary");
+  const std::vector<int32_t> pos = checked_positions(b, c, n_past_, n_ctx_);
 
   const int H = c.hidden_size, hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads;
   const int q_dim = nh * hd, F = c.intermediate_size, base = n_past_;
@@ -145,13 +136,7 @@ void CudaContext::forward(const Batch& b, ForwardOutput& out) {
   float* up = up_.get<float>(size_t(n) * F);
   embed_gather(dm_->embed.data, dm_->embed.type, d_tokens, n, H, x, stream_);
 
-  out.vocab = c.vocab_size;
-  out.hidden = H;
-  out.hiddens.assign(b.taps.size(), {});
-  out.pruned.clear();
-  out.stream_rows.clear();
-  out.stream_hidden.clear();
-  out.streams = 0;
+  out.reset(c.vocab_size, H, b.taps.size());
   auto capture = [&](HiddenTap::Kind kind, int layer, const float* src) {
     for (size_t t = 0; t < b.taps.size(); ++t) {
       if (b.taps[t].kind != kind || (kind == HiddenTap::LayerInput && b.taps[t].layer != layer)) continue;

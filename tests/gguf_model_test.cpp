@@ -128,6 +128,19 @@ class GgufModel : public ::testing::TestWithParam<Case> {
   std::shared_ptr<const Model> model() { return load_cached(gguf_path(GetParam().file)); }
   std::shared_ptr<const Model> hf() { return load_cached(test::fixture("models/" + GetParam().source)); }
 };
+// The checks that apply to some file types only run on those (instantiated below with the matching cases, so
+// nothing is skipped): bit-exact weights need f32 files, a greedy match with transformers' own run needs weights
+// no coarser than 8 bits, and only the quantized files have a dequantized reference.
+class GgufModelF32 : public GgufModel {};
+class GgufModelGreedy : public GgufModel {};
+class GgufModelQuantized : public GgufModel {};
+
+std::vector<Case> cases_where(bool (*keep)(const Case&)) {
+  std::vector<Case> out;
+  for (const auto& c : kCases)
+    if (keep(c)) out.push_back(c);
+  return out;
+}
 
 TEST_P(GgufModel, ConfigMatchesHuggingFace) {
   const ModelConfig& g = model()->config();
@@ -167,8 +180,7 @@ TEST_P(GgufModel, ConfigMatchesHuggingFace) {
 }
 
 // The loader undoes llama.cpp's Q/K row permutation: the f32 matrices must be bit-identical to the HF ones.
-TEST_P(GgufModel, AttentionWeightsBackInHuggingFaceOrder) {
-  if (GetParam().type != "f32") GTEST_SKIP() << "bit-exact comparison needs the f32 file";
+TEST_P(GgufModelF32, AttentionWeightsBackInHuggingFaceOrder) {
   const auto& gw = model()->weights();
   const auto& hw = hf()->weights();
   ASSERT_EQ(gw.layers.size(), hw.layers.size());
@@ -208,10 +220,9 @@ TEST_P(GgufModel, PrefillLogitsMatchTransformers) {
               GetParam().file.c_str(), worst, tol);
 }
 
-TEST_P(GgufModel, GreedyContinuationMatchesTransformers) {
-  if (GetParam().type == "q4_0")
-    GTEST_SKIP() << "4-bit weights change the model (logits move by up to 37% of their range here); its greedy run "
-                    "is checked against transformers on the dequantized weights instead";
+// (Not for q4_0: 4-bit weights change the model, logits move by up to 37% of their range here; its greedy run is
+// checked against transformers on the dequantized weights instead.)
+TEST_P(GgufModelGreedy, GreedyContinuationMatchesTransformers) {
   auto m = model();
   for (const auto& p : golden(GetParam().source)) {
     SCOPED_TRACE(p.name);
@@ -255,8 +266,7 @@ TEST_P(GgufModel, GreedyContinuationMatchesTransformers) {
 // The quantized files against transformers run on their dequantized weights (expected.json, written by
 // make_gguf_models.py): with quantization taken out of the comparison, the tolerance is the F32 one, and greedy
 // decoding must match while transformers' top-1/top-2 gap is at least kMinGap.
-TEST_P(GgufModel, QuantizedMatchesTransformersOnDequantizedWeights) {
-  if (!quantized(GetParam().type)) GTEST_SKIP() << "only the quantized files have a dequantized reference";
+TEST_P(GgufModelQuantized, QuantizedMatchesTransformersOnDequantizedWeights) {
   static const json expected = [] {
     std::ifstream in(test::fixture("gguf_models/expected.json"));
     return json::parse(in);
@@ -294,12 +304,19 @@ TEST_P(GgufModel, TokenizerMatchesGoldenIds) {
     EXPECT_EQ(ids_str(m->tokenizer().encode(p.text, true)), ids_str(p.ids)) << p.name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, GgufModel, ::testing::ValuesIn(kCases),
-                         [](const ::testing::TestParamInfo<Case>& i) {
-                           std::string s = i.param.file.substr(0, i.param.file.size() - 5);
-                           std::replace(s.begin(), s.end(), '.', '_');
-                           return s;
-                         });
+std::string case_name(const ::testing::TestParamInfo<Case>& i) {
+  std::string s = i.param.file.substr(0, i.param.file.size() - 5);
+  std::replace(s.begin(), s.end(), '.', '_');
+  return s;
+}
+INSTANTIATE_TEST_SUITE_P(Fixtures, GgufModel, ::testing::ValuesIn(kCases), case_name);
+INSTANTIATE_TEST_SUITE_P(Fixtures, GgufModelF32,
+                         ::testing::ValuesIn(cases_where([](const Case& c) { return c.type == "f32"; })), case_name);
+INSTANTIATE_TEST_SUITE_P(Fixtures, GgufModelGreedy,
+                         ::testing::ValuesIn(cases_where([](const Case& c) { return c.type != "q4_0"; })), case_name);
+INSTANTIATE_TEST_SUITE_P(Fixtures, GgufModelQuantized,
+                         ::testing::ValuesIn(cases_where([](const Case& c) { return quantized(c.type); })),
+                         case_name);
 
 std::vector<std::string> corpus_lines() {
   std::ifstream in(test::fixture("tokenizer_corpus.txt"), std::ios::binary);

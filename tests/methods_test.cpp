@@ -13,6 +13,7 @@
 #include "engine/methods/factory.h"
 #include "engine/methods/speculative_generator.h"
 #include "engine/model/model.h"
+#include "tests/pit_support.h"
 #include "tests/test_support.h"
 
 using namespace specscope;
@@ -325,24 +326,9 @@ TEST(Methods, HeadMethodsPreserveTargetDistribution) {
         ASSERT_EQ(res.gen.tokens.size(), size_t(kTokens));
         for (auto& st : res.steps) accepted += st.accepted_count();
         ref->truncate(0);
-        ForwardOutput o;
-        Batch pb = Batch::causal(prompt);
-        pb.logit_rows = {int(prompt.size()) - 1};
-        ref->forward(pb, o);
-        for (int k = 0; k < kTokens; ++k) {
-          const int32_t t = res.gen.tokens[k];
-          if (k >= 1) {  // token 0 comes from the prefill, identical for every method
-            Distribution d = process_logits(o.row_logits(0), V, sp);
-            double below = 0, at = 0;
-            for (size_t i = 0; i < d.size(); ++i) {
-              if (d.ids[i] < t) below += d.probs[i];
-              if (d.ids[i] == t) at = d.probs[i];
-            }
-            ASSERT_GT(at, 0.0) << label << ": token outside the target's support";
-            bins[std::min(19, int((below + pit_rng.uniform() * at) * 20))]++;
-          }
-          ref->forward(Batch::causal(std::vector<int32_t>{t}), o);
-        }
+        // Token 0 comes from the prefill, identical for every method: the check starts at token 1.
+        ASSERT_TRUE(test::add_pit_samples(*ref, prompt, res.gen.tokens, sp, V, 1, pit_rng, bins))
+            << label << ": token outside the target's support";
       }
       if (label.find("fitted") != std::string::npos)
         EXPECT_GT(accepted, N / 2) << label << ": the fitted drafts should be accepted at T > 0 too";

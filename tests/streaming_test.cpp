@@ -26,6 +26,7 @@
 #include "engine/methods/speculative_generator.h"
 #include "engine/model/model.h"
 #include "engine/util/error.h"
+#include "tests/pit_support.h"
 #include "tests/test_support.h"
 
 using namespace specscope;
@@ -281,22 +282,8 @@ TEST(StreamingMethod, SamplingPreservesTheModelsDistribution) {
       auto res = generate_speculative(model, *c, *method, prompt, opts);
       ASSERT_EQ(res.gen.tokens.size(), size_t(kTokens));
       ref->truncate(0);
-      ForwardOutput o;
-      Batch pb = Batch::causal(prompt);
-      pb.logit_rows = {int(prompt.size()) - 1};
-      ref->forward(pb, o);
-      for (int k = 0; k < kTokens; ++k) {
-        const int32_t t = res.gen.tokens[k];
-        Distribution d = process_logits(o.row_logits(0), f.V, sp);
-        double below = 0, at = 0;
-        for (size_t i = 0; i < d.size(); ++i) {
-          if (d.ids[i] < t) below += d.probs[i];
-          if (d.ids[i] == t) at = d.probs[i];
-        }
-        ASSERT_GT(at, 0.0) << "token outside the model's support";
-        bins[std::min(19, int((below + pit_rng.uniform() * at) * 20))]++;
-        ref->forward(Batch::causal(std::vector<int32_t>{t}), o);
-      }
+      ASSERT_TRUE(test::add_pit_samples(*ref, prompt, res.gen.tokens, sp, f.V, 0, pit_rng, bins))
+          << "token outside the model's support";
     }
     EXPECT_GT(test::chi_square_test(bins, std::vector<double>(20, 0.05)), 0.001) << "T=" << temp;
   }

@@ -10,6 +10,7 @@
 #include "engine/cpu/matmul.h"
 #include "engine/cpu/ops.h"
 #include "engine/heads/streaming_weights.h"
+#include "engine/model/batch_checks.h"
 #include "engine/model/model.h"
 #include "engine/util/error.h"
 
@@ -60,26 +61,8 @@ void CpuContext::forward(const Batch& b, ForwardOutput& out) {
   const auto& c = model_->config();
   const auto& w = model_->weights();
   const int n = b.size();
-  if (n == 0) throw InputError("batch", "empty batch");
-  if (n_past_ + n > n_ctx_)
-    throw InputError("context", "the sequence (" + std::to_string(n_past_ + n) + " tokens) exceeds the context of " +
-                                    std::to_string(n_ctx_) + " tokens");
-  std::vector<int32_t> pos_storage;
-  const int32_t* pos = b.positions.data();
-  if (b.positions.empty()) {
-    pos_storage.resize(n);
-    for (int i = 0; i < n; ++i) pos_storage[i] = n_past_ + i;
-    pos = pos_storage.data();
-  } else if (int(b.positions.size()) != n) {
-    throw InputError("batch", "positions and tokens differ in length");
-  }
-  if (!b.mask.empty() && b.mask.size() != size_t(n) * n) throw InputError("batch", "mask is not n x n");
-  for (int i = 0; i < n; ++i) {
-    if (b.tokens[i] < 0 || b.tokens[i] >= c.vocab_size)
-      throw InputError("batch", "token id " + std::to_string(b.tokens[i]) + " outside the vocabulary");
-    if (pos[i] < 0 || pos[i] >= c.max_position_embeddings * 64)  // long-context models may exceed the config
-      throw InputError("batch", "position out of range");
-  }
+  const std::vector<int32_t> positions = checked_positions(b, c, n_past_, n_ctx_);
+  const int32_t* pos = positions.data();
 
   const StreamingRequest* sr = b.streaming ? &*b.streaming : nullptr;
   if (sr) check_streaming(*sr, n);
@@ -95,13 +78,7 @@ void CpuContext::forward(const Batch& b, ForwardOutput& out) {
   n_streams_ = 0;
   stream_src_.clear();
 
-  out.vocab = c.vocab_size;
-  out.hidden = H;
-  out.hiddens.assign(b.taps.size(), {});
-  out.pruned.clear();
-  out.stream_rows.clear();
-  out.stream_hidden.clear();
-  out.streams = 0;
+  out.reset(c.vocab_size, H, b.taps.size());
   // Taps are per batch row; pruned rows read as zeros.
   auto capture = [&](HiddenTap::Kind kind, int layer, const float* src) {
     for (size_t t = 0; t < b.taps.size(); ++t) {
@@ -176,24 +153,44 @@ void CpuContext::forward(const Batch& b, ForwardOutput& out) {
   forward_tokens += uint64_t(n);
 }
 
+// The parts of a decoder layer around attention, shared by the main rows and Speculative Streaming's stream rows
+// (cpu_streaming.cpp): scratch for `rows`, the input norm and the q/k/v projections (before RoPE) ...
+void CpuContext::project_qkv(const LayerWeights& L, const float* x, int rows) {
+  const auto& c = model_->config();
+  const int H = c.hidden_size, q_dim = c.num_heads * c.head_dim, F = c.intermediate_size;
+  grow(h_, size_t(rows) * H);
+  grow(q_, size_t(rows) * q_dim);
+  grow(k_, size_t(rows) * kv_dim_);
+  grow(v_, size_t(rows) * kv_dim_);
+  grow(att_, size_t(rows) * q_dim);
+  grow(ffn_gate_, size_t(rows) * F);
+  grow(ffn_up_, size_t(rows) * F);
+  cpu::rmsnorm(x, L.input_norm.data(), h_.data(), rows, H, c.rms_norm_eps);
+  cpu::linear(h_.data(), rows, L.wq, bias_or_null(L.bq), q_.data());
+  cpu::linear(h_.data(), rows, L.wk, bias_or_null(L.bk), k_.data());
+  cpu::linear(h_.data(), rows, L.wv, bias_or_null(L.bv), v_.data());
+}
+
+// ... and, once att_ holds the attention output, the output projection, the MLP and both residual adds into x.
+void CpuContext::finish_layer(const LayerWeights& L, float* x, int rows) {
+  const auto& c = model_->config();
+  const int H = c.hidden_size, F = c.intermediate_size;
+  cpu::linear(att_.data(), rows, L.wo, bias_or_null(L.bo), h_.data());
+  cpu::add(h_.data(), x, int64_t(rows) * H);
+  cpu::rmsnorm(x, L.post_attn_norm.data(), h_.data(), rows, H, c.rms_norm_eps);
+  cpu::linear(h_.data(), rows, L.w_gate, bias_or_null(L.b_gate), ffn_gate_.data());
+  cpu::linear(h_.data(), rows, L.w_up, bias_or_null(L.b_up), ffn_up_.data());
+  cpu::silu_mul(ffn_gate_.data(), ffn_up_.data(), ffn_gate_.data(), int64_t(rows) * F);
+  cpu::linear(ffn_gate_.data(), rows, L.w_down, bias_or_null(L.b_down), h_.data());
+  cpu::add(h_.data(), x, int64_t(rows) * H);
+}
+
 // One decoder layer over the `na` active rows in x_ (in place). Each row's keys/values go to its own cache slot.
 void CpuContext::decoder_layer(int l, int na, const int32_t* pos, const uint8_t* mask) {
   const auto& c = model_->config();
   const auto& L = model_->weights().layers[l];
-  const int H = c.hidden_size, hd = c.head_dim;
-  const int q_dim = c.num_heads * hd, F = c.intermediate_size;
-  grow(h_, size_t(na) * H);
-  grow(q_, size_t(na) * q_dim);
-  grow(k_, size_t(na) * kv_dim_);
-  grow(v_, size_t(na) * kv_dim_);
-  grow(att_, size_t(na) * q_dim);
-  grow(ffn_gate_, size_t(na) * F);
-  grow(ffn_up_, size_t(na) * F);
-  const int base = n_past_;
-  cpu::rmsnorm(x_.data(), L.input_norm.data(), h_.data(), na, H, c.rms_norm_eps);
-  cpu::linear(h_.data(), na, L.wq, bias_or_null(L.bq), q_.data());
-  cpu::linear(h_.data(), na, L.wk, bias_or_null(L.bk), k_.data());
-  cpu::linear(h_.data(), na, L.wv, bias_or_null(L.bv), v_.data());
+  const int hd = c.head_dim, q_dim = c.num_heads * hd, base = n_past_;
+  project_qkv(L, x_.data(), na);
   for (int i = 0; i < na; ++i) {
     const int row = active_[i];
     cpu::rope(q_.data() + size_t(i) * q_dim, c.num_heads, hd, pos[row], inv_freq_.data());
@@ -202,15 +199,7 @@ void CpuContext::decoder_layer(int l, int na, const int32_t* pos, const uint8_t*
     std::memcpy(v_slot(l, base + row), v_.data() + size_t(i) * kv_dim_, sizeof(float) * kv_dim_);
   }
   attention(l, na, pos, mask);
-  cpu::linear(att_.data(), na, L.wo, bias_or_null(L.bo), h_.data());
-  cpu::add(h_.data(), x_.data(), int64_t(na) * H);
-
-  cpu::rmsnorm(x_.data(), L.post_attn_norm.data(), h_.data(), na, H, c.rms_norm_eps);
-  cpu::linear(h_.data(), na, L.w_gate, bias_or_null(L.b_gate), ffn_gate_.data());
-  cpu::linear(h_.data(), na, L.w_up, bias_or_null(L.b_up), ffn_up_.data());
-  cpu::silu_mul(ffn_gate_.data(), ffn_up_.data(), ffn_gate_.data(), int64_t(na) * F);
-  cpu::linear(ffn_gate_.data(), na, L.w_down, bias_or_null(L.b_down), h_.data());
-  cpu::add(h_.data(), x_.data(), int64_t(na) * H);
+  finish_layer(L, x_.data(), na);
 }
 
 void CpuContext::attention(int layer, int na, const int32_t* pos, const uint8_t* mask) {

@@ -8,6 +8,7 @@
 namespace specscope {
 
 class Model;
+struct LayerWeights;
 
 class CpuContext final : public Context {
  public:
@@ -22,6 +23,8 @@ class CpuContext final : public Context {
  private:
   void attention(int layer, int na, const int32_t* positions, const uint8_t* mask);
   void decoder_layer(int l, int na, const int32_t* pos, const uint8_t* mask);
+  void project_qkv(const LayerWeights& L, const float* x, int rows);
+  void finish_layer(const LayerWeights& L, float* x, int rows);
   // Speculative Streaming (cpu_streaming.cpp).
   void check_streaming(const StreamingRequest& sr, int n) const;
   int prune_rows(const StreamingRequest& sr, const Batch& b, int na);  // returns the surviving row count

@@ -139,22 +139,12 @@ void CpuContext::begin_streams(const StreamingRequest& sr, int na) {
 void CpuContext::stream_layer(int l, const StreamingRequest& sr, const int32_t* pos, const uint8_t* mask) {
   const auto& c = model_->config();
   const auto& L = model_->weights().layers[l];
-  const int H = c.hidden_size, hd = c.head_dim, nh = c.num_heads, group = c.num_heads / c.num_kv_heads;
-  const int q_dim = nh * hd, F = c.intermediate_size, G = sr.streams, m = n_streams_;
+  const int hd = c.head_dim, nh = c.num_heads, group = c.num_heads / c.num_kv_heads;
+  const int q_dim = nh * hd, G = sr.streams, m = n_streams_;
   const int base = n_past_, n = batch_n_;
   const float scale = 1.0f / std::sqrt(float(hd));
   // The main rows' scratch is free again: the layer's main pass is done and its keys/values are in the cache.
-  grow(h_, size_t(m) * H);
-  grow(q_, size_t(m) * q_dim);
-  grow(k_, size_t(m) * kv_dim_);
-  grow(v_, size_t(m) * kv_dim_);
-  grow(att_, size_t(m) * q_dim);
-  grow(ffn_gate_, size_t(m) * F);
-  grow(ffn_up_, size_t(m) * F);
-  cpu::rmsnorm(xs_.data(), L.input_norm.data(), h_.data(), m, H, c.rms_norm_eps);
-  cpu::linear(h_.data(), m, L.wq, bias_or_null(L.bq), q_.data());
-  cpu::linear(h_.data(), m, L.wk, bias_or_null(L.bk), k_.data());
-  cpu::linear(h_.data(), m, L.wv, bias_or_null(L.bv), v_.data());
+  project_qkv(L, xs_.data(), m);
   for (int s = 0; s < m / G; ++s)
     for (int j = 0; j < G; ++j) {
       const int i = s * G + j, p = pos[stream_src_[s]] + j + 1;
@@ -190,14 +180,7 @@ void CpuContext::stream_layer(int l, const StreamingRequest& sr, const int32_t* 
     for (int jj = 0; jj <= j; ++jj)
       cpu::axpy(sc[base + n + jj], v_.data() + size_t(s * G + jj) * kv_dim_ + size_t(kvh) * hd, o, hd);
   }
-  cpu::linear(att_.data(), m, L.wo, bias_or_null(L.bo), h_.data());
-  cpu::add(h_.data(), xs_.data(), int64_t(m) * H);
-  cpu::rmsnorm(xs_.data(), L.post_attn_norm.data(), h_.data(), m, H, c.rms_norm_eps);
-  cpu::linear(h_.data(), m, L.w_gate, bias_or_null(L.b_gate), ffn_gate_.data());
-  cpu::linear(h_.data(), m, L.w_up, bias_or_null(L.b_up), ffn_up_.data());
-  cpu::silu_mul(ffn_gate_.data(), ffn_up_.data(), ffn_gate_.data(), int64_t(m) * F);
-  cpu::linear(ffn_gate_.data(), m, L.w_down, bias_or_null(L.b_down), h_.data());
-  cpu::add(h_.data(), xs_.data(), int64_t(m) * H);
+  finish_layer(L, xs_.data(), m);
 }
 
 void CpuContext::finish_streams(const StreamingRequest& sr, ForwardOutput& out) {

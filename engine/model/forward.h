@@ -71,6 +71,16 @@ struct ForwardOutput {
   int streams = 0;
   std::vector<float> stream_hidden;
   const float* row_logits(int i) const { return logits.data() + size_t(i) * size_t(vocab); }
+  // Clears what a previous forward left, for a batch with `taps` hidden-state taps.
+  void reset(int vocab_size, int hidden_size, size_t taps) {
+    vocab = vocab_size;
+    hidden = hidden_size;
+    hiddens.assign(taps, {});
+    pruned.clear();
+    stream_rows.clear();
+    stream_hidden.clear();
+    streams = 0;
+  }
   // Stream j (0-based: it predicts the token j + 2 positions after the row) of the k-th row in stream_rows.
   const float* stream_row_hidden(int k, int j) const {
     return stream_hidden.data() + (size_t(k) * size_t(streams) + size_t(j)) * size_t(hidden);

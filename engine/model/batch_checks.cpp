@@ -1,0 +1,29 @@
+#include "engine/model/batch_checks.h"
+
+#include <string>
+
+#include "engine/util/error.h"
+
+namespace specscope {
+
+std::vector<int32_t> checked_positions(const Batch& b, const ModelConfig& c, int n_past, int n_ctx) {
+  const int n = b.size();
+  if (n == 0) throw InputError("batch", "empty batch");
+  if (n_past + n > n_ctx)
+    throw InputError("context", "the sequence (" + std::to_string(n_past + n) + " tokens) exceeds the context of " +
+                                    std::to_string(n_ctx) + " tokens");
+  if (!b.positions.empty() && int(b.positions.size()) != n)
+    throw InputError("batch", "positions and tokens differ in length");
+  if (!b.mask.empty() && b.mask.size() != size_t(n) * n) throw InputError("batch", "mask is not n x n");
+  std::vector<int32_t> pos(n);
+  for (int i = 0; i < n; ++i) {
+    pos[i] = b.positions.empty() ? n_past + i : b.positions[i];
+    if (b.tokens[i] < 0 || b.tokens[i] >= c.vocab_size)
+      throw InputError("batch", "token id " + std::to_string(b.tokens[i]) + " outside the vocabulary");
+    if (pos[i] < 0 || pos[i] >= c.max_position_embeddings * 64)  // long-context models may exceed the config
+      throw InputError("batch", "position out of range");
+  }
+  return pos;
+}
+
+}  // namespace specscope
