@@ -199,14 +199,12 @@ void CudaContext::forward(const Batch& b, ForwardOutput& out) {
 }
 
 void CudaContext::keep(std::span<const int> rows) {
-  if (last_batch_start_ < 0) throw std::logic_error("keep() without a preceding forward()");
+  check_keep_rows(rows, last_batch_start_, last_batch_size_);
   const int base = last_batch_start_;
   std::vector<int32_t> host_pos(last_batch_size_);
   CUDA_CHECK(cudaMemcpy(host_pos.data(), slot_pos_ + base, sizeof(int32_t) * last_batch_size_, cudaMemcpyDeviceToHost));
   for (size_t r = 0; r < rows.size(); ++r) {
     const int src_row = rows[r];
-    if (src_row < 0 || src_row >= last_batch_size_) throw std::out_of_range("keep(): row outside the last batch");
-    if (r > 0 && src_row <= rows[r - 1]) throw std::invalid_argument("keep(): rows must increase");
     const int dst = base + int(r), src = base + src_row;
     if (dst == src) continue;
     // Rows only move towards lower slots, in increasing order, so no copy overwrites a source still needed.

@@ -1,5 +1,6 @@
 #include "engine/model/batch_checks.h"
 
+#include <stdexcept>
 #include <string>
 
 #include "engine/util/error.h"
@@ -24,6 +25,14 @@ std::vector<int32_t> checked_positions(const Batch& b, const ModelConfig& c, int
       throw InputError("batch", "position out of range");
   }
   return pos;
+}
+
+void check_keep_rows(std::span<const int> rows, int last_batch_start, int last_batch_size) {
+  if (last_batch_start < 0) throw std::logic_error("keep() without a preceding forward()");
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (rows[r] < 0 || rows[r] >= last_batch_size) throw std::out_of_range("keep(): row outside the last batch");
+    if (r > 0 && rows[r] <= rows[r - 1]) throw std::invalid_argument("keep(): rows must increase");
+  }
 }
 
 }  // namespace specscope

@@ -231,13 +231,10 @@ void CpuContext::attention(int layer, int na, const int32_t* pos, const uint8_t*
 }
 
 void CpuContext::keep(std::span<const int> rows) {
-  if (last_batch_start_ < 0) throw std::logic_error("keep() without a preceding forward()");
+  check_keep_rows(rows, last_batch_start_, last_batch_size_);
   const int base = last_batch_start_;
   for (size_t r = 0; r < rows.size(); ++r) {
-    const int src_row = rows[r];
-    if (src_row < 0 || src_row >= last_batch_size_) throw std::out_of_range("keep(): row outside the last batch");
-    if (r > 0 && src_row <= rows[r - 1]) throw std::invalid_argument("keep(): rows must increase");
-    const int dst = base + int(r), src = base + src_row;
+    const int dst = base + int(r), src = base + rows[r];
     if (dst == src) continue;
     for (size_t l = 0; l < k_cache_.size(); ++l) {
       std::memcpy(k_slot(int(l), dst), k_slot(int(l), src), sizeof(float) * kv_dim_);
