@@ -102,14 +102,7 @@ class Binder {
     if (t.type == GgmlType::F32 || t.type == GgmlType::F16 || t.type == GgmlType::BF16) {
       TensorView v = t.view(g_.path());
       if (check_) check_finite(v, g_.path());
-      if (unpermute_heads == 0) return v;
-      // Same type, rows reordered.
-      auto buf = std::make_shared<std::vector<uint8_t>>(size_t(rows) * t.row_bytes());
-      const auto order = hf_row_order(rows, unpermute_heads, name);
-      for (int64_t r = 0; r < rows; ++r)
-        std::memcpy(buf->data() + size_t(order[r]) * t.row_bytes(), t.row(r), t.row_bytes());
-      v.data = buf->data();
-      v.keep_alive = buf;
+      if (unpermute_heads) reorder_rows(v, t, unpermute_heads);
       return v;
     }
     const std::optional<DType> dt = block_dtype(t.type);
@@ -123,17 +116,21 @@ class Binder {
     v.shape = {rows, cols};
     v.data = t.data;
     v.keep_alive = t.keep_alive;
-    if (unpermute_heads) {
-      auto buf = std::make_shared<std::vector<uint8_t>>(size_t(rows) * t.row_bytes());
-      const auto order = hf_row_order(rows, unpermute_heads, name);
-      for (int64_t r = 0; r < rows; ++r)
-        std::memcpy(buf->data() + size_t(order[r]) * t.row_bytes(), t.row(r), t.row_bytes());
-      v.data = buf->data();
-      v.keep_alive = buf;
-    }
+    if (unpermute_heads) reorder_rows(v, t, unpermute_heads);
     if (check_) check_finite_blocks(t);
     quantized_ = true;
     return v;
+  }
+
+  // Points `v` at an owned copy of `t` with its rows in HF order (same type: whole rows are whole blocks).
+  void reorder_rows(TensorView& v, const GgufTensor& t, int heads) const {
+    const int64_t rows = t.rows();
+    auto buf = std::make_shared<std::vector<uint8_t>>(size_t(rows) * t.row_bytes());
+    const auto order = hf_row_order(rows, heads, t.name);
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(buf->data() + size_t(order[r]) * t.row_bytes(), t.row(r), t.row_bytes());
+    v.data = buf->data();
+    v.keep_alive = buf;
   }
 
   std::vector<float> vector(const std::string& name, int64_t len, int unpermute_heads = 0) {
