@@ -112,15 +112,14 @@ void CpuContext::forward(const Batch& b, ForwardOutput& out) {
     for (int i = 0; i < n; ++i) out.logit_rows[i] = i;
   }
   const int nr = int(out.logit_rows.size());
-  std::vector<int> active_index(n, -1);
-  for (int i = 0; i < na; ++i) active_index[active_[i]] = i;
+  const std::vector<int> index = active_index(na);
   std::vector<int> src_rows;  // active indices to project, and where they go
   std::vector<int> dst_rows;
   for (int r = 0; r < nr; ++r) {
     const int row = out.logit_rows[r];
     if (row < 0 || row >= n) throw InputError("batch", "logit row out of range");
-    if (active_index[row] < 0) continue;
-    src_rows.push_back(active_index[row]);
+    if (index[row] < 0) continue;
+    src_rows.push_back(index[row]);
     dst_rows.push_back(r);
   }
   out.logits.resize(size_t(nr) * c.vocab_size);
@@ -151,6 +150,12 @@ void CpuContext::forward(const Batch& b, ForwardOutput& out) {
   last_batch_size_ = n;
   forwards += 1;
   forward_tokens += uint64_t(n);
+}
+
+std::vector<int> CpuContext::active_index(int na) const {
+  std::vector<int> index(size_t(batch_n_), -1);
+  for (int i = 0; i < na; ++i) index[size_t(active_[i])] = i;
+  return index;
 }
 
 // The parts of a decoder layer around attention, shared by the main rows and Speculative Streaming's stream rows

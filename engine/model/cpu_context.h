@@ -23,6 +23,8 @@ class CpuContext final : public Context {
  private:
   void attention(int layer, int na, const int32_t* positions, const uint8_t* mask);
   void decoder_layer(int l, int na, const int32_t* pos, const uint8_t* mask);
+  // Inverse of active_[0..na): each batch row's index among the active rows, -1 for a pruned row.
+  std::vector<int> active_index(int na) const;
   void project_qkv(const LayerWeights& L, const float* x, int rows);
   void finish_layer(const LayerWeights& L, float* x, int rows);
   // Speculative Streaming (cpu_streaming.cpp).

@@ -57,8 +57,8 @@ int CpuContext::prune_rows(const StreamingRequest& sr, const Batch& b, int na) {
   const StreamingWeights& sw = *sr.weights;
   const int H = c.hidden_size, V = c.vocab_size, r = sw.config().prune_rank, n = batch_n_;
   // Early-exit distributions of the rows that are parents of some active row.
-  std::vector<int> active_index(n, -1), parents;
-  for (int i = 0; i < na; ++i) active_index[active_[i]] = i;
+  const std::vector<int> index = active_index(na);
+  std::vector<int> parents;
   std::vector<uint8_t> is_parent(n, 0);
   for (int i = 0; i < na; ++i) {
     const int p = sr.parent_row[active_[i]];
@@ -71,7 +71,7 @@ int CpuContext::prune_rows(const StreamingRequest& sr, const Batch& b, int na) {
   const int np = int(parents.size());
   std::vector<float> e(size_t(np) * H), t(size_t(np) * r), u(size_t(np) * H), lg(size_t(np) * V);
   for (int k = 0; k < np; ++k) {
-    const int ai = active_index[parents[k]];
+    const int ai = index[parents[k]];
     if (ai < 0) throw std::logic_error("prune_rows: a parent row is not active");
     std::memcpy(e.data() + size_t(k) * H, x_.data() + size_t(ai) * H, sizeof(float) * H);
   }
@@ -109,21 +109,20 @@ void CpuContext::begin_streams(const StreamingRequest& sr, int na) {
   const auto& c = model_->config();
   const StreamingWeights& sw = *sr.weights;
   const int H = c.hidden_size, G = sr.streams, eta = sw.config().stream_rank;
-  std::vector<int> active_index(batch_n_, -1);
-  for (int i = 0; i < na; ++i) active_index[active_[i]] = i;
+  const std::vector<int> index = active_index(na);
   stream_src_.clear();
   if (sr.stream_rows.empty()) {
     stream_src_.assign(active_.begin(), active_.begin() + na);
   } else {
     for (int row : sr.stream_rows)
-      if (active_index[row] >= 0) stream_src_.push_back(row);
+      if (index[row] >= 0) stream_src_.push_back(row);
   }
   const int S = int(stream_src_.size());
   n_streams_ = S * G;
   if (S == 0) return;
   std::vector<float> h(size_t(S) * H), t(size_t(S) * eta), u(size_t(S) * H);
   for (int s = 0; s < S; ++s)
-    std::memcpy(h.data() + size_t(s) * H, x_.data() + size_t(active_index[stream_src_[s]]) * H, sizeof(float) * H);
+    std::memcpy(h.data() + size_t(s) * H, x_.data() + size_t(index[stream_src_[s]]) * H, sizeof(float) * H);
   cpu::linear(h.data(), S, sw.stream_down, nullptr, t.data());
   cpu::linear(t.data(), S, sw.stream_up, nullptr, u.data());
   xs_.resize(size_t(n_streams_) * H);
