@@ -113,9 +113,8 @@ class Streaming(heads.Recipe):
             top = lg.topk(self.args.top_k, -1).indices
             terms.append((F.cross_entropy(lg, yy, reduction="sum"), (top[:, 0] == yy).float().sum(),
                           (top == yy[:, None]).any(-1).float().sum(), float(m.sum())))
-        m0 = mask
-        target = torch.softmax(o["main"][m0].detach().float(), -1)
-        early = torch.log_softmax(o["early"][m0].float(), -1)
+        target = torch.softmax(o["main"][mask].detach().float(), -1)
+        early = torch.log_softmax(o["early"][mask].float(), -1)
         prune = -(target * early).sum()
         # the early-exit probability of the main stream's own greedy next token: what pruning thresholds
         p_greedy = early.gather(-1, target.argmax(-1, keepdim=True)).squeeze(-1).exp()

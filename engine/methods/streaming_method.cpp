@@ -89,7 +89,6 @@ void StreamingMethod::draft(const DecodeState& st, DraftTree& tree, int budget) 
       }
     frontier = std::move(next);
   }
-  (void)st;
 }
 
 }  // namespace specscope
