@@ -186,7 +186,7 @@ void attention(const float* q, const float* kc, const float* vc, const int32_t* 
                const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, float* out,
                cudaStream_t s) {
   const size_t shmem = sizeof(float) * size_t(base + n);
-  if (shmem > 96 * 1024)
+  if (shmem > 48 * 1024)  // above the default dynamic shared-memory limit a launch needs the opt-in
     CUDA_CHECK(cudaFuncSetAttribute(attention_k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shmem)));
   attention_k<<<dim3(n, nh), 128, shmem, s>>>(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window, out);
   CUDA_CHECK(cudaGetLastError());
