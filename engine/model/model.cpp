@@ -12,6 +12,7 @@
 #include "engine/formats/safetensors.h"
 #include "engine/model/cpu_context.h"
 #include "engine/model/gguf_model.h"
+#include "engine/model/lora_adapter.h"
 #include "engine/model/weight_checks.h"
 #include "engine/tokenizer/chat_template.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -75,11 +76,31 @@ ModelIdentity compute_identity(const std::string& path, const ModelConfig& c, co
 }  // namespace
 
 std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& opts) {
-  auto t0 = std::chrono::steady_clock::now();
   if (!fs::exists(path)) throw InputError(path, "no such file or directory");
   if (!fs::is_directory(path) && fs::path(path).extension() == ".gguf") return load_gguf_model(path, opts);
   if (!fs::is_directory(path))
     throw InputError(path, "expected a Hugging Face model directory (config.json + *.safetensors + tokenizer.json)");
+  if (!LoraAdapter::is_adapter_dir(path)) return load_directory(path, opts, path);
+  const LoraAdapter adapter = LoraAdapter::open(path);
+  if (fs::exists(fs::path(adapter.base_path) / "adapter_config.json") && !fs::exists(fs::path(adapter.base_path) / "config.json"))
+    throw InputError(adapter.config_path, "the base model '" + adapter.base_path + "' is itself an adapter");
+  spdlog::info("{}: LoRA adapter with {} matrices on {}", path, adapter.updates.size(), adapter.base_path);
+  auto m = load_directory(adapter.base_path, opts, path);
+  merge_lora(adapter, m->config_, m->weights_);
+  // Identity: the base's config and the adapter's config; the index lists the adapter's matrices too.
+  m->path_ = path;
+  m->identity_.path = fs::absolute(path).lexically_normal().string();
+  m->identity_.config_sha256 = sha256_hex(m->identity_.config_sha256 + adapter.config_text);
+  Sha256 h;
+  h.update(m->identity_.weights_index_sha256);
+  for (const auto& u : adapter.updates) h.update(u.module + " " + u.A.shape_str() + " " + u.B.shape_str() + "\n");
+  m->identity_.weights_index_sha256 = h.hex_digest();
+  return m;
+}
+
+std::shared_ptr<Model> Model::load_directory(const std::string& path, const LoadOptions& opts,
+                                             const std::string& files_dir) {
+  auto t0 = std::chrono::steady_clock::now();
   auto m = std::make_shared<Model>();
   m->path_ = path;
   fs::path dir(path);
@@ -124,13 +145,16 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
   m->store_ = store;
   m->identity_ = compute_identity(path, c, *store);
 
-  // Tokenizer, chat template and generation defaults.
-  const std::string tok_json = (dir / "tokenizer.json").string();
-  const std::string tok_cfg = (dir / "tokenizer_config.json").string();
+  // Tokenizer, chat template and generation defaults (an adapter's own files win).
+  const fs::path fdir = fs::exists(fs::path(files_dir) / "tokenizer.json") ? fs::path(files_dir) : dir;
+  const std::string tok_json = (fdir / "tokenizer.json").string();
+  const std::string tok_cfg = (fdir / "tokenizer_config.json").string();
   if (!fs::exists(tok_json)) throw InputError(tok_json, "missing (SpecScope reads Hugging Face tokenizer.json files)");
   m->tokenizer_ = Tokenizer::from_files(tok_json, fs::exists(tok_cfg) ? tok_cfg : "");
   m->chat_template_ = ChatTemplate::from_tokenizer_config(tok_cfg);
-  const std::string gen_path = (dir / "generation_config.json").string();
+  const std::string gen_path = fs::exists(fs::path(files_dir) / "generation_config.json")
+                                   ? (fs::path(files_dir) / "generation_config.json").string()
+                                   : (dir / "generation_config.json").string();
   if (fs::exists(gen_path)) {
     nlohmann::json g;
     try {

@@ -36,8 +36,9 @@ struct ModelIdentity {
 
 class Model : public std::enable_shared_from_this<Model> {
  public:
-  // `path` is a Hugging Face model directory (config.json, *.safetensors, tokenizer.json, ...) or a .gguf file
-  // (see gguf_model.h).
+  // `path` is a Hugging Face model directory (config.json, *.safetensors, tokenizer.json, ...), a peft LoRA
+  // adapter directory (adapter_config.json + adapter_model.safetensors: its base is loaded and the adapter merged
+  // in, see lora_adapter.h) or a .gguf file (see gguf_model.h).
   // Throws InputError naming the file and the problem.
   static std::shared_ptr<const Model> load(const std::string& path, const LoadOptions& opts = {});
 
@@ -57,6 +58,11 @@ class Model : public std::enable_shared_from_this<Model> {
   std::unique_ptr<Context> new_cpu_context(int n_ctx = 0) const;
 
  private:
+  // A Hugging Face directory; tokenizer*.json and generation_config.json are taken from `files_dir` where it has
+  // them (a LoRA adapter's own), else from `path`.
+  static std::shared_ptr<Model> load_directory(const std::string& path, const LoadOptions& opts,
+                                               const std::string& files_dir);
+
   std::string path_;
   ModelConfig config_;
   ModelWeights weights_;

@@ -1,0 +1,242 @@
+#include "engine/model/lora_adapter.h"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "engine/formats/safetensors.h"
+#include "engine/formats/torch_checkpoint.h"
+#include "engine/model/config.h"
+#include "engine/model/weights.h"
+#include "engine/util/error.h"
+#include "engine/util/mapped_file.h"
+
+namespace specscope {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// Keys whose non-default values change what the adapter computes in ways the merge below does not model.
+void reject_unsupported(const json& j, const std::string& where) {
+  auto truthy = [&](const char* key) {
+    if (!j.contains(key)) return false;
+    const json& v = j[key];
+    if (v.is_null()) return false;
+    if (v.is_boolean()) return v.get<bool>();
+    if (v.is_array() || v.is_object()) return !v.empty();
+    if (v.is_string()) return !v.get<std::string>().empty();
+    return true;
+  };
+  if (truthy("use_dora")) throw InputError(where, "DoRA adapters (use_dora) are not supported, only plain LoRA");
+  if (truthy("fan_in_fan_out")) throw InputError(where, "fan_in_fan_out adapters (GPT-2 Conv1D layers) are not supported");
+  if (truthy("lora_bias")) throw InputError(where, "adapters with LoRA biases (lora_bias) are not supported");
+  if (j.contains("bias") && j["bias"].is_string() && j["bias"].get<std::string>() != "none")
+    throw InputError(where, "bias \"" + j["bias"].get<std::string>() + "\" is not supported (only \"none\")");
+  for (const char* key : {"modules_to_save", "trainable_token_indices", "target_parameters", "layer_replication"})
+    if (truthy(key)) throw InputError(where, std::string(key) + " is not supported");
+}
+
+// peft's pattern lookup (rank_pattern / alpha_pattern): a key matches a module whose name ends with it, as a
+// regular expression after a dot; the first match in the object's order wins (peft takes the first too).
+const json* pattern_for(const json& patterns, const std::string& module, const std::string& where) {
+  if (!patterns.is_object()) return nullptr;
+  for (auto it = patterns.begin(); it != patterns.end(); ++it) {
+    try {
+      if (std::regex_match(module, std::regex("(.*\\.)?(" + it.key() + ")"))) return &it.value();
+    } catch (const std::regex_error&) {
+      throw InputError(where, "invalid pattern '" + it.key() + "'");
+    }
+  }
+  return nullptr;
+}
+
+double number(const json& v, const std::string& what, const std::string& where) {
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() <= 0)
+    throw InputError(where, what + " must be a positive number");
+  return v.get<double>();
+}
+
+std::shared_ptr<TensorStore> open_weights(const fs::path& dir) {
+  auto store = std::make_shared<TensorStore>();
+  const fs::path st = dir / "adapter_model.safetensors", bin = dir / "adapter_model.bin";
+  if (fs::exists(st)) {
+    store->add_file(MappedFile::open(st.string()));
+  } else if (fs::exists(bin)) {
+    auto file = MappedFile::open(bin.string());
+    store->add_tensors(file, load_torch_checkpoint(file));
+  } else {
+    throw InputError(dir.string(), "no adapter weights (looked for adapter_model.safetensors, adapter_model.bin)");
+  }
+  return store;
+}
+
+TensorView* target_matrix(ModelWeights& w, const std::string& module, int* layer_out) {
+  static const std::regex re(R"(model\.layers\.(\d+)\.(self_attn|mlp)\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj))");
+  std::smatch m;
+  if (!std::regex_match(module, m, re)) return nullptr;
+  const std::string digits = m[1].str();
+  if (digits.size() > 6) return nullptr;
+  const int layer = std::stoi(digits);
+  *layer_out = layer;
+  if (layer < 0 || layer >= int(w.layers.size())) return nullptr;
+  LayerWeights& L = w.layers[size_t(layer)];
+  const std::string p = m[3].str();
+  const bool attn = m[2].str() == "self_attn";
+  if (attn && p == "q_proj") return &L.wq;
+  if (attn && p == "k_proj") return &L.wk;
+  if (attn && p == "v_proj") return &L.wv;
+  if (attn && p == "o_proj") return &L.wo;
+  if (!attn && p == "gate_proj") return &L.w_gate;
+  if (!attn && p == "up_proj") return &L.w_up;
+  if (!attn && p == "down_proj") return &L.w_down;
+  return nullptr;
+}
+
+}  // namespace
+
+bool LoraAdapter::is_adapter_dir(const std::string& dir) {
+  return fs::is_directory(dir) && fs::exists(fs::path(dir) / "adapter_config.json") &&
+         !fs::exists(fs::path(dir) / "config.json");
+}
+
+LoraAdapter LoraAdapter::open(const std::string& dir) {
+  LoraAdapter a;
+  a.dir = dir;
+  a.config_path = (fs::path(dir) / "adapter_config.json").string();
+  const std::string& where = a.config_path;
+  a.config_text = read_text_file(where);
+  json j;
+  try {
+    j = json::parse(a.config_text);
+  } catch (const json::exception& e) {
+    throw InputError(where, std::string("invalid JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw InputError(where, "expected a JSON object");
+  const std::string type = j.value("peft_type", std::string());
+  if (type != "LORA") throw InputError(where, "peft_type is \"" + type + "\"; only LORA adapters are supported");
+  reject_unsupported(j, where);
+  if (!j.contains("base_model_name_or_path") || !j["base_model_name_or_path"].is_string() ||
+      j["base_model_name_or_path"].get<std::string>().empty())
+    throw InputError(where, "base_model_name_or_path is missing (the base model this adapter was trained on)");
+  const std::string base = j["base_model_name_or_path"].get<std::string>();
+  const fs::path near = fs::path(dir) / base;
+  if (fs::path(base).is_relative() && fs::exists(near)) a.base_path = near.lexically_normal().string();
+  else if (fs::exists(base)) a.base_path = base;
+  else
+    throw InputError(where, "base model '" + base + "' not found (looked in " + near.lexically_normal().string() +
+                                " and relative to the working directory; hub names cannot be downloaded)");
+  const double r_default = number(j.value("r", json(8)), "r", where);
+  const double alpha_default = number(j.value("lora_alpha", json(8)), "lora_alpha", where);
+  const bool rslora = j.value("use_rslora", false);
+  const json rank_pattern = j.value("rank_pattern", json::object());
+  const json alpha_pattern = j.value("alpha_pattern", json::object());
+
+  auto store = open_weights(fs::path(dir));
+  const std::string wfile = store->files.empty() ? dir : store->files.front();
+  // peft saves "base_model.model.<module>.lora_A.weight" (older versions also with ".default" before ".weight").
+  static const std::regex key_re(R"(base_model\.model\.(.+)\.lora_([AB])(\.default)?\.weight)");
+  std::map<std::string, std::pair<const TensorView*, const TensorView*>> pairs;
+  for (const auto& [name, t] : store->all()) {
+    std::smatch m;
+    if (!std::regex_match(name, m, key_re))
+      throw InputError(wfile, "tensor '" + name + "' is not a LoRA A/B matrix of a linear layer (unsupported)");
+    auto& p = pairs[m[1].str()];
+    (m[2].str() == "A" ? p.first : p.second) = &t;
+  }
+  if (pairs.empty()) throw InputError(wfile, "the adapter has no LoRA matrices");
+  for (const auto& [module, p] : pairs) {
+    if (!p.first || !p.second)
+      throw InputError(wfile, "module '" + module + "' has lora_" + std::string(p.first ? "A" : "B") +
+                                  " but not lora_" + std::string(p.first ? "B" : "A"));
+    const TensorView &A = *p.first, &B = *p.second;
+    for (const TensorView* t : {&A, &B}) {
+      if (t->shape.size() != 2 || t->numel() == 0)
+        throw InputError(wfile, "tensor '" + t->name + "' must be a non-empty matrix, got " + t->shape_str());
+      if (t->dtype != DType::F32 && t->dtype != DType::F16 && t->dtype != DType::BF16)
+        throw InputError(wfile, "tensor '" + t->name + "' has dtype " + std::string(dtype_name(t->dtype)));
+    }
+    if (A.shape[0] != B.shape[1])
+      throw InputError(wfile, "module '" + module + "': lora_A is " + A.shape_str() + " and lora_B " + B.shape_str() +
+                                  " (their ranks differ)");
+    const json* rp = pattern_for(rank_pattern, module, where);
+    const json* ap = pattern_for(alpha_pattern, module, where);
+    const double r = rp ? number(*rp, "rank_pattern of " + module, where) : r_default;
+    const double alpha = ap ? number(*ap, "alpha_pattern of " + module, where) : alpha_default;
+    if (int64_t(r) != A.shape[0])
+      throw InputError(wfile, "module '" + module + "': lora_A has rank " + std::to_string(A.shape[0]) +
+                                  " but adapter_config.json says r = " + std::to_string(int64_t(r)));
+    LoraUpdate u;
+    u.module = module;
+    u.A = A;
+    u.B = B;
+    u.scale = float(rslora ? alpha / std::sqrt(r) : alpha / r);
+    a.updates.push_back(std::move(u));
+  }
+  return a;
+}
+
+void merge_lora(const LoraAdapter& a, const ModelConfig& c, ModelWeights& w) {
+  (void)c;  // shapes are checked against the bound matrices, which the base's loader checked against c
+  const std::string& where = a.config_path;
+  for (const LoraUpdate& u : a.updates) {
+    int layer = -1;
+    TensorView* W = target_matrix(w, u.module, &layer);
+    if (!W)
+      throw InputError(where, "module '" + u.module + "' is not a projection of a decoder layer of the base model (" +
+                                  std::to_string(w.layers.size()) + " layers)");
+    if (W->dtype != DType::F32 && W->dtype != DType::F16 && W->dtype != DType::BF16)
+      throw InputError(where, "module '" + u.module + "': the base weight is " + std::string(dtype_name(W->dtype)) +
+                                  " (LoRA merges need f32, f16 or bf16 weights)");
+    const int64_t out = W->shape[0], in = W->shape[1], r = u.A.shape[0];
+    if (u.A.shape[1] != in || u.B.shape[0] != out)
+      throw InputError(where, "module '" + u.module + "': lora_A " + u.A.shape_str() + " and lora_B " +
+                                  u.B.shape_str() + " do not fit the base weight " + W->shape_str());
+    const std::vector<float> A = u.A.to_f32(), B = u.B.to_f32();
+    const size_t esz = dtype_size(W->dtype);
+    auto buf = std::shared_ptr<uint8_t[]>(new uint8_t[size_t(out * in) * esz]);
+    std::vector<float> row(static_cast<size_t>(in));
+    const auto* src = static_cast<const uint8_t*>(W->data);
+    for (int64_t o = 0; o < out; ++o) {
+      // Widen the base row, add scale * sum_k B[o, k] A[k, :] (accumulated in f32, as peft's merge does), round
+      // back to the stored dtype.
+      for (int64_t i = 0; i < in; ++i) {
+        const uint8_t* p = src + size_t(o * in + i) * esz;
+        if (W->dtype == DType::F32) std::memcpy(&row[size_t(i)], p, 4);
+        else {
+          uint16_t h;
+          std::memcpy(&h, p, 2);
+          row[size_t(i)] = W->dtype == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+        }
+      }
+      std::vector<float> delta(size_t(in), 0.f);
+      for (int64_t k = 0; k < r; ++k) {
+        const float b = B[size_t(o * r + k)];
+        const float* ak = &A[size_t(k * in)];
+        for (int64_t i = 0; i < in; ++i) delta[size_t(i)] += b * ak[i];
+      }
+      uint8_t* dst = buf.get() + size_t(o * in) * esz;
+      for (int64_t i = 0; i < in; ++i) {
+        const float v = row[size_t(i)] + delta[size_t(i)] * u.scale;
+        if (!std::isfinite(v))
+          throw InputError(where, "module '" + u.module + "': the merged weight is not finite (corrupt adapter?)");
+        if (W->dtype == DType::F32) std::memcpy(dst + size_t(i) * 4, &v, 4);
+        else {
+          const uint16_t h = W->dtype == DType::F16 ? f32_to_f16(v) : f32_to_bf16(v);
+          std::memcpy(dst + size_t(i) * 2, &h, 2);
+        }
+      }
+    }
+    TensorView merged = *W;
+    merged.name = W->name + "+" + u.module + ".lora";
+    merged.data = buf.get();
+    merged.keep_alive = std::shared_ptr<const void>(buf, buf.get());
+    *W = std::move(merged);
+  }
+}
+
+}  // namespace specscope
