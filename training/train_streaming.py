@@ -154,12 +154,10 @@ class Streaming(heads.Recipe):
         heads.log(f"streaming: pruning threshold {self.threshold:.4g} keeps {self.args.prune_keep:.0%} of the "
                   f"greedy children on {len(p)} validation positions (median early p {float(p[len(p) // 2]):.3f})")
 
-    def export(self, parts, base, out, dtype):
+    def export_merged(self, parts, base, out, dtype):
+        """A complete Llama checkpoint with the LoRA merged in (transformers loads it as is)."""
         from transformers import LlamaForCausalLM
 
-        for f in os.listdir(out):
-            if f.endswith(".safetensors") or f.endswith(".safetensors.index.json"):
-                os.remove(os.path.join(out, f))
         merged = sm.merged_state_dict(self.sd(base), parts)
         model = LlamaForCausalLM(base.model.config)
         model.load_state_dict(merged)
@@ -173,6 +171,39 @@ class Streaming(heads.Recipe):
             cfg = json.load(f)
         cfg["torch_dtype"] = cfg["dtype"] = str(dtype).split(".")[-1]
         heads.write_json(cfg_path, cfg)
+
+    def export_lora(self, parts, out):
+        """A peft LoRA adapter (adapter_config.json + adapter_model.safetensors, the layout peft's save_pretrained
+        writes) on the unchanged base: the engine merges it at load time, and the base's weights are not copied.
+        A and B stay f32 so that the merge rounds once, as export_merged does."""
+        c = parts.cfg
+        N, Ns = c["num_hidden_layers"], c["msa_layers"]
+        base_ref = self.args.base_name or os.path.relpath(os.path.abspath(self.args.base), os.path.abspath(out))
+        tensors = {}
+        for l in range(N - Ns, N):
+            for p in sm.PROJ:
+                m = parts.lora[f"{l}_{p.replace('.', '_')}"]
+                key = f"base_model.model.model.layers.{l}.{p}"
+                tensors[f"{key}.lora_A.weight"] = m.A.detach().float().contiguous()
+                tensors[f"{key}.lora_B.weight"] = m.B.detach().float().contiguous()
+        heads.save_safetensors(tensors, os.path.join(out, "adapter_model.safetensors"), torch.float32)
+        heads.write_json(os.path.join(out, "adapter_config.json"), {
+            "peft_type": "LORA", "task_type": "CAUSAL_LM", "base_model_name_or_path": base_ref,
+            "r": c["lora_rank"], "lora_alpha": c["lora_alpha"], "lora_dropout": 0.0, "bias": "none",
+            "fan_in_fan_out": False, "use_rslora": False, "use_dora": False, "inference_mode": True,
+            "target_modules": sorted({p.split(".")[-1] for p in sm.PROJ}),
+            "layers_to_transform": list(range(N - Ns, N)), "rank_pattern": {}, "alpha_pattern": {},
+            "modules_to_save": None})
+
+    def export(self, parts, base, out, dtype):
+        for f in os.listdir(out):
+            if f.endswith(".safetensors") or f.endswith(".safetensors.index.json") or f in ("config.json",
+                                                                                           "adapter_config.json"):
+                os.remove(os.path.join(out, f))
+        if self.args.export_format == "lora":
+            self.export_lora(parts, out)
+        else:
+            self.export_merged(parts, base, out, dtype)
         for f in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json"):
             src = os.path.join(self.args.tokenizer if f != "generation_config.json" else self.args.base, f)
             if os.path.exists(src):
@@ -184,7 +215,8 @@ class Streaming(heads.Recipe):
                 "prune_layer": c["prune_layer"], "prune_rank": c["prune_rank"],
                 "prune_threshold": self.threshold if self.threshold is not None else 0.0,
                 "prune_calibration": self.calibration, "top_k": self.args.top_k,
-                "lora_rank": c["lora_rank"], "lora_alpha": c["lora_alpha"], "lora_merged": True,
+                "lora_rank": c["lora_rank"], "lora_alpha": c["lora_alpha"],
+                "lora_merged": self.args.export_format == "merged",
                 "alphas": self.alphas(), "targets": self.args.targets, "stream_targets": self.args.stream_targets,
                 "torch_dtype": str(dtype).split(".")[-1]}
         heads.write_json(os.path.join(out, "streaming_config.json"), scfg)
@@ -216,7 +248,12 @@ def extra(ap):
     ap.add_argument("--top-k", type=int, default=3, help="tree width per stream the engine defaults to; also the "
                                                           "top-k accuracy reported")
     ap.add_argument("--max-shard-size", default="15MB")
-    ap.add_argument("--base-name", default=None, help="base_model_name_or_path to record (default: --base)")
+    ap.add_argument("--base-name", default=None,
+                    help="base_model_name_or_path to record (default: --base; for --export-format lora, --base "
+                         "relative to the output directory)")
+    ap.add_argument("--export-format", choices=["lora", "merged"], default="lora",
+                    help="lora: a peft adapter on the unchanged base (small; SpecScope merges it at load time); "
+                         "merged: a complete Llama checkpoint with the LoRA merged in")
 
 
 def main(argv=None):

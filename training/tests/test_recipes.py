@@ -353,8 +353,10 @@ class HeadRecipes(unittest.TestCase):
         import train_streaming
 
         d = os.path.join(self.tmp, "streaming")
-        quiet(train_streaming.main, self.head_args + ["--out", d, "--max-steps", "40", "--streams", "3",
-                                                      "--msa-layers", "2", "--stream-rank", "8", "--stream-rows", "16"])
+        work = os.path.join(self.tmp, "streaming.work")
+        args = ["--max-steps", "40", "--streams", "3", "--msa-layers", "2", "--stream-rank", "8", "--stream-rows", "16",
+                "--work", work]
+        quiet(train_streaming.main, self.head_args + ["--out", d, "--export-format", "merged"] + args)
         self.assert_falls(self.losses(d), 0.9)
         t = self.tensors(os.path.join(d, "streaming.safetensors"))
         self.assertEqual({k: tuple(v.shape) for k, v in t.items()},
@@ -379,6 +381,20 @@ class HeadRecipes(unittest.TestCase):
         with torch.no_grad():
             ref = sm.forward(sd, scfg, x, None)["main"]
             self.assertLess(float((ref - m(input_ids=x).logits).abs().max()), 1e-4)
+        # The same checkpoint exported as a peft LoRA adapter (the default; resumed at its last step, so nothing
+        # more is trained): peft's PeftModel on the base computes what the merged export computes.
+        from peft import PeftModel
+
+        dl = os.path.join(self.tmp, "streaming-lora")
+        quiet(train_streaming.main, self.head_args + ["--out", dl, "--resume", "auto"] + args)
+        self.assertFalse(os.path.exists(os.path.join(dl, "config.json")))
+        ac = read_json(os.path.join(dl, "adapter_config.json"))
+        self.assertEqual((ac["peft_type"], ac["r"], ac["layers_to_transform"]), ("LORA", 16, [1, 2]))
+        self.assertEqual(os.path.normpath(os.path.join(dl, ac["base_model_name_or_path"])), os.path.normpath(self.base))
+        self.assertFalse(read_json(os.path.join(dl, "streaming_config.json"))["lora_merged"])
+        pm = PeftModel.from_pretrained(LlamaForCausalLM.from_pretrained(self.base, dtype=torch.float32), dl)
+        with torch.no_grad():
+            self.assertLess(float((pm(input_ids=x).logits - m(input_ids=x).logits).abs().max()), 1e-4)
 
     def test_self_distill(self):
         import train_medusa
