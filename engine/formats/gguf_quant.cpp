@@ -99,12 +99,24 @@ void check_n(GgmlType t, int64_t n, const char* fn) {
 }
 
 // ---- dequantization: one block at a time, in the order and precision of ggml's reference code ----
+//
+// Compiled three times (AVX-512, AVX2, baseline) and picked at load time: the quantized linear layer dequantizes
+// every weight row through these on every forward, and the baseline (SSE2) build ran at a third of the speed.
+// The arithmetic is the same in every version (products exact, one rounding), so the results are identical.
+#if defined(SPECSCOPE_GGUF_X86) && !defined(__clang__)
+#define SPEC_DEQUANT_CLONES __attribute__((target_clones("arch=skylake-avx512", "avx2,fma", "default")))
+#else
+#define SPEC_DEQUANT_CLONES
+#endif
 
+
+SPEC_DEQUANT_CLONES
 void dequant_q8_0(const uint8_t* b, float* y) {
   const float d = load_f16(b);
   for (int j = 0; j < QK; ++j) y[j] = float(int8_t(b[2 + j])) * d;
 }
 
+SPEC_DEQUANT_CLONES
 void dequant_q4_0(const uint8_t* b, float* y) {
   const float d = load_f16(b);
   const uint8_t* qs = b + 2;
@@ -130,6 +142,7 @@ inline void scale_min_k4(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
   }
 }
 
+SPEC_DEQUANT_CLONES
 void dequant_q4_k(const uint8_t* b, float* y) {
   const float d = load_f16(b);
   const float dmin = load_f16(b + 2);
@@ -151,6 +164,7 @@ void dequant_q4_k(const uint8_t* b, float* y) {
   }
 }
 
+SPEC_DEQUANT_CLONES
 void dequant_q5_k(const uint8_t* b, float* y) {
   const float d = load_f16(b);
   const float dmin = load_f16(b + 2);
@@ -176,6 +190,7 @@ void dequant_q5_k(const uint8_t* b, float* y) {
   }
 }
 
+SPEC_DEQUANT_CLONES
 void dequant_q6_k(const uint8_t* b, float* y) {
   const uint8_t* ql = b;
   const uint8_t* qh = b + 128;
