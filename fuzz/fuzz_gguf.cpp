@@ -1,7 +1,7 @@
 // libFuzzer target: GgufFile::parse on arbitrary bytes must either return a file whose tensors lie inside the
 // buffer or throw InputError; never crash, hang or read out of bounds. Then every metadata getter runs on every
 // key, and every tensor of a type we compute with (up to 2^18 elements) is dequantized, dotted with a vector and
-// (Q8_0/Q4_0/F16/BF16) requantized, so the block decoders see arbitrary bits, NaN and infinite scales included.
+// (Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/F16/BF16) requantized, so the block decoders see arbitrary bits, NaN and infinite scales included.
 // Seed corpus: fuzz/corpus/gguf (copies of tests/fixtures/gguf/small.gguf and align64.gguf).
 #include <cstdint>
 #include <string>

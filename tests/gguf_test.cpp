@@ -100,10 +100,13 @@ TEST(GgufTypes, TableMatchesTheGgufPackage) {
   }
   EXPECT_GE(checked, 30);
   for (uint32_t removed : {4u, 5u, 31u, 32u, 33u, 36u, 37u, 38u, 1000u}) EXPECT_EQ(ggml_type_info(removed), nullptr);
-  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
-                     GgmlType::Q5_K, GgmlType::Q6_K})
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
+                     GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
     EXPECT_TRUE(ggml_can_dequantize(t)) << ggml_type_name(t);
+  for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1}) EXPECT_TRUE(ggml_can_quantize(t));
   EXPECT_FALSE(ggml_can_dequantize(GgmlType::Q3_K));
+  EXPECT_FALSE(ggml_can_dequantize(GgmlType::Q8_1));
+  EXPECT_EQ(ggml_row_size(GgmlType::Q5_1, 64), 48u);
   EXPECT_EQ(ggml_row_size(GgmlType::Q4_K, 512), 288u);
   EXPECT_THROW(ggml_row_size(GgmlType::Q4_K, 500), std::invalid_argument);
 }
@@ -275,8 +278,9 @@ TEST(GgufDequantize, BitExactWithTheGgufPackage) {
   }
 }
 
-// quantize_row gives the very bytes gguf.quants.quantize wrote (Q8_0, Q4_0: ggml's reference quantizers; F16 and
-// BF16: round to nearest even), so dequantize(quantize(x)) equals the package's quantize+dequantize.
+// quantize_row gives the very bytes gguf.quants.quantize wrote (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1: ggml's reference
+// quantizers; F16 and BF16: round to nearest even), so dequantize(quantize(x)) equals the package's
+// quantize+dequantize.
 TEST(GgufQuantize, BitExactWithTheGgufPackage) {
   int checked = 0;
   for (const std::string file : {"all_types.gguf", "align64.gguf", "small.gguf"}) {
@@ -304,7 +308,7 @@ TEST(GgufQuantize, BitExactWithTheGgufPackage) {
       ++checked;
     }
   }
-  EXPECT_GE(checked, 4 + 5);
+  EXPECT_EQ(checked, 7 + 1 + 7);  // all_types: F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1; align64: Q8_0; small: as all_types
 }
 
 // F16 rows decode exactly as dtype.h's f16_to_f32 does, for every one of the 65536 halves (NaN payloads too).
@@ -332,6 +336,94 @@ TEST(GgufQuantize, Q8_0AndQ4_0EdgeCases) {
   quantize_row(GgmlType::Q4_0, x.data(), q4, 32);
   EXPECT_THROW(quantize_row(GgmlType::Q4_K, x.data(), q4, 256), std::invalid_argument);
   EXPECT_THROW(quantize_row(GgmlType::Q8_0, x.data(), q8, 31), std::invalid_argument);
+}
+
+TEST(GgufQuantize, Q4_1Q5_0Q5_1EdgeCases) {
+  // Zero block: d = 0 and m = 0. Q4_1/Q5_1 codes are all 0; Q5_0's are 16 (its zero point): nibble 0, fifth bit 1.
+  // Q5_0's d is 0 / -16 = -0.0 (f16 0x8000), as in ggml and the package.
+  std::vector<float> x(32, 0.0f), back(32);
+  uint8_t q41[20], q50[22], q51[24];
+  quantize_row(GgmlType::Q4_1, x.data(), q41, 32);
+  quantize_row(GgmlType::Q5_0, x.data(), q50, 32);
+  quantize_row(GgmlType::Q5_1, x.data(), q51, 32);
+  for (int j = 0; j < 20; ++j) EXPECT_EQ(q41[j], 0) << j;
+  EXPECT_EQ(q50[0], 0x00);
+  EXPECT_EQ(q50[1], 0x80);
+  for (int j = 2; j < 6; ++j) EXPECT_EQ(q50[j], 0xFF) << j;
+  for (int j = 6; j < 22; ++j) EXPECT_EQ(q50[j], 0) << j;
+  for (int j = 0; j < 24; ++j) EXPECT_EQ(q51[j], 0) << j;
+  // A constant block (max == min): d = 0, every value comes back as m = f16(c).
+  std::fill(x.begin(), x.end(), 0.3f);
+  for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q5_1}) {
+    uint8_t q[24];
+    quantize_row(t, x.data(), q, 32);
+    dequantize_row(t, q, back.data(), 32);
+    for (float v : back) EXPECT_EQ(v, f16_to_f32(f32_to_f16(0.3f))) << ggml_type_name(t);
+  }
+  // Min 0, max 15 (Q4_1) or 31 (Q5_1): d = 1 exactly, so codes are trunc(x + 0.5) and integers come back exactly.
+  for (int j = 0; j < 32; ++j) x[size_t(j)] = float(j % 16);
+  quantize_row(GgmlType::Q4_1, x.data(), q41, 32);
+  dequantize_row(GgmlType::Q4_1, q41, back.data(), 32);
+  EXPECT_EQ(back, x);
+  for (int j = 0; j < 32; ++j) x[size_t(j)] = float(31 - j);
+  quantize_row(GgmlType::Q5_1, x.data(), q51, 32);
+  dequantize_row(GgmlType::Q5_1, q51, back.data(), 32);
+  EXPECT_EQ(back, x);
+  // Q5_0 with max -16 (d = 1): every integer in [-16, 15] round-trips; 15.5 rounds up to 16 and is clamped to 15.
+  for (int j = 0; j < 32; ++j) x[size_t(j)] = float(j - 16);
+  std::swap(x[0], x[5]);  // -16 not first: the element of largest magnitude is found wherever it is
+  quantize_row(GgmlType::Q5_0, x.data(), q50, 32);
+  dequantize_row(GgmlType::Q5_0, q50, back.data(), 32);
+  EXPECT_EQ(back, x);
+  x[31] = 15.5f;
+  quantize_row(GgmlType::Q5_0, x.data(), q50, 32);
+  dequantize_row(GgmlType::Q5_0, q50, back.data(), 32);
+  EXPECT_EQ(back[31], 15.0f);
+  // Non-finite inputs give defined codes (no undefined float->int conversion; UBSan checks this in the fuzzer).
+  x[0] = NAN;
+  x[1] = INFINITY;
+  x[2] = -INFINITY;
+  quantize_row(GgmlType::Q4_1, x.data(), q41, 32);
+  quantize_row(GgmlType::Q5_0, x.data(), q50, 32);
+  quantize_row(GgmlType::Q5_1, x.data(), q51, 32);
+  for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1})
+    EXPECT_THROW(quantize_row(t, x.data(), q51, 48), std::invalid_argument) << ggml_type_name(t);
+}
+
+// A second oracle for the block layouts, written from the format description rather than checked against the
+// package: blocks built by hand with every code 0..15 or 0..31 at known positions. Q5's fifth bit of element j is
+// bit j of the little-endian uint32 qh, so elements j and j + 16 (sharing byte j of qs) take theirs from different
+// qh bytes.
+TEST(GgufDequantize, NibbleFormatsFollowTheBlockLayout) {
+  const float d = 0.25f, m = -1.5f;  // exact in f16: every expected value below is exact
+  const uint16_t dh = f32_to_f16(d), mh = f32_to_f16(m);
+  auto code = [](int j, int bits) { return (7 * j + 3) % (1 << bits); };  // a permutation of 0..31 / two of 0..15
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1}) {
+    SCOPED_TRACE(std::string(ggml_type_name(t)));
+    const bool has_min = t == GgmlType::Q4_1 || t == GgmlType::Q5_1;
+    const bool five = t == GgmlType::Q5_0 || t == GgmlType::Q5_1;
+    const int bits = five ? 5 : 4;
+    std::vector<uint8_t> blk(ggml_type_size(t), 0);
+    std::memcpy(blk.data(), &dh, 2);
+    size_t at = 2;
+    if (has_min) {
+      std::memcpy(blk.data() + at, &mh, 2);
+      at += 2;
+    }
+    uint32_t qh = 0;
+    for (int j = 0; j < 32; ++j) qh |= uint32_t(code(j, bits) >> 4) << j;
+    if (five) {
+      for (int i = 0; i < 4; ++i) blk[at + size_t(i)] = uint8_t(qh >> (8 * i));
+      at += 4;
+    }
+    for (int j = 0; j < 16; ++j) blk[at + size_t(j)] = uint8_t((code(j, bits) & 15) | (code(j + 16, bits) & 15) << 4);
+    ASSERT_EQ(at + 16, blk.size());
+    std::vector<float> got(32);
+    dequantize_row(t, blk.data(), got.data(), 32);
+    const int zero = has_min ? 0 : (five ? 16 : 8);
+    for (int j = 0; j < 32; ++j)
+      EXPECT_EQ(got[size_t(j)], float(code(j, bits) - zero) * d + (has_min ? m : 0.f)) << "element " << j;
+  }
 }
 
 // ---- dot products ----
@@ -401,8 +493,8 @@ TEST(GgufVecDot, LongRowsOfEveryType) {
   std::mt19937 rng(11);
   std::normal_distribution<float> normal;
   const int64_t n = 4096;
-  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
-                     GgmlType::Q5_K, GgmlType::Q6_K}) {
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
+                     GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     std::vector<float> src(static_cast<size_t>(n));
     for (auto& v : src) v = normal(rng);
     std::vector<uint8_t> row(ggml_row_size(t, n));
@@ -619,6 +711,8 @@ TEST(GgufMalformed, TensorInfoMutations) {
   expect_bad(f.with<uint64_t>(dims + 8, 1000000), "dims_too_big_for_file", "outside");
   expect_bad(f.with<uint64_t>(f.ti("t.q4_k", "dims_offset"), 500), "row_not_whole_blocks", "block size 256");
   expect_bad(f.with<uint64_t>(f.ti("t.q8_0", "dims_offset"), 33), "row_not_whole_q8_blocks", "block size 32");
+  for (const char* t : {"t.q4_1", "t.q5_0", "t.q5_1"})
+    expect_bad(f.with<uint64_t>(f.ti(t, "dims_offset"), 48), std::string("row_not_whole_blocks_") + t, "block size 32");
   expect_bad(f.with<uint64_t>(f.ti("t.f32", "offset"), 2000), "name_too_long", "at most 1024");
   // A tensor renamed to an earlier one.
   auto dup = f.bytes;
@@ -671,6 +765,23 @@ TEST(GgufMalformed, TruncatedAtEveryByte) {
     auto b = f.bytes;
     b.resize(cut);
     expect_bad(b, "truncated_" + std::to_string(cut), "");
+  }
+}
+
+// A file cut inside the data of a Q4_1, Q5_0 or Q5_1 tensor (its last block one byte short, or only its first block
+// there) is an InputError that names that tensor and its type: the earlier tensors are whole, so it is the first
+// one the reader finds outside the data section.
+TEST(GgufMalformed, TruncatedNibbleTensorsNameTheTensor) {
+  Fixture f("all_types.gguf");
+  for (const std::string name : {"t.q4_1", "t.q5_0", "t.q5_1", "t.q4_1_raw", "t.q5_0_raw", "t.q5_1_raw"}) {
+    const size_t start = f.ti(name, "data_offset"), nbytes = f.ti(name, "nbytes");
+    const std::string type = name.substr(2, 4);  // "q4_1"; expect_bad compares case-insensitively
+    for (size_t cut : {start + nbytes - 1, start + 1}) {
+      auto b = f.bytes;
+      b.resize(cut);
+      expect_bad(b, "cut_" + name + "_" + std::to_string(cut - start),
+                 "tensor '" + name + "' ([2, 512] " + type + ", " + std::to_string(nbytes) + " bytes");
+    }
   }
 }
 

@@ -1,5 +1,6 @@
-// cpu::linear and cpu::embedding_row on block-quantized weights (GGUF Q8_0, Q4_0, Q4_K, Q5_K, Q6_K kept in their
-// blocks): against linear_reference (double sums over the dequantized matrix) and gguf_quant's dequantize_row.
+// cpu::linear and cpu::embedding_row on block-quantized weights (GGUF Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K
+// kept in their blocks): against linear_reference (double sums over the dequantized matrix) and gguf_quant's
+// dequantize_row.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -21,15 +22,19 @@ struct QCase {
   GgmlType ggml;
 };
 const std::vector<QCase> kTypes = {{DType::Q8_0, GgmlType::Q8_0}, {DType::Q4_0, GgmlType::Q4_0},
-                                   {DType::Q4_K, GgmlType::Q4_K}, {DType::Q5_K, GgmlType::Q5_K},
-                                   {DType::Q6_K, GgmlType::Q6_K}};
+                                   {DType::Q4_1, GgmlType::Q4_1}, {DType::Q5_0, GgmlType::Q5_0},
+                                   {DType::Q5_1, GgmlType::Q5_1}, {DType::Q4_K, GgmlType::Q4_K},
+                                   {DType::Q5_K, GgmlType::Q5_K}, {DType::Q6_K, GgmlType::Q6_K}};
 
-// An m x k matrix of type t: Q8_0/Q4_0 quantized from random floats; the K-quants (no quantizer here) random bytes
-// with their f16 super-block scales set to small normal values (every other bit pattern is a valid block).
-std::vector<uint8_t> random_matrix(const QCase& q, int m, int k, std::mt19937& rng) {
+// An m x k matrix of type t: quantized from random floats where gguf_quant has a quantizer (Q8_0, Q4_0, Q4_1, Q5_0,
+// Q5_1) unless `random_bytes`; otherwise (the K-quants always) random bytes with the f16 scales (and Q4_1/Q5_1's
+// mins, the K-quants' dmins) set to small normal values of either sign (every other bit pattern is a valid block).
+// Random bytes reach what the quantizers never write: negative Q4_1/Q5_1 scales, Q5_0 codes off the -16..15 grid of
+// a block's own absmax.
+std::vector<uint8_t> random_matrix(const QCase& q, int m, int k, std::mt19937& rng, bool random_bytes = false) {
   const size_t rb = ggml_row_size(q.ggml, k);
   std::vector<uint8_t> bytes(size_t(m) * rb);
-  if (ggml_can_quantize(q.ggml)) {
+  if (ggml_can_quantize(q.ggml) && !random_bytes) {
     std::normal_distribution<float> nd(0.f, 1.f);
     std::vector<float> row(static_cast<size_t>(k));
     for (int r = 0; r < m; ++r) {
@@ -44,14 +49,13 @@ std::vector<uint8_t> random_matrix(const QCase& q, int m, int k, std::mt19937& r
   const size_t bs = ggml_type_size(q.ggml);
   for (size_t off = 0; off < bytes.size(); off += bs) {
     auto put = [&](size_t at) {
-      const uint16_t h = f32_to_f16(scale(rng));
+      const uint16_t h = f32_to_f16(byte(rng) < 64 ? -scale(rng) : scale(rng));
       std::memcpy(bytes.data() + off + at, &h, 2);
     };
-    if (q.ggml == GgmlType::Q6_K) {
-      put(bs - 2);  // d is last
-    } else {
-      put(0);  // d
-      put(2);  // dmin
+    switch (q.ggml) {
+      case GgmlType::Q6_K: put(bs - 2); break;                  // d is last
+      case GgmlType::Q8_0: case GgmlType::Q4_0: case GgmlType::Q5_0: put(0); break;  // d only
+      default: put(0), put(2);                                  // d, then dmin (K) or the min m (Q4_1, Q5_1)
     }
   }
   return bytes;
@@ -84,9 +88,10 @@ TEST(MatmulQuant, LinearMatchesReferenceOnDequantizedWeights) {
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.f, 1.f);
   const int m = 37, k = 512;
-  for (const auto& q : kTypes) {
-    SCOPED_TRACE(std::string(dtype_name(q.dtype)));
-    const auto bytes = random_matrix(q, m, k, rng);
+  for (const auto& q : kTypes) for (bool random_bytes : {false, true}) {
+    if (random_bytes && !ggml_can_quantize(q.ggml)) continue;  // the K-quants are random bytes already
+    SCOPED_TRACE(std::string(dtype_name(q.dtype)) + (random_bytes ? " random bytes" : " quantized"));
+    const auto bytes = random_matrix(q, m, k, rng, random_bytes);
     const TensorView W = view(q, bytes, m, k);
     std::vector<float> deq(size_t(m) * k);
     for (int r = 0; r < m; ++r) dequantize_row(q.ggml, bytes.data() + size_t(r) * ggml_row_size(q.ggml, k), deq.data() + size_t(r) * k, k);
@@ -114,17 +119,20 @@ TEST(MatmulQuant, LinearMatchesReferenceOnDequantizedWeights) {
   }
 }
 
+// matmul_quant's vectorized dequantization (Q8_0 and the nibble formats) gives gguf_quant's reference values bit for
+// bit: compared as bits, so a -0.0 (a zero code times a negative scale) turned into +0.0 is caught.
 TEST(MatmulQuant, EmbeddingRowIsTheDequantizedRow) {
   std::mt19937 rng(11);
   const int m = 5, k = 256;
-  for (const auto& q : kTypes) {
-    const auto bytes = random_matrix(q, m, k, rng);
+  for (const auto& q : kTypes) for (bool random_bytes : {false, true}) {
+    const auto bytes = random_matrix(q, m, k, rng, random_bytes);
     const TensorView E = view(q, bytes, m, k);
     std::vector<float> got(static_cast<size_t>(k)), want(static_cast<size_t>(k));
     for (int r = 0; r < m; ++r) {
       cpu::embedding_row(E, r, got.data());
       dequantize_row(q.ggml, bytes.data() + size_t(r) * ggml_row_size(q.ggml, k), want.data(), k);
-      EXPECT_EQ(got, want) << dtype_name(q.dtype) << " row " << r;
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0)
+          << dtype_name(q.dtype) << (random_bytes ? " random bytes" : "") << " row " << r;
     }
     EXPECT_THROW(cpu::embedding_row(E, m, got.data()), InputError);
   }
@@ -142,6 +150,18 @@ TEST(MatmulQuant, RejectsRowsThatAreNotWholeBlocks) {
   W.shape = {2, 32, 1};
   EXPECT_THROW(cpu::linear(X.data(), 1, W, nullptr, Y.data()), InputError);
   EXPECT_THROW(W.at(0), std::invalid_argument);
+  for (DType t : {DType::Q4_1, DType::Q5_0, DType::Q5_1}) {
+    W.dtype = t;
+    W.shape = {2, 48};
+    try {
+      cpu::linear(X.data(), 1, W, nullptr, Y.data());
+      ADD_FAILURE() << dtype_name(t) << ": no error";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("row length 48 is not a multiple of the " + std::string(dtype_name(t)) +
+                                           " block"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(W.at(0), std::invalid_argument);
+  }
 }
 
 }  // namespace

@@ -26,8 +26,8 @@
 namespace specscope::cpu {
 
 // Y[n, m] = X[n, k] * W^T (+ bias, when not null). W: rank 2 {m, k}, dtype F32, F16 or BF16, or one of the
-// block-quantized GGUF types (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K: computed by linear_quant, see matmul_quant.h);
-// anything else throws InputError. Any n >= 1 (n <= 0: no-op). Threads with OpenMP over output rows.
+// block-quantized GGUF types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K: computed by linear_quant, see
+// matmul_quant.h); anything else throws InputError. Any n >= 1 (n <= 0: no-op). Threads with OpenMP over output rows.
 void linear(const float* X, int n, const TensorView& W, const float* bias, float* Y);
 
 // The same product with plain loops and double accumulation (each output rounded once to f32). Slow; the

@@ -24,6 +24,9 @@ GgmlType ggml_of(DType t) {
   switch (t) {
     case DType::Q8_0: return GgmlType::Q8_0;
     case DType::Q4_0: return GgmlType::Q4_0;
+    case DType::Q4_1: return GgmlType::Q4_1;
+    case DType::Q5_0: return GgmlType::Q5_0;
+    case DType::Q5_1: return GgmlType::Q5_1;
     case DType::Q4_K: return GgmlType::Q4_K;
     case DType::Q5_K: return GgmlType::Q5_K;
     case DType::Q6_K: return GgmlType::Q6_K;
@@ -54,38 +57,76 @@ namespace {
 #define SPEC_MULTIVERSION
 #endif
 
-// One row, as ggml's reference dequantizes it. For Q8_0 and Q4_0 every value is one exact product (an int times
-// an f16 scale, see gguf_quant.h), so this vectorizable loop gives the reference's values bit for bit; the
-// K-quants go through the reference itself. Compiled for AVX-512, AVX2 and baseline, picked at load time.
+// One block of the 32-element nibble formats, as ggml's reference dequantizes it. The four share a layout:
+// f16 d, then f16 m if kMin (Q4_1, Q5_1), then 4 bytes of fifth bits if k5 (Q5_0, Q5_1), then 16 bytes with
+// element j in the low nibble of byte j and element j + 16 in its high nibble. Without a min the code is centred
+// (q - 8 or q - 16) and x = q * d is one exact product; with one x = q * d + m, where q * d is exact (at most 5 x 11
+// bits) so the addition is the only rounding, the same whether or not a compiler fuses it into an FMA. Never add
+// m = 0 to the centred types instead: that would turn their -0.0 (a zero code times a negative d) into +0.0.
+template <bool kMin, bool k5>
+[[gnu::always_inline]] inline void dequant_nibble_block(const uint8_t* blk, float* o) {
+  uint16_t h;
+  std::memcpy(&h, blk, 2);
+  const float d = f16_to_f32(h);
+  float m = 0.f;
+  if constexpr (kMin) {
+    std::memcpy(&h, blk + 2, 2);
+    m = f16_to_f32(h);
+  }
+  const uint8_t* p = blk + (kMin ? 4 : 2);
+  uint32_t qh = 0;
+  if constexpr (k5) {
+    qh = uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;  // little-endian
+    p += 4;
+  }
+  constexpr int kOffset = kMin ? 0 : (k5 ? 16 : 8);
+#pragma omp simd
+  for (int j = 0; j < 16; ++j) {
+    int q0 = p[j] & 0x0F, q1 = p[j] >> 4;
+    if constexpr (k5) {
+      q0 |= int((qh >> j) & 1u) << 4;
+      q1 |= int((qh >> (j + 16)) & 1u) << 4;
+    }
+    if constexpr (kMin) {
+      o[j] = float(q0) * d + m;
+      o[j + 16] = float(q1) * d + m;
+    } else {
+      o[j] = float(q0 - kOffset) * d;
+      o[j + 16] = float(q1 - kOffset) * d;
+    }
+  }
+}
+
+template <bool kMin, bool k5>
+[[gnu::always_inline]] inline void dequant_nibble_row(const uint8_t* src, float* dst, int k) {
+  constexpr size_t kBlockBytes = 2 + (kMin ? 2 : 0) + (k5 ? 4 : 0) + 16;
+  for (int b = 0; b < k / 32; ++b) dequant_nibble_block<kMin, k5>(src + size_t(b) * kBlockBytes, dst + size_t(b) * 32);
+}
+
+// One row, as ggml's reference dequantizes it. For Q8_0 and the 32-element nibble formats every value is one
+// exact product, or an exact product plus the block's min (see above), so these vectorizable loops give the
+// reference's values bit for bit; the K-quants go through the reference itself. Compiled for AVX-512, AVX2 and
+// baseline, picked at load time.
 SPEC_MULTIVERSION
 void dequant_row(DType t, const uint8_t* src, float* dst, int k) {
-  if (t == DType::Q8_0) {
-    for (int b = 0; b < k / 32; ++b) {
-      const uint8_t* blk = src + size_t(b) * 34;  // f16 d, int8 q[32]
-      uint16_t h;
-      std::memcpy(&h, blk, 2);
-      const float d = f16_to_f32(h);
-      const int8_t* q = reinterpret_cast<const int8_t*>(blk + 2);
-      float* o = dst + size_t(b) * 32;
+  switch (t) {
+    case DType::Q8_0:
+      for (int b = 0; b < k / 32; ++b) {
+        const uint8_t* blk = src + size_t(b) * 34;  // f16 d, int8 q[32]
+        uint16_t h;
+        std::memcpy(&h, blk, 2);
+        const float d = f16_to_f32(h);
+        const int8_t* q = reinterpret_cast<const int8_t*>(blk + 2);
+        float* o = dst + size_t(b) * 32;
 #pragma omp simd
-      for (int j = 0; j < 32; ++j) o[j] = float(q[j]) * d;
-    }
-  } else if (t == DType::Q4_0) {
-    for (int b = 0; b < k / 32; ++b) {
-      const uint8_t* blk = src + size_t(b) * 18;  // f16 d, 16 bytes: element j low nibble, j + 16 high nibble
-      uint16_t h;
-      std::memcpy(&h, blk, 2);
-      const float d = f16_to_f32(h);
-      const uint8_t* q = blk + 2;
-      float* o = dst + size_t(b) * 32;
-#pragma omp simd
-      for (int j = 0; j < 16; ++j) {
-        o[j] = float(int(q[j] & 0x0F) - 8) * d;
-        o[j + 16] = float(int(q[j] >> 4) - 8) * d;
+        for (int j = 0; j < 32; ++j) o[j] = float(q[j]) * d;
       }
-    }
-  } else {
-    dequantize_row(ggml_of(t), src, dst, k);
+      return;
+    case DType::Q4_0: return dequant_nibble_row<false, false>(src, dst, k);
+    case DType::Q4_1: return dequant_nibble_row<true, false>(src, dst, k);
+    case DType::Q5_0: return dequant_nibble_row<false, true>(src, dst, k);
+    case DType::Q5_1: return dequant_nibble_row<true, true>(src, dst, k);
+    default: return dequantize_row(ggml_of(t), src, dst, k);
   }
 }
 

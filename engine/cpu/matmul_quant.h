@@ -1,9 +1,10 @@
 #pragma once
-// The linear layer and embedding lookup for block-quantized weights (DType Q8_0, Q4_0, Q4_K, Q5_K, Q6_K: GGUF
-// weights kept in their stored blocks). cpu::linear and cpu::embedding_row hand such weights here.
+// The linear layer and embedding lookup for block-quantized weights (DType Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
+// Q5_K, Q6_K: GGUF weights kept in their stored blocks). cpu::linear and cpu::embedding_row hand such weights here.
 //
 // How: the matrix is never expanded; each thread takes a range of output rows and dequantizes each weight row
-// once per call (ggml's reference values, exact: see gguf_quant.h; Q8_0/Q4_0 by a vectorized loop).
+// once per call (ggml's reference values, exact: see gguf_quant.h; Q8_0 and the 32-element nibble formats Q4_0,
+// Q4_1, Q5_0, Q5_1 by vectorized loops).
 //  * 1-2 tokens (decode): four rows at a time into a 4 x k scratch, each dotted with the tokens in f32.
 //  * 3+ tokens (verification, prefill): panels of 16 rows into an f32 scratch panel, computed for all tokens by
 //    matmul.cpp's register-tiled f32 kernel for the active instruction set (detail::rows_*).

@@ -17,7 +17,7 @@
 namespace specscope {
 namespace {
 
-constexpr int64_t QK = 32;    // Q8_0 / Q4_0 block
+constexpr int64_t QK = 32;    // Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 block
 constexpr int64_t QK_K = 256; // K-quant super-block
 
 // Block sizes and byte sizes as ggml defines them (ggml-common.h); the test checks them against the
@@ -26,9 +26,9 @@ constexpr GgmlTypeInfo kTypes[] = {
     {GgmlType::F32, "F32", 1, 4, true},
     {GgmlType::F16, "F16", 1, 2, true},
     {GgmlType::Q4_0, "Q4_0", 32, 18, true},
-    {GgmlType::Q4_1, "Q4_1", 32, 20, false},
-    {GgmlType::Q5_0, "Q5_0", 32, 22, false},
-    {GgmlType::Q5_1, "Q5_1", 32, 24, false},
+    {GgmlType::Q4_1, "Q4_1", 32, 20, true},
+    {GgmlType::Q5_0, "Q5_0", 32, 22, true},
+    {GgmlType::Q5_1, "Q5_1", 32, 24, true},
     {GgmlType::Q8_0, "Q8_0", 32, 34, true},
     {GgmlType::Q8_1, "Q8_1", 32, 36, false},  // f16 d, f16 s, 32 x int8 (the package still says 40)
     {GgmlType::Q2_K, "Q2_K", 256, 84, false},
@@ -125,6 +125,50 @@ void dequant_q4_0(const uint8_t* b, float* y) {
     const int x1 = (qs[j] >> 4) - 8;
     y[j] = float(x0) * d;
     y[j + QK / 2] = float(x1) * d;
+  }
+}
+
+// The 32 fifth bits of a Q5_0/Q5_1 block: a little-endian uint32, bit j for element j (assembled byte by byte
+// so that the host's byte order does not matter).
+inline uint32_t load_qh(const uint8_t* p) {
+  return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+}
+
+// Q4_1: x = q * d + m. q * d is exact (11 x 4 bits); the one rounding is the addition.
+void dequant_q4_1(const uint8_t* b, float* y) {
+  const float d = load_f16(b);
+  const float m = load_f16(b + 2);
+  const uint8_t* qs = b + 4;
+  for (int j = 0; j < QK / 2; ++j) {
+    y[j] = float(qs[j] & 0x0F) * d + m;
+    y[j + QK / 2] = float(qs[j] >> 4) * d + m;
+  }
+}
+
+// Q5_0: x = (q - 16) * d with q = nibble | fifth bit << 4, one exact product.
+void dequant_q5_0(const uint8_t* b, float* y) {
+  const float d = load_f16(b);
+  const uint32_t qh = load_qh(b + 2);
+  const uint8_t* qs = b + 6;
+  for (int j = 0; j < QK / 2; ++j) {
+    const int x0 = int((qs[j] & 0x0F) | ((qh >> j) & 1u) << 4) - 16;
+    const int x1 = int((qs[j] >> 4) | ((qh >> (j + QK / 2)) & 1u) << 4) - 16;
+    y[j] = float(x0) * d;
+    y[j + QK / 2] = float(x1) * d;
+  }
+}
+
+// Q5_1: x = q * d + m, q as in Q5_0 (unsigned, no offset).
+void dequant_q5_1(const uint8_t* b, float* y) {
+  const float d = load_f16(b);
+  const float m = load_f16(b + 2);
+  const uint32_t qh = load_qh(b + 4);
+  const uint8_t* qs = b + 8;
+  for (int j = 0; j < QK / 2; ++j) {
+    const uint32_t x0 = (qs[j] & 0x0F) | ((qh >> j) & 1u) << 4;
+    const uint32_t x1 = (qs[j] >> 4) | ((qh >> (j + QK / 2)) & 1u) << 4;
+    y[j] = float(x0) * d + m;
+    y[j + QK / 2] = float(x1) * d + m;
   }
 }
 
@@ -232,27 +276,97 @@ void quant_q8_0(const float* x, uint8_t* b) {
   }
 }
 
-void quant_q4_0(const float* x, uint8_t* b) {
+// trunc(s) clamped to [0, hi], as ggml's MIN(hi, (int8_t)s) for the s a finite block gives (s >= 0 there: at
+// least 0.5 above the lowest code); NaN and out-of-range values get a defined code instead of an undefined
+// float->int conversion.
+inline uint8_t trunc_code(float s, int hi) {
+  if (!(s >= 0.0f)) return 0;
+  if (s >= float(hi)) return uint8_t(hi);
+  return uint8_t(int(s));
+}
+
+// The signed element of largest magnitude (the first one on ties): Q4_0's and Q5_0's scale is it / -8 or / -16,
+// so that element gets code 0 exactly and the other side of zero gets the one extra code.
+inline float signed_absmax(const float* x) {
   float amax = 0.0f, max = 0.0f;
-  for (int j = 0; j < QK; ++j) {
-    const float v = x[j];
-    if (amax < std::fabs(v)) {  // the first element of largest magnitude, with its sign
-      amax = std::fabs(v);
-      max = v;
+  for (int j = 0; j < QK; ++j)
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
     }
-  }
-  const float d = max / -8.0f;
+  return max;
+}
+
+// x -> code for the centred types (Q4_0, Q5_0): trunc(x * id + offset), two f32 roundings (this file is not
+// contracted).
+inline uint8_t symmetric_code(float x, float id, float offset, int hi) {
+  const float t = x * id;
+  return trunc_code(t + offset, hi);
+}
+
+// (x - min) -> code for the types with a minimum: trunc((x - min) * id + 0.5), three f32 roundings as ggml.
+inline uint8_t affine_code(float x, float min, float id, int hi) {
+  const float t = (x - min) * id;
+  return trunc_code(t + 0.5f, hi);
+}
+
+void quant_q4_0(const float* x, uint8_t* b) {
+  const float d = signed_absmax(x) / -8.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   store_f16(b, d);
-  auto code = [&](float v) -> uint8_t {
-    const float t = v * id;
-    const float s = t + 8.5f;
-    // ggml: MIN(15, (int8_t)(x*id + 8.5f)); finite inputs give s in [0.5, 16.5].
-    if (!(s >= 0.0f)) return 0;
-    if (s >= 15.0f) return 15;
-    return uint8_t(int(s));
-  };
-  for (int j = 0; j < QK / 2; ++j) b[2 + j] = uint8_t(code(x[j]) | (code(x[j + QK / 2]) << 4));
+  for (int j = 0; j < QK / 2; ++j)
+    b[2 + j] = uint8_t(symmetric_code(x[j], id, 8.5f, 15) | (symmetric_code(x[j + QK / 2], id, 8.5f, 15) << 4));
+}
+
+// Smallest and largest element of a block (ggml scans with < and > from +-FLT_MAX: the same for finite data).
+inline void block_min_max(const float* x, float* min, float* max) {
+  float lo = x[0], hi = x[0];
+  for (int j = 1; j < QK; ++j) {
+    if (x[j] < lo) lo = x[j];
+    if (x[j] > hi) hi = x[j];
+  }
+  *min = lo;
+  *max = hi;
+}
+
+void quant_q4_1(const float* x, uint8_t* b) {
+  float min, max;
+  block_min_max(x, &min, &max);
+  const float d = (max - min) / 15.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  store_f16(b, d);
+  store_f16(b + 2, min);
+  for (int j = 0; j < QK / 2; ++j)
+    b[4 + j] = uint8_t(affine_code(x[j], min, id, 15) | (affine_code(x[j + QK / 2], min, id, 15) << 4));
+}
+
+// Packs 32 five-bit codes: low nibbles as Q4_0 into qs, the fifth bits into the little-endian uint32 qh.
+void pack_q5(const uint8_t* q, uint8_t* qh, uint8_t* qs) {
+  uint32_t h = 0;
+  for (int j = 0; j < QK; ++j) h |= uint32_t(q[j] >> 4) << j;
+  for (int i = 0; i < 4; ++i) qh[i] = uint8_t(h >> (8 * i));
+  for (int j = 0; j < QK / 2; ++j) qs[j] = uint8_t((q[j] & 0x0F) | ((q[j + QK / 2] & 0x0F) << 4));
+}
+
+void quant_q5_0(const float* x, uint8_t* b) {
+  const float d = signed_absmax(x) / -16.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  store_f16(b, d);
+  uint8_t q[QK];
+  for (int j = 0; j < QK; ++j) q[j] = symmetric_code(x[j], id, 16.5f, 31);
+  pack_q5(q, b + 2, b + 6);
+}
+
+void quant_q5_1(const float* x, uint8_t* b) {
+  float min, max;
+  block_min_max(x, &min, &max);
+  const float d = (max - min) / 31.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  store_f16(b, d);
+  store_f16(b + 2, min);
+  uint8_t q[QK];
+  for (int j = 0; j < QK; ++j) q[j] = affine_code(x[j], min, id, 31);
+  pack_q5(q, b + 4, b + 8);
 }
 
 // ---- dot products ----
@@ -325,7 +439,7 @@ bool ggml_can_dequantize(GgmlType t) {
 
 bool ggml_can_quantize(GgmlType t) {
   return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16 || t == GgmlType::Q8_0 ||
-         t == GgmlType::Q4_0;
+         t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 || t == GgmlType::Q5_1;
 }
 
 void dequantize_row(GgmlType t, const void* src_v, float* dst, int64_t n) {
@@ -350,6 +464,15 @@ void dequantize_row(GgmlType t, const void* src_v, float* dst, int64_t n) {
       return;
     case GgmlType::Q4_0:
       for (int64_t i = 0; i < n / QK; ++i) dequant_q4_0(src + 18 * i, dst + QK * i);
+      return;
+    case GgmlType::Q4_1:
+      for (int64_t i = 0; i < n / QK; ++i) dequant_q4_1(src + 20 * i, dst + QK * i);
+      return;
+    case GgmlType::Q5_0:
+      for (int64_t i = 0; i < n / QK; ++i) dequant_q5_0(src + 22 * i, dst + QK * i);
+      return;
+    case GgmlType::Q5_1:
+      for (int64_t i = 0; i < n / QK; ++i) dequant_q5_1(src + 24 * i, dst + QK * i);
       return;
     case GgmlType::Q4_K:
       for (int64_t i = 0; i < n / QK_K; ++i) dequant_q4_k(src + 144 * i, dst + QK_K * i);
@@ -386,6 +509,15 @@ void quantize_row(GgmlType t, const float* src, void* dst_v, int64_t n) {
       return;
     case GgmlType::Q4_0:
       for (int64_t i = 0; i < n / QK; ++i) quant_q4_0(src + QK * i, dst + 18 * i);
+      return;
+    case GgmlType::Q4_1:
+      for (int64_t i = 0; i < n / QK; ++i) quant_q4_1(src + QK * i, dst + 20 * i);
+      return;
+    case GgmlType::Q5_0:
+      for (int64_t i = 0; i < n / QK; ++i) quant_q5_0(src + QK * i, dst + 22 * i);
+      return;
+    case GgmlType::Q5_1:
+      for (int64_t i = 0; i < n / QK; ++i) quant_q5_1(src + QK * i, dst + 24 * i);
       return;
     default:
       bad_call(std::string("quantize_row: ") + std::string(ggml_type_name(t)) + " is not supported");

@@ -7,6 +7,10 @@
 //   Q8_0  32 elements: f16 scale d, 32 x int8 q                        x = q * d
 //   Q4_0  32 elements: f16 scale d, 16 bytes of nibbles                x = (q - 8) * d
 //         (element j < 16 in the low nibble of byte j, element j + 16 in its high nibble)
+//   Q4_1  32 elements: f16 d, f16 min m, 16 bytes of nibbles as Q4_0    x = q * d + m
+//   Q5_0  32 elements: f16 d, 4 bytes qh, 16 bytes of nibbles as Q4_0   x = (q - 16) * d
+//         (q = nibble | bit j of qh << 4; qh is a little-endian uint32 whose bit j belongs to element j)
+//   Q5_1  32 elements: f16 d, f16 min m, 4 bytes qh, 16 bytes nibbles   x = q * d + m   (q as Q5_0)
 //   Q4_K  256 elements: f16 d, f16 dmin, 12 bytes of 6-bit scales and mins for 8 sub-blocks of 32,
 //         128 bytes of nibbles                                          x = d*sc * q - dmin*m
 //   Q5_K  as Q4_K plus 32 bytes of high bits (bit s of byte l is element l of sub-block s)
@@ -16,9 +20,9 @@
 // bit-exact with ggml and with the gguf Python package. It is also exact by construction: an f16 scale has an
 // 11-bit significand, the sub-block scales and mins 6 (K) or 7 (Q6_K) bits, the quants at most 6, so every
 // product (d*sc, dmin*m, d*sc*q, d*q) fits in f32's 24 bits and is exact; the one rounding is Q4_K/Q5_K's final
-// subtraction, correctly rounded by IEEE-754 whichever way it is computed (even fused into an FMA).
-// Quantization is not so lucky (Q4_0's x*id + 8.5 rounds twice in ggml's reference), so this file is compiled
-// with -ffp-contract=off: no compiler may fuse it into one FMA.
+// subtraction (or Q4_1/Q5_1's final + m), correctly rounded by IEEE-754 whichever way it is computed (even fused
+// into an FMA). Quantization is not so lucky (Q4_0's x*id + 8.5 and Q4_1's (x - min)*id + 0.5 round twice in
+// ggml's reference), so this file is compiled with -ffp-contract=off: no compiler may fuse them into one FMA.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -50,9 +54,9 @@ size_t ggml_type_size(GgmlType t);
 // Bytes of n elements; n must be a multiple of the block size (std::invalid_argument otherwise).
 size_t ggml_row_size(GgmlType t, int64_t n);
 
-// F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K.
+// F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K.
 bool ggml_can_dequantize(GgmlType t);
-// F32, F16, BF16, Q8_0, Q4_0 (the K-quants are read, not written, for now).
+// F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (the K-quants are read, not written, for now).
 bool ggml_can_quantize(GgmlType t);
 
 // The functions below take n elements (a multiple of the type's block size) and throw std::invalid_argument
@@ -61,10 +65,15 @@ bool ggml_can_quantize(GgmlType t);
 
 // src holds ggml_row_size(t, n) bytes; dst receives n floats.
 void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n);
-// Writes ggml_row_size(t, n) bytes. Q8_0 and Q4_0 use ggml's reference quantizers (per-block absmax scale;
-// Q8_0: roundf(x / d) with d = amax / 127; Q4_0: d = max / -8 where max is the signed element of largest
-// magnitude, q = min(15, trunc(x / d + 8.5))); F16 and BF16 round to nearest even. Non-finite inputs give
-// unspecified (but defined) codes.
+// Writes ggml_row_size(t, n) bytes. The block types use ggml's reference quantizers, per block of 32:
+//   Q8_0: d = amax / 127, q = roundf(x * (1/d))
+//   Q4_0: d = max / -8 (max: the first element of largest magnitude, with its sign), q = min(15, trunc(x/d + 8.5))
+//   Q5_0: d = max / -16, q = min(31, trunc(x/d + 16.5))
+//   Q4_1: d = (max - min) / 15, m = min, q = min(15, trunc((x - min)/d + 0.5))
+//   Q5_1: d = (max - min) / 31, m = min, q = min(31, trunc((x - min)/d + 0.5))
+// (x/d is x * (1/d), and 1/d is taken as 0 when d is 0); d and m are stored rounded to f16, the codes use the
+// unrounded f32 values. F16 and BF16 round to nearest even. Non-finite inputs give unspecified (but defined)
+// codes.
 void quantize_row(GgmlType t, const float* src, void* dst, int64_t n);
 
 // sum_i w_i * x_i where w = dequantize_row(t, row, n), computed block by block through a 256-float buffer

@@ -83,6 +83,9 @@ std::optional<DType> block_dtype(GgmlType t) {
   switch (t) {
     case GgmlType::Q8_0: return DType::Q8_0;
     case GgmlType::Q4_0: return DType::Q4_0;
+    case GgmlType::Q4_1: return DType::Q4_1;
+    case GgmlType::Q5_0: return DType::Q5_0;
+    case GgmlType::Q5_1: return DType::Q5_1;
     case GgmlType::Q4_K: return DType::Q4_K;
     case GgmlType::Q5_K: return DType::Q5_K;
     case GgmlType::Q6_K: return DType::Q6_K;
@@ -108,7 +111,7 @@ class Binder {
     const std::optional<DType> dt = block_dtype(t.type);
     if (!dt)
       throw InputError(g_.path(), "tensor '" + name + "' has type " + std::string(ggml_type_name(t.type)) +
-                                      " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
+                                      " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
     // Block-quantized: kept in its blocks, zero-copy unless its rows are reordered (whole rows are whole blocks).
     TensorView v;
     v.name = name;

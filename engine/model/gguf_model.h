@@ -13,8 +13,8 @@
 //  * llama3 RoPE scaling comes as rope_freqs.weight (per-frequency divisors); linear scaling as
 //    <arch>.rope.scaling.type / .factor.
 //  * No output.weight means the output projection is tied to token_embd.weight.
-//  * Quantized matrices (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) stay in their blocks (DType Q8_0 ..., zero-copy views like
-//    the float ones); cpu::linear computes with them row by row (engine/cpu/matmul_quant.h).
+//  * Quantized matrices (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) stay in their blocks (DType Q8_0 ...,
+//    zero-copy views like the float ones); cpu::linear computes with them row by row (engine/cpu/matmul_quant.h).
 // The tokenizer and chat template come from tokenizer.ggml.* / tokenizer.chat_template (gguf_tokenizer.h).
 // Identity: path, "gguf:<arch>", sha256 of the metadata (every key, type and value, in file order) and of the
 // tensor index (name, ggml type, shape, sorted by name).

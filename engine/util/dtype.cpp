@@ -8,7 +8,9 @@ size_t dtype_size(DType t) {
     case DType::F16: case DType::BF16: return 2;
     case DType::I64: return 8;
     case DType::BOOL: case DType::U8: return 1;
-    case DType::Q8_0: case DType::Q4_0: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: return 0;
+    case DType::Q8_0: case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1:
+    case DType::Q4_K: case DType::Q5_K: case DType::Q6_K:
+      return 0;
   }
   return 0;
 }
@@ -17,7 +19,7 @@ bool dtype_is_block(DType t) { return dtype_block_elems(t) > 1; }
 
 int64_t dtype_block_elems(DType t) {
   switch (t) {
-    case DType::Q8_0: case DType::Q4_0: return 32;
+    case DType::Q8_0: case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: return 32;
     case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: return 256;
     default: return 1;
   }
@@ -28,6 +30,9 @@ size_t dtype_row_bytes(DType t, int64_t n) {
   switch (t) {
     case DType::Q8_0: return size_t(n / 32) * 34;   // f16 d + 32 x int8
     case DType::Q4_0: return size_t(n / 32) * 18;   // f16 d + 16 bytes of nibbles
+    case DType::Q4_1: return size_t(n / 32) * 20;   // f16 d, f16 m + 16 bytes of nibbles
+    case DType::Q5_0: return size_t(n / 32) * 22;   // f16 d + 4 bytes of 5th bits + 16 bytes of nibbles
+    case DType::Q5_1: return size_t(n / 32) * 24;   // f16 d, f16 m + 4 bytes of 5th bits + 16 bytes of nibbles
     case DType::Q4_K: return size_t(n / 256) * 144; // 2 x f16 + 12 scale bytes + 128 nibble bytes
     case DType::Q5_K: return size_t(n / 256) * 176; // Q4_K + 32 bytes of high bits
     case DType::Q6_K: return size_t(n / 256) * 210; // 128 + 64 + 16 scales + f16 d
@@ -46,6 +51,9 @@ std::string_view dtype_name(DType t) {
     case DType::U8: return "u8";
     case DType::Q8_0: return "q8_0";
     case DType::Q4_0: return "q4_0";
+    case DType::Q4_1: return "q4_1";
+    case DType::Q5_0: return "q5_0";
+    case DType::Q5_1: return "q5_1";
     case DType::Q4_K: return "q4_k";
     case DType::Q5_K: return "q5_k";
     case DType::Q6_K: return "q6_k";
