@@ -42,6 +42,7 @@
 #include "engine/model/forward.h"
 #include "engine/model/gguf_model.h"
 #include "engine/model/model.h"
+#include "engine/util/mapped_file.h"
 #include "engine/tokenizer/chat_template.h"
 #include "engine/tokenizer/gguf_tokenizer.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -393,6 +394,44 @@ void compare_tokenizers(const std::string& gguf_file, const std::string& source)
               gguf_file.c_str(), lines.size(), excused_n);
   EXPECT_EQ(differ, 0);
   EXPECT_LE(excused_n, 20);
+}
+
+// llama.cpp's own tokenizer on the same files (ids from make_llamacpp_tokens.py, pinned llama-cpp-python): where
+// llama.cpp gets the HF tokenizer's ids from a GGUF file, the GGUF tokenizer must get them too, on every corpus
+// line. (llama.cpp leaves HF on more lines than we do: it applies no NFC normalizer to Qwen2 text and puts space
+// pieces around SentencePiece added tokens; both of us lack the added tokens' lstrip/rstrip/single_word flags,
+// which GGUF does not store.)
+void never_behind_llama_cpp(const std::string& gguf_file, const std::string& source) {
+  static const nlohmann::json j =
+      nlohmann::json::parse(read_text_file(test::fixture("gguf_models/llamacpp_tokens.json")));
+  const auto& lc = j.at("files").at(gguf_file);
+  const auto lines = corpus_lines();
+  ASSERT_EQ(lc.size(), lines.size());
+  auto g = Model::load(gguf_path(gguf_file));
+  auto h = Tokenizer::from_files(test::fixture("models/" + source + "/tokenizer.json"),
+                                 test::fixture("models/" + source + "/tokenizer_config.json"));
+  int ours_off = 0, llama_cpp_off = 0, behind = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const auto ours = g->tokenizer().encode(lines[i], true), hf = h->encode(lines[i], true);
+    const auto ref = lc[i].get<std::vector<int32_t>>();
+    ours_off += ours != hf;
+    llama_cpp_off += ref != hf;
+    if (ref == hf && ours != hf && ++behind <= 5)
+      ADD_FAILURE() << "line " << i << ": llama.cpp matches HF, we do not: " << lines[i] << "\n ours " << ids_str(ours)
+                    << "\n hf   " << ids_str(hf);
+  }
+  EXPECT_EQ(behind, 0) << gguf_file;
+  EXPECT_LE(ours_off, llama_cpp_off) << gguf_file;
+  std::printf("[ gguf     ] %s: %zu lines; ids differ from HF on %d (llama.cpp on the same file: %d)\n",
+              gguf_file.c_str(), lines.size(), ours_off, llama_cpp_off);
+}
+
+TEST(GgufTokenizer, ByteLevelLlama3NeverBehindLlamaCpp) {
+  never_behind_llama_cpp("llama_bytelevel_f32.f32.gguf", "llama_bytelevel_f32");
+}
+TEST(GgufTokenizer, Qwen2NeverBehindLlamaCpp) { never_behind_llama_cpp("qwen2_f32.f32.gguf", "qwen2_f32"); }
+TEST(GgufTokenizer, SentencePieceNeverBehindLlamaCpp) {
+  never_behind_llama_cpp("llama_spm_tied_f32.f32.gguf", "llama_spm_tied_f32");
 }
 
 TEST(GgufTokenizer, ByteLevelLlama3MatchesHuggingFace) {

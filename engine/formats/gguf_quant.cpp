@@ -135,6 +135,7 @@ inline uint32_t load_qh(const uint8_t* p) {
 }
 
 // Q4_1: x = q * d + m. q * d is exact (11 x 4 bits); the one rounding is the addition.
+SPEC_DEQUANT_CLONES
 void dequant_q4_1(const uint8_t* b, float* y) {
   const float d = load_f16(b);
   const float m = load_f16(b + 2);
@@ -146,6 +147,7 @@ void dequant_q4_1(const uint8_t* b, float* y) {
 }
 
 // Q5_0: x = (q - 16) * d with q = nibble | fifth bit << 4, one exact product.
+SPEC_DEQUANT_CLONES
 void dequant_q5_0(const uint8_t* b, float* y) {
   const float d = load_f16(b);
   const uint32_t qh = load_qh(b + 2);
@@ -159,6 +161,7 @@ void dequant_q5_0(const uint8_t* b, float* y) {
 }
 
 // Q5_1: x = q * d + m, q as in Q5_0 (unsigned, no offset).
+SPEC_DEQUANT_CLONES
 void dequant_q5_1(const uint8_t* b, float* y) {
   const float d = load_f16(b);
   const float m = load_f16(b + 2);
