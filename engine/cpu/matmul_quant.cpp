@@ -178,7 +178,7 @@ bool fused_type(DType t, detail::QuantDotType* out) {
 
 // Up to this many tokens the fused kernels beat widening rows to f32 (measured on the 60M-parameter synthetic
 // Llama, bench/make_synthetic_llama.py: see README).
-constexpr int kFusedMaxTokens = 4;
+constexpr int kFusedMaxTokens = 8;
 
 }  // namespace
 

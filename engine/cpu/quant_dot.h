@@ -9,7 +9,7 @@ namespace specscope::cpu::detail {
 enum class QuantDotType { Q8_0, Q4_0, Q4_K, Q5_K, Q6_K };
 
 // Tokens per register tile; more tokens are processed in several passes over the weights.
-constexpr int kQuantDotMaxTokens = 4;
+constexpr int kQuantDotMaxTokens = 8;
 
 // Y[t, r] = sum_c X[t, c] * w_r[c] (+ bias[r]) for weight rows r in [r0, r1) and all n tokens. W: m rows of
 // row_bytes bytes (k elements, k a multiple of the block size); X: [n, k]; Y: [n, m]. AVX-512F/BW/VL/DQ only.

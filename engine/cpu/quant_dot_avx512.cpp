@@ -192,8 +192,11 @@ void tile(QuantDotType type, const uint8_t* W, size_t row_bytes, int k, const fl
 template <int T>
 void rows_for(QuantDotType type, const uint8_t* W, size_t row_bytes, int k, const float* const* x,
               const float* const* xsum, int r0, int r1, float* const* y, const float* bias) {
+  // 4 rows x up to 4 tokens, or 2 rows x 5-8 tokens: at most 16 accumulators, the rest of the 32 vector
+  // registers hold the widened weights and the token vectors.
+  constexpr int R = T <= 4 ? 4 : 2;
   int r = r0;
-  for (; r + 4 <= r1; r += 4) tile<4, T>(type, W, row_bytes, k, x, xsum, r, y, bias);
+  for (; r + R <= r1; r += R) tile<R, T>(type, W, row_bytes, k, x, xsum, r, y, bias);
   for (; r < r1; ++r) tile<1, T>(type, W, row_bytes, k, x, xsum, r, y, bias);
 }
 
@@ -227,7 +230,11 @@ void quant_dot_rows_avx512(QuantDotType type, const uint8_t* W, size_t row_bytes
       case 1: rows_for<1>(type, W, row_bytes, k, x, xs, r0, r1, y, bias); break;
       case 2: rows_for<2>(type, W, row_bytes, k, x, xs, r0, r1, y, bias); break;
       case 3: rows_for<3>(type, W, row_bytes, k, x, xs, r0, r1, y, bias); break;
-      default: rows_for<4>(type, W, row_bytes, k, x, xs, r0, r1, y, bias); break;
+      case 4: rows_for<4>(type, W, row_bytes, k, x, xs, r0, r1, y, bias); break;
+      case 5: rows_for<5>(type, W, row_bytes, k, x, xs, r0, r1, y, bias); break;
+      case 6: rows_for<6>(type, W, row_bytes, k, x, xs, r0, r1, y, bias); break;
+      case 7: rows_for<7>(type, W, row_bytes, k, x, xs, r0, r1, y, bias); break;
+      default: rows_for<8>(type, W, row_bytes, k, x, xs, r0, r1, y, bias); break;
     }
   }
 }
