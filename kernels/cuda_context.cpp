@@ -85,7 +85,7 @@ class CudaContext final : public Context {
   int last_batch_start_ = -1, last_batch_size_ = 0;
   std::vector<float*> k_cache_, v_cache_;
   int32_t* slot_pos_ = nullptr;
-  Buffer x_, h_, q_, k_, v_, att_, gate_, up_, half_, tokens_, pos_, mask_, rows_, sel_, logits_;
+  Buffer x_, h_, q_, k_, v_, att_, gate_, up_, half_, panel_, tokens_, pos_, mask_, rows_, sel_, logits_;
 };
 
 void CudaContext::linear(const float* X, int n, const DeviceMatrix& W, const float* bias, float* Y) {
@@ -95,6 +95,17 @@ void CudaContext::linear(const float* X, int n, const DeviceMatrix& W, const flo
   if (W.type == WType::F32) {
     CUDA_CHECK(cublasGemmEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, W.data, CUDA_R_32F, k, X, CUDA_R_32F, k,
                             &beta, Y, CUDA_R_32F, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  } else if (is_block(W.type)) {
+    // GGUF blocks: panels of at most 16 MB of rows dequantized exactly to f32, each multiplied at once (the model
+    // itself is never expanded). Columns p0.. of Y^T (column-major, leading dimension m) are Y + p0.
+    const int panel = std::max(1, std::min(m, int((size_t(16) << 20) / (sizeof(float) * size_t(std::max(k, 1))))));
+    float* wp = panel_.get<float>(size_t(panel) * k);
+    for (int p0 = 0; p0 < m; p0 += panel) {
+      const int pr = std::min(panel, m - p0);
+      dequant_rows(W.data, W.type, k, p0, pr, wp, stream_);
+      CUDA_CHECK(cublasGemmEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, pr, n, k, &alpha, wp, CUDA_R_32F, k, X, CUDA_R_32F, k,
+                              &beta, Y + p0, CUDA_R_32F, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    }
   } else {
     const cudaDataType t = W.type == WType::F16 ? CUDA_R_16F : CUDA_R_16BF;
     void* xh = half_.get<uint16_t>(size_t(n) * k);

@@ -33,7 +33,17 @@ DeviceMatrix DeviceModel::matrix(const TensorView& t) {
     case DType::F32: m.type = WType::F32; break;
     case DType::F16: m.type = WType::F16; break;
     case DType::BF16: m.type = WType::BF16; break;
-    default: throw InputError(t.name, "the CUDA backend takes f32, f16 or bf16 weights");
+    // GGUF blocks stay blocks on the GPU too; linear() dequantizes panels of rows for cuBLAS.
+    case DType::Q8_0: m.type = WType::Q8_0; break;
+    case DType::Q4_0: m.type = WType::Q4_0; break;
+    case DType::Q4_1: m.type = WType::Q4_1; break;
+    case DType::Q5_0: m.type = WType::Q5_0; break;
+    case DType::Q5_1: m.type = WType::Q5_1; break;
+    case DType::Q4_K: m.type = WType::Q4_K; break;
+    case DType::Q5_K: m.type = WType::Q5_K; break;
+    case DType::Q6_K: m.type = WType::Q6_K; break;
+    default: throw InputError(t.name, "the CUDA backend takes f32, f16, bf16 or GGUF block weights, not " +
+                                          std::string(dtype_name(t.dtype)));
   }
   m.data = upload(t.data, t.nbytes());
   return m;

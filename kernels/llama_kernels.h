@@ -8,9 +8,18 @@
 
 namespace specscope::cuda {
 
-enum class WType : int { F32 = 0, F16 = 1, BF16 = 2 };
+// Weight storage types: f32/f16/bf16, or GGUF blocks (decoded by kernels/quant_decode.h, same order as its Block).
+enum class WType : int { F32 = 0, F16 = 1, BF16 = 2, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K };
+#if defined(__CUDACC__)
+__host__ __device__
+#endif
+inline bool is_block(WType t) { return int(t) >= int(WType::Q8_0); }
 
-// out[i, :] = table[tokens[i], :] widened to f32.
+// Rows [row0, row0 + nrows) of a block-quantized matrix with `cols` columns, dequantized exactly (as ggml's
+// reference does) into out [nrows, cols] f32.
+void dequant_rows(const void* W, WType t, int cols, int row0, int nrows, float* out, cudaStream_t stream);
+
+// out[i, :] = table[tokens[i], :] widened (or dequantized) to f32.
 void embed_gather(const void* table, WType t, const int32_t* tokens, int n, int H, float* out, cudaStream_t stream);
 // y = x / sqrt(mean(x^2) + eps) * w, per row (y may alias x).
 void rmsnorm(const float* x, const float* w, float* y, int rows, int dim, float eps, cudaStream_t stream);

@@ -3,7 +3,9 @@
 //  - logits of every fixture model within bf16-level tolerance, prefill and decode;
 //  - greedy 48-token outputs identical on the fixtures;
 //  - the tree-mask property: a tree batch gives each row the logits of its own root path;
-//  - KV compaction: keep() then decoding equals decoding the kept path from scratch.
+//  - KV compaction: keep() then decoding equals decoding the kept path from scratch;
+//  - GGUF block weights (Q8_0, Q4_0/Q4_1/Q5_0/Q5_1, and llama.cpp's Q4_K_M / Q5_K_M files): panels dequantized
+//    exactly on the GPU and multiplied in f32, so the logits match the CPU's to f32 accumulation order (1e-4).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -107,4 +109,34 @@ TEST_F(CudaParity, TreeRowsGetTheirRootPathsLogitsAndKeepCompacts) {
   gpu->forward(Batch::causal(std::vector<int32_t>{9}), o);
   ref->forward(Batch::causal(std::vector<int32_t>{9}), r);
   EXPECT_LT(max_rel_diff(row(r, 0), row(o, 0)), 1e-4f);
+}
+
+// GGUF block weights stay blocks on the GPU: the logits of every quantized fixture match the CPU backend's to f32
+// accumulation order (both dequantize exactly, kernels/quant_decode.h and gguf_quant.cpp), and greedy agrees.
+TEST_F(CudaParity, QuantizedGgufFilesMatchTheCpuBackend) {
+  for (const char* rel : {"gguf_models/llama_bytelevel_f32.q8_0.gguf", "gguf_models/llama_bytelevel_f32.q4_0.gguf",
+                          "gguf_models/llama_spm_tied_f32.q4_1.gguf", "gguf_models/llama_spm_tied_f32.q5_0.gguf",
+                          "gguf_models/llama_spm_tied_f32.q5_1.gguf", "gguf_kquant/tiny.q4_k_m.gguf",
+                          "gguf_kquant/tiny.q5_k_m.gguf"}) {
+    auto model = Model::load(test::fixture(rel));
+    auto cpu = model->new_cpu_context(128);
+    auto gpu = new_context(*model, Backend::Cuda, 128);
+    const auto prompt = prompt_for(*model);
+    ForwardOutput a, b;
+    cpu->forward(Batch::causal(prompt), a);
+    gpu->forward(Batch::causal(prompt), b);
+    EXPECT_LT(max_rel_diff(a.logits, b.logits), 1e-4f) << rel << " prefill";
+    for (int step = 0; step < 4; ++step) {
+      const int32_t t = int32_t((step * 101 + 7) % (model->config().vocab_size - 10));
+      cpu->forward(Batch::causal(std::vector<int32_t>{t}), a);
+      gpu->forward(Batch::causal(std::vector<int32_t>{t}), b);
+      EXPECT_LT(max_rel_diff(a.logits, b.logits), 1e-4f) << rel << " decode step " << step;
+    }
+    GenerateOptions opts;
+    opts.max_tokens = 24;
+    opts.stop_at_eos = false;
+    auto c2 = model->new_cpu_context(128);
+    auto g2 = new_context(*model, Backend::Cuda, 128);
+    EXPECT_EQ(generate(*model, *c2, prompt, opts).tokens, generate(*model, *g2, prompt, opts).tokens) << rel;
+  }
 }
