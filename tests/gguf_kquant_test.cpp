@@ -44,6 +44,15 @@ std::vector<float> expected_logits(const std::string& name, int* vocab) {
 
 int argmax_row(const float* p, int n) { return int(std::max_element(p, p + n) - p); }
 
+// The engine's logits for every row of the prompt, one causal forward.
+std::vector<float> engine_logits(const std::string& path, const std::vector<int32_t>& prompt) {
+  auto m = Model::load(path);
+  auto ctx = m->new_cpu_context(128);
+  ForwardOutput out;
+  ctx->forward(Batch::causal(prompt), out);
+  return out.logits;
+}
+
 class GgufKquant : public ::testing::TestWithParam<KquantCase> {
  protected:
   std::string path() const { return test::fixture("gguf_kquant/tiny." + GetParam().type + ".gguf"); }
@@ -61,14 +70,11 @@ TEST_P(GgufKquant, LogitsMatchTheDequantizedReference) {
   const auto prompt = expected_json().at("prompt").get<std::vector<int32_t>>();
   int V = 0;
   const auto ref = expected_logits(GetParam().type + ".dequantized", &V);
-  auto m = Model::load(path());
-  auto ctx = m->new_cpu_context(128);
-  ForwardOutput out;
-  ctx->forward(Batch::causal(prompt), out);
-  ASSERT_EQ(out.logits.size(), ref.size());
+  const auto got = engine_logits(path(), prompt);
+  ASSERT_EQ(got.size(), ref.size());
   double worst = 0, largest = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
-    worst = std::max(worst, double(std::fabs(out.logits[i] - ref[i])));
+    worst = std::max(worst, double(std::fabs(got[i] - ref[i])));
     largest = std::max(largest, double(std::fabs(ref[i])));
   }
   EXPECT_LE(worst, 1e-4 * std::max(1.0, largest));
@@ -100,19 +106,16 @@ TEST_P(GgufKquant, AgreesWithLlamaCppAsCloselyAsTheExactReference) {
   int V = 0;
   const auto lc = expected_logits(GetParam().type + ".llama_cpp", &V);
   const auto ref = expected_logits(GetParam().type + ".dequantized", &V);
-  auto m = Model::load(path());
-  auto ctx = m->new_cpu_context(128);
-  ForwardOutput out;
-  ctx->forward(Batch::causal(prompt), out);
-  ASSERT_EQ(out.logits.size(), lc.size());
+  const auto got = engine_logits(path(), prompt);
+  ASSERT_EQ(got.size(), lc.size());
   double ours = 0, exact = 0;
   for (size_t i = 0; i < lc.size(); ++i) {
-    ours = std::max(ours, double(std::fabs(out.logits[i] - lc[i])));
+    ours = std::max(ours, double(std::fabs(got[i] - lc[i])));
     exact = std::max(exact, double(std::fabs(ref[i] - lc[i])));
   }
   EXPECT_LE(ours, 1.5 * exact + 1e-3);
   for (size_t t = 0; t < prompt.size(); ++t)
-    EXPECT_EQ(argmax_row(out.row_logits(int(t)), V), argmax_row(lc.data() + t * size_t(V), V)) << "row " << t;
+    EXPECT_EQ(argmax_row(got.data() + t * size_t(V), V), argmax_row(lc.data() + t * size_t(V), V)) << "row " << t;
   std::printf("[ kquant   ] %s vs llama.cpp: worst |diff| %.3g (the exact reference's: %.3g)\n",
               GetParam().type.c_str(), ours, exact);
 }

@@ -445,6 +445,32 @@ bool ggml_can_quantize(GgmlType t) {
          t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 || t == GgmlType::Q5_1;
 }
 
+namespace {
+
+// The block types: bytes and elements per block, the per-block reference dequantizer and, where we write the type,
+// quantizer. One loop over blocks serves every type.
+struct BlockCodec {
+  GgmlType type;
+  int bytes, elems;
+  void (*dequant)(const uint8_t*, float*);
+  void (*quant)(const float*, uint8_t*);  // null: read-only type
+};
+
+const BlockCodec kCodecs[] = {
+    {GgmlType::Q8_0, 34, QK, dequant_q8_0, quant_q8_0},   {GgmlType::Q4_0, 18, QK, dequant_q4_0, quant_q4_0},
+    {GgmlType::Q4_1, 20, QK, dequant_q4_1, quant_q4_1},   {GgmlType::Q5_0, 22, QK, dequant_q5_0, quant_q5_0},
+    {GgmlType::Q5_1, 24, QK, dequant_q5_1, quant_q5_1},   {GgmlType::Q4_K, 144, QK_K, dequant_q4_k, nullptr},
+    {GgmlType::Q5_K, 176, QK_K, dequant_q5_k, nullptr},   {GgmlType::Q6_K, 210, QK_K, dequant_q6_k, nullptr},
+};
+
+const BlockCodec* codec_of(GgmlType t) {
+  for (const auto& c : kCodecs)
+    if (c.type == t) return &c;
+  return nullptr;
+}
+
+}  // namespace
+
 void dequantize_row(GgmlType t, const void* src_v, float* dst, int64_t n) {
   check_n(t, n, "dequantize_row");
   const uint8_t* src = static_cast<const uint8_t*>(src_v);
@@ -462,31 +488,11 @@ void dequantize_row(GgmlType t, const void* src_v, float* dst, int64_t n) {
         dst[i] = bf16_to_f32(h);
       }
       return;
-    case GgmlType::Q8_0:
-      for (int64_t i = 0; i < n / QK; ++i) dequant_q8_0(src + 34 * i, dst + QK * i);
-      return;
-    case GgmlType::Q4_0:
-      for (int64_t i = 0; i < n / QK; ++i) dequant_q4_0(src + 18 * i, dst + QK * i);
-      return;
-    case GgmlType::Q4_1:
-      for (int64_t i = 0; i < n / QK; ++i) dequant_q4_1(src + 20 * i, dst + QK * i);
-      return;
-    case GgmlType::Q5_0:
-      for (int64_t i = 0; i < n / QK; ++i) dequant_q5_0(src + 22 * i, dst + QK * i);
-      return;
-    case GgmlType::Q5_1:
-      for (int64_t i = 0; i < n / QK; ++i) dequant_q5_1(src + 24 * i, dst + QK * i);
-      return;
-    case GgmlType::Q4_K:
-      for (int64_t i = 0; i < n / QK_K; ++i) dequant_q4_k(src + 144 * i, dst + QK_K * i);
-      return;
-    case GgmlType::Q5_K:
-      for (int64_t i = 0; i < n / QK_K; ++i) dequant_q5_k(src + 176 * i, dst + QK_K * i);
-      return;
-    case GgmlType::Q6_K:
-      for (int64_t i = 0; i < n / QK_K; ++i) dequant_q6_k(src + 210 * i, dst + QK_K * i);
-      return;
     default:
+      if (const BlockCodec* c = codec_of(t)) {
+        for (int64_t i = 0; i < n / c->elems; ++i) c->dequant(src + size_t(c->bytes) * size_t(i), dst + c->elems * i);
+        return;
+      }
       bad_call(std::string("dequantize_row: ") + std::string(ggml_type_name(t)) + " is not supported");
   }
 }
@@ -507,22 +513,11 @@ void quantize_row(GgmlType t, const float* src, void* dst_v, int64_t n) {
         std::memcpy(dst + 2 * i, &h, 2);
       }
       return;
-    case GgmlType::Q8_0:
-      for (int64_t i = 0; i < n / QK; ++i) quant_q8_0(src + QK * i, dst + 34 * i);
-      return;
-    case GgmlType::Q4_0:
-      for (int64_t i = 0; i < n / QK; ++i) quant_q4_0(src + QK * i, dst + 18 * i);
-      return;
-    case GgmlType::Q4_1:
-      for (int64_t i = 0; i < n / QK; ++i) quant_q4_1(src + QK * i, dst + 20 * i);
-      return;
-    case GgmlType::Q5_0:
-      for (int64_t i = 0; i < n / QK; ++i) quant_q5_0(src + QK * i, dst + 22 * i);
-      return;
-    case GgmlType::Q5_1:
-      for (int64_t i = 0; i < n / QK; ++i) quant_q5_1(src + QK * i, dst + 24 * i);
-      return;
     default:
+      if (const BlockCodec* c = codec_of(t); c && c->quant) {
+        for (int64_t i = 0; i < n / c->elems; ++i) c->quant(src + c->elems * i, dst + size_t(c->bytes) * size_t(i));
+        return;
+      }
       bad_call(std::string("quantize_row: ") + std::string(ggml_type_name(t)) + " is not supported");
   }
 }
