@@ -201,6 +201,15 @@ TEST_F(BrokenAdapter, UnknownTensor) {
   expect_error("not a LoRA A/B matrix");
 }
 
+TEST_F(BrokenAdapter, AbsurdlyLongNamesAreRefusedBeforeAnyRegex) {
+  write_tensors({{"base_model.model." + std::string(200000, 'x') + ".lora_A.weight", {4, 64}}});
+  expect_error("longer than 256 characters");
+  SetUp();
+  config["rank_pattern"] = {{std::string(100000, '('), 2}};
+  write_config();
+  expect_error("longer than 256 characters");
+}
+
 TEST_F(BrokenAdapter, AWithoutB) {
   write_tensors({{"base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight", {4, 64}}});
   expect_error("but not lora_B");

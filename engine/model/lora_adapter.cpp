@@ -21,6 +21,8 @@ using nlohmann::json;
 
 namespace {
 
+constexpr size_t kMaxName = 256;  // longest module name or pattern accepted (real ones are < 100 characters)
+
 // Keys whose non-default values change what the adapter computes in ways the merge below does not model.
 void reject_unsupported(const json& j, const std::string& where) {
   auto truthy = [&](const char* key) {
@@ -46,6 +48,8 @@ void reject_unsupported(const json& j, const std::string& where) {
 const json* pattern_for(const json& patterns, const std::string& module, const std::string& where) {
   if (!patterns.is_object()) return nullptr;
   for (auto it = patterns.begin(); it != patterns.end(); ++it) {
+    // std::regex recurses per character: bound what an untrusted file can make it chew on.
+    if (it.key().size() > kMaxName) throw InputError(where, "a rank/alpha pattern is longer than 256 characters");
     try {
       if (std::regex_match(module, std::regex("(.*\\.)?(" + it.key() + ")"))) return &it.value();
     } catch (const std::regex_error&) {
@@ -143,6 +147,8 @@ LoraAdapter LoraAdapter::open(const std::string& dir) {
   std::map<std::string, std::pair<const TensorView*, const TensorView*>> pairs;
   for (const auto& [name, t] : store->all()) {
     std::smatch m;
+    if (name.size() > kMaxName)
+      throw InputError(wfile, "a tensor name is longer than " + std::to_string(kMaxName) + " characters");
     if (!std::regex_match(name, m, key_re))
       throw InputError(wfile, "tensor '" + name + "' is not a LoRA A/B matrix of a linear layer (unsupported)");
     auto& p = pairs[m[1].str()];
