@@ -219,7 +219,7 @@ void CpuContext::attention(int layer, int na, const int32_t* pos, const uint8_t*
   const float* kc = k_cache_[layer].data();
   const float* vc = v_cache_[layer].data();
 
-// Threads from ~32k multiply-adds: one-token decoding at context 128-192 (6 heads) gained 7% (1,019 -> 1,094 tok/s
+  // Threads from ~32k multiply-adds: one-token decoding at context 128-192 (6 heads) gained 7% (1,019 -> 1,094 tok/s
   // on the default base, `bench --repeat 5`, three runs each) over the former 262k threshold; tinier work forks for less
   // than it saves.
 #pragma omp parallel for schedule(static) if (int64_t(na) * nh * total * hd > 32768)
