@@ -38,6 +38,33 @@ def read_jsonl_gz(path, limit=0):
     return out
 
 
+CLI = os.environ.get("SPECSCOPE_CLI") or os.path.join(ROOT, "build", "app", "specscope-cli")
+
+
+def engine_tau(test, model, method, extra, prompts=8):
+    """The exports through the C++ engine: `specscope-cli compare --chat` of vanilla and `method` on the first
+    `prompts` user turns of the training data, greedy, 32 tokens. Every output must equal vanilla's; returns τ.
+    Without a built CLI the check is skipped, except under ctest, which sets SPECSCOPE_REQUIRE_CLI=1 (a skip must
+    never pass there)."""
+    if not os.path.exists(CLI):
+        if os.environ.get("SPECSCOPE_REQUIRE_CLI"):
+            test.fail(f"{CLI} is missing")
+        test.skipTest(f"{CLI} is not built (set SPECSCOPE_CLI)")
+    pf = os.path.join(test.tmp, "train_prompts.jsonl")
+    with open(pf, "w", encoding="utf-8") as f:
+        for conv in read_jsonl_gz(os.path.join(DATA, "train.jsonl.gz"), prompts):
+            f.write(json.dumps({"prompt": conv["messages"][0]["content"]}) + "\n")
+    r = subprocess.run([CLI, "compare", "--chat", "--model", model, "--methods", "vanilla," + method, *extra,
+                        "--prompt-file", pf, "--max-tokens", "32", "--json", "--no-record"],
+                       capture_output=True, text=True)
+    test.assertEqual(r.returncode, 0, r.stderr[-3000:])
+    d = json.loads(r.stdout)
+    test.assertTrue(d["all_identical"], f"{method} left vanilla's output")
+    tau = next(a["tau"] for a in d["aggregate"] if a["method"] == method)
+    print(f"[engine] {method} {' '.join(extra)} on {os.path.basename(model)}: tau {tau:.2f}", file=sys.stderr)
+    return tau
+
+
 def read_json(path):
     with open(path, encoding="utf-8") as f:
         return json.load(f)
@@ -232,11 +259,14 @@ class Recipes(unittest.TestCase):
         self.assertIsNotNone(s["distilled_from"])
         m = AutoModelForCausalLM.from_pretrained(d2)
         self.assertEqual(m.config.vocab_size, 512)
+        # The distilled draft drives sps in the C++ engine: lossless, and it gets tokens accepted.
+        self.assertGreater(engine_tau(self, self.base, "sps", ["--draft", d2, "--gamma", "4"]), 1.0)
 
 
 class HeadRecipes(unittest.TestCase):
     """EAGLE-1, EAGLE-3 and Medusa-1 heads on a tiny 3-layer base (EAGLE-3 needs 3 distinct layers:
-    sorted({2, 1, 0})): a few CPU steps each; the loss falls and the export has exactly the official tensors."""
+    sorted({2, 1, 0})): a few CPU steps each; the loss falls, the export has exactly the official tensors, and the
+    C++ engine runs it losslessly with τ > 1 on training prompts (engine_tau)."""
 
     @classmethod
     def setUpClass(cls):
@@ -300,6 +330,8 @@ class HeadRecipes(unittest.TestCase):
         self.assertEqual({k: tuple(v.shape) for k, v in t.items()}, want)
         cfg = read_json(os.path.join(d, "config.json"))
         self.assertEqual((cfg["num_hidden_layers"], cfg["bias"], cfg["hidden_size"]), (1, True, self.H))
+        for m in ("eagle1", "eagle2"):
+            self.assertGreater(engine_tau(self, self.base, m, ["--head", d]), 1.0, m)
         # resume continues the step count and the log
         s2 = quiet(train_eagle.main, self.head_args + ["--out", d, "--max-steps", "45", "--resume", "auto"])
         self.assertEqual(s2["steps"], 45)
@@ -328,6 +360,7 @@ class HeadRecipes(unittest.TestCase):
         cfg = read_json(os.path.join(d, "config.json"))
         self.assertEqual((cfg["draft_vocab_size"], cfg["num_hidden_layers"]), (256, 1))
         self.assertNotIn("target_hidden_size", cfg)
+        self.assertGreater(engine_tau(self, self.base, "eagle3", ["--head", d]), 1.0)
 
     def test_medusa(self):
         import train_medusa
@@ -344,6 +377,7 @@ class HeadRecipes(unittest.TestCase):
         cfg = read_json(os.path.join(d, "config.json"))
         self.assertEqual((cfg["medusa_num_heads"], cfg["medusa_num_layers"]), (5, 1))
         self.assertEqual(cfg["base_model_name_or_path"], self.base)
+        self.assertGreater(engine_tau(self, self.base, "medusa", ["--head", d]), 1.0)
 
     def test_streaming(self):
         import torch
@@ -395,6 +429,9 @@ class HeadRecipes(unittest.TestCase):
         pm = PeftModel.from_pretrained(LlamaForCausalLM.from_pretrained(self.base, dtype=torch.float32), dl)
         with torch.no_grad():
             self.assertLess(float((pm(input_ids=x).logits - m(input_ids=x).logits).abs().max()), 1e-4)
+        # Both layouts in the C++ engine: one target forward per step, lossless, streams accepted.
+        for model_dir in (d, dl):
+            self.assertGreater(engine_tau(self, model_dir, "streaming", []), 1.0, model_dir)
 
     def test_self_distill(self):
         import train_medusa
