@@ -210,6 +210,22 @@ TEST_F(BrokenAdapter, AbsurdlyLongNamesAreRefusedBeforeAnyRegex) {
   expect_error("longer than 256 characters");
 }
 
+TEST_F(BrokenAdapter, RegularExpressionPatternsAreRefused) {
+  config["rank_pattern"] = {{"(a|a)*down_proj", 2}};
+  write_config();
+  expect_error("is a regular expression");
+}
+
+TEST_F(BrokenAdapter, WrongTypesAreFileErrors) {
+  config["peft_type"] = 1;  // found by fuzz_lora_adapter: escaped as a JSON library exception
+  write_config();
+  expect_error("\"peft_type\" has the wrong type");
+  SetUp();
+  config["use_rslora"] = "yes";
+  write_config();
+  expect_error("\"use_rslora\" has the wrong type");
+}
+
 TEST_F(BrokenAdapter, AWithoutB) {
   write_tensors({{"base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight", {4, 64}}});
   expect_error("but not lora_B");

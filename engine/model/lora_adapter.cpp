@@ -43,18 +43,20 @@ void reject_unsupported(const json& j, const std::string& where) {
     if (truthy(key)) throw InputError(where, std::string(key) + " is not supported");
 }
 
-// peft's pattern lookup (rank_pattern / alpha_pattern): a key matches a module whose name ends with it, as a
-// regular expression after a dot; the first match in the object's order wins (peft takes the first too).
+// peft's pattern lookup (rank_pattern / alpha_pattern): a key matches a module whose dotted name ends with it
+// ("down_proj", "layers.3.mlp.down_proj"); the first match in the object's order wins, as in peft. peft treats keys
+// as Python regular expressions; SpecScope accepts the plain names real adapters use and refuses the others with
+// an error, rather than run an untrusted file's regular expression (one can take exponential time).
 const json* pattern_for(const json& patterns, const std::string& module, const std::string& where) {
   if (!patterns.is_object()) return nullptr;
   for (auto it = patterns.begin(); it != patterns.end(); ++it) {
-    // std::regex recurses per character: bound what an untrusted file can make it chew on.
-    if (it.key().size() > kMaxName) throw InputError(where, "a rank/alpha pattern is longer than 256 characters");
-    try {
-      if (std::regex_match(module, std::regex("(.*\\.)?(" + it.key() + ")"))) return &it.value();
-    } catch (const std::regex_error&) {
-      throw InputError(where, "invalid pattern '" + it.key() + "'");
-    }
+    const std::string& key = it.key();
+    if (key.size() > kMaxName) throw InputError(where, "a rank/alpha pattern is longer than 256 characters");
+    if (key.empty() || key.find_first_of("*+?()[]{}|^$\\") != std::string::npos)
+      throw InputError(where, "rank/alpha pattern '" + key + "' is a regular expression; only module names are supported");
+    if (module == key || (module.size() > key.size() && module.compare(module.size() - key.size(), key.size(), key) == 0 &&
+                          module[module.size() - key.size() - 1] == '.'))
+      return &it.value();
   }
   return nullptr;
 }
@@ -121,7 +123,17 @@ LoraAdapter LoraAdapter::open(const std::string& dir) {
     throw InputError(where, std::string("invalid JSON: ") + e.what());
   }
   if (!j.is_object()) throw InputError(where, "expected a JSON object");
-  const std::string type = j.value("peft_type", std::string());
+  // Typed reads of optional keys: a key of the wrong type is the file's error, not an exception from the JSON
+  // library (the fuzzer found `"peft_type": 1` escaping as nlohmann::type_error).
+  auto typed = [&](const char* key, json::value_t want, json dflt) -> json {
+    if (!j.contains(key) || j[key].is_null()) return dflt;
+    const json& v = j[key];
+    const bool ok = want == json::value_t::number_float ? v.is_number() : want == json::value_t::object ? v.is_object()
+                    : want == json::value_t::string ? v.is_string() : v.is_boolean();
+    if (!ok) throw InputError(where, std::string("\"") + key + "\" has the wrong type (" + v.type_name() + ")");
+    return v;
+  };
+  const std::string type = typed("peft_type", json::value_t::string, "").get<std::string>();
   if (type != "LORA") throw InputError(where, "peft_type is \"" + type + "\"; only LORA adapters are supported");
   reject_unsupported(j, where);
   if (!j.contains("base_model_name_or_path") || !j["base_model_name_or_path"].is_string() ||
@@ -134,11 +146,11 @@ LoraAdapter LoraAdapter::open(const std::string& dir) {
   else
     throw InputError(where, "base model '" + base + "' not found (looked in " + near.lexically_normal().string() +
                                 " and relative to the working directory; hub names cannot be downloaded)");
-  const double r_default = number(j.value("r", json(8)), "r", where);
-  const double alpha_default = number(j.value("lora_alpha", json(8)), "lora_alpha", where);
-  const bool rslora = j.value("use_rslora", false);
-  const json rank_pattern = j.value("rank_pattern", json::object());
-  const json alpha_pattern = j.value("alpha_pattern", json::object());
+  const double r_default = number(typed("r", json::value_t::number_float, 8), "r", where);
+  const double alpha_default = number(typed("lora_alpha", json::value_t::number_float, 8), "lora_alpha", where);
+  const bool rslora = typed("use_rslora", json::value_t::boolean, false).get<bool>();
+  const json rank_pattern = typed("rank_pattern", json::value_t::object, json::object());
+  const json alpha_pattern = typed("alpha_pattern", json::value_t::object, json::object());
 
   auto store = open_weights(fs::path(dir));
   const std::string wfile = store->files.empty() ? dir : store->files.front();

@@ -5,7 +5,8 @@
 // its base; Speculative Streaming models ship this way (docs/streaming-format.md).
 //
 // Supported: LoRA on the seven projections of Llama/Mistral/Qwen2 decoder layers (q/k/v/o, gate/up/down), r and
-// lora_alpha with rank_pattern / alpha_pattern, use_rslora, layers_to_transform (implied by the saved keys).
+// lora_alpha with rank_pattern / alpha_pattern (keyed by module names; peft's regular-expression keys are
+// refused), use_rslora, layers_to_transform (implied by the saved keys).
 // Anything else peft can save (DoRA, LoRA biases, modules_to_save, embedding LoRA, ...) is an InputError
 // naming the file and the key, never silently ignored.
 #include <string>
