@@ -489,13 +489,19 @@ TEST(GgufModelErrors, BadMetadataNamesFileAndKey) {
   }
 }
 
+// The first `n` bytes of a fixture GGUF file, written to the test's temp dir as `name`; returns its path.
+std::string write_prefix(const std::string& fixture_file, size_t n, const std::string& name) {
+  std::ifstream in(gguf_path(fixture_file), std::ios::binary);
+  std::string bytes(n, '\0');
+  EXPECT_TRUE(in.read(bytes.data(), std::streamsize(n))) << fixture_file << " is shorter than " << n << " bytes";
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(n));
+  return path;
+}
+
 TEST(GgufModelErrors, TruncatedFile) {
   // The first 4 KB of a good file: the header parses, the tensor data is missing.
-  std::ifstream in(gguf_path("llama_spm_tied_f32.f32.gguf"), std::ios::binary);
-  std::string bytes(4096, '\0');
-  in.read(bytes.data(), std::streamsize(bytes.size()));
-  const std::string path = ::testing::TempDir() + "truncated.gguf";
-  std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+  const std::string path = write_prefix("llama_spm_tied_f32.f32.gguf", 4096, "truncated.gguf");
   try {
     Model::load(path);
     ADD_FAILURE() << "truncated file loaded";
@@ -518,11 +524,8 @@ TEST(GgufModelErrors, TruncatedNibbleTensorNamesTheTensor) {
     std::string upper = type;
     std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return char(std::toupper(c)); });
     ASSERT_EQ(std::string(ggml_type_name(last->type)), upper);
-    std::ifstream in(gguf_path(file), std::ios::binary);
-    std::string bytes(size_t(g.data_offset() + last->offset + last->nbytes - 1), '\0');
-    ASSERT_TRUE(in.read(bytes.data(), std::streamsize(bytes.size())));
-    const std::string path = ::testing::TempDir() + "truncated_" + type + ".gguf";
-    std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+    const std::string path = write_prefix(file, size_t(g.data_offset() + last->offset + last->nbytes - 1),
+                                          std::string("truncated_") + type + ".gguf");
     try {
       Model::load(path);
       ADD_FAILURE() << "truncated file loaded";
