@@ -161,11 +161,10 @@ constexpr int kPanelRows = 16;
 // Below this many multiply-adds a fork costs more than it saves.
 constexpr size_t kMinParallelMacs = size_t(1) << 18;
 
-// The fused AVX-512 kernels (quant_dot.h) for this type, if they have one and the CPU can run them.
+// The fused AVX-512 kernels (quant_dot.h) for this type, if they have one and linear() runs its AVX-512 kernels
+// (matmul.cpp only selects them after its run-time CPU check; set_isa() can turn them off for tests).
 bool fused_type(DType t, detail::QuantDotType* out) {
-  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-  if (!avx512 || std::string(active_isa()) != "avx512") return false;  // honour set_isa() (tests, benchmarks)
+  if (std::strcmp(active_isa(), "avx512") != 0) return false;
   switch (t) {
     case DType::Q8_0: *out = detail::QuantDotType::Q8_0; return true;
     case DType::Q4_0: *out = detail::QuantDotType::Q4_0; return true;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "engine/cpu/matmul.h"
 #include "engine/formats/safetensors.h"
 #include "engine/formats/torch_checkpoint.h"
 #include "engine/model/config.h"
@@ -222,15 +223,7 @@ void merge_lora(const LoraAdapter& a, const ModelConfig& c, ModelWeights& w) {
     for (int64_t o = 0; o < out; ++o) {
       // Widen the base row, add scale * sum_k B[o, k] A[k, :] (accumulated in f32, as peft's merge does), round
       // back to the stored dtype.
-      for (int64_t i = 0; i < in; ++i) {
-        const uint8_t* p = src + size_t(o * in + i) * esz;
-        if (W->dtype == DType::F32) std::memcpy(&row[size_t(i)], p, 4);
-        else {
-          uint16_t h;
-          std::memcpy(&h, p, 2);
-          row[size_t(i)] = W->dtype == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
-        }
-      }
+      cpu::convert_to_f32(W->dtype, src + size_t(o * in) * esz, row.data(), size_t(in));
       std::vector<float> delta(size_t(in), 0.f);
       for (int64_t k = 0; k < r; ++k) {
         const float b = B[size_t(o * r + k)];
