@@ -397,6 +397,8 @@ def add_args(ap, d):
     ap.add_argument("--ckpt-every", type=int, default=100, help="steps between checkpoints (0: only at the end)")
     ap.add_argument("--ckpt-minutes", type=float, default=5.0, help="also checkpoint every N minutes (0: off)")
     ap.add_argument("--resume", default=None, help="checkpoint file, or 'auto' for WORK/checkpoint.pt")
+    ap.add_argument("--restart-schedule", action="store_true",
+                    help="with --resume: keep the weights, optimizer moments and data position but start a new learning-rate cycle (warm restart: progress 0, --max-minutes/--max-steps counted from here)")
     ap.add_argument("--export-dtype", choices=["bfloat16", "float16", "float32"], default="bfloat16")
 
 
@@ -485,6 +487,7 @@ def run(args, recipe):
     opt = torch.optim.AdamW(head.parameters(), **opt_kw)
 
     step, progress0, tokens_seen = 0, 0.0, 0
+    step_base = 0  # steps before this cycle: --max-steps and warm-up count from here after --restart-schedule
     ckpt_path = os.path.join(work, "checkpoint.pt")
     log_path = os.path.join(work, "train_log.jsonl")
     if args.resume:
@@ -502,6 +505,10 @@ def run(args, recipe):
             np.random.set_state(ck["rng"]["numpy"])
             torch.set_rng_state(ck["rng"]["torch"])
             log(f"resumed from {path} at step {step} (progress {progress0:.3f}, {tokens_seen / 1e6:.2f} M tokens)")
+            if args.restart_schedule:
+                progress0 = 0.0
+                step_base = step
+                log("warm restart: a new learning-rate cycle starts here")
         else:
             log(f"no checkpoint at {path}: starting fresh")
     if step == 0 and os.path.exists(log_path):
@@ -549,12 +556,12 @@ def run(args, recipe):
     tokens_at_start = tokens_seen
     stop_reason, progress = None, progress0
     while True:
-        p_steps = step / args.max_steps if args.max_steps else 0.0
+        p_steps = (step - step_base) / args.max_steps if args.max_steps else 0.0
         p_time = progress0 + (1 - progress0) * (time.time() - t_loop) / loop_budget if budget_s else 0.0
         epochs_done = batches.epoch + batches.pos / max(batches.rows, 1)
         p_epochs = epochs_done / args.max_epochs if args.max_epochs else 0.0
         progress = max(p_steps, p_time, p_epochs)
-        if args.max_steps and step >= args.max_steps:
+        if args.max_steps and step - step_base >= args.max_steps:
             stop_reason = "max steps"
             break
         if args.max_epochs and epochs_done >= args.max_epochs:
@@ -563,7 +570,7 @@ def run(args, recipe):
         if budget_s and time.time() - T_START >= budget_s:
             stop_reason = "time budget"
             break
-        lr = lm_train.lr_at(args, step, progress)
+        lr = lm_train.lr_at(args, step - step_base, progress)
         for g in opt.param_groups:
             g["lr"] = lr
         T, M = batches.next()

@@ -80,6 +80,8 @@ def add_common_args(ap, defaults):
     ap.add_argument("--log-every", type=int, default=10)
     ap.add_argument("--ckpt-every", type=int, default=500, help="steps between checkpoints (0: only at the end)")
     ap.add_argument("--resume", default=None, help="checkpoint file, or 'auto' for WORK/checkpoint.pt")
+    ap.add_argument("--restart-schedule", action="store_true",
+                    help="with --resume: keep the weights, optimizer moments and data position but start a new learning-rate cycle (warm restart: progress 0, --max-minutes/--max-steps counted from here)")
     ap.add_argument("--export-dtype", choices=["bfloat16", "float16", "float32"], default="bfloat16")
     ap.add_argument("--max-shard-size", default="15MB")
     ap.add_argument("--compile", choices=["auto", "on", "off"], default="auto",
@@ -420,6 +422,7 @@ def run(args, role, teacher_dir=None):
 
     # resume
     step, progress0, tokens_seen, train_time_prev = 0, 0.0, 0, 0.0
+    step_base = 0  # steps before this cycle: --max-steps and warm-up count from here after --restart-schedule
     ckpt_path = os.path.join(work, "checkpoint.pt")
     log_path = os.path.join(work, "train_log.jsonl")
     if args.resume:
@@ -442,6 +445,10 @@ def run(args, role, teacher_dir=None):
             if cuda and ck["rng"].get("cuda") is not None:
                 torch.cuda.set_rng_state(ck["rng"]["cuda"])
             log(f"resumed from {path} at step {step} (progress {progress0:.3f})")
+            if args.restart_schedule:
+                progress0 = 0.0
+                step_base = step
+                log("warm restart: a new learning-rate cycle starts here")
         else:
             log(f"no checkpoint at {path}: starting fresh")
     if step == 0 and os.path.exists(log_path):
@@ -551,12 +558,12 @@ def run(args, role, teacher_dir=None):
     stop_reason = None
     while True:
         elapsed = time.time() - T_START
-        p_steps = step / args.max_steps if args.max_steps else 0.0
+        p_steps = (step - step_base) / args.max_steps if args.max_steps else 0.0
         p_time = progress0 + (1 - progress0) * (time.time() - t_loop) / loop_budget if budget_s else 0.0
         epochs_done = batches.epoch + batches.pos / max(batches.rows, 1)
         p_epochs = epochs_done / args.max_epochs if args.max_epochs else 0.0
         progress = max(p_steps, p_time, p_epochs)
-        if args.max_steps and step >= args.max_steps:
+        if args.max_steps and step - step_base >= args.max_steps:
             stop_reason = "max steps"
             break
         if args.max_epochs and epochs_done >= args.max_epochs:
@@ -565,7 +572,7 @@ def run(args, role, teacher_dir=None):
         if budget_s and elapsed >= budget_s:
             stop_reason = "time budget"
             break
-        lr = lr_at(args, step, progress)
+        lr = lr_at(args, step - step_base, progress)
         for g in opt.param_groups:
             g["lr"] = lr
         loss_acc = 0.0

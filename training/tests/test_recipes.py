@@ -336,6 +336,15 @@ class HeadRecipes(unittest.TestCase):
         s2 = quiet(train_eagle.main, self.head_args + ["--out", d, "--max-steps", "45", "--resume", "auto"])
         self.assertEqual(s2["steps"], 45)
         self.assertEqual([r["step"] for r in read_lines(os.path.join(d, "train_log.jsonl")) if "loss" in r][0], 1)
+        # a warm restart continues the step count with a fresh learning-rate cycle: --max-steps counts from the
+        # checkpoint, and the rate climbs back from the annealed end of the previous cycle
+        s3 = quiet(train_eagle.main, self.head_args + ["--out", d, "--max-steps", "6", "--resume", "auto",
+                                                       "--restart-schedule"])
+        self.assertEqual(s3["steps"], 51)
+        lr = {r["step"]: r["lr"] for r in read_lines(os.path.join(d, "train_log.jsonl")) if "lr" in r}
+        self.assertLess(lr[45], 0.2 * 5e-3)  # annealed at the end of the first cycle
+        self.assertGreater(lr[48], 4 * lr[45])  # warm-up of the new cycle (3 steps) reached the peak again
+        self.assertLess(lr[51], lr[48])
 
     def test_eagle3(self):
         import torch
