@@ -9,19 +9,16 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(__CUDACC__)
-#define SS_QD __host__ __device__ __forceinline__
-#else
-#define SS_QD inline
-#endif
+#include "engine/formats/gguf_k_scales.h"
+#include "engine/util/half_float.h"
 
 namespace specscope::quant_decode {
 
 enum class Block : int { Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K };
 
-SS_QD int block_elems(Block b) { return b == Block::Q4_K || b == Block::Q5_K || b == Block::Q6_K ? 256 : 32; }
+SPEC_HD int block_elems(Block b) { return b == Block::Q4_K || b == Block::Q5_K || b == Block::Q6_K ? 256 : 32; }
 
-SS_QD int block_bytes(Block b) {
+SPEC_HD int block_bytes(Block b) {
   switch (b) {
     case Block::Q8_0: return 34;
     case Block::Q4_0: return 18;
@@ -35,58 +32,22 @@ SS_QD int block_bytes(Block b) {
   return 0;
 }
 
-SS_QD size_t row_bytes(Block b, int cols) { return size_t(cols / block_elems(b)) * size_t(block_bytes(b)); }
-
-// IEEE half -> float, exact (subnormals, infinities and NaN included), by bit manipulation.
-SS_QD float half_to_float(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1Fu, mant = h & 0x3FFu, bits;
-  if (exp == 0x1Fu) {
-    bits = sign | 0x7F800000u | (mant << 13);
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112u) << 23) | (mant << 13);
-  } else if (mant == 0) {
-    bits = sign;
-  } else {  // subnormal: normalise
-    exp = 113u;
-    while ((mant & 0x400u) == 0) {
-      mant <<= 1;
-      --exp;
-    }
-    bits = sign | (exp << 23) | ((mant & 0x3FFu) << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-SS_QD float f16_at(const uint8_t* p) { return half_to_float(uint16_t(p[0] | (p[1] << 8))); }
-
-// Sub-block j (0..7) of a Q4_K/Q5_K super-block: its 6-bit scale and min (see gguf_quant.cpp).
-SS_QD void scale_min_k4(int j, const uint8_t* q, int* sc, int* m) {
-  if (j < 4) {
-    *sc = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *sc = (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4);
-    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
-}
+SPEC_HD size_t row_bytes(Block b, int cols) { return size_t(cols / block_elems(b)) * size_t(block_bytes(b)); }
 
 // Element i of a row of type b.
-SS_QD float element(const uint8_t* row, Block b, int i) {
+SPEC_HD float element(const uint8_t* row, Block b, int i) {
   const int be = block_elems(b);
   const uint8_t* blk = row + size_t(i / be) * size_t(block_bytes(b));
   const int j = i % be;
   switch (b) {
-    case Block::Q8_0: return float(int8_t(blk[2 + j])) * f16_at(blk);
+    case Block::Q8_0: return float(int8_t(blk[2 + j])) * load_half(blk);
     case Block::Q4_0: {
       const int q = j < 16 ? (blk[2 + j] & 0x0F) : (blk[2 + j - 16] >> 4);
-      return float(q - 8) * f16_at(blk);
+      return float(q - 8) * load_half(blk);
     }
     case Block::Q4_1: {
       const int q = j < 16 ? (blk[4 + j] & 0x0F) : (blk[4 + j - 16] >> 4);
-      return float(q) * f16_at(blk) + f16_at(blk + 2);
+      return float(q) * load_half(blk) + load_half(blk + 2);
     }
     case Block::Q5_0:
     case Block::Q5_1: {
@@ -96,18 +57,18 @@ SS_QD float element(const uint8_t* row, Block b, int i) {
       const uint8_t* qs = blk + off + 4;
       const int lo = j < 16 ? (qs[j] & 0x0F) : (qs[j - 16] >> 4);
       const int q = lo | int(((qh >> j) & 1u) << 4);
-      if (b == Block::Q5_0) return float(q - 16) * f16_at(blk);
-      return float(q) * f16_at(blk) + f16_at(blk + 2);
+      if (b == Block::Q5_0) return float(q - 16) * load_half(blk);
+      return float(q) * load_half(blk) + load_half(blk + 2);
     }
     case Block::Q4_K:
     case Block::Q5_K: {
       const int sub = j / 32, l = j % 32, pair = sub / 2;  // 64-element chunk `pair`: low nibbles, then high
       int sc, m;
-      scale_min_k4(sub, blk + 4, &sc, &m);
+      k4_scale_min(sub, blk + 4, &sc, &m);
       const uint8_t* qs = blk + (b == Block::Q4_K ? 16 : 48) + 32 * pair;
       int q = (sub % 2 == 0) ? (qs[l] & 0x0F) : (qs[l] >> 4);
       if (b == Block::Q5_K) q += ((blk[16 + l] >> sub) & 1) ? 16 : 0;  // bit `sub` of qh[l]
-      return f16_at(blk) * float(sc) * float(q) - f16_at(blk + 2) * float(m);
+      return load_half(blk) * float(sc) * float(q) - load_half(blk + 2) * float(m);
     }
     case Block::Q6_K: {
       const int half = j / 128, r = j % 128, run = r / 32, l = r % 32;  // element l of run `run` in this half
@@ -117,7 +78,7 @@ SS_QD float element(const uint8_t* row, Block b, int i) {
       const int low = run == 0 ? (ql[l] & 0x0F) : run == 1 ? (ql[l + 32] & 0x0F) : run == 2 ? (ql[l] >> 4)
                                                                                            : (ql[l + 32] >> 4);
       const int q = (low | (((qh[l] >> (2 * run)) & 3) << 4)) - 32;
-      return f16_at(blk + 208) * float(sc) * float(q);
+      return load_half(blk + 208) * float(sc) * float(q);
     }
   }
   return 0.f;

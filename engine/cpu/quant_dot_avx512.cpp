@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/cpu/quant_dot.h"
+#include "engine/formats/gguf_k_scales.h"
 
 #pragma GCC push_options
 #pragma GCC diagnostic push
@@ -77,17 +78,6 @@ QD_INLINE void block_q4_0(const uint8_t* b, int c, int r, Acc<R, T>& acc, const 
   acc.fma16(r, _mm512_mul_ps(i8_to_ps(hi), d), x, c + 16);
 }
 
-// Sub-block j's 6-bit scale and min of a Q4_K/Q5_K super-block (see gguf_quant.cpp's scale_min_k4).
-QD_INLINE void scale_min(int j, const uint8_t* q, int* sc, int* m) {
-  if (j < 4) {
-    *sc = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *sc = (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4);
-    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
-}
-
 // Q4_K (with_high = false) and Q5_K (true): x = d*sc*q - dmin*m per 32-element sub-block; xsum[t][s] is token
 // t's sum over sub-block s of this super-block.
 template <bool with_high, int R, int T>
@@ -101,8 +91,8 @@ QD_INLINE void block_k45(const uint8_t* b, int c, int r, Acc<R, T>& acc, const f
   const __m256i hbits = with_high ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh)) : _mm256_setzero_si256();
   for (int j = 0; j < 4; ++j) {  // 64 elements: sub-blocks 2j (low nibbles) and 2j + 1 (high nibbles)
     int sc0, m0, sc1, m1;
-    scale_min(2 * j, scales, &sc0, &m0);
-    scale_min(2 * j + 1, scales, &sc1, &m1);
+    k4_scale_min(2 * j, scales, &sc0, &m0);
+    k4_scale_min(2 * j + 1, scales, &sc1, &m1);
     const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * j));
     __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
     if constexpr (with_high) {  // bit 2j of qh[l] is element l's fifth bit in sub-block 2j, bit 2j + 1 in 2j + 1

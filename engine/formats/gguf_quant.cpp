@@ -7,7 +7,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/formats/gguf_k_scales.h"
 #include "engine/util/dtype.h"
+#include "engine/util/half_float.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -59,30 +61,7 @@ constexpr GgmlTypeInfo kTypes[] = {
     {GgmlType::Q1_0, "Q1_0", 128, 18, false},
 };
 
-// IEEE half -> float, exact (the same values as dtype.h's f16_to_f32, checked over all 65536 inputs by the
-// test), with a branch-light common path: a normal half only needs its exponent rebiased (15 -> 127).
-// Subnormal halves are man * 2^-24, computed from an integer so that denormals-are-zero modes cannot touch them.
-// Written with selects rather than branches so that loops over it vectorize.
-inline float half_to_float(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
-  const uint32_t em = h & 0x7fffu;
-  const uint32_t normal = (em + ((127u - 15u) << 10)) << 13;
-  const uint32_t special = 0x7f800000u | ((em & 0x3ffu) << 13);  // inf, NaN (payload kept)
-  const float sub_f = float(int32_t(em)) * 0x1p-24f;
-  uint32_t sub;
-  std::memcpy(&sub, &sub_f, 4);
-  const uint32_t is_special = 0u - uint32_t(em >= 0x7c00u), is_sub = 0u - uint32_t(em < 0x0400u);
-  const uint32_t u = sign | (special & is_special) | (sub & is_sub) | (normal & ~(is_special | is_sub));
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-inline float load_f16(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return half_to_float(h);
-}
+inline float load_f16(const uint8_t* p) { return load_half(p); }
 inline void store_f16(uint8_t* p, float f) {
   uint16_t h = f32_to_f16(f);
   std::memcpy(p, &h, 2);
@@ -175,20 +154,6 @@ void dequant_q5_1(const uint8_t* b, float* y) {
   }
 }
 
-// Sub-block j (0..7) of a Q4_K/Q5_K super-block: its 6-bit scale and min from the 12 packed bytes. Bytes 0-3
-// hold scales 0-3 in their low 6 bits, bytes 4-7 mins 0-3; sub-blocks 4-7 keep their low 4 bits in bytes
-// 8-11 (scale low nibble, min high nibble) and their top 2 bits in the top bits of bytes 0-3 (scales) and
-// 4-7 (mins).
-inline void scale_min_k4(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
-  if (j < 4) {
-    *sc = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *sc = uint8_t((q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4));
-    *m = uint8_t((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-  }
-}
-
 SPEC_DEQUANT_CLONES
 void dequant_q4_k(const uint8_t* b, float* y) {
   const float d = load_f16(b);
@@ -197,11 +162,11 @@ void dequant_q4_k(const uint8_t* b, float* y) {
   const uint8_t* q = b + 16;
   int is = 0;
   for (int j = 0; j < QK_K; j += 64) {
-    uint8_t sc, m;
-    scale_min_k4(is + 0, scales, &sc, &m);
+    int sc, m;
+    k4_scale_min(is + 0, scales, &sc, &m);
     const float d1 = d * float(sc);
     const float m1 = dmin * float(m);
-    scale_min_k4(is + 1, scales, &sc, &m);
+    k4_scale_min(is + 1, scales, &sc, &m);
     const float d2 = d * float(sc);
     const float m2 = dmin * float(m);
     for (int l = 0; l < 32; ++l) *y++ = d1 * float(q[l] & 0x0F) - m1;
@@ -221,11 +186,11 @@ void dequant_q5_k(const uint8_t* b, float* y) {
   int is = 0;
   uint8_t u1 = 1, u2 = 2;
   for (int j = 0; j < QK_K; j += 64) {
-    uint8_t sc, m;
-    scale_min_k4(is + 0, scales, &sc, &m);
+    int sc, m;
+    k4_scale_min(is + 0, scales, &sc, &m);
     const float d1 = d * float(sc);
     const float m1 = dmin * float(m);
-    scale_min_k4(is + 1, scales, &sc, &m);
+    k4_scale_min(is + 1, scales, &sc, &m);
     const float d2 = d * float(sc);
     const float m2 = dmin * float(m);
     for (int l = 0; l < 32; ++l) *y++ = d1 * float((ql[l] & 0x0F) + ((qh[l] & u1) ? 16 : 0)) - m1;

@@ -1,5 +1,7 @@
 #include "engine/util/dtype.h"
 
+#include "engine/util/half_float.h"
+
 namespace specscope {
 
 size_t dtype_size(DType t) {
@@ -62,28 +64,7 @@ std::string_view dtype_name(DType t) {
 }
 
 // IEEE half conversions written out bit by bit so they are exact and portable (F16C is used in hot loops).
-float f16_to_f32(uint16_t h) {
-  uint32_t sign = uint32_t(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t man = h & 0x3ffu;
-  uint32_t u;
-  if (exp == 0) {
-    if (man == 0) {
-      u = sign;
-    } else {  // subnormal: normalize
-      int e = -1;
-      do { man <<= 1; ++e; } while (!(man & 0x400u));
-      u = sign | uint32_t(127 - 15 - e) << 23 | (man & 0x3ffu) << 13;
-    }
-  } else if (exp == 31) {
-    u = sign | 0x7f800000u | man << 13;
-  } else {
-    u = sign | (exp + 112) << 23 | man << 13;
-  }
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+float f16_to_f32(uint16_t h) { return half_bits_to_float(h); }
 
 uint16_t f32_to_f16(float f) {
   uint32_t u;
