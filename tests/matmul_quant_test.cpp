@@ -119,6 +119,43 @@ TEST(MatmulQuant, LinearMatchesReferenceOnDequantizedWeights) {
   }
 }
 
+// Block weights fork through the same team runner as f32/f16/bf16 (matmul.cpp's detail::run_team): the
+// set_num_threads() cap holds (one thread means no fork at all), a call big enough to split does fork, and the
+// split of rows, panels or 4-row groups over threads changes no bit of the result, on every path (fused kernels
+// for 1-8 tokens where the CPU has them, dequantized 4-row groups, 16-row panels for 9+).
+TEST(MatmulQuant, ThreadCapHoldsAndThreadCountDoesNotChangeResults) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  const int m = 613, k = 512;  // 613 rows: not a multiple of the 4-row tiles or the 16-row panels
+  const bool old_backoff = cpu::set_backoff(false);  // really use the threads asked for, however busy the machine
+  const int old_threads = cpu::set_num_threads(1);
+  for (const auto& q : kTypes) {
+    SCOPED_TRACE(dtype_name(q.dtype));
+    const auto bytes = random_matrix(q, m, k, rng);
+    const TensorView W = view(q, bytes, m, k);
+    std::vector<float> bias(static_cast<size_t>(m));
+    for (auto& b : bias) b = nd(rng);
+    for (int n : {1, 3, 9, 13}) {
+      std::vector<float> X(size_t(n) * k), one(size_t(n) * m), many(size_t(n) * m);
+      for (auto& x : X) x = nd(rng);
+      cpu::set_num_threads(1);
+      auto before = cpu::threading_stats();
+      cpu::linear(X.data(), n, W, bias.data(), one.data());
+      ASSERT_EQ(cpu::threading_stats().parallel_calls, before.parallel_calls) << "forked with a cap of 1, n " << n;
+      for (int threads : {2, 3}) {
+        cpu::set_num_threads(threads);
+        before = cpu::threading_stats();
+        cpu::linear(X.data(), n, W, bias.data(), many.data());
+        ASSERT_EQ(cpu::threading_stats().parallel_calls, before.parallel_calls + 1) << "did not fork, n " << n;
+        ASSERT_EQ(0, std::memcmp(one.data(), many.data(), one.size() * sizeof(float)))
+            << "n " << n << " threads " << threads;
+      }
+    }
+  }
+  cpu::set_num_threads(old_threads);
+  cpu::set_backoff(old_backoff);
+}
+
 // matmul_quant's vectorized dequantization (Q8_0 and the nibble formats) gives gguf_quant's reference values bit for
 // bit: compared as bits, so a -0.0 (a zero code times a negative scale) turned into +0.0 is caught.
 TEST(MatmulQuant, EmbeddingRowIsTheDequantizedRow) {

@@ -186,7 +186,7 @@ std::atomic<int> g_max_threads{0};     // 0: omp_get_max_threads()
 // Below this many multiply-adds a call runs on the calling thread only (a fork/join costs ~1-3 us).
 constexpr size_t kMinParallelMacs = size_t(1) << 17;
 
-// Fork/join back-off (see linear()).
+// Fork/join back-off (see detail::run_team()).
 std::atomic<int64_t> g_backoff_until{0};  // steady_clock ticks
 std::atomic<int> g_slow_joins{0};
 std::atomic<int64_t> g_stats_parallel{0}, g_stats_backed_off{0}, g_stats_backoffs{0};
@@ -278,55 +278,13 @@ void linear(const float* X, int n, const TensorView& W, const float* bias, float
   }
   const size_t sfloats = detail::scratch_floats(k);
   const size_t macs = size_t(m) * size_t(k) * size_t(n);
-  const int cap = g_max_threads.load(std::memory_order_relaxed);
-  const int max_threads = omp_in_parallel() ? 1 : cap > 0 ? cap : omp_get_max_threads();
   const int units = (m + 3) / 4;  // row blocks of 4
-  const int nthreads = int(std::min<size_t>({size_t(max_threads), size_t(units), macs / kMinParallelMacs + 1}));
-  if (nthreads <= 1) {
-    d.rows(a, 0, m, thread_scratch(sfloats));
-    return;
-  }
   // One contiguous range of rows per thread (each streams its part of W front to back).
-  //
-  // Every call is a fork/join. When the cores are busy with other processes, the join waits for a
-  // preempted thread to be scheduled again: measured here, ~8 ms per call (a 1 ms step took 336 ms with
-  // 2 threads under a load of 3 on 2 cores, while 1 thread took ~3 ms). So the caller's thread times its
-  // waits at the fork and the join, and after two calls in a row that waited over 1 ms and longer than its
-  // own share of the work took, linear() runs single-threaded for the next 250 ms, then tries threads again.
-  // Results do not depend on the thread count. SPECSCOPE_MATMUL_BACKOFF=0 disables this.
-  using Clock = std::chrono::steady_clock;
-  const int64_t now = Clock::now().time_since_epoch().count();
-  if (backoff_enabled() && now < g_backoff_until.load(std::memory_order_relaxed)) {
-    g_stats_backed_off.fetch_add(1, std::memory_order_relaxed);
-    d.rows(a, 0, m, thread_scratch(sfloats));
-    return;
-  }
-  g_stats_parallel.fetch_add(1, std::memory_order_relaxed);
-  int64_t master_start = 0, master_done = 0;
-#pragma omp parallel num_threads(nthreads)
-  {
-    const int nt = omp_get_num_threads(), tid = omp_get_thread_num();
-    if (tid == 0) master_start = Clock::now().time_since_epoch().count();
+  detail::run_team(units, macs, kMinParallelMacs, [&](int tid, int nt) {
     const int u0 = int(int64_t(units) * tid / nt), u1 = int(int64_t(units) * (tid + 1) / nt);
     const int r0 = std::min(m, u0 * 4), r1 = std::min(m, u1 * 4);
     if (r0 < r1) d.rows(a, r0, r1, thread_scratch(sfloats));
-    if (tid == 0) master_done = Clock::now().time_since_epoch().count();
-  }
-  if (backoff_enabled()) {
-    const int64_t end = Clock::now().time_since_epoch().count();
-    // Waiting happens at the fork (the previous team's threads must be back) and at the join.
-    const int64_t waited = (master_start - now) + (end - master_done), worked = master_done - master_start;
-    const int64_t ms = std::chrono::duration_cast<Clock::duration>(std::chrono::milliseconds(1)).count();
-    if (waited > ms && waited > worked) {
-      if (g_slow_joins.fetch_add(1, std::memory_order_relaxed) + 1 >= 2) {
-        g_backoff_until.store(end + 250 * ms, std::memory_order_relaxed);
-        g_stats_backoffs.fetch_add(1, std::memory_order_relaxed);
-        g_slow_joins.store(0, std::memory_order_relaxed);
-      }
-    } else {
-      g_slow_joins.store(0, std::memory_order_relaxed);
-    }
-  }
+  });
 }
 
 void linear_reference(const float* X, int n, const TensorView& W, const float* bias, float* Y) {
@@ -391,6 +349,57 @@ int blas_min_tokens(DType t) {
   const int ov = g_blas_override.load();
   return ov > 0 ? ov : default_blas_min_tokens(t, dispatch().isa);
 }
+
+namespace detail {
+
+// Every call is a fork/join. When the cores are busy with other processes, the join waits for a preempted
+// thread to be scheduled again: measured here, ~8 ms per call (a 1 ms step took 336 ms with 2 threads under a
+// load of 3 on 2 cores, while 1 thread took ~3 ms). So the caller's thread times its waits at the fork and the
+// join, and after two calls in a row that waited over 1 ms and longer than its own share of the work took,
+// every linear layer runs single-threaded for the next 250 ms, then tries threads again.
+// SPECSCOPE_MATMUL_BACKOFF=0 disables this.
+void run_team(int units, size_t macs, size_t min_parallel_macs, const std::function<void(int, int)>& body) {
+  const int cap = g_max_threads.load(std::memory_order_relaxed);
+  const int max_threads = omp_in_parallel() ? 1 : cap > 0 ? cap : omp_get_max_threads();
+  const int nthreads = int(std::min<size_t>({size_t(max_threads), size_t(std::max(units, 1)),
+                                             macs / std::max<size_t>(min_parallel_macs, 1) + 1}));
+  if (nthreads <= 1) {
+    body(0, 1);
+    return;
+  }
+  using Clock = std::chrono::steady_clock;
+  const int64_t now = Clock::now().time_since_epoch().count();
+  if (backoff_enabled() && now < g_backoff_until.load(std::memory_order_relaxed)) {
+    g_stats_backed_off.fetch_add(1, std::memory_order_relaxed);
+    body(0, 1);
+    return;
+  }
+  g_stats_parallel.fetch_add(1, std::memory_order_relaxed);
+  int64_t master_start = 0, master_done = 0;
+#pragma omp parallel num_threads(nthreads)
+  {
+    const int nt = omp_get_num_threads(), tid = omp_get_thread_num();
+    if (tid == 0) master_start = Clock::now().time_since_epoch().count();
+    body(tid, nt);
+    if (tid == 0) master_done = Clock::now().time_since_epoch().count();
+  }
+  if (!backoff_enabled()) return;
+  const int64_t end = Clock::now().time_since_epoch().count();
+  // Waiting happens at the fork (the previous team's threads must be back) and at the join.
+  const int64_t waited = (master_start - now) + (end - master_done), worked = master_done - master_start;
+  const int64_t ms = std::chrono::duration_cast<Clock::duration>(std::chrono::milliseconds(1)).count();
+  if (waited > ms && waited > worked) {
+    if (g_slow_joins.fetch_add(1, std::memory_order_relaxed) + 1 >= 2) {
+      g_backoff_until.store(end + 250 * ms, std::memory_order_relaxed);
+      g_stats_backoffs.fetch_add(1, std::memory_order_relaxed);
+      g_slow_joins.store(0, std::memory_order_relaxed);
+    }
+  } else {
+    g_slow_joins.store(0, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace detail
 
 ThreadingStats threading_stats() {
   return {g_stats_parallel.load(), g_stats_backed_off.load(), g_stats_backoffs.load()};

@@ -61,7 +61,7 @@ int set_blas_min_tokens(int n);
 // oversubscribes them. Returns the previous setting.
 int set_num_threads(int n);
 // Counters since start: calls that ran on several threads, calls kept on one thread by the fork/join
-// back-off (cores busy with other processes, see linear() in matmul.cpp; SPECSCOPE_MATMUL_BACKOFF=0
+// back-off (cores busy with other processes, see detail::run_team() in matmul.cpp; SPECSCOPE_MATMUL_BACKOFF=0
 // disables it), and how many times the back-off started.
 struct ThreadingStats {
   int64_t parallel_calls = 0, backed_off_calls = 0, backoffs = 0;

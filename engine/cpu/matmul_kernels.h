@@ -4,6 +4,7 @@
 // a run-time CPU check.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "engine/util/dtype.h"
 
@@ -54,6 +55,14 @@ struct RowPrefetch {
     }
   }
 };
+
+// Runs body(tid, nthreads) on a team of threads sized for the call, each thread taking its own share of
+// `units` work units (body splits them; at most one thread per unit): one thread below min_parallel_macs
+// multiply-adds, inside an OpenMP region, or while the fork/join back-off is in force (see matmul.cpp: after
+// joins that waited on preempted threads, calls run single-threaded for 250 ms). The thread cap is
+// set_num_threads()'s. Results must not depend on the thread count; every linear layer, f32, f16, bf16 or
+// block-quantized, forks through here.
+void run_team(int units, size_t macs, size_t min_parallel_macs, const std::function<void(int tid, int nt)>& body);
 
 // Rows per weight panel the tiled kernels widen/reuse at once (a multiple of 4), for a given k and number
 // of token tiles.

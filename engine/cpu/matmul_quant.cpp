@@ -1,6 +1,5 @@
 #include "engine/cpu/matmul_quant.h"
 
-#include <omp.h>
 
 #include <algorithm>
 #include <climits>
@@ -193,12 +192,11 @@ void linear_quant(const float* X, int n, const TensorView& W, const float* bias,
     // Few tokens: weights widened in registers and used at once; one contiguous range of rows per thread, each
     // streaming its part of W once for all n tokens.
     const int units = (m + 3) / 4;
-#pragma omp parallel if (macs >= kMinParallelMacs && !omp_in_parallel())
-    {
-      const int nt = omp_get_num_threads(), tid = omp_get_thread_num();
-      const int r0 = std::min(m, int(int64_t(units) * tid / nt) * 4), r1 = std::min(m, int(int64_t(units) * (tid + 1) / nt) * 4);
+    detail::run_team(units, macs, kMinParallelMacs, [&](int tid, int nt) {
+      const int r0 = std::min(m, int(int64_t(units) * tid / nt) * 4);
+      const int r1 = std::min(m, int(int64_t(units) * (tid + 1) / nt) * 4);
       if (r0 < r1) detail::quant_dot_rows_avx512(fused, base, rb, k, X, n, bias, Y, m, r0, r1);
-    }
+    });
     return;
   }
   if (n >= kPanelMinTokens && k > 0) {
@@ -209,27 +207,23 @@ void linear_quant(const float* X, int n, const TensorView& W, const float* bias,
     const detail::RowsFn rows_fn = isa == "avx512" ? detail::rows_avx512 : isa == "avx2" ? detail::rows_avx2
                                                                                           : detail::rows_scalar;
     const int panels = (m + kPanelRows - 1) / kPanelRows;
-#pragma omp parallel if (macs >= kMinParallelMacs && !omp_in_parallel())
-    {
+    detail::run_team(panels, macs, kMinParallelMacs, [&](int tid, int nt) {
       std::vector<float> panel(size_t(kPanelRows) * size_t(k));
       std::vector<float> scratch_buf(detail::scratch_floats(k) + 16);
       float* scratch = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch_buf.data()) + 63) & ~uintptr_t(63));
-#pragma omp for schedule(static)
-      for (int p = 0; p < panels; ++p) {
+      for (int p = int(int64_t(panels) * tid / nt); p < int(int64_t(panels) * (tid + 1) / nt); ++p) {
         const int r0 = p * kPanelRows, pr = std::min(kPanelRows, m - r0);
         for (int i = 0; i < pr; ++i) dequant_row(W.dtype, base + size_t(r0 + i) * rb, panel.data() + size_t(i) * k, k);
         const detail::LinearArgs a{X, n, k, panel.data(), DType::F32, bias ? bias + r0 : nullptr, Y + r0, m};
         rows_fn(a, 0, pr, scratch);
       }
-    }
+    });
     return;
   }
   const int groups = (m + 3) / 4;  // 4 rows dequantized together, then dotted with each token
-#pragma omp parallel if (macs >= kMinParallelMacs && !omp_in_parallel())
-  {
+  detail::run_team(groups, macs, kMinParallelMacs, [&](int tid, int nt) {
     std::vector<float> rows(size_t(4) * size_t(k));
-#pragma omp for schedule(static)
-    for (int g = 0; g < groups; ++g) {
+    for (int g = int(int64_t(groups) * tid / nt); g < int(int64_t(groups) * (tid + 1) / nt); ++g) {
       const int r0 = 4 * g, nr = std::min(4, m - r0);
       for (int i = 0; i < nr; ++i) dequant_row(W.dtype, base + size_t(r0 + i) * rb, rows.data() + size_t(i) * k, k);
       float acc[4];
@@ -241,7 +235,7 @@ void linear_quant(const float* X, int n, const TensorView& W, const float* bias,
         for (int i = 0; i < nr; ++i) Y[size_t(t) * m + r0 + i] = acc[i] + (bias ? bias[r0 + i] : 0.f);
       }
     }
-  }
+  });
 }
 
 void embedding_row_quant(const TensorView& E, int row, float* out) {
