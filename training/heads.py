@@ -550,27 +550,16 @@ def run(args, recipe):
         f"{args.beta2}), clip {args.grad_clip}, budget {args.max_minutes or '-'} min, "
         f"max steps {args.max_steps or '-'}, {batches.rows} rows per epoch")
     head.train()
-    t_loop = time.time()
-    loop_budget = max(budget_s - (t_loop - T_START), 1.0)
+    limits = lm_train.RunLimits(args, T_START, budget_s, step_base, progress0)
+    t_loop = limits.t_loop
     win_t, win_tok, last_line, last_ck = time.time(), 0, 0.0, time.time()
     tokens_at_start = tokens_seen
     stop_reason, progress = None, progress0
     while True:
-        p_steps = (step - step_base) / args.max_steps if args.max_steps else 0.0
-        p_time = progress0 + (1 - progress0) * (time.time() - t_loop) / loop_budget if budget_s else 0.0
-        epochs_done = batches.epoch + batches.pos / max(batches.rows, 1)
-        p_epochs = epochs_done / args.max_epochs if args.max_epochs else 0.0
-        progress = max(p_steps, p_time, p_epochs)
-        if args.max_steps and step - step_base >= args.max_steps:
-            stop_reason = "max steps"
+        progress, stop_reason = limits.check(step, batches)
+        if stop_reason:
             break
-        if args.max_epochs and epochs_done >= args.max_epochs:
-            stop_reason = "max epochs"
-            break
-        if budget_s and time.time() - T_START >= budget_s:
-            stop_reason = "time budget"
-            break
-        lr = lm_train.lr_at(args, step - step_base, progress)
+        lr = limits.lr(step, progress)
         for g in opt.param_groups:
             g["lr"] = lr
         T, M = batches.next()

@@ -274,6 +274,40 @@ def param_count(model):
 
 
 # ----------------------------------------------------------------------------------------------- schedule
+class RunLimits:
+    """Where a training loop stands against --max-steps, --max-epochs and --max-minutes, shared by the LM and
+    head recipes. progress = max(steps, epochs, time) fractions drives the cosine, so whichever limit ends the
+    run, it ends annealed. The time part spans what is left of the budget once the loop starts (tokenization and
+    compilation come first); after a resume it continues from the checkpoint's progress, after a warm restart
+    (--restart-schedule: progress0 0, step_base the checkpoint's step) a new cycle starts."""
+
+    def __init__(self, args, t_start, budget_s, step_base, progress0):
+        self.args, self.t_start, self.budget_s = args, t_start, budget_s
+        self.step_base, self.progress0 = step_base, progress0
+        self.t_loop = time.time()
+        self.loop_budget = max(budget_s - (self.t_loop - t_start), 1.0)
+
+    def check(self, step, batches):
+        """(progress, stop reason or None) before step `step`."""
+        a, now = self.args, time.time()
+        p_steps = (step - self.step_base) / a.max_steps if a.max_steps else 0.0
+        p_time = (self.progress0 + (1 - self.progress0) * (now - self.t_loop) / self.loop_budget
+                  if self.budget_s else 0.0)
+        epochs_done = batches.epoch + batches.pos / max(batches.rows, 1)
+        p_epochs = epochs_done / a.max_epochs if a.max_epochs else 0.0
+        progress = max(p_steps, p_time, p_epochs)
+        if a.max_steps and step - self.step_base >= a.max_steps:
+            return progress, "max steps"
+        if a.max_epochs and epochs_done >= a.max_epochs:
+            return progress, "max epochs"
+        if self.budget_s and now - self.t_start >= self.budget_s:
+            return progress, "time budget"
+        return progress, None
+
+    def lr(self, step, progress):
+        return lr_at(self.args, step - self.step_base, progress)
+
+
 def lr_at(args, step, progress):
     if args.warmup_steps and step < args.warmup_steps:
         return args.lr * (step + 1) / args.warmup_steps
@@ -549,30 +583,17 @@ def run(args, role, teacher_dir=None):
         log(f"compiled in {time.time() - tc:.1f}s")
     t_loop = time.time()
     tokens_at_start = tokens_seen
-    # the time-based part of the schedule spans what is left of the budget once the loop starts
-    loop_budget = max(budget_s - (t_loop - T_START), 1.0)
+    limits = RunLimits(args, T_START, budget_s, step_base, progress0)
     win_t, win_tok, win_loss, win_n = time.time(), 0, 0.0, 0
     last_line = time.time()
     last_val = None
     progress = progress0
     stop_reason = None
     while True:
-        elapsed = time.time() - T_START
-        p_steps = (step - step_base) / args.max_steps if args.max_steps else 0.0
-        p_time = progress0 + (1 - progress0) * (time.time() - t_loop) / loop_budget if budget_s else 0.0
-        epochs_done = batches.epoch + batches.pos / max(batches.rows, 1)
-        p_epochs = epochs_done / args.max_epochs if args.max_epochs else 0.0
-        progress = max(p_steps, p_time, p_epochs)
-        if args.max_steps and step - step_base >= args.max_steps:
-            stop_reason = "max steps"
+        progress, stop_reason = limits.check(step, batches)
+        if stop_reason:
             break
-        if args.max_epochs and epochs_done >= args.max_epochs:
-            stop_reason = "max epochs"
-            break
-        if budget_s and elapsed >= budget_s:
-            stop_reason = "time budget"
-            break
-        lr = lr_at(args, step - step_base, progress)
+        lr = limits.lr(step, progress)
         for g in opt.param_groups:
             g["lr"] = lr
         loss_acc = 0.0
