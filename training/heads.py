@@ -498,17 +498,10 @@ def run(args, recipe):
                 raise SystemExit(f"checkpoint {path} is a {ck.get('recipe')} run, not {role}")
             recipe.load_extra_state(ck.get("extra", {}))
             head.load_state_dict(ck["model"])
-            opt.load_state_dict(ck["optimizer"])
+            lm_train.restore_run_state(ck, opt, batches)
             step, progress0, tokens_seen = ck["step"], ck["progress"], ck["tokens_seen"]
-            batches.restore(ck["data"])
-            random.setstate(ck["rng"]["python"])
-            np.random.set_state(ck["rng"]["numpy"])
-            torch.set_rng_state(ck["rng"]["torch"])
             log(f"resumed from {path} at step {step} (progress {progress0:.3f}, {tokens_seen / 1e6:.2f} M tokens)")
-            if args.restart_schedule:
-                progress0 = 0.0
-                step_base = step
-                log("warm restart: a new learning-rate cycle starts here")
+            progress0, step_base = lm_train.cycle_start(args, step, progress0)
         else:
             log(f"no checkpoint at {path}: starting fresh")
     if step == 0 and os.path.exists(log_path):

@@ -308,6 +308,29 @@ class RunLimits:
         return lr_at(self.args, step - self.step_base, progress)
 
 
+def restore_run_state(ck, opt, batches):
+    """What a resume restores besides the weights: optimizer moments, data position and every RNG."""
+    import numpy as np
+    import torch
+
+    opt.load_state_dict(ck["optimizer"])
+    batches.restore(ck["data"])
+    random.setstate(ck["rng"]["python"])
+    np.random.set_state(ck["rng"]["numpy"])
+    torch.set_rng_state(ck["rng"]["torch"])
+    if ck["rng"].get("cuda") is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state(ck["rng"]["cuda"])
+
+
+def cycle_start(args, step, progress0):
+    """(progress0, step_base) for the loop after a resume at `step`: the checkpoint's own progress, or with
+    --restart-schedule a warm restart (a new warm-up and cosine cycle, --max-steps counted from `step`)."""
+    if not args.restart_schedule:
+        return progress0, 0
+    log("warm restart: a new learning-rate cycle starts here")
+    return 0.0, step
+
+
 def lr_at(args, step, progress):
     if args.warmup_steps and step < args.warmup_steps:
         return args.lr * (step + 1) / args.warmup_steps
@@ -469,20 +492,11 @@ def run(args, role, teacher_dir=None):
                 if diff - {"transformers_version", "dtype", "torch_dtype"}:
                     raise SystemExit(f"checkpoint {path} has a different model config: {sorted(diff)}")
             model.load_state_dict(ck["model"])
-            opt.load_state_dict(ck["optimizer"])
+            restore_run_state(ck, opt, batches)
             step, progress0 = ck["step"], ck["progress"]
             tokens_seen, train_time_prev = ck["tokens_seen"], ck.get("train_time", 0.0)
-            batches.restore(ck["data"])
-            random.setstate(ck["rng"]["python"])
-            np.random.set_state(ck["rng"]["numpy"])
-            torch.set_rng_state(ck["rng"]["torch"])
-            if cuda and ck["rng"].get("cuda") is not None:
-                torch.cuda.set_rng_state(ck["rng"]["cuda"])
             log(f"resumed from {path} at step {step} (progress {progress0:.3f})")
-            if args.restart_schedule:
-                progress0 = 0.0
-                step_base = step
-                log("warm restart: a new learning-rate cycle starts here")
+            progress0, step_base = cycle_start(args, step, progress0)
         else:
             log(f"no checkpoint at {path}: starting fresh")
     if step == 0 and os.path.exists(log_path):
