@@ -108,5 +108,5 @@ TEST(DefaultFamily, ShippedStreamingModelIsLosslessAndAccepts) {
   auto model = Model::load(kModels + "streaming");
   MethodSpec spec;
   spec.name = "streaming";
-  EXPECT_GT(lossless_tau_on_heldout(*model, spec, 6), 1.4);  // 1.61 measured; 1.82 over all 80 prompts at 96 tokens
+  EXPECT_GT(lossless_tau_on_heldout(*model, spec, 6), 1.4);  // 1.90 over all 80 held-out prompts at 96 tokens
 }
