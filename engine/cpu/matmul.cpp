@@ -352,6 +352,8 @@ int blas_min_tokens(DType t) {
 
 namespace detail {
 
+RowsFn active_rows() { return dispatch().rows; }
+
 // Every call is a fork/join. When the cores are busy with other processes, the join waits for a preempted
 // thread to be scheduled again: measured here, ~8 ms per call (a 1 ms step took 336 ms with 2 threads under a
 // load of 3 on 2 cores, while 1 thread took ~3 ms). So the caller's thread times its waits at the fork and the

@@ -56,6 +56,9 @@ struct RowPrefetch {
   }
 };
 
+// The f32/f16/bf16 row kernel linear() uses now (the instruction set picked at run time, or set_isa()'s).
+RowsFn active_rows();
+
 // Runs body(tid, nthreads) on a team of threads sized for the call, each thread taking its own share of
 // `units` work units (body splits them; at most one thread per unit): one thread below min_parallel_macs
 // multiply-adds, inside an OpenMP region, or while the fork/join back-off is in force (see matmul.cpp: after

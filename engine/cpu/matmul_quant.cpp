@@ -1,6 +1,5 @@
 #include "engine/cpu/matmul_quant.h"
 
-
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -203,9 +202,7 @@ void linear_quant(const float* X, int n, const TensorView& W, const float* bias,
     // Several tokens: dequantize a panel of rows to f32 and let matmul.cpp's register-tiled f32 kernel (the one
     // linear() would use now) compute that panel for all tokens. Its Y row stride is m, so pointing Y and bias
     // at the panel's first row makes it write exactly the panel's outputs.
-    const std::string isa = active_isa();
-    const detail::RowsFn rows_fn = isa == "avx512" ? detail::rows_avx512 : isa == "avx2" ? detail::rows_avx2
-                                                                                          : detail::rows_scalar;
+    const detail::RowsFn rows_fn = detail::active_rows();
     const int panels = (m + kPanelRows - 1) / kPanelRows;
     detail::run_team(panels, macs, kMinParallelMacs, [&](int tid, int nt) {
       std::vector<float> panel(size_t(kPanelRows) * size_t(k));

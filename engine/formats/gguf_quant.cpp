@@ -61,7 +61,6 @@ constexpr GgmlTypeInfo kTypes[] = {
     {GgmlType::Q1_0, "Q1_0", 128, 18, false},
 };
 
-inline float load_f16(const uint8_t* p) { return load_half(p); }
 inline void store_f16(uint8_t* p, float f) {
   uint16_t h = f32_to_f16(f);
   std::memcpy(p, &h, 2);
@@ -91,13 +90,13 @@ void check_n(GgmlType t, int64_t n, const char* fn) {
 
 SPEC_DEQUANT_CLONES
 void dequant_q8_0(const uint8_t* b, float* y) {
-  const float d = load_f16(b);
+  const float d = load_half(b);
   for (int j = 0; j < QK; ++j) y[j] = float(int8_t(b[2 + j])) * d;
 }
 
 SPEC_DEQUANT_CLONES
 void dequant_q4_0(const uint8_t* b, float* y) {
-  const float d = load_f16(b);
+  const float d = load_half(b);
   const uint8_t* qs = b + 2;
   for (int j = 0; j < QK / 2; ++j) {
     const int x0 = (qs[j] & 0x0F) - 8;
@@ -116,8 +115,8 @@ inline uint32_t load_qh(const uint8_t* p) {
 // Q4_1: x = q * d + m. q * d is exact (11 x 4 bits); the one rounding is the addition.
 SPEC_DEQUANT_CLONES
 void dequant_q4_1(const uint8_t* b, float* y) {
-  const float d = load_f16(b);
-  const float m = load_f16(b + 2);
+  const float d = load_half(b);
+  const float m = load_half(b + 2);
   const uint8_t* qs = b + 4;
   for (int j = 0; j < QK / 2; ++j) {
     y[j] = float(qs[j] & 0x0F) * d + m;
@@ -128,7 +127,7 @@ void dequant_q4_1(const uint8_t* b, float* y) {
 // Q5_0: x = (q - 16) * d with q = nibble | fifth bit << 4, one exact product.
 SPEC_DEQUANT_CLONES
 void dequant_q5_0(const uint8_t* b, float* y) {
-  const float d = load_f16(b);
+  const float d = load_half(b);
   const uint32_t qh = load_qh(b + 2);
   const uint8_t* qs = b + 6;
   for (int j = 0; j < QK / 2; ++j) {
@@ -142,8 +141,8 @@ void dequant_q5_0(const uint8_t* b, float* y) {
 // Q5_1: x = q * d + m, q as in Q5_0 (unsigned, no offset).
 SPEC_DEQUANT_CLONES
 void dequant_q5_1(const uint8_t* b, float* y) {
-  const float d = load_f16(b);
-  const float m = load_f16(b + 2);
+  const float d = load_half(b);
+  const float m = load_half(b + 2);
   const uint32_t qh = load_qh(b + 4);
   const uint8_t* qs = b + 8;
   for (int j = 0; j < QK / 2; ++j) {
@@ -156,8 +155,8 @@ void dequant_q5_1(const uint8_t* b, float* y) {
 
 SPEC_DEQUANT_CLONES
 void dequant_q4_k(const uint8_t* b, float* y) {
-  const float d = load_f16(b);
-  const float dmin = load_f16(b + 2);
+  const float d = load_half(b);
+  const float dmin = load_half(b + 2);
   const uint8_t* scales = b + 4;
   const uint8_t* q = b + 16;
   int is = 0;
@@ -178,8 +177,8 @@ void dequant_q4_k(const uint8_t* b, float* y) {
 
 SPEC_DEQUANT_CLONES
 void dequant_q5_k(const uint8_t* b, float* y) {
-  const float d = load_f16(b);
-  const float dmin = load_f16(b + 2);
+  const float d = load_half(b);
+  const float dmin = load_half(b + 2);
   const uint8_t* scales = b + 4;
   const uint8_t* qh = b + 16;
   const uint8_t* ql = b + 48;
@@ -207,7 +206,7 @@ void dequant_q6_k(const uint8_t* b, float* y) {
   const uint8_t* ql = b;
   const uint8_t* qh = b + 128;
   const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
-  const float d = load_f16(b + 208);
+  const float d = load_half(b + 208);
   for (int n = 0; n < QK_K; n += 128) {
     for (int is = 0; is < 2; ++is) {  // is = l / 16: two runs of 16 with fixed scales (so the loop vectorizes)
       for (int l = 16 * is; l < 16 * is + 16; ++l) {
@@ -444,7 +443,7 @@ void dequantize_row(GgmlType t, const void* src_v, float* dst, int64_t n) {
       std::memcpy(dst, src, size_t(n) * 4);
       return;
     case GgmlType::F16:
-      for (int64_t i = 0; i < n; ++i) dst[i] = load_f16(src + 2 * i);
+      for (int64_t i = 0; i < n; ++i) dst[i] = load_half(src + 2 * i);
       return;
     case GgmlType::BF16:
       for (int64_t i = 0; i < n; ++i) {

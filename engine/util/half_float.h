@@ -1,9 +1,10 @@
 #pragma once
 // IEEE half -> float, the one widening the engine, the GGUF dequantizers and the CUDA block decoder share.
-// Exact for every one of the 65536 halves (subnormals, infinities, NaN payloads; tests/gguf_test.cpp checks
-// all of them). Written with selects rather than branches so that loops over it vectorize on the CPU; on a
-// GPU it is a handful of integer ops. A normal half only needs its exponent rebiased (15 -> 127); a subnormal
-// is man * 2^-24, computed from an integer so that denormals-are-zero modes cannot touch it.
+// Exact for every one of the 65536 halves (subnormals, infinities, NaN payloads; matmul_test's
+// DTypeConversion.F16ToF32AllValues checks all of them against an ldexp oracle). Written with selects rather
+// than branches so that loops over it vectorize on the CPU; on a GPU it is a handful of integer ops. A normal
+// half only needs its exponent rebiased (15 -> 127); a subnormal is man * 2^-24, computed from an integer so that
+// denormals-are-zero modes cannot touch it.
 // Plain C++17 and no intrinsics, so nvcc compiles it too (F16C/AVX-512 code converts with its own instructions).
 #include <cstdint>
 #include <cstring>
