@@ -396,9 +396,7 @@ def add_args(ap, d):
     ap.add_argument("--log-every", type=int, default=10)
     ap.add_argument("--ckpt-every", type=int, default=100, help="steps between checkpoints (0: only at the end)")
     ap.add_argument("--ckpt-minutes", type=float, default=5.0, help="also checkpoint every N minutes (0: off)")
-    ap.add_argument("--resume", default=None, help="checkpoint file, or 'auto' for WORK/checkpoint.pt")
-    ap.add_argument("--restart-schedule", action="store_true",
-                    help="with --resume: keep the weights, optimizer moments and data position but start a new learning-rate cycle (warm restart: progress 0, --max-minutes/--max-steps counted from here)")
+    lm_train.add_resume_args(ap)
     ap.add_argument("--export-dtype", choices=["bfloat16", "float16", "float32"], default="bfloat16")
 
 

@@ -39,6 +39,14 @@ def log(msg):
 
 
 # ----------------------------------------------------------------------------------------------- arguments
+def add_resume_args(ap):
+    """--resume and --restart-schedule, the same for the LM recipes and the head recipes (heads.py)."""
+    ap.add_argument("--resume", default=None, help="checkpoint file, or 'auto' for WORK/checkpoint.pt")
+    ap.add_argument("--restart-schedule", action="store_true",
+                    help="with --resume: keep the weights, optimizer moments and data position but start a new "
+                         "learning-rate cycle (warm restart: progress 0, --max-minutes/--max-steps counted from here)")
+
+
 def add_common_args(ap, defaults):
     d = defaults
     ap.add_argument("--data", default=os.path.join(HERE, "data"), help="corpus folder (train/validation.jsonl.gz)")
@@ -79,9 +87,7 @@ def add_common_args(ap, defaults):
     ap.add_argument("--eval-rows", type=int, default=64, help="validation rows per periodic evaluation")
     ap.add_argument("--log-every", type=int, default=10)
     ap.add_argument("--ckpt-every", type=int, default=500, help="steps between checkpoints (0: only at the end)")
-    ap.add_argument("--resume", default=None, help="checkpoint file, or 'auto' for WORK/checkpoint.pt")
-    ap.add_argument("--restart-schedule", action="store_true",
-                    help="with --resume: keep the weights, optimizer moments and data position but start a new learning-rate cycle (warm restart: progress 0, --max-minutes/--max-steps counted from here)")
+    add_resume_args(ap)
     ap.add_argument("--export-dtype", choices=["bfloat16", "float16", "float32"], default="bfloat16")
     ap.add_argument("--max-shard-size", default="15MB")
     ap.add_argument("--compile", choices=["auto", "on", "off"], default="auto",
@@ -595,9 +601,9 @@ def run(args, role, teacher_dir=None):
         if cuda:
             torch.cuda.synchronize()
         log(f"compiled in {time.time() - tc:.1f}s")
-    t_loop = time.time()
-    tokens_at_start = tokens_seen
     limits = RunLimits(args, T_START, budget_s, step_base, progress0)
+    t_loop = limits.t_loop
+    tokens_at_start = tokens_seen
     win_t, win_tok, win_loss, win_n = time.time(), 0, 0.0, 0
     last_line = time.time()
     last_val = None
