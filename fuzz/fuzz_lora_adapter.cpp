@@ -4,8 +4,8 @@
 // A parsed adapter is then merged into a small stand-in model (two 4-head layers, f32/bf16 matrices of 32 x 32
 // and 64 x 32), so the shape checks and the merge arithmetic run too. Loading and merging must either succeed or
 // throw InputError: never crash, hang or touch memory out of bounds.
-// Seeds: fuzz/corpus/lora_adapter (the fixtures' adapters rebuilt for this layout by make_seeds in the comment
-// of fuzz/CMakeLists.txt).
+// Seeds: fuzz/corpus/lora_adapter, two small adapters in this layout shaped for the stand-in model (one with
+// rank/alpha patterns, one rsLoRA): a config, a NUL byte, then the safetensors bytes.
 #include <unistd.h>
 
 #include <cstdint>
