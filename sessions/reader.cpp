@@ -67,7 +67,8 @@ RunRow SessionReader::read_run(int64_t run_id, bool with_outcome) {
   auto st = db_->prepare(
       "SELECT id, session_id, ordinal, method_json, temperature, top_k, top_p, min_p, seed, max_tokens, "
       "stop_strings_json, prompt, chat, prompt_tokens, status, started_at, coalesce(finished_at, ''), output_text, "
-      "identical_to_reference, summary_json, (SELECT count(*) FROM steps WHERE run_id=runs.id) "
+      "identical_to_reference, summary_json, (SELECT count(*) FROM steps WHERE run_id=runs.id), lane, label, "
+      "target_path, target_architecture, target_config_sha256, target_weights_index_sha256 "
       "FROM runs WHERE id=?");
   st.bind(1, run_id);
   if (!st.step()) throw InputError("run " + std::to_string(run_id), "no such run in " + path_);
@@ -103,6 +104,17 @@ RunRow SessionReader::read_run(int64_t run_id, bool with_outcome) {
     r.outcome = std::move(o);
   }
   r.step_count = st.int_at(20);
+  if (!st.is_null(21)) r.meta.lane = int(st.int_at(21));
+  r.meta.label = st.is_null(22) ? r.meta.method.name : st.text_at(22);
+  if (!st.is_null(23)) {
+    r.meta.target = {st.text_at(23), st.text_at(24), st.text_at(25), st.text_at(26)};
+  } else {  // recorded before races (schema < 3): the session's model
+    auto s = db_->prepare(
+        "SELECT model_path, model_architecture, model_config_sha256, model_weights_index_sha256 FROM sessions "
+        "WHERE id=?");
+    s.bind(1, r.session_id);
+    if (s.step()) r.meta.target = {s.text_at(0), s.text_at(1), s.text_at(2), s.text_at(3)};
+  }
   return r;
 }
 

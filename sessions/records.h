@@ -38,6 +38,11 @@ struct RunMeta {
   std::string prompt;
   bool chat = false;
   int prompt_tokens = 0;
+  // Races (schema version 3): every lane names its own target. A run recorded before has no lane (nullopt),
+  // its label is its method and its target the session's model (the reader fills them in).
+  std::optional<int> lane;  // index among the job's lanes; -1: a target's vanilla reference run
+  std::string label;        // the lane's label ("eagle2", "eagle2 depth=4"); the method when empty
+  ModelIdentity target;
 };
 
 struct RunOutcome {

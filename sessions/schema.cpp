@@ -107,6 +107,17 @@ CREATE TABLE nodes(                   -- (run_id, step_idx) -> steps
     R"sql(
 ALTER TABLE sessions ADD COLUMN notes TEXT NOT NULL DEFAULT '';
 )sql",
+    // 2 -> 3: races. Each run names its lane, its label and its own target (a race's lanes may verify with
+    // different targets, e.g. Speculative Streaming's). NULL in runs recorded before: the reader takes the
+    // session's model as their target and their method as their label.
+    R"sql(
+ALTER TABLE runs ADD COLUMN lane INTEGER;          -- index among the job's lanes; -1: a target's reference run
+ALTER TABLE runs ADD COLUMN label TEXT;
+ALTER TABLE runs ADD COLUMN target_path TEXT;
+ALTER TABLE runs ADD COLUMN target_architecture TEXT;
+ALTER TABLE runs ADD COLUMN target_config_sha256 TEXT;
+ALTER TABLE runs ADD COLUMN target_weights_index_sha256 TEXT;
+)sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 

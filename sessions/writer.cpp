@@ -53,8 +53,9 @@ struct SessionWriter::Statements {
         message(db.prepare("INSERT INTO messages(session_id, ordinal, role, content, run_id) VALUES(?,?,?,?,?)")),
         run(db.prepare(
             "INSERT INTO runs(session_id, ordinal, method, method_json, temperature, top_k, top_p, min_p, seed, "
-            "max_tokens, stop_strings_json, prompt, chat, prompt_tokens, status, started_at) "
-            "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,'recording',?)")),
+            "max_tokens, stop_strings_json, prompt, chat, prompt_tokens, status, started_at, lane, label, "
+            "target_path, target_architecture, target_config_sha256, target_weights_index_sha256) "
+            "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,'recording',?,?,?,?,?,?,?)")),
         step(db.prepare(
             "INSERT INTO steps(run_id, idx, step, position, root_token, accepted_path, accepted, node_count, "
             "bonus_token, bonus_text, bonus_source, bonus_prob, committed, text_piece, draft_us, "
@@ -181,6 +182,10 @@ void SessionWriter::write(Item& item, CommitReport& report) {
     S.run.bind(8, double(m.sampling.min_p)).bind(9, int64_t(m.sampling.seed)).bind(10, m.max_tokens);
     S.run.bind(11, nlohmann::json(m.stop_strings).dump()).bind(12, m.prompt).bind(13, int(m.chat));
     S.run.bind(14, m.prompt_tokens).bind(15, utc_now_iso8601());
+    if (m.lane) S.run.bind(16, *m.lane);
+    else S.run.bind_null(16);
+    S.run.bind(17, m.label.empty() ? m.method.name : m.label).bind(18, m.target.path).bind(19, m.target.architecture);
+    S.run.bind(20, m.target.config_sha256).bind(21, m.target.weights_index_sha256);
     S.run.run();
     item.result = db_->last_insert_rowid();
     next_index_[item.result] = 0;

@@ -9,7 +9,7 @@ namespace specscope::cli {
 // Flags that never take a value; every other --flag takes the next argument.
 static const std::set<std::string> kBoolFlags = {"--json", "--chat", "--no-record", "--help", "--greedy",
                                                  "--skip-special", "--no-bos", "--lossy-typical", "--quiet",
-                                                 "--follow"};
+                                                 "--follow", "--interleaved"};
 
 Args::Args(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) {
@@ -18,11 +18,13 @@ Args::Args(int argc, char** argv) {
       auto eq = a.find('=');
       if (eq != std::string::npos) {
         flags_[a.substr(0, eq)] = a.substr(eq + 1);
+        all_[a.substr(0, eq)].push_back(a.substr(eq + 1));
       } else if (kBoolFlags.count(a)) {
         flags_[a] = std::nullopt;
       } else {
         if (i + 1 >= argc) throw InputError(a, "needs a value");
         flags_[a] = std::string(argv[++i]);
+        all_[a].push_back(argv[i]);
       }
     } else {
       positional_.push_back(a);
@@ -56,6 +58,13 @@ double Args::get_double(const std::string& flag, double def) {
   double x = std::strtod(v->c_str(), &end);
   if (v->empty() || *end) throw InputError(flag, "expected a number, got '" + *v + "'");
   return x;
+}
+
+std::vector<std::string> Args::get_all(const std::string& flag) {
+  used_.insert(flag);
+  if (flags_.count(flag) && !flags_.at(flag)) throw InputError(flag, "needs a value");
+  auto it = all_.find(flag);
+  return it == all_.end() ? std::vector<std::string>{} : it->second;
 }
 
 bool Args::has(const std::string& flag) {

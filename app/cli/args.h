@@ -16,12 +16,14 @@ class Args {
   int get_int(const std::string& flag, int def);
   double get_double(const std::string& flag, double def);
   bool has(const std::string& flag);  // boolean --flag
+  std::vector<std::string> get_all(const std::string& flag);  // a repeatable --flag VALUE, in order
   std::vector<std::string> positional() const { return positional_; }
   // Throws InputError for any flag given but never read.
   void finish() const;
 
  private:
-  std::map<std::string, std::optional<std::string>> flags_;
+  std::map<std::string, std::optional<std::string>> flags_;  // the last value of each flag
+  std::map<std::string, std::vector<std::string>> all_;     // every value, for repeatable flags
   std::vector<std::string> positional_;
   std::set<std::string> used_;
 };

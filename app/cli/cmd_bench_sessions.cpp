@@ -78,8 +78,7 @@ int bench_sessions(Args& args) {
   auto out_file = args.get("--out");
   std::string path = model_path(args);
   const std::string prompt = args.get_or("--prompt", "What does the word harbor mean?");
-  MethodSpec spec = read_method_spec(args, args.get_or("--method", "sps"));
-  if (spec.name == "sps" && spec.draft_path.empty()) spec.draft_path = std::filesystem::path(path).parent_path() / "draft";
+  const MethodSpec spec = read_single_lane(args, args.get_or("--method", "sps"), path).method;
   const int max_tokens = args.get_int("--max-tokens", 128);
   args.finish();
   if (repeat < 1 || steps < 1 || nodes < 0) throw InputError("bench", "--repeat, --steps >= 1 and --nodes >= 0");

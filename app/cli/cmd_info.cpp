@@ -5,6 +5,8 @@
 #include "app/cli/commands.h"
 #include "engine/heads/head_overhead.h"
 #include "engine/heads/streaming_weights.h"
+#include "engine/methods/method_registry.h"
+#include "engine/model/family_manifest.h"
 #include "engine/model/model.h"
 #include "engine/tokenizer/chat_template.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -54,6 +56,20 @@ int cmd_info(Args& args) {
   for (const auto& o : overheads)
     j["head_overheads"].push_back(
         {{"method", o.method}, {"parameters", o.parameters}, {"formula", o.formula}, {"layout", o.layout}});
+  // The methods, from the registry, with what the family manifest next to this model supplies for each.
+  const auto family = FamilyManifest::find_for(path);
+  if (family) j["family_manifest"] = family->file;
+  for (const auto& m : method_registry()) {
+    nlohmann::json mj = {{"name", m.name}, {"title", m.title}, {"needs", need_description(m.needs)},
+                         {"options", nlohmann::json::array()}};
+    for (const auto& o : m.options) mj["options"].push_back({{"key", o.key}, {"default", o.default_value}, {"help", o.help}});
+    if (const FamilyEntry* e = family ? family->entry(m.name) : nullptr) {
+      if (!e->draft.empty()) mj["draft"] = e->draft;
+      if (!e->head.empty()) mj["head"] = e->head;
+      if (!e->model.empty()) mj["model"] = e->model;
+    }
+    j["methods"].push_back(mj);
+  }
   if (json) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
@@ -80,6 +96,14 @@ int cmd_info(Args& args) {
   for (const auto& o : overheads)
     std::printf("  %-10s %10.3fM  %5.2f%%  %s; %s\n", o.method.c_str(), double(o.parameters) / 1e6,
                 100.0 * double(o.parameters) / double(model->parameter_count()), o.formula.c_str(), o.layout.c_str());
+  std::printf("methods%s:\n", family ? (" (drafters from " + family->file + ")").c_str() : "");
+  for (const auto& m : j["methods"]) {
+    std::string from;
+    for (const char* k : {"draft", "head", "model"})
+      if (m.contains(k)) from = std::string(k) + " " + m[k].get<std::string>();
+    std::printf("  %-10s %s%s%s\n", m["name"].get<std::string>().c_str(), m["title"].get<std::string>().c_str(),
+                from.empty() ? "" : "; ", from.c_str());
+  }
   return 0;
 }
 

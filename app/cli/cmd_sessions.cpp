@@ -102,30 +102,27 @@ int replay_one(sessions::SessionReader& reader, int64_t run_id, const sessions::
   return 0;
 }
 
-// A comparison, reported as `compare` reported it.
+// A race, reported as `compare` reported it: the same report built from the recorded runs.
 int replay_compare(sessions::SessionReader& reader, const sessions::SessionRow& s, bool json) {
-  CompareReport rep;
-  rep.model = s.meta.model.path;
+  std::vector<ReportRun> runs;
+  std::string sampling;
+  int max_tokens = 0;
+  bool greedy = true;
   for (const auto& r : s.runs) {
     if (!r.outcome) throw InputError("session " + std::to_string(s.id), "run " + std::to_string(r.id) +
                                                                           " is incomplete; replay it with --run");
-    size_t m = 0;
-    while (m < rep.methods.size() && rep.methods[m] != r.meta.method.name) ++m;
-    if (m == rep.methods.size()) rep.methods.push_back(r.meta.method.name);
-    size_t p = 0;
-    while (p < rep.prompts.size() && rep.prompts[p] != r.meta.prompt) ++p;
-    if (p == rep.prompts.size()) rep.prompts.push_back(r.meta.prompt);
-    rep.sampling = r.meta.sampling.describe();
-    rep.max_tokens = r.meta.max_tokens;
-    rep.greedy = r.meta.sampling.greedy();
-    CompareRun cr{p, m, r.outcome->summary, r.outcome->identical_to_reference.value_or(false), {}};
+    sampling = r.meta.sampling.describe();
+    max_tokens = r.meta.max_tokens;
+    greedy = r.meta.sampling.greedy();
+    ReportRun rr{r.meta.prompt, r.meta.label, r.meta.method, r.meta.target, r.outcome->summary,
+                 r.outcome->identical_to_reference.value_or(false), {}};
     reader.for_each_step(r.id, 0, r.step_count, [&](sessions::RecordedStep&& st) {
-      cr.steps.push_back(std::move(st.record));
+      rr.steps.push_back(std::move(st.record));
     });
-    rep.runs.push_back(std::move(cr));
+    runs.push_back(std::move(rr));
   }
-  if (rep.runs.empty()) throw InputError("session " + std::to_string(s.id), "has no runs");
-  return print_compare_report(rep, json);
+  if (runs.empty()) throw InputError("session " + std::to_string(s.id), "has no runs");
+  return print_compare_report(make_compare_report(sampling, max_tokens, greedy, std::move(runs)), json);
 }
 
 }  // namespace

@@ -24,17 +24,53 @@ std::string depth_str(const std::vector<double>& a) {
   return a.empty() ? "-" : s.str();
 }
 
+bool same_target(const ModelIdentity& a, const ModelIdentity& b) {
+  return a.path == b.path && a.config_sha256 == b.config_sha256 && a.weights_index_sha256 == b.weights_index_sha256;
+}
+
+nlohmann::json identity_json(const ModelIdentity& m) {
+  return {{"path", m.path}, {"architecture", m.architecture}, {"config_sha256", m.config_sha256},
+          {"weights_index_sha256", m.weights_index_sha256}};
+}
+
 }  // namespace
 
+CompareReport make_compare_report(const std::string& sampling, int max_tokens, bool greedy,
+                                  std::vector<ReportRun> runs) {
+  CompareReport rep;
+  rep.sampling = sampling;
+  rep.max_tokens = max_tokens;
+  rep.greedy = greedy;
+  for (auto& r : runs) {
+    size_t t = 0;
+    while (t < rep.targets.size() && !same_target(rep.targets[t], r.target)) ++t;
+    if (t == rep.targets.size()) rep.targets.push_back(r.target);
+    size_t row = 0;
+    while (row < rep.rows.size() && !(rep.rows[row].label == r.label && rep.rows[row].target_index == int(t))) ++row;
+    if (row == rep.rows.size()) {
+      bool has_reference = false;
+      for (const auto& x : rep.rows) has_reference |= x.reference && x.target_index == int(t);
+      rep.rows.push_back({r.label, r.method, r.target, int(t), r.method.name == "vanilla" && !has_reference});
+    }
+    size_t p = 0;
+    while (p < rep.prompts.size() && rep.prompts[p] != r.prompt) ++p;
+    if (p == rep.prompts.size()) rep.prompts.push_back(r.prompt);
+    rep.runs.push_back({p, row, std::move(r.summary), r.identical, std::move(r.steps)});
+  }
+  if (!rep.targets.empty()) rep.model = rep.targets[0].path;
+  return rep;
+}
+
 int print_compare_report(const CompareReport& rep, bool json) {
-  const auto& names = rep.methods;
-  std::vector<Totals> totals(names.size());
-  nlohmann::json out_json = {{"model", rep.model}, {"sampling", rep.sampling}, {"prompts", nlohmann::json::array()}};
+  std::vector<Totals> totals(rep.rows.size());
+  nlohmann::json out_json = {{"model", rep.model}, {"sampling", rep.sampling}, {"prompts", nlohmann::json::array()},
+                             {"targets", nlohmann::json::array()}};
+  for (const auto& t : rep.targets) out_json["targets"].push_back(identity_json(t));
   for (size_t p = 0; p < rep.prompts.size(); ++p)
     out_json["prompts"].push_back({{"prompt", rep.prompts[p]}, {"runs", nlohmann::json::array()}});
   for (const auto& r : rep.runs) {
     const auto& s = r.summary;
-    auto& t = totals[r.method];
+    auto& t = totals[r.row];
     t.new_tokens += s.new_tokens;
     t.target_forwards += s.target_forwards;
     t.steps += s.steps;
@@ -44,37 +80,60 @@ int print_compare_report(const CompareReport& rep, bool json) {
     t.identical += r.identical;
     t.steps_all.insert(t.steps_all.end(), r.steps.begin(), r.steps.end());
     nlohmann::json rj = to_json(s);
+    rj["lane"] = rep.rows[r.row].label;
+    rj["target"] = rep.rows[r.row].target_index;
     rj["identical_to_vanilla"] = r.identical;
     out_json["prompts"][r.prompt]["runs"].push_back(rj);
   }
 
+  // Each row's speedup is against its own target's reference row.
+  std::vector<double> reference_tps(rep.targets.size(), 0.0);
+  for (size_t i = 0; i < rep.rows.size(); ++i)
+    if (rep.rows[i].reference && totals[i].decode_seconds > 0)
+      reference_tps[size_t(rep.rows[i].target_index)] = totals[i].new_tokens / totals[i].decode_seconds;
+  const bool many_targets = rep.targets.size() > 1;
   nlohmann::json agg = nlohmann::json::array();
-  const double vanilla_tps = totals[0].decode_seconds > 0 ? totals[0].new_tokens / totals[0].decode_seconds : 0;
   if (!json) {
     std::printf("%zu prompt(s), %s, max %d tokens, model %s\n", rep.prompts.size(), rep.sampling.c_str(),
                 rep.max_tokens, rep.model.c_str());
-    std::printf("%-10s %8s %8s %6s %-20s %9s %8s %s\n", "method", "tokens", "fwds", "tau", "accept% by depth",
-                "tok/s", "speedup", rep.greedy ? "same as vanilla" : "");
+    if (many_targets) {
+      std::printf("targets:");
+      for (size_t t = 0; t < rep.targets.size(); ++t) std::printf(" [%zu] %s", t + 1, rep.targets[t].path.c_str());
+      std::printf("\nspeedups and identity are against each lane's own target's vanilla reference\n");
+    }
+    std::printf("%-22s %s%8s %8s %6s %-20s %9s %8s %s\n", "lane", many_targets ? "tgt " : "", "tokens", "fwds", "tau",
+                "accept% by depth", "tok/s", "speedup", rep.greedy ? "same as vanilla" : "");
   }
   bool all_same = true;
-  for (size_t m = 0; m < names.size(); ++m) {
-    auto& t = totals[m];
+  for (size_t i = 0; i < rep.rows.size(); ++i) {
+    const auto& row = rep.rows[i];
+    auto& t = totals[i];
     const double tau = t.steps ? double(t.decode_tokens) / t.steps : 0;
     const double tps = t.decode_seconds > 0 ? t.new_tokens / t.decode_seconds : 0;
-    const std::vector<double> acc = summarize(names[m], t.steps_all).acceptance_by_depth;
+    const double ref = reference_tps[size_t(row.target_index)];
+    const std::vector<double> acc = summarize(row.method.name, t.steps_all).acceptance_by_depth;
     all_same &= t.identical == t.compared;
-    agg.push_back({{"method", names[m]},
+    agg.push_back({{"lane", row.label},
+                   {"method", row.method.name},
+                   {"reference", row.reference},
+                   {"target", identity_json(row.target)},
+                   {"options", row.method.options},
+                   {"draft", row.method.draft_path},
+                   {"head", row.method.head_path},
                    {"new_tokens", t.new_tokens},
                    {"target_forwards", t.target_forwards},
                    {"tau", tau},
                    {"acceptance_by_depth", acc},
                    {"tokens_per_second", tps},
-                   {"speedup_vs_vanilla", vanilla_tps > 0 ? tps / vanilla_tps : 0},
+                   {"speedup_vs_vanilla", ref > 0 ? tps / ref : 0},
                    {"identical_to_vanilla", t.identical},
                    {"prompts", t.compared}});
     if (!json) {
-      std::printf("%-10s %8ld %8ld %6.2f %-20s %9.1f %7.2fx", names[m].c_str(), t.new_tokens, t.target_forwards, tau,
-                  depth_str(acc).c_str(), tps, vanilla_tps > 0 ? tps / vanilla_tps : 0);
+      std::string label = row.label.size() > 22 ? row.label.substr(0, 21) + "~" : row.label;
+      std::printf("%-22s ", label.c_str());
+      if (many_targets) std::printf("[%d] ", row.target_index + 1);
+      std::printf("%8ld %8ld %6.2f %-20s %9.1f %7.2fx", t.new_tokens, t.target_forwards, tau, depth_str(acc).c_str(), tps,
+                  ref > 0 ? tps / ref : 0);
       if (rep.greedy) std::printf(" %d/%d", t.identical, t.compared);
       std::printf("\n");
     }

@@ -1,11 +1,12 @@
 #include "app/cli/commands.h"
+#include "app/cli/method_flags.h"
 #include "engine/util/error.h"
 
 namespace specscope::cli {
 
 void print_usage(FILE* out) {
-  std::fprintf(out,
-               "usage: specscope-cli COMMAND [options]\n"
+  const std::string text =
+               std::string("usage: specscope-cli COMMAND [options]\n"
                "commands:\n"
                "  info        --model PATH [--json]\n"
                "  tokenize    --model PATH --text TEXT [--json]\n"
@@ -13,17 +14,13 @@ void print_usage(FILE* out) {
                "  run         --model PATH (--prompt TEXT | --prompt-file F) [--chat] [--max-tokens N]\n"
                "              [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--stop TEXT] [--json]\n"
                "              [--method vanilla|sps|eagle1|eagle2|eagle3|medusa|streaming|lookahead|pld]\n"
-               "              sps: --draft PATH [--gamma 4] [--branching K1,K2,...]\n"
-               "              eagle1/2/3, medusa: --head PATH [--tree-choices FILE] (eagle1, medusa)\n"
-               "              eagle2/3: [--total-tokens 60] [--depth 5] [--draft-top-k 10]\n"
-               "              medusa: [--lossy-typical [--posterior-threshold 0.09] [--posterior-alpha 0.3]]\n"
-               "              streaming (a Speculative Streaming model): [--gamma G] [--stream-top-k K]\n"
-               "                [--msa-layers NS] [--prune-threshold P] (defaults: streaming_config.json)\n"
-               "              lookahead: [--window 15] [--ngram 5] [--guesses 15]\n"
-               "              pld: [--max-ngram 3] [--min-ngram 1] [--num-draft 10]\n"
-               "              recording: [--session-db PATH] [--title TEXT] [--no-record]\n"
+               "              drafters come from family.json next to the model; flags override:\n") +
+               method_usage() +
+               std::string("              recording: [--session-db PATH] [--title TEXT] [--no-record]\n"
                "              [--backend auto|cpu|cuda] (auto: CUDA when built and a device is visible)\n"
-               "  compare     --methods M1,M2,... (--prompt TEXT | --prompt-file F) [run's options] [--json]\n"
+               "  compare     (--methods M1,M2,...|all) [--lane 'METHOD[:key=value,...]']... [--interleaved]\n"
+               "              (--prompt TEXT | --prompt-file F) [run's options] [--json]\n"
+               "              lane keys: model, head, draft and the method's options (e.g. eagle2:total-tokens=30)\n"
                "  sessions    list | show ID | replay ID [--run N] [--speed X] [--follow] [--json]\n"
                "              | export ID [--format json|csv] [--table nodes|steps] [--out FILE] | delete ID\n"
                "              | note ID TEXT   [--session-db PATH]\n"
@@ -31,6 +28,7 @@ void print_usage(FILE* out) {
                "              --suite sessions [--steps 10000] [--nodes 60] [--method sps] [--max-tokens 128]\n"
                "--model defaults to the embedded default model. run and compare record to the session store\n"
                "(default $XDG_DATA_HOME/specscope/sessions.db, i.e. ~/.local/share/specscope/sessions.db).\n");
+  std::fputs(text.c_str(), out);
 }
 
 int dispatch(const std::string& sub, Args& args) {

@@ -3,23 +3,56 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "engine/methods/method_registry.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/util/error.h"
 #include "engine/util/mapped_file.h"
 
 namespace specscope::cli {
 
-MethodSpec read_method_spec(Args& args, const std::string& name) {
-  MethodSpec spec;
-  spec.name = name;
-  spec.draft_path = args.get_or("--draft", "");
-  spec.head_path = args.get_or("--head", "");
-  for (const char* opt : {"gamma", "branching", "max-ngram", "min-ngram", "num-draft", "total-tokens", "depth",
-                          "draft-top-k", "tree-choices", "window", "ngram", "guesses", "posterior-threshold",
-                          "posterior-alpha", "stream-top-k", "msa-layers", "prune-threshold"})
-    if (auto v = args.get(std::string("--") + opt)) spec.options[opt] = *v;
-  if (args.has("--lossy-typical")) spec.options["typical"] = "1";
-  return spec;
+runs::LaneDefaults read_lane_defaults(Args& args, const std::string& target) {
+  runs::LaneDefaults d;
+  d.target = target;
+  d.draft = args.get_or("--draft", "");
+  d.head = args.get_or("--head", "");
+  for (const auto& info : method_registry())
+    for (const auto& o : info.options) {
+      const std::string flag = "--" + o.key;
+      if (o.kind == OptionKind::Flag) {
+        if (args.has(flag)) d.options[o.key] = "1";
+      } else if (auto v = args.get(flag)) {
+        d.options[o.key] = *v;
+      }
+    }
+  return d;
+}
+
+runs::Lane read_single_lane(Args& args, const std::string& method, const std::string& target) {
+  const auto defaults = read_lane_defaults(args, target);
+  return runs::resolve_lanes({{method, {}, method}}, defaults).front();
+}
+
+std::string method_usage() {
+  std::string out;
+  for (const auto& info : method_registry()) {
+    if (info.options.empty() && info.needs == MethodNeed::Nothing) continue;
+    std::string line = "              " + info.name + ":";
+    if (info.needs != MethodNeed::Nothing)
+      line += info.needs == MethodNeed::StreamingTarget ? " (a streaming model as --model)"
+                                                        : std::string(" --") + need_key(info.needs) + " PATH";
+    for (const auto& o : info.options) {
+      std::string flag = " [--" + o.key;
+      if (o.kind != OptionKind::Flag) flag += " " + (o.default_value.empty() ? std::string("N") : o.default_value);
+      flag += "]";
+      if (line.size() + flag.size() > 110) {
+        out += line + "\n";
+        line = "               ";
+      }
+      line += flag;
+    }
+    out += line + "\n";
+  }
+  return out;
 }
 
 Backend read_backend(Args& args) { return parse_backend(args.get_or("--backend", "auto")); }

@@ -1,7 +1,7 @@
 // compute_statistics: the numbers behind the statistics view, on hand-built steps whose answers are worked out
 // below — the accepted-length histogram, acceptance by depth (the engine's summarize() definition), the
 // calibration bins (only verified nodes with a draft probability count), throughput per step and the time split.
-#include "ui/engine/run_statistics.h"
+#include "runs/run_statistics.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <random>
 
 using namespace specscope;
-using specscope::ui::compute_statistics;
-using specscope::ui::RunStatistics;
+using specscope::runs::compute_statistics;
+using specscope::runs::RunStatistics;
 
 namespace {
 

@@ -1,10 +1,12 @@
 #pragma once
-// The numbers behind the statistics view, computed from StepRecords without Qt (unit-tested on their own).
+// The numbers behind the statistics view and the live lane figures, computed from StepRecords. τ, acceptance by
+// depth, the accepted-length histogram and the time split come from summarize() (the engine's one definition);
+// this adds what only the views need: calibration bins and per-step series.
 #include <vector>
 
 #include "engine/methods/step_record.h"
 
-namespace specscope::ui {
+namespace specscope::runs {
 
 struct CalibrationBin {
   double lo = 0, hi = 0;        // draft-confidence range [lo, hi)
@@ -26,4 +28,9 @@ struct RunStatistics {
 // is skipped.
 RunStatistics compute_statistics(const std::vector<StepRecord>& steps, int calibration_bins = 10);
 
-}  // namespace specscope::ui
+// Generated tokens per second of the steps' own measured compute (draft + verify + KV update). Interleaved
+// lanes wait for each other between steps, so this, not wall-clock time, is their throughput; the live lane
+// figures use it too.
+double compute_tokens_per_second(const std::vector<StepRecord>& steps);
+
+}  // namespace specscope::runs

@@ -1,9 +1,9 @@
-#include "ui/engine/run_statistics.h"
+#include "runs/run_statistics.h"
 
 #include <algorithm>
 #include <cmath>
 
-namespace specscope::ui {
+namespace specscope::runs {
 
 namespace {
 
@@ -73,4 +73,14 @@ RunStatistics compute_statistics(const std::vector<StepRecord>& steps, int calib
   return st;
 }
 
-}  // namespace specscope::ui
+double compute_tokens_per_second(const std::vector<StepRecord>& steps) {
+  int64_t us = 0;
+  long tokens = 0;
+  for (const auto& st : steps) {
+    tokens += long(st.committed.size());
+    if (st.root_token >= 0) us += st.timings.total_us();
+  }
+  return us > 0 ? double(tokens) / (double(us) * 1e-6) : 0.0;
+}
+
+}  // namespace specscope::runs

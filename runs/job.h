@@ -1,0 +1,64 @@
+#pragma once
+// A job: which lanes (method + drafter + target) to run on which prompts, with what sampling, backend and
+// schedule, and where to record it. The CLI's `run` and `compare` and the app's chat and Compare tab all
+// describe their work as a Job and hand it to JobRunner (runner.h): one copy of the loop, the reference runs,
+// the speedups and verdicts, and the recording.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/generate/generator.h"
+#include "engine/methods/factory.h"
+#include "engine/model/backend.h"
+#include "engine/tokenizer/chat_template.h"
+
+namespace specscope::sessions {
+class SessionWriter;
+}
+
+namespace specscope::runs {
+
+// Sequential: one run after another (clean timings). Interleaved: a prompt's lanes take one step each in turn,
+// on their own threads but never at the same time, so they progress side by side (the app's live race).
+enum class Schedule { Sequential, Interleaved };
+
+// A lane as resolved (lane_resolver.h): the method with its drafter and options, and the target it verifies
+// with. Lanes of one job may have different targets (Speculative Streaming needs its own).
+struct Lane {
+  std::string label;   // unique in the job: "eagle2", or "eagle2 total-tokens=30" when two lanes share a method
+  MethodSpec method;   // drafter paths filled in
+  std::string target;  // the target model (folder or .gguf)
+};
+
+struct Prompt {
+  std::string text;                       // the raw prompt, or the user's last message of a conversation
+  std::vector<ChatMessage> conversation;  // chat with history: the whole conversation; empty: `text` alone
+};
+
+struct RecordTo {
+  std::string db_path;
+  std::string kind = "run";  // run | compare | chat
+  std::string title;
+  int64_t session_id = 0;    // > 0: add to this session (a chat's next turn)
+  // An open writer to use instead of opening db_path (the CLI opens the store before loading any model, so
+  // that a bad --session-db fails fast).
+  std::shared_ptr<sessions::SessionWriter> writer;
+};
+
+struct Job {
+  std::vector<Lane> lanes;
+  std::vector<Prompt> prompts;
+  bool chat = false;  // prompts go through the target's chat template
+  GenerateOptions options;
+  Backend backend = Backend::Auto;
+  int n_ctx = 0;  // 0: the model's context
+  Schedule schedule = Schedule::Sequential;
+  // Each target's reference run: vanilla on that target with the job's sampling, once per prompt; a vanilla
+  // lane on the target serves as its reference instead of a second run. Off for a plain chat or `run`.
+  bool references = true;
+  std::optional<RecordTo> record;
+};
+
+}  // namespace specscope::runs

@@ -1,0 +1,31 @@
+#pragma once
+// Target and drafter models by path, each loaded once per cache and shared by every lane that uses it (a race
+// on base and streaming loads two targets, however many lanes). Used from one thread at a time.
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace specscope {
+class Model;
+}
+
+namespace specscope::runs {
+
+class ModelCache {
+ public:
+  // Called before a load starts (done = false) and after it ends (done = true).
+  using Progress = std::function<void(const std::string& path, bool done)>;
+  // Throws InputError naming the path when the model cannot be loaded.
+  std::shared_ptr<const Model> get(const std::string& path, const Progress& progress = {});
+  bool has(const std::string& path) const;
+  // Frees every model not in `paths` (a new job on other models should not hold the old weights).
+  void keep_only(const std::vector<std::string>& paths);
+  size_t size() const { return models_.size(); }
+
+ private:
+  std::map<std::string, std::shared_ptr<const Model>> models_;  // by canonical path
+};
+
+}  // namespace specscope::runs

@@ -1,0 +1,296 @@
+#include "runs/runner.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <thread>
+
+#include "engine/methods/speculative_generator.h"
+#include "engine/model/family_manifest.h"
+#include "engine/util/error.h"
+#include "runs/lane_resolver.h"
+#include "runs/run_statistics.h"
+#include "runs/turnstile.h"
+#include "sessions/summary_json.h"
+#include "sessions/writer.h"
+
+namespace specscope::runs {
+
+std::string describe_model(const Model& model) {
+  const auto& c = model.config();
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s · %d layers · hidden %d · %.1fM parameters · %s", c.architecture.c_str(),
+                c.num_layers, c.hidden_size, double(model.parameter_count()) / 1e6, model.weights_dtype().c_str());
+  return buf;
+}
+
+const RunResult* JobResult::find(int prompt, int lane, int target) const {
+  if (lane < 0 && target >= 0 && target < int(targets.size()) && targets[size_t(target)].reference_lane >= 0)
+    lane = targets[size_t(target)].reference_lane;
+  for (const auto& r : runs)
+    if (r.key.prompt == prompt && r.key.lane == lane && (lane >= 0 || r.key.target == target)) return &r;
+  return nullptr;
+}
+
+namespace {
+
+// Everything one job shares between its runs: targets, methods, the session writer.
+struct JobState {
+  const Job& job;
+  JobObserver& observer;
+  std::atomic<bool>& cancel;
+  JobResult& result;
+  std::vector<std::shared_ptr<const Model>> models;  // per target
+  std::vector<int> lane_target;                        // per lane
+  std::vector<std::unique_ptr<Method>> methods;        // per lane
+  std::vector<std::unique_ptr<Method>> reference_methods;  // per target (vanilla)
+  Backend backend = Backend::Cpu;
+  sessions::SessionWriter* writer = nullptr;
+  std::unique_ptr<sessions::SessionWriter> own_writer;
+  int64_t session = 0;
+
+  void recording_failed(const std::string& message) {
+    if (result.recording_error.empty()) result.recording_error = message;
+    observer.recording_failed(message);
+  }
+};
+
+// Tokens the target's tokenizer and chat template make of a prompt (targets may differ in both).
+std::vector<int32_t> encode(const Model& model, const Prompt& p, bool chat) {
+  if (chat && !p.conversation.empty()) return encode_conversation(model, p.conversation);
+  return encode_prompt(model, p.text, chat);
+}
+
+// One run: a lane's method (or a target's reference) on one prompt. `turns` interleaves lanes.
+RunResult run_one(JobState& js, const RunKey& key, const std::string& label, const MethodSpec& spec, Method& method,
+                  const std::vector<int32_t>& ids, Turnstile* turns) {
+  const Model& model = *js.models[size_t(key.target)];
+  const Job& job = js.job;
+  RunResult rr;
+  rr.key = key;
+  rr.label = label;
+  rr.method = spec;
+  int64_t run_id = 0;
+  if (js.writer) {
+    sessions::RunMeta meta{spec, job.options.sampling, job.options.max_tokens, job.options.stop_strings,
+                           job.prompts[size_t(key.prompt)].text, job.chat, int(ids.size())};
+    meta.lane = key.lane;
+    meta.label = label;
+    meta.target = model.identity();
+    try {
+      run_id = js.writer->begin_run(js.session, meta);
+    } catch (const InputError& e) {
+      js.recording_failed(e.what());
+    }
+  }
+  rr.run_id = run_id;
+  js.observer.run_started(key, label);
+  auto ctx = new_context(model, js.backend, job.n_ctx);
+  const bool interleaved = turns != nullptr;
+  auto on_step = [&](const StepRecord& rec, const std::string& piece) {
+    if (run_id) js.writer->append_step(run_id, rec, piece);
+    bool go = js.observer.step(key, rec, piece);
+    if (interleaved) {
+      turns->pass(key.lane);
+      turns->wait_turn(key.lane);
+    }
+    if (!go) js.cancel.store(true);
+    return !js.cancel.load();
+  };
+  if (interleaved) turns->wait_turn(key.lane);
+  auto res = generate_speculative(model, *ctx, method, ids, job.options, on_step);
+  if (interleaved) {
+    turns->leave(key.lane);
+    // Interleaved lanes wait for their turns inside the step callback, so wall-clock decode time would count
+    // the other lanes' work too: a lane's throughput is its own steps' measured compute.
+    res.summary.tokens_per_second = compute_tokens_per_second(res.steps);
+    res.summary.decode_seconds = res.summary.tokens_per_second > 0 ? res.summary.new_tokens / res.summary.tokens_per_second : 0;
+    res.summary.wall_seconds = res.summary.prefill_seconds + res.summary.decode_seconds;
+  }
+  rr.summary = std::move(res.summary);
+  rr.gen = std::move(res.gen);
+  rr.steps = std::move(res.steps);
+  rr.summary.method = spec.name;
+  js.result.backend = ctx->backend_name();
+  return rr;
+}
+
+// Speedup and verdict against the run's own target's reference, then recorded and reported.
+void finish_run(JobState& js, RunResult& rr, const RunResult* reference) {
+  if (reference && js.job.references) {
+    const double ref_tps = reference->summary.tokens_per_second;
+    rr.summary.speedup_vs_vanilla = ref_tps > 0 ? rr.summary.tokens_per_second / ref_tps : kNoValue;
+    rr.identical = rr.gen.tokens == reference->gen.tokens;
+  }
+  if (js.writer && rr.run_id) {
+    const auto summary =
+        sessions::run_summary_json(rr.summary, rr.gen, js.job.options.sampling.describe(), js.result.backend);
+    js.writer->finish_run(rr.run_id, {rr.summary, rr.gen.text, rr.identical,
+                                      summary.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
+  }
+  js.observer.run_finished(rr);
+}
+
+void run_prompt(JobState& js, int p) {
+  const Job& job = js.job;
+  const int n_targets = int(js.models.size());
+  std::vector<std::vector<int32_t>> ids(static_cast<size_t>(n_targets));
+  for (int t = 0; t < n_targets; ++t) ids[size_t(t)] = encode(*js.models[size_t(t)], job.prompts[size_t(p)], job.chat);
+  // References first: a target's own vanilla run, or its vanilla lane.
+  std::vector<const RunResult*> reference(static_cast<size_t>(n_targets), nullptr);
+  std::vector<size_t> reference_at(static_cast<size_t>(n_targets), SIZE_MAX);
+  auto& runs = js.result.runs;
+  for (int t = 0; t < n_targets && job.references && !js.cancel.load(); ++t) {
+    const int lane = js.result.targets[size_t(t)].reference_lane;
+    RunResult rr = lane >= 0 ? run_one(js, {p, lane, t}, job.lanes[size_t(lane)].label, job.lanes[size_t(lane)].method,
+                                       *js.methods[size_t(lane)], ids[size_t(t)], nullptr)
+                             : run_one(js, {p, -1, t}, "vanilla", MethodSpec{}, *js.reference_methods[size_t(t)],
+                                       ids[size_t(t)], nullptr);
+    runs.push_back(std::move(rr));
+    reference_at[size_t(t)] = runs.size() - 1;
+    finish_run(js, runs.back(), &runs.back());
+  }
+  for (int t = 0; t < n_targets; ++t)
+    if (reference_at[size_t(t)] != SIZE_MAX) reference[size_t(t)] = &runs[reference_at[size_t(t)]];
+
+  std::vector<int> lanes;  // the lanes still to run
+  for (int l = 0; l < int(job.lanes.size()); ++l)
+    if (!job.references || js.result.targets[size_t(js.lane_target[size_t(l)])].reference_lane != l) lanes.push_back(l);
+  if (lanes.empty() || js.cancel.load()) return;
+  auto run_lane = [&](int l, Turnstile* turns) {
+    const int t = js.lane_target[size_t(l)];
+    return run_one(js, {p, l, t}, job.lanes[size_t(l)].label, job.lanes[size_t(l)].method, *js.methods[size_t(l)],
+                   ids[size_t(t)], turns);
+  };
+  // `reference` points into `runs`: take copies before appending moves the vector.
+  std::vector<std::optional<RunResult>> refs(static_cast<size_t>(n_targets));
+  for (int t = 0; t < n_targets; ++t)
+    if (reference[size_t(t)]) refs[size_t(t)] = *reference[size_t(t)];
+  auto ref_of = [&](int l) { return refs[size_t(js.lane_target[size_t(l)])] ? &*refs[size_t(js.lane_target[size_t(l)])] : nullptr; };
+
+  if (job.schedule == Schedule::Interleaved && lanes.size() > 1) {
+    // Turn order is over the lanes still to run: map lane -> slot for the turnstile.
+    Turnstile turns(int(job.lanes.size()));
+    for (int l = 0; l < int(job.lanes.size()); ++l)
+      if (std::find(lanes.begin(), lanes.end(), l) == lanes.end()) turns.leave(l);
+    std::vector<std::optional<RunResult>> out(job.lanes.size());
+    std::vector<std::string> errors(job.lanes.size());
+    std::vector<std::thread> threads;
+    for (int l : lanes)
+      threads.emplace_back([&, l] {
+        try {
+          out[size_t(l)] = run_lane(l, &turns);
+        } catch (const std::exception& e) {
+          errors[size_t(l)] = e.what();
+          turns.leave(l);
+        }
+      });
+    for (auto& th : threads) th.join();
+    for (int l : lanes)
+      if (!errors[size_t(l)].empty()) throw InputError(lane_name(l, job.lanes[size_t(l)].label), errors[size_t(l)]);
+    for (int l : lanes) {
+      runs.push_back(std::move(*out[size_t(l)]));
+      finish_run(js, runs.back(), ref_of(l));
+    }
+  } else {
+    for (int l : lanes) {
+      if (js.cancel.load()) break;
+      runs.push_back(run_lane(l, nullptr));
+      finish_run(js, runs.back(), ref_of(l));
+    }
+  }
+}
+
+}  // namespace
+
+JobResult JobRunner::run(const Job& job, JobObserver& observer) {
+  cancel_.store(false);
+  JobResult result;
+  if (job.lanes.empty()) throw InputError("lanes", "a job needs at least one lane");
+  if (job.prompts.empty()) throw InputError("prompt", "a job needs at least one prompt");
+  job.options.sampling.validate();
+  JobState js{job, observer, cancel_, result, {}, {}, {}, {}};
+
+  // Every distinct target once, in the order the lanes name them.
+  for (const auto& lane : job.lanes) {
+    int t = 0;
+    while (t < int(result.targets.size()) && !same_path(result.targets[size_t(t)].path, lane.target)) ++t;
+    if (t == int(result.targets.size())) result.targets.push_back({lane.target, {}, "", -1});
+    js.lane_target.push_back(t);
+  }
+  std::vector<std::string> paths;
+  for (const auto& t : result.targets) paths.push_back(t.path);
+  cache_.keep_only(paths);  // free models no lane uses before loading new ones
+  for (auto& t : result.targets) {
+    auto model = cache_.get(t.path, [&](const std::string& path, bool done) {
+      if (!done) observer.model_loading(path);
+    });
+    t.identity = model->identity();
+    t.description = describe_model(*model);
+    observer.model_loaded(t.path, *model);
+    js.models.push_back(std::move(model));
+  }
+  // Methods: a lane that cannot be built is named.
+  for (size_t l = 0; l < job.lanes.size(); ++l) {
+    const Lane& lane = job.lanes[l];
+    try {
+      js.methods.push_back(make_method(lane.method, *js.models[size_t(js.lane_target[l])]));
+    } catch (const InputError& e) {
+      throw InputError(lane_name(int(l), lane.label), e.what());
+    }
+    auto& target = result.targets[size_t(js.lane_target[l])];
+    if (job.references && lane.method.name == "vanilla" && target.reference_lane < 0) target.reference_lane = int(l);
+  }
+  for (size_t t = 0; t < result.targets.size(); ++t) js.reference_methods.push_back(make_method(MethodSpec{}, *js.models[t]));
+
+  js.backend = resolve_backend(job.backend);
+  result.backend = backend_name(js.backend);
+  result.device = backend_description(js.backend);
+
+  // Recording: never throws into the run; a failure is reported and the job goes on unrecorded.
+  if (job.record) {
+    try {
+      js.writer = job.record->writer.get();
+      if (!js.writer) {
+        js.own_writer = std::make_unique<sessions::SessionWriter>(job.record->db_path);
+        js.writer = js.own_writer.get();
+      }
+      js.session = job.record->session_id;
+      if (js.session == 0) {
+        sessions::SessionMeta meta;
+        meta.kind = job.record->kind;
+        meta.title = job.record->title;
+        meta.model = result.targets[0].identity;
+        meta.backend = result.backend;
+        meta.device = result.device;
+        js.session = js.writer->begin_session(meta);
+      }
+    } catch (const InputError& e) {
+      js.recording_failed(e.what());
+      js.writer = nullptr;
+    }
+  }
+  result.session_id = js.session;
+  const bool chat_turn = job.chat && job.lanes.size() == 1 && job.prompts.size() == 1;
+  if (js.writer && chat_turn) js.writer->append_message(js.session, {"user", job.prompts[0].text, 0});
+
+  for (int p = 0; p < int(job.prompts.size()) && !cancel_.load(); ++p) run_prompt(js, p);
+  result.cancelled = cancel_.load();
+
+  if (js.writer) {
+    if (chat_turn && !result.runs.empty()) {
+      const RunResult& answer = result.runs.back();
+      js.writer->append_message(js.session, {"assistant", answer.gen.text, answer.run_id});
+    }
+    js.writer->flush();
+    if (!js.writer->error().empty()) {
+      const auto stats = js.writer->stats();
+      js.recording_failed("session " + std::to_string(js.session) + " in " + js.writer->path() + " is incomplete: " +
+                          std::to_string(stats.steps_committed) + " steps recorded, " +
+                          std::to_string(stats.steps_dropped) + " lost (" + js.writer->error() + ")");
+    }
+  }
+  return result;
+}
+
+}  // namespace specscope::runs

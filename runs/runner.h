@@ -1,0 +1,86 @@
+#pragma once
+// Runs a Job: loads every distinct target once, builds each lane's method, runs each prompt's reference and
+// lanes (sequentially or interleaved), fills each run's speedup and identical-output verdict against its own
+// target's reference, records everything through the session writer, and reports each step and run to an
+// observer. The CLI and the app are thin adapters over this.
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/methods/step_record.h"
+#include "engine/model/model.h"
+#include "runs/job.h"
+#include "runs/model_cache.h"
+
+namespace specscope::runs {
+
+// Which run: a lane (lane >= 0) or a target's reference (lane == -1), for prompt `prompt`.
+struct RunKey {
+  int prompt = 0;
+  int lane = -1;
+  int target = 0;  // index into JobResult::targets
+  bool reference() const { return lane < 0; }
+};
+
+struct TargetInfo {
+  std::string path;
+  ModelIdentity identity;
+  std::string description;  // "llama · 8 layers · hidden 384 · 14.2M parameters · bf16"
+  int reference_lane = -1;  // the vanilla lane that serves as this target's reference; -1: a run of its own
+};
+
+struct RunResult {
+  RunKey key;
+  std::string label;  // the lane's label, or "vanilla" for a reference run
+  MethodSpec method;
+  RunSummary summary;  // speedup_vs_vanilla against this target's reference (NaN for the reference itself)
+  GenerateResult gen;
+  std::vector<StepRecord> steps;
+  std::optional<bool> identical;  // greedy: the same tokens as the target's reference
+  int64_t run_id = 0;             // in the session store; 0 when not recorded
+};
+
+struct JobResult {
+  std::vector<TargetInfo> targets;  // in the order the lanes first name them
+  std::vector<RunResult> runs;      // per prompt: references first, then lanes in order
+  int64_t session_id = 0;
+  std::string backend, device;      // e.g. "cpu", "CPU (Intel Xeon ...)"
+  bool cancelled = false;
+  std::string recording_error;      // empty when every step was recorded
+  // The run of (prompt, lane); lane -1 with `target` for a target's reference (the vanilla lane when it is one).
+  const RunResult* find(int prompt, int lane, int target = 0) const;
+};
+
+// Everything is called on the thread that runs the job (or, for step(), a lane's thread, never two at once).
+class JobObserver {
+ public:
+  virtual ~JobObserver() = default;
+  virtual void model_loading(const std::string& path) {}
+  virtual void model_loaded(const std::string& path, const Model& model) {}
+  virtual void run_started(const RunKey& key, const std::string& label) {}
+  // Return false to stop the job.
+  virtual bool step(const RunKey& key, const StepRecord& step, const std::string& piece) { return true; }
+  virtual void run_finished(const RunResult& run) {}
+  virtual void recording_failed(const std::string& message) {}
+};
+
+class JobRunner {
+ public:
+  explicit JobRunner(ModelCache& cache) : cache_(cache) {}
+  // Throws InputError for a bad job (a lane that cannot be built names its lane); recording failures never
+  // throw, they are reported (observer and JobResult::recording_error) and the job goes on.
+  JobResult run(const Job& job, JobObserver& observer);
+  void cancel() { cancel_.store(true); }  // thread-safe; takes effect within one step
+  bool cancelled() const { return cancel_.load(); }
+
+ private:
+  ModelCache& cache_;
+  std::atomic<bool> cancel_{false};
+};
+
+// Model description for status bars and reports ("llama · 8 layers · hidden 384 · 14.2M parameters · bf16").
+std::string describe_model(const Model& model);
+
+}  // namespace specscope::runs

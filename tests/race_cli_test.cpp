@@ -1,0 +1,135 @@
+// specscope-cli compare as a race on the shipped family, with no drafter flags: the family manifest
+// (assets/models/family.json) gives every method its drafter and Speculative Streaming its own target. Every
+// lane is identical to its own target's vanilla reference, the JSON names both targets and every lane's options,
+// `--lane` sets per-lane keys, bad lanes fail with one line naming the lane, and the recorded race replays to
+// exactly the report the live race printed.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tests/session_test_support.h"
+#include "tests/test_support.h"
+
+namespace specscope {
+namespace {
+
+using nlohmann::json;
+
+const std::string kFamily = SPECSCOPE_SOURCE_DIR "/assets/models";
+
+// The JSON document starts at the first line that opens an object (progress lines come first on stderr).
+json parse_json(const std::string& out) {
+  const size_t at = out.rfind('{', 0) == 0 ? 0 : out.find("\n{");
+  json j;
+  if (at == std::string::npos) return j;
+  std::istringstream in(out.substr(at));
+  try {
+    in >> j;
+  } catch (const json::exception&) {
+    return json();
+  }
+  return j;
+}
+
+std::string prompts_file(const std::string& name) {
+  auto dir = test::fresh_dir(name);
+  test::write_bytes(dir / "prompts.txt", "What does the word harbor mean?\nName three colours.\nHow do birds fly?\n");
+  return (dir / "prompts.txt").string();
+}
+
+TEST(RaceCli, EveryMethodOnTheShippedFamilyIsIdenticalToItsOwnTargetsVanilla) {
+  auto r = test::run_cli("compare --chat --methods sps,eagle1,eagle2,eagle3,medusa,streaming,lookahead,pld "
+                         "--prompt-file " + prompts_file("race-all") + " --max-tokens 24 --json --no-record");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  json j = parse_json(r.out);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  EXPECT_EQ(j.at("all_identical"), true);
+  // Two targets: the base, and the streaming model for the streaming lane.
+  ASSERT_EQ(j.at("targets").size(), 2u);
+  EXPECT_NE(j["targets"][0].at("path").get<std::string>().find("assets/models/base"), std::string::npos);
+  EXPECT_NE(j["targets"][1].at("path").get<std::string>().find("assets/models/streaming"), std::string::npos);
+  for (auto& t : j["targets"]) EXPECT_EQ(t.at("config_sha256").get<std::string>().size(), 64u);
+  const json& agg = j.at("aggregate");
+  // A reference per target first, then the lanes as given.
+  std::vector<std::string> lanes;
+  for (auto& a : agg) lanes.push_back(a.at("lane").get<std::string>());
+  EXPECT_EQ(lanes, (std::vector<std::string>{"vanilla", "vanilla", "sps", "eagle1", "eagle2", "eagle3", "medusa",
+                                             "streaming", "lookahead", "pld"}));
+  for (auto& a : agg) {
+    SCOPED_TRACE(a.at("lane").get<std::string>());
+    EXPECT_EQ(a.at("prompts"), 3);
+    EXPECT_EQ(a.at("identical_to_vanilla"), 3);
+    EXPECT_GT(a.at("speedup_vs_vanilla").get<double>(), 0.0);
+    const bool streaming = a.at("method") == "streaming" || (a.at("reference") == true && &a == &agg[1]);
+    EXPECT_EQ(a.at("target").at("path"), j["targets"][streaming ? 1 : 0].at("path"));
+  }
+  // Drafters came from the manifest.
+  EXPECT_NE(agg[4].at("head").get<std::string>().find("assets/models/eagle1"), std::string::npos);
+  EXPECT_NE(agg[5].at("head").get<std::string>().find("assets/models/eagle3"), std::string::npos);
+  EXPECT_NE(agg[2].at("draft").get<std::string>().find("assets/models/draft"), std::string::npos);
+  // Every speculative lane drafted something: tau above one.
+  for (size_t i = 2; i < agg.size(); ++i) EXPECT_GT(agg[i].at("tau").get<double>(), 1.0) << agg[i].at("lane");
+}
+
+TEST(RaceCli, LanesCarryTheirOwnOptionsAndMethodsAllUsesTheManifest) {
+  auto r = test::run_cli("compare --chat --methods all --lane 'eagle2:total-tokens=12,depth=3' "
+                         "--prompt 'Name three colours.' --max-tokens 16 --json --no-record");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  json j = parse_json(r.out);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  std::vector<std::string> lanes;
+  for (auto& a : j.at("aggregate")) lanes.push_back(a.at("lane").get<std::string>());
+  // all = every method the manifest serves (vanilla is the reference lane), then the --lane.
+  EXPECT_EQ(lanes, (std::vector<std::string>{"vanilla", "vanilla", "sps", "eagle1", "eagle2", "eagle3", "medusa",
+                                             "streaming", "lookahead", "pld", "eagle2 depth=3 total-tokens=12"}));
+  const json& last = j["aggregate"].back();
+  EXPECT_EQ(last.at("options"), json({{"depth", "3"}, {"total-tokens", "12"}}));
+  EXPECT_EQ(last.at("identical_to_vanilla"), 1);
+}
+
+TEST(RaceCli, BadLanesFailWithOneLineNamingTheLane) {
+  const std::string tiny = test::fixture("models/tinyvocab_target");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--lane 'eagle2:bogus=1'", "lane 1 (eagle2:bogus=1): unknown key 'bogus'"},
+      {"--model " + tiny + " --lane 'eagle2:head=" + kFamily + "/eagle1'", "lane 1 (eagle2)"},
+      {"--methods pld --lane 'streaming:model=" + kFamily + "/base'", "lane 2 (streaming)"},
+      {"--methods pld,nosuch", "lane 2 (nosuch): unknown method"},
+  };
+  for (const auto& [args, want] : cases) {
+    SCOPED_TRACE(args);
+    auto r = test::run_cli("compare " + args + " --prompt hi --max-tokens 4 --no-record");
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_NE(r.out.find(want), std::string::npos) << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;  // one line
+  }
+}
+
+// The report without the progress and "[session N recorded]" lines (stderr, merged by run_cli).
+std::string report_only(const std::string& out) {
+  std::istringstream in(out);
+  std::string line, kept;
+  while (std::getline(in, line))
+    if (line.rfind("[compare]", 0) != 0 && line.rfind("[session", 0) != 0) kept += line + "\n";
+  return kept;
+}
+
+TEST(RaceCli, ARecordedRaceReplaysExactlyWhatTheLiveRacePrinted) {
+  auto dir = test::fresh_dir("race-replay");
+  const std::string db = " --session-db " + (dir / "s.db").string();
+  const std::string args = "compare --chat --methods eagle2,medusa,streaming --prompt-file " + prompts_file("race-rp") +
+                           " --max-tokens 16";
+  for (const std::string mode : {"", " --json"}) {
+    SCOPED_TRACE(mode);
+    auto live = test::run_cli(args + mode + db);
+    ASSERT_EQ(live.exit_code, 0) << live.out;
+    const std::string id = mode.empty() ? "1" : "2";
+    auto replay = test::run_cli("sessions replay " + id + mode + db);
+    ASSERT_EQ(replay.exit_code, 0) << replay.out;
+    EXPECT_FALSE(report_only(live.out).empty());
+    EXPECT_EQ(report_only(replay.out), report_only(live.out));
+  }
+}
+
+}  // namespace
+}  // namespace specscope

@@ -1,0 +1,337 @@
+// The run library (runs/) and what it stands on: the method registry, the family manifest, lane parsing and
+// resolution, and the JobRunner's reference runs, speedups, verdicts and recording — including the three ways
+// the app and the CLI used to disagree (backend/device recorded, speedup against lane 1, statistics computed
+// in three places), each pinned here against the one copy left.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "engine/methods/factory.h"
+#include "engine/methods/method_registry.h"
+#include "engine/model/backend.h"
+#include "engine/model/family_manifest.h"
+#include "engine/model/model.h"
+#include "engine/util/error.h"
+#include "runs/lane_resolver.h"
+#include "runs/run_statistics.h"
+#include "runs/runner.h"
+#include "runs/trace_store.h"
+#include "sessions/reader.h"
+#include "tests/session_test_support.h"
+#include "tests/test_support.h"
+
+namespace specscope {
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kTarget = test::fixture("models/llama_bytelevel_f32");
+const std::string kDraft = test::fixture("models/llama_bytelevel_bf16");
+
+template <typename F>
+std::string input_error(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// ---- the method registry -------------------------------------------------------------------------------------
+
+TEST(MethodRegistry, EveryMethodAndEveryOptionIsAcceptedByTheFactory) {
+  // The registry is the only list of options: the factory must take each with its published default, and
+  // refuse anything else. Vanilla, pld and lookahead build on any target; the others are checked by name.
+  auto target = Model::load(kTarget);
+  for (const auto& info : method_registry()) {
+    SCOPED_TRACE(info.name);
+    EXPECT_FALSE(info.title.empty());
+    for (const auto& o : info.options) EXPECT_FALSE(o.help.empty()) << o.key;
+    if (info.needs != MethodNeed::Nothing && info.needs != MethodNeed::DraftModel) continue;
+    MethodSpec spec;
+    spec.name = info.name;
+    spec.draft_path = kDraft;
+    for (const auto& o : info.options)
+      if (!o.default_value.empty() && o.kind != OptionKind::File) spec.options[o.key] = o.default_value;
+    EXPECT_NO_THROW(make_method(spec, *target));
+    spec.options["no-such-option"] = "1";
+    const std::string err = input_error([&] { make_method(spec, *target); });
+    EXPECT_NE(err.find("no-such-option"), std::string::npos);
+    EXPECT_NE(err.find("is not an option of " + info.name), std::string::npos) << err;
+  }
+}
+
+TEST(MethodRegistry, AnotherMethodsOptionIsRefused) {
+  auto target = Model::load(kTarget);
+  MethodSpec spec;
+  spec.name = "pld";
+  spec.options["gamma"] = "3";  // sps's
+  EXPECT_NE(input_error([&] { make_method(spec, *target); }).find("it takes max-ngram, min-ngram, num-draft"),
+            std::string::npos);
+  EXPECT_NE(input_error([&] { method_info("nosuch"); }).find("available: vanilla, sps"), std::string::npos);
+}
+
+// ---- the family manifest -------------------------------------------------------------------------------------
+
+fs::path family_dir(const std::string& name, const std::string& manifest) {
+  auto dir = test::fresh_dir(name);
+  fs::create_directories(dir / "base");
+  fs::create_directories(dir / "heads");
+  test::write_bytes(dir / "family.json", manifest);
+  return dir;
+}
+
+TEST(FamilyManifest, ShippedFamilyServesEveryMethod) {
+  auto m = FamilyManifest::find_for(SPECSCOPE_SOURCE_DIR "/assets/models/base");
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->servable_methods(), known_methods());
+  EXPECT_TRUE(same_path(m->entry("eagle2")->head, SPECSCOPE_SOURCE_DIR "/assets/models/eagle1"));
+  EXPECT_TRUE(same_path(m->entry("eagle3")->head, SPECSCOPE_SOURCE_DIR "/assets/models/eagle3"));
+  EXPECT_TRUE(same_path(m->entry("streaming")->model, SPECSCOPE_SOURCE_DIR "/assets/models/streaming"));
+  EXPECT_TRUE(same_path(m->entry("sps")->draft, SPECSCOPE_SOURCE_DIR "/assets/models/draft"));
+  // It serves base only: the streaming model next to it has no manifest of its own.
+  EXPECT_FALSE(FamilyManifest::find_for(SPECSCOPE_SOURCE_DIR "/assets/models/streaming").has_value());
+}
+
+TEST(FamilyManifest, BadManifestsNameTheFileAndTheProblem) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{", "not valid JSON"},
+      {R"({"target": "base"})", "specscope_family"},
+      {R"({"specscope_family": 1})", "needs \"target\""},
+      {R"({"specscope_family": 1, "target": "base", "methods": {"eagle9": {}}})", "unknown method 'eagle9'"},
+      {R"({"specscope_family": 1, "target": "base", "methods": {"sps": {"head": "heads"}}})", "needs a draft model"},
+      {R"({"specscope_family": 1, "target": "base", "methods": {"eagle2": {"hed": "heads"}}})", "unknown key"},
+      {R"({"specscope_family": 1, "target": "base", "methods": {"eagle2": {"options": {"gamma": 3}}}})",
+       "'gamma' is not an option of eagle2"},
+  };
+  int i = 0;
+  for (const auto& [text, want] : cases) {
+    SCOPED_TRACE(text);
+    auto dir = family_dir("family-bad-" + std::to_string(i++), text);
+    const std::string err = input_error([&] { FamilyManifest::find_for((dir / "base").string()); });
+    EXPECT_NE(err.find((dir / "family.json").string()), std::string::npos) << err;
+    EXPECT_NE(err.find(want), std::string::npos) << err;
+  }
+}
+
+TEST(FamilyManifest, AppliesOnlyToItsTargetAndResolvesRelativePaths) {
+  auto dir = family_dir("family-ok", R"({"specscope_family": 1, "target": "base",
+      "methods": {"eagle2": {"head": "heads", "options": {"total-tokens": 30}}}})");
+  auto m = FamilyManifest::find_for((dir / "base").string());
+  ASSERT_TRUE(m.has_value());
+  EXPECT_TRUE(same_path(m->entry("eagle2")->head, (dir / "heads").string()));
+  EXPECT_EQ(m->entry("eagle2")->options.at("total-tokens"), "30");
+  fs::create_directories(dir / "other");
+  EXPECT_FALSE(FamilyManifest::find_for((dir / "other").string()).has_value());
+}
+
+// ---- lanes ---------------------------------------------------------------------------------------------------
+
+TEST(Lanes, ParseKeepsCommasInsideValues) {
+  auto r = runs::parse_lane("sps:gamma=3,branching=2,2,1,draft=/x/y");
+  EXPECT_EQ(r.method, "sps");
+  EXPECT_EQ(r.keys.at("gamma"), "3");
+  EXPECT_EQ(r.keys.at("branching"), "2,2,1");
+  EXPECT_EQ(r.keys.at("draft"), "/x/y");
+  EXPECT_NE(input_error([] { runs::parse_lane(":gamma=3"); }).find("METHOD"), std::string::npos);
+  EXPECT_NE(input_error([] { runs::parse_lane("sps:2,gamma=3"); }).find("not key=value"), std::string::npos);
+  EXPECT_NE(input_error([] { runs::parse_lane("sps:gamma=3,gamma=4"); }).find("twice"), std::string::npos);
+}
+
+TEST(Lanes, LaneKeysBeatFlagsWhichBeatTheManifest) {
+  auto dir = family_dir("family-precedence", R"({"specscope_family": 1, "target": "base",
+      "methods": {"eagle2": {"head": "heads", "options": {"depth": 3, "total-tokens": 30}},
+                  "sps": {"draft": "heads"}}})");
+  runs::LaneDefaults d;
+  d.target = (dir / "base").string();
+  d.options = {{"total-tokens", "40"}};
+  auto lanes = runs::resolve_lanes({runs::parse_lane("eagle2"), runs::parse_lane("eagle2:total-tokens=50,head=/h"),
+                                    runs::parse_lane("sps")},
+                                   d);
+  ASSERT_EQ(lanes.size(), 3u);
+  EXPECT_TRUE(same_path(lanes[0].method.head_path, (dir / "heads").string()));
+  EXPECT_EQ(lanes[0].method.options.at("depth"), "3");          // the manifest's
+  EXPECT_EQ(lanes[0].method.options.at("total-tokens"), "40");  // the flag beats the manifest
+  EXPECT_EQ(lanes[1].method.options.at("total-tokens"), "50");  // the lane beats the flag
+  EXPECT_EQ(lanes[1].method.head_path, "/h");
+  EXPECT_EQ(lanes[0].label, "eagle2");  // two eagle2 lanes: the second is told apart by its keys
+  EXPECT_EQ(lanes[1].label, "eagle2 head=/h total-tokens=50");
+  EXPECT_FALSE(lanes[2].method.options.count("total-tokens"));  // sps does not take it
+  EXPECT_TRUE(same_path(lanes[2].target, d.target));
+}
+
+TEST(Lanes, BadLanesNameTheLane) {
+  runs::LaneDefaults d;
+  d.target = kTarget;
+  auto err = [&](const std::string& lane) {
+    return input_error([&] { runs::resolve_lanes({runs::parse_lane("pld"), runs::parse_lane(lane)}, d); });
+  };
+  EXPECT_NE(err("eagle2:bogus=1").find("lane 2 (eagle2:bogus=1): unknown key 'bogus'"), std::string::npos);
+  EXPECT_NE(err("eagle2").find("lane 2 (eagle2): needs an EAGLE-1/2 head"), std::string::npos);
+  EXPECT_NE(err("sps:head=/x").find("lane 2 (sps:head=/x): key 'head' does not apply"), std::string::npos);
+  EXPECT_NE(err("nosuch").find("lane 2 (nosuch): unknown method"), std::string::npos);
+  d.options = {{"gamma", "3"}};
+  EXPECT_NE(err("lookahead").find("--gamma: is not an option of any method in this run (pld, lookahead)"),
+            std::string::npos);
+}
+
+// ---- the trace store -----------------------------------------------------------------------------------------
+
+TEST(TraceStore, StepAtTokenFollowsCommittedTokens) {
+  runs::TraceStore store;
+  store.reset({runs::RunTrace{"sps"}});
+  auto step = [](int n) {
+    StepRecord r;
+    r.committed.assign(size_t(n), 7);
+    return r;
+  };
+  for (int n : {1, 3, 0, 2}) store.append(0, step(n), "");
+  // Tokens: step 0 -> 0; step 1 -> 1..3; step 2 commits nothing; step 3 -> 4..5.
+  const std::vector<int> want = {0, 1, 1, 1, 3, 3};
+  for (int t = 0; t < 6; ++t) EXPECT_EQ(store.step_at_token(0, t), want[size_t(t)]) << t;
+  EXPECT_EQ(store.step_at_token(0, 6), -1);
+  EXPECT_EQ(store.step_at_token(1, 0), -1);
+  EXPECT_EQ(store.lane(0).tokens(), 6);
+}
+
+// ---- the runner ----------------------------------------------------------------------------------------------
+
+struct Recorded : runs::JobObserver {
+  std::vector<runs::RunResult> finished;
+  int steps = 0;
+  bool step(const runs::RunKey&, const StepRecord&, const std::string&) override {
+    ++steps;
+    return true;
+  }
+  void run_finished(const runs::RunResult& r) override { finished.push_back(r); }
+};
+
+runs::Job job_with(const std::vector<std::string>& lane_texts, runs::Schedule schedule) {
+  runs::LaneDefaults d;
+  d.target = kTarget;
+  d.draft = kDraft;
+  std::vector<runs::LaneRequest> reqs;
+  for (auto& t : lane_texts) reqs.push_back(runs::parse_lane(t));
+  runs::Job job;
+  job.lanes = runs::resolve_lanes(reqs, d);
+  job.prompts = {{"Once upon a time", {}}, {"The sea is", {}}};
+  job.options.max_tokens = 16;
+  job.schedule = schedule;
+  return job;
+}
+
+// Disagreement 2: the app measured speedup against lane 1 whatever its method. Every lane's speedup is now
+// against its target's vanilla reference, run once per prompt even when vanilla is not a lane.
+TEST(JobRunner, SpeedupIsAgainstTheTargetsVanillaReferenceNotLaneOne) {
+  for (auto schedule : {runs::Schedule::Sequential, runs::Schedule::Interleaved}) {
+    SCOPED_TRACE(schedule == runs::Schedule::Sequential ? "sequential" : "interleaved");
+    runs::ModelCache cache;
+    runs::JobRunner runner(cache);
+    Recorded obs;
+    auto result = runner.run(job_with({"pld", "sps:gamma=3"}, schedule), obs);
+    ASSERT_EQ(result.targets.size(), 1u);
+    EXPECT_EQ(result.targets[0].reference_lane, -1);  // no vanilla lane: a reference run of its own
+    ASSERT_EQ(result.runs.size(), 6u);                // 2 prompts x (reference + 2 lanes)
+    for (int p = 0; p < 2; ++p) {
+      const runs::RunResult* ref = result.find(p, -1, 0);
+      ASSERT_NE(ref, nullptr);
+      EXPECT_EQ(ref->method.name, "vanilla");
+      for (int l = 0; l < 2; ++l) {
+        const runs::RunResult* run = result.find(p, l);
+        ASSERT_NE(run, nullptr);
+        EXPECT_DOUBLE_EQ(run->summary.speedup_vs_vanilla,
+                         run->summary.tokens_per_second / ref->summary.tokens_per_second);
+        ASSERT_TRUE(run->identical.has_value());
+        EXPECT_TRUE(*run->identical);
+        EXPECT_EQ(run->gen.tokens, ref->gen.tokens);
+      }
+      // Lane 1 is pld, not the reference: its speedup is not 1 by construction.
+      EXPECT_NE(result.find(p, 0)->summary.speedup_vs_vanilla, 1.0);
+    }
+    EXPECT_EQ(obs.finished.size(), result.runs.size());
+  }
+}
+
+TEST(JobRunner, AVanillaLaneIsItsTargetsReferenceAndRunsOnce) {
+  runs::ModelCache cache;
+  runs::JobRunner runner(cache);
+  Recorded obs;
+  auto result = runner.run(job_with({"pld", "vanilla"}, runs::Schedule::Sequential), obs);
+  EXPECT_EQ(result.targets[0].reference_lane, 1);
+  ASSERT_EQ(result.runs.size(), 4u);  // no extra reference run
+  EXPECT_EQ(result.runs[0].key.lane, 1);  // the reference runs first
+  EXPECT_DOUBLE_EQ(result.runs[0].summary.speedup_vs_vanilla, 1.0);
+  EXPECT_EQ(result.find(0, -1, 0), result.find(0, 1));
+}
+
+// Disagreement 3: statistics computed in three places. Interleaved lanes report the tokens/s of their own
+// steps' compute, the one formula the live lane figures also use.
+TEST(JobRunner, InterleavedLaneThroughputIsItsOwnStepsCompute) {
+  runs::ModelCache cache;
+  runs::JobRunner runner(cache);
+  Recorded obs;
+  auto result = runner.run(job_with({"pld", "sps:gamma=3"}, runs::Schedule::Interleaved), obs);
+  for (const auto& r : result.runs) {
+    if (r.key.reference()) continue;
+    EXPECT_DOUBLE_EQ(r.summary.tokens_per_second, runs::compute_tokens_per_second(r.steps));
+    const RunSummary s = summarize(r.method.name, r.steps);
+    EXPECT_DOUBLE_EQ(r.summary.tau, s.tau);
+    EXPECT_EQ(runs::compute_statistics(r.steps).acceptance_by_depth, s.acceptance_by_depth);
+  }
+}
+
+// Disagreement 1: the app recorded backend "cpu" whatever ran, and the device in another form than the CLI.
+// The runner records both, from the backend it resolved, for every caller.
+TEST(JobRunner, RecordsEachLanesTargetAndTheResolvedBackendAndDevice) {
+  auto dir = test::fresh_dir("runs-record");
+  runs::ModelCache cache;
+  runs::JobRunner runner(cache);
+  Recorded obs;
+  auto job = job_with({"sps:gamma=2", "vanilla:model=" + kDraft}, runs::Schedule::Sequential);
+  job.record = runs::RecordTo{(dir / "s.db").string(), "compare", "race", 0, nullptr};
+  auto result = runner.run(job, obs);
+  ASSERT_TRUE(result.recording_error.empty()) << result.recording_error;
+  ASSERT_EQ(result.targets.size(), 2u);
+  sessions::SessionReader reader((dir / "s.db").string());
+  auto s = reader.session(result.session_id);
+  EXPECT_EQ(s.meta.backend, backend_name(resolve_backend(Backend::Auto)));
+  EXPECT_EQ(s.meta.device, backend_description(resolve_backend(Backend::Auto)));
+  EXPECT_EQ(s.meta.backend, result.backend);
+  EXPECT_EQ(s.meta.device, result.device);
+  ASSERT_EQ(s.runs.size(), result.runs.size());
+  for (size_t i = 0; i < s.runs.size(); ++i) {
+    const auto& row = s.runs[i];
+    const auto& run = result.runs[i];
+    ASSERT_TRUE(row.meta.lane.has_value());
+    EXPECT_EQ(*row.meta.lane, run.key.lane);
+    EXPECT_EQ(row.meta.label, run.label);
+    EXPECT_EQ(row.meta.target.path, result.targets[size_t(run.key.target)].identity.path);
+    EXPECT_EQ(row.meta.target.config_sha256, result.targets[size_t(run.key.target)].identity.config_sha256);
+    EXPECT_EQ(row.outcome->identical_to_reference, run.identical);
+  }
+}
+
+TEST(JobRunner, ALaneThatCannotBeBuiltIsNamed) {
+  runs::ModelCache cache;
+  runs::JobRunner runner(cache);
+  Recorded obs;
+  runs::Job job = job_with({"pld"}, runs::Schedule::Sequential);
+  job.lanes.push_back({"streaming", MethodSpec{"streaming", "", "", {}}, kTarget});
+  const std::string err = input_error([&] { runner.run(job, obs); });
+  EXPECT_NE(err.find("lane 2 (streaming)"), std::string::npos) << err;
+  EXPECT_NE(err.find("streaming_config.json"), std::string::npos) << err;
+}
+
+TEST(ModelCache, LoadsEachTargetOnce) {
+  runs::ModelCache cache;
+  auto a = cache.get(kTarget);
+  auto b = cache.get(kTarget + "/../llama_bytelevel_f32");
+  EXPECT_EQ(a.get(), b.get());
+  EXPECT_EQ(cache.size(), 1u);
+  cache.keep_only({kDraft});
+  EXPECT_EQ(cache.size(), 0u);
+}
+
+}  // namespace
+}  // namespace specscope
