@@ -30,7 +30,14 @@ nlohmann::json run_json(const RunRow& r) {
                       {"status", r.status},
                       {"started_at", r.started_at},
                       {"finished_at", r.finished_at},
-                      {"step_count", r.step_count}};
+                      {"step_count", r.step_count},
+                      {"label", r.meta.label},
+                      {"target",
+                       {{"path", r.meta.target.path},
+                        {"architecture", r.meta.target.architecture},
+                        {"config_sha256", r.meta.target.config_sha256},
+                        {"weights_index_sha256", r.meta.target.weights_index_sha256}}}};
+  if (r.meta.lane) j["lane"] = *r.meta.lane;  // absent in runs recorded before races (schema < 3)
   if (r.outcome) {
     j["output_text"] = r.outcome->output_text;
     j["summary"] = nlohmann::json::parse(r.outcome->summary_json);
