@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "engine/model/backend.h"
 #include "sessions/reader.h"
 #include "tests/session_test_support.h"
 #include "tests/test_support.h"
@@ -86,6 +87,19 @@ TEST(SessionsCli, JsonReplayIsByteIdenticalAndSampledRunsToo) {
   EXPECT_FLOAT_EQ(run.meta.sampling.temperature, 0.8f);
   EXPECT_EQ(run.meta.sampling.seed, 3u);
   EXPECT_EQ(run.meta.method.options.at("gamma"), "3");
+}
+
+// The CLI and the app used to record the device differently (the CPU's name here, "CPU (name)" there) and the
+// app always recorded backend "cpu": both now come from the run library, from the backend it resolved.
+TEST(SessionsCli, RecordsTheResolvedBackendAndDeviceAsTheAppDoes) {
+  auto dir = test::fresh_dir("cli-device");
+  const std::string db = " --session-db " + (dir / "s.db").string();
+  auto live = cli("run " + kModel + " --prompt 'The sea' --max-tokens 4" + db, dir);
+  ASSERT_EQ(live.code, 0) << live.err;
+  sessions::SessionReader r((dir / "s.db").string());
+  const auto meta = r.session(1).meta;
+  EXPECT_EQ(meta.backend, backend_name(resolve_backend(Backend::Auto)));
+  EXPECT_EQ(meta.device, backend_description(resolve_backend(Backend::Auto)));
 }
 
 TEST(SessionsCli, CompareReplaysTheSameReport) {
