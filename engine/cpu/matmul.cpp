@@ -2,7 +2,7 @@
 //
 // Plan of one call, Y[n, m] = X[n, k] W[m, k]^T:
 //  * n < blas_min_tokens(dtype): the m output columns (weight rows) are split into one contiguous range per
-//    OpenMP thread (in units of 4 rows); each thread streams its weight rows from memory exactly once for
+//    member of the engine's thread team (thread_pool.h, in units of 4 rows); each thread streams its weight rows from memory exactly once for
 //    all n tokens with register tiles (matmul_avx512.cpp / matmul_avx2.cpp, or rows_scalar below). With
 //    several token tiles, a panel of rows is widened to f32 once into a thread-private scratch buffer and
 //    reused from cache by every tile.
@@ -12,7 +12,6 @@
 #include "engine/cpu/matmul_quant.h"
 
 #include <cblas.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <atomic>
@@ -26,6 +25,7 @@
 #include <vector>
 
 #include "engine/cpu/matmul_kernels.h"
+#include "engine/cpu/thread_pool.h"
 #include "engine/util/error.h"
 
 namespace specscope::cpu {
@@ -181,20 +181,8 @@ int default_blas_min_tokens(DType t, Isa isa) {
   return t == DType::F32 ? 128 : 256;
 }
 std::atomic<int> g_blas_override{0};  // 0: the defaults above
-std::atomic<int> g_max_threads{0};     // 0: omp_get_max_threads()
-
 // Below this many multiply-adds a call runs on the calling thread only (a fork/join costs ~1-3 us).
 constexpr size_t kMinParallelMacs = size_t(1) << 17;
-
-// Fork/join back-off (see detail::run_team()).
-std::atomic<int64_t> g_backoff_until{0};  // steady_clock ticks
-std::atomic<int> g_slow_joins{0};
-std::atomic<int64_t> g_stats_parallel{0}, g_stats_backed_off{0}, g_stats_backoffs{0};
-std::atomic<bool> g_backoff_on{[] {
-  const char* e = std::getenv("SPECSCOPE_MATMUL_BACKOFF");
-  return !(e && std::string(e) == "0");
-}()};
-bool backoff_enabled() { return g_backoff_on.load(std::memory_order_relaxed); }
 
 struct AlignedFree {
   void operator()(float* p) const { std::free(p); }
@@ -234,28 +222,45 @@ void fill_bias_or_zero(const LinearArgs& a) {
   }
 }
 
+// OpenBLAS runs single-threaded inside each member of the engine's team (thread_pool.h): its own pthreads pool
+// would spin for a long while after every call, on the cores the next decoding steps need.
+void use_one_blas_thread() {
+  static const bool once = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)once;
+}
+
 void linear_blas(const LinearArgs& a, const Dispatch& d) {
+  use_one_blas_thread();
   const int n = a.n, m = a.m, k = a.k;
   float beta = 0.f;
   if (a.bias) {
     fill_bias_or_zero(a);
     beta = 1.f;
   }
-  if (a.wtype == DType::F32) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, m, k, 1.f, a.X, k, static_cast<const float*>(a.W), k,
-                beta, a.Y, m);
-    return;
-  }
-  // Widen about 2 MB of weights at a time (at least 64 rows) and multiply that panel.
-  const int P = std::clamp(int((size_t(2) << 20) / (size_t(std::max(k, 1)) * 4)), 64, std::max(m, 64));
-  float* panel = thread_scratch(size_t(std::min(P, m)) * k);
   const char* W = static_cast<const char*>(a.W);
   const size_t esz = dtype_size(a.wtype);
-  for (int p0 = 0; p0 < m; p0 += P) {
-    const int pr = std::min(P, m - p0);
-    d.convert(a.wtype, W + size_t(p0) * k * esz, panel, size_t(pr) * k);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, pr, k, 1.f, a.X, k, panel, k, beta, a.Y + p0, m);
-  }
+  // Each member takes a contiguous range of weight rows (output columns), in units of 64 rows.
+  const int units = (m + 63) / 64;
+  run_team(units, size_t(m) * size_t(k) * size_t(n), kMinParallelMacs, [&](int tid, int nt) {
+    const int r0 = std::min(m, int(int64_t(units) * tid / nt) * 64), r1 = std::min(m, int(int64_t(units) * (tid + 1) / nt) * 64);
+    if (r0 >= r1) return;
+    if (a.wtype == DType::F32) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, r1 - r0, k, 1.f, a.X, k,
+                  static_cast<const float*>(a.W) + size_t(r0) * k, k, beta, a.Y + r0, m);
+      return;
+    }
+    // Widen about 2 MB of weights at a time (at least 64 rows) and multiply that panel.
+    const int P = std::clamp(int((size_t(2) << 20) / (size_t(std::max(k, 1)) * 4)), 64, std::max(r1 - r0, 64));
+    float* panel = thread_scratch(size_t(std::min(P, r1 - r0)) * k);
+    for (int p0 = r0; p0 < r1; p0 += P) {
+      const int pr = std::min(P, r1 - p0);
+      d.convert(a.wtype, W + size_t(p0) * k * esz, panel, size_t(pr) * k);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, pr, k, 1.f, a.X, k, panel, k, beta, a.Y + p0, m);
+    }
+  });
 }
 
 }  // namespace
@@ -280,7 +285,7 @@ void linear(const float* X, int n, const TensorView& W, const float* bias, float
   const size_t macs = size_t(m) * size_t(k) * size_t(n);
   const int units = (m + 3) / 4;  // row blocks of 4
   // One contiguous range of rows per thread (each streams its part of W front to back).
-  detail::run_team(units, macs, kMinParallelMacs, [&](int tid, int nt) {
+  run_team(units, macs, kMinParallelMacs, [&](int tid, int nt) {
     const int u0 = int(int64_t(units) * tid / nt), u1 = int(int64_t(units) * (tid + 1) / nt);
     const int r0 = std::min(m, u0 * 4), r1 = std::min(m, u1 * 4);
     if (r0 < r1) d.rows(a, r0, r1, thread_scratch(sfloats));
@@ -354,66 +359,7 @@ namespace detail {
 
 RowsFn active_rows() { return dispatch().rows; }
 
-// Every call is a fork/join. When the cores are busy with other processes, the join waits for a preempted
-// thread to be scheduled again: measured here, ~8 ms per call (a 1 ms step took 336 ms with 2 threads under a
-// load of 3 on 2 cores, while 1 thread took ~3 ms). So the caller's thread times its waits at the fork and the
-// join, and after two calls in a row that waited over 1 ms and longer than its own share of the work took,
-// every linear layer runs single-threaded for the next 250 ms, then tries threads again.
-// SPECSCOPE_MATMUL_BACKOFF=0 disables this.
-void run_team(int units, size_t macs, size_t min_parallel_macs, const std::function<void(int, int)>& body) {
-  const int cap = g_max_threads.load(std::memory_order_relaxed);
-  const int max_threads = omp_in_parallel() ? 1 : cap > 0 ? cap : omp_get_max_threads();
-  const int nthreads = int(std::min<size_t>({size_t(max_threads), size_t(std::max(units, 1)),
-                                             macs / std::max<size_t>(min_parallel_macs, 1) + 1}));
-  if (nthreads <= 1) {
-    body(0, 1);
-    return;
-  }
-  using Clock = std::chrono::steady_clock;
-  const int64_t now = Clock::now().time_since_epoch().count();
-  if (backoff_enabled() && now < g_backoff_until.load(std::memory_order_relaxed)) {
-    g_stats_backed_off.fetch_add(1, std::memory_order_relaxed);
-    body(0, 1);
-    return;
-  }
-  g_stats_parallel.fetch_add(1, std::memory_order_relaxed);
-  int64_t master_start = 0, master_done = 0;
-#pragma omp parallel num_threads(nthreads)
-  {
-    const int nt = omp_get_num_threads(), tid = omp_get_thread_num();
-    if (tid == 0) master_start = Clock::now().time_since_epoch().count();
-    body(tid, nt);
-    if (tid == 0) master_done = Clock::now().time_since_epoch().count();
-  }
-  if (!backoff_enabled()) return;
-  const int64_t end = Clock::now().time_since_epoch().count();
-  // Waiting happens at the fork (the previous team's threads must be back) and at the join.
-  const int64_t waited = (master_start - now) + (end - master_done), worked = master_done - master_start;
-  const int64_t ms = std::chrono::duration_cast<Clock::duration>(std::chrono::milliseconds(1)).count();
-  if (waited > ms && waited > worked) {
-    if (g_slow_joins.fetch_add(1, std::memory_order_relaxed) + 1 >= 2) {
-      g_backoff_until.store(end + 250 * ms, std::memory_order_relaxed);
-      g_stats_backoffs.fetch_add(1, std::memory_order_relaxed);
-      g_slow_joins.store(0, std::memory_order_relaxed);
-    }
-  } else {
-    g_slow_joins.store(0, std::memory_order_relaxed);
-  }
-}
-
 }  // namespace detail
-
-ThreadingStats threading_stats() {
-  return {g_stats_parallel.load(), g_stats_backed_off.load(), g_stats_backoffs.load()};
-}
-
-bool set_backoff(bool on) {
-  g_backoff_until.store(0);
-  g_slow_joins.store(0);
-  return g_backoff_on.exchange(on);
-}
-
-int set_num_threads(int n) { return g_max_threads.exchange(std::max(n, 0)); }
 
 const char* blas_core() {
   const char* c = openblas_get_corename();

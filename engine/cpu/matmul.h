@@ -21,13 +21,14 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "engine/cpu/thread_pool.h"
 #include "engine/util/tensor.h"
 
 namespace specscope::cpu {
 
 // Y[n, m] = X[n, k] * W^T (+ bias, when not null). W: rank 2 {m, k}, dtype F32, F16 or BF16, or one of the
 // block-quantized GGUF types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K: computed by linear_quant, see
-// matmul_quant.h); anything else throws InputError. Any n >= 1 (n <= 0: no-op). Threads with OpenMP over output rows.
+// matmul_quant.h); anything else throws InputError. Any n >= 1 (n <= 0: no-op). Threads over output rows (thread_pool.h).
 void linear(const float* X, int n, const TensorView& W, const float* bias, float* Y);
 
 // The same product with plain loops and double accumulation (each output rounded once to f32). Slow; the
@@ -56,19 +57,7 @@ int blas_min_tokens(DType t = DType::F32);
 // Overrides that threshold for every type (1: always OpenBLAS; INT32_MAX: never); 0 restores the defaults.
 // Returns the previous override (0 when the defaults were in effect).
 int set_blas_min_tokens(int n);
-// Sets the number of OpenMP threads of the tiled path (results do not depend on it: each output is summed
-// in the same order whichever thread computes it); 0: omp_get_max_threads(). More than the free cores only
-// oversubscribes them. Returns the previous setting.
-int set_num_threads(int n);
-// Counters since start: calls that ran on several threads, calls kept on one thread by the fork/join
-// back-off (cores busy with other processes, see detail::run_team() in matmul.cpp; SPECSCOPE_MATMUL_BACKOFF=0
-// disables it), and how many times the back-off started.
-struct ThreadingStats {
-  int64_t parallel_calls = 0, backed_off_calls = 0, backoffs = 0;
-};
-ThreadingStats threading_stats();
-// Turns the fork/join back-off on or off (and clears its state); returns the previous setting.
-bool set_backoff(bool on);
+// The thread team, its cap (set_num_threads), counters and fork/join back-off: engine/cpu/thread_pool.h.
 // The kernel set OpenBLAS picked ("SkylakeX", "Haswell", "Prescott", ...).
 const char* blas_core();
 

@@ -59,14 +59,6 @@ struct RowPrefetch {
 // The f32/f16/bf16 row kernel linear() uses now (the instruction set picked at run time, or set_isa()'s).
 RowsFn active_rows();
 
-// Runs body(tid, nthreads) on a team of threads sized for the call, each thread taking its own share of
-// `units` work units (body splits them; at most one thread per unit): one thread below min_parallel_macs
-// multiply-adds, inside an OpenMP region, or while the fork/join back-off is in force (see matmul.cpp: after
-// joins that waited on preempted threads, calls run single-threaded for 250 ms). The thread cap is
-// set_num_threads()'s. Results must not depend on the thread count; every linear layer, f32, f16, bf16 or
-// block-quantized, forks through here.
-void run_team(int units, size_t macs, size_t min_parallel_macs, const std::function<void(int tid, int nt)>& body);
-
 // Rows per weight panel the tiled kernels widen/reuse at once (a multiple of 4), for a given k and number
 // of token tiles.
 int panel_rows(int k, int ntiles);

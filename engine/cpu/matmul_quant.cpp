@@ -10,6 +10,7 @@
 #include "engine/cpu/matmul.h"
 #include "engine/cpu/matmul_kernels.h"
 #include "engine/cpu/quant_dot.h"
+#include "engine/cpu/thread_pool.h"
 #include "engine/formats/gguf_quant.h"
 #include "engine/util/dtype.h"
 #include "engine/util/error.h"
@@ -191,7 +192,7 @@ void linear_quant(const float* X, int n, const TensorView& W, const float* bias,
     // Few tokens: weights widened in registers and used at once; one contiguous range of rows per thread, each
     // streaming its part of W once for all n tokens.
     const int units = (m + 3) / 4;
-    detail::run_team(units, macs, kMinParallelMacs, [&](int tid, int nt) {
+    run_team(units, macs, kMinParallelMacs, [&](int tid, int nt) {
       const int r0 = std::min(m, int(int64_t(units) * tid / nt) * 4);
       const int r1 = std::min(m, int(int64_t(units) * (tid + 1) / nt) * 4);
       if (r0 < r1) detail::quant_dot_rows_avx512(fused, base, rb, k, X, n, bias, Y, m, r0, r1);
@@ -204,7 +205,7 @@ void linear_quant(const float* X, int n, const TensorView& W, const float* bias,
     // at the panel's first row makes it write exactly the panel's outputs.
     const detail::RowsFn rows_fn = detail::active_rows();
     const int panels = (m + kPanelRows - 1) / kPanelRows;
-    detail::run_team(panels, macs, kMinParallelMacs, [&](int tid, int nt) {
+    run_team(panels, macs, kMinParallelMacs, [&](int tid, int nt) {
       std::vector<float> panel(size_t(kPanelRows) * size_t(k));
       std::vector<float> scratch_buf(detail::scratch_floats(k) + 16);
       float* scratch = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch_buf.data()) + 63) & ~uintptr_t(63));
@@ -218,7 +219,7 @@ void linear_quant(const float* X, int n, const TensorView& W, const float* bias,
     return;
   }
   const int groups = (m + 3) / 4;  // 4 rows dequantized together, then dotted with each token
-  detail::run_team(groups, macs, kMinParallelMacs, [&](int tid, int nt) {
+  run_team(groups, macs, kMinParallelMacs, [&](int tid, int nt) {
     std::vector<float> rows(size_t(4) * size_t(k));
     for (int g = int(int64_t(groups) * tid / nt); g < int(int64_t(groups) * (tid + 1) / nt); ++g) {
       const int r0 = 4 * g, nr = std::min(4, m - r0);

@@ -1,6 +1,6 @@
 #include "engine/model/cpu_context.h"
 
-#include <omp.h>
+#include "engine/cpu/thread_pool.h"
 
 #include <algorithm>
 #include <cmath>
@@ -214,19 +214,19 @@ void CpuContext::attention(int layer, int na, const int32_t* pos, const uint8_t*
   const float scale = 1.0f / std::sqrt(float(hd));
   const int window = c.sliding_window.value_or(0);
   const int total = base + n;
-  const int nthreads = omp_get_max_threads();
-  grow(scores_, size_t(nthreads) * total);
+  grow(scores_, size_t(cpu::team_size()) * total);
   const float* kc = k_cache_[layer].data();
   const float* vc = v_cache_[layer].data();
 
   // Threads from ~32k multiply-adds: one-token decoding at context 128-192 (6 heads) gained 7% (1,019 -> 1,094 tok/s
   // on the default base, `bench --repeat 5`, three runs each) over the former 262k threshold; tinier work forks for less
   // than it saves.
-#pragma omp parallel for schedule(static) if (int64_t(na) * nh * total * hd > 32768)
-  for (int task = 0; task < na * nh; ++task) {
+  const int tasks = na * nh;
+  cpu::run_team(tasks, size_t(tasks) * total * hd, 32768, [&](int tid, int nt) {
+  for (int task = tasks * tid / nt; task < tasks * (tid + 1) / nt; ++task) {
     const int i = task / nh, h = task % nh, kvh = h / group;
     const int row = active_[i];
-    float* sc = scores_.data() + size_t(omp_get_thread_num()) * total;
+    float* sc = scores_.data() + size_t(tid) * total;
     for (int j = 0; j < total; ++j) {
       bool visible = j < base || (alive_[j - base] &&
                                   (mask ? mask[size_t(row) * n + (j - base)] != 0 : (j - base) <= row));
@@ -236,6 +236,7 @@ void CpuContext::attention(int layer, int na, const int32_t* pos, const uint8_t*
     attend_one(q_.data() + size_t(i) * q_dim + size_t(h) * hd, kc + size_t(kvh) * hd, vc + size_t(kvh) * hd,
                kv_dim_, total, hd, scale, sc, att_.data() + size_t(i) * q_dim + size_t(h) * hd);
   }
+  });
 }
 
 void CpuContext::keep(std::span<const int> rows) {

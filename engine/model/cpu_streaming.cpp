@@ -9,7 +9,7 @@
 //    keys/values of this layer that the row itself sees (cache and tree ancestors, itself included) and to
 //    streams 0..j of the same row (eq. 2); then the layer's MLP. Streams never enter the cache.
 //  * finish_streams: the final norm per stream (the caller applies the LM head to the streams it uses).
-#include <omp.h>
+#include "engine/cpu/thread_pool.h"
 
 #include <cmath>
 #include <cstring>
@@ -153,13 +153,13 @@ void CpuContext::stream_layer(int l, const StreamingRequest& sr, const int32_t* 
   const float* kc = k_cache_[l].data();
   const float* vc = v_cache_[l].data();
   const int total = base + n + G;
-  const int nthreads = omp_get_max_threads();
-  grow(scores_, size_t(nthreads) * total);
-#pragma omp parallel for schedule(static) if (int64_t(m) * nh * total * hd > 262144)
-  for (int task = 0; task < m * nh; ++task) {
+  grow(scores_, size_t(cpu::team_size()) * total);
+  const int tasks = m * nh;
+  cpu::run_team(tasks, size_t(tasks) * total * hd, 262144, [&](int tid, int nt) {
+  for (int task = tasks * tid / nt; task < tasks * (tid + 1) / nt; ++task) {
     const int i = task / nh, h = task % nh, kvh = h / group;
     const int s = i / G, j = i % G, row = stream_src_[s];
-    float* sc = scores_.data() + size_t(omp_get_thread_num()) * total;
+    float* sc = scores_.data() + size_t(tid) * total;
     const float* q = q_.data() + size_t(i) * q_dim + size_t(h) * hd;
     // Keys: the cache and the batch rows this stream's row sees, then streams 0..j of the row.
     for (int t = 0; t < base + n; ++t) {
@@ -179,6 +179,7 @@ void CpuContext::stream_layer(int l, const StreamingRequest& sr, const int32_t* 
     for (int jj = 0; jj <= j; ++jj)
       cpu::axpy(sc[base + n + jj], v_.data() + size_t(s * G + jj) * kv_dim_ + size_t(kvh) * hd, o, hd);
   }
+  });
   finish_layer(L, xs_.data(), m);
 }
 

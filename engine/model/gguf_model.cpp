@@ -1,3 +1,7 @@
+#include <atomic>
+#include <climits>
+
+#include "engine/cpu/thread_pool.h"
 #include "engine/model/gguf_model.h"
 
 #include <spdlog/spdlog.h>
@@ -168,21 +172,20 @@ class Binder {
 
   // A NaN/Inf scale makes whole blocks NaN: dequantize every row once (in parallel) and look.
   void check_finite_blocks(const GgufTensor& t) {
-    bool bad = false;
-#pragma omp parallel
-    {
-      std::vector<float> row(size_t(t.cols()));
-#pragma omp for schedule(static)
-      for (int64_t r = 0; r < t.rows(); ++r) {
-        dequantize_row(t.type, t.row(r), row.data(), t.cols());
-        for (float x : row)
-          if (!std::isfinite(x)) {
-#pragma omp atomic write
-            bad = true;
-            break;
-          }
-      }
-    }
+    std::atomic<bool> bad{false};
+    const int64_t rows = t.rows();
+    cpu::run_team(int(std::min<int64_t>(rows, INT32_MAX)), size_t(rows) * size_t(t.cols()), size_t(1) << 16,
+                  [&](int tid, int nt) {
+                    std::vector<float> row(size_t(t.cols()));
+                    for (int64_t r = rows * tid / nt; r < rows * (tid + 1) / nt && !bad.load(); ++r) {
+                      dequantize_row(t.type, t.row(r), row.data(), t.cols());
+                      for (float x : row)
+                        if (!std::isfinite(x)) {
+                          bad.store(true);
+                          break;
+                        }
+                    }
+                  });
     if (bad) throw InputError(g_.path(), "tensor '" + t.name + "' contains NaN or Inf values (corrupt weights?)");
   }
 

@@ -1,0 +1,41 @@
+#pragma once
+// The engine's one team of threads. Every parallel part of a forward (linear layers of every weight type,
+// attention, the OpenBLAS path, which runs OpenBLAS single-threaded on each member's share) forks through
+// run_team(), so there is no second pool inside BLAS or OpenMP to spin beside it.
+//
+// Waiting: after its part, a worker watches for the next fork for a short while (SPECSCOPE_SPIN_US, default
+// 50 us: the gaps between the layers of one forward are shorter, so a forward's forks stay cheap), then sleeps
+// on a futex (C++20 atomic wait). Between decoding steps, while a method drafts on the caller's thread, the
+// workers sleep instead of spinning on the cores the drafter and the rest of the desktop need. The caller
+// waits for the join the same way. When joins keep waiting on a preempted worker (cores taken by other
+// processes), calls run on the caller alone for a while (the fork/join back-off).
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+namespace specscope::cpu {
+
+// Threads in the team: SPECSCOPE_THREADS or OMP_NUM_THREADS when set, else the CPUs this process may run on
+// (its affinity mask), capped by set_num_threads().
+int team_size();
+
+// Runs body(tid, nt) on nt threads, tid 0 on the caller, and returns when all have finished. nt is sized for
+// the call: one thread below min_parallel_macs multiply-adds, at most one per work unit, at most team_size(),
+// one while the back-off is in force, and one when called from inside a team (or while another thread's team
+// runs: two sequences on two threads never wait for each other). Results must not depend on nt.
+void run_team(int units, size_t macs, size_t min_parallel_macs, const std::function<void(int tid, int nt)>& body);
+
+// Sets the team's thread cap (results do not depend on it); 0: team_size()'s default. Returns the previous cap.
+int set_num_threads(int n);
+
+// Counters since start: calls that ran on several threads, calls kept on one thread by the fork/join back-off,
+// and how many times the back-off started.
+struct ThreadingStats {
+  int64_t parallel_calls = 0, backed_off_calls = 0, backoffs = 0;
+};
+ThreadingStats threading_stats();
+// Turns the fork/join back-off on or off (and clears its state); returns the previous setting.
+// SPECSCOPE_MATMUL_BACKOFF=0 starts with it off.
+bool set_backoff(bool on);
+
+}  // namespace specscope::cpu
