@@ -61,9 +61,10 @@ std::vector<int32_t> encode(const Model& model, const Prompt& p, bool chat) {
   return encode_prompt(model, p.text, chat);
 }
 
-// One run: a lane's method (or a target's reference) on one prompt. `turns` interleaves lanes.
+// One run: a lane's method (or a target's reference) on one prompt. `turns` interleaves runs; `slot` is this
+// run's place in the rotation.
 RunResult run_one(JobState& js, const RunKey& key, const std::string& label, const MethodSpec& spec, Method& method,
-                  const std::vector<int32_t>& ids, Turnstile* turns) {
+                  const std::vector<int32_t>& ids, Turnstile* turns, int slot) {
   const Model& model = *js.models[size_t(key.target)];
   const Job& job = js.job;
   RunResult rr;
@@ -86,25 +87,25 @@ RunResult run_one(JobState& js, const RunKey& key, const std::string& label, con
   rr.run_id = run_id;
   js.observer.run_started(key, label);
   auto ctx = new_context(model, js.backend, job.n_ctx);
-  const bool interleaved = turns != nullptr;
   auto on_step = [&](const StepRecord& rec, const std::string& piece) {
     if (run_id) js.writer->append_step(run_id, rec, piece);
-    bool go = js.observer.step(key, rec, piece);
-    if (interleaved) {
-      turns->pass(key.lane);
-      turns->wait_turn(key.lane);
+    const bool go = js.observer.step(key, rec, piece);
+    if (turns) {
+      turns->pass(slot);
+      turns->wait_turn(slot);
     }
     if (!go) js.cancel.store(true);
     return !js.cancel.load();
   };
-  if (interleaved) turns->wait_turn(key.lane);
+  if (turns) turns->wait_turn(slot);
   auto res = generate_speculative(model, *ctx, method, ids, job.options, on_step);
-  if (interleaved) {
-    turns->leave(key.lane);
-    // Interleaved lanes wait for their turns inside the step callback, so wall-clock decode time would count
-    // the other lanes' work too: a lane's throughput is its own steps' measured compute.
+  if (turns) {
+    turns->leave(slot);
+    // Interleaved runs wait for their turns inside the step callback, so wall-clock decode time would count
+    // the other runs' work too: a run's throughput is its own steps' measured compute.
     res.summary.tokens_per_second = compute_tokens_per_second(res.steps);
-    res.summary.decode_seconds = res.summary.tokens_per_second > 0 ? res.summary.new_tokens / res.summary.tokens_per_second : 0;
+    res.summary.decode_seconds =
+        res.summary.tokens_per_second > 0 ? res.summary.new_tokens / res.summary.tokens_per_second : 0;
     res.summary.wall_seconds = res.summary.prefill_seconds + res.summary.decode_seconds;
   }
   rr.summary = std::move(res.summary);
@@ -131,72 +132,74 @@ void finish_run(JobState& js, RunResult& rr, const RunResult* reference) {
   js.observer.run_finished(rr);
 }
 
+// A run to make for one prompt.
+struct Planned {
+  RunKey key;
+  std::string label;
+  const MethodSpec* spec;
+  Method* method;
+};
+
 void run_prompt(JobState& js, int p) {
   const Job& job = js.job;
   const int n_targets = int(js.models.size());
   std::vector<std::vector<int32_t>> ids(static_cast<size_t>(n_targets));
   for (int t = 0; t < n_targets; ++t) ids[size_t(t)] = encode(*js.models[size_t(t)], job.prompts[size_t(p)], job.chat);
-  // References first: a target's own vanilla run, or its vanilla lane.
-  std::vector<const RunResult*> reference(static_cast<size_t>(n_targets), nullptr);
-  std::vector<size_t> reference_at(static_cast<size_t>(n_targets), SIZE_MAX);
-  auto& runs = js.result.runs;
-  for (int t = 0; t < n_targets && job.references && !js.cancel.load(); ++t) {
+
+  // References first (a target's vanilla lane, or a vanilla run of its own), then the other lanes.
+  static const MethodSpec kVanilla{};
+  std::vector<Planned> plan;
+  for (int t = 0; t < n_targets && job.references; ++t) {
     const int lane = js.result.targets[size_t(t)].reference_lane;
-    RunResult rr = lane >= 0 ? run_one(js, {p, lane, t}, job.lanes[size_t(lane)].label, job.lanes[size_t(lane)].method,
-                                       *js.methods[size_t(lane)], ids[size_t(t)], nullptr)
-                             : run_one(js, {p, -1, t}, "vanilla", MethodSpec{}, *js.reference_methods[size_t(t)],
-                                       ids[size_t(t)], nullptr);
-    runs.push_back(std::move(rr));
-    reference_at[size_t(t)] = runs.size() - 1;
-    finish_run(js, runs.back(), &runs.back());
+    if (lane >= 0)
+      plan.push_back({{p, lane, t}, job.lanes[size_t(lane)].label, &job.lanes[size_t(lane)].method,
+                      js.methods[size_t(lane)].get()});
+    else
+      plan.push_back({{p, -1, t}, "vanilla", &kVanilla, js.reference_methods[size_t(t)].get()});
   }
-  for (int t = 0; t < n_targets; ++t)
-    if (reference_at[size_t(t)] != SIZE_MAX) reference[size_t(t)] = &runs[reference_at[size_t(t)]];
-
-  std::vector<int> lanes;  // the lanes still to run
-  for (int l = 0; l < int(job.lanes.size()); ++l)
-    if (!job.references || js.result.targets[size_t(js.lane_target[size_t(l)])].reference_lane != l) lanes.push_back(l);
-  if (lanes.empty() || js.cancel.load()) return;
-  auto run_lane = [&](int l, Turnstile* turns) {
+  const size_t n_refs = plan.size();
+  for (int l = 0; l < int(job.lanes.size()); ++l) {
     const int t = js.lane_target[size_t(l)];
-    return run_one(js, {p, l, t}, job.lanes[size_t(l)].label, job.lanes[size_t(l)].method, *js.methods[size_t(l)],
-                   ids[size_t(t)], turns);
-  };
-  // `reference` points into `runs`: take copies before appending moves the vector.
-  std::vector<std::optional<RunResult>> refs(static_cast<size_t>(n_targets));
-  for (int t = 0; t < n_targets; ++t)
-    if (reference[size_t(t)]) refs[size_t(t)] = *reference[size_t(t)];
-  auto ref_of = [&](int l) { return refs[size_t(js.lane_target[size_t(l)])] ? &*refs[size_t(js.lane_target[size_t(l)])] : nullptr; };
+    if (job.references && js.result.targets[size_t(t)].reference_lane == l) continue;
+    plan.push_back({{p, l, t}, job.lanes[size_t(l)].label, &job.lanes[size_t(l)].method, js.methods[size_t(l)].get()});
+  }
 
-  if (job.schedule == Schedule::Interleaved && lanes.size() > 1) {
-    // Turn order is over the lanes still to run: map lane -> slot for the turnstile.
-    Turnstile turns(int(job.lanes.size()));
-    for (int l = 0; l < int(job.lanes.size()); ++l)
-      if (std::find(lanes.begin(), lanes.end(), l) == lanes.end()) turns.leave(l);
-    std::vector<std::optional<RunResult>> out(job.lanes.size());
-    std::vector<std::string> errors(job.lanes.size());
+  auto& runs = js.result.runs;
+  runs.reserve(runs.size() + plan.size());  // finish_run() takes pointers to the references in `runs`
+  std::vector<const RunResult*> reference(static_cast<size_t>(n_targets), nullptr);
+  auto finish = [&](RunResult&& rr, size_t i) {
+    runs.push_back(std::move(rr));
+    RunResult& r = runs.back();
+    if (i < n_refs) reference[size_t(r.key.target)] = &r;
+    finish_run(js, r, reference[size_t(r.key.target)]);
+  };
+
+  if (job.schedule == Schedule::Interleaved && plan.size() > 1) {
+    // Every run of the prompt, references included, takes one step in turn: the references are measured under
+    // the same conditions as the lanes they are the yardstick for (the app draws while a race runs).
+    Turnstile turns(int(plan.size()));
+    std::vector<std::optional<RunResult>> out(plan.size());
+    std::vector<std::string> errors(plan.size());
     std::vector<std::thread> threads;
-    for (int l : lanes)
-      threads.emplace_back([&, l] {
+    for (size_t i = 0; i < plan.size(); ++i)
+      threads.emplace_back([&, i] {
+        const Planned& pl = plan[i];
         try {
-          out[size_t(l)] = run_lane(l, &turns);
+          out[i] = run_one(js, pl.key, pl.label, *pl.spec, *pl.method, ids[size_t(pl.key.target)], &turns, int(i));
         } catch (const std::exception& e) {
-          errors[size_t(l)] = e.what();
-          turns.leave(l);
+          errors[i] = e.what();
+          turns.leave(int(i));
         }
       });
     for (auto& th : threads) th.join();
-    for (int l : lanes)
-      if (!errors[size_t(l)].empty()) throw InputError(lane_name(l, job.lanes[size_t(l)].label), errors[size_t(l)]);
-    for (int l : lanes) {
-      runs.push_back(std::move(*out[size_t(l)]));
-      finish_run(js, runs.back(), ref_of(l));
-    }
+    for (size_t i = 0; i < plan.size(); ++i)
+      if (!errors[i].empty())
+        throw InputError(plan[i].key.lane >= 0 ? lane_name(plan[i].key.lane, plan[i].label) : "reference", errors[i]);
+    for (size_t i = 0; i < plan.size(); ++i) finish(std::move(*out[i]), i);
   } else {
-    for (int l : lanes) {
-      if (js.cancel.load()) break;
-      runs.push_back(run_lane(l, nullptr));
-      finish_run(js, runs.back(), ref_of(l));
+    for (size_t i = 0; i < plan.size() && !js.cancel.load(); ++i) {
+      const Planned& pl = plan[i];
+      finish(run_one(js, pl.key, pl.label, *pl.spec, *pl.method, ids[size_t(pl.key.target)], nullptr, 0), i);
     }
   }
 }
