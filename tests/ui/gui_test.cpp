@@ -1,13 +1,19 @@
 // The desktop app end to end, under Xvfb with Mesa (QT_QPA_PLATFORM=xcb: the offscreen platform cannot render
 // a QOpenGLWidget): start on the default model, chat (the text equals the engine's own greedy output), the
-// inspector drew the tree's nodes, a three-method compare ends with its verdict, a recorded session replays to
-// the same final text. Every view is saved as a PNG (docs/screenshots/ holds the committed ones).
+// inspector drew the tree's nodes, a three-method compare ends with its verdict, the race eagle2 | medusa |
+// streaming runs on the shipped family with no configuration (streaming on its own target), its lanes are
+// scrubbed together by the text cursor and open in the inspector, and it replays from the session library; a
+// recorded session replays to the same final text. Every view is saved as a PNG (docs/screenshots/ holds the
+// committed ones).
 #include <gtest/gtest.h>
 
 #include <QApplication>
 #include <QDir>
+#include <QHelpEvent>
+#include <QLabel>
 #include <QSignalSpy>
 #include <QTest>
+#include <QToolTip>
 #include <filesystem>
 
 #include "engine/methods/speculative_generator.h"
@@ -19,6 +25,9 @@
 #include "ui/main/main_window.h"
 #include "ui/views/chat_view.h"
 #include "ui/views/compare_view.h"
+#include "ui/views/lane_editor.h"
+#include "ui/views/race_cursor.h"
+#include "ui/views/race_lane.h"
 #include "ui/views/session_library_view.h"
 #include "ui/views/settings_view.h"
 #include "ui/views/statistics_view.h"
@@ -31,6 +40,7 @@ namespace {
 
 const char* kPrompt = "What does the word harbor mean?";
 constexpr int kMaxTokens = 48;
+constexpr int kRaceTokens = 24;
 
 QString shots_dir() {
   QString d = qEnvironmentVariable("SPECSCOPE_SCREENSHOTS", QDir::tempPath() + "/specscope-screenshots");
@@ -117,7 +127,172 @@ TEST(Gui, CompareThreeMethodsEndsWithTheVerdict) {
   EXPECT_EQ(w.compare()->laneText(2), w.compare()->laneText(0));
   EXPECT_GT(w.compare()->laneNodesDrawn(1), 0) << "the sps lane's miniature tree was drawn";
   EXPECT_TRUE(w.compare()->markdownTable().contains("| sps |"));
+  // The vanilla lane was its target's reference (no second vanilla run), and is named as such.
+  EXPECT_TRUE(w.compare()->referenceLine().contains("vanilla on base")) << w.compare()->referenceLine().toStdString();
   EXPECT_TRUE(w.grab().save(shots_dir() + "/compare.png"));
+}
+
+namespace {
+
+// The lanes' shown steps all hold the cursor's token: the miniature, the text mark, and the inspector.
+void expect_lanes_at_token(MainWindow& w, int token) {
+  w.compare()->cursor()->setToken(token);
+  settle(50);
+  const auto& store = w.traces();
+  for (int l = 0; l < store.lanes(); ++l) {
+    const int want = store.step_at_token(l, token);
+    ASSERT_GE(want, 0) << "lane " << l << " token " << token;
+    EXPECT_EQ(w.compare()->laneShownStep(l), want) << "lane " << l << " token " << token;
+    EXPECT_EQ(w.compare()->laneHighlightedStep(l), want) << "lane " << l << " token " << token;
+  }
+  if (w.compare()->inspectedLane() >= 0)
+    EXPECT_EQ(w.compare()->laneInspector()->currentStep(), store.step_at_token(w.compare()->inspectedLane(), token));
+}
+
+// What a race shows once it is over, live or replayed.
+void expect_race_verdict(MainWindow& w) {
+  EXPECT_TRUE(w.compare()->verdict().contains("identical")) << w.compare()->verdict().toStdString();
+  const auto& store = w.traces();
+  ASSERT_EQ(store.lanes(), 3);
+  EXPECT_EQ(store.lane(0).label, "eagle2");
+  EXPECT_EQ(store.lane(1).label, "medusa");
+  EXPECT_EQ(store.lane(2).label, "streaming");
+  // Streaming verifies with its own target, found through the family manifest; the others with the base.
+  EXPECT_EQ(std::filesystem::path(store.lane(0).target).filename(), "base");
+  EXPECT_EQ(std::filesystem::path(store.lane(1).target).filename(), "base");
+  EXPECT_EQ(std::filesystem::path(store.lane(2).target).filename(), "streaming");
+  EXPECT_TRUE(w.compare()->laneTitle(2).contains("on streaming")) << w.compare()->laneTitle(2).toStdString();
+  // One reference per target; every lane's speedup is against its own.
+  const QString refs = w.compare()->referenceLine();
+  EXPECT_TRUE(refs.contains("vanilla on base") && refs.contains("vanilla on streaming")) << refs.toStdString();
+  EXPECT_TRUE(w.compare()->laneStatLine(0).contains("vs vanilla on base")) << w.compare()->laneStatLine(0).toStdString();
+  EXPECT_TRUE(w.compare()->laneStatLine(2).contains("vs vanilla on streaming")) << w.compare()->laneStatLine(2).toStdString();
+  for (int l = 0; l < 3; ++l)
+    EXPECT_TRUE(w.compare()->laneStatLine(l).contains("same text")) << w.compare()->laneStatLine(l).toStdString();
+  EXPECT_EQ(w.compare()->laneText(1), w.compare()->laneText(0)) << "eagle2 and medusa share the base's greedy text";
+  EXPECT_GT(store.lane(2).tokens(), 0);
+}
+
+}  // namespace
+
+TEST(Gui, RaceEagle2MedusaStreamingOnTheShippedFamily) {
+  MainWindow w;
+  configure(w, "sps");
+  AppSettings a = w.settingsView()->settings();
+  a.max_tokens = kRaceTokens;
+  w.settingsView()->setSettings(a);
+  emit w.settingsView()->changed();
+  ASSERT_EQ(a.sampling.temperature, 0.0f) << "greedy";
+  w.resize(1600, 960);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  w.showTab("compare");
+  w.compare()->setPrompt(kPrompt);
+  w.compare()->setLaneMethods({"eagle2", "medusa", "streaming"});  // nothing else: the manifest fills the rest
+  w.compare()->setInterleaved(true);
+  QSignalSpy done(&w, &MainWindow::jobDone);
+  w.runCompare();
+  ASSERT_TRUE(done.wait(300000)) << "the race did not finish";
+  settle();
+  const qint64 session = done.takeFirst().at(0).toLongLong();
+  EXPECT_GT(session, 0) << "the race was recorded";
+  expect_race_verdict(w);
+  for (int l = 0; l < 3; ++l) EXPECT_GT(w.compare()->laneNodesDrawn(l), 0) << "lane " << l << "'s miniature";
+
+  // Hovering lane 3's miniature describes its step; a click opens it in the inspector.
+  TreeInspectorWidget* mini = w.compare()->laneMiniature(2);
+  const QPoint centre = mini->rect().center();
+  QHelpEvent help(QEvent::ToolTip, centre, mini->mapToGlobal(centre));
+  QApplication::sendEvent(mini, &help);
+  EXPECT_TRUE(QToolTip::text().contains("streaming · step")) << QToolTip::text().toStdString();
+  QToolTip::hideText();
+  QTest::mouseClick(mini, Qt::LeftButton, {}, centre);
+  settle();
+  ASSERT_EQ(w.compare()->inspectedLane(), 2);
+  EXPECT_EQ(w.compare()->laneInspector()->stepCount(), int(w.traces().lane(2).steps.size()));
+  EXPECT_EQ(w.compare()->laneInspector()->currentStep(), w.compare()->laneShownStep(2));
+  w.compare()->laneInspector()->repaint();
+  settle();
+  EXPECT_GT(w.compare()->laneInspector()->nodesDrawnLastFrame(), 0) << "the streaming tree in the inspector";
+
+  // One cursor over the text moves every lane (and the inspector) to the step that made that token.
+  const int tokens = w.compare()->cursor()->tokenCount();
+  ASSERT_GE(tokens, kRaceTokens / 2);
+  for (int token : {0, 1, tokens / 3, tokens / 2, tokens - 1}) expect_lanes_at_token(w, token);
+  expect_lanes_at_token(w, tokens / 2);  // the screenshot: mid-text, the inspector on streaming
+  w.compare()->laneInspector()->repaint();
+  settle();
+  EXPECT_TRUE(w.grab().save(shots_dir() + "/race-eagle2-medusa-streaming.png"));
+  w.showTab("statistics");  // the lanes overlaid, one series per lane label
+  settle();
+  EXPECT_TRUE(w.grab().save(shots_dir() + "/race-statistics.png"));
+  w.showTab("compare");
+
+  // Four lanes fit a 1600-px screen: equal widths, stat lines wrapped to their width (not clipped).
+  w.compare()->setLaneMethods({"eagle2", "medusa", "streaming", "pld"});
+  for (auto* editor : w.compare()->findChildren<LaneEditor*>()) editor->setDetailsVisible(true);
+  settle();
+  EXPECT_TRUE(w.grab().save(shots_dir() + "/race-four-lanes.png"));
+  const auto lanes = w.compare()->findChildren<RaceLane*>();
+  std::vector<int> widths;
+  for (auto* lane : lanes)
+    if (lane->isVisible()) widths.push_back(lane->width());
+  ASSERT_EQ(widths.size(), 4u);
+  for (int wd : widths) EXPECT_NEAR(wd, widths[0], 2) << "lanes share the width equally";
+  EXPECT_LE(w.compare()->minimumSizeHint().width(), 1600 - 40);
+  for (auto* stats : w.compare()->findChildren<QLabel*>("laneStats"))
+    if (stats->isVisible()) EXPECT_GE(stats->height(), stats->heightForWidth(stats->width())) << stats->text().toStdString();
+
+  // The race replays from the session library with the same lanes, and the cursor and inspector still work.
+  w.openSession(session);
+  ASSERT_TRUE(w.replay()->isOpen());
+  w.replay()->setSpeed(0);
+  ASSERT_TRUE(QTest::qWaitFor([&] { return w.replay()->position() == w.replay()->length(); }, 60000));
+  settle();
+  expect_race_verdict(w);
+  const auto requests = w.compare()->laneRequests();
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_EQ(requests[2].method, "streaming");
+  QTest::mouseClick(w.compare()->laneMiniature(2), Qt::LeftButton, {}, centre);
+  settle();
+  EXPECT_EQ(w.compare()->inspectedLane(), 2);
+  expect_lanes_at_token(w, tokens / 3);
+  EXPECT_TRUE(w.grab().save(shots_dir() + "/race-replay.png"));
+}
+
+TEST(Gui, TheInspectorFollowsARaceLaneLiveAndTheRaceStops) {
+  MainWindow w;
+  configure(w, "sps");
+  AppSettings a = w.settingsView()->settings();
+  a.max_tokens = 160;
+  a.record = false;
+  w.settingsView()->setSettings(a);
+  emit w.settingsView()->changed();
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  w.showTab("compare");
+  w.compare()->setPrompt(kPrompt);
+  w.compare()->setLaneMethods({"pld", "eagle2"});
+  w.compare()->setInterleaved(true);
+  QSignalSpy done(&w, &MainWindow::jobDone);
+  w.runCompare();
+  const auto& store = w.traces();
+  ASSERT_TRUE(QTest::qWaitFor([&] { return store.lanes() == 2 && store.lane(1).steps.size() >= 2; }, 120000));
+  w.compare()->inspectLane(1, -1);  // "Follow live" on lane 2
+  EXPECT_EQ(w.compare()->inspectedLane(), 1);
+  EXPECT_TRUE(w.compare()->laneInspector()->followsLive());
+  const size_t seen = store.lane(1).steps.size();
+  // A few more steps, or the end of a race that was quicker than that (both leave the inspector checkable).
+  (void)QTest::qWaitFor([&] { return store.lane(1).steps.size() >= seen + 4 || !w.busy(); }, 60000);
+  const bool was_running = w.busy();
+  std::printf("stopping a race that %s\n", was_running ? "was running" : "had ended");
+  w.stop();
+  if (was_running) ASSERT_TRUE(done.wait(60000));
+  settle();
+  // Whatever had arrived is in the inspector, on the newest step.
+  EXPECT_EQ(w.compare()->laneInspector()->stepCount(), int(store.lane(1).steps.size()));
+  EXPECT_EQ(w.compare()->laneInspector()->currentStep(), int(store.lane(1).steps.size()) - 1);
+  if (was_running) EXPECT_EQ(w.compare()->verdict(), "stopped");
 }
 
 TEST(Gui, RecordedSessionReplaysToTheSameText) {

@@ -1,42 +1,26 @@
 #pragma once
-// The engine on a worker thread. The UI posts a GenerationJob; the worker loads the model (cached by path,
-// with progress), runs one lane (chat) or 2-4 lanes (compare) and reports every step through queued signals,
-// so the UI thread never blocks. cancel() takes effect within one step. Lanes of a comparison run either
-// interleaved — one step of each in turn, on their own threads but never at the same time, so they progress
-// side by side without sharing cores — or one after another, for clean timings.
+// The engine on a worker thread: a thin Qt adapter over runs::JobRunner, the loop the CLI runs too. The UI
+// posts a runs::Job (a chat turn: one lane, no reference; a race: 1-4 lanes, each with its own target); the
+// worker runs it and turns the runner's observer callbacks into queued signals, so the UI thread never blocks.
+// Reference runs (vanilla on a lane's target) get their own signals: they are not lanes. Speedups, verdicts,
+// the recorded backend and device, and the recording itself all come from the runner.
 #include <QObject>
 #include <QString>
-#include <atomic>
-#include <map>
-#include <memory>
-#include <string>
-#include <vector>
+#include <optional>
 
-#include "engine/model/backend.h"
-#include "engine/generate/generator.h"
-#include "engine/methods/factory.h"
 #include "engine/methods/step_record.h"
-#include "engine/tokenizer/chat_template.h"
-
-namespace specscope {
-class Model;
-}
+#include "runs/job.h"
+#include "runs/model_cache.h"
+#include "runs/runner.h"
 
 namespace specscope::ui {
 
-struct GenerationJob {
-  QString model_path;
-  std::vector<ChatMessage> conversation;  // ends with the user's message; rendered by the chat template
-  bool chat = true;                       // false: conversation[0].content is a raw prompt
-  GenerateOptions options;
-  std::vector<MethodSpec> lanes;          // one (chat) or several (compare, the first is the reference)
-  bool interleaved = true;
-  bool record = true;
-  QString session_db;
-  QString kind = "chat";   // chat | compare
-  QString title;
-  qint64 session_id = 0;   // continue this session (a chat's next turn); 0: a new one
-  Backend backend = Backend::Auto;
+// How a lane ended, as the runner judged it.
+struct LaneOutcome {
+  RunSummary summary;             // speedup_vs_vanilla against the lane's own target's reference
+  QString text;
+  std::optional<bool> identical;  // greedy with a reference: the same tokens as that reference
+  int target = 0;                 // index into the job's targets (their order of first use)
 };
 
 class EngineWorker : public QObject {
@@ -44,28 +28,30 @@ class EngineWorker : public QObject {
  public:
   EngineWorker();
   ~EngineWorker() override;
-  void cancel() { cancel_.store(true); }  // thread-safe
-  static void register_types();           // qRegisterMetaType for the signal arguments, once
+  void cancel() { runner_.cancel(); }  // thread-safe: stops the job in flight within one step
+  static void register_types();  // qRegisterMetaType for the signal arguments, once
 
  public slots:
-  void loadModel(const QString& path);
-  void run(const specscope::ui::GenerationJob& job);
+  void loadModel(const QString& path);  // warm the cache (the app opens on the default model)
+  void run(const specscope::runs::Job& job);
 
  signals:
   void modelLoading(const QString& path);
   void modelLoaded(const QString& path, const QString& description);
-  void laneStarted(int lane, const QString& method);
+  void laneStarted(int lane, const QString& label);
   void stepReady(int lane, const specscope::StepRecord& step, const QString& piece);
-  void laneFinished(int lane, const specscope::RunSummary& summary, const QString& text, bool identical);
-  void jobFinished(qint64 session_id, bool cancelled);
+  void laneFinished(int lane, const specscope::ui::LaneOutcome& outcome);
+  void referenceStarted(int target, const QString& target_path);
+  // A reference run ended; for a vanilla lane that served as the reference, at the end of the job.
+  void referenceFinished(int target, const QString& target_path, const specscope::RunSummary& summary);
+  // After every run: where it ran ("cpu", "CPU (Intel Xeon ...)"), as the runner recorded it.
+  void jobFinished(qint64 session_id, bool cancelled, const QString& backend, const QString& device);
   void failed(const QString& message);
   void recordingFailed(const QString& message);
 
  private:
-  std::shared_ptr<const Model> model_for(const QString& path);
-  std::atomic<bool> cancel_{false};
-  std::shared_ptr<const Model> model_;
-  QString model_path_;
+  runs::ModelCache cache_;  // used on the worker thread only: models stay loaded between jobs
+  runs::JobRunner runner_{cache_};
 };
 
 }  // namespace specscope::ui

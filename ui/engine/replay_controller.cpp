@@ -19,17 +19,27 @@ void ReplayController::open(const QString& db_path, qint64 session_id) {
   pause();
   sessions::SessionReader reader(db_path.toStdString());
   sessions::SessionRow s = reader.session(session_id);
-  std::vector<sessions::RunRow> runs;
+  std::vector<sessions::RunRow> runs, references;
   if (s.meta.kind == "compare") {
-    for (const auto& r : s.runs)
-      if (r.meta.prompt == s.runs.front().meta.prompt && runs.size() < 4) runs.push_back(r);
+    // The first prompt's runs: its lanes in lane order (recorded with their index since races; before, in the
+    // order they ran), and the targets' reference runs apart.
+    for (const auto& r : s.runs) {
+      if (r.meta.prompt != s.runs.front().meta.prompt) continue;
+      if (r.meta.lane && *r.meta.lane < 0) references.push_back(r);
+      else if (runs.size() < 4) runs.push_back(r);
+    }
+    std::stable_sort(runs.begin(), runs.end(), [](const sessions::RunRow& a, const sessions::RunRow& b) {
+      return a.meta.lane.value_or(0) < b.meta.lane.value_or(0);
+    });
   } else if (!s.runs.empty()) {
     runs.push_back(s.runs.back());
   }
-  std::vector<RunTrace> lanes;
+  std::vector<runs::RunTrace> lanes;
   for (const auto& r : runs) {
-    RunTrace t;
+    runs::RunTrace t;
     t.method = r.meta.method.name;
+    t.label = r.meta.label.empty() ? r.meta.method.name : r.meta.label;
+    t.target = r.meta.target.path;
     t.greedy = r.meta.sampling.greedy();
     reader.for_each_step(r.id, 0, r.step_count, [&](sessions::RecordedStep&& st) {
       t.pieces.push_back(st.text_piece);
@@ -41,6 +51,7 @@ void ReplayController::open(const QString& db_path, qint64 session_id) {
   session_ = std::move(s);
   lanes_ = std::move(lanes);
   lane_runs_ = std::move(runs);
+  reference_runs_ = std::move(references);
   position_ = 0;
   emit cleared();
   emit positionChanged(0, length());
@@ -50,7 +61,14 @@ void ReplayController::close() {
   pause();
   lanes_.clear();
   lane_runs_.clear();
+  reference_runs_.clear();
   position_ = 0;
+}
+
+std::vector<runs::Lane> ReplayController::laneSpecs() const {
+  std::vector<runs::Lane> out;
+  for (size_t l = 0; l < lanes_.size(); ++l) out.push_back({lanes_[l].label, lane_runs_[l].meta.method, lanes_[l].target});
+  return out;
 }
 
 int ReplayController::length() const {

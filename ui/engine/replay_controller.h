@@ -7,7 +7,8 @@
 #include <vector>
 
 #include "sessions/records.h"
-#include "ui/engine/run_trace.h"
+#include "runs/job.h"
+#include "runs/trace_store.h"
 
 namespace specscope::ui {
 
@@ -20,8 +21,11 @@ class ReplayController : public QObject {
   bool isOpen() const { return !lanes_.empty(); }
   void close();
   const sessions::SessionRow& session() const { return session_; }
-  const std::vector<RunTrace>& lanes() const { return lanes_; }
+  // The recorded lanes: whole runs (steps, pieces, summaries), the source the views are fed from step by step.
+  const std::vector<runs::RunTrace>& lanes() const { return lanes_; }
   const std::vector<sessions::RunRow>& laneRuns() const { return lane_runs_; }
+  std::vector<runs::Lane> laneSpecs() const;  // as the Compare tab's lane editors take them
+  const std::vector<sessions::RunRow>& referenceRuns() const { return reference_runs_; }
   int length() const;    // steps of the longest lane
   int position() const { return position_; }  // steps shown so far
   bool playing() const { return timer_.isActive(); }
@@ -46,8 +50,8 @@ class ReplayController : public QObject {
   void schedule();
   QTimer timer_;
   sessions::SessionRow session_;
-  std::vector<RunTrace> lanes_;
-  std::vector<sessions::RunRow> lane_runs_;
+  std::vector<runs::RunTrace> lanes_;
+  std::vector<sessions::RunRow> lane_runs_, reference_runs_;
   int position_ = 0;
   double speed_ = 1.0;
 };

@@ -26,8 +26,8 @@
 #include <QVBoxLayout>
 #include <fstream>
 
-#include "engine/methods/factory.h"
-#include "engine/util/cpu_info.h"
+#include "engine/methods/method_registry.h"
+#include "engine/model/family_manifest.h"
 #include "engine/util/error.h"
 #include "sessions/export.h"
 #include "sessions/reader.h"
@@ -43,6 +43,29 @@
 #include "ui/views/statistics_view.h"
 
 namespace specscope::ui {
+
+namespace {
+
+std::vector<runs::RunTrace> traces_for(const std::vector<runs::Lane>& lanes, bool greedy) {
+  std::vector<runs::RunTrace> out;
+  for (const auto& l : lanes) {
+    runs::RunTrace t;
+    t.method = l.method.name;
+    t.label = l.label;
+    t.target = l.target;
+    t.greedy = greedy;
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::vector<const runs::RunTrace*> pointers(const runs::TraceStore& store) {
+  std::vector<const runs::RunTrace*> out;
+  for (const auto& t : store.all()) out.push_back(&t);
+  return out;
+}
+
+}  // namespace
 
 struct MainWindow::State {
   QTabWidget* tabs;
@@ -64,14 +87,13 @@ struct MainWindow::State {
   EngineWorker* worker = nullptr;
   bool busy = false;
   enum class Job { None, Chat, Compare } job = Job::None;
-  std::vector<RunTrace> traces;  // the live job's lanes (chat: one)
+  runs::TraceStore traces;  // the live job's lanes (chat: one) or the replayed session's; every view reads it
+  QString model_description, device;  // the status bar's model part
   qint64 last_session = 0;
   bool replaying = false;
   bool live_drawing = true;
   struct PendingStep {
-    int lane;
-    StepRecord step;
-    QString piece;
+    int lane, index;  // a step in `traces`
   };
   std::vector<PendingStep> pending;  // live steps waiting for the next frame
   QTimer frame_timer;
@@ -107,6 +129,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
   chat_layout->addWidget(split, 1);
   s_->tabs->addTab(chat_page, tr("Chat"));
   s_->compare = new CompareView;
+  s_->compare->setTraceStore(&s_->traces);
   s_->tabs->addTab(s_->compare, tr("Compare"));
   s_->stats = new StatisticsView;
   s_->tabs->addTab(s_->stats, tr("Statistics"));
@@ -168,12 +191,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
   connect(s_->worker, &EngineWorker::modelLoaded, this, [this](const QString& p, const QString& desc) {
     s_->loading->hide();
     s_->status_label->setText(tr("Loaded %1").arg(p));
-    Backend b = Backend::Cpu;
-    try {
-      b = resolve_backend(parse_backend(s_->settings->settings().backend.toStdString()));
-    } catch (const InputError&) {
-    }
-    s_->model_label->setText(QString("%1 · %2").arg(desc, QString::fromStdString(backend_description(b))));
+    // The status bar names Settings' target; a race may load another (streaming's own) after it.
+    if (s_->model_description.isEmpty() || same_path(p.toStdString(), s_->settings->settings().model_path.toStdString()))
+      s_->model_description = desc;
+    s_->model_label->setText(QString("%1 · %2").arg(s_->model_description, s_->device));
   });
   connect(s_->worker, &EngineWorker::failed, this, [this](const QString& m) {
     s_->loading->hide();
@@ -183,14 +204,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
   connect(s_->worker, &EngineWorker::recordingFailed, this,
           [this](const QString& m) { s_->status_label->setText(tr("Not recorded: %1").arg(m)); });
   connect(s_->worker, &EngineWorker::stepReady, this, [this](int lane, const StepRecord& st, const QString& piece) {
-    if (lane < int(s_->traces.size())) {
-      s_->traces[size_t(lane)].steps.push_back(st);
-      s_->traces[size_t(lane)].pieces.push_back(piece.toStdString());
-    }
+    if (lane >= s_->traces.lanes()) return;
+    s_->traces.append(lane, st, piece.toStdString());
     if (!s_->live_drawing) return;
     // One frame clock for every view: steps wait at most 66 ms and are shown together, so the window is
     // recomposited once per frame rather than once per view per step (see TreeInspectorWidget::State).
-    s_->pending.push_back({lane, st, piece});
+    s_->pending.push_back({lane, int(s_->traces.lane(lane).steps.size()) - 1});
     if (!s_->frame_timer.isActive())
       s_->frame_timer.start(int(s_->frame_budget.next_delay_ms(wall_ms(), drawing_cpu_ms())));
   });
@@ -199,39 +218,47 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
     flush_pending();
     s_->frame_budget.frame_drawn(wall_ms(), drawing_cpu_ms());
   });
-  connect(s_->worker, &EngineWorker::laneFinished, this,
-          [this](int lane, const RunSummary& summary, const QString& text, bool identical) {
-            flush_pending();
-            if (lane < int(s_->traces.size())) {
-              auto& t = s_->traces[size_t(lane)];
-              t.summary = summary;
-              if (!s_->live_drawing)  // drawing was off during the run: show the whole run now
-                for (size_t i = 0; i < t.steps.size(); ++i) show_step(lane, t.steps[i], QString::fromStdString(t.pieces[i]));
-            }
-            if (s_->job == State::Job::Compare) s_->compare->laneFinished(lane, summary, identical);
-            setProperty("last_tokens_per_second", summary.tokens_per_second);  // read by bench/gui_bench
-            if (s_->job == State::Job::Chat) {
-              s_->chat->answerFinished(text, false);
-              s_->status_label->setText(QString("%1 · τ %2 · %3 tok/s · %4 tokens")
-                                            .arg(QString::fromStdString(summary.method))
-                                            .arg(summary.tau, 0, 'f', 2)
-                                            .arg(summary.tokens_per_second, 0, 'f', 1)
-                                            .arg(summary.new_tokens));
-            }
-          });
-  connect(s_->worker, &EngineWorker::jobFinished, this, [this](qint64 session, bool cancelled) {
+  connect(s_->worker, &EngineWorker::referenceStarted, this, [this](int, const QString& target) {
+    if (s_->job == State::Job::Compare) s_->compare->referenceStarted(target);
+  });
+  connect(s_->worker, &EngineWorker::referenceFinished, this, [this](int, const QString& target, const RunSummary& summary) {
+    if (s_->job == State::Job::Compare) s_->compare->referenceFinished(target, summary);
+  });
+  connect(s_->worker, &EngineWorker::laneFinished, this, [this](int lane, const LaneOutcome& outcome) {
+    flush_pending();
+    if (lane < s_->traces.lanes()) {
+      s_->traces.finish(lane, outcome.summary);
+      if (!s_->live_drawing)  // drawing was off during the run: show the whole run now
+        for (int i = 0; i < int(s_->traces.lane(lane).steps.size()); ++i) show_step(lane, i);
+    }
+    if (s_->job == State::Job::Compare) s_->compare->laneFinished(lane, outcome.summary, outcome.identical);
+    setProperty("last_tokens_per_second", outcome.summary.tokens_per_second);  // read by bench/gui_bench
+    if (s_->job == State::Job::Chat) {
+      s_->chat->answerFinished(outcome.text, false);
+      s_->status_label->setText(QString("%1 · τ %2 · %3 tok/s · %4 tokens")
+                                    .arg(QString::fromStdString(outcome.summary.method))
+                                    .arg(outcome.summary.tau, 0, 'f', 2)
+                                    .arg(outcome.summary.tokens_per_second, 0, 'f', 1)
+                                    .arg(outcome.summary.new_tokens));
+    }
+  });
+  connect(s_->worker, &EngineWorker::jobFinished, this,
+          [this](qint64 session, bool cancelled, const QString& backend, const QString& device) {
     flush_pending();
     s_->busy = false;
     s_->last_session = session;
+    if (!device.isEmpty()) {  // where the job ran, as the runner recorded it
+      s_->device = device;
+      s_->model_label->setText(QString("%1 · %2").arg(s_->model_description, s_->device));
+    }
     if (s_->job == State::Job::Chat) {
       s_->chat->setSessionId(session);
-      if (cancelled && !s_->traces.empty() && !s_->traces[0].summary) s_->chat->answerFinished(s_->chat->lastAnswer(), true);
+      if (cancelled && s_->traces.lanes() > 0 && !s_->traces.lane(0).summary)
+        s_->chat->answerFinished(s_->chat->lastAnswer(), true);
       s_->chat->setBusy(false);
     }
     if (s_->job == State::Job::Compare) s_->compare->runFinished(cancelled);
-    std::vector<const RunTrace*> runs;
-    for (auto& t : s_->traces) runs.push_back(&t);
-    s_->stats->setRuns(runs);
+    s_->stats->setRuns(pointers(s_->traces));
     s_->library->refresh();
     s_->job = State::Job::None;
     emit jobDone(session);
@@ -241,19 +268,24 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
     s_->replay->close();
     s_->replay_bar->hide();
     const AppSettings a = s_->settings->settings();
-    GenerationJob job;
-    job.model_path = a.model_path;
-    job.conversation = conversation;
+    runs::Job job;
+    try {
+      // The chat's method on Settings' target, or on the family's own target when it needs one (streaming).
+      job.lanes = {a.resolve_one(a.method.toStdString())};
+      job.backend = parse_backend(a.backend.toStdString());
+    } catch (const InputError& e) {
+      report_error(QString::fromStdString(e.what()));
+      s_->chat->answerFinished(QString(), true);
+      s_->chat->setBusy(false);
+      return;
+    }
+    job.prompts = {runs::Prompt{conversation.empty() ? std::string() : conversation.back().content, conversation}};
+    job.chat = true;
     job.options.max_tokens = a.max_tokens;
     job.options.sampling = a.sampling;
-    job.lanes = {a.spec_for(a.method.toStdString())};
-    job.record = a.record;
-    job.session_db = a.session_db;
-  job.backend = parse_backend(a.backend.toStdString());
-    job.backend = parse_backend(a.backend.toStdString());
-    job.kind = "chat";
-    job.session_id = s_->chat->sessionId();
-    s_->traces.assign(1, RunTrace{a.method.toStdString(), {}, {}, std::nullopt, a.sampling.greedy()});
+    job.references = false;  // a chat turn is one run, compared with nothing
+    if (a.record) job.record = runs::RecordTo{a.session_db.toStdString(), "chat", "", s_->chat->sessionId(), nullptr};
+    s_->traces.reset(traces_for(job.lanes, a.sampling.greedy()));
     s_->inspector->clear();
     s_->inspector->setFollowLive(true);
     s_->job = State::Job::Chat;
@@ -282,18 +314,23 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
     s_->settings->save();
     applyTheme(a.dark);
     s_->library->setDatabase(a.session_db);
+    s_->compare->setSettings(a);
   });
 
-  // Replay wiring: the same views, fed from the store.
+  // Replay wiring: the same views, fed from the recorded session through the same trace store.
   connect(s_->replay, &ReplayController::cleared, this, [this] {
     const bool compare = s_->replay->session().meta.kind == "compare";
+    const bool greedy = s_->replay->lanes().empty() || s_->replay->lanes()[0].greedy;
+    s_->traces.reset(s_->replay->lanes());
     if (compare) {
-      std::vector<std::string> methods;
-      for (auto& t : s_->replay->lanes()) methods.push_back(t.method);
-      if (methods.size() >= 2) s_->compare->setLaneMethods(methods);
+      const std::vector<runs::Lane> lanes = s_->replay->laneSpecs();
+      if (lanes.size() >= 2) s_->compare->setLanes(lanes);
       s_->compare->setPrompt(s_->replay->laneRuns().empty() ? QString()
                                                             : QString::fromStdString(s_->replay->laneRuns()[0].meta.prompt));
-      s_->compare->runStarted(s_->replay->lanes().empty() || s_->replay->lanes()[0].greedy);
+      s_->compare->runStarted(lanes, greedy);
+      for (const auto& ref : s_->replay->referenceRuns())
+        if (ref.outcome)
+          s_->compare->referenceFinished(QString::fromStdString(ref.meta.target.path), ref.outcome->summary);
     } else {
       // Earlier turns as plain text; the replayed answer (the last assistant message) streams after them.
       std::vector<ChatMessage> before;
@@ -309,19 +346,17 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
     }
   });
   connect(s_->replay, &ReplayController::step, this, [this](int lane, const StepRecord& st, const QString& piece) {
-    if (s_->replay->session().meta.kind == "compare") {
-      s_->compare->laneStep(lane, st, piece);
-    } else {
-      s_->chat->appendStep(st, piece);
-      s_->inspector->appendStep(st);
-    }
+    if (lane >= s_->traces.lanes()) return;
+    s_->traces.append(lane, st, piece.toStdString());
+    show_step(lane, int(s_->traces.lane(lane).steps.size()) - 1);
   });
   connect(s_->replay, &ReplayController::laneFinished, this, [this](int lane) {
-    const auto& t = s_->replay->lanes().at(size_t(lane));
+    const auto& recorded = s_->replay->lanes().at(size_t(lane));
     const auto& run = s_->replay->laneRuns().at(size_t(lane));
+    if (recorded.summary) s_->traces.finish(lane, *recorded.summary);
     if (s_->replay->session().meta.kind == "compare") {
-      s_->compare->laneFinished(lane, t.summary.value_or(RunSummary{}),
-                                run.outcome && run.outcome->identical_to_reference.value_or(true));
+      s_->compare->laneFinished(lane, recorded.summary.value_or(RunSummary{}),
+                                run.outcome ? run.outcome->identical_to_reference : std::nullopt);
       bool all = true;
       for (int l = 0; l < int(s_->replay->lanes().size()); ++l)
         all &= s_->replay->position() >= int(s_->replay->lanes()[size_t(l)].steps.size());
@@ -329,9 +364,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
     } else {
       s_->chat->answerFinished(QString::fromStdString(run.outcome ? run.outcome->output_text : ""), !run.outcome);
     }
-    std::vector<const RunTrace*> runs;
-    for (auto& tr : s_->replay->lanes()) runs.push_back(&tr);
-    s_->stats->setRuns(runs);
+    s_->stats->setRuns(pointers(s_->traces));
   });
   connect(s_->replay, &ReplayController::positionChanged, this, [this](int pos, int len) {
     s_->scrub->blockSignals(true);
@@ -430,7 +463,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
   s_->chat_method->setCurrentText(a.method);
   applyTheme(a.dark);
   s_->library->setDatabase(a.session_db);
+  s_->compare->setSettings(a);
   s_->status_label->setText(tr("Session store: %1").arg(a.session_db));
+  try {  // until a job reports where it ran
+    s_->device = QString::fromStdString(backend_description(resolve_backend(parse_backend(a.backend.toStdString()))));
+  } catch (const InputError&) {
+  }
   // Open on the default model with no configuration: load it now, in the background.
   QMetaObject::invokeMethod(s_->worker, [w = s_->worker, p = a.model_path] { w->loadModel(p); }, Qt::QueuedConnection);
 }
@@ -447,13 +485,22 @@ void MainWindow::closeEvent(QCloseEvent* e) {
   QMainWindow::closeEvent(e);
 }
 
-void MainWindow::show_step(int lane, const StepRecord& st, const QString& piece) {
-  if (s_->job == State::Job::Chat) {
+void MainWindow::show_step(int lane, int index) {
+  const runs::RunTrace& t = s_->traces.lane(lane);
+  const StepRecord& st = t.steps.at(size_t(index));
+  const QString piece = QString::fromStdString(t.pieces.at(size_t(index)));
+  const bool compare = s_->replay->isOpen() ? s_->replay->session().meta.kind == "compare" : s_->job == State::Job::Compare;
+  if (compare) {
+    s_->compare->laneStep(lane, st, piece);
+  } else {
     s_->chat->appendStep(st, piece);
     s_->inspector->appendStep(st);
-  } else if (s_->job == State::Job::Compare) {
-    s_->compare->laneStep(lane, st, piece);
   }
+}
+
+void MainWindow::report_error(const QString& message) {
+  s_->status_label->setText(tr("Error: %1").arg(message));
+  if (isVisible() && qEnvironmentVariableIsEmpty("SPECSCOPE_NO_DIALOGS")) QMessageBox::warning(this, tr("SpecScope"), message);
 }
 
 void MainWindow::setLiveDrawing(bool on) { s_->live_drawing = on; }
@@ -462,7 +509,7 @@ void MainWindow::flush_pending() {
   s_->frame_timer.stop();
   auto steps = std::move(s_->pending);
   s_->pending.clear();
-  for (auto& p : steps) show_step(p.lane, p.step, p.piece);
+  for (auto& p : steps) show_step(p.lane, p.index);
 }
 
 void MainWindow::stop() {
@@ -472,25 +519,29 @@ void MainWindow::stop() {
 
 void MainWindow::runCompare() {
   if (s_->busy) return;
+  const QString prompt = s_->compare->prompt().trimmed();
+  if (prompt.isEmpty()) return;
   s_->replay->close();
   s_->replay_bar->hide();
   const AppSettings a = s_->settings->settings();
-  GenerationJob job;
-  job.model_path = a.model_path;
-  const QString prompt = s_->compare->prompt().trimmed();
-  if (prompt.isEmpty()) return;
-  job.conversation = {{"user", prompt.toStdString()}};
+  runs::Job job;
+  try {
+    // Each lane's own keys, then Settings, then the family manifest: streaming finds its own target there.
+    job.lanes = a.resolve(s_->compare->laneRequests());
+    job.backend = parse_backend(a.backend.toStdString());
+  } catch (const InputError& e) {
+    report_error(QString::fromStdString(e.what()));
+    return;
+  }
+  job.prompts = {runs::Prompt{prompt.toStdString(), {}}};
+  job.chat = true;
   job.options.max_tokens = a.max_tokens;
   job.options.sampling = a.sampling;
-  for (auto& m : s_->compare->laneMethods()) job.lanes.push_back(a.spec_for(m));
-  job.interleaved = s_->compare->interleaved();
-  job.record = a.record;
-  job.session_db = a.session_db;
-  job.backend = parse_backend(a.backend.toStdString());
-  job.kind = "compare";
-  s_->traces.clear();
-  for (auto& m : s_->compare->laneMethods()) s_->traces.push_back(RunTrace{m, {}, {}, std::nullopt, a.sampling.greedy()});
-  s_->compare->runStarted(a.sampling.greedy());
+  job.schedule = s_->compare->interleaved() ? runs::Schedule::Interleaved : runs::Schedule::Sequential;
+  job.references = true;
+  if (a.record) job.record = runs::RecordTo{a.session_db.toStdString(), "compare", "", 0, nullptr};
+  s_->traces.reset(traces_for(job.lanes, a.sampling.greedy()));
+  s_->compare->runStarted(job.lanes, a.sampling.greedy());
   s_->job = State::Job::Compare;
   s_->busy = true;
   s_->frame_budget.start(wall_ms(), drawing_cpu_ms());
@@ -548,6 +599,7 @@ SessionLibraryView* MainWindow::library() const { return s_->library; }
 SettingsView* MainWindow::settingsView() const { return s_->settings; }
 TreeInspectorWidget* MainWindow::inspector() const { return s_->inspector; }
 ReplayController* MainWindow::replay() const { return s_->replay; }
+const runs::TraceStore& MainWindow::traces() const { return s_->traces; }
 bool MainWindow::busy() const { return s_->busy; }
 qint64 MainWindow::lastSessionId() const { return s_->last_session; }
 

@@ -1,11 +1,13 @@
 #pragma once
 // The main window: Chat (with the tree inspector beside it), Compare, Statistics, Sessions and Settings tabs;
 // the engine on its worker thread; replay of recorded sessions into the same views; menus, shortcuts,
-// exports, themes, and a status bar that names the model, the backend and device, and the session store.
+// exports, themes, and a status bar that names the model, the backend and device, and the session store. It
+// owns the one runs::TraceStore the views read (live or replayed steps), and turns the Chat's send and the
+// Compare tab's lanes into runs::Jobs for the engine worker.
 #include <QMainWindow>
 #include <memory>
 
-#include "ui/engine/run_trace.h"
+#include "runs/trace_store.h"
 
 namespace specscope::ui {
 
@@ -31,6 +33,8 @@ class MainWindow : public QMainWindow {
   SettingsView* settingsView() const;
   TreeInspectorWidget* inspector() const;
   ReplayController* replay() const;
+  // The runs every view draws: the live job's lanes, or the replayed session's.
+  const runs::TraceStore& traces() const;
   bool busy() const;
   qint64 lastSessionId() const;
   void showTab(const QString& name);  // chat | compare | statistics | sessions | settings
@@ -48,7 +52,8 @@ class MainWindow : public QMainWindow {
   void closeEvent(QCloseEvent* e) override;
 
  private:
-  void show_step(int lane, const StepRecord& st, const QString& piece);
+  void show_step(int lane, int index);  // step `index` of `traces` lane `lane`, to the views
+  void report_error(const QString& message);
   void flush_pending();
   struct State;
   std::unique_ptr<State> s_;

@@ -1,7 +1,7 @@
 #pragma once
 // The chat: a conversation through the model's chat template. The answer streams in with every token
 // coloured by provenance; Send (Ctrl+Return), Stop (Esc), Regenerate, Edit last message and resend, New chat.
-// The view owns the conversation; the main window turns a send into a GenerationJob.
+// The view owns the conversation; the main window turns a send into a runs::Job.
 #include <QWidget>
 #include <memory>
 #include <vector>

@@ -1,38 +1,67 @@
 #pragma once
-// Compare: 2 to 4 lanes, one method each, on the same prompt and sampling settings. Each lane shows its text
-// with provenance colours, its current tree in miniature, and live tau, tokens/s, target forwards and speedup
-// vs the first lane; for greedy runs a verdict line says whether every output is identical. Lanes run
-// interleaved (side by side) or one after another (clean timings); the view says which.
+// Compare: a race of 2 to 4 lanes on one prompt and sampling. Each lane has its own method, target, drafter and
+// options (RaceLane, LaneEditor), so eagle2 | medusa | streaming runs as is: streaming on its own target. Every
+// lane's speedup and verdict is against vanilla on that lane's own target (the runner's reference runs, shown
+// on the reference line). One cursor over the text position scrubs all lanes together (RaceCursor); a click
+// on a miniature opens that step in the full inspector below the lanes (LaneInspector). The view reads the
+// main window's runs::TraceStore and keeps no statistics of its own.
 #include <QWidget>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "engine/methods/step_record.h"
+#include "runs/job.h"
+#include "runs/lane_resolver.h"
+#include "runs/trace_store.h"
 
 namespace specscope::ui {
+
+struct AppSettings;
+class RaceCursor;
+class TreeInspectorWidget;
 
 class CompareView : public QWidget {
   Q_OBJECT
  public:
   explicit CompareView(QWidget* parent = nullptr);
   ~CompareView() override;
+  void setTraceStore(const runs::TraceStore* store);
+  void setSettings(const AppSettings& settings);  // the lane editors' placeholders
 
-  std::vector<std::string> laneMethods() const;
-  void setLaneMethods(const std::vector<std::string>& methods);  // 2..4
+  std::vector<runs::LaneRequest> laneRequests() const;
+  void setLaneMethods(const std::vector<std::string>& methods);  // 2..4, every other field left to defaults
+  void setLanes(const std::vector<runs::Lane>& lanes);          // a recorded race's lanes (replay)
   QString prompt() const;
   void setPrompt(const QString& p);
   bool interleaved() const;
   void setInterleaved(bool on);
 
-  void runStarted(bool greedy);
+  // A run's life, driven by the main window (live) or the replay controller. The store already holds a step
+  // when laneStep is called for it.
+  void runStarted(const std::vector<runs::Lane>& lanes, bool greedy);
+  void referenceStarted(const QString& target);
+  void referenceFinished(const QString& target, const RunSummary& summary);
   void laneStep(int lane, const StepRecord& step, const QString& piece);
-  void laneFinished(int lane, const RunSummary& summary, bool identical);
+  void laneFinished(int lane, const RunSummary& summary, std::optional<bool> identical);
   void runFinished(bool cancelled);
   void setBusy(bool busy);
   void setDark(bool dark);
 
+  // The cursor and the inspector.
+  RaceCursor* cursor() const;
+  void inspectLane(int lane, int step);  // opens the inspector on it; step -1 follows the lane live
+  TreeInspectorWidget* laneInspector() const;
+  int inspectedLane() const;  // -1 when the inspector is closed
+  TreeInspectorWidget* laneMiniature(int lane) const;
+  int laneShownStep(int lane) const;        // the miniature's step
+  int laneHighlightedStep(int lane) const;  // the step marked in the lane's text
+
   QString verdict() const;
+  QString referenceLine() const;
   QString laneText(int lane) const;
+  QString laneTitle(int lane) const;
+  QString laneStatLine(int lane) const;
   QString markdownTable() const;  // the comparison table, for the clipboard or a file
   int laneNodesDrawn(int lane) const;
 
@@ -41,6 +70,7 @@ class CompareView : public QWidget {
   void stopRequested();
 
  private:
+  void apply_cursor();  // every lane (and the inspector) to the cursor's token
   struct State;
   std::unique_ptr<State> s_;
 };

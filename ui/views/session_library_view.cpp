@@ -269,9 +269,10 @@ void SessionLibraryView::refresh() {
                                  model_name(l.model_path).toLower());
     model_item->setToolTip(QString::fromStdString(l.model_path));
     row << model_item;
-    QStringList methods;
+    QStringList methods;  // the lanes' labels once the session is read; the listing's methods until then
     for (const auto& m : l.methods) methods << QString::fromStdString(m);
-    row << text_item(methods.join(QStringLiteral(", ")));
+    auto* methods_item = text_item(methods.join(QStringLiteral(", ")));
+    row << methods_item;
 
     // The runs' prompt and outcomes. A session that cannot be read (a run left half-written) keeps its
     // listing and shows blanks.
@@ -284,7 +285,12 @@ void SessionLibraryView::refresh() {
       if (!session.runs.empty()) prompt = session.runs.front().meta.prompt;
       if (prompt.empty() && l.title.size()) prompt = l.title;
       double first_tau = std::nan("");
+      QStringList labels;
       for (const auto& run : session.runs) {
+        // A race's reference runs (vanilla on each target) are the yardstick, not one of its lanes.
+        if (run.meta.lane && *run.meta.lane < 0) continue;
+        const QString label = QString::fromStdString(run.meta.label.empty() ? run.meta.method.name : run.meta.label);
+        if (!labels.contains(label)) labels << label;
         if (!run.outcome) continue;
         const auto& sum = run.outcome->summary;
         any_outcome = true;
@@ -297,6 +303,12 @@ void SessionLibraryView::refresh() {
         }
       }
       if (std::isnan(tau)) tau = first_tau;
+      if (!labels.isEmpty()) {
+        const QString shown = labels.join(QStringLiteral(", "));
+        methods_item->setText(shown);
+        methods_item->setData(shown, kFilterRole);
+        methods_item->setData(shown.toLower(), kSortRole);
+      }
     } catch (const std::exception&) {
       if (prompt.empty()) prompt = l.title;
     }

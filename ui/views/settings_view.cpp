@@ -13,73 +13,17 @@
 #include <QSettings>
 #include <QSpinBox>
 #include <QVBoxLayout>
-#include <filesystem>
-#include <sstream>
 
 #include "engine/model/default_model.h"
 #include "engine/model/backend.h"
 #include "engine/util/error.h"
 #include "sessions/schema.h"
+#include "ui/views/method_hints.h"
 
 namespace specscope::ui {
 
-namespace {
-
-// Each method's options with the published defaults (shown as placeholders; empty means the default).
-const std::map<std::string, std::vector<std::pair<std::string, std::string>>>& method_parameters() {
-  static const std::map<std::string, std::vector<std::pair<std::string, std::string>>> p = {
-      {"vanilla", {}},
-      {"sps", {{"gamma", "4"}, {"branching", "(chain)"}}},
-      {"eagle1", {{"tree-choices", "mc_sim_7b_63"}}},
-      {"eagle2", {{"total-tokens", "60"}, {"depth", "5"}, {"draft-top-k", "10"}}},
-      {"eagle3", {{"total-tokens", "60"}, {"depth", "5"}, {"draft-top-k", "10"}}},
-      {"medusa", {{"tree-choices", "mc_sim_7b_63"}}},
-      // Speculative Streaming needs a streaming model as the target (e.g. assets/models/streaming); its defaults
-      // come from the model's streaming_config.json.
-      {"streaming", {{"gamma", "(model)"}, {"stream-top-k", "(model)"}, {"msa-layers", "(model)"},
-                     {"prune-threshold", "(calibrated)"}}},
-      {"lookahead", {{"window", "15"}, {"ngram", "5"}, {"guesses", "15"}}},
-      {"pld", {{"max-ngram", "3"}, {"min-ngram", "1"}, {"num-draft", "10"}}},
-  };
-  return p;
-}
-
-std::string options_to_text(const std::map<std::string, std::string>& o) {
-  std::string s;
-  for (auto& [k, v] : o) s += (s.empty() ? "" : " ") + k + "=" + v;
-  return s;
-}
-
-std::map<std::string, std::string> options_from_text(const std::string& text) {
-  std::map<std::string, std::string> o;
-  std::istringstream in(text);
-  for (std::string kv; in >> kv;) {
-    auto eq = kv.find('=');
-    if (eq != std::string::npos && eq > 0) o[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  return o;
-}
-
-QString sibling(const std::string& base, const char* name) {
-  auto p = std::filesystem::path(base).parent_path() / name;
-  return std::filesystem::exists(p) ? QString::fromStdString(p.string()) : QString();
-}
-
-}  // namespace
-
-MethodSpec AppSettings::spec_for(const std::string& method) const {
-  MethodSpec s;
-  s.name = method;
-  if (method == "sps") s.draft_path = draft_path.toStdString();
-  if (method == "eagle1" || method == "eagle2") s.head_path = eagle_head.toStdString();
-  if (method == "eagle3") s.head_path = eagle3_head.toStdString();
-  if (method == "medusa") s.head_path = medusa_head.toStdString();
-  if (auto it = method_options.find(method); it != method_options.end()) s.options = it->second;
-  return s;
-}
-
 struct SettingsView::State {
-  QLineEdit *model, *draft, *eagle, *eagle3, *medusa, *db, *options;
+  QLineEdit *model, *draft, *eagle, *eagle3, *medusa, *streaming, *db, *options;
   QComboBox *method, *backend;
   QDoubleSpinBox *temperature, *top_p, *min_p;
   QSpinBox *top_k, *seed, *max_tokens;
@@ -129,6 +73,26 @@ SettingsView::SettingsView(QWidget* parent) : QWidget(parent), s_(std::make_uniq
   path_row(mf, tr("EAGLE-1/2 head"), s_->eagle, true);
   path_row(mf, tr("EAGLE-3 head"), s_->eagle3, true);
   path_row(mf, tr("Medusa heads"), s_->medusa, true);
+  path_row(mf, tr("Streaming model (its own target)"), s_->streaming, true);
+  s_->streaming->setToolTip(tr("Speculative Streaming verifies with a model fine-tuned for it: lanes and chats "
+                               "using streaming run on this target instead of the one above"));
+  // A new target brings its own family: drafter paths that were the old family's follow the new one's manifest;
+  // paths the user chose stay.
+  connect(s_->model, &QLineEdit::editingFinished, this, [this] {
+    const std::string now = s_->model->text().toStdString();
+    if (now == s_->current.model_path.toStdString()) return;
+    const FamilyPaths before = FamilyPaths::for_target(s_->current.model_path.toStdString());
+    const FamilyPaths after = FamilyPaths::for_target(now);
+    auto follow = [](QLineEdit* e, const QString& old_default, const QString& new_default) {
+      if (e->text().isEmpty() || e->text() == old_default) e->setText(new_default);
+    };
+    follow(s_->draft, before.draft, after.draft);
+    follow(s_->eagle, before.eagle_head, after.eagle_head);
+    follow(s_->eagle3, before.eagle3_head, after.eagle3_head);
+    follow(s_->medusa, before.medusa_head, after.medusa_head);
+    follow(s_->streaming, before.streaming, after.streaming);
+    s_->current.model_path = s_->model->text();
+  });
   root->addWidget(models);
 
   auto* method = new QGroupBox(tr("Method"));
@@ -198,13 +162,14 @@ SettingsView::SettingsView(QWidget* parent) : QWidget(parent), s_(std::make_uniq
 
   auto update_hint = [this] {
     const std::string m = s_->method->currentText().toStdString();
-    QStringList parts;
-    for (auto& [k, v] : method_parameters().count(m) ? method_parameters().at(m)
-                                                     : std::vector<std::pair<std::string, std::string>>{})
-      parts << QString("%1=%2").arg(QString::fromStdString(k), QString::fromStdString(v));
-    s_->defaults_hint->setText(parts.isEmpty() ? tr("No parameters.")
-                                               : tr("Published defaults: %1").arg(parts.join("  ")));
-    s_->options->setText(QString::fromStdString(options_to_text(s_->current.method_options[m])));
+    const MethodInfo* info = find_method_info(m);
+    const QString defaults = info ? defaults_placeholder(*info) : QString();
+    s_->defaults_hint->setText(!info ? QString()
+                               : defaults.isEmpty() ? tr("%1. No parameters.").arg(QString::fromStdString(info->title))
+                                                    : tr("%1. Published defaults: %2").arg(QString::fromStdString(info->title), defaults));
+    s_->options->setPlaceholderText(defaults);
+    s_->options->setToolTip(info ? options_tooltip(*info) : QString());
+    s_->options->setText(options_to_text(s_->current.method_options[m]));
   };
   connect(s_->method, &QComboBox::currentTextChanged, this, [this, update_hint] {
     update_hint();
@@ -212,7 +177,7 @@ SettingsView::SettingsView(QWidget* parent) : QWidget(parent), s_(std::make_uniq
   });
   connect(s_->options, &QLineEdit::editingFinished, this, [this] {
     s_->current.method_options[s_->method->currentText().toStdString()] =
-        options_from_text(s_->options->text().toStdString());
+        options_from_text(s_->options->text());
     if (!s_->updating) emit changed();
   });
   for (QWidget* w : std::initializer_list<QWidget*>{s_->temperature, s_->top_p, s_->min_p})
@@ -236,10 +201,12 @@ AppSettings SettingsView::defaults() {
   AppSettings a;
   const std::string base = default_model_path();
   a.model_path = QString::fromStdString(base);
-  a.draft_path = sibling(base, "draft");
-  a.eagle_head = sibling(base, "eagle1");
-  a.eagle3_head = sibling(base, "eagle3");
-  a.medusa_head = sibling(base, "medusa");
+  const FamilyPaths f = FamilyPaths::for_target(base);
+  a.draft_path = f.draft;
+  a.eagle_head = f.eagle_head;
+  a.eagle3_head = f.eagle3_head;
+  a.medusa_head = f.medusa_head;
+  a.streaming_path = f.streaming;
   // EAGLE-2's dynamic trees are what the inspector is for; fall back to the draft model, then to n-grams.
   a.method = !a.eagle_head.isEmpty() ? "eagle2" : !a.draft_path.isEmpty() ? "sps" : "pld";
   a.session_db = QString::fromStdString(sessions::default_session_db_path());
@@ -253,8 +220,9 @@ AppSettings SettingsView::settings() const {
   a.eagle_head = s_->eagle->text();
   a.eagle3_head = s_->eagle3->text();
   a.medusa_head = s_->medusa->text();
+  a.streaming_path = s_->streaming->text();
   a.method = s_->method->currentText();
-  a.method_options[a.method.toStdString()] = options_from_text(s_->options->text().toStdString());
+  a.method_options[a.method.toStdString()] = options_from_text(s_->options->text());
   a.sampling.temperature = float(s_->temperature->value());
   a.sampling.top_k = s_->top_k->value();
   a.sampling.top_p = float(s_->top_p->value());
@@ -276,9 +244,10 @@ void SettingsView::setSettings(const AppSettings& a) {
   s_->eagle->setText(a.eagle_head);
   s_->eagle3->setText(a.eagle3_head);
   s_->medusa->setText(a.medusa_head);
+  s_->streaming->setText(a.streaming_path);
   s_->method->setCurrentText(a.method);
   auto it = a.method_options.find(a.method.toStdString());
-  s_->options->setText(it == a.method_options.end() ? QString() : QString::fromStdString(options_to_text(it->second)));
+  s_->options->setText(it == a.method_options.end() ? QString() : options_to_text(it->second));
   s_->temperature->setValue(a.sampling.temperature);
   s_->top_k->setValue(a.sampling.top_k);
   s_->top_p->setValue(a.sampling.top_p);
@@ -301,6 +270,7 @@ void SettingsView::load() {
   str("eagle", a.eagle_head);
   str("eagle3", a.eagle3_head);
   str("medusa", a.medusa_head);
+  str("streaming", a.streaming_path);
   str("method", a.method);
   str("session_db", a.session_db);
   str("backend", a.backend);
@@ -313,7 +283,7 @@ void SettingsView::load() {
   a.record = q.value("record", a.record).toBool();
   a.dark = q.value("dark", a.dark).toBool();
   q.beginGroup("method_options");
-  for (const QString& m : q.childKeys()) a.method_options[m.toStdString()] = options_from_text(q.value(m).toString().toStdString());
+  for (const QString& m : q.childKeys()) a.method_options[m.toStdString()] = options_from_text(q.value(m).toString());
   q.endGroup();
   setSettings(a);
 }
@@ -326,6 +296,7 @@ void SettingsView::save() const {
   q.setValue("eagle", a.eagle_head);
   q.setValue("eagle3", a.eagle3_head);
   q.setValue("medusa", a.medusa_head);
+  q.setValue("streaming", a.streaming_path);
   q.setValue("method", a.method);
   q.setValue("session_db", a.session_db);
   q.setValue("backend", a.backend);
@@ -338,7 +309,7 @@ void SettingsView::save() const {
   q.setValue("record", a.record);
   q.setValue("dark", a.dark);
   q.beginGroup("method_options");
-  for (auto& [m, o] : a.method_options) q.setValue(QString::fromStdString(m), QString::fromStdString(options_to_text(o)));
+  for (auto& [m, o] : a.method_options) q.setValue(QString::fromStdString(m), options_to_text(o));
   q.endGroup();
 }
 

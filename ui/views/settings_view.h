@@ -1,28 +1,14 @@
 #pragma once
-// Settings: model and head paths (file dialogs), the method and its parameters (the published defaults shown
-// as placeholders), sampling, backend, the session database; remembered with QSettings.
+// Settings: the target and its family's drafter paths (file dialogs; prefilled from the family manifest), the
+// chat's method and its parameters (hints and placeholders from the method registry), sampling, backend, the
+// session database; remembered with QSettings.
 #include <QWidget>
 #include <map>
 #include <memory>
 
-#include "engine/methods/factory.h"
-#include "engine/sampling/sampler.h"
+#include "ui/engine/app_settings.h"
 
 namespace specscope::ui {
-
-struct AppSettings {
-  QString model_path, draft_path, eagle_head, eagle3_head, medusa_head;
-  QString method = "sps";
-  std::map<std::string, std::map<std::string, std::string>> method_options;  // per method name
-  SamplingParams sampling;
-  int max_tokens = 256;
-  bool record = true;
-  QString session_db;
-  bool dark = false;
-  QString backend = "auto";  // auto | cpu | cuda (engine/model/backend.h)
-  // The MethodSpec for `method` with the paths and options above.
-  MethodSpec spec_for(const std::string& method) const;
-};
 
 class SettingsView : public QWidget {
   Q_OBJECT

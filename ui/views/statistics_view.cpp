@@ -21,7 +21,7 @@
 #include <array>
 #include <cmath>
 
-#include "ui/engine/run_statistics.h"
+#include "runs/run_statistics.h"
 
 namespace specscope::ui {
 
@@ -49,7 +49,7 @@ struct RunData {
   QString name;
   int colour = 0;
   bool has_tree = false;  // drafted at least once (vanilla: no)
-  RunStatistics stats;
+  runs::RunStatistics stats;
   double tau = 0;
 };
 
@@ -209,20 +209,21 @@ StatisticsView::StatisticsView(QWidget* parent) : QWidget(parent), s_(std::make_
 
 StatisticsView::~StatisticsView() = default;
 
-void StatisticsView::setRuns(const std::vector<const RunTrace*>& runs) {
+void StatisticsView::setRuns(const std::vector<const runs::RunTrace*>& runs) {
   s_->runs.clear();
   int index = 0;
-  for (const RunTrace* t : runs) {
+  for (const runs::RunTrace* t : runs) {
     if (!t) continue;
     RunData d;
     d.colour = index++;
-    const QString name = QString::fromStdString(t->method.empty() ? std::string("run") : t->method);
+    const std::string& label = t->label.empty() ? t->method : t->label;
+    const QString name = QString::fromStdString(label.empty() ? std::string("run") : label);
     // Two runs of one method: tell them apart.
     int same = 0;
     for (const auto& other : s_->runs)
       if (other.name == name || other.name.startsWith(name + QStringLiteral(" ("))) ++same;
     d.name = same ? QStringLiteral("%1 (%2)").arg(name).arg(same + 1) : name;
-    d.stats = compute_statistics(t->steps);
+    d.stats = runs::compute_statistics(t->steps);
     d.has_tree = !d.stats.accepted_length_histogram.empty();
     d.tau = t->summary ? t->summary->tau : summarize(t->method, t->steps).tau;
     s_->runs.push_back(std::move(d));

@@ -1,12 +1,13 @@
 #pragma once
 // Statistics (Qt Charts) over one or more runs: accepted-length histogram, acceptance rate by depth, draft
 // confidence against actual acceptance (a calibration curve, as in EAGLE-2's analysis), tokens/s over time,
-// and the draft/verify time split. Each run is one series (one colour per method).
+// and the draft/verify time split. Each run is one series (one colour per lane), named by its lane label, so a
+// race's lanes overlay in every chart.
 #include <QWidget>
 #include <memory>
 #include <vector>
 
-#include "ui/engine/run_trace.h"
+#include "runs/trace_store.h"
 
 namespace specscope::ui {
 
@@ -16,7 +17,7 @@ class StatisticsView : public QWidget {
   explicit StatisticsView(QWidget* parent = nullptr);
   ~StatisticsView() override;
   // Redraws every chart from these runs (copied what it needs; the traces may change afterwards).
-  void setRuns(const std::vector<const RunTrace*>& runs);
+  void setRuns(const std::vector<const runs::RunTrace*>& runs);
   bool exportPng(const QString& path);  // the whole view
 
  private:

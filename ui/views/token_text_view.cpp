@@ -50,6 +50,36 @@ void TokenTextView::appendPlain(const QString& text, bool bold) {
   c.insertText(text, f);
 }
 
+void TokenTextView::clearGenerated() {
+  flush();
+  generated_.clear();
+  ranges_.clear();
+  highlighted_ = -1;
+  setExtraSelections({});
+}
+
+void TokenTextView::highlightStep(int step) {
+  flush();
+  highlighted_ = step;
+  if (step < 0 || step >= int(ranges_.size())) {
+    setExtraSelections({});
+    return;
+  }
+  QTextEdit::ExtraSelection sel;
+  sel.cursor = QTextCursor(document());
+  sel.cursor.setPosition(ranges_[size_t(step)].first);
+  sel.cursor.setPosition(ranges_[size_t(step)].second, QTextCursor::KeepAnchor);
+  // The selection colours for as long as the cursor is there: the provenance colours stay in the tooltips.
+  sel.format.setBackground(palette().color(QPalette::Highlight));
+  sel.format.setForeground(palette().color(QPalette::HighlightedText));
+  setExtraSelections({sel});
+  QTextCursor c(document());
+  c.setPosition(ranges_[size_t(step)].first);
+  const QRect r = cursorRect(c);
+  if (r.top() < 0 || r.bottom() > viewport()->height())
+    verticalScrollBar()->setValue(verticalScrollBar()->value() + r.top() - viewport()->height() / 3);
+}
+
 void TokenTextView::appendStep(const StepRecord& s, const QString& piece) {
   generated_ += piece;
   pending_.emplace_back(s, piece);
@@ -60,6 +90,15 @@ void TokenTextView::appendStep(const StepRecord& s, const QString& piece) {
 }
 
 void TokenTextView::insert_step(const StepRecord& s, const QString& piece) {
+  QTextCursor end(document());
+  end.movePosition(QTextCursor::End);
+  const int begin = end.position();
+  insert_tokens(s, piece);
+  end.movePosition(QTextCursor::End);
+  ranges_.emplace_back(begin, end.position());
+}
+
+void TokenTextView::insert_tokens(const StepRecord& s, const QString& piece) {
   // Token texts of what this step committed: accepted drafts, then the bonus.
   std::string joined;
   std::vector<std::pair<std::string, int>> tokens;  // text, node id (-1: bonus)

@@ -21,7 +21,11 @@ class TokenTextView : public QTextBrowser {
   void appendStep(const StepRecord& step, const QString& piece);
   void appendPlain(const QString& text, bool bold = false);
   QString generatedText() const { return generated_; }  // everything appendStep added since clearGenerated
-  void clearGenerated() { generated_.clear(); }
+  void clearGenerated();
+  // Marks the text of step `step` (counted from the first appendStep since clearGenerated) and scrolls to it;
+  // -1 removes the mark. The race cursor uses it to show which step produced the token under it.
+  void highlightStep(int step);
+  int highlightedStep() const { return highlighted_; }
   // Live steps are inserted at most 20 times a second (a window holding a QOpenGLWidget is recomposited on
   // every repaint, which with software OpenGL runs on the decoder's cores); flush() inserts what waits now.
   void flush();
@@ -31,12 +35,15 @@ class TokenTextView : public QTextBrowser {
 
  private:
   void insert(const QString& text, const QColor& background, const QString& tooltip);
-  void insert_step(const StepRecord& step, const QString& piece);
+  void insert_step(const StepRecord& step, const QString& piece);  // records the step's range
+  void insert_tokens(const StepRecord& step, const QString& piece);
   bool dark_ = false;
   std::vector<std::pair<StepRecord, QString>> pending_;
   QTimer* flush_timer_ = nullptr;
   QElapsedTimer since_flush_;
   QString generated_;
+  std::vector<std::pair<int, int>> ranges_;  // document [begin, end) of each inserted step
+  int highlighted_ = -1;
 };
 
 }  // namespace specscope::ui

@@ -1,0 +1,82 @@
+#include "ui/views/lane_inspector.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QSignalBlocker>
+#include <QVBoxLayout>
+
+#include "ui/inspector/tree_inspector_widget.h"
+
+namespace specscope::ui {
+
+LaneInspector::LaneInspector(QWidget* parent) : QWidget(parent) {
+  auto* v = new QVBoxLayout(this);
+  v->setContentsMargins(0, 0, 0, 0);
+  auto* row = new QHBoxLayout;
+  lanes_ = new QComboBox;
+  lanes_->setObjectName("inspectedLane");
+  follow_ = new QCheckBox(tr("Follow live"));
+  follow_->setToolTip(tr("Stay on this lane's newest step while the race runs"));
+  auto* close = new QPushButton(tr("Hide"));
+  row->addWidget(new QLabel(tr("Inspecting")));
+  row->addWidget(lanes_);
+  row->addWidget(follow_);
+  row->addStretch(1);
+  row->addWidget(close);
+  v->addLayout(row);
+  tree_ = new TreeInspectorWidget;
+  tree_->setObjectName("laneInspector");
+  v->addWidget(tree_, 1);
+
+  connect(lanes_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (i != lane_) showLane(i, follow_->isChecked() ? -1 : store_ && i >= 0 && i < store_->lanes()
+                                                              ? int(store_->lane(i).steps.size()) - 1 : -1);
+  });
+  connect(follow_, &QCheckBox::toggled, tree_, &TreeInspectorWidget::setFollowLive);
+  // Scrubbing the inspector's own timeline leaves live, as it does in the chat.
+  connect(tree_, &TreeInspectorWidget::currentStepChanged, this, [this] {
+    const QSignalBlocker b(follow_);
+    follow_->setChecked(tree_->followsLive());
+  });
+  connect(close, &QPushButton::clicked, this, &LaneInspector::closeRequested);
+}
+
+void LaneInspector::setLanes(const QStringList& labels) {
+  {
+    const QSignalBlocker b(lanes_);
+    lanes_->clear();
+    for (int i = 0; i < labels.size(); ++i) lanes_->addItem(tr("lane %1 · %2").arg(i + 1).arg(labels[i]));
+  }
+  lane_ = -1;
+  shown_steps_ = 0;
+  tree_->clear();
+}
+
+void LaneInspector::showLane(int lane, int step) {
+  if (!store_ || lane < 0 || lane >= store_->lanes()) return;
+  lane_ = lane;
+  {
+    const QSignalBlocker b(lanes_);
+    lanes_->setCurrentIndex(lane);
+  }
+  const auto& steps = store_->lane(lane).steps;
+  shown_steps_ = int(steps.size());
+  tree_->setSteps(steps);  // follows the newest step
+  if (step >= 0) tree_->setCurrentStep(step);
+  const QSignalBlocker b(follow_);
+  follow_->setChecked(tree_->followsLive());
+}
+
+void LaneInspector::laneStepAppended(int lane) {
+  if (lane != lane_ || !store_) return;
+  const auto& steps = store_->lane(lane).steps;
+  while (shown_steps_ < int(steps.size())) tree_->appendStep(steps[size_t(shown_steps_++)]);
+}
+
+bool LaneInspector::followsLive() const { return tree_->followsLive(); }
+void LaneInspector::setDark(bool dark) { tree_->setDarkTheme(dark); }
+
+}  // namespace specscope::ui
