@@ -202,6 +202,32 @@ TEST(SessionStore, MigratesVersion1ForwardKeepingData) {
   EXPECT_EQ(d.scalar_int("PRAGMA user_version"), kSchemaVersion);
 }
 
+// A comparison recorded before races (schema 2) has runs with no lane, label or target: they read back with the
+// session's model as their target and their method as their label, and replay as before.
+TEST(SessionStore, MigratesVersion2RunsWithTheSessionModelAsTarget) {
+  auto dir = test::fresh_dir("migrate2");
+  const std::string db = (dir / "v2.db").string();
+  {
+    Database d(db, Database::Mode::ReadWriteCreate);
+    d.exec(schema_sql(2));
+    d.exec("INSERT INTO sessions(created_at, kind, title, app_version, model_path, model_architecture, "
+           "model_config_sha256, model_weights_index_sha256, backend, device) "
+           "VALUES('2026-01-01T00:00:00.000Z', 'compare', 'old', '0.1.0', '/m', 'LlamaForCausalLM', 'c', 'w', 'cpu', 'x')");
+    d.exec("INSERT INTO runs(session_id, ordinal, method, method_json, temperature, top_k, top_p, min_p, seed, "
+           "max_tokens, stop_strings_json, prompt, chat, prompt_tokens, status, started_at) VALUES(1, 0, 'pld', "
+           "'{\"name\":\"pld\",\"draft\":\"\",\"head\":\"\",\"options\":{}}', 0, 0, 1, 0, 0, 8, '[]', 'hi', 0, "
+           "2, 'recording', '2026-01-01T00:00:00.000Z')");
+  }
+  SessionReader r(db);
+  auto run = r.session(1).runs.at(0);
+  EXPECT_FALSE(run.meta.lane.has_value());
+  EXPECT_EQ(run.meta.label, "pld");
+  EXPECT_EQ(run.meta.target.path, "/m");
+  EXPECT_EQ(run.meta.target.config_sha256, "c");
+  Database d(db, Database::Mode::ReadOnly);
+  EXPECT_EQ(d.scalar_int("PRAGMA user_version"), kSchemaVersion);
+}
+
 TEST(SessionStore, RefusesNewerSchemaUntouched) {
   auto dir = test::fresh_dir("newer");
   const auto p = dir / "new.db";
