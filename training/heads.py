@@ -8,13 +8,16 @@ Features come from the frozen base, computed online for every batch (no feature 
   * fused   [B, T, 3H]  the residual stream entering decoder layers sorted({2, N//2, N-3}), low -> high: EAGLE-3;
   * logits  [B, T, V]   the base's next-token logits (EAGLE targets, accuracy against the base).
 Data: the chat corpus (training/data), rendered, tokenized, packed and masked exactly like lm_train.py (loss on
-assistant tokens by default), or with --self-distill N the base's own greedy answers to N training prompts.
+assistant tokens by default), or with --self-distill N the base's own greedy answers to N training prompts;
+--extra-train adds conversation files (e.g. self_distill.py's shards) to the training split. --init-from starts
+from an exported head (load_export).
 
 The modules keep the token embedding and (for EAGLE-1) the LM head outside themselves, so that their state dicts
 are exactly the official tensor sets.
 """
 import argparse
 import gzip
+import hashlib
 import json
 import math
 import os
@@ -301,10 +304,11 @@ def write_json(path, obj):
 def self_distill(base, tok_dir, data_dir, n, out_dir, max_new, batch, device, temperature=0.0, seed=1234):
     """Rewrites the last assistant answer of the first n training conversations with the base's own answer
     (greedy by default), as EAGLE recommends; -> a data folder (train.jsonl.gz + the corpus validation split).
-    Idempotent: an existing complete folder is reused."""
+    Idempotent: an existing complete folder is reused. The generation is self_distill.py's (which does the same
+    for the whole corpus as a resumable command; its output goes to the recipes through --extra-train)."""
     from tokenizers import Tokenizer
 
-    from chat_format import BOS, EOT, EOT_TEXT, render
+    import self_distill as sd
 
     done = os.path.join(out_dir, "DONE")
     if os.path.exists(done):
@@ -312,41 +316,19 @@ def self_distill(base, tok_dir, data_dir, n, out_dir, max_new, batch, device, te
         return out_dir
     os.makedirs(out_dir, exist_ok=True)
     tk = Tokenizer.from_file(os.path.join(tok_dir, "tokenizer.json"))
-    eot, eos, pad = tk.token_to_id(EOT), tk.token_to_id(EOT_TEXT), tk.token_to_id(EOT_TEXT)
+    stops = sd.stop_ids(tk)
     convs = lm_train.load_conversations(os.path.join(data_dir, "train.jsonl.gz"), n)
     maxpos = base.config.max_position_embeddings
-    g = torch.Generator(device="cpu").manual_seed(seed)
     t0 = time.time()
     out, gen_tokens = [], 0
     for i in range(0, len(convs), batch):
-        chunk = convs[i:i + batch]
-        prompts, heads = [], []
-        for msgs in chunk:
-            last = max(j for j, m in enumerate(msgs) if m["role"] == "user")
-            heads.append(msgs[:last + 1])
-            ids = tk.encode(render(msgs[:last + 1], add_generation_prompt=True), add_special_tokens=False).ids
-            prompts.append(ids[-(maxpos - max_new):])
-        L = max(len(p) for p in prompts)
-        x = torch.full((len(prompts), L), pad, dtype=torch.long)
-        am = torch.zeros_like(x)
-        for r, p in enumerate(prompts):
-            x[r, L - len(p):] = torch.tensor(p)
-            am[r, L - len(p):] = 1
-        kw = dict(max_new_tokens=max_new, eos_token_id=[eot, eos], pad_token_id=pad)
-        if temperature > 0:
-            torch.manual_seed(int(torch.randint(1 << 30, (1,), generator=g)))
-            kw.update(do_sample=True, temperature=temperature, top_k=0, top_p=1.0)
-        else:
-            kw.update(do_sample=False)
-        with torch.no_grad():
-            y = base.model.generate(input_ids=x.to(device), attention_mask=am.to(device), **kw).cpu()
-        for r, msgs in enumerate(heads):
-            new = y[r, L:].tolist()
-            if eot in new:
-                new = new[:new.index(eot)]
-            new = [t for t in new if t not in (eos, pad)]
-            gen_tokens += len(new)
-            text = tk.decode(new, skip_special_tokens=True).strip()
+        asks = [sd.prompt_of(msgs) for msgs in convs[i:i + batch]]
+        prompts = [sd.prompt_ids(tk, msgs)[-(maxpos - max_new):] for msgs in asks]
+        seeds = [sd.sample_seed(seed, i + r, 0) for r in range(len(prompts))]
+        answers, _ = sd.generate(base.model, prompts, max_new, stops, temperature, 1.0, seeds)
+        for msgs, ids in zip(asks, answers):
+            gen_tokens += len(ids)
+            text = sd.answer_text(tk, ids)
             if text:
                 out.append({"messages": msgs + [{"role": "assistant", "content": text}]})
         log(f"self-distill: {min(i + batch, len(convs))}/{len(convs)} conversations, "
@@ -358,6 +340,48 @@ def self_distill(base, tok_dir, data_dir, n, out_dir, max_new, batch, device, te
     with open(done, "w") as f:
         f.write(f"{len(out)} conversations from {base.path}\n")
     return out_dir
+
+
+def extra_train_files(paths):
+    """--extra-train: each path is a .jsonl.gz file of conversations in the corpus format, or a folder whose
+    *.jsonl.gz files (self_distill.py's shards) are all taken, in name order."""
+    files = []
+    for p in paths:
+        if os.path.isdir(p):
+            got = sorted(os.path.join(p, f) for f in os.listdir(p) if f.endswith(".jsonl.gz"))
+            if not got:
+                raise SystemExit(f"--extra-train {p}: no .jsonl.gz files in it")
+            files += got
+        elif p.endswith(".jsonl.gz") and os.path.isfile(p):
+            files.append(p)
+        else:
+            raise SystemExit(f"--extra-train {p}: not a folder or a .jsonl.gz file")
+    return files
+
+
+def export_tensors_path(recipe, path):
+    """The tensor file of the export in folder `path` that --init-from reads (recipe.export_file), or an error."""
+    if not recipe.export_file:
+        raise SystemExit(f"--init-from is not supported by the {recipe.name} recipe")
+    f = os.path.join(path, recipe.export_file)
+    if not os.path.isfile(f):
+        raise SystemExit(f"--init-from {path}: no {recipe.export_file}")
+    return f
+
+
+def load_export(head, recipe, path):
+    """--init-from: an exported head (the official layout the recipe's export() writes) loaded back into the
+    module: the same tensor names and shapes, or an error."""
+    from safetensors.torch import load_file
+
+    f = export_tensors_path(recipe, path)
+    sd = load_file(f)
+    own = head.state_dict()
+    bad = sorted(set(own) ^ set(sd)) + [k for k in own if k in sd and tuple(own[k].shape) != tuple(sd[k].shape)]
+    if bad:
+        raise SystemExit(f"--init-from {f}: not this head's tensors ({', '.join(bad[:6])})")
+    head.load_state_dict({k: v.to(own[k].dtype) for k, v in sd.items()})
+    log(f"{recipe.name}: initialised from {f}")
 
 
 # ----------------------------------------------------------------------------------------------- arguments
@@ -386,6 +410,11 @@ def add_args(ap, d):
     ap.add_argument("--max-epochs", type=float, default=0.0)
     ap.add_argument("--max-train-convs", type=int, default=0)
     ap.add_argument("--max-val-convs", type=int, default=500)
+    ap.add_argument("--extra-train", action="append", default=[], metavar="PATH",
+                    help="more training conversations (corpus format): a .jsonl.gz file, or a folder of them such as "
+                         "self_distill.py's output; repeatable; added to --data's train split")
+    ap.add_argument("--init-from", default=None, metavar="DIR",
+                    help="start from an exported head (its official-layout tensors); a --resume checkpoint wins")
     ap.add_argument("--self-distill", type=int, default=0, metavar="N",
                     help="train on the base's own answers to the first N training prompts (generated first)")
     ap.add_argument("--sd-max-new", type=int, default=192, help="--self-distill: max new tokens per answer")
@@ -418,6 +447,7 @@ class Recipe:
     export(head, base, out, dtype) -> list of files written; extra_state() / load_extra_state(st)."""
     name = "head"
     fused = False
+    export_file = None  # the tensor file export() writes, which --init-from reads back (None: unsupported)
 
     def extra_state(self):
         return {}
@@ -466,6 +496,16 @@ def run(args, recipe):
     if args.self_distill:
         cache = os.path.join(work, "cache-sd")
     train_convs = lm_train.tokenize_split(args.tokenizer, data_dir, "train", args.max_train_convs, cache, args.loss_on)
+    extra_files, n_extra = extra_train_files(args.extra_train), 0
+    for f in extra_files:  # each file is a one-split "folder": tokenized and cached like the corpus
+        d = os.path.dirname(os.path.abspath(f))
+        sub = os.path.join(cache, "extra-" + hashlib.sha1(d.encode()).hexdigest()[:10])  # shard names repeat
+        got = lm_train.tokenize_split(args.tokenizer, d, os.path.basename(f)[:-len(".jsonl.gz")], 0, sub, args.loss_on)
+        train_convs, n_extra = train_convs + got, n_extra + len(got)
+    if extra_files:
+        n_extra_tok = sum(len(c[0]) for c in train_convs[len(train_convs) - n_extra:])
+        log(f"extra training data: {n_extra} conversations, {n_extra_tok / 1e6:.2f} M tokens from "
+            f"{len(extra_files)} files ({', '.join(args.extra_train)})")
     val_convs = lm_train.tokenize_split(args.tokenizer, data_dir, "validation", args.max_val_convs, cache,
                                         args.loss_on)
     n_tok = sum(len(c[0]) for c in train_convs)
@@ -475,8 +515,12 @@ def run(args, recipe):
     vT, vM = lm_train.pack(val_convs, row_len, pad_id, np.arange(len(val_convs)))
     vT, vM = torch.from_numpy(vT).to(device), torch.from_numpy(vM).to(device)
 
+    if args.init_from:
+        export_tensors_path(recipe, args.init_from)  # fail before building
     torch.manual_seed(args.seed)
     head = recipe.build(base, train_convs).to(device)
+    if args.init_from:
+        load_export(head, recipe, args.init_from)
     n_params = sum(p.numel() for p in head.parameters())
     log(f"{role}: {n_params / 1e6:.2f} M trainable parameters")
     opt_kw = {"lr": args.lr, "betas": (args.beta1, args.beta2), "weight_decay": args.weight_decay}
@@ -612,6 +656,8 @@ def run(args, recipe):
     summary = {"role": role, "base": os.path.abspath(args.base), "params": n_params, "steps": step,
                "tokens_seen": tokens_seen, "stop_reason": stop_reason, "device": str(device),
                "tokens_per_s": round(tps_run), "final_val": final, "self_distill": args.self_distill,
+               "extra_train": [os.path.abspath(p) for p in args.extra_train],
+               "init_from": os.path.abspath(args.init_from) if args.init_from else None,
                "epochs": round(batches.epoch + batches.pos / max(batches.rows, 1), 3),
                "wall_s": round(time.time() - T_START, 1), "files": files,
                "config": {k: getattr(args, k) for k in ("context", "batch_size", "lr", "warmup_steps", "seed",

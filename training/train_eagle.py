@@ -32,6 +32,7 @@ DEFAULTS = dict(context=256, batch_size=8, lr=1e-3, warmup=50, eval_every=100, g
 
 class Eagle1(heads.Recipe):
     name = "eagle1"
+    export_file = "model.safetensors"
 
     def __init__(self, args):
         self.args = args

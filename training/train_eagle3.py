@@ -36,6 +36,7 @@ DEFAULTS = dict(context=256, batch_size=8, lr=1e-3, warmup=50, eval_every=100, g
 class Eagle3(heads.Recipe):
     name = "eagle3"
     fused = True
+    export_file = "model.safetensors"
 
     def __init__(self, args):
         self.args = args
@@ -54,7 +55,15 @@ class Eagle3(heads.Recipe):
         counts = np.zeros(base.V, dtype=np.int64)
         for ids, m in train_convs:
             np.add.at(counts, ids[m].astype(np.int64), 1)
-        self.d2t, self.t2d = heads.draft_vocab(counts, base.V, self.args.draft_vocab)
+        if self.args.init_from:  # continuing an exported head: its draft vocabulary, whatever the data now is
+            from safetensors import safe_open
+            with safe_open(heads.export_tensors_path(self, self.args.init_from), "pt") as f:
+                self.d2t, self.t2d = f.get_tensor("d2t").to(torch.int64), f.get_tensor("t2d").to(torch.bool)
+            if len(self.d2t) != self.args.draft_vocab:
+                heads.log(f"draft vocabulary: {len(self.d2t)} tokens, from --init-from (not --draft-vocab)")
+                self.args.draft_vocab = len(self.d2t)
+        else:
+            self.d2t, self.t2d = heads.draft_vocab(counts, base.V, self.args.draft_vocab)
         cover = counts[self.t2d.numpy()].sum() / max(counts.sum(), 1)
         heads.log(f"draft vocabulary: {self.args.draft_vocab} of {base.V} tokens cover {cover:.2%} of the "
                   f"assistant tokens")

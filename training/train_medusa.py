@@ -26,6 +26,7 @@ DEFAULTS = dict(context=256, batch_size=8, lr=1e-3, warmup=50, eval_every=100, g
 
 class Medusa(heads.Recipe):
     name = "medusa"
+    export_file = "medusa_lm_head.safetensors"
 
     def __init__(self, args):
         self.args = args

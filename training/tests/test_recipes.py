@@ -370,6 +370,21 @@ class HeadRecipes(unittest.TestCase):
         self.assertEqual((cfg["draft_vocab_size"], cfg["num_hidden_layers"]), (256, 1))
         self.assertNotIn("target_hidden_size", cfg)
         self.assertGreater(engine_tau(self, self.base, "eagle3", ["--head", d]), 1.0)
+        # --init-from continues an exported head: loaded back into the module (with its draft vocabulary, whatever
+        # the data and --draft-vocab now say), so that with a learning rate of 0 the new export is the same tensors
+        d2 = os.path.join(self.tmp, "eagle3-cont")
+        s = quiet(train_eagle3.main, self.head_args + ["--out", d2, "--max-steps", "2", "--init-from", d, "--lr", "0",
+                                                       "--max-train-convs", "100", "--draft-vocab", "128"])
+        self.assertEqual(s["init_from"], os.path.abspath(d))
+        t2 = self.tensors(os.path.join(d2, "model.safetensors"))
+        self.assertEqual(set(t2), set(t))
+        for k in t:
+            self.assertTrue(torch.equal(t[k], t2[k]), k)
+        # another recipe's export is refused
+        import train_eagle
+        with self.assertRaises(SystemExit):
+            quiet(train_eagle.main, self.head_args + ["--out", os.path.join(self.tmp, "bad"), "--max-steps", "1",
+                                                      "--init-from", d])
 
     def test_medusa(self):
         import train_medusa
@@ -441,6 +456,70 @@ class HeadRecipes(unittest.TestCase):
         # Both layouts in the C++ engine: one target forward per step, lossless, streams accepted.
         for model_dir in (d, dl):
             self.assertGreater(engine_tau(self, model_dir, "streaming", []), 1.0, model_dir)
+
+    def test_self_distill_command(self):
+        import lm_train
+        import self_distill
+        import train_medusa
+
+        common = ["--base", self.base, "--device", "cpu", "--threads", "1", "--max-new-tokens", "12",
+                  "--batch-size", "3", "--shard-size", "4", "--temperature", "0.9", "--samples", "2",
+                  "--progress", "lines"]
+        full, part, other = (os.path.join(self.tmp, n) for n in ("sd-full", "sd-part", "sd-other"))
+        r = quiet(self_distill.main, common + ["--out", full, "--limit", "7", "--seed", "7"])  # 7 -> 2 shards
+        self.assertEqual((r["shards"], r["complete"]), (2, True))
+        # resumable: a run that stopped after one shard, then the full command, gives the same bytes
+        quiet(self_distill.main, common + ["--out", part, "--limit", "4", "--seed", "7"])
+        self.assertEqual(sorted(f for f in os.listdir(part) if f.startswith("shard")), ["shard-00000.jsonl.gz"])
+        r = quiet(self_distill.main, common + ["--out", part, "--limit", "8", "--seed", "7"])
+        self.assertEqual(r["generated_shards"], 1)
+        for k in (0, 1):
+            with open(self_distill.shard_path(full, k), "rb") as a, open(self_distill.shard_path(part, k), "rb") as b:
+                self.assertEqual(a.read(), b.read(), f"shard {k}")
+        # another seed, other prompts; the same folder with other settings is refused
+        quiet(self_distill.main, common + ["--out", other, "--limit", "4", "--seed", "8"])
+        self.assertNotEqual(read_jsonl_gz(self_distill.shard_path(other, 0)),
+                            read_jsonl_gz(self_distill.shard_path(full, 0)))
+        with self.assertRaises(SystemExit):
+            quiet(self_distill.main, common + ["--out", full, "--limit", "8", "--seed", "8"])
+        # the corpus format: the seed's first prompts (their turns up to the last user turn), 2 answers each
+        convs = lm_train.load_conversations(os.path.join(DATA, "train.jsonl.gz"))
+        import numpy as np
+        order = np.random.default_rng(7).permutation(len(convs))
+        got = read_jsonl_gz(self_distill.shard_path(full, 0))
+        self.assertGreater(len(got), 4)
+        prompts = [self_distill.prompt_of(convs[i]) for i in order[:4]]
+        for c in got:
+            msgs = c["messages"]
+            self.assertEqual(list(c), ["messages"])
+            self.assertIn(msgs[:-1], prompts)
+            self.assertEqual(msgs[-1]["role"], "assistant")
+            self.assertTrue(msgs[-1]["content"] and msgs[-1]["content"] == msgs[-1]["content"].strip())
+        # continuous batching (rows leave and join one KV cache) answers as one prompt at a time and as
+        # transformers' generate() do, greedily
+        import torch
+        from tokenizers import Tokenizer
+        from transformers import LlamaForCausalLM
+
+        tk = Tokenizer.from_file(os.path.join(self.base, "tokenizer.json"))
+        model = LlamaForCausalLM.from_pretrained(self.base, dtype=torch.float32).eval()
+        ps = [self_distill.prompt_ids(tk, self_distill.prompt_of(convs[i])) for i in order[:6]]
+        stops = self_distill.stop_ids(tk)
+        batched, _ = self_distill.generate(model, ps, 10, stops, batch=2)
+        for p, a in zip(ps, batched):
+            self.assertEqual(a, self_distill.generate(model, [p], 10, stops)[0][0])
+            y = model.generate(input_ids=torch.tensor([p]), max_new_tokens=10, do_sample=False, eos_token_id=stops,
+                               pad_token_id=stops[1])[0, len(p):].tolist()
+            self.assertEqual(a, [t for t in y if t not in stops])
+        # a head recipe trains on the corpus plus the shards (--extra-train)
+        d = os.path.join(self.tmp, "medusa-extra")
+        buf = io.StringIO()
+        with redirect_stdout(buf):
+            s = train_medusa.main(self.head_args + ["--out", d, "--max-steps", "2", "--max-train-convs", "50",
+                                                    "--extra-train", full])
+        self.assertEqual(s["extra_train"], [os.path.abspath(full)])
+        n = len(got) + len(read_jsonl_gz(self_distill.shard_path(full, 1)))
+        self.assertIn(f"train: {50 + n} conversations", buf.getvalue())
 
     def test_self_distill(self):
         import train_medusa
