@@ -181,6 +181,7 @@ int default_blas_min_tokens(DType t, Isa isa) {
   return t == DType::F32 ? 128 : 256;
 }
 std::atomic<int> g_blas_override{0};  // 0: the defaults above
+thread_local bool t_blas_allowed = true;  // see BlasAllowed
 // Below this many multiply-adds a call runs on the calling thread only (a fork/join costs ~1-3 us).
 constexpr size_t kMinParallelMacs = size_t(1) << 17;
 
@@ -277,7 +278,7 @@ void linear(const float* X, int n, const TensorView& W, const float* bias, float
   }
   const Dispatch d = dispatch();
   const int ov = g_blas_override.load(std::memory_order_relaxed);
-  if (n >= (ov > 0 ? ov : default_blas_min_tokens(a.wtype, d.isa))) {
+  if (t_blas_allowed && n >= (ov > 0 ? ov : default_blas_min_tokens(a.wtype, d.isa))) {
     linear_blas(a, d);
     return;
   }
@@ -347,6 +348,9 @@ Isa set_isa(Isa isa) {
   dispatch() = make_dispatch(isa == Isa::Auto ? Isa::Avx512 : isa);
   return dispatch().isa;
 }
+
+BlasAllowed::BlasAllowed(bool allowed) : previous_(t_blas_allowed) { t_blas_allowed = allowed; }
+BlasAllowed::~BlasAllowed() { t_blas_allowed = previous_; }
 
 int set_blas_min_tokens(int n) { return g_blas_override.exchange(std::max(n, 0)); }
 

@@ -57,6 +57,21 @@ int blas_min_tokens(DType t = DType::F32);
 // Overrides that threshold for every type (1: always OpenBLAS; INT32_MAX: never); 0 restores the defaults.
 // Returns the previous override (0 when the defaults were in effect).
 int set_blas_min_tokens(int n);
+// OpenBLAS sums in another order than the tiled kernels, so a row computed through it differs in its last bits
+// from the same row computed alone. linear() hands large n to OpenBLAS only while BLAS is allowed on the calling
+// thread (the default); CpuContext::forward disallows it for every forward but a sequence's first (the prompt,
+// which vanilla and every method share), so decoding and verification batches stay batch-invariant: a draft-tree
+// row gets exactly the logits it would get alone, which greedy losslessness rests on.
+class BlasAllowed {
+ public:
+  explicit BlasAllowed(bool allowed);
+  ~BlasAllowed();
+  BlasAllowed(const BlasAllowed&) = delete;
+
+ private:
+  bool previous_;
+};
+
 // The thread team, its cap (set_num_threads), counters and fork/join back-off: engine/cpu/thread_pool.h.
 // The kernel set OpenBLAS picked ("SkylakeX", "Haswell", "Prescott", ...).
 const char* blas_core();

@@ -181,8 +181,14 @@ void rows_impl(const LinearArgs& a, int r0, int r1, float* scratch) {
         pf.rows_left = std::min(4, r1 - rp);
         pf.per_step = (pf.lines_per_row * pf.rows_left + steps - 1) / steps;
       }
-      call_tile<L>(R, n, a.X, ldx, k, W + size_t(r) * k, size_t(k), a.bias ? a.bias + r : nullptr, a.Y + r, ldy,
-                   false, nullptr, 0, rp < r1 ? &pf : nullptr);
+      // In the same k blocks as the multi-tile path below, so a token's outputs are summed in the same order
+      // whatever the number of tokens in the call (batch invariance: a draft-tree row gets exactly the logits
+      // it would get alone, which greedy losslessness rests on).
+      const int KC = k_block(k);
+      for (int kb = 0; kb < k; kb += KC)
+        call_tile<L>(R, n, a.X + kb, ldx, std::min(KC, k - kb), W + size_t(r) * k + kb, size_t(k),
+                     a.bias && kb == 0 ? a.bias + r : nullptr, a.Y + r, ldy, kb > 0, nullptr, 0,
+                     rp < r1 ? &pf : nullptr);
     }
     return;
   }
