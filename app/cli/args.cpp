@@ -9,7 +9,7 @@ namespace specscope::cli {
 // Flags that never take a value; every other --flag takes the next argument.
 static const std::set<std::string> kBoolFlags = {"--json", "--chat", "--no-record", "--help", "--greedy",
                                                  "--skip-special", "--no-bos", "--lossy-typical", "--quiet",
-                                                 "--follow", "--interleaved"};
+                                                 "--follow", "--interleaved", "--contention"};
 
 Args::Args(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) {

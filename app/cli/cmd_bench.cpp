@@ -1,5 +1,6 @@
 // specscope-cli bench: prefill and decode speed, and the cost of one forward with n new tokens (the curve
-// speculative decoding lives on). Medians of --repeat runs; --json for machines, --out to save it.
+// speculative decoding lives on). Medians of --repeat runs; --json for machines, --out to save it; --contention
+// measures everything again beside a busy process and reports both.
 #include <spdlog/spdlog.h>
 
 #include <unistd.h>
@@ -10,10 +11,15 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <optional>
 #include <thread>
+
+#include <signal.h>
+#include <sys/wait.h>
 
 #include "engine/util/median.h"
 #include "app/cli/commands.h"
+#include "engine/cpu/thread_pool.h"
 #include "engine/model/backend.h"
 #include "engine/model/model.h"
 #include "engine/sampling/sampler.h"
@@ -36,8 +42,99 @@ static std::vector<int> parse_sizes(const std::string& s) {
 
 int bench_sessions(Args& args);  // cmd_bench_sessions.cpp
 
+namespace {
+
+using bench_clock = std::chrono::steady_clock;
+
+struct Figures {
+  std::vector<double> prefill_tps, decode_tps;
+  std::map<int, std::vector<double>> step_ms;
+};
+
+// Prefill, the n-token step costs and decode, `repeat` times.
+Figures measure(Context& ctx, const std::vector<int32_t>& prompt, const std::vector<int>& sizes, int gen_tokens,
+                int repeat, int V, const char* label) {
+  using clock = bench_clock;
+  const int prompt_tokens = int(prompt.size());
+  Figures f;
+  auto& prefill_tps = f.prefill_tps;
+  auto& decode_tps = f.decode_tps;
+  auto& step_ms = f.step_ms;
+  ForwardOutput out;
+  for (int r = 0; r < repeat; ++r) {
+    std::fprintf(stderr, isatty(2) ? "\r[bench] %s run %d/%d" : "[bench] %s run %d/%d\n", label, r + 1, repeat);
+    ctx.truncate(0);
+    Batch b = Batch::causal(prompt);
+    b.logit_rows = {prompt_tokens - 1};
+    auto t0 = clock::now();
+    ctx.forward(b, out);
+    auto t1 = clock::now();
+    prefill_tps.push_back(prompt_tokens / std::chrono::duration<double>(t1 - t0).count());
+    // The n-token step cost at this context length: forward n tokens (all logits, as verification needs),
+    // then drop them again.
+    // Each size runs back to back a few times (the first untimed) so that thread wake-up after the
+    // previous size does not count.
+    for (int n : sizes) {
+      Batch sb;
+      sb.tokens.assign(prompt.begin(), prompt.begin() + n);
+      for (int it = 0; it < 4; ++it) {
+        auto s0 = clock::now();
+        ctx.forward(sb, out);
+        if (it > 0) step_ms[n].push_back(std::chrono::duration<double, std::milli>(clock::now() - s0).count());
+        ctx.truncate(prompt_tokens);
+      }
+    }
+    int32_t tok = argmax(out.row_logits(0), V);
+    auto d0 = clock::now();
+    for (int g = 0; g < gen_tokens; ++g) {
+      Batch nb;
+      nb.tokens = {tok};
+      ctx.forward(nb, out);
+      tok = argmax(out.row_logits(0), V);
+    }
+    decode_tps.push_back(gen_tokens / std::chrono::duration<double>(clock::now() - d0).count());
+  }
+  if (isatty(2)) std::fprintf(stderr, "\r");
+  return f;
+}
+
+nlohmann::json figures_json(const Figures& f, const std::vector<int>& sizes) {
+  nlohmann::json j = {{"prefill_tokens_per_second", median(f.prefill_tps)},
+                      {"decode_tokens_per_second", median(f.decode_tps)}};
+  const double one = median(f.step_ms.at(sizes.front()));
+  nlohmann::json steps = nlohmann::json::array();
+  for (int n : sizes)
+    steps.push_back({{"tokens", n}, {"ms", median(f.step_ms.at(n))}, {"relative_to_first", median(f.step_ms.at(n)) / one}});
+  j["step_cost"] = steps;
+  return j;
+}
+
+// A competing busy process (what a desktop always has: a browser, a build), for --contention: a child that
+// spins until it is killed.
+class BusyProcess {
+ public:
+  BusyProcess() {
+    pid_ = fork();
+    if (pid_ == 0) {
+      volatile uint64_t x = 0;
+      for (;;) x = x + 1;
+    }
+  }
+  ~BusyProcess() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+}  // namespace
+
+
 int cmd_bench(Args& args) {
-  using clock = std::chrono::steady_clock;
   const std::string suite = args.get_or("--suite", "model");
   if (suite == "sessions") return bench_sessions(args);
   if (suite != "model") throw InputError("--suite", "expected model or sessions, got '" + suite + "'");
@@ -49,6 +146,7 @@ int cmd_bench(Args& args) {
   bool json = args.has("--json");
   auto out_file = args.get("--out");
   const Backend backend = parse_backend(args.get_or("--backend", "auto"));
+  const bool contention = args.has("--contention");
   args.finish();
   if (prompt_tokens < 1 || gen_tokens < 1 || repeat < 1)
     throw InputError("bench", "--prompt-tokens, --gen-tokens and --repeat must be >= 1");
@@ -63,59 +161,27 @@ int cmd_bench(Args& args) {
   std::vector<int32_t> prompt(prompt_tokens);
   for (int i = 0; i < prompt_tokens; ++i) prompt[i] = int32_t((1000003ll * (i + 1)) % std::max(V - 300, 1) + 256);
 
-  std::vector<double> prefill_tps, decode_tps;
-  std::map<int, std::vector<double>> step_ms;
-  ForwardOutput out;
-  for (int r = 0; r < repeat; ++r) {
-    std::fprintf(stderr, isatty(2) ? "\r[bench] run %d/%d" : "[bench] run %d/%d\n", r + 1, repeat);
-    ctx->truncate(0);
-    Batch b = Batch::causal(prompt);
-    b.logit_rows = {prompt_tokens - 1};
-    auto t0 = clock::now();
-    ctx->forward(b, out);
-    auto t1 = clock::now();
-    prefill_tps.push_back(prompt_tokens / std::chrono::duration<double>(t1 - t0).count());
-    // The n-token step cost at this context length: forward n tokens (all logits, as verification needs),
-    // then drop them again.
-    // Each size runs back to back a few times (the first untimed) so that thread wake-up after the
-    // previous size does not count.
-    for (int n : sizes) {
-      Batch sb;
-      sb.tokens.assign(prompt.begin(), prompt.begin() + n);
-      for (int it = 0; it < 4; ++it) {
-        auto s0 = clock::now();
-        ctx->forward(sb, out);
-        if (it > 0) step_ms[n].push_back(std::chrono::duration<double, std::milli>(clock::now() - s0).count());
-        ctx->truncate(prompt_tokens);
-      }
-    }
-    int32_t tok = argmax(out.row_logits(0), V);
-    auto d0 = clock::now();
-    for (int g = 0; g < gen_tokens; ++g) {
-      Batch nb;
-      nb.tokens = {tok};
-      ctx->forward(nb, out);
-      tok = argmax(out.row_logits(0), V);
-    }
-    decode_tps.push_back(gen_tokens / std::chrono::duration<double>(clock::now() - d0).count());
+  const Figures quiet = measure(*ctx, prompt, sizes, gen_tokens, repeat, V, "quiet");
+  std::optional<Figures> busy;
+  if (contention) {
+    BusyProcess competitor;
+    busy = measure(*ctx, prompt, sizes, gen_tokens, repeat, V, "beside a busy process");
   }
-  if (isatty(2)) std::fprintf(stderr, "\r");
-
   nlohmann::json j = {{"model", path},
                       {"parameters", model->parameter_count()},
                       {"weights_dtype", model->weights_dtype()},
                       {"backend", ctx->backend_name()},
-                      {"threads", std::thread::hardware_concurrency()},
+                      {"device", backend_description(resolve_backend(backend))},
+                      {"threads", cpu::team_size()},
                       {"prompt_tokens", prompt_tokens},
                       {"gen_tokens", gen_tokens},
-                      {"repeat", repeat},
-                      {"prefill_tokens_per_second", median(prefill_tps)},
-                      {"decode_tokens_per_second", median(decode_tps)}};
-  double one = median(step_ms[sizes.front()]);
-  nlohmann::json steps = nlohmann::json::array();
-  for (int n : sizes)
-    steps.push_back({{"tokens", n}, {"ms", median(step_ms[n])}, {"relative_to_first", median(step_ms[n]) / one}});
-  j["step_cost"] = steps;
+                      {"repeat", repeat}};
+  j.update(figures_json(quiet, sizes));
+  if (busy) {
+    j["contended"] = figures_json(*busy, sizes);
+    j["contended"]["competitor"] = "one busy process (a spinning child)";
+    j["contended"]["decode_kept"] = median(busy->decode_tps) / median(quiet.decode_tps);
+  }
   if (out_file) {
     std::ofstream f(*out_file);
     if (!f) throw InputError(*out_file, "cannot write");
@@ -125,12 +191,23 @@ int cmd_bench(Args& args) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("model    %s (%.2fM parameters, %s, %s backend)\n", path.c_str(),
-              double(model->parameter_count()) / 1e6, model->weights_dtype().c_str(), ctx->backend_name().c_str());
-  std::printf("prefill  %.1f tok/s (%d tokens, median of %d)\n", median(prefill_tps), prompt_tokens, repeat);
-  std::printf("decode   %.1f tok/s (%d tokens, median of %d)\n", median(decode_tps), gen_tokens, repeat);
-  std::printf("step cost with n new tokens (context %d):\n", prompt_tokens);
-  for (int n : sizes) std::printf("  n=%-4d %8.3f ms  %5.2fx\n", n, median(step_ms[n]), median(step_ms[n]) / one);
+  std::printf("model    %s (%.2fM parameters, %s, %s backend, %d threads)\n", path.c_str(),
+              double(model->parameter_count()) / 1e6, model->weights_dtype().c_str(), ctx->backend_name().c_str(),
+              cpu::team_size());
+  auto print = [&](const char* label, const Figures& f) {
+    std::printf("%s\n", label);
+    std::printf("  prefill  %.1f tok/s (%d tokens, median of %d)\n", median(f.prefill_tps), prompt_tokens, repeat);
+    std::printf("  decode   %.1f tok/s (%d tokens, median of %d)\n", median(f.decode_tps), gen_tokens, repeat);
+    std::printf("  step cost with n new tokens (context %d):\n", prompt_tokens);
+    const double one = median(f.step_ms.at(sizes.front()));
+    for (int n : sizes)
+      std::printf("    n=%-4d %8.3f ms  %5.2fx\n", n, median(f.step_ms.at(n)), median(f.step_ms.at(n)) / one);
+  };
+  print("quiet", quiet);
+  if (busy) {
+    print("beside one busy process", *busy);
+    std::printf("decode kept %.2f of its quiet speed\n", median(busy->decode_tps) / median(quiet.decode_tps));
+  }
   return 0;
 }
 

@@ -25,6 +25,7 @@ void print_usage(FILE* out) {
                "              | export ID [--format json|csv] [--table nodes|steps] [--out FILE] | delete ID\n"
                "              | note ID TEXT   [--session-db PATH]\n"
                "  bench       --model PATH [--prompt-tokens N] [--gen-tokens N] [--repeat R] [--json] [--out F]\n"
+               "              [--contention] (again beside a busy process)\n"
                "              --suite sessions [--steps 10000] [--nodes 60] [--method sps] [--max-tokens 128]\n"
                "--model defaults to the embedded default model. run and compare record to the session store\n"
                "(default $XDG_DATA_HOME/specscope/sessions.db, i.e. ~/.local/share/specscope/sessions.db).\n");
