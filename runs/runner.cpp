@@ -8,6 +8,7 @@
 #include "engine/methods/speculative_generator.h"
 #include "engine/model/family_manifest.h"
 #include "engine/util/error.h"
+#include "runs/context_fit.h"
 #include "runs/lane_resolver.h"
 #include "runs/run_statistics.h"
 #include "runs/turnstile.h"
@@ -41,6 +42,7 @@ struct JobState {
   std::atomic<bool>& cancel;
   JobResult& result;
   std::vector<std::shared_ptr<const Model>> models;  // per target
+  std::vector<Lane> lanes;                             // job.lanes, tree=auto resolved
   std::vector<int> lane_target;                        // per lane
   std::vector<std::unique_ptr<Method>> methods;        // per lane
   std::vector<std::unique_ptr<Method>> reference_methods;  // per target (vanilla)
@@ -55,22 +57,21 @@ struct JobState {
   }
 };
 
-// Tokens the target's tokenizer and chat template make of a prompt (targets may differ in both).
-std::vector<int32_t> encode(const Model& model, const Prompt& p, bool chat) {
-  if (chat && !p.conversation.empty()) return encode_conversation(model, p.conversation);
-  return encode_prompt(model, p.text, chat);
-}
-
 // One run: a lane's method (or a target's reference) on one prompt. `turns` interleaves runs; `slot` is this
 // run's place in the rotation.
 RunResult run_one(JobState& js, const RunKey& key, const std::string& label, const MethodSpec& spec, Method& method,
-                  const std::vector<int32_t>& ids, Turnstile* turns, int slot) {
+                  Turnstile* turns, int slot) {
   const Model& model = *js.models[size_t(key.target)];
   const Job& job = js.job;
   RunResult rr;
   rr.key = key;
   rr.label = label;
   rr.method = spec;
+  // The prompt is fitted to this run's own context (targets differ in tokenizer, template and context length).
+  auto ctx = new_context(model, js.backend, job.n_ctx);
+  FittedPrompt fitted = fit_prompt(model, job.prompts[size_t(key.prompt)], job.chat, ctx->n_ctx(), job.options.max_tokens);
+  const std::vector<int32_t>& ids = fitted.ids;
+  rr.context = fitted.use;
   int64_t run_id = 0;
   if (js.writer) {
     sessions::RunMeta meta{spec, job.options.sampling, job.options.max_tokens, job.options.stop_strings,
@@ -86,7 +87,7 @@ RunResult run_one(JobState& js, const RunKey& key, const std::string& label, con
   }
   rr.run_id = run_id;
   js.observer.run_started(key, label);
-  auto ctx = new_context(model, js.backend, job.n_ctx);
+  js.observer.context_fitted(key, rr.context);
   auto on_step = [&](const StepRecord& rec, const std::string& piece) {
     if (run_id) js.writer->append_step(run_id, rec, piece);
     const bool go = js.observer.step(key, rec, piece);
@@ -123,12 +124,14 @@ void finish_run(JobState& js, RunResult& rr, const RunResult* reference) {
     rr.summary.speedup_vs_vanilla = ref_tps > 0 ? rr.summary.tokens_per_second / ref_tps : kNoValue;
     rr.identical = rr.gen.tokens == reference->gen.tokens;
   }
-  if (js.writer && rr.run_id) {
-    const auto summary =
-        sessions::run_summary_json(rr.summary, rr.gen, js.job.options.sampling.describe(), js.result.backend);
+  if (rr.key.lane >= 0) rr.tree = js.result.trees[size_t(rr.key.lane)];
+  rr.summary_json = sessions::run_summary_json(rr.summary, rr.gen, js.job.options.sampling.describe(), js.result.backend);
+  if (rr.tree)
+    rr.summary_json["tree_auto"] = {{"options", rr.tree->options}, {"expected_speedup", rr.tree->expected_speedup},
+                                    {"why", rr.tree->summary}};
+  if (js.writer && rr.run_id)
     js.writer->finish_run(rr.run_id, {rr.summary, rr.gen.text, rr.identical,
-                                      summary.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
-  }
+                                      rr.summary_json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
   js.observer.run_finished(rr);
 }
 
@@ -143,8 +146,6 @@ struct Planned {
 void run_prompt(JobState& js, int p) {
   const Job& job = js.job;
   const int n_targets = int(js.models.size());
-  std::vector<std::vector<int32_t>> ids(static_cast<size_t>(n_targets));
-  for (int t = 0; t < n_targets; ++t) ids[size_t(t)] = encode(*js.models[size_t(t)], job.prompts[size_t(p)], job.chat);
 
   // References first (a target's vanilla lane, or a vanilla run of its own), then the other lanes.
   static const MethodSpec kVanilla{};
@@ -152,16 +153,16 @@ void run_prompt(JobState& js, int p) {
   for (int t = 0; t < n_targets && job.references; ++t) {
     const int lane = js.result.targets[size_t(t)].reference_lane;
     if (lane >= 0)
-      plan.push_back({{p, lane, t}, job.lanes[size_t(lane)].label, &job.lanes[size_t(lane)].method,
+      plan.push_back({{p, lane, t}, js.lanes[size_t(lane)].label, &js.lanes[size_t(lane)].method,
                       js.methods[size_t(lane)].get()});
     else
       plan.push_back({{p, -1, t}, "vanilla", &kVanilla, js.reference_methods[size_t(t)].get()});
   }
   const size_t n_refs = plan.size();
-  for (int l = 0; l < int(job.lanes.size()); ++l) {
+  for (int l = 0; l < int(js.lanes.size()); ++l) {
     const int t = js.lane_target[size_t(l)];
     if (job.references && js.result.targets[size_t(t)].reference_lane == l) continue;
-    plan.push_back({{p, l, t}, job.lanes[size_t(l)].label, &job.lanes[size_t(l)].method, js.methods[size_t(l)].get()});
+    plan.push_back({{p, l, t}, js.lanes[size_t(l)].label, &js.lanes[size_t(l)].method, js.methods[size_t(l)].get()});
   }
 
   auto& runs = js.result.runs;
@@ -185,7 +186,7 @@ void run_prompt(JobState& js, int p) {
       threads.emplace_back([&, i] {
         const Planned& pl = plan[i];
         try {
-          out[i] = run_one(js, pl.key, pl.label, *pl.spec, *pl.method, ids[size_t(pl.key.target)], &turns, int(i));
+          out[i] = run_one(js, pl.key, pl.label, *pl.spec, *pl.method, &turns, int(i));
         } catch (const std::exception& e) {
           errors[i] = e.what();
           turns.leave(int(i));
@@ -199,7 +200,7 @@ void run_prompt(JobState& js, int p) {
   } else {
     for (size_t i = 0; i < plan.size() && !js.cancel.load(); ++i) {
       const Planned& pl = plan[i];
-      finish(run_one(js, pl.key, pl.label, *pl.spec, *pl.method, ids[size_t(pl.key.target)], nullptr, 0), i);
+      finish(run_one(js, pl.key, pl.label, *pl.spec, *pl.method, nullptr, 0), i);
     }
   }
 }
@@ -212,7 +213,7 @@ JobResult JobRunner::run(const Job& job, JobObserver& observer) {
   if (job.lanes.empty()) throw InputError("lanes", "a job needs at least one lane");
   if (job.prompts.empty()) throw InputError("prompt", "a job needs at least one prompt");
   job.options.sampling.validate();
-  JobState js{job, observer, cancel_, result, {}, {}, {}, {}};
+  JobState js{job, observer, cancel_, result, {}, job.lanes, {}, {}, {}};
 
   // Every distinct target once, in the order the lanes name them.
   for (const auto& lane : job.lanes) {
@@ -233,9 +234,33 @@ JobResult JobRunner::run(const Job& job, JobObserver& observer) {
     observer.model_loaded(t.path, *model);
     js.models.push_back(std::move(model));
   }
+  // tree=auto: each such lane's size is chosen for this machine before its method is built, calibrated on the
+  // job's first prompts.
+  result.trees.assign(js.lanes.size(), std::nullopt);
+  for (size_t l = 0; l < js.lanes.size(); ++l) {
+    auto& spec = js.lanes[l].method;
+    auto it = spec.options.find("tree");
+    if (it == spec.options.end() || it->second != "auto") continue;
+    spec.options.erase(it);
+    if (!tree_tunable(spec.name)) continue;  // published trees only
+    observer.tree_tuning(int(l), js.lanes[l].label, nullptr);
+    const Model& target = *js.models[size_t(js.lane_target[l])];
+    std::vector<std::vector<int32_t>> calibration;
+    for (size_t p = 0; p < job.prompts.size() && p < 2; ++p)
+      calibration.push_back(fit_prompt(target, job.prompts[p], job.chat, target.config().max_position_embeddings, 32).ids);
+    try {
+      result.trees[l] = tune_tree(target, spec, job.backend, calibration);
+    } catch (const InputError& e) {
+      throw InputError(lane_name(int(l), js.lanes[l].label), e.what());
+    }
+    for (const auto& [k, v] : result.trees[l]->options) spec.options[k] = v;
+    observer.tree_tuning(int(l), js.lanes[l].label, &*result.trees[l]);
+  }
+  result.lanes = js.lanes;
+
   // Methods: a lane that cannot be built is named.
-  for (size_t l = 0; l < job.lanes.size(); ++l) {
-    const Lane& lane = job.lanes[l];
+  for (size_t l = 0; l < js.lanes.size(); ++l) {
+    const Lane& lane = js.lanes[l];
     try {
       js.methods.push_back(make_method(lane.method, *js.models[size_t(js.lane_target[l])]));
     } catch (const InputError& e) {

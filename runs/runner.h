@@ -11,8 +11,12 @@
 
 #include "engine/methods/step_record.h"
 #include "engine/model/model.h"
+#include "runs/context_fit.h"
 #include "runs/job.h"
 #include "runs/model_cache.h"
+#include "runs/tree_tuner.h"
+
+#include <nlohmann/json.hpp>
 
 namespace specscope::runs {
 
@@ -38,8 +42,11 @@ struct RunResult {
   RunSummary summary;  // speedup_vs_vanilla against this target's reference (NaN for the reference itself)
   GenerateResult gen;
   std::vector<StepRecord> steps;
+  ContextUse context;             // how the prompt went into the context (turns left out, room for the answer)
   std::optional<bool> identical;  // greedy: the same tokens as the target's reference
   int64_t run_id = 0;             // in the session store; 0 when not recorded
+  std::optional<TreeChoice> tree;  // the size tree=auto chose for this lane, with its expected speedup
+  nlohmann::json summary_json;     // the summary as recorded (sessions::run_summary_json, plus "tree_auto")
 };
 
 struct JobResult {
@@ -49,6 +56,8 @@ struct JobResult {
   std::string backend, device;      // e.g. "cpu", "CPU (Intel Xeon ...)"
   bool cancelled = false;
   std::string recording_error;      // empty when every step was recorded
+  std::vector<Lane> lanes;          // the lanes as run: tree=auto replaced by the chosen sizes
+  std::vector<std::optional<TreeChoice>> trees;  // per lane: what tree=auto chose
   // The run of (prompt, lane); lane -1 with `target` for a target's reference (the vanilla lane when it is one).
   const RunResult* find(int prompt, int lane, int target = 0) const;
 };
@@ -60,10 +69,15 @@ class JobObserver {
   virtual void model_loading(const std::string& path) {}
   virtual void model_loaded(const std::string& path, const Model& model) {}
   virtual void run_started(const RunKey& key, const std::string& label) {}
+  // Right after run_started, before the first step: whether old turns were left out so the conversation fits,
+  // and whether max_tokens is more than the context leaves (the answer then ends at "context").
+  virtual void context_fitted(const RunKey& key, const ContextUse& use) {}
   // Return false to stop the job.
   virtual bool step(const RunKey& key, const StepRecord& step, const std::string& piece) { return true; }
   virtual void run_finished(const RunResult& run) {}
   virtual void recording_failed(const std::string& message) {}
+  // tree=auto: before a lane's calibration starts (choice == nullptr) and once its size is chosen.
+  virtual void tree_tuning(int lane, const std::string& label, const TreeChoice* choice) {}
 };
 
 class JobRunner {

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <cstdio>
+#include <filesystem>
 #include <sstream>
 
 #include "tests/session_test_support.h"
@@ -86,6 +88,34 @@ TEST(RaceCli, LanesCarryTheirOwnOptionsAndMethodsAllUsesTheManifest) {
   const json& last = j["aggregate"].back();
   EXPECT_EQ(last.at("options"), json({{"depth", "3"}, {"total-tokens", "12"}}));
   EXPECT_EQ(last.at("identical_to_vanilla"), 1);
+}
+
+// tree=auto: the size is chosen on this machine (step-cost curve + calibration, cached in XDG_CACHE_HOME), the
+// output stays identical to vanilla, and the recorded summary says what was chosen and what it should gain.
+TEST(RaceCli, TreeAutoChoosesASizeAndStaysLossless) {
+  auto dir = test::fresh_dir("tree-auto");
+  const std::string env = "XDG_CACHE_HOME=" + (dir / "cache").string() + " ";
+  const std::string cli = std::string(SPECSCOPE_CLI);
+  const std::string cmd = env + cli + " compare --chat --methods sps,eagle2 --tree auto --prompt 'Name three colours.'"
+                                      " --max-tokens 16 --json --no-record 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  ASSERT_EQ(pclose(p), 0) << out;
+  EXPECT_NE(out.find("[tree auto] lane 1 (sps): gamma="), std::string::npos) << out;
+  EXPECT_NE(out.find("[tree auto] lane 2 (eagle2): depth="), std::string::npos) << out;
+  json j = parse_json(out);
+  ASSERT_TRUE(j.is_object()) << out;
+  EXPECT_EQ(j.at("all_identical"), true);
+  const json& agg = j.at("aggregate");
+  EXPECT_TRUE(agg[1].at("options").contains("gamma")) << agg[1];
+  EXPECT_FALSE(agg[1].at("options").contains("tree"));  // resolved to sizes before the run
+  EXPECT_TRUE(agg[2].at("options").contains("total-tokens")) << agg[2];
+  // The curve and the choices were cached.
+  EXPECT_TRUE(std::filesystem::exists(dir / "cache" / "specscope" / "step_cost"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "cache" / "specscope" / "tree_choice"));
 }
 
 TEST(RaceCli, BadLanesFailWithOneLineNamingTheLane) {

@@ -17,6 +17,7 @@
 #include "runs/run_statistics.h"
 #include "runs/runner.h"
 #include "runs/trace_store.h"
+#include "runs/tree_tuner.h"
 #include "sessions/reader.h"
 #include "tests/session_test_support.h"
 #include "tests/test_support.h"
@@ -174,6 +175,45 @@ TEST(Lanes, BadLanesNameTheLane) {
   d.options = {{"gamma", "3"}};
   EXPECT_NE(err("lookahead").find("--gamma: is not an option of any method in this run (pld, lookahead)"),
             std::string::npos);
+}
+
+// ---- trees sized for the device ----------------------------------------------------------------------------
+
+TEST(TreeTuner, StepCostInterpolatesAndExtrapolates) {
+  runs::StepCost c;
+  c.ms = {{1, 1.0}, {2, 1.2}, {4, 1.6}, {8, 2.4}};
+  EXPECT_DOUBLE_EQ(c.at(1), 1.0);
+  EXPECT_DOUBLE_EQ(c.at(3), 1.4);
+  EXPECT_DOUBLE_EQ(c.at(6), 2.0);
+  EXPECT_DOUBLE_EQ(c.at(12), 3.2);  // the last segment's slope, 0.2 ms per token
+}
+
+TEST(TreeTuner, ChoosesTheMostExpectedTokensPerSecondAndSaysWhatLoses) {
+  runs::StepCost c;
+  c.ms = {{1, 1.0}, {2, 1.1}, {4, 1.3}, {8, 2.0}, {16, 4.0}};
+  auto trial = [](const char* g, double tau, double verify_tokens, double draft_ms) {
+    runs::TreeTrial t;
+    t.options = {{"gamma", g}};
+    t.tau = tau;
+    t.verify_tokens = verify_tokens;
+    t.draft_ms = draft_ms;
+    return t;
+  };
+  // gamma=2: 2.2 tokens in 1.2 + 0.4 ms = 1375 tok/s; gamma=4: 2.8 in 1.6 + 0.8 = 1167; gamma=8: 3.2 in 3.0 + 1.6.
+  auto choice = runs::choose_tree({trial("2", 2.2, 3, 0.4), trial("4", 2.8, 5, 0.8), trial("8", 3.2, 9, 1.6)}, c);
+  EXPECT_EQ(choice.options.at("gamma"), "2");
+  EXPECT_NEAR(choice.expected_speedup, 2.2 / 1.6, 1e-9);  // vanilla: 1 token per 1.0 ms
+  EXPECT_EQ(choice.summary.find("loses"), std::string::npos) << choice.summary;
+  // A drafter that costs more than the verification it saves loses on drafting...
+  auto slow = runs::choose_tree({trial("1", 1.5, 2, 2.0)}, c);
+  EXPECT_LT(slow.expected_speedup, 1.0);
+  EXPECT_NE(slow.summary.find("loses on drafting"), std::string::npos) << slow.summary;
+  // ... and a big tree with a free drafter on verification.
+  auto big = runs::choose_tree({trial("8", 1.5, 16, 0.0)}, c);
+  EXPECT_NE(big.summary.find("loses on verification"), std::string::npos) << big.summary;
+  EXPECT_TRUE(runs::tree_tunable("eagle3"));
+  EXPECT_FALSE(runs::tree_tunable("medusa"));
+  EXPECT_EQ(runs::tree_candidates("sps").size(), 6u);
 }
 
 // ---- the trace store -----------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@
 #include "app/cli/compare_report.h"
 #include "app/cli/method_flags.h"
 #include "app/cli/recording.h"
+#include "app/cli/run_report.h"
 #include "engine/util/error.h"
 #include "runs/runner.h"
 
@@ -25,6 +26,9 @@ class CompareProgress : public runs::JobObserver {
   void run_started(const runs::RunKey& key, const std::string& label) override {
     std::fprintf(stderr, isatty(2) ? "\r[compare] prompt %d/%zu, %s          " : "[compare] prompt %d/%zu, %s\n",
                  key.prompt + 1, prompts_, label.c_str());
+  }
+  void tree_tuning(int lane, const std::string& label, const runs::TreeChoice* choice) override {
+    print_tree_tuning(lane, label, choice);
   }
 
  private:

@@ -18,6 +18,14 @@ namespace {
 class RunPrinter : public runs::JobObserver {
  public:
   explicit RunPrinter(bool json) : json_(json) {}
+  // Said up front, on stderr (stdout stays the text or the JSON lines): the answer cannot be that long.
+  void context_fitted(const runs::RunKey&, const runs::ContextUse& use) override {
+    if (const std::string note = runs::max_tokens_note(use); !note.empty())
+      std::fprintf(stderr, "warning: %s\n", note.c_str());
+  }
+  void tree_tuning(int lane, const std::string& label, const runs::TreeChoice* choice) override {
+    print_tree_tuning(lane, label, choice);
+  }
   bool step(const runs::RunKey&, const StepRecord& rec, const std::string& piece) override {
     if (json_) std::printf("%s\n", step_json_line(rec).c_str());
     else std::fwrite(piece.data(), 1, piece.size(), stdout);
@@ -53,14 +61,15 @@ int cmd_run(Args& args) {
   RunPrinter printer(json);
   const runs::JobResult result = runner.run(job, printer);
   const runs::RunResult& run = result.runs.at(0);
-  const nlohmann::json summary =
-      sessions::run_summary_json(run.summary, run.gen, job.options.sampling.describe(), result.backend);
+  const nlohmann::json& summary = run.summary_json;  // as recorded: replay prints the same
   if (json) {
     std::printf("%s\n", json_line(summary).c_str());
   } else {
     std::printf("\n");
     std::fprintf(stderr, "%s\n", run_footer(summary).c_str());
   }
+  // An answer cut by the end of the context is not a normal end: say so (JSON keeps "stop_reason": "context").
+  if (run.gen.stop_reason == "context") std::fprintf(stderr, "note: %s\n", runs::context_full_note(run.context).c_str());
   std::fflush(stdout);
   report_recording(result, job.record);
   return 0;

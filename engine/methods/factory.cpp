@@ -65,6 +65,11 @@ void check_options(const MethodSpec& spec) {
 
 std::unique_ptr<Method> make_method(const MethodSpec& spec, const Model& target) {
   check_options(spec);
+  // tree=auto is resolved by the run library before a method is built (runs/tree_tuner.h): what reaches here
+  // are sizes.
+  if (auto it = spec.options.find("tree"); it != spec.options.end() && it->second != "published")
+    throw InputError("--tree", it->second == "auto" ? "tree=auto is sized by the run library (run, compare, the app)"
+                                                    : "expected auto or published, got '" + it->second + "'");
   if (spec.name == "vanilla") return std::make_unique<VanillaMethod>();
   if (spec.name == "pld") {
     PldOptions o;

@@ -10,11 +10,19 @@ namespace {
 
 using K = OptionKind;
 
+// tree=auto: sized for this device by the run library (runs/tree_tuner.h) from the measured step-cost curve and a
+// short calibration; the other size options then come from the tuner.
+MethodOption tree_option() {
+  return {"tree", K::Choice, "published",
+          "published: the paper's defaults; auto: the size with the most expected tokens/s on this machine"};
+}
+
 // EAGLE-2/3 share the dynamic tree's three knobs (EAGLE-2 paper, Table 6 / the official ea_model defaults).
 std::vector<MethodOption> dynamic_tree_options() {
   return {{"total-tokens", K::Int, "60", "nodes verified per step, the root included (EAGLE's total_token)"},
           {"depth", K::Int, "5", "expansion levels after the root's children"},
-          {"draft-top-k", K::Int, "10", "children expanded per frontier node (EAGLE's top_k)"}};
+          {"draft-top-k", K::Int, "10", "children expanded per frontier node (EAGLE's top_k)"},
+          tree_option()};
 }
 
 std::vector<MethodInfo> build() {
@@ -23,7 +31,8 @@ std::vector<MethodInfo> build() {
   r.push_back({"sps", "Speculative sampling with a draft model",
                "Leviathan et al. 2023, Chen et al. 2023 (tree variant: SpecInfer)", MethodNeed::DraftModel,
                {{"gamma", K::Int, "4", "draft tokens per step (the chain's length)"},
-                {"branching", K::IntList, "", "children per node at each depth, e.g. 2,2,1 (default: a chain)"}}});
+                {"branching", K::IntList, "", "children per node at each depth, e.g. 2,2,1 (default: a chain)"},
+                tree_option()}});
   r.push_back({"eagle1", "EAGLE-1 (static draft tree)", "Li et al. 2024, EAGLE; tree mc_sim_7b_63",
                MethodNeed::EagleHead,
                {{"tree-choices", K::File, "mc_sim_7b_63", "a tree_choices JSON file (default: EAGLE's mc_sim_7b_63)"}}});
@@ -51,7 +60,8 @@ std::vector<MethodInfo> build() {
                MethodNeed::Nothing,
                {{"max-ngram", K::Int, "3", "longest n-gram matched"},
                 {"min-ngram", K::Int, "1", "shortest n-gram matched"},
-                {"num-draft", K::Int, "10", "tokens drafted after a match"}}});
+                {"num-draft", K::Int, "10", "tokens drafted after a match"},
+                tree_option()}});
   return r;
 }
 

@@ -19,7 +19,7 @@ enum class MethodNeed {
   StreamingTarget,  // streaming: the target itself must be a Speculative Streaming model ("model")
 };
 
-enum class OptionKind { Int, Number, IntList, File, Flag };
+enum class OptionKind { Int, Number, IntList, File, Flag, Choice };
 
 struct MethodOption {
   std::string key;            // the CLI flag without "--", the lane key, the Settings key

@@ -1,0 +1,104 @@
+#include "runs/step_cost.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "engine/cpu/thread_pool.h"
+#include "engine/util/median.h"
+#include "engine/util/sha256.h"
+
+namespace specscope::runs {
+
+namespace fs = std::filesystem;
+
+double StepCost::at(int n) const {
+  if (ms.empty()) return 0;
+  if (n <= ms.front().first) return ms.front().second * n / std::max(1, ms.front().first);
+  for (size_t i = 1; i < ms.size(); ++i)
+    if (n <= ms[i].first) {
+      const auto [n0, t0] = ms[i - 1];
+      const auto [n1, t1] = ms[i];
+      return t0 + (t1 - t0) * double(n - n0) / double(n1 - n0);
+    }
+  // Past the last point: the slope of the last segment.
+  const auto [n0, t0] = ms[ms.size() >= 2 ? ms.size() - 2 : 0];
+  const auto [n1, t1] = ms.back();
+  const double slope = n1 > n0 ? (t1 - t0) / double(n1 - n0) : t1 / std::max(1, n1);
+  return t1 + slope * double(n - n1);
+}
+
+StepCost measure_step_cost(const Model& model, Backend backend, int context, int repeat) {
+  using clock = std::chrono::steady_clock;
+  auto ctx = new_context(model, backend, 0);
+  const int V = model.config().vocab_size;
+  StepCost c;
+  c.context = std::min(context, ctx->n_ctx() - 65);
+  std::vector<int32_t> prompt(size_t(std::max(c.context, 1)));
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t((1000003ll * int64_t(i + 1)) % std::max(V - 300, 1) + 256) % V;
+  ForwardOutput out;
+  ctx->forward(Batch::causal(prompt), out);
+  for (int n : {1, 2, 4, 8, 16, 32, 64}) {
+    std::vector<double> t;
+    Batch b;
+    b.tokens.assign(prompt.begin(), prompt.begin() + std::min<size_t>(size_t(n), prompt.size()));
+    while (int(b.tokens.size()) < n) b.tokens.push_back(b.tokens.back());
+    for (int r = 0; r <= repeat; ++r) {  // the first untimed (thread wake-up after the previous size)
+      const auto t0 = clock::now();
+      ctx->forward(b, out);
+      if (r > 0) t.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+      ctx->truncate(int(prompt.size()));
+    }
+    c.ms.emplace_back(n, median(t));
+  }
+  // More tokens never cost less: a point measured while another process took the core is raised to the one
+  // before it rather than letting a bigger tree look cheaper than a smaller one.
+  for (size_t i = 1; i < c.ms.size(); ++i) c.ms[i].second = std::max(c.ms[i].second, c.ms[i - 1].second);
+  return c;
+}
+
+std::string cache_dir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return (fs::path(x) / "specscope").string();
+  if (const char* h = std::getenv("HOME"); h && *h) return (fs::path(h) / ".cache" / "specscope").string();
+  return (fs::temp_directory_path() / "specscope-cache").string();
+}
+
+StepCost cached_step_cost(const Model& model, Backend backend, bool* measured) {
+  const Backend b = resolve_backend(backend);
+  const auto& id = model.identity();
+  const std::string key = sha256_hex(id.config_sha256 + "|" + id.weights_index_sha256 + "|" + backend_name(b) + "|" +
+                                     backend_description(b) + "|" + std::to_string(cpu::team_size()));
+  const fs::path file = fs::path(cache_dir()) / "step_cost" / (key.substr(0, 24) + ".json");
+  if (measured) *measured = false;
+  {
+    std::ifstream in(file);
+    nlohmann::json j;
+    if (in && (in >> j, true)) try {
+        StepCost c;
+        c.context = j.at("context").get<int>();
+        for (const auto& p : j.at("ms")) c.ms.emplace_back(p.at(0).get<int>(), p.at(1).get<double>());
+        if (c.ms.size() >= 2) return c;
+      } catch (const nlohmann::json::exception&) {
+        spdlog::warn("{}: unreadable step-cost cache, measuring again", file.string());
+      }
+  }
+  spdlog::info("measuring the step-cost curve of {} ({})", id.path, backend_description(b));
+  StepCost c = measure_step_cost(model, b);
+  if (measured) *measured = true;
+  std::error_code ec;
+  fs::create_directories(file.parent_path(), ec);
+  nlohmann::json j = {{"model", id.path}, {"backend", backend_description(b)}, {"threads", cpu::team_size()},
+                      {"context", c.context}, {"ms", nlohmann::json::array()}};
+  for (const auto& [n, t] : c.ms) j["ms"].push_back({n, t});
+  std::ofstream out(file);
+  if (out) out << j.dump(2) << "\n";
+  else spdlog::warn("{}: cannot write the step-cost cache", file.string());
+  return c;
+}
+
+}  // namespace specscope::runs

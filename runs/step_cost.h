@@ -1,0 +1,30 @@
+#pragma once
+// This machine's n-token step-cost curve for one model and backend: the time of one target forward with n new
+// tokens (all logits, as verification needs) at a given context, for n = 1, 2, 4, ... 64. Speculative decoding
+// lives on this curve: a tree of n nodes pays cost(n + 1) per step instead of cost(1) per token. Measured once
+// and cached per model, backend, device and thread count in $XDG_CACHE_HOME/specscope/step_cost/.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/model/backend.h"
+#include "engine/model/model.h"
+
+namespace specscope::runs {
+
+struct StepCost {
+  int context = 0;                            // tokens already in the cache when measured
+  std::vector<std::pair<int, double>> ms;     // (n, milliseconds), n ascending
+  // Milliseconds for n new tokens: linear between measured points, extrapolated linearly past the last.
+  double at(int n) const;
+};
+
+// Medians of `repeat` timings per size. Deterministic prompt of ordinary tokens.
+StepCost measure_step_cost(const Model& model, Backend backend, int context = 128, int repeat = 5);
+// The cached curve when one exists for this model, backend, device and thread count; else measured and cached.
+// `measured` says which. A cache that cannot be written is not an error (the curve is still returned).
+StepCost cached_step_cost(const Model& model, Backend backend, bool* measured = nullptr);
+// $XDG_CACHE_HOME/specscope (or ~/.cache/specscope).
+std::string cache_dir();
+
+}  // namespace specscope::runs

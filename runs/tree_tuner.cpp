@@ -1,0 +1,145 @@
+#include "runs/tree_tuner.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "engine/cpu/thread_pool.h"
+#include "engine/methods/speculative_generator.h"
+#include "engine/util/sha256.h"
+
+namespace specscope::runs {
+
+namespace fs = std::filesystem;
+
+bool tree_tunable(const std::string& m) { return m == "sps" || m == "pld" || m == "eagle2" || m == "eagle3"; }
+
+std::vector<std::map<std::string, std::string>> tree_candidates(const std::string& m) {
+  std::vector<std::map<std::string, std::string>> out;
+  if (m == "sps")
+    for (int g : {1, 2, 3, 4, 5, 6}) out.push_back({{"gamma", std::to_string(g)}});
+  if (m == "pld")
+    for (int d : {1, 2, 3, 5, 8, 10}) out.push_back({{"num-draft", std::to_string(d)}});
+  if (m == "eagle2" || m == "eagle3")
+    for (auto [t, d, k] : std::vector<std::tuple<int, int, int>>{
+             {3, 2, 1}, {4, 3, 1}, {6, 3, 2}, {8, 4, 2}, {12, 4, 3}, {16, 5, 4}, {24, 5, 6}, {32, 5, 8}, {60, 5, 10}})
+      out.push_back({{"total-tokens", std::to_string(t)}, {"depth", std::to_string(d)}, {"draft-top-k", std::to_string(k)}});
+  return out;
+}
+
+namespace {
+
+std::string options_text(const std::map<std::string, std::string>& o) {
+  std::string s;
+  for (const auto& [k, v] : o) s += (s.empty() ? "" : ",") + k + "=" + v;
+  return s;
+}
+
+}  // namespace
+
+TreeChoice choose_tree(std::vector<TreeTrial> trials, const StepCost& cost) {
+  TreeChoice c;
+  const double vanilla_tps = 1000.0 / std::max(cost.at(1), 1e-9);
+  for (auto& t : trials) {
+    t.verify_ms = cost.at(int(std::lround(t.verify_tokens)));
+    const double step = t.verify_ms + t.draft_ms;
+    t.tokens_per_second = step > 0 ? 1000.0 * t.tau / step : 0;
+  }
+  const TreeTrial* best = nullptr;
+  for (const auto& t : trials)
+    if (!best || t.tokens_per_second > best->tokens_per_second) best = &t;
+  c.trials = trials;
+  if (!best) return c;
+  c.options = best->options;
+  c.expected_speedup = best->tokens_per_second / vanilla_tps;
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%s: tau %.2f per step for %.1f ms of verification (%.1f tokens) + %.1f ms of drafting, "
+                                 "against %.2f ms per vanilla token: %.2fx expected",
+                options_text(best->options).c_str(), best->tau, best->verify_ms, best->verify_tokens, best->draft_ms,
+                cost.at(1), c.expected_speedup);
+  c.summary = buf;
+  if (c.expected_speedup < 1.0) {
+    // Which term loses: each step must commit tau tokens in less than tau vanilla tokens' time.
+    const double budget = best->tau * cost.at(1);
+    c.summary += best->draft_ms > best->verify_ms - cost.at(1)
+                     ? "; it loses on drafting: the drafter alone takes " + std::to_string(int(std::lround(best->draft_ms * 100 / budget))) +
+                           "% of the time the step may take"
+                     : "; it loses on verification: checking the tree costs more than the tokens it saves";
+  }
+  return c;
+}
+
+TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backend,
+                     const std::vector<std::vector<int32_t>>& prompts, int new_tokens) {
+  const Backend b = resolve_backend(backend);
+  const StepCost cost = cached_step_cost(target, b);
+  // The choice's cache key: what the calibration depends on.
+  std::string fixed;
+  for (const auto& [k, v] : spec.options)
+    if (k != "tree") fixed += k + "=" + v + ";";
+  const auto& id = target.identity();
+  const std::string key = sha256_hex(id.config_sha256 + "|" + id.weights_index_sha256 + "|" + spec.name + "|" +
+                                     spec.draft_path + "|" + spec.head_path + "|" + fixed + "|" +
+                                     backend_description(b) + "|" + std::to_string(cpu::team_size()));
+  const fs::path file = fs::path(cache_dir()) / "tree_choice" / (key.substr(0, 24) + ".json");
+  std::vector<TreeTrial> trials;
+  if (std::ifstream in(file); in) {
+    try {
+      nlohmann::json j;
+      in >> j;
+      for (const auto& t : j.at("trials")) {
+        TreeTrial x;
+        x.options = t.at("options").get<std::map<std::string, std::string>>();
+        x.tau = t.at("tau").get<double>();
+        x.verify_tokens = t.at("verify_tokens").get<double>();
+        x.draft_ms = t.at("draft_ms").get<double>();
+        trials.push_back(std::move(x));
+      }
+    } catch (const std::exception&) {
+      trials.clear();
+    }
+  }
+  if (trials.empty()) {
+    GenerateOptions opts;
+    opts.max_tokens = new_tokens;
+    for (const auto& cand : tree_candidates(spec.name)) {
+      MethodSpec s = spec;
+      s.options.erase("tree");
+      for (const auto& [k, v] : cand) s.options[k] = v;
+      auto method = make_method(s, target);
+      long steps = 0, tokens = 0, verified = 0;
+      double draft_ms = 0;
+      for (const auto& ids : prompts) {
+        auto ctx = new_context(target, b, 0);
+        const auto res = generate_speculative(target, *ctx, *method, ids, opts);
+        for (const auto& st : res.steps) {
+          if (st.root_token < 0) continue;
+          ++steps;
+          tokens += st.accepted_count() + 1;
+          verified += st.target_tokens;
+          draft_ms += st.timings.draft_us * 1e-3;
+        }
+      }
+      TreeTrial t;
+      t.options = cand;
+      t.tau = steps ? double(tokens) / steps : 1;
+      t.verify_tokens = steps ? double(verified) / steps : 1;
+      t.draft_ms = steps ? draft_ms / steps : 0;
+      trials.push_back(t);
+      spdlog::info("tree auto {} {}: tau {:.2f}, {:.1f} tokens verified, {:.2f} ms drafting per step", spec.name,
+                   options_text(cand), t.tau, t.verify_tokens, t.draft_ms);
+    }
+    nlohmann::json j = {{"model", id.path}, {"method", spec.name}, {"trials", nlohmann::json::array()}};
+    for (const auto& t : trials)
+      j["trials"].push_back({{"options", t.options}, {"tau", t.tau}, {"verify_tokens", t.verify_tokens}, {"draft_ms", t.draft_ms}});
+    std::error_code ec;
+    fs::create_directories(file.parent_path(), ec);
+    if (std::ofstream out(file); out) out << j.dump(2) << "\n";
+  }
+  return choose_tree(std::move(trials), cost);
+}
+
+}  // namespace specscope::runs
