@@ -3,14 +3,21 @@
 // inspector drew the tree's nodes, a three-method compare ends with its verdict, the race eagle2 | medusa |
 // streaming runs on the shipped family with no configuration (streaming on its own target), its lanes are
 // scrubbed together by the text cursor and open in the inspector, and it replays from the session library; a
-// recorded session replays to the same final text. Every view is saved as a PNG (docs/screenshots/ holds the
-// committed ones).
+// recorded session replays to the same final text. The app as a daily tool: long chats go on past the context,
+// a full context is said, errors never block, replays agree on step numbers and can be closed mid-way, tokens
+// open their steps, Help exists. Every view is saved as a PNG (docs/screenshots/ holds the committed ones).
 #include <gtest/gtest.h>
 
 #include <QApplication>
 #include <QDir>
 #include <QHelpEvent>
 #include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QTableView>
+#include <QTextBrowser>
+#include <QTimer>
 #include <QSignalSpy>
 #include <QTest>
 #include <QToolTip>
@@ -19,6 +26,7 @@
 #include "engine/methods/speculative_generator.h"
 #include "engine/model/default_model.h"
 #include "engine/model/model.h"
+#include "ui/views/token_text_view.h"
 #include "ui/engine/replay_controller.h"
 #include "ui/inspector/tree_inspector_widget.h"
 #include "ui/main/gl_setup.h"
@@ -344,13 +352,248 @@ TEST(Gui, Eagle2OnTheShippedHeadDrawsItsDynamicTree) {
   EXPECT_TRUE(w.grab().save(shots_dir() + "/chat_eagle2.png"));
 }
 
+// ---- the app as a daily tool (issue 18) -----------------------------------------------------------------------
+
+namespace {
+
+// One chat turn, to its end; false when it did not end in time.
+bool chat_turn(MainWindow& w, const QString& text) {
+  QSignalSpy done(&w, &MainWindow::jobDone);
+  w.chat()->setInput(text);
+  w.chat()->send();
+  return done.wait(120000);
+}
+
+QString filler(int words) { return QString("harbor ").repeated(words); }
+
+void set_max_tokens(MainWindow& w, int n, bool record) {
+  AppSettings a = w.settingsView()->settings();
+  a.max_tokens = n;
+  a.record = record;
+  w.settingsView()->setSettings(a);
+  emit w.settingsView()->changed();
+}
+
+QPushButton* button(MainWindow& w, const QString& text) {
+  for (auto* b : w.chat()->findChildren<QPushButton*>())
+    if (b->text() == text) return b;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(Gui, ALongChatDropsItsOldestTurnsWithAMarkerAndGoesOn) {
+  // Before: the third turn failed with "the prompt has 516 tokens, more than fits the context of 512 tokens"
+  // in a modal, and the transcript said "Model: [stopped]".
+  MainWindow w;
+  configure(w, "vanilla");
+  set_max_tokens(w, 64, false);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  for (int turn = 1; turn <= 4; ++turn) {
+    ASSERT_TRUE(chat_turn(w, filler(70) + QString("Turn %1: what does the word harbor mean?").arg(turn)));
+    settle(50);
+    ASSERT_EQ(w.chat()->conversation().size(), size_t(2 * turn)) << "turn " << turn << " answered";
+    EXPECT_FALSE(w.statusText().startsWith("Error")) << w.statusText().toStdString();
+    EXPECT_FALSE(w.chat()->busy());
+  }
+  const QString marker = w.chat()->cutMarkerText();
+  EXPECT_TRUE(marker.contains("left out to fit the context of 512 tokens")) << marker.toStdString();
+  // One marker, where history was cut: after the first turn(s), before the newest ones.
+  const QString text = w.chat()->transcriptText();
+  EXPECT_EQ(text.count("left out to fit the context"), 1);
+  const qsizetype at = text.indexOf("left out to fit the context");
+  EXPECT_GT(at, text.indexOf("Turn 1:"));
+  EXPECT_LT(at, text.indexOf("Turn 4:"));
+  EXPECT_FALSE(text.contains("[stopped]"));
+  EXPECT_FALSE(text.contains("error"));
+  EXPECT_TRUE(w.grab().save(shots_dir() + "/chat-context-cut.png"));
+}
+
+TEST(Gui, AnAnswerThatFillsTheContextSaysSoAndMaxTokensBeyondItIsNotedUpFront) {
+  MainWindow w;
+  configure(w, "vanilla");
+  set_max_tokens(w, 200, false);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  QStringList statuses;  // every message the status bar showed during the run
+  QTimer watch;
+  QObject::connect(&watch, &QTimer::timeout, [&] {
+    if (statuses.isEmpty() || statuses.back() != w.statusText()) statuses << w.statusText();
+  });
+  watch.start(5);
+  // A long question leaves 40-odd tokens of the 512 for an answer the model makes longer than that.
+  ASSERT_TRUE(chat_turn(w, filler(230) + "What does the word harbor mean?"));
+  settle(50);
+  watch.stop();
+  EXPECT_TRUE(statuses.join('\n').contains("Note: max tokens 200 is more than the context leaves")) << statuses.join('\n').toStdString();
+  EXPECT_TRUE(w.statusText().contains("context full")) << w.statusText().toStdString();
+  EXPECT_TRUE(w.chat()->transcriptText().endsWith("[context full]")) << w.chat()->transcriptText().right(80).toStdString();
+  EXPECT_FALSE(w.chat()->transcriptText().contains("[stopped]"));
+  EXPECT_FALSE(w.chat()->busy());
+}
+
+TEST(Gui, ErrorsGoToTheTranscriptAndStatusBarNeverADialogAndTheNextJobClearsThem) {
+  // Before: the app put errors up in a modal box (unless SPECSCOPE_NO_DIALOGS was set; no such switch is left).
+  MainWindow w;
+  configure(w, "vanilla");
+  set_max_tokens(w, 16, false);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  int modals = 0;
+  QTimer watch;
+  QObject::connect(&watch, &QTimer::timeout, [&] {
+    if (QWidget* m = QApplication::activeModalWidget()) {
+      ++modals;
+      m->close();
+    }
+  });
+  watch.start(20);
+  // Changing the target loads it at once: progress, then its description (or the error) in the status bar.
+  AppSettings a = w.settingsView()->settings();
+  const QString good = a.model_path;
+  a.model_path = QDir::tempPath() + "/specscope-no-such-model";
+  w.settingsView()->setSettings(a);
+  emit w.settingsView()->changed();
+  ASSERT_TRUE(QTest::qWaitFor([&] { return w.statusText().startsWith("Error"); }, 30000)) << w.statusText().toStdString();
+  EXPECT_TRUE(w.statusText().contains("specscope-no-such-model")) << w.statusText().toStdString();
+  // A turn on it fails: the error is in the transcript (not "[stopped]"), and the chat is usable.
+  ASSERT_TRUE(chat_turn(w, "What does the word harbor mean?"));
+  settle(50);
+  EXPECT_TRUE(w.chat()->transcriptText().contains("[error:")) << w.chat()->transcriptText().toStdString();
+  EXPECT_FALSE(w.chat()->transcriptText().contains("[stopped]"));
+  EXPECT_FALSE(w.chat()->busy());
+  EXPECT_TRUE(button(w, "Regenerate")->isEnabled());
+  EXPECT_TRUE(button(w, "Send")->isEnabled());
+  // Back to the real model: the load shows in the status bar right away, and the next turn starts clean.
+  a.model_path = good;
+  w.settingsView()->setSettings(a);
+  emit w.settingsView()->changed();
+  ASSERT_TRUE(QTest::qWaitFor([&] { return w.statusText().startsWith("Loaded"); }, 30000)) << w.statusText().toStdString();
+  EXPECT_TRUE(w.modelText().contains("layers")) << w.modelText().toStdString();
+  QSignalSpy done(&w, &MainWindow::jobDone);
+  button(w, "Regenerate")->click();  // the failed question, asked again
+  EXPECT_FALSE(w.statusText().contains("Error")) << "a stale error is cleared when a job starts";
+  ASSERT_TRUE(done.wait(60000));
+  settle(50);
+  EXPECT_EQ(w.chat()->conversation().size(), 2u) << "question and its answer";
+  EXPECT_EQ(modals, 0) << "no blocking dialog";
+}
+
+TEST(Gui, ReplayStepsAgreeClosingItMidwayFreesTheChatAndTokensOpenTheirSteps) {
+  MainWindow w;
+  configure(w, "sps");
+  set_max_tokens(w, kMaxTokens, true);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  ASSERT_TRUE(chat_turn(w, kPrompt));
+  settle();
+  const qint64 session = w.lastSessionId();
+  ASSERT_GT(session, 0);
+
+  // A token clicked in the answer opens its step; the chat's tooltip, the inspector's header and the timeline
+  // all use the StepRecord's own number (0: the prefill).
+  auto* transcript = w.chat()->findChild<TokenTextView*>("chatTranscript");
+  ASSERT_NE(transcript, nullptr);
+  const int steps = w.inspector()->stepCount();
+  ASSERT_GT(steps, 4);
+  const int want = steps / 2;
+  int pos = -1;
+  for (int p = 0; p < transcript->document()->characterCount() && pos < 0; ++p)
+    if (transcript->stepAt(p) == want && transcript->stepAt(p + 1) == want) pos = p;
+  ASSERT_GE(pos, 0);
+  QTextCursor c(transcript->document());
+  c.setPosition(pos);
+  transcript->setTextCursor(c);
+  transcript->ensureCursorVisible();
+  const QRect r = transcript->cursorRect(c);
+  QTest::mouseClick(transcript->viewport(), Qt::LeftButton, {}, QPoint(r.left() + 2, r.center().y()));
+  settle(100);
+  EXPECT_EQ(w.inspector()->currentStep(), want);
+  const int number = w.traces().lane(0).steps.at(size_t(want)).step;
+  EXPECT_TRUE(w.inspector()->headerTitle().startsWith(QString("Step %1 / ").arg(number))) << w.inspector()->headerTitle().toStdString();
+  c.setPosition(pos + 1);
+  EXPECT_TRUE(c.charFormat().toolTip().startsWith(QString("step %1 ").arg(number))) << c.charFormat().toolTip().toStdString();
+
+  // Replay: the header and the replay bar count the same steps, and nothing says "live".
+  w.openSession(session);
+  ASSERT_TRUE(w.replay()->isOpen());
+  w.replay()->pause();
+  const int len = w.replay()->length();
+  w.replay()->seek(len / 2);
+  settle(100);
+  ASSERT_TRUE(w.chat()->busy()) << "the replayed answer is still being shown";
+  const int last = w.replay()->lanes()[0].steps.back().step;
+  const int shown = w.replay()->lanes()[0].steps.at(size_t(len / 2 - 1)).step;
+  EXPECT_EQ(w.inspector()->headerTitle(), QString("Step %1 / %2").arg(shown).arg(last));
+  QString bar;
+  for (auto* l : w.findChildren<QLabel*>())
+    if (l->text().startsWith("Replaying session")) bar = l->text();
+  EXPECT_TRUE(bar.endsWith(QString("step %1 / %2").arg(shown).arg(last))) << bar.toStdString();
+  EXPECT_FALSE(w.inspector()->liveShown());
+
+  // Closing it mid-way: before, Send, Regenerate, Edit last and New chat stayed disabled for good.
+  QPushButton* close = nullptr;
+  for (auto* b : w.findChildren<QPushButton*>())
+    if (b->text() == "Close replay") close = b;
+  ASSERT_NE(close, nullptr);
+  close->click();
+  settle(50);
+  EXPECT_FALSE(w.chat()->busy());
+  for (const char* name : {"Send", "Regenerate", "Edit last", "New chat"}) EXPECT_TRUE(button(w, name)->isEnabled()) << name;
+  EXPECT_FALSE(button(w, "Stop")->isEnabled());
+  button(w, "New chat")->click();
+  EXPECT_TRUE(w.chat()->conversation().empty());
+}
+
+TEST(Gui, SessionsShowNewestFirstWithADownwardArrowAndHelpHasAboutAndShortcuts) {
+  MainWindow w;
+  configure(w, "sps");
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  auto* table = w.library()->findChild<QTableView*>();
+  ASSERT_NE(table, nullptr);
+  EXPECT_TRUE(table->model()->headerData(0, Qt::Horizontal).toString().endsWith(QChar(0x25BC)))
+      << "rows are newest first: ID descending, ▼";
+  table->sortByColumn(0, Qt::AscendingOrder);
+  EXPECT_TRUE(table->model()->headerData(0, Qt::Horizontal).toString().endsWith(QChar(0x25B2)));
+  table->sortByColumn(0, Qt::DescendingOrder);
+
+  QAction *about = nullptr, *keys = nullptr;
+  for (QAction* top : w.menuBar()->actions())
+    if (top->menu())
+      for (QAction* a : top->menu()->actions()) {
+        if (a->text() == "About SpecScope") about = a;
+        if (a->text() == "Keyboard shortcuts") keys = a;
+      }
+  ASSERT_NE(about, nullptr);
+  ASSERT_NE(keys, nullptr);
+  about->trigger();
+  settle(50);
+  auto* box = w.findChild<QMessageBox*>("aboutBox");
+  ASSERT_NE(box, nullptr);
+  EXPECT_FALSE(box->isModal());
+  EXPECT_TRUE(box->text().contains(SPECSCOPE_VERSION)) << box->text().toStdString();
+  EXPECT_TRUE(box->text().contains(db_path())) << "the session store path";
+  EXPECT_TRUE(box->text().contains("Backend:"));
+  EXPECT_FALSE(box->text().contains("http")) << "no external links";
+  box->close();
+  keys->trigger();
+  settle(50);
+  auto* shortcuts = w.findChild<QMessageBox*>("shortcutsBox");
+  ASSERT_NE(shortcuts, nullptr);
+  EXPECT_TRUE(shortcuts->text().contains(QKeySequence(QKeySequence::New).toString(QKeySequence::NativeText) + "\tFile › New chat"))
+      << shortcuts->text().toStdString();
+  EXPECT_TRUE(shortcuts->text().contains("Esc\tRun › Stop")) << shortcuts->text().toStdString();
+  shortcuts->close();
+}
+
 int main(int argc, char** argv) {
   // Keep the user's QSettings and session store out of the tests.
   const auto tmp = std::filesystem::temp_directory_path() / ("specscope-gui-home-" + std::to_string(getpid()));
   std::filesystem::create_directories(tmp);
   qputenv("XDG_CONFIG_HOME", QByteArray::fromStdString((tmp / "config").string()));
   qputenv("XDG_DATA_HOME", QByteArray::fromStdString((tmp / "data").string()));
-  qputenv("SPECSCOPE_NO_DIALOGS", "1");
   std::filesystem::remove_all(std::filesystem::path(db_path().toStdString()).parent_path());
   specscope::ui::set_opengl_defaults();
   QApplication app(argc, argv);

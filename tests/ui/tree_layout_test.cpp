@@ -49,6 +49,7 @@ StepRecord sample() {
   s.bonus_token = 555;
   s.bonus_text = " lay";
   s.bonus_prob = 0.8f;
+  s.committed = {100, 102, 555};  // the accepted drafts' tokens, then the bonus
   return s;
 }
 
@@ -84,6 +85,21 @@ TEST(TreeLayout, RootDraftsAndBonusAreAllPlaced) {
   EXPECT_TRUE(L.items[size_t(L.item_of_node[0])].on_accepted_path);
   EXPECT_TRUE(L.items[size_t(L.item_of_node[2])].on_accepted_path);
   EXPECT_FALSE(L.items[size_t(L.item_of_node[3])].on_accepted_path);
+}
+
+TEST(TreeLayout, ABonusThatWasNotCommittedIsNotDrawn) {
+  // The target sampled <|eot_id|> after the accepted path: generation ended, nothing after the drafts joined
+  // the text, so there is no bonus box (before: one was drawn after the EOS).
+  StepRecord s = sample();
+  s.committed = {100, 102};
+  EXPECT_FALSE(bonus_committed(s));
+  const TreeLayout L = layout_step_tree(s);
+  EXPECT_EQ(L.bonus_item, -1);
+  EXPECT_EQ(L.items.size(), s.nodes.size() + 1);  // the root and the drafts only
+  // An accepted draft that was itself the EOS: neither it nor the bonus joined the text.
+  s.committed = {100};
+  EXPECT_FALSE(bonus_committed(s));
+  EXPECT_TRUE(bonus_committed(sample()));
 }
 
 TEST(TreeLayout, XIncreasesWithDepth) {
@@ -198,6 +214,7 @@ TEST(TreeLayout, WideUnbalancedTreeStaysCompactAndDisjoint) {
   }
   s.accepted_path = {0};
   s.bonus_token = 1;
+  s.committed = {100, 1};
   const TreeLayout L = layout_step_tree(s);
   ASSERT_EQ(L.items.size(), s.nodes.size() + 2);
   for (size_t i = 0; i < L.items.size(); ++i)

@@ -8,6 +8,7 @@ Q_DECLARE_METATYPE(specscope::StepRecord)
 Q_DECLARE_METATYPE(specscope::RunSummary)
 Q_DECLARE_METATYPE(specscope::runs::Job)
 Q_DECLARE_METATYPE(specscope::ui::LaneOutcome)
+Q_DECLARE_METATYPE(specscope::runs::ContextUse)
 
 namespace specscope::ui {
 
@@ -27,6 +28,9 @@ class SignalObserver : public runs::JobObserver {
     if (key.reference()) emit w_.referenceStarted(key.target, target_path(key));
     else emit w_.laneStarted(key.lane, QString::fromStdString(label));
   }
+  void context_fitted(const runs::RunKey& key, const runs::ContextUse& use) override {
+    if (!key.reference()) emit w_.contextFitted(key.lane, use);
+  }
   bool step(const runs::RunKey& key, const StepRecord& step, const std::string& piece) override {
     if (!key.reference()) emit w_.stepReady(key.lane, step, QString::fromStdString(piece));
     return true;  // cancelling goes through JobRunner::cancel()
@@ -37,7 +41,7 @@ class SignalObserver : public runs::JobObserver {
       return;
     }
     emit w_.laneFinished(run.key.lane, LaneOutcome{run.summary, QString::fromStdString(run.gen.text), run.identical,
-                                                   run.key.target});
+                                                   run.key.target, run.context});
   }
   void recording_failed(const std::string& message) override {
     emit w_.recordingFailed(QString::fromStdString(message));
@@ -60,6 +64,7 @@ void EngineWorker::register_types() {
   qRegisterMetaType<specscope::RunSummary>("specscope::RunSummary");
   qRegisterMetaType<specscope::runs::Job>("specscope::runs::Job");
   qRegisterMetaType<specscope::ui::LaneOutcome>("specscope::ui::LaneOutcome");
+  qRegisterMetaType<specscope::runs::ContextUse>("specscope::runs::ContextUse");
 }
 
 void EngineWorker::loadModel(const QString& path) {

@@ -21,6 +21,7 @@ struct LaneOutcome {
   QString text;
   std::optional<bool> identical;  // greedy with a reference: the same tokens as that reference
   int target = 0;                 // index into the job's targets (their order of first use)
+  runs::ContextUse context;       // summary.stop_reason "context": the answer filled it
 };
 
 class EngineWorker : public QObject {
@@ -39,6 +40,8 @@ class EngineWorker : public QObject {
   void modelLoading(const QString& path);
   void modelLoaded(const QString& path, const QString& description);
   void laneStarted(int lane, const QString& label);
+  // Before a lane's first step: old turns left out to fit the context, and the room left for the answer.
+  void contextFitted(int lane, const specscope::runs::ContextUse& use);
   void stepReady(int lane, const specscope::StepRecord& step, const QString& piece);
   void laneFinished(int lane, const specscope::ui::LaneOutcome& outcome);
   void referenceStarted(int target, const QString& target_path);

@@ -361,6 +361,7 @@ struct TreeInspectorWidget::State {
   std::vector<StepRecord> steps;
   int current = -1;
   bool follow = true;
+  int recordedLast = -1;  // replay: the recorded run's last step number; -1 live (the newest step is the last)
   bool dark = true;
   bool compact = false;
   unsigned generation = 0;  // bumps when steps are replaced (layout cache key)
@@ -498,6 +499,21 @@ void TreeInspectorWidget::setCurrentStep(int index) {
 }
 
 int TreeInspectorWidget::currentStep() const { return s_->current; }
+
+void TreeInspectorWidget::setRecordedLastStep(int step) {
+  s_->recordedLast = step;
+  update();
+}
+
+// Step numbers are the StepRecord's own (0: the prefill), as in the chat's tooltips and the timeline's.
+QString TreeInspectorWidget::headerTitle() const {
+  const State& s = *s_;
+  if (s.current < 0 || s.current >= int(s.steps.size())) return {};
+  const int last = s.recordedLast >= 0 ? s.recordedLast : s.steps.back().step;
+  return QString("Step %1 / %2").arg(s.steps[size_t(s.current)].step).arg(last);
+}
+
+bool TreeInspectorWidget::liveShown() const { return s_->follow && s_->recordedLast < 0; }
 int TreeInspectorWidget::stepCount() const { return int(s_->steps.size()); }
 bool TreeInspectorWidget::followsLive() const { return s_->follow; }
 
@@ -782,20 +798,22 @@ void TreeInspectorWidget::drawHeader() {
       rejected += !n.pruned && n.decision == NodeDecision::Rejected;
       pruned += n.pruned || n.decision == NodeDecision::Pruned;
     }
-    ImGui::Text("Step %d / %d", s.current + 1, int(s.steps.size()));
+    ImGui::TextUnformatted(headerTitle().toUtf8().constData());
     ImGui::SameLine();
     ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(pack_abgr(th.dim)),
-                       "%s  \xC2\xB7  #%d  \xC2\xB7  pos %d  \xC2\xB7  %d drafted, %d accepted%s, %d rejected, %d pruned",
-                       st.method.c_str(), st.step, st.position, int(st.nodes.size()), st.accepted_count(),
-                       st.bonus_token >= 0 ? " + bonus" : "", rejected, pruned);
+                       "%s  \xC2\xB7  pos %d  \xC2\xB7  %d drafted, %d accepted%s, %d rejected, %d pruned",
+                       st.method.c_str(), st.position, int(st.nodes.size()), st.accepted_count(),
+                       bonus_committed(st) ? " + bonus" : "", rejected, pruned);
   }
   // Right-aligned controls.
   const float bw1 = ImGui::CalcTextSize("Fit").x + 2 * ImGui::GetStyle().FramePadding.x;
   const float bw2 = ImGui::CalcTextSize("Live").x + 2 * ImGui::GetStyle().FramePadding.x;
   const float right = ImGui::GetWindowContentRegionMax().x;
-  ImGui::SameLine(std::max(ImGui::GetCursorPosX(), right - bw1 - bw2 - ImGui::GetStyle().ItemSpacing.x));
+  const bool replay = s.recordedLast >= 0;  // a recorded run has no "live" to follow: no Live button
+  ImGui::SameLine(std::max(ImGui::GetCursorPosX(), right - bw1 - (replay ? 0 : bw2 + ImGui::GetStyle().ItemSpacing.x)));
   if (ImGui::SmallButton("Fit")) s.userView = false, s.fitPending = true;
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("Fit the tree to the view (F, or double-click)");
+  if (replay) return;
   ImGui::SameLine();
   const bool live = s.follow;
   if (live) ImGui::PushStyleColor(ImGuiCol_Button, pack_abgr(th.accepted, 0.55f));
@@ -1129,8 +1147,8 @@ void TreeInspectorWidget::drawTimeline() {
                       pack_abgr(th.bar_current));
     dl->AddLine(ImVec2(bx + bw * 0.5f, top - 2.0f), ImVec2(bx + bw * 0.5f, base), pack_abgr(th.bar_current, 0.6f), 1.0f);
   }
-  const char* hint = s.follow ? (s.unicode ? "   \xE2\x97\x8F live" : "   live")                       // ●
-                              : (s.unicode ? "   \xE2\x86\x90 \xE2\x86\x92 Home End" : "   Left Right Home End");  // ← →
+  const char* hint = liveShown() ? (s.unicode ? "   \xE2\x97\x8F live" : "   live")  // ●
+                                : (s.unicode ? "   \xE2\x86\x90 \xE2\x86\x92 Home End" : "   Left Right Home End");  // ← →
   char label[160];
   std::snprintf(label, sizeof label, "steps  (bar = accepted length, max %d)%s", maxAcc, hint);
   dl->AddText(font, fs, ImVec2(x0, t0.y + 2.0f), pack_abgr(th.dim), label);
@@ -1143,8 +1161,8 @@ void TreeInspectorWidget::drawTimeline() {
   if (hovered && !active) {
     const int i = stepAt(io.MousePos.x);
     const StepRecord& st = s.steps[size_t(i)];
-    ImGui::SetTooltip("step %d  \xC2\xB7  %d accepted%s of %d drafted", i + 1, st.accepted_count(),
-                      st.bonus_token >= 0 ? " + bonus" : "", int(st.nodes.size()));
+    ImGui::SetTooltip("step %d  \xC2\xB7  %d accepted%s of %d drafted", st.step, st.accepted_count(),
+                      bonus_committed(st) ? " + bonus" : "", int(st.nodes.size()));
   }
 }
 
@@ -1176,9 +1194,9 @@ bool TreeInspectorWidget::exportSvg(const QString& path) const {
     << svgColor(th.pruned) << "\" stroke-opacity=\"0.55\" stroke-width=\"1\"/></pattern></defs>\n"
     << "<rect width=\"100%\" height=\"100%\" fill=\"" << svgColor(th.canvas) << "\"/>\n";
   o << "<text x=\"" << margin << "\" y=\"" << (margin + 4) << "\" font-size=\"14\" fill=\"" << svgColor(th.text)
-    << "\">" << xmlEscape("Step " + std::to_string(s.current + 1) + " / " + std::to_string(s.steps.size()) + " \xC2\xB7 " +
+    << "\">" << xmlEscape(headerTitle().toStdString() + " \xC2\xB7 " +
                           step.method + " \xC2\xB7 " + std::to_string(step.nodes.size()) + " drafted, " +
-                          std::to_string(step.accepted_count()) + " accepted" + (step.bonus_token >= 0 ? " + bonus" : ""))
+                          std::to_string(step.accepted_count()) + " accepted" + (bonus_committed(step) ? " + bonus" : ""))
     << "</text>\n";
 
   // Edges.

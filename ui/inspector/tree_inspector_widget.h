@@ -26,7 +26,12 @@ class TreeInspectorWidget : public QOpenGLWidget {
   void appendStep(const StepRecord& step);       // live: shows it when following
   void setSteps(std::vector<StepRecord> steps);  // a whole run (replay), shows the last step
   void setCurrentStep(int index);                // clamps; stops following unless it is the last step
-  int currentStep() const;                       // -1 when empty
+  int currentStep() const;                       // -1 when empty (an index into the steps, not a step number)
+  // Replay: the recorded run's last step number, the header's total while steps are still being fed in; the
+  // "live" marks are hidden. -1: a live run (the default).
+  void setRecordedLastStep(int step);
+  QString headerTitle() const;  // "Step 47 / 73": the current StepRecord's number and the last one's
+  bool liveShown() const;       // the timeline says "● live"
   int stepCount() const;
   bool followsLive() const;
   void setFollowLive(bool follow);

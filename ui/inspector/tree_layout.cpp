@@ -57,6 +57,11 @@ struct Span {
 
 }  // namespace
 
+bool bonus_committed(const StepRecord& step) {
+  return step.bonus_token >= 0 && step.committed.size() > step.accepted_path.size() &&
+         step.committed.back() == step.bonus_token;
+}
+
 TreeLayout layout_step_tree(const StepRecord& step, const LayoutParams& params) {
   TreeLayout out;
   out.box_width = params.box_width;
@@ -78,7 +83,7 @@ TreeLayout layout_step_tree(const StepRecord& step, const LayoutParams& params) 
     accepted[size_t(id)] = 1;
     path_end = id;
   }
-  if (step.bonus_token >= 0) children[size_t(path_end)].push_back(kBonus);
+  if (bonus_committed(step)) children[size_t(path_end)].push_back(kBonus);
 
   // Items in depth-first pre-order: an item is created when the walk reaches it, siblings in sorted order.
   out.item_of_node.assign(size_t(n), -1);

@@ -45,6 +45,10 @@ struct TreeLayout {
 // Malformed trees still lay out: a parent id out of range or a cycle hangs the node off the root.
 TreeLayout layout_step_tree(const StepRecord& step, const LayoutParams& params = {});
 
+// Whether the step's bonus token joined the text. The target always samples one, but it is not committed when
+// it is an end-of-sequence token (or the token limit came first): such a bonus is not drawn or counted.
+bool bonus_committed(const StepRecord& step);
+
 // A token's text made visible in one line: "\n" -> "⏎", "\t" -> "⇥", "\r" -> "↵", " " -> "·", other control
 // bytes and invalid UTF-8 -> "\xNN", empty -> "∅"; cut to max_codepoints with "…". With unicode_symbols false
 // the symbols are ASCII ("\n", "\t", "\r", "_", "<empty>", "..."), for fonts that lack them.

@@ -27,6 +27,7 @@
 #include <fstream>
 
 #include "engine/methods/method_registry.h"
+#include "runs/context_fit.h"
 #include "engine/model/family_manifest.h"
 #include "engine/util/error.h"
 #include "sessions/export.h"
@@ -90,7 +91,10 @@ struct MainWindow::State {
   runs::TraceStore traces;  // the live job's lanes (chat: one) or the replayed session's; every view reads it
   QString model_description, device;  // the status bar's model part
   qint64 last_session = 0;
-  bool replaying = false;
+  bool job_failed = false;
+  bool replay_answering = false;  // the chat shows a replayed answer that has not reached its end  // the worker reported an error for the job in flight (not a stop)
+  QString loaded_model;     // the target last asked of the worker (Settings' model_path)
+  runs::ContextUse chat_context;  // how the chat's last turn fitted the context
   bool live_drawing = true;
   struct PendingStep {
     int lane, index;  // a step in `traces`
@@ -151,14 +155,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
   s_->speed->setValue(1);
   s_->speed->setSuffix("×");
   s_->speed->setSpecialValueText(tr("max"));
-  auto* close_replay = new QPushButton(tr("Close replay"));
+  auto* close_replay_button = new QPushButton(tr("Close replay"));
   rb->addWidget(s_->replay_label);
   rb->addWidget(s_->play);
   rb->addWidget(s_->step_btn);
   rb->addWidget(s_->scrub, 1);
   rb->addWidget(new QLabel(tr("speed")));
   rb->addWidget(s_->speed);
-  rb->addWidget(close_replay);
+  rb->addWidget(close_replay_button);
   s_->replay_bar->hide();
 
   auto* central = new QWidget;
@@ -198,8 +202,20 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
   });
   connect(s_->worker, &EngineWorker::failed, this, [this](const QString& m) {
     s_->loading->hide();
-    s_->status_label->setText(tr("Error: %1").arg(m));
-    if (isVisible() && qEnvironmentVariableIsEmpty("SPECSCOPE_NO_DIALOGS")) QMessageBox::warning(this, tr("SpecScope"), m);
+    report_error(m);
+    if (s_->job == State::Job::Chat) {
+      s_->job_failed = true;
+      s_->chat->answerFailed(m);
+    }
+  });
+  connect(s_->worker, &EngineWorker::contextFitted, this, [this](int lane, const runs::ContextUse& use) {
+    if (s_->job == State::Job::Chat && lane == 0) {
+      s_->chat_context = use;
+      if (use.dropped_messages > 0)
+        s_->chat->markContextCut(use.dropped_messages, QString::fromStdString(runs::trimmed_note(use)));
+    }
+    // Said before the answer streams, not discovered when it stops.
+    if (use.max_tokens_beyond()) s_->status_label->setText(tr("Note: %1").arg(QString::fromStdString(runs::max_tokens_note(use))));
   });
   connect(s_->worker, &EngineWorker::recordingFailed, this,
           [this](const QString& m) { s_->status_label->setText(tr("Not recorded: %1").arg(m)); });
@@ -233,13 +249,18 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
     }
     if (s_->job == State::Job::Compare) s_->compare->laneFinished(lane, outcome.summary, outcome.identical);
     setProperty("last_tokens_per_second", outcome.summary.tokens_per_second);  // read by bench/gui_bench
+    const bool full = outcome.summary.stop_reason == "context";
     if (s_->job == State::Job::Chat) {
-      s_->chat->answerFinished(outcome.text, false);
-      s_->status_label->setText(QString("%1 · τ %2 · %3 tok/s · %4 tokens")
-                                    .arg(QString::fromStdString(outcome.summary.method))
-                                    .arg(outcome.summary.tau, 0, 'f', 2)
-                                    .arg(outcome.summary.tokens_per_second, 0, 'f', 1)
-                                    .arg(outcome.summary.new_tokens));
+      s_->chat->answerFinished(outcome.text, false, full ? tr("context full") : QString());
+      QString line = QString("%1 · τ %2 · %3 tok/s · %4 tokens")
+                         .arg(QString::fromStdString(outcome.summary.method))
+                         .arg(outcome.summary.tau, 0, 'f', 2)
+                         .arg(outcome.summary.tokens_per_second, 0, 'f', 1)
+                         .arg(outcome.summary.new_tokens);
+      if (full) line += " · " + QString::fromStdString(runs::context_full_note(outcome.context));
+      s_->status_label->setText(line);
+    } else if (full) {
+      s_->status_label->setText(tr("Lane %1: %2").arg(lane + 1).arg(QString::fromStdString(runs::context_full_note(outcome.context))));
     }
   });
   connect(s_->worker, &EngineWorker::jobFinished, this,
@@ -252,11 +273,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
       s_->model_label->setText(QString("%1 · %2").arg(s_->model_description, s_->device));
     }
     if (s_->job == State::Job::Chat) {
-      s_->chat->setSessionId(session);
-      if (cancelled && s_->traces.lanes() > 0 && !s_->traces.lane(0).summary)
+      if (session > 0) s_->chat->setSessionId(session);
+      // A failed answer is already in the transcript as an error, not as "[stopped]".
+      if (cancelled && !s_->job_failed && s_->traces.lanes() > 0 && !s_->traces.lane(0).summary)
         s_->chat->answerFinished(s_->chat->lastAnswer(), true);
       s_->chat->setBusy(false);
     }
+    s_->job_failed = false;
     if (s_->job == State::Job::Compare) s_->compare->runFinished(cancelled);
     s_->stats->setRuns(pointers(s_->traces));
     s_->library->refresh();
@@ -265,9 +288,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
   });
 
   connect(s_->chat, &ChatView::generateRequested, this, [this](const std::vector<ChatMessage>& conversation) {
-    s_->replay->close();
-    s_->replay_bar->hide();
+    close_replay();
     const AppSettings a = s_->settings->settings();
+    job_starting(a.method);
     runs::Job job;
     try {
       // The chat's method on Settings' target, or on the family's own target when it needs one (streaming).
@@ -275,8 +298,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
       job.backend = parse_backend(a.backend.toStdString());
     } catch (const InputError& e) {
       report_error(QString::fromStdString(e.what()));
-      s_->chat->answerFinished(QString(), true);
-      s_->chat->setBusy(false);
+      s_->chat->answerFailed(QString::fromStdString(e.what()));
       return;
     }
     job.prompts = {runs::Prompt{conversation.empty() ? std::string() : conversation.back().content, conversation}};
@@ -287,6 +309,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
     if (a.record) job.record = runs::RecordTo{a.session_db.toStdString(), "chat", "", s_->chat->sessionId(), nullptr};
     s_->traces.reset(traces_for(job.lanes, a.sampling.greedy()));
     s_->inspector->clear();
+    s_->inspector->setRecordedLastStep(-1);
     s_->inspector->setFollowLive(true);
     s_->job = State::Job::Chat;
     s_->busy = true;
@@ -295,6 +318,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
   });
   connect(s_->chat, &ChatView::stopRequested, this, &MainWindow::stop);
   connect(s_->chat, &ChatView::newChatStarted, this, [this] { s_->inspector->clear(); });
+  // A token clicked in the answer on screen opens the step that made it (the chat's steps are the inspector's).
+  connect(s_->chat, &ChatView::stepClicked, this, [this](int step) { s_->inspector->setCurrentStep(step); });
   connect(s_->compare, &CompareView::runRequested, this, &MainWindow::runCompare);
   connect(s_->compare, &CompareView::stopRequested, this, &MainWindow::stop);
   connect(s_->library, &SessionLibraryView::openSession, this, &MainWindow::openSession);
@@ -315,6 +340,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
     applyTheme(a.dark);
     s_->library->setDatabase(a.session_db);
     s_->compare->setSettings(a);
+    // A new target loads now, with its progress and then its description in the status bar, not at the next run.
+    if (!same_path(a.model_path.toStdString(), s_->loaded_model.toStdString())) {
+      s_->loaded_model = a.model_path;
+      s_->model_description.clear();
+      QMetaObject::invokeMethod(s_->worker, [w = s_->worker, p = a.model_path] { w->loadModel(p); }, Qt::QueuedConnection);
+    }
   });
 
   // Replay wiring: the same views, fed from the recorded session through the same trace store.
@@ -342,7 +373,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
         before.push_back({"user", s_->replay->laneRuns()[0].meta.prompt});
       s_->chat->showConversation(before);
       s_->chat->answerStarted();
+      s_->replay_answering = true;
       s_->inspector->clear();
+      // The header counts to the recorded run's last step, as the replay bar does.
+      const auto& lanes = s_->replay->lanes();
+      s_->inspector->setRecordedLastStep(lanes.empty() || lanes[0].steps.empty() ? 0 : lanes[0].steps.back().step);
     }
   });
   connect(s_->replay, &ReplayController::step, this, [this](int lane, const StepRecord& st, const QString& piece) {
@@ -363,6 +398,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
       if (all) s_->compare->runFinished(false);
     } else {
       s_->chat->answerFinished(QString::fromStdString(run.outcome ? run.outcome->output_text : ""), !run.outcome);
+      s_->replay_answering = false;
     }
     s_->stats->setRuns(pointers(s_->traces));
   });
@@ -371,7 +407,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
     s_->scrub->setRange(0, len);
     s_->scrub->setValue(pos);
     s_->scrub->blockSignals(false);
-    s_->replay_label->setText(tr("Replaying session %1 · step %2/%3").arg(s_->replay->session().id).arg(pos).arg(len));
+    // Step numbers as everywhere else (the StepRecord's, 0: the prefill): `pos` steps shown end at step pos - 1.
+    s_->replay_label->setText(tr("Replaying session %1 · step %2 / %3")
+                                  .arg(s_->replay->session().id)
+                                  .arg(pos > 0 ? QString::number(pos - 1) : QString("–"))
+                                  .arg(std::max(len - 1, 0)));
   });
   connect(s_->replay, &ReplayController::playingChanged, this,
           [this](bool playing) { s_->play->setText(playing ? tr("Pause") : tr("Play")); });
@@ -379,10 +419,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
   connect(s_->step_btn, &QPushButton::clicked, s_->replay, &ReplayController::stepForward);
   connect(s_->scrub, &QSlider::valueChanged, s_->replay, &ReplayController::seek);
   connect(s_->speed, &QDoubleSpinBox::valueChanged, s_->replay, &ReplayController::setSpeed);
-  connect(close_replay, &QPushButton::clicked, this, [this] {
-    s_->replay->close();
-    s_->replay_bar->hide();
-  });
+  connect(close_replay_button, &QPushButton::clicked, this, &MainWindow::close_replay);
 
   // Menus and shortcuts.
   auto* file = menuBar()->addMenu(tr("&File"));
@@ -456,6 +493,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
     s_->settings->save();
     applyTheme(on);
   });
+  add_help_menu();
 
   s_->settings->load();
   const AppSettings a = s_->settings->settings();
@@ -470,6 +508,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
   } catch (const InputError&) {
   }
   // Open on the default model with no configuration: load it now, in the background.
+  s_->loaded_model = a.model_path;
   QMetaObject::invokeMethod(s_->worker, [w = s_->worker, p = a.model_path] { w->loadModel(p); }, Qt::QueuedConnection);
 }
 
@@ -498,9 +537,69 @@ void MainWindow::show_step(int lane, int index) {
   }
 }
 
-void MainWindow::report_error(const QString& message) {
-  s_->status_label->setText(tr("Error: %1").arg(message));
-  if (isVisible() && qEnvironmentVariableIsEmpty("SPECSCOPE_NO_DIALOGS")) QMessageBox::warning(this, tr("SpecScope"), message);
+void MainWindow::report_error(const QString& message) { s_->status_label->setText(tr("Error: %1").arg(message)); }
+
+void MainWindow::job_starting(const QString& what) { s_->status_label->setText(tr("Running %1…").arg(what)); }
+
+void MainWindow::close_replay() {
+  s_->replay->close();
+  s_->replay_bar->hide();
+  s_->inspector->setRecordedLastStep(-1);
+  // A chat answer the replay had not finished showing would leave the chat busy (Send, Regenerate, Edit last and
+  // New chat disabled) with nothing running: end it where the replay stopped.
+  if (s_->replay_answering) s_->chat->answerFinished(s_->chat->lastAnswer(), true);
+  s_->replay_answering = false;
+}
+
+void MainWindow::add_help_menu() {
+  auto* help = menuBar()->addMenu(tr("&Help"));
+  // Non-blocking boxes: reading the help never stops the app.
+  auto show_box = [this](const QString& title, const QString& text) {
+    auto* box = new QMessageBox(QMessageBox::NoIcon, title, text, QMessageBox::Close, this);
+    box->setObjectName(title == tr("About SpecScope") ? "aboutBox" : "shortcutsBox");
+    box->setTextFormat(Qt::PlainText);
+    box->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->setModal(false);
+    box->show();
+  };
+  help->addAction(tr("Keyboard shortcuts"), QKeySequence::HelpContents, this,
+                  [this, show_box] { show_box(tr("Keyboard shortcuts"), shortcutsText()); });
+  help->addAction(tr("About SpecScope"), this, [this, show_box] { show_box(tr("About SpecScope"), aboutText()); });
+}
+
+QString MainWindow::aboutText() const {
+  const AppSettings a = s_->settings->settings();
+  return tr("SpecScope %1\n"
+            "Speculative decoding on a local model, with every step's draft tree.\n\n"
+            "Backend: %2 (%3)\n"
+            "Model: %4\n"
+            "Session store: %5\n"
+            "Qt %6")
+      .arg(QApplication::applicationVersion().isEmpty() ? QString(SPECSCOPE_VERSION) : QApplication::applicationVersion(),
+           a.backend, s_->device.isEmpty() ? tr("not known until a run") : s_->device, a.model_path, a.session_db,
+           QString(qVersion()));
+}
+
+QString MainWindow::shortcutsText() const {
+  // The menus' own shortcuts, read from their actions so this list cannot go stale; then the keys that belong
+  // to a widget rather than a menu.
+  QStringList lines;
+  for (QAction* top : menuBar()->actions()) {
+    if (!top->menu()) continue;
+    for (QAction* act : top->menu()->actions())
+      if (!act->shortcut().isEmpty())
+        lines << QString("%1\t%2 › %3")
+                     .arg(act->shortcut().toString(QKeySequence::NativeText), QString(top->text()).remove('&'),
+                          QString(act->text()).remove('&').remove(QChar(0x2026)));
+  }
+  lines << ""
+        << tr("Ctrl+Return\tChat › Send (in the message box)")
+        << tr("F, double-click\tInspector › Fit the tree to the view")
+        << tr("Left, Right, Home, End\tInspector › Step through the timeline (End: follow the live run)")
+        << tr("Drag, wheel\tInspector › Pan, zoom")
+        << tr("Click a token\tChat › Open its step in the inspector");
+  return lines.join('\n');
 }
 
 void MainWindow::setLiveDrawing(bool on) { s_->live_drawing = on; }
@@ -521,9 +620,9 @@ void MainWindow::runCompare() {
   if (s_->busy) return;
   const QString prompt = s_->compare->prompt().trimmed();
   if (prompt.isEmpty()) return;
-  s_->replay->close();
-  s_->replay_bar->hide();
+  close_replay();
   const AppSettings a = s_->settings->settings();
+  job_starting(tr("the comparison"));
   runs::Job job;
   try {
     // Each lane's own keys, then Settings, then the family manifest: streaming finds its own target there.
@@ -551,6 +650,7 @@ void MainWindow::runCompare() {
 void MainWindow::openSession(qint64 id) {
   if (s_->busy) return;
   try {
+    close_replay();  // the chat may still be showing the previous replay's answer
     s_->replay->setSpeed(s_->speed->value());
     s_->replay->open(s_->settings->settings().session_db, id);
   } catch (const std::exception& e) {
@@ -601,6 +701,8 @@ TreeInspectorWidget* MainWindow::inspector() const { return s_->inspector; }
 ReplayController* MainWindow::replay() const { return s_->replay; }
 const runs::TraceStore& MainWindow::traces() const { return s_->traces; }
 bool MainWindow::busy() const { return s_->busy; }
+QString MainWindow::statusText() const { return s_->status_label->text(); }
+QString MainWindow::modelText() const { return s_->model_label->text(); }
 qint64 MainWindow::lastSessionId() const { return s_->last_session; }
 
 }  // namespace specscope::ui

@@ -44,6 +44,10 @@ class MainWindow : public QMainWindow {
   void applyTheme(bool dark);
   // Off: steps are kept but drawn only when the run ends (View > Draw runs live), for timings free of drawing.
   void setLiveDrawing(bool on);
+  QString statusText() const;  // the status bar's message (errors, notes, the last run's summary)
+  QString modelText() const;   // the status bar's model and device
+  QString aboutText() const;   // Help > About
+  QString shortcutsText() const;  // Help > Keyboard shortcuts, from the menus' own actions
 
  signals:
   void jobDone(qint64 session_id);  // after a live chat/compare job finished (tests wait on it)
@@ -53,7 +57,10 @@ class MainWindow : public QMainWindow {
 
  private:
   void show_step(int lane, int index);  // step `index` of `traces` lane `lane`, to the views
-  void report_error(const QString& message);
+  void report_error(const QString& message);  // status bar only: never a blocking dialog
+  void close_replay();  // also ends a chat answer the replay was still showing, so the chat is usable
+  void job_starting(const QString& what);  // clears what the status bar said about the previous job
+  void add_help_menu();
   void flush_pending();
   struct State;
   std::unique_ptr<State> s_;

@@ -42,6 +42,7 @@ ChatView::ChatView(QWidget* parent) : QWidget(parent), w_(std::make_unique<Widge
   connect(w_->send, &QPushButton::clicked, this, &ChatView::send);
   connect(w_->stop, &QPushButton::clicked, this, &ChatView::stopRequested);
   connect(w_->fresh, &QPushButton::clicked, this, &ChatView::newChat);
+  connect(w_->transcript, &TokenTextView::stepClicked, this, &ChatView::stepClicked);
   connect(w_->regenerate, &QPushButton::clicked, this, [this] {
     // Drop the last answer and ask again with the same conversation.
     if (busy_ || conversation_.empty()) return;
@@ -82,47 +83,91 @@ void ChatView::send() {
   if (busy_ || text.isEmpty()) return;
   conversation_.push_back({"user", text.toStdString()});
   w_->input->clear();
-  w_->transcript->appendPlain((w_->transcript->document()->isEmpty() ? "" : "\n\n") + tr("You: "), true);
+  starts_.push_back(header(tr("You: ")));
   w_->transcript->appendPlain(text);
   answerStarted();
   emit generateRequested(conversation_);
 }
 
+QTextCursor ChatView::header(const QString& who) {
+  w_->transcript->flush();
+  QTextCursor at(w_->transcript->document());
+  at.movePosition(QTextCursor::End);
+  at.setKeepPositionOnInsert(true);  // stays before what is written here (the header, a cut marker)
+  w_->transcript->appendPlain((w_->transcript->document()->isEmpty() ? "" : "\n\n") + who, true);
+  return at;
+}
+
 void ChatView::answerStarted() {
-  w_->transcript->appendPlain("\n\n" + tr("Model: "), true);
+  answer_start_ = header(tr("Model: "));
   w_->transcript->clearGenerated();
   setBusy(true);
 }
 
 void ChatView::appendStep(const StepRecord& step, const QString& piece) { w_->transcript->appendStep(step, piece); }
 
-void ChatView::answerFinished(const QString& full_text, bool cancelled) {
+void ChatView::answerFinished(const QString& full_text, bool cancelled, const QString& note) {
   w_->transcript->flush();
   conversation_.push_back({"assistant", full_text.toStdString()});
-  if (cancelled) w_->transcript->appendPlain(" " + tr("[stopped]"));
+  starts_.push_back(answer_start_);
+  if (!note.isEmpty()) w_->transcript->appendNote(" [" + note + "]");
+  else if (cancelled) w_->transcript->appendNote(" " + tr("[stopped]"));
   setBusy(false);
+}
+
+void ChatView::answerFailed(const QString& message) {
+  w_->transcript->appendNote(" [" + tr("error: %1").arg(message) + "]");
+  setBusy(false);
+}
+
+void ChatView::markContextCut(int dropped, const QString& note) {
+  cut_note_ = note;
+  size_t system = 0;
+  while (system < conversation_.size() && conversation_[system].role == "system") ++system;
+  cut_ = int(system) + dropped;
+  place_cut_marker();
+}
+
+void ChatView::place_cut_marker() {
+  if (!marker_.isNull()) marker_.removeSelectedText();
+  marker_ = QTextCursor();
+  if (cut_ <= 0 || cut_ >= int(starts_.size())) return;
+  // Inserted where message cut_ starts, before its "\n\nYou: ".
+  const QString text = "\n\n── " + cut_note_ + tr(": the model no longer sees what is above") + " ──";
+  const int begin = starts_[size_t(cut_)].position();
+  QTextCursor c(w_->transcript->document());
+  c.setPosition(begin);
+  c.insertText(text, w_->transcript->noteFormat());
+  marker_ = QTextCursor(w_->transcript->document());
+  marker_.setPosition(begin);
+  marker_.setPosition(begin + int(text.size()), QTextCursor::KeepAnchor);
 }
 
 void ChatView::newChat() {
   if (busy_) return;
   conversation_.clear();
   session_id_ = 0;
+  cut_ = 0;
+  starts_.clear();
+  marker_ = QTextCursor();
   w_->transcript->clear();
   emit newChatStarted();
 }
 
 void ChatView::rebuild() {
   w_->transcript->clear();
+  starts_.clear();
+  marker_ = QTextCursor();
   for (auto& m : conversation_) {
-    w_->transcript->appendPlain((w_->transcript->document()->isEmpty() ? "" : "\n\n") +
-                                    (m.role == "user" ? tr("You: ") : tr("Model: ")),
-                                true);
+    starts_.push_back(header(m.role == "user" ? tr("You: ") : tr("Model: ")));
     w_->transcript->appendPlain(QString::fromStdString(m.content));
   }
+  place_cut_marker();
 }
 
 void ChatView::showConversation(const std::vector<ChatMessage>& messages) {
   conversation_ = messages;
+  cut_ = 0;
   rebuild();
 }
 

@@ -167,7 +167,21 @@ SessionLibraryView::SessionLibraryView(QWidget* parent) : QWidget(parent), s_(st
   header->setSectionResizeMode(QHeaderView::ResizeToContents);
   header->setSectionResizeMode(kPrompt, QHeaderView::Stretch);
   header->setHighlightSections(false);
+  // Qt's header draws Descending as an upward arrow (QStyleOptionHeader::SortUp), which reads as "ascending";
+  // the sorted column's title carries the arrow instead: ▼ largest first (newest first for ID), ▲ smallest.
+  header->setSortIndicatorShown(false);
+  const auto mark_sorted = [this](int column, Qt::SortOrder order) {
+    for (int c = 0; c < kColumns; ++c) {
+      QStandardItem* item = s_->model->horizontalHeaderItem(c);
+      QString title = item->text();
+      if (title.endsWith(QString(" ") + QChar(0x25B2)) || title.endsWith(QString(" ") + QChar(0x25BC))) title.chop(2);
+      if (c == column) title += QString(" ") + QChar(order == Qt::DescendingOrder ? 0x25BC : 0x25B2);
+      item->setText(title);
+    }
+  };
+  connect(header, &QHeaderView::sortIndicatorChanged, this, mark_sorted);
   s_->table->sortByColumn(kId, Qt::DescendingOrder);  // newest first
+  mark_sorted(kId, Qt::DescendingOrder);  // the indicator may have been there already (no change signal)
   layout->addWidget(s_->table, 1);
 
   s_->status = new QLabel(this);

@@ -2,6 +2,7 @@
 
 #include <QElapsedTimer>
 #include <QHelpEvent>
+#include <QMouseEvent>
 #include <QTimer>
 #include <QScrollBar>
 #include <QTextCursor>
@@ -48,6 +49,36 @@ void TokenTextView::appendPlain(const QString& text, bool bold) {
   QTextCharFormat f;
   if (bold) f.setFontWeight(QFont::Bold);
   c.insertText(text, f);
+}
+
+QTextCharFormat TokenTextView::noteFormat() const {
+  QTextCharFormat f;
+  f.setFontItalic(true);
+  f.setForeground(palette().color(QPalette::PlaceholderText));
+  return f;
+}
+
+void TokenTextView::appendNote(const QString& text) {
+  flush();
+  QTextCursor c(document());
+  c.movePosition(QTextCursor::End);
+  c.insertText(text, noteFormat());
+}
+
+int TokenTextView::stepAt(int pos) const {
+  for (size_t i = 0; i < ranges_.size(); ++i)
+    if (pos >= ranges_[i].first && pos < ranges_[i].second) return int(i);
+  return -1;
+}
+
+void TokenTextView::mouseReleaseEvent(QMouseEvent* e) {
+  QTextBrowser::mouseReleaseEvent(e);
+  if (e->button() != Qt::LeftButton || textCursor().hasSelection()) return;  // a drag selects text instead
+  flush();
+  // cursorForPosition gives the nearest gap between characters; a click on a token's last half-character may
+  // land on the next step's first gap, which is close enough for picking a step.
+  const int step = stepAt(cursorForPosition(e->position().toPoint()).position());
+  if (step >= 0) emit stepClicked(step);
 }
 
 void TokenTextView::clearGenerated() {

@@ -20,18 +20,29 @@ class TokenTextView : public QTextBrowser {
   // unless a UTF-8 sequence or a stop string straddles steps; then the piece is coloured as a whole).
   void appendStep(const StepRecord& step, const QString& piece);
   void appendPlain(const QString& text, bool bold = false);
+  void appendNote(const QString& text);  // a remark of the app's, not the model's text: italic, dimmed
+  // The format appendNote uses, for notes inserted elsewhere in the document (the chat's context-cut marker).
+  QTextCharFormat noteFormat() const;
   QString generatedText() const { return generated_; }  // everything appendStep added since clearGenerated
   void clearGenerated();
   // Marks the text of step `step` (counted from the first appendStep since clearGenerated) and scrolls to it;
   // -1 removes the mark. The race cursor uses it to show which step produced the token under it.
   void highlightStep(int step);
   int highlightedStep() const { return highlighted_; }
+  int stepAt(int document_position) const;  // the step whose text holds the position; -1 if none
+
+ signals:
+  // A click (not a selection) on a step's text: open that step (counted as for highlightStep) elsewhere.
+  void stepClicked(int step);
+
+ public:
   // Live steps are inserted at most 20 times a second (a window holding a QOpenGLWidget is recomposited on
   // every repaint, which with software OpenGL runs on the decoder's cores); flush() inserts what waits now.
   void flush();
 
  protected:
   bool event(QEvent* e) override;  // tooltips from the character format under the mouse
+  void mouseReleaseEvent(QMouseEvent* e) override;
 
  private:
   void insert(const QString& text, const QColor& background, const QString& tooltip);
