@@ -76,7 +76,7 @@ TEST(SessionStore, RoundTripEveryMethod) {
       with("eagle2", "", "heads/eagle1_fitted", {{"total-tokens", "10"}, {"depth", "3"}, {"draft-top-k", "4"}}),
       with("eagle3", "", "heads/eagle3", {}),
       with("medusa", "", "heads/medusa_fitted", {}),
-      with("medusa", "", "heads/medusa_fitted", {{"typical", "1"}}),
+      with("medusa", "", "heads/medusa_fitted", {{"lossy-typical", "1"}}),
   };
   struct Recorded {
     int64_t run;
