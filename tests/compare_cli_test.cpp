@@ -35,21 +35,6 @@ std::string compare_args(const std::string& draft, const std::string& methods) {
          " --gamma 3 --max-tokens 20 --no-record --prompt-file " + prompt_file();
 }
 
-// run_cli merges stderr (progress lines "[compare] ...") into the output. The JSON document starts at the
-// first line that opens an object; operator>> reads that one value and ignores anything after it.
-json parse_json(const std::string& out) {
-  const size_t at = out.rfind('{', 0) == 0 ? 0 : out.find("\n{");
-  json j;
-  if (at == std::string::npos) return j;
-  std::istringstream in(out.substr(at));
-  try {
-    in >> j;
-  } catch (const json::exception&) {
-    return json();
-  }
-  return j;
-}
-
 std::vector<std::string> methods_of(const json& agg) {
   std::vector<std::string> out;
   for (auto& a : agg) out.push_back(a.at("method").get<std::string>());
@@ -59,7 +44,7 @@ std::vector<std::string> methods_of(const json& agg) {
 TEST(CompareCli, JsonGreedyEveryMethodIdenticalToVanilla) {
   auto r = test::run_cli(compare_args(kDraft, "sps,pld") + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  json j = parse_json(r.out);
+  json j = test::json_in_output(r.out);
   ASSERT_TRUE(j.is_object()) << r.out;
   EXPECT_EQ(j.at("all_identical"), true);
   const json& agg = j.at("aggregate");
@@ -87,7 +72,7 @@ TEST(CompareCli, SelfDraftChainHasTauGammaPlusOne) {
   // plus the bonus. Listing vanilla explicitly (and last) still runs it once, first.
   auto r = test::run_cli(compare_args(kTarget, "sps,vanilla") + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  json j = parse_json(r.out);
+  json j = test::json_in_output(r.out);
   ASSERT_TRUE(j.is_object()) << r.out;
   EXPECT_EQ(j.at("all_identical"), true);
   const json& agg = j.at("aggregate");

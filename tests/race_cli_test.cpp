@@ -20,20 +20,6 @@ using nlohmann::json;
 
 const std::string kFamily = SPECSCOPE_SOURCE_DIR "/assets/models";
 
-// The JSON document starts at the first line that opens an object (progress lines come first on stderr).
-json parse_json(const std::string& out) {
-  const size_t at = out.rfind('{', 0) == 0 ? 0 : out.find("\n{");
-  json j;
-  if (at == std::string::npos) return j;
-  std::istringstream in(out.substr(at));
-  try {
-    in >> j;
-  } catch (const json::exception&) {
-    return json();
-  }
-  return j;
-}
-
 std::string prompts_file(const std::string& name) {
   auto dir = test::fresh_dir(name);
   test::write_bytes(dir / "prompts.txt", "What does the word harbor mean?\nName three colours.\nHow do birds fly?\n");
@@ -44,7 +30,7 @@ TEST(RaceCli, EveryMethodOnTheShippedFamilyIsIdenticalToItsOwnTargetsVanilla) {
   auto r = test::run_cli("compare --chat --methods sps,eagle1,eagle2,eagle3,medusa,streaming,lookahead,pld "
                          "--prompt-file " + prompts_file("race-all") + " --max-tokens 24 --json --no-record");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  json j = parse_json(r.out);
+  json j = test::json_in_output(r.out);
   ASSERT_TRUE(j.is_object()) << r.out;
   EXPECT_EQ(j.at("all_identical"), true);
   // Two targets: the base, and the streaming model for the streaming lane.
@@ -78,7 +64,7 @@ TEST(RaceCli, LanesCarryTheirOwnOptionsAndMethodsAllUsesTheManifest) {
   auto r = test::run_cli("compare --chat --methods all --lane 'eagle2:total-tokens=12,depth=3' "
                          "--prompt 'Name three colours.' --max-tokens 16 --json --no-record");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  json j = parse_json(r.out);
+  json j = test::json_in_output(r.out);
   ASSERT_TRUE(j.is_object()) << r.out;
   std::vector<std::string> lanes;
   for (auto& a : j.at("aggregate")) lanes.push_back(a.at("lane").get<std::string>());
@@ -106,7 +92,7 @@ TEST(RaceCli, TreeAutoChoosesASizeAndStaysLossless) {
   ASSERT_EQ(pclose(p), 0) << out;
   EXPECT_NE(out.find("[tree auto] lane 1 (sps): gamma="), std::string::npos) << out;
   EXPECT_NE(out.find("[tree auto] lane 2 (eagle2): depth="), std::string::npos) << out;
-  json j = parse_json(out);
+  json j = test::json_in_output(out);
   ASSERT_TRUE(j.is_object()) << out;
   EXPECT_EQ(j.at("all_identical"), true);
   const json& agg = j.at("aggregate");

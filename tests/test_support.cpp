@@ -5,8 +5,22 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <sstream>
 
 namespace specscope::test {
+
+nlohmann::json json_in_output(const std::string& out) {
+  const size_t at = out.rfind('{', 0) == 0 ? 0 : out.find("\n{");
+  nlohmann::json j;
+  if (at == std::string::npos) return j;
+  std::istringstream in(out.substr(at));
+  try {
+    in >> j;  // reads that one value and ignores anything after it
+  } catch (const nlohmann::json::exception&) {
+    return nlohmann::json();
+  }
+  return j;
+}
 
 std::string fixture(const std::string& rel) { return std::string(SPECSCOPE_FIXTURES) + "/" + rel; }
 

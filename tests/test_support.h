@@ -1,5 +1,6 @@
 #pragma once
 // Shared helpers for the GoogleTest suite.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,9 @@ struct CommandResult {
 };
 // Runs specscope-cli with the given arguments (already shell-quoted as needed).
 CommandResult run_cli(const std::string& args);
+// The JSON document in a command's merged output: from the first line that opens an object (progress lines on
+// stderr come first) to the end of that value. Null when there is none or it does not parse.
+nlohmann::json json_in_output(const std::string& out);
 
 }  // namespace specscope::test
 
