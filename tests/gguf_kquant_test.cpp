@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "engine/cpu/matmul.h"
 #include "engine/formats/gguf.h"
 #include "engine/formats/gguf_quant.h"
 #include "engine/formats/safetensors.h"
@@ -23,6 +24,10 @@
 using namespace specscope;
 
 namespace {
+
+// These parity tests hold the exact path (weights dequantized, f32 products) to its tolerances; the default integer
+// path for Q8_0/Q4_0/Q4_K/Q5_K/Q6_K has its own tests (quant_int8_test.cpp).
+const bool kExactQuantPath = (specscope::cpu::set_quant_exact(true), true);
 
 struct KquantCase {
   std::string type;                   // q4_k_m, q5_k_m

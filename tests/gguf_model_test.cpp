@@ -36,6 +36,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/cpu/matmul.h"
 #include "engine/formats/gguf.h"
 #include "engine/formats/gguf_quant.h"
 #include "engine/model/config.h"
@@ -51,6 +52,10 @@
 
 namespace specscope {
 namespace {
+
+// These parity tests hold the exact path (weights dequantized, f32 products) to its tolerances; the default integer
+// path for Q8_0/Q4_0/Q4_K/Q5_K/Q6_K has its own tests (quant_int8_test.cpp).
+const bool kExactQuantPath = (specscope::cpu::set_quant_exact(true), true);
 
 using nlohmann::json;
 

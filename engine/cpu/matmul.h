@@ -38,6 +38,15 @@ void linear_reference(const float* X, int n, const TensorView& W, const float* b
 // Row `row` of an embedding table E [V, H] (f32, f16, bf16 or block-quantized) widened to f32 into out[H].
 void embedding_row(const TensorView& E, int row, float* out);
 
+// Block-quantized weights Q8_0, Q4_0, Q4_K, Q5_K and Q6_K go by default through integer dot products: each token
+// row quantized to 8 bits per block of 32 once per call (engine/cpu/quant_int8.h states the formula and the error
+// bound: each activation off by at most max|x_block| / 254; a token's outputs do not depend on the other tokens of
+// the call). The exact path computes with the dequantized weights in f32 (results equal to linear_reference on the
+// dequantized model up to f32 summation order): set_quant_exact(true), or SPECSCOPE_QUANT_EXACT=1 in the
+// environment. Returns the previous setting. Not thread-safe against concurrent linear() calls.
+bool set_quant_exact(bool on);
+bool quant_exact();
+
 // Widens `count` elements of type t (F32, F16 or BF16) starting at src to f32. Exact.
 void convert_to_f32(DType t, const void* src, float* dst, size_t count);
 

@@ -10,6 +10,7 @@
 #include "engine/cpu/matmul.h"
 #include "engine/cpu/matmul_kernels.h"
 #include "engine/cpu/quant_dot.h"
+#include "engine/cpu/quant_int8.h"
 #include "engine/cpu/thread_pool.h"
 #include "engine/formats/gguf_quant.h"
 #include "engine/util/dtype.h"
@@ -184,6 +185,9 @@ void linear_quant(const float* X, int n, const TensorView& W, const float* bias,
   int k = 0;
   const int m = block_weight_dims(W, "linear", &k);
   if (n <= 0 || m == 0) return;
+  detail::Int8Type int8;
+  if (!quant_exact() && detail::int8_type(W.dtype, &int8)) return detail::linear_int8(int8, X, n, W, bias, Y);
+  // The exact path: weights widened to f32 (exactly), products in f32.
   const size_t rb = dtype_row_bytes(W.dtype, k);
   const auto* base = static_cast<const uint8_t*>(W.data);
   const size_t macs = size_t(m) * size_t(k) * size_t(n);

@@ -15,7 +15,14 @@
 //   8         4.4     7.7     7.9
 //   64        20      24      24
 // Tried and dropped: a fused per-block dot (d * sum q*x, no scratch row) was slower for one token (4.9 ms), and
-// the panel path for one token too (5.2 ms). Not done: quantized activations with integer dots, as ggml does.
+// the panel path for one token too (5.2 ms).
+// All of the above is the exact path. By default Q8_0, Q4_0, Q4_K, Q5_K and Q6_K go through integer dot products
+// with activations quantized to 8 bits instead (quant_int8.h; set_quant_exact() in matmul.h switches). Measured on
+// the same (shared) machine, one thread, 2048 x 8192, AVX512-VNNI kernels, ms per product, integer / exact path:
+//   tokens    Q8_0         Q4_0         Q4_K         Q6_K
+//   1         0.57 / 1.24  0.57 / 1.17  0.51 / 1.22  0.58 / 1.57
+//   8         1.9 / 6.3    2.0 / 5.9    2.1 / 6.1    2.0 / 6.6
+//   64        14 / 24      13 / 25      14 / 23      13 / 29
 #include "engine/util/tensor.h"
 
 namespace specscope::cpu {

@@ -10,6 +10,7 @@
 
 #include <cmath>
 
+#include "engine/cpu/matmul.h"
 #include "engine/generate/generator.h"
 #include "engine/model/backend.h"
 #include "engine/model/model.h"
@@ -20,6 +21,11 @@
 using namespace specscope;
 
 namespace {
+
+// The CPU side of these parity tests is the exact path (weights dequantized, f32 products), which the GPU matches
+// to f32 accumulation order; the CPU's default integer path for Q8_0/Q4_0/Q4_K/Q5_K/Q6_K has its own tests
+// (quant_int8_test.cpp).
+const bool kExactQuantPath = (cpu::set_quant_exact(true), true);
 
 class CudaParity : public ::testing::Test {
  protected:

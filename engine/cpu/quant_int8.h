@@ -1,0 +1,103 @@
+#pragma once
+// Integer dot products for block-quantized weights: the default path of linear_quant for Q8_0, Q4_0, Q4_K, Q5_K and
+// Q6_K (set_quant_exact(true) or SPECSCOPE_QUANT_EXACT=1 selects the exact path, equal to the dequantized model).
+// Internal to engine/cpu.
+//
+// How: each token row of X is quantized once per call to blocks of 32 int8 with one f32 scale per block
+// (quantize_act), then every weight block is dotted with the matching activation block in int32 (exact), and
+// each block adds one float term. For output (row r, token t), with I_b the exact integer dot of block b:
+//   Q8_0, Q4_0  t_b = d_w * float(I_b)                  (Q4_0: I_b over the centred codes q - 8)
+//   Q4_K, Q5_K  t_b = fma(-(dmin*m_j), float(S_b), (d*sc_j) * float(I_b))   (S_b: sum of the block's q8)
+//   Q6_K        t_b = d * float(I_b),  I_b = sc_lo * I_lo + sc_hi * I_hi over its two 16-element halves
+//   acc[b % 16] = fma(dx_b, t_b, acc[b % 16])            for b = 0 .. (padded block count - 1)
+//   y = ((acc[i] + acc[i+8]) -> (+ i+4) -> (+ i+2) -> (+ i+1)) + (bias, or 0 without one)
+// Every kernel (scalar reference, AVX2, AVX-VNNI, AVX512-VNNI) computes exactly this, so they agree bit for bit
+// (tests/quant_int8_test.cpp), and a token's outputs do not depend on which other tokens share the call or on the
+// thread count (lossless speculative decoding needs the first).
+//
+// Error bound (against the exact product with the dequantized weights w): a q8 code is round(x / dx) with
+// dx = max|x_block| / 127, so each activation is off by at most dx/2 (plus an f32 rounding of ~2^-23 |x|):
+//   |fast - exact| <= sum_b (dx_b / 2) * sum_{i in b} |w_i|  +  1e-5 * sum_i |w_i x_i|
+// (the second term: f32 rounding of the per-block terms and of the 16-lane sum). On normal data the error is ~0.1 of
+// this bound and ~1e-3 of sum |w_i x_i| (quant_int8_test prints both). Scales per 32 activations, also for the
+// K-quants (ggml rounds those against one scale per 256), so the bound is the tighter one.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "engine/util/dtype.h"
+#include "engine/util/tensor.h"
+
+namespace specscope::cpu::detail {
+
+enum class Int8Type { Q8_0, Q4_0, Q4_K, Q5_K, Q6_K };
+// The fast path's type for a weight dtype; false for the block types it does not cover (Q4_1, Q5_0, Q5_1).
+bool int8_type(DType t, Int8Type* out);
+
+constexpr int kQ8Block = 32;                   // elements per activation block
+constexpr int kQ8Lanes = 16;                   // blocks per group: the lanes of the float accumulation
+constexpr int kQ8Group = kQ8Block * kQ8Lanes;  // 512 elements; rows are zero-padded to whole groups
+
+// n activation rows quantized. Padding blocks (past k) have q = 0, d = 0, sums 0.
+// The codes of a group of 16 blocks are stored interleaved 4 bytes at a time: 64-byte row j (j = 0..7) holds bytes
+// 4j..4j+3 of blocks 0..15 side by side. So one 64-byte load gives a SIMD kernel the same 4 codes of every block of
+// the group, and a vpdpbusd lane (4 products) only ever sums codes of one block: 8 of them accumulate each block's
+// total in its own lane, with no horizontal sums per token (the weights are transposed to match, once per row).
+struct ActQ8 {
+  int n = 0, k = 0, kp = 0;   // tokens, row length, row length rounded up to a whole group
+  std::vector<int8_t> q;      // [n][kp] round(x / d), in [-127, 127], interleaved per group (see above)
+  std::vector<float> d;       // [n][kp / 32] max|x| / 127 (NaN when the block holds a NaN or infinity)
+  std::vector<int32_t> s32;   // [n][kp / 32] sum of the block's q
+  std::vector<int16_t> s16;   // [n][kp / 16] sum of each half-block's q (Q6_K's scales are per 16)
+  int blocks() const { return kp / kQ8Block; }
+  const int8_t* qs(int t) const { return q.data() + size_t(t) * size_t(kp); }
+  // Code i (0..31) of block b of token t.
+  static size_t code_offset(int b, int i) {
+    return size_t(b / kQ8Lanes) * kQ8Group + size_t(i / 4) * 64 + size_t(b % kQ8Lanes) * 4 + size_t(i % 4);
+  }
+  int code(int t, int b, int i) const { return qs(t)[code_offset(b, i)]; }
+  const float* ds(int t) const { return d.data() + size_t(t) * size_t(blocks()); }
+  const int32_t* sums32(int t) const { return s32.data() + size_t(t) * size_t(blocks()); }
+  const int16_t* sums16(int t) const { return s16.data() + size_t(t) * size_t(2 * blocks()); }
+};
+void quantize_act(const float* X, int n, int k, ActQ8* out);
+
+// Y[t, r] for weight rows r in [r0, r1) and every token of x. W: m rows of row_bytes bytes, x.k columns.
+using Int8RowsFn = void (*)(Int8Type type, const uint8_t* W, size_t row_bytes, const ActQ8& x, const float* bias,
+                            float* Y, int m, int r0, int r1);
+void int8_rows_scalar(Int8Type, const uint8_t*, size_t, const ActQ8&, const float*, float*, int, int, int);
+void int8_rows_avx2(Int8Type, const uint8_t*, size_t, const ActQ8&, const float*, float*, int, int, int);
+void int8_rows_avxvnni(Int8Type, const uint8_t*, size_t, const ActQ8&, const float*, float*, int, int, int);
+void int8_rows_avx512vnni(Int8Type, const uint8_t*, size_t, const ActQ8&, const float*, float*, int, int, int);
+
+enum class Int8Isa { Scalar, Avx2, AvxVnni, Avx512Vnni };
+bool int8_isa_supported(Int8Isa isa);
+Int8RowsFn int8_rows(Int8Isa isa);
+// The kernel family linear() uses now: the best this CPU has within set_isa()'s family.
+Int8Isa int8_active_isa();
+const char* int8_isa_name(Int8Isa isa);
+
+// The 8 scales and 8 mins of a Q4_K/Q5_K super-block (the packing gguf_k_scales.h's k4_scale_min reads one at a
+// time), four at a time from the 12 packed bytes read as little-endian words: byte j of sc[0] is the scale of
+// sub-block j, of sc[1] that of j + 4; mn likewise. Bytes 0-3 hold scales 0-3 in their low 6 bits and the top 2 bits
+// of scales 4-7 in bits 6-7; bytes 4-7 the same for the mins; bytes 8-11 the low 4 bits of scales 4-7 (low nibble)
+// and mins 4-7 (high nibble). The kernels' agreement with the scalar reference (which calls k4_scale_min) tests it.
+struct K4Words {
+  uint32_t sc[2], mn[2];
+};
+inline K4Words k4_scale_min_words(const uint8_t* q) {
+  uint32_t a, b, c;
+  __builtin_memcpy(&a, q, 4);
+  __builtin_memcpy(&b, q + 4, 4);
+  __builtin_memcpy(&c, q + 8, 4);
+  const uint32_t low6 = 0x3f3f3f3fu, low4 = 0x0f0f0f0fu, bits45 = 0x30303030u;
+  return {{a & low6, (c & low4) | ((a >> 2) & bits45)}, {b & low6, ((c >> 4) & low4) | ((b >> 2) & bits45)}};
+}
+
+// Bytes of the weight blocks of one group (16 blocks of 32, or two super-blocks of 256).
+size_t int8_group_bytes(Int8Type t);
+
+// The fast path of linear_quant: W checked by the caller (2-D, whole blocks).
+void linear_int8(Int8Type type, const float* X, int n, const TensorView& W, const float* bias, float* Y);
+
+}  // namespace specscope::cpu::detail

@@ -1,0 +1,122 @@
+// The fast path of linear_quant (quant_int8.h): the exact-path switch, the run-time choice of integer kernels, and
+// the call itself (activations quantized once on the calling thread, then rows split over threads).
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "engine/cpu/matmul.h"
+#include "engine/cpu/matmul_kernels.h"
+#include "engine/cpu/quant_int8.h"
+
+namespace specscope::cpu {
+
+namespace {
+std::atomic<bool>& exact_flag() {
+  static std::atomic<bool> on{[] {
+    const char* e = std::getenv("SPECSCOPE_QUANT_EXACT");
+    return e != nullptr && std::string(e) == "1";
+  }()};
+  return on;
+}
+}  // namespace
+
+bool set_quant_exact(bool on) { return exact_flag().exchange(on); }
+bool quant_exact() { return exact_flag().load(std::memory_order_relaxed); }
+
+namespace detail {
+
+bool int8_type(DType t, Int8Type* out) {
+  switch (t) {
+    case DType::Q8_0: *out = Int8Type::Q8_0; return true;
+    case DType::Q4_0: *out = Int8Type::Q4_0; return true;
+    case DType::Q4_K: *out = Int8Type::Q4_K; return true;
+    case DType::Q5_K: *out = Int8Type::Q5_K; return true;
+    case DType::Q6_K: *out = Int8Type::Q6_K; return true;
+    default: return false;
+  }
+}
+
+size_t int8_group_bytes(Int8Type t) {
+  switch (t) {
+    case Int8Type::Q8_0: return 16 * 34;
+    case Int8Type::Q4_0: return 16 * 18;
+    case Int8Type::Q4_K: return 2 * 144;
+    case Int8Type::Q5_K: return 2 * 176;
+    case Int8Type::Q6_K: return 2 * 210;
+  }
+  return 0;
+}
+
+bool int8_isa_supported(Int8Isa isa) {
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  switch (isa) {
+    case Int8Isa::Scalar: return true;
+    case Int8Isa::Avx2: return avx2;
+    case Int8Isa::AvxVnni: return avx2 && __builtin_cpu_supports("avxvnni");
+    case Int8Isa::Avx512Vnni:
+      return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("avx512vnni");
+  }
+  return false;
+}
+
+Int8RowsFn int8_rows(Int8Isa isa) {
+  switch (isa) {
+    case Int8Isa::Avx2: return int8_rows_avx2;
+    case Int8Isa::AvxVnni: return int8_rows_avxvnni;
+    case Int8Isa::Avx512Vnni: return int8_rows_avx512vnni;
+    default: return int8_rows_scalar;
+  }
+}
+
+const char* int8_isa_name(Int8Isa isa) {
+  switch (isa) {
+    case Int8Isa::Avx2: return "avx2";
+    case Int8Isa::AvxVnni: return "avx-vnni";
+    case Int8Isa::Avx512Vnni: return "avx512-vnni";
+    default: return "scalar";
+  }
+}
+
+// Within the family set_isa() / SPECSCOPE_MATMUL_ISA picked: "avx512" takes the zmm VNNI kernels where the CPU has
+// VNNI, else the 256-bit ones; "avx2" the 256-bit ones (VNNI where the CPU has AVX-VNNI); "scalar" the reference.
+Int8Isa int8_active_isa() {
+  const std::string isa = active_isa();
+  if (isa == "avx512" && int8_isa_supported(Int8Isa::Avx512Vnni)) return Int8Isa::Avx512Vnni;
+  if (isa != "scalar") {
+    if (int8_isa_supported(Int8Isa::AvxVnni)) return Int8Isa::AvxVnni;
+    if (int8_isa_supported(Int8Isa::Avx2)) return Int8Isa::Avx2;
+  }
+  return Int8Isa::Scalar;
+}
+
+namespace {
+// Below this many multiply-adds a fork costs more than it saves (as matmul_quant.cpp).
+constexpr size_t kMinParallelMacs = size_t(1) << 18;
+constexpr int kRowsPerUnit = 4;
+}  // namespace
+
+void linear_int8(Int8Type type, const float* X, int n, const TensorView& W, const float* bias, float* Y) {
+  const int m = int(W.shape[0]), k = int(W.shape[1]);
+  if (n <= 0 || m == 0) return;
+  // The calling thread's buffer: the team below only reads it, and the call returns before the next one.
+  // (Captured through a reference: inside the lambda the name would denote each worker's own, empty, copy.)
+  thread_local ActQ8 buffer;
+  const ActQ8& act = buffer;
+  quantize_act(X, n, k, &buffer);
+  const Int8RowsFn fn = int8_rows(int8_active_isa());
+  const size_t rb = dtype_row_bytes(W.dtype, k);
+  const auto* base = static_cast<const uint8_t*>(W.data);
+  const int units = (m + kRowsPerUnit - 1) / kRowsPerUnit;
+  run_team(units, size_t(m) * size_t(k) * size_t(n), kMinParallelMacs, [&](int tid, int nt) {
+    const int r0 = std::min(m, int(int64_t(units) * tid / nt) * kRowsPerUnit);
+    const int r1 = std::min(m, int(int64_t(units) * (tid + 1) / nt) * kRowsPerUnit);
+    if (r0 < r1) fn(type, base, rb, act, bias, Y, m, r0, r1);
+  });
+}
+
+}  // namespace detail
+}  // namespace specscope::cpu

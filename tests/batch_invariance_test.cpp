@@ -1,0 +1,139 @@
+// Batch invariance, which losslessness rests on: a row's logits are bit-identical whether it is forwarded alone
+// or among 2-64 draft-tree rows, on every kernel path this CPU has (scalar, AVX2, AVX-512) and every weight type
+// of the fixtures (f32, bf16, f16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), for the exact and the integer
+// paths of block weights. Verification compares the target's choice at each tree node with the drafted token;
+// if a node's logits changed with the size of the tree around it, greedy speculative output could differ from
+// vanilla's.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "engine/cpu/matmul.h"
+#include "engine/model/model.h"
+#include "engine/util/dtype.h"
+#include "tests/test_support.h"
+
+namespace specscope {
+namespace {
+
+struct Case {
+  std::string model;  // under tests/fixtures
+  bool quant_exact;   // block weights: the exact path (true) or integer dot products
+};
+
+std::string name_of(const ::testing::TestParamInfo<Case>& info) {
+  std::string s = info.param.model + (info.param.quant_exact ? "_exact" : "");
+  for (auto& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return s;
+}
+
+class BatchInvariance : public ::testing::TestWithParam<Case> {};
+
+// The kernel level: linear()'s row 0 alone and among n rows, for f32/f16/bf16 weights and k on both sides of
+// the k-blocking threshold.
+TEST(BatchInvarianceLinear, RowZeroIsBitIdenticalForAnyTokenCount) {
+  const cpu::BlasAllowed no_blas(false);  // as in every forward after a sequence's first
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (DType dt : {DType::F32, DType::F16, DType::BF16})
+    for (int k : {64, 96, 384, 1000, 2048}) {
+      const int m = 37;
+      std::vector<float> wf(size_t(m) * k);
+      for (auto& x : wf) x = u(rng);
+      std::vector<uint16_t> wh(wf.size());
+      for (size_t i = 0; i < wf.size(); ++i) wh[i] = dt == DType::F16 ? f32_to_f16(wf[i]) : f32_to_bf16(wf[i]);
+      TensorView W;
+      W.name = "w";
+      W.dtype = dt;
+      W.shape = {m, k};
+      W.data = dt == DType::F32 ? static_cast<const void*>(wf.data()) : static_cast<const void*>(wh.data());
+      std::vector<float> X(size_t(64) * k);
+      for (auto& x : X) x = u(rng);
+      for (cpu::Isa isa : {cpu::Isa::Scalar, cpu::Isa::Avx2, cpu::Isa::Avx512}) {
+        if (!cpu::isa_supported(isa)) continue;
+        cpu::set_isa(isa);
+        std::vector<float> y1(static_cast<size_t>(m)), yn(static_cast<size_t>(64 * m));
+        cpu::linear(X.data(), 1, W, nullptr, y1.data());
+        for (int n : {2, 4, 5, 8, 9, 16, 33, 64}) {
+          cpu::linear(X.data(), n, W, nullptr, yn.data());
+          EXPECT_EQ(std::memcmp(yn.data(), y1.data(), sizeof(float) * size_t(m)), 0)
+              << dtype_name(dt) << " k " << k << " n " << n << " " << cpu::active_isa();
+        }
+      }
+      cpu::set_isa(cpu::Isa::Auto);
+    }
+}
+
+// Row 0 is the root (the last committed token); the other rows form a random tree under it.
+Batch tree_batch(int32_t root, int n, int base, int vocab, std::mt19937& rng) {
+  Batch b;
+  std::vector<int> parent(size_t(n), -1), depth(size_t(n), 0);
+  b.mask.assign(size_t(n) * n, 0);
+  for (int i = 0; i < n; ++i) {
+    b.tokens.push_back(i == 0 ? root : int32_t(rng() % uint32_t(vocab)));
+    if (i > 0) {
+      parent[size_t(i)] = int(rng() % uint32_t(i));
+      depth[size_t(i)] = depth[size_t(parent[size_t(i)])] + 1;
+    }
+    b.positions.push_back(base + depth[size_t(i)]);
+    for (int a = i; a >= 0; a = parent[size_t(a)]) b.mask[size_t(i) * n + a] = 1;
+  }
+  return b;
+}
+
+TEST_P(BatchInvariance, RootLogitsAreBitIdenticalAloneAndInTreesOfAnySize) {
+  const Case c = GetParam();
+  const bool old_exact = cpu::set_quant_exact(c.quant_exact);
+  auto model = Model::load(test::fixture(c.model));
+  const int V = model->config().vocab_size;
+  std::mt19937 rng(77);
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 7; ++i) prompt.push_back(int32_t(rng() % uint32_t(V)));
+  const int32_t root = int32_t(rng() % uint32_t(V)), child = int32_t(rng() % uint32_t(V));
+
+  for (cpu::Isa isa : {cpu::Isa::Scalar, cpu::Isa::Avx2, cpu::Isa::Avx512}) {
+    if (!cpu::isa_supported(isa)) continue;
+    cpu::set_isa(isa);
+    SCOPED_TRACE(cpu::active_isa());
+    auto ctx = model->new_cpu_context(128);
+    ForwardOutput out;
+    ctx->forward(Batch::causal(prompt), out);
+    const int base = ctx->n_past();
+    // Alone: the root, then the root with one child.
+    ForwardOutput alone, pair;
+    ctx->forward(Batch::causal(std::vector<int32_t>{root}), alone);
+    ctx->truncate(base);
+    ctx->forward(Batch::causal(std::vector<int32_t>{root, child}), pair);
+    ctx->truncate(base);
+    for (int n : {2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 32, 33, 64}) {
+      Batch b = tree_batch(root, n, base, V, rng);
+      b.tokens[1] = child;  // row 1 is always a child of the root (tree_batch gives row 1 no other parent)
+      ForwardOutput tree;
+      ctx->forward(b, tree);
+      ctx->truncate(base);
+      EXPECT_EQ(std::memcmp(tree.row_logits(0), alone.row_logits(0), sizeof(float) * size_t(V)), 0)
+          << "root among " << n << " rows";
+      EXPECT_EQ(std::memcmp(tree.row_logits(1), pair.row_logits(1), sizeof(float) * size_t(V)), 0)
+          << "depth-1 node among " << n << " rows";
+    }
+  }
+  cpu::set_isa(cpu::Isa::Auto);
+  cpu::set_quant_exact(old_exact);
+}
+
+// Block-quantized weights on their default integer path. (The exact path, SPECSCOPE_QUANT_EXACT=1, is the
+// parity reference: its fused 1-8-token kernels and its panel path for more tokens sum in different orders, so it
+// is not batch-invariant; it is not used for decoding by default.)
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, BatchInvariance,
+    ::testing::Values(Case{"models/llama_bytelevel_f32", true}, Case{"models/llama_bytelevel_bf16", true},
+                      Case{"models/qwen2_bf16", true}, Case{"gguf_models/mistral_f32.f16.gguf", true},
+                      Case{"gguf_models/llama_bytelevel_f32.q8_0.gguf", false},
+                      Case{"gguf_models/llama_bytelevel_f32.q4_0.gguf", false},
+                      Case{"gguf_kquant/tiny.q4_k_m.gguf", false}, Case{"gguf_kquant/tiny.q5_k_m.gguf", false}),
+    name_of);
+
+}  // namespace
+}  // namespace specscope

@@ -1,0 +1,307 @@
+// The integer dot path for block-quantized weights (engine/cpu/quant_int8.h, the default of cpu::linear for Q8_0,
+// Q4_0, Q4_K, Q5_K, Q6_K): the activation quantizer; every SIMD kernel family this CPU runs against the scalar
+// reference, bit for bit; the stated error bound against the exact product with the dequantized weights; a token's
+// outputs the same bits whatever other tokens share the call (lossless speculative decoding verifies several tokens
+// in one call) and whatever the thread count; and the switch to the exact path.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "engine/cpu/matmul.h"
+#include "engine/cpu/quant_int8.h"
+#include "engine/formats/gguf_k_scales.h"
+#include "engine/formats/gguf_quant.h"
+#include "engine/util/dtype.h"
+#include "engine/util/tensor.h"
+
+namespace specscope {
+namespace {
+
+using cpu::detail::ActQ8;
+using cpu::detail::Int8Isa;
+using cpu::detail::Int8Type;
+
+struct TypeCase {
+  DType dtype;
+  GgmlType ggml;
+  Int8Type it;
+};
+const std::vector<TypeCase> kTypes = {{DType::Q8_0, GgmlType::Q8_0, Int8Type::Q8_0},
+                                      {DType::Q4_0, GgmlType::Q4_0, Int8Type::Q4_0},
+                                      {DType::Q4_K, GgmlType::Q4_K, Int8Type::Q4_K},
+                                      {DType::Q5_K, GgmlType::Q5_K, Int8Type::Q5_K},
+                                      {DType::Q6_K, GgmlType::Q6_K, Int8Type::Q6_K}};
+
+// An m x k matrix: quantized from normal floats (Q8_0, Q4_0, unless random_bytes), else random bytes with the f16
+// scales (and the K-quants' dmin) set to small values of either sign; random bytes reach codes the quantizers never
+// write (Q8_0's -128).
+std::vector<uint8_t> random_matrix(const TypeCase& q, int m, int k, std::mt19937& rng, bool random_bytes) {
+  const size_t rb = ggml_row_size(q.ggml, k);
+  std::vector<uint8_t> bytes(size_t(m) * rb);
+  if (ggml_can_quantize(q.ggml) && !random_bytes) {
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::vector<float> row(static_cast<size_t>(k));
+    for (int r = 0; r < m; ++r) {
+      for (auto& x : row) x = nd(rng);
+      quantize_row(q.ggml, row.data(), bytes.data() + size_t(r) * rb, k);
+    }
+    return bytes;
+  }
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (auto& b : bytes) b = uint8_t(byte(rng));
+  std::uniform_real_distribution<float> scale(1e-4f, 2e-2f);
+  const size_t bs = ggml_type_size(q.ggml);
+  for (size_t off = 0; off < bytes.size(); off += bs) {
+    auto put = [&](size_t at) {
+      const uint16_t h = f32_to_f16(byte(rng) < 64 ? -scale(rng) : scale(rng));
+      std::memcpy(bytes.data() + off + at, &h, 2);
+    };
+    if (q.ggml == GgmlType::Q6_K) put(bs - 2);
+    else if (q.ggml == GgmlType::Q4_K || q.ggml == GgmlType::Q5_K) put(0), put(2);
+    else put(0);
+  }
+  return bytes;
+}
+
+TensorView view(const TypeCase& q, const std::vector<uint8_t>& bytes, int m, int k) {
+  TensorView v;
+  v.name = "w";
+  v.dtype = q.dtype;
+  v.shape = {m, k};
+  v.data = bytes.data();
+  return v;
+}
+
+std::vector<float> normal(size_t count, std::mt19937& rng, float sd = 1.f) {
+  std::normal_distribution<float> nd(0.f, sd);
+  std::vector<float> v(count);
+  for (auto& x : v) x = nd(rng);
+  return v;
+}
+
+// Runs the tests on the fast path, restoring the previous setting.
+struct FastPath {
+  bool old = cpu::set_quant_exact(false);
+  ~FastPath() { cpu::set_quant_exact(old); }
+};
+
+TEST(QuantInt8, ActivationCodesAreRoundedWithinHalfAScale) {
+  std::mt19937 rng(3);
+  const int n = 3, k = 96;  // three blocks, padded to a group of 16
+  auto X = normal(size_t(n) * k, rng, 2.f);
+  for (int i = 32; i < 64; ++i) X[i] = 0.f;                                  // token 0, block 1: all zero
+  X[size_t(k) + 70] = std::numeric_limits<float>::quiet_NaN();                // token 1, block 2
+  ActQ8 a;
+  cpu::detail::quantize_act(X.data(), n, k, &a);
+  ASSERT_EQ(a.kp, 512);
+  for (int t = 0; t < n; ++t)
+    for (int b = 0; b < a.blocks(); ++b) {
+      const float d = a.ds(t)[b];
+      int sum = 0, lo = 0;
+      for (int i = 0; i < 32; ++i) {
+        const int q = a.code(t, b, i);
+        sum += q;
+        if (i < 16) lo += q;
+        ASSERT_LE(std::abs(q), 127);
+        if (b >= 3) {
+          ASSERT_EQ(q, 0) << "padding";
+          continue;
+        }
+        if (t == 1 && b == 2) continue;
+        const float x = X[size_t(t) * k + size_t(b) * 32 + size_t(i)];
+        ASSERT_LE(std::fabs(x - d * float(q)), d / 2 * (1 + 1e-6f) + 1e-30f) << "t " << t << " b " << b << " i " << i;
+      }
+      ASSERT_EQ(a.sums32(t)[b], sum);
+      ASSERT_EQ(a.sums16(t)[2 * b], lo);
+      ASSERT_EQ(a.sums16(t)[2 * b + 1], sum - lo);
+      if (b >= 3) ASSERT_EQ(d, 0.f);
+    }
+  EXPECT_EQ(a.ds(0)[1], 0.f);
+  EXPECT_TRUE(std::isnan(a.ds(1)[2]));
+}
+
+TEST(QuantInt8, ScaleWordsMatchK4ScaleMin) {
+  std::mt19937 rng(5);
+  for (int rep = 0; rep < 2000; ++rep) {
+    uint8_t q[12];
+    for (auto& b : q) b = uint8_t(rng());
+    const auto w = cpu::detail::k4_scale_min_words(q);
+    for (int j = 0; j < 8; ++j) {
+      int sc, mn;
+      k4_scale_min(j, q, &sc, &mn);
+      ASSERT_EQ(int((w.sc[j / 4] >> (8 * (j % 4))) & 0xFF), sc);
+      ASSERT_EQ(int((w.mn[j / 4] >> (8 * (j % 4))) & 0xFF), mn);
+    }
+  }
+}
+
+// Every SIMD family this CPU runs gives the scalar reference's bits: whole and partial groups of 16 blocks, 1 to 70
+// tokens (past one 64-token pass), with and without bias.
+TEST(QuantInt8, SimdKernelsEqualScalarReferenceBitForBit) {
+  std::mt19937 rng(7);
+  int families = 0;
+  for (Int8Isa isa : {Int8Isa::Avx2, Int8Isa::AvxVnni, Int8Isa::Avx512Vnni}) {
+    if (!cpu::detail::int8_isa_supported(isa)) continue;
+    ++families;
+    const auto fn = cpu::detail::int8_rows(isa);
+    for (const auto& q : kTypes)
+      for (bool random_bytes : {false, true}) {
+        const bool k_quant = dtype_block_elems(q.dtype) == 256;
+        for (int k : k_quant ? std::vector<int>{256, 512, 1280} : std::vector<int>{32, 96, 512, 1056}) {
+          const int m = 7;
+          const auto W = random_matrix(q, m, k, rng, random_bytes);
+          const size_t rb = ggml_row_size(q.ggml, k);
+          for (int n : {1, 2, 5, 64, 70}) {
+            const auto X = normal(size_t(n) * k, rng);
+            const auto bias = normal(m, rng);
+            const float* b = n % 2 ? bias.data() : nullptr;
+            ActQ8 a;
+            cpu::detail::quantize_act(X.data(), n, k, &a);
+            std::vector<float> want(size_t(n) * m, -1.f), got(size_t(n) * m, -2.f);
+            cpu::detail::int8_rows_scalar(q.it, W.data(), rb, a, b, want.data(), m, 0, m);
+            fn(q.it, W.data(), rb, a, b, got.data(), m, 0, m);
+            ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+                << cpu::detail::int8_isa_name(isa) << " " << dtype_name(q.dtype) << (random_bytes ? " random" : "")
+                << " k " << k << " n " << n;
+          }
+        }
+      }
+  }
+  if (families == 0) GTEST_SKIP() << "no SIMD family on this CPU: only the scalar reference runs";
+  std::printf("[ int8     ] families checked against the scalar reference: %d (active: %s)\n", families,
+              cpu::detail::int8_isa_name(cpu::detail::int8_active_isa()));
+}
+
+// quant_int8.h's bound, from the data: |fast - exact| <= sum_b (d_b / 2) sum_{i in b} |w_i| + 1e-5 sum |w_i x_i|,
+// and on normal data the error is a small fraction of the output's scale (sum |w_i x_i|).
+TEST(QuantInt8, FastPathWithinStatedErrorBound) {
+  FastPath fast;
+  std::mt19937 rng(11);
+  const int m = 19, k = 1024;
+  for (const auto& q : kTypes) {
+    const auto W = random_matrix(q, m, k, rng, false);
+    const TensorView Wv = view(q, W, m, k);
+    std::vector<float> deq(size_t(m) * k);
+    for (int r = 0; r < m; ++r) dequantize_row(q.ggml, W.data() + size_t(r) * ggml_row_size(q.ggml, k), deq.data() + size_t(r) * k, k);
+    double worst_rel = 0, worst_bound_use = 0;
+    for (int n : {1, 2, 4, 8, 16, 33, 64}) {
+      const auto X = normal(size_t(n) * k, rng);
+      std::vector<float> Y(size_t(n) * m);
+      cpu::linear(X.data(), n, Wv, nullptr, Y.data());
+      ActQ8 a;
+      cpu::detail::quantize_act(X.data(), n, k, &a);
+      for (int t = 0; t < n; ++t)
+        for (int r = 0; r < m; ++r) {
+          double exact = 0, l1 = 0, bound = 0;
+          for (int b = 0; b < k / 32; ++b) {
+            double wsum = 0;
+            for (int i = b * 32; i < b * 32 + 32; ++i) {
+              const double w = deq[size_t(r) * k + i], x = X[size_t(t) * k + i];
+              exact += w * x;
+              l1 += std::fabs(w * x);
+              wsum += std::fabs(w);
+            }
+            bound += a.ds(t)[b] / 2.0 * wsum;
+          }
+          bound = bound * (1 + 1e-6) + 1e-5 * l1;
+          const double err = std::fabs(Y[size_t(t) * m + r] - exact);
+          ASSERT_LE(err, bound) << dtype_name(q.dtype) << " n " << n << " t " << t << " r " << r;
+          ASSERT_LE(err, 0.01 * l1) << dtype_name(q.dtype) << " n " << n << " t " << t << " r " << r;
+          worst_rel = std::max(worst_rel, err / l1);
+          worst_bound_use = std::max(worst_bound_use, err / bound);
+        }
+    }
+    std::printf("[ int8     ] %s: worst |fast - exact| / sum|w x| %.2e, worst error / bound %.2f\n", std::string(dtype_name(q.dtype)).c_str(),
+                worst_rel, worst_bound_use);
+  }
+}
+
+// A token's outputs are the same bits alone or among 2-64 tokens, at any position.
+TEST(QuantInt8, TokenResultsDoNotDependOnTheBatch) {
+  FastPath fast;
+  std::mt19937 rng(13);
+  const int m = 37, k = 768 + 256;
+  for (const auto& q : kTypes) {
+    const auto W = random_matrix(q, m, k, rng, true);
+    const TensorView Wv = view(q, W, m, k);
+    const auto bias = normal(m, rng);
+    const auto X = normal(size_t(64) * k, rng);
+    std::vector<float> all(size_t(64) * m);
+    cpu::linear(X.data(), 64, Wv, bias.data(), all.data());
+    for (int n : {1, 2, 3, 8, 17, 33, 64})
+      for (int first : {0, 64 - n}) {
+        std::vector<float> part(size_t(n) * m);
+        cpu::linear(X.data() + size_t(first) * k, n, Wv, bias.data(), part.data());
+        ASSERT_EQ(0, std::memcmp(part.data(), all.data() + size_t(first) * m, part.size() * sizeof(float)))
+            << dtype_name(q.dtype) << " n " << n << " first " << first;
+      }
+  }
+}
+
+// The thread cap holds and the split of rows over threads changes no bit (as MatmulQuant's test of the exact path).
+TEST(QuantInt8, ThreadCapHoldsAndThreadCountDoesNotChangeResults) {
+  FastPath fast;
+  std::mt19937 rng(17);
+  const int m = 613, k = 512;
+  const bool old_backoff = cpu::set_backoff(false);
+  const int old_threads = cpu::set_num_threads(1);
+  for (const auto& q : kTypes) {
+    SCOPED_TRACE(dtype_name(q.dtype));
+    const auto W = random_matrix(q, m, k, rng, false);
+    const TensorView Wv = view(q, W, m, k);
+    const auto bias = normal(m, rng);
+    for (int n : {1, 3, 9, 64}) {
+      const auto X = normal(size_t(n) * k, rng);
+      std::vector<float> one(size_t(n) * m), many(size_t(n) * m);
+      cpu::set_num_threads(1);
+      auto before = cpu::threading_stats();
+      cpu::linear(X.data(), n, Wv, bias.data(), one.data());
+      ASSERT_EQ(cpu::threading_stats().parallel_calls, before.parallel_calls) << "forked with a cap of 1, n " << n;
+      for (int threads : {2, 3}) {
+        cpu::set_num_threads(threads);
+        before = cpu::threading_stats();
+        cpu::linear(X.data(), n, Wv, bias.data(), many.data());
+        ASSERT_EQ(cpu::threading_stats().parallel_calls, before.parallel_calls + 1) << "did not fork, n " << n;
+        ASSERT_EQ(0, std::memcmp(one.data(), many.data(), one.size() * sizeof(float))) << "n " << n << " threads " << threads;
+      }
+    }
+  }
+  cpu::set_num_threads(old_threads);
+  cpu::set_backoff(old_backoff);
+}
+
+// set_quant_exact(true) gives the exact path (the dequantized model's products to f32 rounding); the default path
+// really is the other one (its activation rounding shows), and non-finite activations give NaN, not a number.
+TEST(QuantInt8, ExactSwitchSelectsTheExactPath) {
+  std::mt19937 rng(19);
+  const int m = 16, k = 512, n = 4;
+  for (const auto& q : kTypes) {
+    const auto W = random_matrix(q, m, k, rng, false);
+    const TensorView Wv = view(q, W, m, k);
+    auto X = normal(size_t(n) * k, rng);
+    std::vector<float> Y(size_t(n) * m), R(size_t(n) * m);
+    cpu::linear_reference(X.data(), n, Wv, nullptr, R.data());
+    const bool old = cpu::set_quant_exact(true);
+    EXPECT_TRUE(cpu::quant_exact());
+    cpu::linear(X.data(), n, Wv, nullptr, Y.data());
+    double worst_exact = 0, worst_fast = 0, scale = 1;
+    for (float r : R) scale = std::max(scale, double(std::fabs(r)));
+    for (size_t i = 0; i < Y.size(); ++i) worst_exact = std::max(worst_exact, double(std::fabs(Y[i] - R[i])));
+    EXPECT_TRUE(cpu::set_quant_exact(false));
+    cpu::linear(X.data(), n, Wv, nullptr, Y.data());
+    for (size_t i = 0; i < Y.size(); ++i) worst_fast = std::max(worst_fast, double(std::fabs(Y[i] - R[i])));
+    EXPECT_LT(worst_exact, 1e-5 * scale) << dtype_name(q.dtype);
+    EXPECT_GT(worst_fast, worst_exact) << dtype_name(q.dtype);
+    X[5] = std::numeric_limits<float>::infinity();
+    cpu::linear(X.data(), 1, Wv, nullptr, Y.data());
+    for (int r = 0; r < m; ++r) EXPECT_TRUE(std::isnan(Y[r])) << dtype_name(q.dtype) << " row " << r;
+    cpu::set_quant_exact(old);
+  }
+}
+
+}  // namespace
+}  // namespace specscope
