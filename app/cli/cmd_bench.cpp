@@ -76,7 +76,7 @@ Figures measure(Context& ctx, const std::vector<int32_t>& prompt, const std::vec
     // previous size does not count.
     for (int n : sizes) {
       Batch sb;
-      sb.tokens.assign(prompt.begin(), prompt.begin() + n);
+      for (int i = 0; i < n; ++i) sb.tokens.push_back(prompt[size_t(i) % prompt.size()]);  // n may exceed the prompt
       for (int it = 0; it < 4; ++it) {
         auto s0 = clock::now();
         ctx.forward(sb, out);
