@@ -165,7 +165,7 @@ int team_size() {
 // When the cores are busy with other processes, the join waits for a preempted thread to be scheduled again:
 // measured here, ~8 ms per call (a 1 ms step took 336 ms with 2 threads under a load of 3 on 2 cores, while 1
 // thread took ~3 ms). So the caller's thread times its waits at the fork and the join, and after two calls in
-// a row that waited over 1 ms and longer than its own share of the work took, every call runs single-threaded
+// a row that waited over 50 us and longer than its own share of the work took, every call runs single-threaded
 // for the next 250 ms, then tries threads again.
 void run_team(int units, size_t macs, size_t min_parallel_macs, const std::function<void(int, int)>& body) {
   const int max_threads = t_in_team ? 1 : team_size();
@@ -197,7 +197,12 @@ void run_team(int units, size_t macs, size_t min_parallel_macs, const std::funct
   const int64_t end = Clock::now().time_since_epoch().count();
   const int64_t waited = (master_start - now) + (end - master_done), worked = master_done - master_start;
   const int64_t ms = std::chrono::duration_cast<Clock::duration>(std::chrono::milliseconds(1)).count();
-  if (waited > ms && waited > worked) {
+  const int64_t floor = std::chrono::duration_cast<Clock::duration>(std::chrono::microseconds(50)).count();
+  // Waiting longer than the caller's own share took means the team was slower than the caller alone would have
+  // been. A worker that had to be woken (it slept while a method drafted) or preempted (another process has the
+  // core) costs tens to hundreds of microseconds, small in absolute terms but many times a decoding step's
+  // share of work, so the floor is 50 us, not a millisecond.
+  if (waited > floor && waited > worked) {
     if (g_slow_joins.fetch_add(1, std::memory_order_relaxed) + 1 >= 2) {
       g_backoff_until.store(end + 250 * ms, std::memory_order_relaxed);
       g_stats_backoffs.fetch_add(1, std::memory_order_relaxed);
