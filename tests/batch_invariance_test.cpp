@@ -34,7 +34,7 @@ class BatchInvariance : public ::testing::TestWithParam<Case> {};
 // The kernel level: linear()'s row 0 alone and among n rows, for f32/f16/bf16 weights and k on both sides of
 // the k-blocking threshold.
 TEST(BatchInvarianceLinear, RowZeroIsBitIdenticalForAnyTokenCount) {
-  const cpu::BlasAllowed no_blas(false);  // as in every forward after a sequence's first
+  const cpu::BatchVariantKernels no_variant(false);  // as in every forward after a sequence's first
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   for (DType dt : {DType::F32, DType::F16, DType::BF16})
@@ -123,16 +123,21 @@ TEST_P(BatchInvariance, RootLogitsAreBitIdenticalAloneAndInTreesOfAnySize) {
   cpu::set_quant_exact(old_exact);
 }
 
-// Block-quantized weights on their default integer path. (The exact path, SPECSCOPE_QUANT_EXACT=1, is the
-// parity reference: its fused 1-8-token kernels and its panel path for more tokens sum in different orders, so it
-// is not batch-invariant; it is not used for decoding by default.)
+// Block-quantized weights on their default integer path and on the exact path (SPECSCOPE_QUANT_EXACT=1, and the
+// only path of Q4_1/Q5_0/Q5_1), whose fused and row-group kernels are kept to a sequence's first forward.
 INSTANTIATE_TEST_SUITE_P(
     Fixtures, BatchInvariance,
     ::testing::Values(Case{"models/llama_bytelevel_f32", true}, Case{"models/llama_bytelevel_bf16", true},
                       Case{"models/qwen2_bf16", true}, Case{"gguf_models/mistral_f32.f16.gguf", true},
                       Case{"gguf_models/llama_bytelevel_f32.q8_0.gguf", false},
+                      Case{"gguf_models/llama_bytelevel_f32.q8_0.gguf", true},
                       Case{"gguf_models/llama_bytelevel_f32.q4_0.gguf", false},
-                      Case{"gguf_kquant/tiny.q4_k_m.gguf", false}, Case{"gguf_kquant/tiny.q5_k_m.gguf", false}),
+                      Case{"gguf_models/llama_bytelevel_f32.q4_0.gguf", true},
+                      Case{"gguf_models/llama_spm_tied_f32.q4_1.gguf", true},
+                      Case{"gguf_models/llama_spm_tied_f32.q5_0.gguf", true},
+                      Case{"gguf_models/llama_spm_tied_f32.q5_1.gguf", true},
+                      Case{"gguf_kquant/tiny.q4_k_m.gguf", false}, Case{"gguf_kquant/tiny.q4_k_m.gguf", true},
+                      Case{"gguf_kquant/tiny.q5_k_m.gguf", false}, Case{"gguf_kquant/tiny.q5_k_m.gguf", true}),
     name_of);
 
 }  // namespace

@@ -181,7 +181,7 @@ int default_blas_min_tokens(DType t, Isa isa) {
   return t == DType::F32 ? 128 : 256;
 }
 std::atomic<int> g_blas_override{0};  // 0: the defaults above
-thread_local bool t_blas_allowed = true;  // see BlasAllowed
+thread_local bool t_variant_allowed = true;  // see BatchVariantKernels
 // Below this many multiply-adds a call runs on the calling thread only (a fork/join costs ~1-3 us).
 constexpr size_t kMinParallelMacs = size_t(1) << 17;
 
@@ -278,7 +278,7 @@ void linear(const float* X, int n, const TensorView& W, const float* bias, float
   }
   const Dispatch d = dispatch();
   const int ov = g_blas_override.load(std::memory_order_relaxed);
-  if (t_blas_allowed && n >= (ov > 0 ? ov : default_blas_min_tokens(a.wtype, d.isa))) {
+  if (t_variant_allowed && n >= (ov > 0 ? ov : default_blas_min_tokens(a.wtype, d.isa))) {
     linear_blas(a, d);
     return;
   }
@@ -349,8 +349,9 @@ Isa set_isa(Isa isa) {
   return dispatch().isa;
 }
 
-BlasAllowed::BlasAllowed(bool allowed) : previous_(t_blas_allowed) { t_blas_allowed = allowed; }
-BlasAllowed::~BlasAllowed() { t_blas_allowed = previous_; }
+BatchVariantKernels::BatchVariantKernels(bool allowed) : previous_(t_variant_allowed) { t_variant_allowed = allowed; }
+BatchVariantKernels::~BatchVariantKernels() { t_variant_allowed = previous_; }
+bool BatchVariantKernels::allowed() { return t_variant_allowed; }
 
 int set_blas_min_tokens(int n) { return g_blas_override.exchange(std::max(n, 0)); }
 

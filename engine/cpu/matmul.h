@@ -66,16 +66,19 @@ int blas_min_tokens(DType t = DType::F32);
 // Overrides that threshold for every type (1: always OpenBLAS; INT32_MAX: never); 0 restores the defaults.
 // Returns the previous override (0 when the defaults were in effect).
 int set_blas_min_tokens(int n);
-// OpenBLAS sums in another order than the tiled kernels, so a row computed through it differs in its last bits
-// from the same row computed alone. linear() hands large n to OpenBLAS only while BLAS is allowed on the calling
-// thread (the default); CpuContext::forward disallows it for every forward but a sequence's first (the prompt,
-// which vanilla and every method share), so decoding and verification batches stay batch-invariant: a draft-tree
-// row gets exactly the logits it would get alone, which greedy losslessness rests on.
-class BlasAllowed {
+// Batch-variant kernels: OpenBLAS, and the exact path's fused (1-8 tokens) and row-group (1-2 tokens) kernels
+// for block weights, sum in other orders than the tiled f32 kernels, so a row computed through them differs in
+// its last bits from the same row computed in a batch of another size. linear() uses them only while they are
+// allowed on the calling thread (the default); CpuContext::forward disallows them for every forward but a
+// sequence's first (the prompt, which vanilla and every method share), so decoding and verification batches
+// stay batch-invariant: a draft-tree row gets exactly the logits it would get alone, which greedy losslessness
+// rests on. (The integer path of block weights is batch-invariant at every n.)
+class BatchVariantKernels {
  public:
-  explicit BlasAllowed(bool allowed);
-  ~BlasAllowed();
-  BlasAllowed(const BlasAllowed&) = delete;
+  explicit BatchVariantKernels(bool allowed);
+  ~BatchVariantKernels();
+  BatchVariantKernels(const BatchVariantKernels&) = delete;
+  static bool allowed();  // on the calling thread
 
  private:
   bool previous_;

@@ -191,8 +191,11 @@ void linear_quant(const float* X, int n, const TensorView& W, const float* bias,
   const size_t rb = dtype_row_bytes(W.dtype, k);
   const auto* base = static_cast<const uint8_t*>(W.data);
   const size_t macs = size_t(m) * size_t(k) * size_t(n);
+  // Outside a sequence's first forward only the panel path (the tiled f32 kernels, which sum the same way for
+  // any number of tokens) keeps each row's bits independent of the batch around it.
+  const bool variant = BatchVariantKernels::allowed();
   detail::QuantDotType fused;
-  if (n <= kFusedMaxTokens && k > 0 && fused_type(W.dtype, &fused)) {
+  if (variant && n <= kFusedMaxTokens && k > 0 && fused_type(W.dtype, &fused)) {
     // Few tokens: weights widened in registers and used at once; one contiguous range of rows per thread, each
     // streaming its part of W once for all n tokens.
     const int units = (m + 3) / 4;
@@ -203,7 +206,7 @@ void linear_quant(const float* X, int n, const TensorView& W, const float* bias,
     });
     return;
   }
-  if (n >= kPanelMinTokens && k > 0) {
+  if ((n >= kPanelMinTokens || !variant) && k > 0) {
     // Several tokens: dequantize a panel of rows to f32 and let matmul.cpp's register-tiled f32 kernel (the one
     // linear() would use now) compute that panel for all tokens. Its Y row stride is m, so pointing Y and bias
     // at the panel's first row makes it write exactly the panel's outputs.

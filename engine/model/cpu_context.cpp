@@ -64,9 +64,10 @@ void CpuContext::forward(const Batch& b, ForwardOutput& out) {
   const std::vector<int32_t> positions = checked_positions(b, c, n_past_, n_ctx_);
   const int32_t* pos = positions.data();
 
-  // Only a sequence's first forward (the prompt) may go through OpenBLAS: later batches must give each row the
-  // bits it would get alone (cpu::BlasAllowed).
-  const cpu::BlasAllowed blas(n_past_ == 0);
+  // Only a sequence's first forward (the prompt) may use batch-variant kernels (OpenBLAS, the exact quantized
+  // path's fused kernels): later batches must give each row the
+  // bits it would get alone (cpu::BatchVariantKernels).
+  const cpu::BatchVariantKernels variant(n_past_ == 0);
   const StreamingRequest* sr = b.streaming ? &*b.streaming : nullptr;
   if (sr) check_streaming(*sr, n);
 
