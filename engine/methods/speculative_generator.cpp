@@ -136,7 +136,9 @@ SpeculativeResult generate_speculative(const Model& model, Context& ctx, Method&
     const float* lg = out.row_logits(0);
     Distribution d = process_logits(lg, V, opts.sampling);
     first.bonus_token = opts.sampling.greedy() ? d.ids[0] : sample_from(d, rng);
-    first.bonus_prob = d.prob_of(first.bonus_token);
+    // Under greedy decoding the processed distribution is one-hot; like verification (verify.cpp), report the
+    // target's softmax probability of the token, so bonus_prob means the same thing at every step.
+    first.bonus_prob = opts.sampling.greedy() ? softmax_probs(lg, V)[size_t(first.bonus_token)] : d.prob_of(first.bonus_token);
   }
   method.prefill(st, out);
   if (opts.max_tokens == 0) {
