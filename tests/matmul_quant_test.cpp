@@ -13,6 +13,7 @@
 #include "engine/util/dtype.h"
 #include "engine/util/error.h"
 #include "engine/util/tensor.h"
+#include "tests/test_support.h"
 
 namespace specscope {
 namespace {
@@ -30,48 +31,12 @@ const std::vector<QCase> kTypes = {{DType::Q8_0, GgmlType::Q8_0}, {DType::Q4_0, 
                                    {DType::Q5_1, GgmlType::Q5_1}, {DType::Q4_K, GgmlType::Q4_K},
                                    {DType::Q5_K, GgmlType::Q5_K}, {DType::Q6_K, GgmlType::Q6_K}};
 
-// An m x k matrix of type t: quantized from random floats where gguf_quant has a quantizer (Q8_0, Q4_0, Q4_1, Q5_0,
-// Q5_1) unless `random_bytes`; otherwise (the K-quants always) random bytes with the f16 scales (and Q4_1/Q5_1's
-// mins, the K-quants' dmins) set to small normal values of either sign (every other bit pattern is a valid block).
-// Random bytes reach what the quantizers never write: negative Q4_1/Q5_1 scales, Q5_0 codes off the -16..15 grid of
-// a block's own absmax.
 std::vector<uint8_t> random_matrix(const QCase& q, int m, int k, std::mt19937& rng, bool random_bytes = false) {
-  const size_t rb = ggml_row_size(q.ggml, k);
-  std::vector<uint8_t> bytes(size_t(m) * rb);
-  if (ggml_can_quantize(q.ggml) && !random_bytes) {
-    std::normal_distribution<float> nd(0.f, 1.f);
-    std::vector<float> row(static_cast<size_t>(k));
-    for (int r = 0; r < m; ++r) {
-      for (auto& x : row) x = nd(rng);
-      quantize_row(q.ggml, row.data(), bytes.data() + size_t(r) * rb, k);
-    }
-    return bytes;
-  }
-  std::uniform_int_distribution<int> byte(0, 255);
-  for (auto& b : bytes) b = uint8_t(byte(rng));
-  std::uniform_real_distribution<float> scale(0.001f, 0.05f);
-  const size_t bs = ggml_type_size(q.ggml);
-  for (size_t off = 0; off < bytes.size(); off += bs) {
-    auto put = [&](size_t at) {
-      const uint16_t h = f32_to_f16(byte(rng) < 64 ? -scale(rng) : scale(rng));
-      std::memcpy(bytes.data() + off + at, &h, 2);
-    };
-    switch (q.ggml) {
-      case GgmlType::Q6_K: put(bs - 2); break;                  // d is last
-      case GgmlType::Q8_0: case GgmlType::Q4_0: case GgmlType::Q5_0: put(0); break;  // d only
-      default: put(0), put(2);                                  // d, then dmin (K) or the min m (Q4_1, Q5_1)
-    }
-  }
-  return bytes;
+  return test::random_block_matrix(q.ggml, m, k, rng, random_bytes);
 }
 
 TensorView view(const QCase& q, const std::vector<uint8_t>& bytes, int m, int k) {
-  TensorView v;
-  v.name = "w";
-  v.dtype = q.dtype;
-  v.shape = {m, k};
-  v.data = bytes.data();
-  return v;
+  return test::block_view(q.dtype, bytes, m, k);
 }
 
 TEST(MatmulQuant, RowBytesMatchGgml) {

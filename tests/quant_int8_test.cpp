@@ -15,6 +15,7 @@
 #include "engine/cpu/quant_int8.h"
 #include "engine/formats/gguf_k_scales.h"
 #include "engine/formats/gguf_quant.h"
+#include "tests/test_support.h"
 #include "engine/util/dtype.h"
 #include "engine/util/tensor.h"
 
@@ -36,44 +37,13 @@ const std::vector<TypeCase> kTypes = {{DType::Q8_0, GgmlType::Q8_0, Int8Type::Q8
                                       {DType::Q5_K, GgmlType::Q5_K, Int8Type::Q5_K},
                                       {DType::Q6_K, GgmlType::Q6_K, Int8Type::Q6_K}};
 
-// An m x k matrix: quantized from normal floats (Q8_0, Q4_0, unless random_bytes), else random bytes with the f16
-// scales (and the K-quants' dmin) set to small values of either sign; random bytes reach codes the quantizers never
-// write (Q8_0's -128).
+// Scales in [1e-4, 2e-2): small enough that random K-quant mins keep the products in a realistic range.
 std::vector<uint8_t> random_matrix(const TypeCase& q, int m, int k, std::mt19937& rng, bool random_bytes) {
-  const size_t rb = ggml_row_size(q.ggml, k);
-  std::vector<uint8_t> bytes(size_t(m) * rb);
-  if (ggml_can_quantize(q.ggml) && !random_bytes) {
-    std::normal_distribution<float> nd(0.f, 1.f);
-    std::vector<float> row(static_cast<size_t>(k));
-    for (int r = 0; r < m; ++r) {
-      for (auto& x : row) x = nd(rng);
-      quantize_row(q.ggml, row.data(), bytes.data() + size_t(r) * rb, k);
-    }
-    return bytes;
-  }
-  std::uniform_int_distribution<int> byte(0, 255);
-  for (auto& b : bytes) b = uint8_t(byte(rng));
-  std::uniform_real_distribution<float> scale(1e-4f, 2e-2f);
-  const size_t bs = ggml_type_size(q.ggml);
-  for (size_t off = 0; off < bytes.size(); off += bs) {
-    auto put = [&](size_t at) {
-      const uint16_t h = f32_to_f16(byte(rng) < 64 ? -scale(rng) : scale(rng));
-      std::memcpy(bytes.data() + off + at, &h, 2);
-    };
-    if (q.ggml == GgmlType::Q6_K) put(bs - 2);
-    else if (q.ggml == GgmlType::Q4_K || q.ggml == GgmlType::Q5_K) put(0), put(2);
-    else put(0);
-  }
-  return bytes;
+  return test::random_block_matrix(q.ggml, m, k, rng, random_bytes, 1e-4f, 2e-2f);
 }
 
 TensorView view(const TypeCase& q, const std::vector<uint8_t>& bytes, int m, int k) {
-  TensorView v;
-  v.name = "w";
-  v.dtype = q.dtype;
-  v.shape = {m, k};
-  v.data = bytes.data();
-  return v;
+  return test::block_view(q.dtype, bytes, m, k);
 }
 
 std::vector<float> normal(size_t count, std::mt19937& rng, float sd = 1.f) {

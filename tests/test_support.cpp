@@ -1,10 +1,13 @@
 #include "tests/test_support.h"
 
+#include "engine/util/dtype.h"
+
 #include <sys/wait.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstring>
 #include <sstream>
 
 namespace specscope::test {
@@ -20,6 +23,46 @@ nlohmann::json json_in_output(const std::string& out) {
     return nlohmann::json();
   }
   return j;
+}
+
+std::vector<uint8_t> random_block_matrix(GgmlType t, int m, int k, std::mt19937& rng, bool random_bytes,
+                                         float scale_lo, float scale_hi) {
+  const size_t rb = ggml_row_size(t, k);
+  std::vector<uint8_t> bytes(size_t(m) * rb);
+  if (ggml_can_quantize(t) && !random_bytes) {
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::vector<float> row(static_cast<size_t>(k));
+    for (int r = 0; r < m; ++r) {
+      for (auto& x : row) x = nd(rng);
+      quantize_row(t, row.data(), bytes.data() + size_t(r) * rb, k);
+    }
+    return bytes;
+  }
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (auto& b : bytes) b = uint8_t(byte(rng));
+  std::uniform_real_distribution<float> scale(scale_lo, scale_hi);
+  const size_t bs = ggml_type_size(t);
+  for (size_t off = 0; off < bytes.size(); off += bs) {
+    auto put = [&](size_t at) {
+      const uint16_t h = f32_to_f16(byte(rng) < 64 ? -scale(rng) : scale(rng));
+      std::memcpy(bytes.data() + off + at, &h, 2);
+    };
+    switch (t) {
+      case GgmlType::Q6_K: put(bs - 2); break;                                      // d is last
+      case GgmlType::Q8_0: case GgmlType::Q4_0: case GgmlType::Q5_0: put(0); break;  // d only
+      default: put(0), put(2);  // d, then dmin (K) or the min m (Q4_1, Q5_1)
+    }
+  }
+  return bytes;
+}
+
+TensorView block_view(DType d, const std::vector<uint8_t>& bytes, int m, int k) {
+  TensorView v;
+  v.name = "w";
+  v.dtype = d;
+  v.shape = {m, k};
+  v.data = bytes.data();
+  return v;
 }
 
 std::string fixture(const std::string& rel) { return std::string(SPECSCOPE_FIXTURES) + "/" + rel; }

@@ -1,8 +1,13 @@
 #pragma once
 // Shared helpers for the GoogleTest suite.
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 #include <vector>
+
+#include "engine/formats/gguf_quant.h"
+#include "engine/util/tensor.h"
 
 namespace specscope::test {
 
@@ -16,6 +21,16 @@ CommandResult run_cli(const std::string& args);
 // The JSON document in a command's merged output: from the first line that opens an object (progress lines on
 // stderr come first) to the end of that value. Null when there is none or it does not parse.
 nlohmann::json json_in_output(const std::string& out);
+
+// An m x k matrix of GGUF blocks of type `t`: quantized from normal floats where gguf_quant has a quantizer
+// (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) unless `random_bytes`; otherwise (the K-quants always) random bytes with the f16
+// scales (and Q4_1/Q5_1's mins, the K-quants' dmins) set to values in [scale_lo, scale_hi) of either sign (every
+// other bit pattern is a valid block). Random bytes reach what the quantizers never write: negative Q4_1/Q5_1
+// scales, Q5_0 codes off the -16..15 grid of a block's own absmax, Q8_0's -128.
+std::vector<uint8_t> random_block_matrix(GgmlType t, int m, int k, std::mt19937& rng, bool random_bytes = false,
+                                         float scale_lo = 0.001f, float scale_hi = 0.05f);
+// A view of such a matrix as a weight of dtype `d` (not owning the bytes).
+TensorView block_view(DType d, const std::vector<uint8_t>& bytes, int m, int k);
 
 }  // namespace specscope::test
 
