@@ -61,6 +61,9 @@ struct JobState {
 // run's place in the rotation.
 RunResult run_one(JobState& js, const RunKey& key, const std::string& label, const MethodSpec& spec, Method& method,
                   Turnstile* turns, int slot) {
+  // An interleaved run does everything in its turn, its start too: the observer, the session writer's ordering and
+  // the job's shared state are then only ever touched by one run at a time.
+  if (turns) turns->wait_turn(slot);
   const Model& model = *js.models[size_t(key.target)];
   const Job& job = js.job;
   RunResult rr;
@@ -74,11 +77,9 @@ RunResult run_one(JobState& js, const RunKey& key, const std::string& label, con
   rr.context = fitted.use;
   int64_t run_id = 0;
   if (js.writer) {
-    sessions::RunMeta meta{spec, job.options.sampling, job.options.max_tokens, job.options.stop_strings,
-                           job.prompts[size_t(key.prompt)].text, job.chat, int(ids.size())};
-    meta.lane = key.lane;
-    meta.label = label;
-    meta.target = model.identity();
+    const sessions::RunMeta meta{spec,     job.options.sampling, job.options.max_tokens, job.options.stop_strings,
+                                 job.prompts[size_t(key.prompt)].text, job.chat, int(ids.size()), key.lane,
+                                 label,    model.identity()};
     try {
       run_id = js.writer->begin_run(js.session, meta);
     } catch (const InputError& e) {
@@ -98,7 +99,6 @@ RunResult run_one(JobState& js, const RunKey& key, const std::string& label, con
     if (!go) js.cancel.store(true);
     return !js.cancel.load();
   };
-  if (turns) turns->wait_turn(slot);
   auto res = generate_speculative(model, *ctx, method, ids, job.options, on_step);
   if (turns) {
     turns->leave(slot);
@@ -113,7 +113,6 @@ RunResult run_one(JobState& js, const RunKey& key, const std::string& label, con
   rr.gen = std::move(res.gen);
   rr.steps = std::move(res.steps);
   rr.summary.method = spec.name;
-  js.result.backend = ctx->backend_name();
   return rr;
 }
 
@@ -213,7 +212,7 @@ JobResult JobRunner::run(const Job& job, JobObserver& observer) {
   if (job.lanes.empty()) throw InputError("lanes", "a job needs at least one lane");
   if (job.prompts.empty()) throw InputError("prompt", "a job needs at least one prompt");
   job.options.sampling.validate();
-  JobState js{job, observer, cancel_, result, {}, job.lanes, {}, {}, {}};
+  JobState js{job, observer, cancel_, result, {}, job.lanes, {}, {}, {}, Backend::Cpu, nullptr, {}, 0};
 
   // Every distinct target once, in the order the lanes name them.
   for (const auto& lane : job.lanes) {

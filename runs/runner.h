@@ -62,7 +62,8 @@ struct JobResult {
   const RunResult* find(int prompt, int lane, int target = 0) const;
 };
 
-// Everything is called on the thread that runs the job (or, for step(), a lane's thread, never two at once).
+// Everything is called on the thread that runs the job, or, in an interleaved race, on a run's own thread in that
+// run's turn: never two calls at once.
 class JobObserver {
  public:
   virtual ~JobObserver() = default;

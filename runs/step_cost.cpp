@@ -33,29 +33,36 @@ double StepCost::at(int n) const {
   return t1 + slope * double(n - n1);
 }
 
-StepCost measure_step_cost(const Model& model, Backend backend, int context, int repeat) {
+std::vector<int32_t> benchmark_tokens(int vocab, int n) {
+  std::vector<int32_t> t(size_t(std::max(n, 0)));
+  for (int i = 0; i < n; ++i)
+    t[size_t(i)] = int32_t(((1000003ll * (i + 1)) % std::max(vocab - 300, 1) + 256) % std::max(vocab, 1));
+  return t;
+}
+
+std::vector<double> time_steps(Context& ctx, const std::vector<int32_t>& tokens, int n, int base, int timed) {
   using clock = std::chrono::steady_clock;
+  Batch b;
+  for (int i = 0; i < n; ++i) b.tokens.push_back(tokens[size_t(i) % tokens.size()]);
+  ForwardOutput out;
+  std::vector<double> ms;
+  for (int r = 0; r <= timed; ++r) {
+    const auto t0 = clock::now();
+    ctx.forward(b, out);
+    if (r > 0) ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+    ctx.truncate(base);
+  }
+  return ms;
+}
+
+StepCost measure_step_cost(const Model& model, Backend backend, int context, int repeat) {
   auto ctx = new_context(model, backend, 0);
-  const int V = model.config().vocab_size;
   StepCost c;
-  c.context = std::min(context, ctx->n_ctx() - 65);
-  std::vector<int32_t> prompt(size_t(std::max(c.context, 1)));
-  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t((1000003ll * int64_t(i + 1)) % std::max(V - 300, 1) + 256) % V;
+  c.context = std::max(1, std::min(context, ctx->n_ctx() - 65));
+  const std::vector<int32_t> prompt = benchmark_tokens(model.config().vocab_size, c.context);
   ForwardOutput out;
   ctx->forward(Batch::causal(prompt), out);
-  for (int n : {1, 2, 4, 8, 16, 32, 64}) {
-    std::vector<double> t;
-    Batch b;
-    b.tokens.assign(prompt.begin(), prompt.begin() + std::min<size_t>(size_t(n), prompt.size()));
-    while (int(b.tokens.size()) < n) b.tokens.push_back(b.tokens.back());
-    for (int r = 0; r <= repeat; ++r) {  // the first untimed (thread wake-up after the previous size)
-      const auto t0 = clock::now();
-      ctx->forward(b, out);
-      if (r > 0) t.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
-      ctx->truncate(int(prompt.size()));
-    }
-    c.ms.emplace_back(n, median(t));
-  }
+  for (int n : {1, 2, 4, 8, 16, 32, 64}) c.ms.emplace_back(n, median(time_steps(*ctx, prompt, n, c.context, repeat)));
   // More tokens never cost less: a point measured while another process took the core is raised to the one
   // before it rather than letting a bigger tree look cheaper than a smaller one.
   for (size_t i = 1; i < c.ms.size(); ++i) c.ms[i].second = std::max(c.ms[i].second, c.ms[i - 1].second);

@@ -19,7 +19,14 @@ struct StepCost {
   double at(int n) const;
 };
 
-// Medians of `repeat` timings per size. Deterministic prompt of ordinary tokens.
+// The deterministic tokens benchmarks feed a model: `n` ordinary (non-special) ids of a `vocab`-token model.
+std::vector<int32_t> benchmark_tokens(int vocab, int n);
+// Times `timed` forwards of `n` new tokens (taken cyclically from `tokens`; all logits, as verification needs) on
+// top of the cache's first `base` tokens, dropping them again each time. One more forward runs first, untimed, so
+// a thread's wake-up after other work does not count. Milliseconds, in order.
+std::vector<double> time_steps(Context& ctx, const std::vector<int32_t>& tokens, int n, int base, int timed);
+
+// Medians of `repeat` timings per size, after a prompt of benchmark_tokens().
 StepCost measure_step_cost(const Model& model, Backend backend, int context = 128, int repeat = 5);
 // The cached curve when one exists for this model, backend, device and thread count; else measured and cached.
 // `measured` says which. A cache that cannot be written is not an error (the curve is still returned).

@@ -24,6 +24,7 @@
 #include "engine/model/model.h"
 #include "engine/sampling/sampler.h"
 #include "engine/util/error.h"
+#include "runs/step_cost.h"
 
 namespace specscope::cli {
 
@@ -70,19 +71,10 @@ Figures measure(Context& ctx, const std::vector<int32_t>& prompt, const std::vec
     ctx.forward(b, out);
     auto t1 = clock::now();
     prefill_tps.push_back(prompt_tokens / std::chrono::duration<double>(t1 - t0).count());
-    // The n-token step cost at this context length: forward n tokens (all logits, as verification needs),
-    // then drop them again.
-    // Each size runs back to back a few times (the first untimed) so that thread wake-up after the
-    // previous size does not count.
+    // The n-token step cost at this context length (runs/step_cost.h: 3 timed forwards per size and repeat).
     for (int n : sizes) {
-      Batch sb;
-      for (int i = 0; i < n; ++i) sb.tokens.push_back(prompt[size_t(i) % prompt.size()]);  // n may exceed the prompt
-      for (int it = 0; it < 4; ++it) {
-        auto s0 = clock::now();
-        ctx.forward(sb, out);
-        if (it > 0) step_ms[n].push_back(std::chrono::duration<double, std::milli>(clock::now() - s0).count());
-        ctx.truncate(prompt_tokens);
-      }
+      const auto ms = runs::time_steps(ctx, prompt, n, prompt_tokens, 3);
+      step_ms[n].insert(step_ms[n].end(), ms.begin(), ms.end());
     }
     int32_t tok = argmax(out.row_logits(0), V);
     auto d0 = clock::now();
@@ -157,9 +149,7 @@ int cmd_bench(Args& args) {
   int max_step = *std::max_element(sizes.begin(), sizes.end());
   if (prompt_tokens + std::max(gen_tokens, max_step) > ctx->n_ctx())
     throw InputError("--prompt-tokens", "prompt + generated tokens exceed the model's context");
-  // A deterministic prompt of ordinary (non-special) token ids.
-  std::vector<int32_t> prompt(prompt_tokens);
-  for (int i = 0; i < prompt_tokens; ++i) prompt[i] = int32_t((1000003ll * (i + 1)) % std::max(V - 300, 1) + 256);
+  const std::vector<int32_t> prompt = runs::benchmark_tokens(V, prompt_tokens);
 
   const Figures quiet = measure(*ctx, prompt, sizes, gen_tokens, repeat, V, "quiet");
   std::optional<Figures> busy;

@@ -20,15 +20,12 @@ namespace specscope::cli {
 namespace {
 
 // Progress: rewritten in place on a terminal, one line per run in logs.
-class CompareProgress : public runs::JobObserver {
+class CompareProgress : public CliObserver {
  public:
   explicit CompareProgress(size_t prompts) : prompts_(prompts) {}
   void run_started(const runs::RunKey& key, const std::string& label) override {
     std::fprintf(stderr, isatty(2) ? "\r[compare] prompt %d/%zu, %s          " : "[compare] prompt %d/%zu, %s\n",
                  key.prompt + 1, prompts_, label.c_str());
-  }
-  void tree_tuning(int lane, const std::string& label, const runs::TreeChoice* choice) override {
-    print_tree_tuning(lane, label, choice);
   }
 
  private:

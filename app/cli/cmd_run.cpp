@@ -15,16 +15,13 @@ namespace specscope::cli {
 namespace {
 
 // Streams the text (or one JSON line per step) as the steps come.
-class RunPrinter : public runs::JobObserver {
+class RunPrinter : public CliObserver {
  public:
   explicit RunPrinter(bool json) : json_(json) {}
   // Said up front, on stderr (stdout stays the text or the JSON lines): the answer cannot be that long.
   void context_fitted(const runs::RunKey&, const runs::ContextUse& use) override {
     if (const std::string note = runs::max_tokens_note(use); !note.empty())
       std::fprintf(stderr, "warning: %s\n", note.c_str());
-  }
-  void tree_tuning(int lane, const std::string& label, const runs::TreeChoice* choice) override {
-    print_tree_tuning(lane, label, choice);
   }
   bool step(const runs::RunKey&, const StepRecord& rec, const std::string& piece) override {
     if (json_) std::printf("%s\n", step_json_line(rec).c_str());

@@ -23,7 +23,7 @@ std::string json_line(const nlohmann::json& j) {
 
 std::string step_json_line(const StepRecord& rec) { return json_line(to_json(rec)); }
 
-void print_tree_tuning(int lane, const std::string& label, const runs::TreeChoice* choice) {
+void CliObserver::tree_tuning(int lane, const std::string& label, const runs::TreeChoice* choice) {
   if (!choice)
     std::fprintf(stderr, "[tree auto] lane %d (%s): measuring this machine's step costs and calibrating sizes...\n",
                  lane + 1, label.c_str());

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "engine/methods/step_record.h"
-#include "runs/tree_tuner.h"
+#include "runs/runner.h"
 
 namespace specscope::cli {
 
@@ -14,7 +14,11 @@ std::string run_footer(const nlohmann::json& summary);
 // One StepRecord as `run --json` prints it (one line).
 std::string step_json_line(const StepRecord& rec);
 std::string json_line(const nlohmann::json& j);
-// tree=auto on stderr: "[tree auto] lane 1 (sps): calibrating..." then the choice and its expected speedup.
-void print_tree_tuning(int lane, const std::string& label, const runs::TreeChoice* choice);
+// What run and compare both show while a job runs: tree=auto on stderr ("[tree auto] lane 1 (sps): calibrating..."
+// then the choice and its expected speedup).
+class CliObserver : public runs::JobObserver {
+ public:
+  void tree_tuning(int lane, const std::string& label, const runs::TreeChoice* choice) override;
+};
 
 }  // namespace specscope::cli
