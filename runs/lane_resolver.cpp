@@ -131,12 +131,14 @@ std::vector<Lane> resolve_lanes(const std::vector<LaneRequest>& requests, const 
         throw InputError(where, std::string("key '") + k + "' does not apply: " + r.method + " needs " +
                                     need_description(info->needs));
     if (wants == "draft") {
-      lane.method.draft_path = !key("draft").empty() ? key("draft") : !d.draft.empty() ? d.draft : fam ? fam->draft : "";
+      lane.method.draft_path =
+          !key("draft").empty() ? key("draft") : !d.draft.empty() ? d.draft : fam ? fam->path_for(info->needs) : "";
       if (lane.method.draft_path.empty())
         throw InputError(where, "needs a draft model: give draft=PATH, --draft PATH, or a family.json next to the "
                                 "target that names one");
     } else if (wants == "head") {
-      lane.method.head_path = !key("head").empty() ? key("head") : !d.head.empty() ? d.head : fam ? fam->head : "";
+      lane.method.head_path =
+          !key("head").empty() ? key("head") : !d.head.empty() ? d.head : fam ? fam->path_for(info->needs) : "";
       if (lane.method.head_path.empty())
         throw InputError(where, std::string("needs ") + need_description(info->needs) +
                                     ": give head=PATH, --head PATH, or a family.json next to the target that names one");

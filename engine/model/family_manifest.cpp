@@ -100,6 +100,19 @@ std::optional<FamilyManifest> FamilyManifest::find_for(const std::string& target
   return std::nullopt;
 }
 
+const std::string& FamilyEntry::path_for(MethodNeed need) const {
+  static const std::string none;
+  switch (need) {
+    case MethodNeed::Nothing: return none;
+    case MethodNeed::DraftModel: return draft;
+    case MethodNeed::StreamingTarget: return model;
+    case MethodNeed::EagleHead:
+    case MethodNeed::Eagle3Head:
+    case MethodNeed::MedusaHeads: return head;
+  }
+  return none;
+}
+
 const FamilyEntry* FamilyManifest::entry(const std::string& method) const {
   auto it = methods.find(method);
   return it == methods.end() ? nullptr : &it->second;
@@ -113,11 +126,7 @@ std::vector<std::string> FamilyManifest::servable_methods() const {
       continue;
     }
     const FamilyEntry* e = entry(info.name);
-    if (!e) continue;
-    const bool has = info.needs == MethodNeed::DraftModel        ? !e->draft.empty()
-                     : info.needs == MethodNeed::StreamingTarget ? !e->model.empty()
-                                                                 : !e->head.empty();
-    if (has) out.push_back(info.name);
+    if (e && !e->path_for(info.needs).empty()) out.push_back(info.name);
   }
   return out;
 }

@@ -15,11 +15,15 @@
 #include <string>
 #include <vector>
 
+#include "engine/methods/method_registry.h"
+
 namespace specscope {
 
 struct FamilyEntry {
   std::string draft, head, model;              // absolute paths; empty when not given
   std::map<std::string, std::string> options;  // method options (registry keys) the family recommends
+  // The path given for what `need` asks for (draft, head or model); empty for Nothing or when not given.
+  const std::string& path_for(MethodNeed need) const;
 };
 
 struct FamilyManifest {

@@ -18,24 +18,13 @@ std::optional<FamilyManifest> manifest_for(const std::string& target) {
   }
 }
 
-// The path a family entry gives for what `need` asks for.
-std::string entry_path(const FamilyEntry* e, MethodNeed need) {
-  if (!e) return {};
-  switch (need) {
-    case MethodNeed::DraftModel: return e->draft;
-    case MethodNeed::StreamingTarget: return e->model;
-    case MethodNeed::Nothing: return {};
-    default: return e->head;
-  }
-}
-
 }  // namespace
 
 FamilyPaths FamilyPaths::for_target(const std::string& target) {
   const auto manifest = manifest_for(target);
   auto pick = [&](const char* method, MethodNeed need, const char* sibling) {
-    if (manifest)
-      if (auto p = entry_path(manifest->entry(method), need); !p.empty()) return QString::fromStdString(p);
+    if (const FamilyEntry* e = manifest ? manifest->entry(method) : nullptr; e && !e->path_for(need).empty())
+      return QString::fromStdString(e->path_for(need));
     // No manifest (or it names none): the shipped family's layout, folders next to the target.
     const auto p = std::filesystem::path(target).lexically_normal().parent_path() / sibling;
     std::error_code ec;
@@ -74,7 +63,7 @@ runs::LaneRequest AppSettings::with_settings(runs::LaneRequest r) const {
   const std::string key = need_key(info->needs);
   const std::string path = path_for(info->needs).toStdString();
   if (!key.empty() && !r.keys.count(key) && !path.empty()) {
-    const std::string from_family = entry_path(fam, info->needs);
+    const std::string from_family = fam ? fam->path_for(info->needs) : std::string();
     if (from_family.empty() || !same_path(from_family, path)) r.keys[key] = path;
   }
   if (auto it = method_options.find(r.method); it != method_options.end())
