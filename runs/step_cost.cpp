@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "engine/cpu/matmul.h"
 #include "engine/cpu/thread_pool.h"
 #include "engine/util/median.h"
 #include "engine/util/sha256.h"
@@ -75,11 +76,18 @@ std::string cache_dir() {
   return (fs::temp_directory_path() / "specscope-cache").string();
 }
 
+std::string compute_identity(const Model& model, Backend backend) {
+  const Backend b = resolve_backend(backend);
+  std::string path = "gpu";
+  if (b == Backend::Cpu && !model.weights().layers.empty())
+    path = std::string(cpu::linear_roofline_path(model.weights().layers.front().wq.dtype)) + " " + cpu::kKernelRevision;
+  return std::string(backend_name(b)) + "|" + backend_description(b) + "|" + std::to_string(cpu::team_size()) + "|" + path;
+}
+
 StepCost cached_step_cost(const Model& model, Backend backend, bool* measured) {
   const Backend b = resolve_backend(backend);
   const auto& id = model.identity();
-  const std::string key = sha256_hex(id.config_sha256 + "|" + id.weights_index_sha256 + "|" + backend_name(b) + "|" +
-                                     backend_description(b) + "|" + std::to_string(cpu::team_size()));
+  const std::string key = sha256_hex(id.config_sha256 + "|" + id.weights_index_sha256 + "|" + compute_identity(model, b));
   const fs::path file = fs::path(cache_dir()) / "step_cost" / (key.substr(0, 24) + ".json");
   if (measured) *measured = false;
   {

@@ -31,6 +31,9 @@ StepCost measure_step_cost(const Model& model, Backend backend, int context = 12
 // The cached curve when one exists for this model, backend, device and thread count; else measured and cached.
 // `measured` says which. A cache that cannot be written is not an error (the curve is still returned).
 StepCost cached_step_cost(const Model& model, Backend backend, bool* measured = nullptr);
+// What a measured curve (or a tree chosen from it) depends on besides the model: the backend, the device, the thread
+// count and the kernels the model's products run on (their path and revision). The caches' key.
+std::string compute_identity(const Model& model, Backend backend);
 // $XDG_CACHE_HOME/specscope (or ~/.cache/specscope).
 std::string cache_dir();
 

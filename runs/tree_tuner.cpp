@@ -83,7 +83,7 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
   const auto& id = target.identity();
   const std::string key = sha256_hex(id.config_sha256 + "|" + id.weights_index_sha256 + "|" + spec.name + "|" +
                                      spec.draft_path + "|" + spec.head_path + "|" + fixed + "|" +
-                                     backend_description(b) + "|" + std::to_string(cpu::team_size()));
+                                     compute_identity(target, b));
   const fs::path file = fs::path(cache_dir()) / "tree_choice" / (key.substr(0, 24) + ".json");
   std::vector<TreeTrial> trials;
   if (std::ifstream in(file); in) {

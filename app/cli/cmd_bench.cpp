@@ -25,6 +25,8 @@
 #include "engine/sampling/sampler.h"
 #include "engine/util/error.h"
 #include "runs/step_cost.h"
+#include "runs/step_profile.h"
+#include "engine/cpu/roofline.h"
 
 namespace specscope::cli {
 
@@ -123,6 +125,45 @@ class BusyProcess {
   pid_t pid_ = -1;
 };
 
+nlohmann::json roofline_json(const cpu::Roofline& r) {
+  nlohmann::json peaks = nlohmann::json::array();
+  for (const auto& p : r.peaks) peaks.push_back({{"path", p.path}, {"gmacs_per_second", p.macs_per_second / 1e9}});
+  return {{"working_set_bytes", r.working_set_bytes}, {"read_gb_per_second", r.read_bytes_per_second / 1e9},
+          {"peaks", peaks}};
+}
+
+nlohmann::json profile_json(const std::vector<runs::StepProfile>& profile) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& p : profile) {
+    nlohmann::json ops = nlohmann::json::array();
+    for (const auto& o : p.ops)
+      ops.push_back({{"op", o.op}, {"ms", o.ms}, {"gmacs", o.macs / 1e9}, {"weight_mb", o.weight_bytes / 1e6},
+                     {"bound_ms", o.bound_ms}, {"bound_by", o.bound_by},
+                     {"fraction_of_bound", o.bound_ms > 0 && o.ms > 0 ? o.bound_ms / o.ms : 0}});
+    out.push_back({{"tokens", p.tokens}, {"ms", p.ms}, {"bound_ms", p.bound_ms},
+                   {"fraction_of_bound", p.ms > 0 ? p.bound_ms / p.ms : 0}, {"ops", ops}});
+  }
+  return out;
+}
+
+// The roofline and, per profiled step size, each operation's time beside the time its bound allows.
+void print_profile(const cpu::Roofline& r, const std::vector<runs::StepProfile>& profile, const std::string& path) {
+  std::printf("roofline (%d threads): read %.1f GB/s over %.1f MB", cpu::team_size(), r.read_bytes_per_second / 1e9,
+              double(r.working_set_bytes) / 1e6);
+  for (const auto& p : r.peaks) std::printf("; %s %.1f GMAC/s", p.path.c_str(), p.macs_per_second / 1e9);
+  std::printf("\nstep profile (matrix products on the %s path; bound = max(bytes / bandwidth, MACs / peak)):\n",
+              path.c_str());
+  for (const auto& p : profile) {
+    std::printf("  n=%-3d %7.3f ms, bound %.3f ms (%.0f%% of the roofline)\n", p.tokens, p.ms, p.bound_ms,
+                p.ms > 0 ? 100.0 * p.bound_ms / p.ms : 0.0);
+    for (const auto& o : p.ops) {
+      std::printf("      %-12s %7.3f ms %5.1f%%", o.op.c_str(), o.ms, p.ms > 0 ? 100.0 * o.ms / p.ms : 0.0);
+      if (o.bound_ms > 0) std::printf("   bound %.3f ms (%s), at %.0f%% of it", o.bound_ms, o.bound_by.c_str(), 100.0 * o.bound_ms / o.ms);
+      std::printf("\n");
+    }
+  }
+}
+
 }  // namespace
 
 
@@ -135,6 +176,7 @@ int cmd_bench(Args& args) {
   int gen_tokens = args.get_int("--gen-tokens", 64);
   int repeat = args.get_int("--repeat", 5);
   auto sizes = parse_sizes(args.get_or("--step-sizes", "1,2,4,8,16,32,64"));
+  const auto profile_sizes = parse_sizes(args.get_or("--profile-sizes", "1,8"));
   bool json = args.has("--json");
   auto out_file = args.get("--out");
   const Backend backend = parse_backend(args.get_or("--backend", "auto"));
@@ -152,6 +194,14 @@ int cmd_bench(Args& args) {
   const std::vector<int32_t> prompt = runs::benchmark_tokens(V, prompt_tokens);
 
   const Figures quiet = measure(*ctx, prompt, sizes, gen_tokens, repeat, V, "quiet");
+  // Where the verification-sized steps spend their time, against this machine's roofline (CPU only).
+  std::optional<cpu::Roofline> roof;
+  std::vector<runs::StepProfile> profile;
+  if (ctx->backend_name() == "cpu") {
+    std::fprintf(stderr, "[bench] roofline and step profile\n");
+    roof = cpu::measure_roofline(runs::forward_weight_bytes(*model));
+    profile = runs::profile_steps(*model, *roof, profile_sizes, prompt_tokens, repeat);
+  }
   std::optional<Figures> busy;
   if (contention) {
     BusyProcess competitor;
@@ -167,6 +217,10 @@ int cmd_bench(Args& args) {
                       {"gen_tokens", gen_tokens},
                       {"repeat", repeat}};
   j.update(figures_json(quiet, sizes));
+  if (roof) {
+    j["roofline"] = roofline_json(*roof);
+    j["step_profile"] = profile_json(profile);
+  }
   if (busy) {
     j["contended"] = figures_json(*busy, sizes);
     j["contended"]["competitor"] = "one busy process (a spinning child)";
@@ -194,6 +248,7 @@ int cmd_bench(Args& args) {
       std::printf("    n=%-4d %8.3f ms  %5.2fx\n", n, median(f.step_ms.at(n)), median(f.step_ms.at(n)) / one);
   };
   print("quiet", quiet);
+  if (roof) print_profile(*roof, profile, runs::linear_path(*model));
   if (busy) {
     print("beside one busy process", *busy);
     std::printf("decode kept %.2f of its quiet speed\n", median(busy->decode_tps) / median(quiet.decode_tps));

@@ -21,10 +21,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "engine/cpu/matmul_bf16dot.h"
 #include "engine/cpu/matmul_kernels.h"
+#include "engine/cpu/op_profile.h"
+#include "engine/cpu/quant_int8.h"
 #include "engine/cpu/thread_pool.h"
 #include "engine/util/error.h"
 
@@ -264,33 +268,109 @@ void linear_blas(const LinearArgs& a, const Dispatch& d) {
   });
 }
 
+// bf16 weights go through vdpbf16ps (matmul_bf16dot.cpp) on CPUs with AVX512-BF16, unless the exact path is asked
+// for (set_quant_exact: the products then equal the f32 products of the bf16 weights, as transformers computes).
+bool bf16dot_active(const Dispatch& d) {
+  static const bool cpu_ok = __builtin_cpu_supports("avx512bf16");
+  return cpu_ok && d.isa == Isa::Avx512 && !quant_exact();
+}
+
+// Products of one X with several weights (all of one dense dtype and width k) in one fork of the team: the
+// union of their 4-row blocks is split into one contiguous range per thread. Each output row is computed exactly as
+// a lone linear() computes it; only the number of forks changes (a decoder layer's q/k/v and gate/up products are
+// ~20-60 us each on small models, where a fork/join is a visible share).
+void run_products(const LinearArgs* products, int count, const Dispatch& d) {
+  const LinearArgs& a0 = products[0];
+  const bool bf16dot = a0.wtype == DType::BF16 && bf16dot_active(d);
+  const size_t kp = (size_t(a0.k) + 31) / 32 * 32;
+  const uint16_t* xbp = nullptr;
+  if (bf16dot) {  // X rounded to bf16 once for all the products
+    thread_local std::vector<uint16_t> xb;
+    if (xb.size() < size_t(a0.n) * kp) xb.resize(size_t(a0.n) * kp);
+    detail::to_bf16_rows(a0.X, a0.n, a0.k, xb.data(), kp);
+    xbp = xb.data();  // the caller's buffer: inside the lambda `xb` would name each worker's own
+  }
+  int units = 0;
+  size_t macs = 0;
+  for (int i = 0; i < count; ++i) {
+    units += (products[i].m + 3) / 4;
+    macs += size_t(products[i].m) * size_t(a0.k) * size_t(a0.n);
+  }
+  const size_t sfloats = detail::scratch_floats(a0.k);
+  run_team(units, macs, kMinParallelMacs, [&](int tid, int nt) {
+    const int u0 = int(int64_t(units) * tid / nt), u1 = int(int64_t(units) * (tid + 1) / nt);
+    int first = 0;  // units before product i
+    for (int i = 0; i < count; ++i) {
+      const LinearArgs& a = products[i];
+      const int ui = (a.m + 3) / 4;
+      const int b0 = std::max(u0, first) - first, b1 = std::min(u1, first + ui) - first;
+      first += ui;
+      if (b0 >= b1) continue;
+      const int r0 = b0 * 4, r1 = std::min(a.m, b1 * 4);
+      if (bf16dot)
+        detail::rows_bf16dot(a.X, xbp, kp, a.n, a.k, static_cast<const uint16_t*>(a.W), a.bias, a.Y, a.m, r0, r1);
+      else
+        d.rows(a, r0, r1, thread_scratch(sfloats));
+    }
+  });
+}
+
+// The path one dense product takes: false when it went to OpenBLAS (or had nothing to compute) and is done.
+bool tiled_product(const LinearArgs& a, const Dispatch& d) {
+  if (a.n <= 0 || a.m == 0) return false;
+  if (a.k == 0) {
+    fill_bias_or_zero(a);
+    return false;
+  }
+  if (a.wtype == DType::BF16 && bf16dot_active(d)) return true;
+  const int ov = g_blas_override.load(std::memory_order_relaxed);
+  if (t_variant_allowed && a.n >= (ov > 0 ? ov : default_blas_min_tokens(a.wtype, d.isa))) {
+    linear_blas(a, d);
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 void linear(const float* X, int n, const TensorView& W, const float* bias, float* Y) {
+  const ProfileScope profile(Op::Linear, double(W.numel()) * std::max(n, 0), double(W.nbytes()));
   if (dtype_is_block(W.dtype)) return linear_quant(X, n, W, bias, Y);  // GGUF weights (matmul_quant.h)
   int k = 0;
   const int m = weight_dims(W, "linear", &k);
-  if (n <= 0 || m == 0) return;
-  LinearArgs a{X, n, k, W.data, W.dtype, bias, Y, m};
-  if (k == 0) {
-    fill_bias_or_zero(a);
+  const LinearArgs a{X, n, k, W.data, W.dtype, bias, Y, m};
+  const Dispatch d = dispatch();
+  if (tiled_product(a, d)) run_products(&a, 1, d);
+}
+
+void linear_shared_input(const float* X, int n, std::span<const LinearOutput> outputs) {
+  if (outputs.empty()) return;
+  double macs = 0, bytes = 0;
+  for (const auto& o : outputs) macs += double(o.W->numel()) * std::max(n, 0), bytes += double(o.W->nbytes());
+  const ProfileScope profile(Op::Linear, macs, bytes);
+  const DType t = outputs.front().W->dtype;
+  bool same = !dtype_is_block(t);
+  for (const auto& o : outputs) same = same && o.W->dtype == t && o.W->cols() == outputs.front().W->cols();
+  if (!same) {  // block weights (their own kernels) or mixed types: one call each
+    for (const auto& o : outputs) linear(X, n, *o.W, o.bias, o.Y);
     return;
   }
   const Dispatch d = dispatch();
-  const int ov = g_blas_override.load(std::memory_order_relaxed);
-  if (t_variant_allowed && n >= (ov > 0 ? ov : default_blas_min_tokens(a.wtype, d.isa))) {
-    linear_blas(a, d);
-    return;
+  std::vector<LinearArgs> tiled;
+  for (const auto& o : outputs) {
+    int k = 0;
+    const int m = weight_dims(*o.W, "linear", &k);
+    const LinearArgs a{X, n, k, o.W->data, t, o.bias, o.Y, m};
+    if (tiled_product(a, d)) tiled.push_back(a);
   }
-  const size_t sfloats = detail::scratch_floats(k);
-  const size_t macs = size_t(m) * size_t(k) * size_t(n);
-  const int units = (m + 3) / 4;  // row blocks of 4
-  // One contiguous range of rows per thread (each streams its part of W front to back).
-  run_team(units, macs, kMinParallelMacs, [&](int tid, int nt) {
-    const int u0 = int(int64_t(units) * tid / nt), u1 = int(int64_t(units) * (tid + 1) / nt);
-    const int r0 = std::min(m, u0 * 4), r1 = std::min(m, u1 * 4);
-    if (r0 < r1) d.rows(a, r0, r1, thread_scratch(sfloats));
-  });
+  if (!tiled.empty()) run_products(tiled.data(), int(tiled.size()), d);
+}
+
+const char* linear_roofline_path(DType t) {
+  detail::Int8Type it;
+  if (dtype_is_block(t) && !quant_exact() && detail::int8_type(t, &it)) return "int8 dot";
+  if (t == DType::BF16 && bf16dot_active(dispatch())) return "bf16 dot";
+  return "f32 fma";
 }
 
 void linear_reference(const float* X, int n, const TensorView& W, const float* bias, float* Y) {

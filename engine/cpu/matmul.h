@@ -20,6 +20,7 @@
 // matmul.cpp), SPECSCOPE_MATMUL_PANEL_ROWS / SPECSCOPE_MATMUL_KBLOCK (tuning only), OMP_NUM_THREADS.
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "engine/cpu/thread_pool.h"
 #include "engine/util/tensor.h"
@@ -31,6 +32,15 @@ namespace specscope::cpu {
 // matmul_quant.h); anything else throws InputError. Any n >= 1 (n <= 0: no-op). Threads over output rows (thread_pool.h).
 void linear(const float* X, int n, const TensorView& W, const float* bias, float* Y);
 
+// Several products of the same X, Y_i = X W_i^T (+ bias_i), in one fork of the thread team when the weights share
+// a dense dtype and width (a layer's q/k/v, its gate/up); each Y_i bit-identical to what linear() gives.
+struct LinearOutput {
+  const TensorView* W;
+  const float* bias;  // or null
+  float* Y;
+};
+void linear_shared_input(const float* X, int n, std::span<const LinearOutput> outputs);
+
 // The same product with plain loops and double accumulation (each output rounded once to f32). Slow; the
 // yardstick for tests.
 void linear_reference(const float* X, int n, const TensorView& W, const float* bias, float* Y);
@@ -38,14 +48,27 @@ void linear_reference(const float* X, int n, const TensorView& W, const float* b
 // Row `row` of an embedding table E [V, H] (f32, f16, bf16 or block-quantized) widened to f32 into out[H].
 void embedding_row(const TensorView& E, int row, float* out);
 
-// Block-quantized weights Q8_0, Q4_0, Q4_K, Q5_K and Q6_K go by default through integer dot products: each token
-// row quantized to 8 bits per block of 32 once per call (engine/cpu/quant_int8.h states the formula and the error
-// bound: each activation off by at most max|x_block| / 254; a token's outputs do not depend on the other tokens of
-// the call). The exact path computes with the dequantized weights in f32 (results equal to linear_reference on the
-// dequantized model up to f32 summation order): set_quant_exact(true), or SPECSCOPE_QUANT_EXACT=1 in the
-// environment. Returns the previous setting. Not thread-safe against concurrent linear() calls.
+// Fast paths that quantize the activations, taken by default where the CPU has them:
+//  * block-quantized weights Q8_0, Q4_0, Q4_K, Q5_K and Q6_K go through integer dot products: each token row
+//    quantized to 8 bits per block of 32 once per call (engine/cpu/quant_int8.h states the formula and the error
+//    bound: each activation off by at most max|x_block| / 254);
+//  * bf16 weights go through vdpbf16ps on CPUs with AVX512-BF16 (matmul_bf16dot.cpp): each activation rounded to
+//    bf16 once per call, so off by at most 2^-8 |x| (round to nearest even, 8 significant bits), products and sums in f32:
+//    |fast - exact| <= 2^-8 sum_i |w_i x_i| + (f32 rounding of the sums).
+// A token's outputs never depend on the other tokens of the call. The exact path computes with the weights widened
+// (or dequantized) to f32 and f32 activations (results equal to linear_reference up to f32 summation order, as
+// transformers computes): set_quant_exact(true), or SPECSCOPE_QUANT_EXACT=1 in the environment. Returns the
+// previous setting. Not thread-safe against concurrent linear() calls.
 bool set_quant_exact(bool on);
 bool quant_exact();
+
+// Revision of the CPU kernels' speed: part of the key of every cached timing (runs/step_cost.h). Bump it when a kernel
+// change moves the step-cost curve, so that machines measure again instead of using stale curves.
+inline constexpr const char* kKernelRevision = "2026-11-25";
+
+// The roofline path (engine/cpu/roofline.h: "f32 fma", "bf16 dot", "int8 dot") linear() computes weights of type
+// t on now: what its speed is to be measured against.
+const char* linear_roofline_path(DType t);
 
 // Widens `count` elements of type t (F32, F16 or BF16) starting at src to f32. Exact.
 void convert_to_f32(DType t, const void* src, float* dst, size_t count);

@@ -8,11 +8,14 @@
 #include <limits>
 
 #include "engine/cpu/matmul.h"
+#include "engine/cpu/attention.h"
+#include "engine/cpu/op_profile.h"
 #include "engine/cpu/ops.h"
 #include "engine/heads/streaming_weights.h"
 #include "engine/model/batch_checks.h"
 #include "engine/model/model.h"
 #include "engine/util/error.h"
+#include "engine/util/interrupt.h"
 
 namespace specscope {
 
@@ -22,35 +25,10 @@ CpuContext::CpuContext(std::shared_ptr<const Model> model, int n_ctx) : model_(s
   kv_dim_ = c.num_kv_heads * c.head_dim;
   k_cache_.assign(c.num_layers, std::vector<float>(size_t(n_ctx_) * kv_dim_));
   v_cache_.assign(c.num_layers, std::vector<float>(size_t(n_ctx_) * kv_dim_));
+  kt_stride_ = cpu::kt_stride_for(n_ctx_);
+  kt_cache_.assign(c.num_layers, std::vector<float>(size_t(kv_dim_) * kt_stride_));
   slot_pos_.assign(n_ctx_, 0);
   inv_freq_ = rope_inv_freq(c);
-}
-
-// One query head against `total` cached keys/values (row stride `stride`). `sc` holds 0 for visible keys and
-// -inf for masked ones on entry. Compiled for AVX-512, AVX2 and baseline, picked at load time; the simd
-// reductions let the compiler vectorize the dot products.
-#if defined(__x86_64__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "avx2,fma", "default")))
-#endif
-static void attend_one(const float* q, const float* k, const float* v, int stride, int total, int hd, float scale,
-                       float* sc, float* out) {
-  for (int j = 0; j < total; ++j) {
-    if (sc[j] != 0.f) continue;
-    const float* kj = k + size_t(j) * stride;
-    float acc = 0.f;
-#pragma omp simd reduction(+ : acc)
-    for (int d = 0; d < hd; ++d) acc += q[d] * kj[d];
-    sc[j] = acc * scale;
-  }
-  cpu::softmax(sc, total);
-  for (int d = 0; d < hd; ++d) out[d] = 0.f;
-  for (int j = 0; j < total; ++j) {
-    const float w = sc[j];
-    if (w == 0.f) continue;
-    const float* vj = v + size_t(j) * stride;
-#pragma omp simd
-    for (int d = 0; d < hd; ++d) out[d] += w * vj[d];
-  }
 }
 
 static void grow(std::vector<float>& v, size_t n) {
@@ -73,7 +51,10 @@ void CpuContext::forward(const Batch& b, ForwardOutput& out) {
 
   const int H = c.hidden_size;
   grow(x_, size_t(n) * H);
-  for (int i = 0; i < n; ++i) cpu::embedding_row(w.embed, b.tokens[i], x_.data() + size_t(i) * H);
+  {
+    const cpu::ProfileScope profile(cpu::Op::Embedding);
+    for (int i = 0; i < n; ++i) cpu::embedding_row(w.embed, b.tokens[i], x_.data() + size_t(i) * H);
+  }
   batch_n_ = n;
   active_.resize(n);
   for (int i = 0; i < n; ++i) active_[i] = i;
@@ -98,6 +79,9 @@ void CpuContext::forward(const Batch& b, ForwardOutput& out) {
   const uint8_t* mask = b.mask.empty() ? nullptr : b.mask.data();
   const int stream_start = sr ? c.num_layers - sr->msa_layers : c.num_layers;
   for (int l = 0; l < c.num_layers; ++l) {
+    // A Stop during a long prefill takes effect at the next layer, not after the whole prompt
+    // (engine/util/interrupt.h); n_past_ has not moved, so the cache is as it was.
+    check_interrupt();
     if (sr && l == stream_start) begin_streams(*sr, na);
     capture(HiddenTap::LayerInput, l, x_.data());
     decoder_layer(l, na, pos, mask);
@@ -105,7 +89,10 @@ void CpuContext::forward(const Batch& b, ForwardOutput& out) {
     if (sr && !sr->parent_row.empty() && l == sr->weights->config().prune_layer) na = prune_rows(*sr, b, na);
   }
   grow(h_, size_t(na) * H);
-  cpu::rmsnorm(x_.data(), w.final_norm.data(), h_.data(), na, H, c.rms_norm_eps);
+  {
+    const cpu::ProfileScope profile(cpu::Op::Norm);
+    cpu::rmsnorm(x_.data(), w.final_norm.data(), h_.data(), na, H, c.rms_norm_eps);
+  }
   capture(HiddenTap::FinalNorm, 0, h_.data());
 
   // Logits only for the rows asked for: verification needs all, vanilla decode only the last. Rows pruned
@@ -127,6 +114,8 @@ void CpuContext::forward(const Batch& b, ForwardOutput& out) {
     dst_rows.push_back(r);
   }
   out.logits.resize(size_t(nr) * c.vocab_size);
+  const cpu::ProfileScope lm_profile(cpu::Op::LmHead, double(w.lm_head.numel()) * double(src_rows.size()),
+                                     double(w.lm_head.nbytes()));
   if (int(src_rows.size()) != nr)
     std::fill(out.logits.begin(), out.logits.end(), std::numeric_limits<float>::quiet_NaN());
   bool contiguous = int(src_rows.size()) == nr && nr == na;
@@ -174,10 +163,14 @@ void CpuContext::project_qkv(const LayerWeights& L, const float* x, int rows) {
   grow(att_, size_t(rows) * q_dim);
   grow(ffn_gate_, size_t(rows) * F);
   grow(ffn_up_, size_t(rows) * F);
-  cpu::rmsnorm(x, L.input_norm.data(), h_.data(), rows, H, c.rms_norm_eps);
-  cpu::linear(h_.data(), rows, L.wq, bias_or_null(L.bq), q_.data());
-  cpu::linear(h_.data(), rows, L.wk, bias_or_null(L.bk), k_.data());
-  cpu::linear(h_.data(), rows, L.wv, bias_or_null(L.bv), v_.data());
+  {
+    const cpu::ProfileScope profile(cpu::Op::Norm);
+    cpu::rmsnorm(x, L.input_norm.data(), h_.data(), rows, H, c.rms_norm_eps);
+  }
+  const cpu::LinearOutput qkv[] = {{&L.wq, bias_or_null(L.bq), q_.data()},
+                                   {&L.wk, bias_or_null(L.bk), k_.data()},
+                                   {&L.wv, bias_or_null(L.bv), v_.data()}};
+  cpu::linear_shared_input(h_.data(), rows, qkv);
 }
 
 // ... and, once att_ holds the attention output, the output projection, the MLP and both residual adds into x.
@@ -185,13 +178,23 @@ void CpuContext::finish_layer(const LayerWeights& L, float* x, int rows) {
   const auto& c = model_->config();
   const int H = c.hidden_size, F = c.intermediate_size;
   cpu::linear(att_.data(), rows, L.wo, bias_or_null(L.bo), h_.data());
-  cpu::add(h_.data(), x, int64_t(rows) * H);
-  cpu::rmsnorm(x, L.post_attn_norm.data(), h_.data(), rows, H, c.rms_norm_eps);
-  cpu::linear(h_.data(), rows, L.w_gate, bias_or_null(L.b_gate), ffn_gate_.data());
-  cpu::linear(h_.data(), rows, L.w_up, bias_or_null(L.b_up), ffn_up_.data());
-  cpu::silu_mul(ffn_gate_.data(), ffn_up_.data(), ffn_gate_.data(), int64_t(rows) * F);
+  {
+    const cpu::ProfileScope profile(cpu::Op::Norm);
+    cpu::add(h_.data(), x, int64_t(rows) * H);
+    cpu::rmsnorm(x, L.post_attn_norm.data(), h_.data(), rows, H, c.rms_norm_eps);
+  }
+  const cpu::LinearOutput gate_up[] = {{&L.w_gate, bias_or_null(L.b_gate), ffn_gate_.data()},
+                                       {&L.w_up, bias_or_null(L.b_up), ffn_up_.data()}};
+  cpu::linear_shared_input(h_.data(), rows, gate_up);
+  {
+    const cpu::ProfileScope profile(cpu::Op::Elementwise);
+    cpu::silu_mul(ffn_gate_.data(), ffn_up_.data(), ffn_gate_.data(), int64_t(rows) * F);
+  }
   cpu::linear(ffn_gate_.data(), rows, L.w_down, bias_or_null(L.b_down), h_.data());
-  cpu::add(h_.data(), x, int64_t(rows) * H);
+  {
+    const cpu::ProfileScope profile(cpu::Op::Elementwise);
+    cpu::add(h_.data(), x, int64_t(rows) * H);
+  }
 }
 
 // One decoder layer over the `na` active rows in x_ (in place). Each row's keys/values go to its own cache slot.
@@ -200,12 +203,16 @@ void CpuContext::decoder_layer(int l, int na, const int32_t* pos, const uint8_t*
   const auto& L = model_->weights().layers[l];
   const int hd = c.head_dim, q_dim = c.num_heads * hd, base = n_past_;
   project_qkv(L, x_.data(), na);
-  for (int i = 0; i < na; ++i) {
-    const int row = active_[i];
-    cpu::rope(q_.data() + size_t(i) * q_dim, c.num_heads, hd, pos[row], inv_freq_.data());
-    cpu::rope(k_.data() + size_t(i) * kv_dim_, c.num_kv_heads, hd, pos[row], inv_freq_.data());
-    std::memcpy(k_slot(l, base + row), k_.data() + size_t(i) * kv_dim_, sizeof(float) * kv_dim_);
-    std::memcpy(v_slot(l, base + row), v_.data() + size_t(i) * kv_dim_, sizeof(float) * kv_dim_);
+  {
+    const cpu::ProfileScope profile(cpu::Op::Rope);
+    for (int i = 0; i < na; ++i) {
+      const int row = active_[i];
+      cpu::rope(q_.data() + size_t(i) * q_dim, c.num_heads, hd, pos[row], inv_freq_.data());
+      cpu::rope(k_.data() + size_t(i) * kv_dim_, c.num_kv_heads, hd, pos[row], inv_freq_.data());
+      std::memcpy(k_slot(l, base + row), k_.data() + size_t(i) * kv_dim_, sizeof(float) * kv_dim_);
+      std::memcpy(v_slot(l, base + row), v_.data() + size_t(i) * kv_dim_, sizeof(float) * kv_dim_);
+      put_kt(l, base + row, k_.data() + size_t(i) * kv_dim_);
+    }
   }
   attention(l, na, pos, mask);
   finish_layer(L, x_.data(), na);
@@ -213,34 +220,51 @@ void CpuContext::decoder_layer(int l, int na, const int32_t* pos, const uint8_t*
 
 void CpuContext::attention(int layer, int na, const int32_t* pos, const uint8_t* mask) {
   const auto& c = model_->config();
-  const int hd = c.head_dim, nh = c.num_heads, group = c.num_heads / c.num_kv_heads;
+  const int hd = c.head_dim, nh = c.num_heads;
   const int q_dim = nh * hd, base = n_past_, n = batch_n_;
-  const float scale = 1.0f / std::sqrt(float(hd));
   const int window = c.sliding_window.value_or(0);
   const int total = base + n;
-  grow(scores_, size_t(cpu::team_size()) * total);
-  const float* kc = k_cache_[layer].data();
-  const float* vc = v_cache_[layer].data();
-
-  // Threads from ~32k multiply-adds: one-token decoding at context 128-192 (6 heads) gained 7% (1,019 -> 1,094 tok/s
-  // on the default base, `bench --repeat 5`, three runs each) over the former 262k threshold; tinier work forks for less
-  // than it saves.
-  const int tasks = na * nh;
-  cpu::run_team(tasks, size_t(tasks) * total * hd, 32768, [&](int tid, int nt) {
-  for (int task = tasks * tid / nt; task < tasks * (tid + 1) / nt; ++task) {
-    const int i = task / nh, h = task % nh, kvh = h / group;
+  // Which keys each active row sees: the cache before the batch (within a sliding window), and the batch rows its
+  // mask (or causality) allows that are still alive.
+  visible_.resize(size_t(na) * size_t(total));
+  for (int i = 0; i < na; ++i) {
     const int row = active_[i];
-    float* sc = scores_.data() + size_t(tid) * total;
+    uint8_t* vis = visible_.data() + size_t(i) * size_t(total);
     for (int j = 0; j < total; ++j) {
       bool visible = j < base || (alive_[j - base] &&
                                   (mask ? mask[size_t(row) * n + (j - base)] != 0 : (j - base) <= row));
       if (visible && window > 0 && pos[row] - slot_pos_[j] >= window) visible = false;
-      sc[j] = visible ? 0.f : -std::numeric_limits<float>::infinity();
+      vis[j] = visible ? 1 : 0;
     }
-    attend_one(q_.data() + size_t(i) * q_dim + size_t(h) * hd, kc + size_t(kvh) * hd, vc + size_t(kvh) * hd,
-               kv_dim_, total, hd, scale, sc, att_.data() + size_t(i) * q_dim + size_t(h) * hd);
   }
-  });
+  cpu::AttentionArgs a;
+  a.q = q_.data();
+  a.q_stride = size_t(q_dim);
+  a.rows = na;
+  a.heads = nh;
+  a.kv_heads = c.num_kv_heads;
+  a.head_dim = hd;
+  a.kt = kt_cache_[layer].data();
+  a.kt_stride = kt_stride_;
+  a.v = v_cache_[layer].data();
+  a.v_stride = size_t(kv_dim_);
+  a.keys = total;
+  a.visible = visible_.data();
+  a.scale = 1.0f / std::sqrt(float(hd));
+  a.out = att_.data();
+  a.out_stride = size_t(q_dim);
+  const cpu::ProfileScope profile(cpu::Op::Attention, double(na) * nh * total * hd * 2);
+  cpu::attention(a);
+}
+
+void CpuContext::put_kt(int layer, int slot, const float* k) {
+  float* kt = kt_cache_[size_t(layer)].data() + size_t(slot);
+  for (int e = 0; e < kv_dim_; ++e) kt[size_t(e) * kt_stride_] = k[e];
+}
+
+void CpuContext::move_kt(int layer, int dst, int src) {
+  float* kt = kt_cache_[size_t(layer)].data();
+  for (int e = 0; e < kv_dim_; ++e) kt[size_t(e) * kt_stride_ + size_t(dst)] = kt[size_t(e) * kt_stride_ + size_t(src)];
 }
 
 void CpuContext::keep(std::span<const int> rows) {
@@ -252,6 +276,7 @@ void CpuContext::keep(std::span<const int> rows) {
     for (size_t l = 0; l < k_cache_.size(); ++l) {
       std::memcpy(k_slot(int(l), dst), k_slot(int(l), src), sizeof(float) * kv_dim_);
       std::memcpy(v_slot(int(l), dst), v_slot(int(l), src), sizeof(float) * kv_dim_);
+      move_kt(int(l), dst, src);
     }
     slot_pos_[dst] = slot_pos_[src];
   }

@@ -35,11 +35,16 @@ class CpuContext final : public Context {
   void finish_streams(const StreamingRequest& sr, ForwardOutput& out);
   float* k_slot(int layer, int slot) { return k_cache_[layer].data() + size_t(slot) * kv_dim_; }
   float* v_slot(int layer, int slot) { return v_cache_[layer].data() + size_t(slot) * kv_dim_; }
+  // Writes one slot's keys into the transposed copy attention reads (engine/cpu/attention.h), and moves a slot.
+  void put_kt(int layer, int slot, const float* k);
+  void move_kt(int layer, int dst, int src);
 
   std::shared_ptr<const Model> model_;
   int n_ctx_ = 0, n_past_ = 0, kv_dim_ = 0;
   int last_batch_start_ = -1, last_batch_size_ = 0;  // for keep()
   std::vector<std::vector<float>> k_cache_, v_cache_;  // per layer [n_ctx][kv_heads*head_dim]
+  std::vector<std::vector<float>> kt_cache_;           // per layer [kv_heads*head_dim][kt_stride_]: keys transposed
+  size_t kt_stride_ = 0;
   std::vector<int32_t> slot_pos_;                      // the position of each cache slot (sliding window)
   std::vector<float> inv_freq_;
   // The batch rows still computed, as batch indices (pruning drops rows mid-forward; each row keeps its cache
@@ -54,6 +59,7 @@ class CpuContext final : public Context {
   int n_streams_ = 0;
   // Scratch, grown to the largest batch seen.
   std::vector<float> x_, h_, q_, k_, v_, att_, ffn_gate_, ffn_up_, scores_;
+  std::vector<uint8_t> visible_;  // [active rows][keys] for attention
 };
 
 }  // namespace specscope

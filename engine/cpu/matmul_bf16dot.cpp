@@ -1,0 +1,138 @@
+// BF16 weights through vdpbf16ps (AVX512-BF16): the default path of linear() for bf16 weights on CPUs that have
+// it. Each token row of X is rounded to bf16 once per call (round to nearest even), then every 32-element chunk of
+// a weight row is dotted with the matching chunk of each token in one instruction, pairs summed into f32 lanes:
+// half the instructions of widening the weights to f32, and no widening at all. Only called after a run-time check
+// (matmul.cpp). Everything below the pragma is compiled for that target; the standard headers are included above
+// it so that no inline library code is compiled for AVX-512 by this file.
+//
+// Batch invariance: a token's outputs are one accumulation per (row, lane) over the chunks in order, then the
+// same fixed reduction, whatever the number of tokens in the call or the tile the token falls in.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <cstdlib>
+
+#include "engine/cpu/matmul_bf16dot.h"
+
+#pragma GCC push_options
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c")
+
+namespace specscope::cpu::detail {
+namespace {
+
+constexpr int kTmax = 6;  // tokens per tile: 4 rows x 6 tokens = 24 accumulators + 4 weights + 1 token
+#define SS_INLINE __attribute__((always_inline)) inline
+#define SS_UNROLL _Pragma("GCC unroll 8")
+
+// [sum(a), sum(b), sum(c), sum(d)], as in matmul_avx512.cpp.
+SS_INLINE __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  __m512 ab = _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+  __m512 cd = _mm512_add_ps(_mm512_shuffle_ps(c, d, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_ps(c, d, _MM_SHUFFLE(3, 1, 3, 1)));
+  __m512 s = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 1, 3, 1)));
+  __m256 h = _mm256_add_ps(_mm512_castps512_ps256(s), _mm512_extractf32x8_ps(s, 1));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+SS_INLINE __m512bh as_bh(__m512i v) { return (__m512bh)v; }
+
+// Y[t, r] = sum_k xb[t, k] w[r, k] (+ bias[r]) for R <= 4 weight rows and T tokens. xb rows are zero-padded to
+// kp (a multiple of 32) elements; the weights' last partial chunk is read with a mask.
+template <int R, int T>
+void tile(const uint16_t* xb, size_t kp, int k, const uint16_t* w, size_t ldw, const float* bias, float* y, size_t ldy,
+          const uint16_t* prefetch) {
+  __m512 acc[R][T];
+  SS_UNROLL for (int r = 0; r < R; ++r)
+    SS_UNROLL for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  int kk = 0;
+  for (; kk + 32 <= k; kk += 32) {
+    if (prefetch) SS_UNROLL for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(prefetch + size_t(r) * ldw + kk), _MM_HINT_T0);
+    __m512i wv[R];
+    SS_UNROLL for (int r = 0; r < R; ++r) wv[r] = _mm512_loadu_si512(w + size_t(r) * ldw + kk);
+    SS_UNROLL for (int t = 0; t < T; ++t) {
+      const __m512i xv = _mm512_loadu_si512(xb + size_t(t) * kp + kk);
+      SS_UNROLL for (int r = 0; r < R; ++r) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], as_bh(wv[r]), as_bh(xv));
+    }
+  }
+  if (kk < k) {
+    const __mmask32 m = __mmask32((uint64_t(1) << (k - kk)) - 1u);
+    __m512i wv[R];
+    SS_UNROLL for (int r = 0; r < R; ++r) wv[r] = _mm512_maskz_loadu_epi16(m, w + size_t(r) * ldw + kk);
+    SS_UNROLL for (int t = 0; t < T; ++t) {
+      const __m512i xv = _mm512_loadu_si512(xb + size_t(t) * kp + kk);
+      SS_UNROLL for (int r = 0; r < R; ++r) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], as_bh(wv[r]), as_bh(xv));
+    }
+  }
+  const __mmask8 rm = __mmask8((1u << R) - 1u);
+  const __m128 b = bias ? _mm_maskz_loadu_ps(rm, bias) : _mm_setzero_ps();
+  const __m512 z = _mm512_setzero_ps();
+  SS_UNROLL for (int t = 0; t < T; ++t) {
+    __m128 s = reduce4(acc[0][t], R > 1 ? acc[R > 1 ? 1 : 0][t] : z, R > 2 ? acc[R > 2 ? 2 : 0][t] : z,
+                       R > 3 ? acc[R > 3 ? 3 : 0][t] : z);
+    s = _mm_add_ps(s, b);
+    float* yt = y + size_t(t) * ldy;
+    if constexpr (R == 4) _mm_storeu_ps(yt, s);
+    else _mm_mask_storeu_ps(yt, rm, s);
+  }
+}
+
+using TileFn = void (*)(const uint16_t*, size_t, int, const uint16_t*, size_t, const float*, float*, size_t,
+                        const uint16_t*);
+template <size_t... I>
+constexpr auto make_tiles(std::index_sequence<I...>) {
+  return std::array<TileFn, sizeof...(I)>{&tile<int(I / kTmax) + 1, int(I % kTmax) + 1>...};
+}
+constexpr auto kTiles = make_tiles(std::make_index_sequence<4 * kTmax>{});
+
+}  // namespace
+
+void to_bf16_rows(const float* X, int n, int k, uint16_t* xb, size_t kp) {
+  for (int t = 0; t < n; ++t) {
+    const float* x = X + size_t(t) * k;
+    uint16_t* o = xb + size_t(t) * kp;
+    int i = 0;
+    for (; i + 32 <= k; i += 32) {
+      const __m512bh h = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(x + i));
+      _mm512_storeu_si512(o + i, (__m512i)h);
+    }
+    for (; i < int(kp); i += 32) {  // the last partial chunk and the zero padding up to kp
+      const int left = std::max(0, k - i);
+      const __mmask16 lo = __mmask16((1u << std::min(16, left)) - 1u);
+      const __mmask16 hi = __mmask16((1u << std::clamp(left - 16, 0, 16)) - 1u);
+      const __m512bh h = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, x + i + 16), _mm512_maskz_loadu_ps(lo, x + i));
+      _mm512_storeu_si512(o + i, (__m512i)h);
+    }
+  }
+}
+
+void rows_bf16dot(const float* /*X*/, const uint16_t* xb, size_t kp, int n, int k, const uint16_t* W,
+                  const float* bias, float* Y, int m, int r0, int r1) {
+  const int ntiles = (n + kTmax - 1) / kTmax;
+  const int tbase = n / ntiles, textra = n % ntiles;
+  for (int r = r0; r < r1; r += 4) {
+    const int R = std::min(4, r1 - r);
+    // The rows two groups ahead are prefetched while the first token tile runs (one-token decoding is a stream of
+    // weights from memory; the hardware prefetchers alone leave a thread short of the bandwidth).
+    static const int ahead = [] { const char* e = std::getenv("SS_PF_AHEAD"); return e ? std::atoi(e) : 8; }();
+    const uint16_t* pf = ahead > 0 && r + ahead + 4 <= r1 ? W + size_t(r + ahead) * k : nullptr;
+    int t0 = 0;
+    for (int ti = 0; ti < ntiles; ++ti) {
+      const int T = tbase + (ti < textra ? 1 : 0);
+      kTiles[size_t((R - 1) * kTmax + (T - 1))](xb + size_t(t0) * kp, kp, k, W + size_t(r) * k, size_t(k),
+                                                bias ? bias + r : nullptr, Y + size_t(t0) * m + r, size_t(m),
+                                                ti == 0 ? pf : nullptr);
+      t0 += T;
+    }
+  }
+}
+
+}  // namespace specscope::cpu::detail
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options

@@ -1,0 +1,142 @@
+// Register-only loops for the peaks (independent accumulator chains, enough to hide each instruction's latency)
+// and a parallel streaming sum for the bandwidth. Each ISA's loop is compiled for its target and only run after a
+// run-time check.
+#include "engine/cpu/roofline.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+
+#include "engine/cpu/thread_pool.h"
+
+// GCC 12 warns about the deliberately undefined vectors inside its own AVX-512 intrinsics (the reductions).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace specscope::cpu {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+constexpr int kChains = 12;   // accumulators in flight: latency 4-5 cycles x 2 pipes, with margin
+constexpr int kIters = 1 << 16;
+
+__attribute__((target("avx512f"))) float fma_loop_avx512() {
+  __m512 acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_ps(float(i));
+  const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(1e-3f);
+  for (int it = 0; it < kIters; ++it)
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+  __m512 s = acc[0];
+  for (int i = 1; i < kChains; ++i) s = _mm512_add_ps(s, acc[i]);
+  return _mm512_reduce_add_ps(s);
+}
+
+__attribute__((target("avx2,fma"))) float fma_loop_avx2() {
+  __m256 acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_ps(float(i));
+  const __m256 a = _mm256_set1_ps(0.999f), b = _mm256_set1_ps(1e-3f);
+  for (int it = 0; it < kIters; ++it)
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
+  __m256 s = acc[0];
+  for (int i = 1; i < kChains; ++i) s = _mm256_add_ps(s, acc[i]);
+  float out[8];
+  _mm256_storeu_ps(out, s);
+  return out[0] + out[7];
+}
+
+__attribute__((target("avx512f,avx512bf16"))) float bf16_loop_avx512() {
+  __m512 acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_ps(float(i));
+  const __m512bh a = (__m512bh)_mm512_set1_epi16(0x3f80), b = (__m512bh)_mm512_set1_epi16(0x3a83);
+  for (int it = 0; it < kIters; ++it)
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
+  __m512 s = acc[0];
+  for (int i = 1; i < kChains; ++i) s = _mm512_add_ps(s, acc[i]);
+  return _mm512_reduce_add_ps(s);
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) float vnni_loop_avx512() {
+  __m512i acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_epi32(i);
+  const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-2);
+  for (int it = 0; it < kIters; ++it)
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_dpbusd_epi32(acc[i], a, b);
+  __m512i s = acc[0];
+  for (int i = 1; i < kChains; ++i) s = _mm512_add_epi32(s, acc[i]);
+  return float(_mm512_reduce_add_epi32(s));
+}
+
+// Multiply-adds per second of `loop` (macs_per_call each) on every team thread at once: best of 3.
+template <class Loop>
+double peak_of(Loop loop, double macs_per_call) {
+  double best = 0;
+  volatile float sink = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    std::atomic<int> ran{0};  // the team may run fewer threads than asked (its back-off)
+    const auto t0 = clock_type::now();
+    run_team(team_size(), size_t(-1) / 2, 0, [&](int, int) {
+      sink = sink + loop();
+      ran.fetch_add(1);
+    });
+    const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
+    best = std::max(best, macs_per_call * ran.load() / s);
+  }
+  return best;
+}
+
+// Sums the buffer on every team thread (each its own contiguous part), best of `passes` passes.
+double read_bandwidth(const float* data, size_t floats, int passes) {
+  double best = 0;
+  volatile float sink = 0;
+  for (int p = 0; p < passes; ++p) {
+    const auto t0 = clock_type::now();
+    run_team(team_size(), size_t(-1) / 2, 0, [&](int tid, int nt) {
+      const size_t b = floats * size_t(tid) / size_t(nt), e = floats * size_t(tid + 1) / size_t(nt);
+      float s[16] = {};
+      for (size_t i = b; i + 16 <= e; i += 16)
+        for (int j = 0; j < 16; ++j) s[j] += data[i + j];
+      float t = 0;
+      for (float v : s) t += v;
+      sink = sink + t;
+    });
+    const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
+    best = std::max(best, double(floats) * sizeof(float) / s);
+  }
+  return best;
+}
+
+}  // namespace
+
+const PathPeak* Roofline::peak(const std::string& path_prefix) const {
+  for (const auto& p : peaks)
+    if (p.path.rfind(path_prefix, 0) == 0) return &p;
+  return nullptr;
+}
+
+Roofline measure_roofline(size_t working_set_bytes) {
+  Roofline r;
+  r.working_set_bytes = std::max<size_t>(working_set_bytes, 1 << 20);
+  const size_t floats = r.working_set_bytes / sizeof(float) / 16 * 16;
+  std::unique_ptr<float[]> buf(new float[floats]);
+  for (size_t i = 0; i < floats; ++i) buf[i] = float(i & 255);
+  r.read_bytes_per_second = read_bandwidth(buf.get(), floats, 5);
+
+  const double chain_calls = double(kIters) * kChains;
+  if (__builtin_cpu_supports("avx512f")) {
+    r.peaks.push_back({"f32 fma (avx512)", peak_of(fma_loop_avx512, chain_calls * 16)});
+    if (__builtin_cpu_supports("avx512bf16"))
+      r.peaks.push_back({"bf16 dot (avx512-bf16)", peak_of(bf16_loop_avx512, chain_calls * 32)});
+    if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw"))
+      r.peaks.push_back({"int8 dot (avx512-vnni)", peak_of(vnni_loop_avx512, chain_calls * 64)});
+  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    r.peaks.push_back({"f32 fma (avx2)", peak_of(fma_loop_avx2, chain_calls * 8)});
+  }
+  return r;
+}
+
+}  // namespace specscope::cpu

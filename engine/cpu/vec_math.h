@@ -1,0 +1,99 @@
+#pragma once
+// The one SIMD mapping of the element-wise kernels (ops.cpp, attention.cpp): 16-float vectors written with GCC's
+// vector extensions, so one source compiles to AVX-512, AVX2 or SSE code in each target_clones version of its
+// caller, with no copy per instruction set. Internal to engine/cpu.
+//
+// exp_v is Cephes' expf (range reduction by ln 2, a degree-6 polynomial: within 2 ulp of the correctly rounded
+// result over the whole float range), computed lane by lane in the same order on every path, so an element's
+// result does not depend on where it sits in a vector or how long the vector is. exp of anything below
+// -87.33654 (the smallest normal result's argument), -inf included, is exactly 0: attention relies on masked keys
+// getting weight 0.
+#include <cstdint>
+#include <cstring>
+
+// The helpers below return vectors by value; they are always inlined into target_clones functions, so the
+// ABI note GCC gives for vector returns outside such a target does not apply.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace specscope::cpu::vec {
+
+constexpr int kLanes = 16;
+typedef float f16v __attribute__((vector_size(64), aligned(4)));    // 16 floats; loads need only float alignment
+typedef int32_t i16v __attribute__((vector_size(64), aligned(4)));  // 16 int32, the masks of comparisons
+
+#define SS_VEC_INLINE __attribute__((always_inline)) inline
+
+SS_VEC_INLINE f16v load(const float* p) {
+  f16v v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+SS_VEC_INLINE void store(float* p, f16v v) { std::memcpy(p, &v, sizeof v); }
+// The first n (< 16) lanes of p, zeros after (reads only those n floats).
+SS_VEC_INLINE f16v load_part(const float* p, int n) {
+  f16v v = {};
+  for (int i = 0; i < n; ++i) v[i] = p[i];
+  return v;
+}
+SS_VEC_INLINE void store_part(float* p, f16v v, int n) {
+  for (int i = 0; i < n; ++i) p[i] = v[i];
+}
+SS_VEC_INLINE f16v splat(float x) { return f16v{} + x; }
+// Lanes [0, n) set, the rest clear.
+SS_VEC_INLINE i16v first_lanes(int n) {
+  const i16v idx = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  return idx < n;
+}
+SS_VEC_INLINE f16v select(i16v mask, f16v a, f16v b) { return mask ? a : b; }
+SS_VEC_INLINE f16v vmax(f16v a, f16v b) { return a > b ? a : b; }
+SS_VEC_INLINE f16v bits_to_float(i16v i) {
+  f16v f;
+  std::memcpy(&f, &i, sizeof f);
+  return f;
+}
+
+// Horizontal sum in a fixed order (halves folded: lanes i and i+8, then +4, +2, +1).
+SS_VEC_INLINE float hsum(f16v v) {
+  float s[16];
+  std::memcpy(s, &v, sizeof s);
+  for (int w = 8; w >= 1; w /= 2)
+    for (int i = 0; i < w; ++i) s[i] += s[i + w];
+  return s[0];
+}
+SS_VEC_INLINE float hmax(f16v v) {
+  float s[16];
+  std::memcpy(s, &v, sizeof s);
+  for (int w = 8; w >= 1; w /= 2)
+    for (int i = 0; i < w; ++i) s[i] = s[i] > s[i + w] ? s[i] : s[i + w];
+  return s[0];
+}
+
+SS_VEC_INLINE f16v exp_v(f16v x) {
+  const f16v lo = splat(-87.33654f), hi = splat(88.0f);  // hi: n stays <= 127, a finite 2^n
+  const i16v underflow = x < lo;  // also -inf; NaN compares false and stays NaN below
+  x = x > hi ? hi : x;
+  x = x < lo ? lo : x;
+  // n = round(x / ln 2) by the 1.5 * 2^23 trick (round to nearest even), r = x - n ln 2 in two parts.
+  const f16v magic = splat(12582912.0f);
+  const f16v t = x * 1.44269504088896341f + magic;
+  const f16v n = t - magic;
+  f16v r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  const f16v r2 = r * r;
+  f16v p = splat(1.9875691500E-4f);
+  p = p * r + 1.3981999507E-3f;
+  p = p * r + 8.3334519073E-3f;
+  p = p * r + 4.1665795894E-2f;
+  p = p * r + 1.6666665459E-1f;
+  p = p * r + 5.0000001201E-1f;
+  f16v y = p * r2 + r + 1.0f;
+  // 2^n built in the exponent field; n is in [-126, 127] after the clamps.
+  const i16v e = (__builtin_convertvector(n, i16v) + 127) << 23;
+  y = y * bits_to_float(e);
+  return underflow ? f16v{} : y;
+}
+
+}  // namespace specscope::cpu::vec
+
+#pragma GCC diagnostic pop

@@ -1,0 +1,78 @@
+#include "runs/step_profile.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "engine/cpu/matmul.h"
+#include "engine/util/median.h"
+#include "runs/step_cost.h"
+
+namespace specscope::runs {
+
+size_t forward_weight_bytes(const Model& model) {
+  const auto& w = model.weights();
+  size_t bytes = w.lm_head.nbytes();
+  for (const auto& L : w.layers)
+    for (const TensorView* t : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) bytes += t->nbytes();
+  return bytes;
+}
+
+std::string linear_path(const Model& model) {
+  const auto& w = model.weights();
+  const DType t = w.layers.empty() ? w.lm_head.dtype : w.layers.front().wq.dtype;
+  return cpu::linear_roofline_path(t);
+}
+
+std::vector<StepProfile> profile_steps(const Model& model, const cpu::Roofline& roof, const std::vector<int>& sizes,
+                                       int context, int repeat) {
+  auto ctx = new_context(model, Backend::Cpu, 0);
+  context = std::max(1, std::min(context, ctx->n_ctx() - *std::max_element(sizes.begin(), sizes.end()) - 1));
+  const std::vector<int32_t> prompt = benchmark_tokens(model.config().vocab_size, context);
+  ForwardOutput out;
+  ctx->forward(Batch::causal(prompt), out);
+  const cpu::PathPeak* lin = roof.peak(linear_path(model));
+  const cpu::PathPeak* f32 = roof.peak("f32 fma");
+  std::vector<StepProfile> result;
+  for (int n : sizes) {
+    StepProfile p;
+    p.tokens = n;
+    // One untimed forward (a thread's wake-up after other work), then each timed forward recorded on its own, so
+    // that each operation's figure is a median over forwards, like the whole step's.
+    Batch b;
+    for (int i = 0; i < n; ++i) b.tokens.push_back(prompt[size_t(i) % prompt.size()]);
+    std::vector<cpu::OpProfile::Table> tables;
+    std::vector<double> ms;
+    for (int r = 0; r <= repeat; ++r) {
+      cpu::OpProfile::Recording rec;
+      const auto t0 = std::chrono::steady_clock::now();
+      ctx->forward(b, out);
+      const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      ctx->truncate(context);
+      if (r == 0) continue;
+      ms.push_back(t);
+      tables.push_back(rec.totals());
+    }
+    p.ms = median(ms);
+    for (int i = 0; i < int(cpu::Op::kCount); ++i) {
+      const cpu::Op op = cpu::Op(i);
+      std::vector<double> op_ms;
+      for (const auto& t : tables) op_ms.push_back(1e3 * t[size_t(i)].seconds);
+      const cpu::OpTotals& t = tables.front()[size_t(i)];
+      if (t.calls == 0) continue;
+      OpCost c{std::string(cpu::op_name(op)), median(op_ms), t.macs, t.weight_bytes, 0, ""};
+      const cpu::PathPeak* peak = (op == cpu::Op::Linear || op == cpu::Op::LmHead) ? lin : op == cpu::Op::Attention ? f32 : nullptr;
+      if (peak && c.macs > 0) {
+        const double mem = roof.read_bytes_per_second > 0 ? 1e3 * c.weight_bytes / roof.read_bytes_per_second : 0;
+        const double compute = 1e3 * c.macs / peak->macs_per_second;
+        c.bound_ms = std::max(mem, compute);
+        c.bound_by = mem >= compute ? "memory" : "compute";
+      }
+      p.bound_ms += c.bound_ms;
+      p.ops.push_back(c);
+    }
+    result.push_back(std::move(p));
+  }
+  return result;
+}
+
+}  // namespace specscope::runs

@@ -1,0 +1,101 @@
+// The vector exp behind silu and softmax (engine/cpu/vec_math.h) against double-precision exp, and the two kernels
+// against their plain formulas; softmax's result for a row must not change when masked (-inf) entries are appended
+// (attention's batch invariance rests on it).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "engine/cpu/ops.h"
+#include "engine/cpu/vec_math.h"
+
+using namespace specscope;
+
+namespace {
+
+float ulp_distance(float a, float b) {
+  if (a == b) return 0;
+  int32_t ia, ib;
+  std::memcpy(&ia, &a, 4);
+  std::memcpy(&ib, &b, 4);
+  return float(std::abs(int64_t(ia) - int64_t(ib)));
+}
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+std::vector<float> exp_all(const std::vector<float>& x) {
+  std::vector<float> y(x.size());
+  for (size_t i = 0; i < x.size(); i += cpu::vec::kLanes) {
+    const int r = int(std::min<size_t>(cpu::vec::kLanes, x.size() - i));
+    cpu::vec::store_part(y.data() + i, cpu::vec::exp_v(cpu::vec::load_part(x.data() + i, r)), r);
+  }
+  return y;
+}
+#pragma GCC diagnostic pop
+
+}  // namespace
+
+TEST(VecMath, ExpWithinTwoUlpOverTheNormalRange) {
+  std::vector<float> x;
+  for (float v = -87.0f; v < 88.0f; v += 0.0137f) x.push_back(v);
+  const auto y = exp_all(x);
+  float worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float ref = float(std::exp(double(x[i])));
+    worst = std::max(worst, ulp_distance(y[i], ref));
+  }
+  EXPECT_LE(worst, 2.0f);
+}
+
+TEST(VecMath, ExpOfMaskedAndExtremeArguments) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  const auto y = exp_all({ninf, -1000.f, -88.f, 0.f, 88.f, std::numeric_limits<float>::quiet_NaN()});
+  EXPECT_EQ(y[0], 0.f);  // masked keys get weight exactly 0
+  EXPECT_EQ(y[1], 0.f);
+  EXPECT_GE(y[2], 0.f);
+  EXPECT_EQ(y[3], 1.f);
+  EXPECT_TRUE(std::isfinite(y[4]));
+  EXPECT_TRUE(std::isnan(y[5]));
+}
+
+TEST(VecMath, SiluMulMatchesItsFormula) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.f, 4.f);
+  for (int n : {1, 15, 16, 17, 100, 1024}) {
+    std::vector<float> g(n), u(n), out(n);
+    for (int i = 0; i < n; ++i) g[i] = nd(rng), u[i] = nd(rng);
+    cpu::silu_mul(g.data(), u.data(), out.data(), n);
+    for (int i = 0; i < n; ++i) {
+      const double ref = double(g[i]) / (1.0 + std::exp(-double(g[i]))) * double(u[i]);
+      EXPECT_NEAR(out[i], ref, 1e-6 * std::abs(ref) + 1e-30) << "n=" << n << " i=" << i;
+    }
+  }
+}
+
+TEST(VecMath, SoftmaxMatchesItsFormulaAndIgnoresAppendedMaskedEntries) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.f, 3.f);
+  const float ninf = -std::numeric_limits<float>::infinity();
+  for (int n : {2, 7, 16, 33, 130}) {
+    std::vector<float> x(n);
+    for (auto& v : x) v = nd(rng);
+    x[0] = ninf;  // a masked key inside the row
+    std::vector<float> a = x;
+    cpu::softmax(a.data(), n);
+    double mx = -1e30, sum = 0;
+    for (float v : x) mx = std::max(mx, double(v));
+    for (float v : x) sum += std::exp(double(v) - mx);
+    for (int i = 0; i < n; ++i) EXPECT_NEAR(a[i], std::exp(double(x[i]) - mx) / sum, 2e-7) << n << " " << i;
+    EXPECT_EQ(a[0], 0.f);
+    // The same row inside a longer one whose extra entries are masked: bit-identical.
+    for (int extra : {1, 9, 40}) {
+      std::vector<float> b = x;
+      b.resize(size_t(n + extra), ninf);
+      cpu::softmax(b.data(), int(b.size()));
+      for (int i = 0; i < n; ++i) ASSERT_EQ(a[i], b[i]) << "n=" << n << " extra=" << extra;
+    }
+  }
+}
