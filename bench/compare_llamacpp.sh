@@ -1,45 +1,117 @@
 #!/usr/bin/env bash
-# SpecScope against llama.cpp on the same weights and the same protocol (bench/llamacpp_bench.py mirrors
-# specscope-cli bench): decode and prefill tokens/s and the n-token step cost, 2 threads, median of 5.
-#   bash bench/compare_llamacpp.sh [OUTDIR]      (default bench/results/llamacpp)
-# Needs build/app/specscope-cli, the training venv (to write the GGUF files) and the llama.cpp venv (see
-# bench/llamacpp_bench.py). Models: the default base (bf16; llama.cpp gets it as a BF16 GGUF converted from the
-# same weights) and the 60M-parameter synthetic Llama of ../shared/reference's cost curve (f32, and f16 / q8_0 /
-# q4_k_s files written by llama.cpp's own quantizer), both engines reading the very same .gguf files.
+# SpecScope against llama.cpp on the same GGUF files and the same protocol, 2 threads, medians of --repeat runs:
+# decode tokens/s (64 steps after a 128-token prefill) and the time of one forward with n new tokens at context 128.
+#   bash bench/compare_llamacpp.sh [--only GROUPS] [--quick] [--repeat R] [OUTDIR]   (default bench/results/llamacpp)
+#   GROUPS, comma-separated (default all):
+#     base   the default base (bf16; llama.cpp reads a BF16 GGUF converted from the same weights)
+#     syn60  the 60M-parameter synthetic Llama of ../shared/reference's cost curve: f32, F16, Q8_0, Q4_K_S
+#     1b     a Llama-3.2-1B-shaped synthetic (bench/make_synthetic_llama.py --shape 1b): F16, BF16, Q8_0, Q4_K_M
+#     spec   llama-speculative beside `specscope-cli run --method sps` (target base, draft draft; greedy, gamma 4)
+#   --quick: one repeat, 2 prompts of 64 tokens for spec (a smoke run; not figures to quote)
+# llama.cpp is measured three ways per file: specscope-cli bench (SpecScope), llama.cpp's own llama-bench, and
+# bench/llamacpp_bench.py through the llama-cpp-python binding (the one that asks for all n rows' logits, as
+# verification does); all from the pinned sdist, built by bench/build_llamacpp.sh (run here, idempotent).
+# Every quantized file is written by llama.cpp's llama-quantize, and both engines read the very same file.
+# Needs build/app/specscope-cli and the training venv (torch, transformers, gguf: it writes the GGUF files).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
-out="${1:-$here/bench/results/llamacpp}"
+die() { echo "compare_llamacpp.sh: $*" >&2; exit 1; }
+only="base,syn60,1b,spec" repeat=5 quick=0 out="$here/bench/results/llamacpp" cmdline="bash bench/compare_llamacpp.sh $*"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --only) only="$2"; shift 2 ;;
+    --repeat) repeat="$2"; shift 2 ;;
+    --quick) quick=1 repeat=1; shift ;;
+    -*) die "unknown option $1" ;;
+    *) out="$1"; shift ;;
+  esac
+done
+want() { [[ ",$only," == *",$1,"* ]]; }
 PY="${SPECSCOPE_VENV:-$HOME/.cache/specscope/venv}/bin/python"
 LPY="${LLAMACPP_VENV:-$HOME/.cache/specscope/llamacpp-venv}/bin/python"
 CLI="$here/build/app/specscope-cli"
 tmp="${TMPDIR:-/tmp}/specscope-llamacpp-bench"
+[ -x "$CLI" ] || die "$CLI missing: build it (cmake --build build --target specscope-cli)"
+[ -x "$PY" ] || die "the training venv ($PY) is missing: it writes the GGUF files (see scripts/setup)"
+export SPECSCOPE_THREADS=2 OMP_NUM_THREADS=2   # both engines on the same 2 threads
 mkdir -p "$out" "$tmp"
-if [ ! -f "$tmp/base.f32.gguf" ]; then
-  "$PY" - "$here/assets/models/base" "$tmp/base_f32" <<'PYEOF'
+: > "$out/timings.txt"
+stage_start=$SECONDS
+stage() { echo "$1: $((SECONDS - stage_start)) s" | tee -a "$out/timings.txt" >&2; stage_start=$SECONDS; }
+
+BIN="$(bash "$here/bench/build_llamacpp.sh" | tail -n 1)"
+stage "build llama.cpp (skipped when built)"
+
+hf_to_gguf() {  # HF_DIR NAME: $tmp/NAME.f32.gguf, through an f32 copy (the converter reads f32/f16 safetensors)
+  [ -f "$tmp/$2.f32.gguf" ] && return
+  "$PY" - "$1" "$tmp/$2_f32" <<'PYEOF'
 import sys, torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 m = AutoModelForCausalLM.from_pretrained(sys.argv[1], dtype=torch.float32)
 m.save_pretrained(sys.argv[2])
 AutoTokenizer.from_pretrained(sys.argv[1]).save_pretrained(sys.argv[2])
 PYEOF
-  "$PY" "$here/tests/fixtures/make_gguf_models.py" --convert "$tmp/base_f32" f32 "$tmp/base.f32.gguf"
-fi
-[ -f "$tmp/base.bf16.gguf" ] || "$LPY" "$here/bench/llamacpp_bench.py" quantize "$tmp/base.f32.gguf" "$tmp/base.bf16.gguf" bf16 >/dev/null 2>&1
-if [ ! -f "$tmp/syn60.f32.gguf" ]; then
-  "$PY" "$here/bench/make_synthetic_llama.py" "$tmp/syn60"
-  "$PY" "$here/tests/fixtures/make_gguf_models.py" --convert "$tmp/syn60" f32 "$tmp/syn60.f32.gguf"
-fi
-for t in f16 q8_0 q4_k_s; do
-  [ -f "$tmp/syn60.$t.gguf" ] || "$LPY" "$here/bench/llamacpp_bench.py" quantize "$tmp/syn60.f32.gguf" "$tmp/syn60.$t.gguf" $t >/dev/null 2>&1
-done
-run() {  # NAME SPECSCOPE_MODEL LLAMACPP_MODEL
-  echo "== $1"
-  "$CLI" bench --model "$2" --repeat 5 --out "$out/$1.specscope.json" 2>/dev/null | sed 's/^/  specscope  /'
-  "$LPY" "$here/bench/llamacpp_bench.py" bench "$3" --threads 2 --repeat 5 --out "$out/$1.llamacpp.json" 2>/dev/null | sed 's/^/  llama.cpp  /'
+  "$PY" "$here/tests/fixtures/make_gguf_models.py" --convert "$tmp/$2_f32" f32 "$tmp/$2.f32.gguf"
 }
-run base_bf16 "$here/assets/models/base" "$tmp/base.bf16.gguf"
-run syn60_f32 "$tmp/syn60.f32.gguf" "$tmp/syn60.f32.gguf"
-run syn60_f16 "$tmp/syn60.f16.gguf" "$tmp/syn60.f16.gguf"
-run syn60_q8_0 "$tmp/syn60.q8_0.gguf" "$tmp/syn60.q8_0.gguf"
-run syn60_q4_k_s "$tmp/syn60.q4_k_s.gguf" "$tmp/syn60.q4_k_s.gguf"
-{ echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; $(date -u +%FT%TZ)"; echo "command: bash bench/compare_llamacpp.sh"; echo "llama.cpp: llama-cpp-python $("$LPY" -c 'import llama_cpp; print(llama_cpp.__version__)')"; } > "$out/README.txt"
+quantize() {  # IN OUT TYPE: llama.cpp's own quantizer
+  [ -f "$2" ] || "$BIN/llama-quantize" "$1" "$2" "$3" 2 >"$2.log" 2>&1 || die "llama-quantize $3 failed: see $2.log"
+}
+if want base || want spec; then
+  hf_to_gguf "$here/assets/models/base" base && quantize "$tmp/base.f32.gguf" "$tmp/base.bf16.gguf" BF16
+fi
+if want spec; then
+  hf_to_gguf "$here/assets/models/draft" draft && quantize "$tmp/draft.f32.gguf" "$tmp/draft.bf16.gguf" BF16
+fi
+if want syn60; then
+  if [ ! -f "$tmp/syn60.f32.gguf" ]; then
+    "$PY" "$here/bench/make_synthetic_llama.py" "$tmp/syn60"
+    "$PY" "$here/tests/fixtures/make_gguf_models.py" --convert "$tmp/syn60" f32 "$tmp/syn60.f32.gguf"
+  fi
+  for t in F16 Q8_0 Q4_K_S; do quantize "$tmp/syn60.f32.gguf" "$tmp/syn60.${t,,}.gguf" $t; done
+fi
+if want 1b; then
+  # 2.1 GB of f16 weights, and then the GGUF files (2.1 + 2.1 + 1.1 + 0.7 GB) next to them.
+  avail_gb=$(df -Pk "$tmp" | awk 'NR==2 {print int($4 / 1048576)}')
+  [ -f "$tmp/syn1b.q4_k_m.gguf" ] || [ "$avail_gb" -ge 9 ] || die "the 1B files need ~9 GB free in $tmp ($avail_gb GB)"
+  if [ ! -f "$tmp/syn1b.f16.gguf" ]; then
+    [ -f "$tmp/syn1b/config.json" ] || "$PY" "$here/bench/make_synthetic_llama.py" --shape 1b "$tmp/syn1b"
+    "$PY" "$here/tests/fixtures/make_gguf_models.py" --convert "$tmp/syn1b" f16 "$tmp/syn1b.f16.gguf"
+  fi
+  for t in BF16 Q8_0 Q4_K_M; do quantize "$tmp/syn1b.f16.gguf" "$tmp/syn1b.${t,,}.gguf" $t; done
+fi
+stage "write the GGUF files (skipped when written)"
+
+run() {  # NAME SPECSCOPE_MODEL GGUF
+  echo "== $1"
+  local log="$tmp/$1.log"  # progress lines and errors, out of the way of the figures
+  { "$CLI" bench --model "$2" --repeat "$repeat" --out "$out/$1.specscope.json" 2>"$log" \
+      || die "specscope-cli bench failed: see $log"; } | sed 's/^/  specscope    /'
+  { python3 "$here/bench/llamacpp_tools.py" bench --bin "$BIN" "$3" --threads 2 --repeat "$repeat" \
+      --out "$out/$1.llamabench.json" 2>"$log" || die "llama-bench failed: see $log"; } | sed 's/^/  llama-bench  /'
+  { "$LPY" "$here/bench/llamacpp_bench.py" bench "$3" --threads 2 --repeat "$repeat" \
+      --out "$out/$1.llamacpp.json" 2>"$log" || die "the binding's bench failed: see $log"; } | sed 's/^/  binding      /'
+  stage "bench $1"
+}
+if want base; then run base_bf16 "$here/assets/models/base" "$tmp/base.bf16.gguf"; fi
+if want syn60; then
+  for t in f32 f16 q8_0 q4_k_s; do run "syn60_$t" "$tmp/syn60.$t.gguf" "$tmp/syn60.$t.gguf"; done
+fi
+if want 1b; then
+  for t in f16 bf16 q8_0 q4_k_m; do run "syn1b_$t" "$tmp/syn1b.$t.gguf" "$tmp/syn1b.$t.gguf"; done
+fi
+if want spec; then
+  echo "== speculative (target base, draft draft)"
+  count=10 max=128
+  [ "$quick" = 1 ] && count=2 max=64
+  "$PY" "$here/bench/llamacpp_tools.py" speculative --bin "$BIN" --cli "$CLI" --hf-target "$here/assets/models/base" \
+    --target-gguf "$tmp/base.bf16.gguf" --draft-gguf "$tmp/draft.bf16.gguf" \
+    --prompts "$here/assets/prompts/heldout.jsonl" --count $count --max-tokens $max --out "$out/spec.json" \
+    | sed 's/^/  /'
+  stage "speculative"
+fi
+{ echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; $(date -u +%FT%TZ)"
+  echo "command: $cmdline   (table: python3 bench/llamacpp_table.py ${out#$here/})"
+  echo "llama.cpp: llama-cpp-python $("$LPY" -c 'import llama_cpp; print(llama_cpp.__version__)')'s vendored source," \
+       "built by bench/build_llamacpp.sh (GGML_NATIVE, OpenMP); $("$BIN/llama-bench" --version 2>&1 | head -n 1)"
+  echo "SpecScope: $(git -C "$here" rev-parse --short HEAD 2>/dev/null)$(git -C "$here" diff --quiet 2>/dev/null || echo ' + uncommitted changes')"
+} > "$out/README.txt"

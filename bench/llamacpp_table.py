@@ -1,21 +1,57 @@
 #!/usr/bin/env python3
-"""Prints the README's "Against llama.cpp on the same weights" table from bench/results/llamacpp/*.json
-(written by bench/compare_llamacpp.sh)."""
+"""Prints the README's "Against llama.cpp on the same weights" tables from the JSON that bench/compare_llamacpp.sh
+writes (default bench/results/llamacpp; pass another directory as the argument). Models whose files are absent
+are left out. In the llama.cpp rows each cell carries SpecScope / llama.cpp in parentheses: decode >= 1 and
+n-token ms <= 1 are the cells where SpecScope is at least as fast.
+
+    python3 bench/llamacpp_table.py [DIR]
+"""
 import json
 import os
 import sys
 
 DIR = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "llamacpp")
+SIZES = (1, 2, 4, 8, 16, 32)
 ROWS = [("base_bf16", "default base, bf16 (14M)"), ("syn60_f32", "60M, f32"), ("syn60_f16", "60M, F16"),
-        ("syn60_q8_0", "60M, Q8_0"), ("syn60_q4_k_s", "60M, Q4_K_S")]
-print("| model | engine | decode tok/s | n = 1 | 2 | 4 | 8 | 16 | 32 | 64 |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+        ("syn60_q8_0", "60M, Q8_0"), ("syn60_q4_k_s", "60M, Q4_K_S"), ("syn1b_f16", "1B-shaped, F16"),
+        ("syn1b_bf16", "1B-shaped, BF16"), ("syn1b_q8_0", "1B-shaped, Q8_0"), ("syn1b_q4_k_m", "1B-shaped, Q4_K_M")]
+ENGINES = [("llamabench", "llama.cpp `llama-bench`"), ("llamacpp", "llama.cpp binding, all n logits")]
+
+
+def load(key, eng):
+    p = os.path.join(DIR, f"{key}.{eng}.json")
+    return json.load(open(p)) if os.path.exists(p) else None
+
+
+def ms(j):
+    return {x["tokens"]: x["ms"] for x in j["step_cost"]}
+
+
+print("| model | engine | decode tok/s | " + " | ".join(f"n = {n}" if n == 1 else str(n) for n in SIZES) + " |")
+print("|---|---|---|" + "---|" * len(SIZES))
 for key, label in ROWS:
-    for eng, name in (("specscope", "SpecScope"), ("llamacpp", "llama.cpp")):
-        j = json.load(open(os.path.join(DIR, f"{key}.{eng}.json")))
-        st = {x["tokens"]: x for x in j["step_cost"]}
-        cells = [f"{st[1]['ms']:.2f} ms"] + [f"{st[n]['ms']:.1f} ms ({st[n]['relative_to_first']:.2f}×)"
-                                             for n in (2, 4, 8, 16, 32, 64)]
-        b = "**" if eng == "specscope" else ""
-        print(f"| {label if eng == 'specscope' else ''} | {name} | {b}{j['decode_tokens_per_second']:.0f}{b} | "
-              + " | ".join(cells) + " |")
+    ss = load(key, "specscope")
+    if ss is None:
+        continue
+    s_ms = ms(ss)
+    print(f"| {label} | SpecScope | **{ss['decode_tokens_per_second']:.1f}** | "
+          + " | ".join(f"{s_ms[n]:.1f} ms" for n in SIZES) + " |")
+    for eng, name in ENGINES:
+        j = load(key, eng)
+        if j is None:
+            continue
+        l_ms = ms(j)
+        d = j["decode_tokens_per_second"]
+        print(f"|  | {name} | {d:.1f} ({ss['decode_tokens_per_second'] / d:.2f}×) | "
+              + " | ".join(f"{l_ms[n]:.1f} ms ({s_ms[n] / l_ms[n]:.2f}×)" for n in SIZES) + " |")
+
+spec = os.path.join(DIR, "spec.json")
+if os.path.exists(spec):
+    j = json.load(open(spec))
+    print()
+    print(f"| speculative: default base + its draft, γ = {j['gamma']}, greedy, {j['prompts']} held-out prompts, "
+          f"≤ {j['max_tokens']} tokens, {j['threads']} threads | decode tok/s | acceptance | new tokens |")
+    print("|---|---|---|---|")
+    for k, name in (("specscope", "SpecScope `run --method sps`"), ("llamacpp", "llama.cpp `llama-speculative`")):
+        d = j[k]
+        print(f"| {name} | {d['tokens_per_second']:.1f} | {100 * d['acceptance']:.1f}% | {d['new_tokens']} |")

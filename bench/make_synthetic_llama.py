@@ -3,10 +3,16 @@
 tokenizer, for speed benchmarks only (its text is noise). The default shape is the 58M-parameter f32 Llama of
 the llama.cpp cost curve in ../shared/reference (hidden 768, 9 layers, 12 heads / 4 KV heads, FFN 2048, vocab
 4096: 59.8M parameters, 239 MB), with every row length a multiple of 256 so that llama.cpp's K-quants apply to
-every matrix without fallbacks.
+every matrix without fallbacks. `--shape 1b` is Llama-3.2-1B's shape instead (hidden 2048, 16 layers, 32 heads /
+8 KV heads, FFN 8192, tied embeddings; vocab 32000 where the real one has 128256, rope theta 500000 without the
+llama3 scaling): 1.05B parameters, written as f16 (2.1 GB) because an f32 copy would be 4.2 GB for nothing (the
+GGUF converter reads f16 safetensors exactly; numpy has no bf16). The tokenizer stays the default model's 4096
+tokens; the converter pads the rest of the 32000 ids as unused tokens, so only the embedding and output shapes
+change, which is all a speed benchmark needs.
 
     /root/.cache/specscope/venv/bin/python bench/make_synthetic_llama.py /tmp/syn60
     /root/.cache/specscope/venv/bin/python tests/fixtures/make_gguf_models.py --convert /tmp/syn60 f32 /tmp/syn60.f32.gguf
+    /root/.cache/specscope/venv/bin/python bench/make_synthetic_llama.py --shape 1b /tmp/syn1b     (then --convert f16)
 """
 import argparse
 import os
@@ -16,24 +22,33 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# name: (hidden, layers, heads, kv heads, FFN, vocab, max positions, rope theta, saved dtype)
+SHAPES = {"60m": (768, 9, 12, 4, 2048, 4096, 1024, 10000.0, torch.float32),
+          "1b": (2048, 16, 32, 8, 8192, 32000, 2048, 500000.0, torch.float16)}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")
-    ap.add_argument("--hidden", type=int, default=768)
-    ap.add_argument("--layers", type=int, default=9)
-    ap.add_argument("--heads", type=int, default=12)
-    ap.add_argument("--kv-heads", type=int, default=4)
-    ap.add_argument("--intermediate", type=int, default=2048)
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="60m", help="the defaults of the options below")
+    ap.add_argument("--hidden", type=int)
+    ap.add_argument("--layers", type=int)
+    ap.add_argument("--heads", type=int)
+    ap.add_argument("--kv-heads", type=int)
+    ap.add_argument("--intermediate", type=int)
+    ap.add_argument("--vocab", type=int)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
+    hidden, layers, heads, kv_heads, ffn, vocab, max_pos, theta, dtype = SHAPES[a.shape]
+    pick = lambda v, d: d if v is None else v
     tok = os.path.join(ROOT, "assets", "models", "base")
     torch.manual_seed(a.seed)
-    cfg = LlamaConfig(vocab_size=4096, hidden_size=a.hidden, intermediate_size=a.intermediate,
-                      num_hidden_layers=a.layers, num_attention_heads=a.heads, num_key_value_heads=a.kv_heads,
-                      max_position_embeddings=1024, tie_word_embeddings=True, bos_token_id=0, eos_token_id=1)
-    model = LlamaForCausalLM(cfg).float()
+    cfg = LlamaConfig(vocab_size=pick(a.vocab, vocab), hidden_size=pick(a.hidden, hidden),
+                      intermediate_size=pick(a.intermediate, ffn), num_hidden_layers=pick(a.layers, layers),
+                      num_attention_heads=pick(a.heads, heads), num_key_value_heads=pick(a.kv_heads, kv_heads),
+                      max_position_embeddings=max_pos, rope_theta=theta, tie_word_embeddings=True,
+                      bos_token_id=0, eos_token_id=1)
+    model = LlamaForCausalLM(cfg).to(dtype)
     model.save_pretrained(a.out, safe_serialization=True)
     for f in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
         shutil.copy(os.path.join(tok, f), os.path.join(a.out, f))

@@ -58,6 +58,9 @@ struct Job {
   // Each target's reference run: vanilla on that target with the job's sampling, once per prompt; a vanilla
   // lane on the target serves as its reference instead of a second run. Off for a plain chat or `run`.
   bool references = true;
+  // On CPU, lanes of tunable methods that fix no size get tree=auto (runs/tree_tuner.h); false keeps the published
+  // trees unless a lane asks for auto.
+  bool tree_auto_on_cpu = true;
   std::optional<RecordTo> record;
 };
 

@@ -3,11 +3,13 @@
 #include <spdlog/spdlog.h>
 
 #include <cmath>
+#include <filesystem>
 #include <thread>
 
 #include "engine/methods/speculative_generator.h"
 #include "engine/model/family_manifest.h"
 #include "engine/util/error.h"
+#include "engine/util/interrupt.h"
 #include "runs/context_fit.h"
 #include "runs/lane_resolver.h"
 #include "runs/run_statistics.h"
@@ -50,10 +52,15 @@ struct JobState {
   sessions::SessionWriter* writer = nullptr;
   std::unique_ptr<sessions::SessionWriter> own_writer;
   int64_t session = 0;
+  bool recording_reported = false;
 
-  void recording_failed(const std::string& message) {
-    if (result.recording_error.empty()) result.recording_error = message;
-    observer.recording_failed(message);
+  // The first recording failure is said at once, while the job goes on unrecorded (a disk that fills mid-answer);
+  // the job's end says what the store kept (at the end of JobRunner::run).
+  void recording_stopped(const std::string& why) {
+    if (recording_reported) return;
+    recording_reported = true;
+    result.recording_error = "recording stopped: " + why;
+    observer.recording_failed(result.recording_error);
   }
 };
 
@@ -83,14 +90,17 @@ RunResult run_one(JobState& js, const RunKey& key, const std::string& label, con
     try {
       run_id = js.writer->begin_run(js.session, meta);
     } catch (const InputError& e) {
-      js.recording_failed(e.what());
+      js.recording_stopped(e.what());
     }
   }
   rr.run_id = run_id;
   js.observer.run_started(key, label);
   js.observer.context_fitted(key, rr.context);
   auto on_step = [&](const StepRecord& rec, const std::string& piece) {
-    if (run_id) js.writer->append_step(run_id, rec, piece);
+    if (run_id) {
+      js.writer->append_step(run_id, rec, piece);
+      if (js.writer->failed()) js.recording_stopped(js.writer->error());
+    }
     const bool go = js.observer.step(key, rec, piece);
     if (turns) {
       turns->pass(slot);
@@ -99,6 +109,8 @@ RunResult run_one(JobState& js, const RunKey& key, const std::string& label, con
     if (!go) js.cancel.store(true);
     return !js.cancel.load();
   };
+  // Stop also cuts a long prompt's prefill short (between its layers), not only a decoding step.
+  const InterruptScope stoppable(&js.cancel);
   auto res = generate_speculative(model, *ctx, method, ids, job.options, on_step);
   if (turns) {
     turns->leave(slot);
@@ -126,7 +138,12 @@ void finish_run(JobState& js, RunResult& rr, const RunResult* reference) {
   if (rr.key.lane >= 0) rr.tree = js.result.trees[size_t(rr.key.lane)];
   rr.summary_json = sessions::run_summary_json(rr.summary, rr.gen, js.job.options.sampling.describe(), js.result.backend);
   if (rr.tree)
-    rr.summary_json["tree_auto"] = {{"options", rr.tree->options}, {"expected_speedup", rr.tree->expected_speedup},
+    // Expected beside measured: the model's tokens/s and speedup next to the run's own (tokens_per_second, and
+    // speedup_vs_vanilla where a reference ran).
+    rr.summary_json["tree_auto"] = {{"options", rr.tree->options},
+                                    {"expected_speedup", rr.tree->expected_speedup},
+                                    {"expected_tokens_per_second", rr.tree->expected_tokens_per_second},
+                                    {"expected_vanilla_tokens_per_second", rr.tree->vanilla_tokens_per_second},
                                     {"why", rr.tree->summary}};
   if (js.writer && rr.run_id)
     js.writer->finish_run(rr.run_id, {rr.summary, rr.gen.text, rr.identical,
@@ -222,7 +239,14 @@ JobResult JobRunner::run(const Job& job, JobObserver& observer) {
     js.lane_target.push_back(t);
   }
   std::vector<std::string> paths;
-  for (const auto& t : result.targets) paths.push_back(t.path);
+  for (const auto& t : result.targets) {
+    // A target folder that is gone (deleted after it was chosen) is said before anything is freed: the models the
+    // last job loaded stay loaded.
+    std::error_code ec;
+    if (!cache_.has(t.path) && !std::filesystem::exists(t.path, ec) && !ec)
+      throw InputError(t.path, "no such file or directory");
+    paths.push_back(t.path);
+  }
   cache_.keep_only(paths);  // free models no lane uses before loading new ones
   for (auto& t : result.targets) {
     auto model = cache_.get(t.path, [&](const std::string& path, bool done) {
@@ -235,13 +259,37 @@ JobResult JobRunner::run(const Job& job, JobObserver& observer) {
   }
   // tree=auto: each such lane's size is chosen for this machine before its method is built, calibrated on the
   // job's first prompts.
+  // On CPU, tree=auto is the default for a tunable method whose lane fixes neither `tree` nor a size: the published
+  // trees were sized for GPUs, where an extra verified token costs almost nothing (issue 22).
   result.trees.assign(js.lanes.size(), std::nullopt);
+  const bool cpu = resolve_backend(job.backend) == Backend::Cpu;
+  std::vector<bool> tune(js.lanes.size(), false);
   for (size_t l = 0; l < js.lanes.size(); ++l) {
     auto& spec = js.lanes[l].method;
     auto it = spec.options.find("tree");
-    if (it == spec.options.end() || it->second != "auto") continue;
-    spec.options.erase(it);
-    if (!tree_tunable(spec.name)) continue;  // published trees only
+    const bool implied = it == spec.options.end() && cpu && job.tree_auto_on_cpu && tree_tunable(spec.name) &&
+                         !tree_size_given(spec);
+    if (!implied && (it == spec.options.end() || it->second != "auto")) continue;
+    if (it != spec.options.end()) spec.options.erase(it);
+    tune[l] = tree_tunable(spec.name);  // other methods: their published trees
+  }
+  // Methods: a lane that cannot be built is named, before any lane spends time calibrating its tree.
+  js.methods.resize(js.lanes.size());
+  for (size_t l = 0; l < js.lanes.size(); ++l) {
+    const Lane& lane = js.lanes[l];
+    try {
+      js.methods[l] = make_method(lane.method, *js.models[size_t(js.lane_target[l])]);
+    } catch (const InputError& e) {
+      throw InputError(lane_name(int(l), lane.label), e.what());
+    }
+    auto& target = result.targets[size_t(js.lane_target[l])];
+    if (job.references && lane.method.name == "vanilla" && target.reference_lane < 0) target.reference_lane = int(l);
+  }
+  // tree=auto: each such lane's size is chosen for this machine, calibrated on the job's first prompts, and its
+  // method built again with the chosen sizes.
+  for (size_t l = 0; l < js.lanes.size(); ++l) {
+    if (!tune[l]) continue;
+    auto& spec = js.lanes[l].method;
     observer.tree_tuning(int(l), js.lanes[l].label, nullptr);
     const Model& target = *js.models[size_t(js.lane_target[l])];
     std::vector<std::vector<int32_t>> calibration;
@@ -254,20 +302,10 @@ JobResult JobRunner::run(const Job& job, JobObserver& observer) {
     }
     for (const auto& [k, v] : result.trees[l]->options) spec.options[k] = v;
     observer.tree_tuning(int(l), js.lanes[l].label, &*result.trees[l]);
+    js.methods[l] = make_method(spec, target);
   }
   result.lanes = js.lanes;
 
-  // Methods: a lane that cannot be built is named.
-  for (size_t l = 0; l < js.lanes.size(); ++l) {
-    const Lane& lane = js.lanes[l];
-    try {
-      js.methods.push_back(make_method(lane.method, *js.models[size_t(js.lane_target[l])]));
-    } catch (const InputError& e) {
-      throw InputError(lane_name(int(l), lane.label), e.what());
-    }
-    auto& target = result.targets[size_t(js.lane_target[l])];
-    if (job.references && lane.method.name == "vanilla" && target.reference_lane < 0) target.reference_lane = int(l);
-  }
   for (size_t t = 0; t < result.targets.size(); ++t) js.reference_methods.push_back(make_method(MethodSpec{}, *js.models[t]));
 
   js.backend = resolve_backend(job.backend);
@@ -293,7 +331,7 @@ JobResult JobRunner::run(const Job& job, JobObserver& observer) {
         js.session = js.writer->begin_session(meta);
       }
     } catch (const InputError& e) {
-      js.recording_failed(e.what());
+      js.recording_stopped(e.what());
       js.writer = nullptr;
     }
   }
@@ -311,10 +349,15 @@ JobResult JobRunner::run(const Job& job, JobObserver& observer) {
     }
     js.writer->flush();
     if (!js.writer->error().empty()) {
-      const auto stats = js.writer->stats();
-      js.recording_failed("session " + std::to_string(js.session) + " in " + js.writer->path() + " is incomplete: " +
-                          std::to_string(stats.steps_committed) + " steps recorded, " +
-                          std::to_string(stats.steps_dropped) + " lost (" + js.writer->error() + ")");
+      // The last word on it: why, and what of this job the store keeps (everything committed before stays).
+      size_t steps = 0;
+      for (const auto& r : result.runs) steps += r.steps.size();
+      const std::string kept = js.session > 0 ? "; session " + std::to_string(js.session) + " keeps " +
+                                                    std::to_string(js.writer->stats().steps_committed) + " of this job's " +
+                                                    std::to_string(steps) + " steps"
+                                              : "; nothing of this job was recorded";
+      result.recording_error = "recording stopped: " + js.writer->error() + kept;
+      observer.recording_failed(result.recording_error);
     }
   }
   return result;

@@ -55,7 +55,10 @@ struct JobResult {
   int64_t session_id = 0;
   std::string backend, device;      // e.g. "cpu", "CPU (Intel Xeon ...)"
   bool cancelled = false;
-  std::string recording_error;      // empty when every step was recorded
+  // Empty when every step was recorded; else one line naming the store, why recording stopped and, when a session
+  // was begun, how many of this job's steps it keeps ("recording stopped: PATH: the disk ... is full (...); session 3
+  // keeps 12 of this job's 40 steps").
+  std::string recording_error;
   std::vector<Lane> lanes;          // the lanes as run: tree=auto replaced by the chosen sizes
   std::vector<std::optional<TreeChoice>> trees;  // per lane: what tree=auto chose
   // The run of (prompt, lane); lane -1 with `target` for a target's reference (the vanilla lane when it is one).
@@ -76,6 +79,8 @@ class JobObserver {
   // Return false to stop the job.
   virtual bool step(const RunKey& key, const StepRecord& step, const std::string& piece) { return true; }
   virtual void run_finished(const RunResult& run) {}
+  // At most twice a job: when recording first fails (said while the job goes on unrecorded), and at its end with
+  // what the store keeps (the same line as JobResult::recording_error).
   virtual void recording_failed(const std::string& message) {}
   // tree=auto: before a lane's calibration starts (choice == nullptr) and once its size is chosen.
   virtual void tree_tuning(int lane, const std::string& label, const TreeChoice* choice) {}
@@ -84,10 +89,12 @@ class JobObserver {
 class JobRunner {
  public:
   explicit JobRunner(ModelCache& cache) : cache_(cache) {}
-  // Throws InputError for a bad job (a lane that cannot be built names its lane); recording failures never
-  // throw, they are reported (observer and JobResult::recording_error) and the job goes on.
+  // Throws InputError for a bad job (a lane that cannot be built names its lane; a target folder that is gone, before
+  // any loaded model is freed); recording failures never throw, they are reported (observer and
+  // JobResult::recording_error) and the job goes on.
   JobResult run(const Job& job, JobObserver& observer);
-  void cancel() { cancel_.store(true); }  // thread-safe; takes effect within one step
+  // Thread-safe; takes effect within one step, or within one decoder layer of a prompt's prefill.
+  void cancel() { cancel_.store(true); }
   bool cancelled() const { return cancel_.load(); }
 
  private:

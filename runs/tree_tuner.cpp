@@ -9,13 +9,27 @@
 
 #include "engine/cpu/thread_pool.h"
 #include "engine/methods/speculative_generator.h"
+#include "engine/util/error.h"
 #include "engine/util/sha256.h"
+#include "runs/cost_model.h"
+#include "runs/medusa_tree.h"
 
 namespace specscope::runs {
 
 namespace fs = std::filesystem;
 
-bool tree_tunable(const std::string& m) { return m == "sps" || m == "pld" || m == "eagle2" || m == "eagle3"; }
+bool tree_tunable(const std::string& m) {
+  return m == "sps" || m == "pld" || m == "eagle2" || m == "eagle3" || m == "lookahead" || m == "medusa";
+}
+
+bool tree_size_given(const MethodSpec& spec) {
+  if (spec.name == "medusa") return spec.options.count("tree-choices") > 0;
+  const auto candidates = tree_candidates(spec.name);
+  if (candidates.empty()) return false;
+  for (const auto& [key, value] : candidates.front())
+    if (spec.options.count(key)) return true;
+  return false;
+}
 
 std::vector<std::map<std::string, std::string>> tree_candidates(const std::string& m) {
   std::vector<std::map<std::string, std::string>> out;
@@ -23,6 +37,10 @@ std::vector<std::map<std::string, std::string>> tree_candidates(const std::strin
     for (int g : {1, 2, 3, 4, 5, 6}) out.push_back({{"gamma", std::to_string(g)}});
   if (m == "pld")
     for (int d : {1, 2, 3, 5, 8, 10}) out.push_back({{"num-draft", std::to_string(d)}});
+  if (m == "lookahead")  // (W, N, G): the Jacobi window, the n-gram length, the n-grams verified per step
+    for (auto [w, n, g] : std::vector<std::tuple<int, int, int>>{
+             {2, 2, 2}, {3, 3, 3}, {4, 3, 4}, {5, 4, 5}, {7, 4, 7}, {10, 5, 10}, {15, 5, 15}})
+      out.push_back({{"window", std::to_string(w)}, {"ngram", std::to_string(n)}, {"guesses", std::to_string(g)}});
   if (m == "eagle2" || m == "eagle3")
     for (auto [t, d, k] : std::vector<std::tuple<int, int, int>>{
              {3, 2, 1}, {4, 3, 1}, {6, 3, 2}, {8, 4, 2}, {12, 4, 3}, {16, 5, 4}, {24, 5, 6}, {32, 5, 8}, {60, 5, 10}})
@@ -36,6 +54,29 @@ std::string options_text(const std::map<std::string, std::string>& o) {
   std::string s;
   for (const auto& [k, v] : o) s += (s.empty() ? "" : ",") + k + "=" + v;
   return s;
+}
+
+// Medusa trees of 4 to 64 nodes built from the heads' top-10 accuracies on the calibration prompts (medusa_tree.h),
+// each written as a tree_choices file under `dir`.
+std::vector<std::map<std::string, std::string>> medusa_candidates(const Model& target, const std::string& head_dir,
+                                                                  const std::vector<std::vector<int32_t>>& prompts,
+                                                                  const fs::path& dir) {
+  const auto acc = medusa_head_accuracies(target, head_dir, prompts);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  std::vector<std::map<std::string, std::string>> out;
+  for (int n : {4, 8, 16, 32, 64}) {
+    const auto tree = medusa_sparse_tree(acc, n);
+    if (tree.empty() || (!out.empty() && int(tree.size()) < n)) break;  // no larger tree to be had
+    const fs::path file = dir / ("sparse_" + std::to_string(n) + ".json");
+    std::ofstream f(file);
+    f << nlohmann::json(tree).dump() << "\n";
+    if (!f) throw InputError(file.string(), "cannot write");
+    out.push_back({{"tree-choices", file.string()}});
+    spdlog::info("tree auto medusa: {} nodes, {:.2f} accepted drafts expected per step", tree.size(),
+                 medusa_expected_accepts(acc, tree));
+  }
+  return out;
 }
 
 }  // namespace
@@ -55,6 +96,8 @@ TreeChoice choose_tree(std::vector<TreeTrial> trials, const StepCost& cost) {
   if (!best) return c;
   c.options = best->options;
   c.expected_speedup = best->tokens_per_second / vanilla_tps;
+  c.expected_tokens_per_second = best->tokens_per_second;
+  c.vanilla_tokens_per_second = vanilla_tps;
   char buf[512];
   std::snprintf(buf, sizeof buf, "%s: tau %.2f per step for %.1f ms of verification (%.1f tokens) + %.1f ms of drafting, "
                                  "against %.2f ms per vanilla token: %.2fx expected",
@@ -62,12 +105,8 @@ TreeChoice choose_tree(std::vector<TreeTrial> trials, const StepCost& cost) {
                 cost.at(1), c.expected_speedup);
   c.summary = buf;
   if (c.expected_speedup < 1.0) {
-    // Which term loses: each step must commit tau tokens in less than tau vanilla tokens' time.
-    const double budget = best->tau * cost.at(1);
-    c.summary += best->draft_ms > best->verify_ms - cost.at(1)
-                     ? "; it loses on drafting: the drafter alone takes " + std::to_string(int(std::lround(best->draft_ms * 100 / budget))) +
-                           "% of the time the step may take"
-                     : "; it loses on verification: checking the tree costs more than the tokens it saves";
+    // Which term loses: the cost model's one sentence (cost_model.h).
+    c.summary += "; " + losing_term(best->tau, best->verify_ms, best->draft_ms, cost.at(1));
   }
   return c;
 }
@@ -96,6 +135,9 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
         x.tau = t.at("tau").get<double>();
         x.verify_tokens = t.at("verify_tokens").get<double>();
         x.draft_ms = t.at("draft_ms").get<double>();
+        // A tree file of the cache (Medusa's sparse trees) that is gone: calibrate again.
+        if (auto f = x.options.find("tree-choices"); f != x.options.end() && !fs::exists(f->second))
+          throw std::runtime_error("missing tree file");
         trials.push_back(std::move(x));
       }
     } catch (const std::exception&) {
@@ -105,7 +147,10 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
   if (trials.empty()) {
     GenerateOptions opts;
     opts.max_tokens = new_tokens;
-    for (const auto& cand : tree_candidates(spec.name)) {
+    auto candidates = tree_candidates(spec.name);
+    if (spec.name == "medusa")  // sparse trees from the heads' measured accuracies, written next to the choice
+      candidates = medusa_candidates(target, spec.head_path, prompts, fs::path(cache_dir()) / "medusa_tree" / key.substr(0, 24));
+    for (const auto& cand : candidates) {
       MethodSpec s = spec;
       s.options.erase("tree");
       for (const auto& [k, v] : cand) s.options[k] = v;

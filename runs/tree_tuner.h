@@ -25,12 +25,16 @@ struct TreeTrial {
 struct TreeChoice {
   std::map<std::string, std::string> options;  // the winner's
   double expected_speedup = 0;                 // its tokens/s over vanilla's (1 / cost(1))
+  double expected_tokens_per_second = 0;       // the winner's, by the model above
+  double vanilla_tokens_per_second = 0;        // 1000 / cost(1) ms
   std::vector<TreeTrial> trials;
   std::string summary;                         // one line: the choice, its terms, and why it wins or loses
 };
 
-// Whether `method` has sizes to tune (sps, pld, eagle2, eagle3); the others keep their published trees.
+// Whether `method` has sizes to tune (sps, pld, eagle2, eagle3, lookahead, medusa); eagle1 and streaming keep theirs.
 bool tree_tunable(const std::string& method);
+// Whether the spec fixes one of the sizes the tuner would choose (e.g. gamma for sps): then tree=auto is not implied.
+bool tree_size_given(const MethodSpec& spec);
 // The sizes tried, smallest first.
 std::vector<std::map<std::string, std::string>> tree_candidates(const std::string& method);
 

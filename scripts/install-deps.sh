@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages SpecScope builds against. Idempotent: installs only what is missing.
-# Usage: scripts/install-deps.sh [--gui]   (--gui adds Qt 6 and Dear ImGui for the desktop app)
+# Usage: scripts/install-deps.sh [--gui]   (--gui adds Qt 6 and Dear ImGui for the desktop app, and headless
+# Chromium, which the tests use to open the exported web page: tests/html_export_browser_test.cpp)
 set -euo pipefail
 want=(build-essential cmake ninja-build pkg-config git
       libspdlog-dev libfmt-dev libsqlite3-dev libgtest-dev libgmock-dev nlohmann-json3-dev libopenblas-dev)
 if [[ "${1:-}" == "--gui" ]]; then
-  want+=(qt6-base-dev qt6-charts-dev libqt6opengl6-dev libimgui-dev libgl-dev xvfb xauth mesa-utils libgl1-mesa-dri)
+  want+=(qt6-base-dev qt6-charts-dev libqt6opengl6-dev libimgui-dev libgl-dev xvfb xauth mesa-utils libgl1-mesa-dri
+         chromium)
 fi
 missing=()
 for p in "${want[@]}"; do

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One command: install what is missing, build everything, run the whole test suite and print ctest's summary.
+# One command: install what is missing, build everything, run the whole test suite and print ctest's summary, then
+# the sanitizer builds' (scripts/sanitize.sh). Exits non-zero when any test fails.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 "$here/scripts/install-deps.sh" --gui
@@ -10,4 +11,14 @@ if [[ -x "$venv/bin/python" ]]; then "$here/training/corpus/fetch_sources.sh"; f
 "$here/scripts/build.sh"
 build=${SPECSCOPE_BUILD_DIR:-$here/build}
 cd "$build"
-ctest --output-on-failure -j "${SPECSCOPE_JOBS:-$(nproc)}" --timeout 900
+status=0
+ctest --output-on-failure -j "${SPECSCOPE_JOBS:-$(nproc)}" --timeout 900 || status=1
+# Then the sanitizer builds: ASan+UBSan over the engine, session and CLI tests, TSan over the threaded ones
+# (scripts/sanitize.sh; SPECSCOPE_SANITIZE=asan, tsan or none picks fewer, e.g. for a quick local run).
+sanitize=${SPECSCOPE_SANITIZE:-all}
+if [[ $sanitize == none ]]; then
+  echo "[setup-and-test] sanitizer builds not run (SPECSCOPE_SANITIZE=none)"
+else
+  "$here/scripts/sanitize.sh" "$sanitize" || status=1
+fi
+exit $status

@@ -105,7 +105,7 @@ void export_csv(SessionReader& reader, int64_t session_id, CsvTable table, std::
            "kv_update_us,target_forwards,target_tokens,draft_forwards,draft_tokens,lossy\n";
   else
     out << "session,run,method,step_index,step,node,parent,depth,token,text,draft_prob,cum_score,source,"
-           "source_index,pruned,target_prob,accept_prob,decision\n";
+           "source_index,pruned,target_prob,accept_prob,decision,verify_rule,tested_prob,u\n";
   for (const auto& r : s.runs) {
     int64_t index = 0;
     reader.for_each_step(r.id, 0, r.step_count, [&](RecordedStep&& st) {
@@ -126,7 +126,9 @@ void export_csv(SessionReader& reader, int64_t session_id, CsvTable table, std::
         out << lead << n.id << "," << n.parent << "," << n.depth << "," << n.token << "," << csv_field(n.text) << ","
             << csv_num(n.draft_prob) << "," << csv_num(n.cum_score) << "," << to_string(n.source) << ","
             << n.source_index << "," << int(n.pruned) << "," << csv_num(n.target_prob) << ","
-            << csv_num(n.accept_prob) << "," << to_string(n.decision) << "\n";
+            << csv_num(n.accept_prob) << "," << to_string(n.decision) << ","
+            << (n.rule == VerifyRule::Unrecorded ? "" : to_string(n.rule)) << "," << csv_num(n.tested_prob) << ","
+            << csv_num(n.u) << "\n";
     });
   }
 }

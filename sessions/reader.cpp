@@ -6,6 +6,7 @@
 #include "sessions/row_format.h"
 #include "sessions/schema.h"
 #include "sessions/sqlite_db.h"
+#include "sessions/why_blob.h"
 
 namespace specscope::sessions {
 
@@ -13,10 +14,10 @@ namespace {
 constexpr const char* kStepColumns =
     "idx, step, position, root_token, accepted_path, bonus_token, bonus_text, bonus_source, bonus_prob, committed, "
     "text_piece, draft_us, verify_forward_us, verify_us, kv_update_us, target_forwards, target_tokens, "
-    "draft_forwards, draft_tokens, lossy, node_count";
+    "draft_forwards, draft_tokens, lossy, node_count, verified, residual_top_k";
 constexpr const char* kNodeColumns =
     "step_idx, id, parent, depth, token, text, draft_prob, cum_score, source, source_index, pruned, target_prob, "
-    "accept_prob, decision";
+    "accept_prob, decision, u, tested_prob";
 }  // namespace
 
 struct SessionReader::Statements {
@@ -223,12 +224,18 @@ void SessionReader::for_each_step(int64_t run_id, int64_t from, int64_t to,
         n.target_prob = float(S.nodes.real_at(11));
         n.accept_prob = float(S.nodes.real_at(12));
         n.decision = node_decision_from(S.nodes.text_at(13), where);
+        n.u = float(S.nodes.real_at(14));  // NULL (NaN): not drawn, or recorded before schema 4
+        n.tested_prob = float(S.nodes.real_at(15));
         r.nodes.push_back(std::move(n));
         have_node = S.nodes.step();
       }
       if (int64_t(r.nodes.size()) != node_count)
         throw InputError(where, "step " + std::to_string(idx) + " has " + std::to_string(r.nodes.size()) +
                                     " tree nodes, its row says " + std::to_string(node_count));
+      // The "why" details (schema 4; NULL before, and in steps that verified nothing).
+      const std::string at_step = where + " step " + std::to_string(idx);
+      if (!S.steps.is_null(21)) decode_verified(S.steps.text_at(21), r, at_step);
+      if (!S.steps.is_null(22)) r.residual_top_k = decode_bars(S.steps.text_at(22), at_step);
       fn(std::move(out));
     }
   } catch (...) {

@@ -1,7 +1,9 @@
 #include "sessions/schema.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -118,6 +120,16 @@ ALTER TABLE runs ADD COLUMN target_architecture TEXT;
 ALTER TABLE runs ADD COLUMN target_config_sha256 TEXT;
 ALTER TABLE runs ADD COLUMN target_weights_index_sha256 TEXT;
 )sql",
+    // 3 -> 4: why each node was decided (the inspector's "why" panel). Nodes: the uniform draw u and the
+    // probability the node was tested against. Steps: `verified`, each verified parent's rule and the target's
+    // top-5 there (one entry per parent, not per sibling), and the top-5 of the residual the bonus was drawn
+    // from; both compact blobs (sessions/why_blob.h). NULL in rows recorded before: the panel says they lack it.
+    R"sql(
+ALTER TABLE nodes ADD COLUMN u REAL;
+ALTER TABLE nodes ADD COLUMN tested_prob REAL;
+ALTER TABLE steps ADD COLUMN verified BLOB;
+ALTER TABLE steps ADD COLUMN residual_top_k BLOB;
+)sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 
@@ -181,6 +193,39 @@ void migrate(Database& db, int64_t from) {
   }
 }
 
+// Why an existing store cannot be written, or "" when it can. Said before SQLite tries: it would open a read-only
+// file system's store read-only, or fail on its -wal file with "unable to open database file". access() answers
+// EROFS even to root, who may otherwise write any file; SQLite also writes in the folder (the -wal and -shm files).
+std::string unwritable_reason(const std::string& path) {
+  auto reason = [](int err, const std::string& what) {
+    return err == EROFS ? std::string("the file system is read-only") : "no permission to write " + what;
+  };
+  if (::access(path.c_str(), W_OK) != 0) return reason(errno, "the file");
+  std::string dir = fs::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  if (::access(dir.c_str(), W_OK) != 0) return reason(errno, "in its folder " + dir);
+  return "";
+}
+
+// A read-only connection, checked by a first read (SQLite opens lazily). A WAL store whose -shm file SQLite cannot
+// create (a read-only file system, a full disk) cannot be opened the usual way; with no -wal content left, every
+// committed page is in the file itself, and it is opened as immutable, so what was recorded can still be listed,
+// replayed and exported. (Any live writer keeps a -wal file, so it is never read past.)
+std::unique_ptr<Database> open_read_only(const std::string& path) {
+  try {
+    auto db = std::make_unique<Database>(path, Database::Mode::ReadOnly);
+    db->scalar_int("PRAGMA user_version");
+    return db;
+  } catch (const InputError& e) {
+    const bool unwritable = dynamic_cast<const StoreUnwritable*>(&e) != nullptr ||
+                            (::access(path.c_str(), W_OK) != 0 && errno == EROFS);  // SQLite says "cannot open"
+    std::error_code ec;
+    const auto wal_bytes = fs::file_size(path + "-wal", ec);
+    if (!unwritable || (!ec && wal_bytes > 0)) throw;
+  }
+  return std::make_unique<Database>(path, Database::Mode::Immutable);
+}
+
 }  // namespace
 
 std::string schema_sql(int version) {
@@ -195,11 +240,12 @@ std::unique_ptr<Database> open_session_db(const std::string& path, OpenFor purpo
   const bool exists = fs::exists(path);
   if (!exists && purpose == OpenFor::Reading) throw InputError(path, "no such session database");
   Identity id;
+  if (exists && purpose == OpenFor::Writing)
+    if (const std::string why = unwritable_reason(path); !why.empty()) throw StoreUnwritable(path, why);
   if (exists) {
     check_header(path);
     // Look before touching: a read-only connection cannot change the file, whatever it holds.
-    Database probe(path, Database::Mode::ReadOnly);
-    id = read_identity(probe);
+    id = read_identity(*open_read_only(path));
     check_identity(path, id);
   } else {
     std::error_code ec;
@@ -208,7 +254,7 @@ std::unique_ptr<Database> open_session_db(const std::string& path, OpenFor purpo
     if (ec) throw InputError(parent.string(), "cannot create the session folder: " + ec.message());
   }
   if (purpose == OpenFor::Reading && id.user_version == kSchemaVersion && id.objects > 0) {
-    auto db = std::make_unique<Database>(path, Database::Mode::ReadOnly);
+    auto db = open_read_only(path);
     db->exec("PRAGMA query_only = 1");
     return db;
   }

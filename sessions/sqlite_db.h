@@ -9,13 +9,25 @@
 #include <string>
 #include <string_view>
 
+#include "engine/util/error.h"
+
 namespace specscope::sessions {
 
 class Statement;
 
+// A store that is fine but cannot take writes now: its disk is full, its file system read-only, no permission. Unlike
+// a file that is not ours or is corrupt (bad input, refused before a run starts), this is the machine's state: the
+// CLI runs on unrecorded and says so once at the end, the app says so in its status bar.
+class StoreUnwritable : public InputError {
+ public:
+  using InputError::InputError;
+};
+
 class Database {
  public:
-  enum class Mode { ReadOnly, ReadWrite, ReadWriteCreate };
+  // Immutable: read-only, and SQLite assumes nothing can change the file (no locks, no -shm): for a store on a
+  // read-only file system, where a WAL database cannot otherwise be opened.
+  enum class Mode { ReadOnly, Immutable, ReadWrite, ReadWriteCreate };
   Database(const std::string& path, Mode mode);
   ~Database();
   Database(const Database&) = delete;

@@ -11,6 +11,7 @@
 #include "sessions/row_format.h"
 #include "sessions/schema.h"
 #include "sessions/sqlite_db.h"
+#include "sessions/why_blob.h"
 
 namespace specscope::sessions {
 
@@ -60,10 +61,11 @@ struct SessionWriter::Statements {
             "INSERT INTO steps(run_id, idx, step, position, root_token, accepted_path, accepted, node_count, "
             "bonus_token, bonus_text, bonus_source, bonus_prob, committed, text_piece, draft_us, "
             "verify_forward_us, verify_us, kv_update_us, target_forwards, target_tokens, draft_forwards, "
-            "draft_tokens, lossy) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")),
+            "draft_tokens, lossy, verified, residual_top_k) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")),
         node(db.prepare(
             "INSERT INTO nodes(run_id, step_idx, id, parent, depth, token, text, draft_prob, cum_score, source, "
-            "source_index, pruned, target_prob, accept_prob, decision) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")),
+            "source_index, pruned, target_prob, accept_prob, decision, u, tested_prob) "
+            "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")),
         finish(db.prepare(
             "UPDATE runs SET status='finished', finished_at=?, output_text=?, stop_reason=?, steps=?, "
             "new_tokens=?, tau=?, tokens_per_second=?, speedup_vs_vanilla=?, identical_to_reference=?, "
@@ -159,7 +161,9 @@ void SessionWriter::fail(const std::string& message) {
   std::lock_guard lk(mu_);
   if (error_.empty()) {
     error_ = message;
-    spdlog::error("session recording stopped: {}", message);
+    failed_.store(true, std::memory_order_relaxed);
+    // Info, not error: the caller tells the user once (the CLI's last line, the app's status bar); this is the log.
+    spdlog::info("session recording stopped: {}", message);
   }
 }
 
@@ -206,12 +210,20 @@ void SessionWriter::write(Item& item, CommitReport& report) {
     S.step.bind(15, rec.timings.draft_us).bind(16, rec.timings.verify_forward_us).bind(17, rec.timings.verify_us);
     S.step.bind(18, rec.timings.kv_update_us).bind(19, rec.target_forwards).bind(20, rec.target_tokens);
     S.step.bind(21, rec.draft_forwards).bind(22, rec.draft_tokens).bind(23, int(rec.lossy));
+    // The "why" details (sessions/why_blob.h); NULL when the step has none.
+    const std::string verified = encode_verified(rec);
+    if (verified.empty()) S.step.bind_null(24);
+    else S.step.bind_blob(24, verified.data(), verified.size());
+    const std::string residual = rec.residual_top_k.empty() ? std::string() : encode_bars(rec.residual_top_k);
+    if (residual.empty()) S.step.bind_null(25);
+    else S.step.bind_blob(25, residual.data(), residual.size());
     S.step.run();
     for (const DraftNode& n : rec.nodes) {
       S.node.bind(1, st->run_id).bind(2, idx).bind(3, n.id).bind(4, n.parent).bind(5, n.depth).bind(6, n.token);
       S.node.bind_static(7, n.text).bind(8, double(n.draft_prob)).bind(9, double(n.cum_score));
       S.node.bind_static(10, to_string(n.source)).bind(11, n.source_index).bind(12, int(n.pruned));
       S.node.bind(13, double(n.target_prob)).bind(14, double(n.accept_prob)).bind_static(15, to_string(n.decision));
+      S.node.bind(16, double(n.u)).bind(17, double(n.tested_prob));  // NaN is stored as NULL
       S.node.run();
     }
     bool found = false;

@@ -59,6 +59,8 @@ class SessionWriter {
   void set_commit_callback(std::function<void(const CommitReport&)> cb);  // called on the writer thread
   WriterStats stats() const;
   std::string error() const;  // empty while healthy; else the first failure, naming the file
+  // error() is not empty: lock-free, so a decoding loop can ask after every step.
+  bool failed() const { return failed_.load(std::memory_order_relaxed); }
   const std::string& path() const { return path_; }
 
  private:
@@ -82,6 +84,7 @@ class SessionWriter {
   std::function<void(const CommitReport&)> on_commit_;
   WriterStats stats_;
   std::string error_;
+  std::atomic<bool> failed_{false};
   std::map<int64_t, int64_t> next_index_;  // run id -> its next step index (writer thread only)
   std::thread thread_;
 };

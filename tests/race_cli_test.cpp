@@ -104,6 +104,38 @@ TEST(RaceCli, TreeAutoChoosesASizeAndStaysLossless) {
   EXPECT_TRUE(std::filesystem::exists(dir / "cache" / "specscope" / "tree_choice"));
 }
 
+// On the CPU backend tree=auto is the default for a tunable method when no size is given; `--tree published` or a
+// size flag keeps the paper's tree. The JSON summary carries the expected figures beside the measured ones.
+TEST(RaceCli, TreeAutoIsTheCpuDefaultUnlessASizeOrPublishedIsGiven) {
+  auto dir = test::fresh_dir("tree-auto-default");
+  const std::string cli = "XDG_CACHE_HOME=" + (dir / "cache").string() + " " + std::string(SPECSCOPE_CLI);
+  auto summary = [&](const std::string& extra) {
+    const std::string cmd = cli + " run --backend cpu --chat --method pld --prompt 'Name three colours.'"
+                                  " --max-tokens 12 --json --no-record" + extra + " 2>/dev/null";
+    FILE* p = popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    for (size_t n; p && (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    EXPECT_EQ(p ? pclose(p) : -1, 0) << out;
+    std::istringstream in(out);
+    std::string line, last;
+    while (std::getline(in, line))
+      if (!line.empty()) last = line;
+    return json::parse(last, nullptr, false);
+  };
+  const json by_default = summary("");
+  ASSERT_TRUE(by_default.contains("tree_auto")) << by_default;
+  const json& t = by_default.at("tree_auto");
+  EXPECT_TRUE(t.at("options").contains("num-draft")) << t;
+  EXPECT_GT(t.at("expected_tokens_per_second").get<double>(), 0);
+  EXPECT_GT(t.at("expected_vanilla_tokens_per_second").get<double>(), 0);
+  EXPECT_NEAR(t.at("expected_speedup").get<double>(),
+              t.at("expected_tokens_per_second").get<double>() / t.at("expected_vanilla_tokens_per_second").get<double>(),
+              1e-9);
+  EXPECT_FALSE(summary(" --tree published").contains("tree_auto"));
+  EXPECT_FALSE(summary(" --num-draft 4").contains("tree_auto"));
+}
+
 TEST(RaceCli, BadLanesFailWithOneLineNamingTheLane) {
   const std::string tiny = test::fixture("models/tinyvocab_target");
   const std::vector<std::pair<std::string, std::string>> cases = {
@@ -121,12 +153,13 @@ TEST(RaceCli, BadLanesFailWithOneLineNamingTheLane) {
   }
 }
 
-// The report without the progress and "[session N recorded]" lines (stderr, merged by run_cli).
+// The report without the progress, "[tree auto]" and "[session N recorded]" lines (stderr, merged by run_cli).
 std::string report_only(const std::string& out) {
   std::istringstream in(out);
   std::string line, kept;
   while (std::getline(in, line))
-    if (line.rfind("[compare]", 0) != 0 && line.rfind("[session", 0) != 0) kept += line + "\n";
+    if (line.rfind("[compare]", 0) != 0 && line.rfind("[session", 0) != 0 && line.rfind("[tree auto]", 0) != 0)
+      kept += line + "\n";
   return kept;
 }
 

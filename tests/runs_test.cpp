@@ -13,6 +13,7 @@
 #include "engine/model/family_manifest.h"
 #include "engine/model/model.h"
 #include "engine/util/error.h"
+#include "runs/medusa_tree.h"
 #include "runs/lane_resolver.h"
 #include "runs/run_statistics.h"
 #include "runs/runner.h"
@@ -212,7 +213,9 @@ TEST(TreeTuner, ChoosesTheMostExpectedTokensPerSecondAndSaysWhatLoses) {
   auto big = runs::choose_tree({trial("8", 1.5, 16, 0.0)}, c);
   EXPECT_NE(big.summary.find("loses on verification"), std::string::npos) << big.summary;
   EXPECT_TRUE(runs::tree_tunable("eagle3"));
-  EXPECT_FALSE(runs::tree_tunable("medusa"));
+  EXPECT_TRUE(runs::tree_tunable("medusa"));  // sparse trees from its heads' accuracies (medusa_tree.h)
+  EXPECT_FALSE(runs::tree_tunable("eagle1"));
+  EXPECT_FALSE(runs::tree_tunable("streaming"));
   EXPECT_EQ(runs::tree_candidates("sps").size(), 6u);
 }
 
@@ -371,6 +374,24 @@ TEST(ModelCache, LoadsEachTargetOnce) {
   EXPECT_EQ(cache.size(), 1u);
   cache.keep_only({kDraft});
   EXPECT_EQ(cache.size(), 0u);
+}
+
+// Medusa's sparse tree from the heads' accuracies (runs/medusa_tree.h): the n paths of highest product of
+// per-depth accuracies, every parent before its children, and the expected accepted drafts their sum.
+TEST(MedusaTree, TheBestPathsByProductOfAccuraciesParentsFirst) {
+  const std::vector<std::vector<double>> acc = {{0.6, 0.2, 0.1}, {0.5, 0.3, 0.0}, {0.4, 0.1, 0.0}};
+  const auto tree = runs::medusa_sparse_tree(acc, 5);
+  // Products: [0] .6, [0,0] .3, [1] .2, [0,1] .18, [0,0,0] .12, [2] .1, [1,0] .1, ...
+  const std::vector<std::vector<int>> want = {{0}, {0, 0}, {1}, {0, 1}, {0, 0, 0}};
+  EXPECT_EQ(tree, want);
+  for (size_t i = 0; i < tree.size(); ++i) {  // prefix-closed, parents first
+    if (tree[i].size() == 1) continue;
+    const std::vector<int> parent(tree[i].begin(), tree[i].end() - 1);
+    EXPECT_NE(std::find(tree.begin(), tree.begin() + long(i), parent), tree.begin() + long(i)) << i;
+  }
+  EXPECT_NEAR(runs::medusa_expected_accepts(acc, tree), 0.6 + 0.3 + 0.2 + 0.18 + 0.12, 1e-12);
+  // A rank never seen right is never offered: with n larger than the useful paths the tree stops early.
+  EXPECT_LT(runs::medusa_sparse_tree({{0.5, 0.0}}, 4).size(), 4u);
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 //  - pruning drops exactly the rows whose early-exit transition probability is under the threshold (and their
 //    subtrees) and leaves the survivors' outputs unchanged;
 //  - greedy streaming equals vanilla greedy token for token with exactly one target forward per step;
-//  - at T > 0 every token follows the model's distribution (PIT, chi-square);
+//  - (at T > 0 every token follows the model's distribution: method_sampling_test.cpp);
 //  - bad streaming files give InputErrors that name the file.
 #include <gtest/gtest.h>
 
@@ -26,7 +26,6 @@
 #include "engine/methods/speculative_generator.h"
 #include "engine/model/model.h"
 #include "engine/util/error.h"
-#include "tests/pit_support.h"
 #include "tests/test_support.h"
 
 using namespace specscope;
@@ -255,38 +254,6 @@ TEST(StreamingMethod, GreedyEqualsVanillaWithOneForwardPerStep) {
   }
   EXPECT_GT(accepted, steps / 10) << "the fitted streams should get drafts accepted";
   EXPECT_GT(pruned, 0) << "pruning never triggered";
-}
-
-TEST(StreamingMethod, SamplingPreservesTheModelsDistribution) {
-  const auto& f = Fixture::get();
-  const auto& model = *f.model;
-  auto method = make_method(streaming_spec(), model);
-  auto ps = prompts(3, f.V);
-  const int kTokens = 6, N = 500;
-  for (auto [temp, top_p] : {std::pair{1.0f, 1.0f}, std::pair{0.7f, 0.9f}}) {
-    SamplingParams sp;
-    sp.temperature = temp;
-    sp.top_p = top_p;
-    std::vector<long> bins(20, 0);
-    Rng pit_rng(99);
-    auto c = model.new_cpu_context(128);
-    auto ref = model.new_cpu_context(128);
-    for (int run = 0; run < N; ++run) {
-      const auto& prompt = ps[run % ps.size()];
-      GenerateOptions opts;
-      opts.max_tokens = kTokens;
-      opts.stop_at_eos = false;
-      opts.sampling = sp;
-      opts.sampling.seed = uint64_t(run) + 1;
-      c->truncate(0);
-      auto res = generate_speculative(model, *c, *method, prompt, opts);
-      ASSERT_EQ(res.gen.tokens.size(), size_t(kTokens));
-      ref->truncate(0);
-      ASSERT_TRUE(test::add_pit_samples(*ref, prompt, res.gen.tokens, sp, f.V, 0, pit_rng, bins))
-          << "token outside the model's support";
-    }
-    EXPECT_GT(test::chi_square_test(bins, std::vector<double>(20, 0.05)), 0.001) << "T=" << temp;
-  }
 }
 
 TEST(StreamingMethod, BadFilesAndOptionsAreClearErrors) {

@@ -148,4 +148,34 @@ double chi_square_test(const std::vector<long>& observed, const std::vector<doub
   return chi_square_p_value(stat, dof);
 }
 
+double chi_square_critical(int dof, double alpha) {
+  double lo = 0, hi = 10.0 * dof + 100;  // the upper tail falls from 1 to far below any alpha used
+  for (int i = 0; i < 200; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (chi_square_p_value(mid, dof) > alpha ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+double chi_square_power(double lambda, int dof, double alpha) {
+  const double crit = chi_square_critical(dof, alpha), half = 0.5 * lambda;
+  // The Poisson(lambda / 2) weights outside mean +- 12 sd hold under 1e-30 of the mass.
+  const int j0 = std::max(0, int(half - 12 * std::sqrt(half) - 1)), j1 = int(half + 12 * std::sqrt(half) + 12);
+  double power = 0;
+  for (int j = j0; j <= j1; ++j) {
+    const double w = std::exp(-half + j * std::log(std::max(half, 1e-300)) - std::lgamma(j + 1.0));
+    power += w * chi_square_p_value(crit, dof + 2 * j);
+  }
+  return std::min(power, 1.0);
+}
+
+double detectable_tv(long samples, int cells, double alpha, double power) {
+  double lo = 0, hi = 1;
+  for (int i = 0; i < 100; ++i) {
+    const double tv = 0.5 * (lo + hi);
+    (chi_square_power(4.0 * double(samples) * tv * tv, cells - 1, alpha) >= power ? hi : lo) = tv;
+  }
+  return hi;
+}
+
 }  // namespace specscope::test

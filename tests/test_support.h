@@ -41,5 +41,16 @@ double chi_square_p_value(double stat, int dof);
 // Pearson's test of observed counts against expected probabilities (cells with expected count < 5 are
 // pooled into one). Returns the p-value; `dof_out` receives the degrees of freedom used.
 double chi_square_test(const std::vector<long>& observed, const std::vector<double>& probs, int* dof_out = nullptr);
+// The value the chi-square statistic with `dof` degrees of freedom exceeds with probability `alpha`.
+double chi_square_critical(int dof, double alpha);
+// Power of Pearson's test at significance `alpha` against an alternative of noncentrality `lambda` (samples times
+// the alternative's chi-square divergence from the tested probabilities over the cells): the probability that a
+// noncentral chi-square exceeds the critical value, summed as the Poisson mixture of central tails.
+double chi_square_power(double lambda, int dof, double alpha);
+// The smallest total-variation distance from the uniform distribution over `cells` equal cells that Pearson's
+// test with `samples` draws detects with probability >= `power` at significance `alpha`. The least favourable
+// alternative at a given distance moves 2 tv / cells of probability into half the cells and out of the others;
+// its noncentrality is 4 samples tv^2, the smallest any alternative at that distance has (Cauchy-Schwarz).
+double detectable_tv(long samples, int cells, double alpha, double power);
 
 }  // namespace specscope::test

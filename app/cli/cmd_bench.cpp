@@ -19,6 +19,7 @@
 
 #include "engine/util/median.h"
 #include "app/cli/commands.h"
+#include "app/cli/memory_check.h"
 #include "engine/cpu/thread_pool.h"
 #include "engine/model/backend.h"
 #include "engine/model/model.h"
@@ -185,6 +186,7 @@ int cmd_bench(Args& args) {
   if (prompt_tokens < 1 || gen_tokens < 1 || repeat < 1)
     throw InputError("bench", "--prompt-tokens, --gen-tokens and --repeat must be >= 1");
 
+  check_model_memory(path, 0, backend);  // before it loads: refuse what will not fit
   auto model = Model::load(path);
   const int V = model->config().vocab_size;
   auto ctx = new_context(*model, backend, 0);

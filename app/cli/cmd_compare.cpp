@@ -9,6 +9,7 @@
 
 #include "app/cli/commands.h"
 #include "app/cli/compare_report.h"
+#include "app/cli/memory_check.h"
 #include "app/cli/method_flags.h"
 #include "app/cli/recording.h"
 #include "app/cli/run_report.h"
@@ -45,6 +46,7 @@ int cmd_compare(Args& args) {
   const auto lanes = args.get_all("--lane");
   if (methods || lanes.empty()) requests = runs::parse_method_list(methods.value_or("vanilla,pld"), target);
   for (const auto& l : lanes) requests.push_back(runs::parse_lane(l));
+  resolve_lane_specs(requests);
   const runs::LaneDefaults defaults = read_lane_defaults(args, target);
   job.options.max_tokens = args.get_int("--max-tokens", 128);
   job.options.sampling = read_sampling(args);
@@ -54,6 +56,7 @@ int cmd_compare(Args& args) {
   job.record = read_recording(args, "compare");
   args.finish();
   job.lanes = runs::resolve_lanes(requests, defaults);
+  check_job_memory(job);  // before anything loads: refuse what will not fit
 
   runs::ModelCache models;
   runs::JobRunner runner(models);

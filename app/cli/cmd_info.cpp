@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
+#include "engine/discovery/model_probe.h"
 #include "engine/heads/head_overhead.h"
 #include "engine/heads/streaming_weights.h"
 #include "engine/methods/method_registry.h"
@@ -19,7 +20,9 @@ int cmd_info(Args& args) {
   std::string path = model_path(args);
   bool json = args.has("--json");
   args.finish();
-  if (path.size() > 5 && path.compare(path.size() - 5, 5, ".gguf") == 0) return gguf_info(path, json);
+  // By name or content: Ollama's blobs are GGUF files without the extension.
+  const bool gguf_name = path.size() > 5 && path.compare(path.size() - 5, 5, ".gguf") == 0;
+  if (gguf_name || discovery::looks_like_gguf(path)) return gguf_info(path, json);
   auto model = Model::load(path);
   const auto& c = model->config();
   nlohmann::json j = {

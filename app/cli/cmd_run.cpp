@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "app/cli/commands.h"
+#include "app/cli/memory_check.h"
 #include "app/cli/method_flags.h"
 #include "app/cli/recording.h"
 #include "app/cli/run_report.h"
@@ -52,6 +53,7 @@ int cmd_run(Args& args) {
   if (job.options.max_tokens < 0) throw InputError("--max-tokens", "must be >= 0");
   job.record = read_recording(args, "run");  // before the model: a bad --session-db fails fast
   args.finish();
+  check_job_memory(job);  // before anything loads: refuse what will not fit
 
   runs::ModelCache models;
   runs::JobRunner runner(models);

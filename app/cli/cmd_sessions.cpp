@@ -1,5 +1,5 @@
 // specscope-cli sessions list | show ID | replay ID | export ID | delete ID | note ID TEXT: the session store,
-// read without loading any model.
+// read without loading any model. export writes JSON, CSV or a self-contained web page (--format html).
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -10,6 +10,7 @@
 #include "app/cli/run_report.h"
 #include "engine/util/error.h"
 #include "sessions/export.h"
+#include "sessions/html/html_export.h"
 #include "sessions/reader.h"
 #include "sessions/replay.h"
 #include "sessions/schema.h"
@@ -164,11 +165,19 @@ int cmd_sessions(Args& args) {
   if (action == "export") {
     const std::string format = args.get_or("--format", "json");
     const std::string table = args.get_or("--table", "nodes");
+    const auto steps = args.get("--steps");
     const auto out_path = args.get("--out");
     args.finish();
-    if (format != "json" && format != "csv") throw InputError("--format", "expected json or csv, got '" + format + "'");
+    if (format != "json" && format != "csv" && format != "html")
+      throw InputError("--format", "expected json, csv or html, got '" + format + "'");
     if (table != "nodes" && table != "steps") throw InputError("--table", "expected nodes or steps, got '" + table + "'");
+    if (steps && format != "html") throw InputError("--steps", "applies to --format html only");
+    sessions::HtmlExportOptions html_options;
+    if (steps) html_options.steps = sessions::parse_step_range(*steps);
     sessions::SessionReader reader(db);
+    // The web page is built before --out is opened: a bad session or range leaves an existing file untouched.
+    std::string page;
+    if (format == "html") page = sessions::session_html(reader, id, html_options);
     std::ofstream file;
     if (out_path) {
       file.open(*out_path, std::ios::binary);
@@ -176,7 +185,8 @@ int cmd_sessions(Args& args) {
     }
     std::ostream& out = out_path ? file : std::cout;
     if (format == "json") sessions::export_json(reader, id, out);
-    else sessions::export_csv(reader, id, table == "steps" ? sessions::CsvTable::Steps : sessions::CsvTable::Nodes, out);
+    else if (format == "csv") sessions::export_csv(reader, id, table == "steps" ? sessions::CsvTable::Steps : sessions::CsvTable::Nodes, out);
+    else out.write(page.data(), std::streamsize(page.size()));
     out.flush();
     if (out_path && !file) throw InputError(*out_path, "writing the export failed (disk full?)");
     return 0;

@@ -16,6 +16,7 @@ int cmd_run(Args& args);
 int cmd_bench(Args& args);
 int cmd_compare(Args& args);
 int cmd_sessions(Args& args);
+int cmd_models(Args& args);
 
 // The model path from --model, or the embedded default model.
 std::string model_path(Args& args);

@@ -8,6 +8,7 @@ void print_usage(FILE* out) {
   const std::string text =
                std::string("usage: specscope-cli COMMAND [options]\n"
                "commands:\n"
+               "  models      [--json]   every model Ollama, LM Studio and the Hugging Face cache hold, with drafters\n"
                "  info        --model PATH [--json]\n"
                "  tokenize    --model PATH --text TEXT [--json]\n"
                "  detokenize  --model PATH --ids 1,2,3\n"
@@ -22,11 +23,14 @@ void print_usage(FILE* out) {
                "              (--prompt TEXT | --prompt-file F) [run's options] [--json]\n"
                "              lane keys: model, head, draft and the method's options (e.g. eagle2:total-tokens=30)\n"
                "  sessions    list | show ID | replay ID [--run N] [--speed X] [--follow] [--json]\n"
-               "              | export ID [--format json|csv] [--table nodes|steps] [--out FILE] | delete ID\n"
+               "              | export ID [--format json|csv|html] [--table nodes|steps] [--steps A-B] [--out FILE]\n"
+               "              | delete ID\n"
                "              | note ID TEXT   [--session-db PATH]\n"
                "  bench       --model PATH [--prompt-tokens N] [--gen-tokens N] [--repeat R] [--json] [--out F]\n"
                "              [--contention] (again beside a busy process)\n"
                "              --suite sessions [--steps 10000] [--nodes 60] [--method sps] [--max-tokens 128]\n"
+               "--model, --draft, --head (and lane keys model, head, draft) take a path or a model spec:\n"
+               "ollama:NAME[:TAG], hf:ORG/NAME[@REV][/FILE] or lmstudio:PUBLISHER/REPO[/FILE] (see `models`).\n"
                "--model defaults to the embedded default model. run and compare record to the session store\n"
                "(default $XDG_DATA_HOME/specscope/sessions.db, i.e. ~/.local/share/specscope/sessions.db).\n");
   std::fputs(text.c_str(), out);
@@ -40,6 +44,7 @@ int dispatch(const std::string& sub, Args& args) {
   if (sub == "bench") return cmd_bench(args);
   if (sub == "compare") return cmd_compare(args);
   if (sub == "sessions") return cmd_sessions(args);
+  if (sub == "models") return cmd_models(args);
   throw InputError(sub, "unknown command (see specscope-cli --help)");
 }
 

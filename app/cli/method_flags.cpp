@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "engine/discovery/model_spec.h"
 #include "engine/methods/method_registry.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/util/error.h"
@@ -13,8 +14,10 @@ namespace specscope::cli {
 runs::LaneDefaults read_lane_defaults(Args& args, const std::string& target) {
   runs::LaneDefaults d;
   d.target = target;
-  d.draft = args.get_or("--draft", "");
-  d.head = args.get_or("--head", "");
+  // Drafters may be model specs too (ollama:..., hf:..., lmstudio:...), like --model.
+  const auto roots = discovery::StoreRoots::from_environment();
+  d.draft = discovery::resolve_model_arg(args.get_or("--draft", ""), roots);
+  d.head = discovery::resolve_model_arg(args.get_or("--head", ""), roots);
   for (const auto& info : method_registry())
     for (const auto& o : info.options) {
       const std::string flag = "--" + o.key;
@@ -25,6 +28,13 @@ runs::LaneDefaults read_lane_defaults(Args& args, const std::string& target) {
       }
     }
   return d;
+}
+
+void resolve_lane_specs(std::vector<runs::LaneRequest>& requests) {
+  const auto roots = discovery::StoreRoots::from_environment();
+  for (auto& r : requests)
+    for (const char* key : {"model", "head", "draft"})
+      if (auto it = r.keys.find(key); it != r.keys.end()) it->second = discovery::resolve_model_arg(it->second, roots);
 }
 
 runs::Lane read_single_lane(Args& args, const std::string& method, const std::string& target) {

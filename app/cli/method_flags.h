@@ -11,6 +11,8 @@ namespace specscope::cli {
 // --draft, --head and every option flag of the method registry (--gamma, --total-tokens, --lossy-typical...),
 // as defaults for every lane whose method takes them; `target` is --model (the family manifest's anchor).
 runs::LaneDefaults read_lane_defaults(Args& args, const std::string& target);
+// Lane keys model=, head= and draft= given as model specs (hf:..., ollama:..., lmstudio:...) resolved to paths.
+void resolve_lane_specs(std::vector<runs::LaneRequest>& requests);
 // One lane of `method` resolved with the global flags and the family manifest (run, bench).
 runs::Lane read_single_lane(Args& args, const std::string& method, const std::string& target);
 SamplingParams read_sampling(Args& args);

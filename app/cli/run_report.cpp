@@ -14,7 +14,16 @@ std::string run_footer(const nlohmann::json& j) {
                 j.at("prefill_tokens_per_second").get<double>(), j.at("tokens_per_second").get<double>(),
                 j.at("tau").get<double>(), j.at("steps").get<int>(), j.at("backend").get<std::string>().c_str(),
                 j.at("stop_reason").get<std::string>().c_str());
-  return buf;
+  std::string footer = buf;
+  // tree=auto: what the cost model expected beside what the run measured.
+  if (j.contains("tree_auto")) {
+    const auto& t = j.at("tree_auto");
+    std::snprintf(buf, sizeof buf, "\n[tree auto: expected %.1f tok/s (%.2fx vanilla's %.1f), measured %.1f tok/s]",
+                  t.at("expected_tokens_per_second").get<double>(), t.at("expected_speedup").get<double>(),
+                  t.at("expected_vanilla_tokens_per_second").get<double>(), j.at("tokens_per_second").get<double>());
+    footer += buf;
+  }
+  return footer;
 }
 
 std::string json_line(const nlohmann::json& j) {

@@ -119,6 +119,8 @@ const PathPeak* Roofline::peak(const std::string& path_prefix) const {
 }
 
 Roofline measure_roofline(size_t working_set_bytes) {
+  // Every team thread, even on a busy machine: the fork/join back-off would otherwise measure one thread's peak.
+  const bool backoff = set_backoff(false);
   Roofline r;
   r.working_set_bytes = std::max<size_t>(working_set_bytes, 1 << 20);
   const size_t floats = r.working_set_bytes / sizeof(float) / 16 * 16;
@@ -136,6 +138,7 @@ Roofline measure_roofline(size_t working_set_bytes) {
   } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
     r.peaks.push_back({"f32 fma (avx2)", peak_of(fma_loop_avx2, chain_calls * 8)});
   }
+  set_backoff(backoff);
   return r;
 }
 

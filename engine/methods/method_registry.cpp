@@ -14,7 +14,8 @@ using K = OptionKind;
 // short calibration; the other size options then come from the tuner.
 MethodOption tree_option() {
   return {"tree", K::Choice, "published",
-          "published: the paper's defaults; auto: the size with the most expected tokens/s on this machine"};
+          "published: the paper's defaults; auto: the size with the most expected tokens/s on this machine (the "
+          "default on CPU when no size is given)"};
 }
 
 // EAGLE-2/3 share the dynamic tree's three knobs (EAGLE-2 paper, Table 6 / the official ea_model defaults).
@@ -45,7 +46,8 @@ std::vector<MethodInfo> build() {
                {{"tree-choices", K::File, "mc_sim_7b_63", "a tree_choices JSON file (default: Medusa's mc_sim_7b_63)"},
                 {"lossy-typical", K::Flag, "", "Medusa-2's typical acceptance instead of lossless verification"},
                 {"posterior-threshold", K::Number, "0.09", "typical acceptance: epsilon"},
-                {"posterior-alpha", K::Number, "0.3", "typical acceptance: delta (alpha)"}}});
+                {"posterior-alpha", K::Number, "0.3", "typical acceptance: delta (alpha)"},
+                tree_option()}});
   r.push_back({"streaming", "Speculative Streaming (multi-stream attention)", "Bhendawade et al. 2024",
                MethodNeed::StreamingTarget,
                {{"gamma", K::Int, "", "streams per step (default: the model's streaming_config.json)"},
@@ -55,7 +57,8 @@ std::vector<MethodInfo> build() {
   r.push_back({"lookahead", "Lookahead decoding (Jacobi n-grams)", "Fu et al. 2024", MethodNeed::Nothing,
                {{"window", K::Int, "15", "W: Jacobi window"},
                 {"ngram", K::Int, "5", "N: n-gram length"},
-                {"guesses", K::Int, "15", "G: n-grams verified per step"}}});
+                {"guesses", K::Int, "15", "G: n-grams verified per step"},
+                tree_option()}});
   r.push_back({"pld", "Prompt lookup (n-grams from the context)", "Saxena 2023, prompt lookup decoding",
                MethodNeed::Nothing,
                {{"max-ngram", K::Int, "3", "longest n-gram matched"},

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <unordered_map>
 
 #include "engine/methods/verify.h"
 #include "engine/model/model.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/util/error.h"
+#include "engine/util/interrupt.h"
 
 namespace specscope {
 
@@ -43,6 +45,21 @@ void mark_pruned_in_forward(DraftTree& tree, std::vector<int>& row_of_node, cons
     node.decision = NodeDecision::Pruned;
     row_of_node[node.id] = -1;
   }
+}
+
+// The "why" lists' tokens get their texts here: verification has no tokenizer. Siblings share one list and the
+// lists share most tokens, so each token is decoded once per step.
+void name_bars(StepRecord& rec, const Tokenizer& tok) {
+  std::unordered_map<int32_t, std::string> texts;
+  auto name = [&](std::vector<TokenProb>& bars) {
+    for (auto& b : bars) {
+      auto [it, fresh] = texts.try_emplace(b.token);
+      if (fresh) it->second = tok.decode(std::vector<int32_t>{b.token});
+      b.text = it->second;
+    }
+  };
+  for (auto& n : rec.nodes) name(n.target_top_k);
+  name(rec.residual_top_k);
 }
 
 }  // namespace
@@ -114,15 +131,26 @@ SpeculativeResult generate_speculative(const Model& model, Context& ctx, Method&
     step_text.clear();
   };
 
-  // Prefill: the prompt in one forward; its last row gives the first token.
+  // Prefill: the prompt in one forward; its last row gives the first token. It is the one part a caller's
+  // InterruptScope may cut short (engine/util/interrupt.h): a long prompt on a large model takes seconds, while
+  // decoding stops between steps through on_step, so every step reported is whole. Stopped here, the run has no
+  // step and ends like a stop from on_step.
+  auto stopped_in_prefill = [&] {
+    r.stop_reason = "callback";
+    res.summary = summarize(method.name(), res.steps);
+    res.summary.stop_reason = r.stop_reason;
+    return res;
+  };
   auto t0 = clock::now();
   ForwardOutput out;
-  {
+  try {
     Batch b = Batch::causal(prompt);
     b.taps = taps;
     b.logit_rows = {int(prompt.size()) - 1};  // taps still cover every prompt row
     method.shape_forward(st, b, nullptr, nullptr);
     ctx.forward(b, out);
+  } catch (const Interrupted&) {
+    return stopped_in_prefill();
   }
   r.prefill_seconds = std::chrono::duration<double>(clock::now() - t0).count();
   auto t_decode = clock::now();
@@ -140,7 +168,12 @@ SpeculativeResult generate_speculative(const Model& model, Context& ctx, Method&
     // target's softmax probability of the token, so bonus_prob means the same thing at every step.
     first.bonus_prob = opts.sampling.greedy() ? softmax_probs(lg, V)[size_t(first.bonus_token)] : d.prob_of(first.bonus_token);
   }
-  method.prefill(st, out);
+  try {
+    method.prefill(st, out);  // a drafter's own prefill (a draft model's forward over the prompt)
+  } catch (const Interrupted&) {
+    return stopped_in_prefill();
+  }
+  const InterruptScope decoding(nullptr);  // from here on, Stop goes through on_step
   if (opts.max_tokens == 0) {
     r.stop_reason = "max_tokens";
     stop = true;
@@ -212,6 +245,8 @@ SpeculativeResult generate_speculative(const Model& model, Context& ctx, Method&
     toks.push_back(vr.bonus_token);
     for (auto& n : tree.nodes) n.text = tok.decode(std::vector<int32_t>{n.token});
     rec.nodes = std::move(tree.nodes);
+    rec.residual_top_k = std::move(vr.residual_top_k);
+    name_bars(rec, tok);
     commit_tokens(rec, toks);
     st.tokens.insert(st.tokens.end(), rec.committed.begin(), rec.committed.end());
     ++r.target_forwards;

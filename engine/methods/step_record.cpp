@@ -29,6 +29,17 @@ const char* to_string(NodeDecision d) {
 
 const char* to_string(BonusSource s) { return s == BonusSource::Target ? "target" : "residual"; }
 
+const char* to_string(VerifyRule r) {
+  switch (r) {
+    case VerifyRule::Unrecorded: return "unrecorded";
+    case VerifyRule::Greedy: return "greedy";
+    case VerifyRule::Sampled: return "sampled";
+    case VerifyRule::Deterministic: return "deterministic";
+    case VerifyRule::Typical: return "typical";
+  }
+  return "?";
+}
+
 int StepRecord::verified_count() const {
   return int(std::count_if(nodes.begin(), nodes.end(), [](const DraftNode& n) { return !n.pruned; }));
 }

@@ -13,10 +13,27 @@ namespace specscope {
 enum class NodeSource : uint8_t { DraftModel, EagleHead, MedusaHead, NgramPool, PromptLookup, Stream, Jacobi };
 enum class NodeDecision : uint8_t { NotReached, Accepted, Rejected, Pruned };
 enum class BonusSource : uint8_t { Target, Residual };
+// How the children of a node were verified (engine/methods/verify.h), in the papers' terms:
+//  Greedy: the target's argmax against the drafted token. Sampled: children drawn from the drafter's q, accepted
+//  with min(1, p/q), the residual norm(max(p - q, 0)) after a rejection. Deterministic: children the drafter
+//  chose by rule (EAGLE-2's top-k, n-gram lookups), accepted with p(x), then x zeroed. Typical: Medusa's lossy
+//  typical acceptance, p(x) against a threshold. Unrecorded: never verified, or recorded before schema 4.
+enum class VerifyRule : uint8_t { Unrecorded, Greedy, Sampled, Deterministic, Typical };
 
 const char* to_string(NodeSource s);
 const char* to_string(NodeDecision d);
 const char* to_string(BonusSource s);
+const char* to_string(VerifyRule r);
+
+// One bar of a distribution's top-k: a token, its text (for display; replay has no tokenizer) and probability.
+struct TokenProb {
+  int32_t token = -1;
+  std::string text;
+  float prob = 0.f;
+  bool operator==(const TokenProb&) const = default;
+};
+// Bars kept per distribution: enough to show what the target wanted, small enough to record at every node.
+inline constexpr int kWhyTopK = 5;
 
 inline constexpr float kNoValue = std::numeric_limits<float>::quiet_NaN();
 
@@ -35,6 +52,16 @@ struct DraftNode {
   float target_prob = kNoValue;  // the target's (processed) probability of this token at its parent
   float accept_prob = kNoValue;  // the acceptance probability used: 1/0 (greedy), min(1, p/q), p(x), threshold
   NodeDecision decision = NodeDecision::NotReached;
+  // Why (schema 4): what the inspector's "why" panel shows. Set on every child of a node whose target
+  // distribution verification looked at, tested or not.
+  VerifyRule rule = VerifyRule::Unrecorded;
+  // Sampled / Deterministic, when tested: p(x) in the distribution it was tested against. Equals target_prob
+  // for the first sibling tried; a later sibling meets what the earlier rejections left (the residual).
+  float tested_prob = kNoValue;
+  float u = kNoValue;  // the uniform draw: accepted iff u < accept_prob (Sampled / Deterministic, when tested)
+  // The top kWhyTopK of the distribution target_prob comes from, at the parent: the softmax at T = 0, the
+  // processed p at T > 0. The same list on every sibling.
+  std::vector<TokenProb> target_top_k;
 };
 
 struct StepTimings {  // microseconds
@@ -53,6 +80,8 @@ struct StepRecord {
   std::string bonus_text;
   BonusSource bonus_source = BonusSource::Target;
   float bonus_prob = kNoValue;         // its probability under the distribution it was drawn from
+  // bonus_source Residual: the top kWhyTopK of the residual the bonus was drawn from (schema 4; else empty).
+  std::vector<TokenProb> residual_top_k;
   std::vector<int32_t> committed;      // accepted draft tokens then the bonus (cut at EOS / the token limit)
   StepTimings timings;
   int target_forwards = 0, target_tokens = 0, draft_forwards = 0, draft_tokens = 0;

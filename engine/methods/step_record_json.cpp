@@ -1,12 +1,30 @@
 #include "engine/methods/step_record_json.h"
 
+#include <charconv>
+#include <cstdlib>
+
 namespace specscope {
 
 namespace {
 // NaN is not JSON: absent values become null.
 nlohmann::json num(float v) { return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v); }
 nlohmann::json num(double v) { return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v); }
+// A float as the shortest decimal that reads back as the same float: a top-k list is printed at every node,
+// and a float widened to double would print 17 digits.
+nlohmann::json short_num(float v) {
+  char buf[32];
+  const auto end = std::to_chars(buf, buf + sizeof buf - 1, v).ptr;
+  *end = '\0';
+  return std::strtod(buf, nullptr);
+}
 }  // namespace
+
+nlohmann::json to_json(const std::vector<TokenProb>& bars) {
+  if (bars.empty()) return nullptr;  // not recorded (or nothing to show): absent, like a NaN
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& b : bars) out.push_back({b.token, b.text, short_num(b.prob)});
+  return out;
+}
 
 nlohmann::json to_json(const StepRecord& r) {
   nlohmann::json nodes = nlohmann::json::array();
@@ -23,7 +41,11 @@ nlohmann::json to_json(const StepRecord& r) {
                      {"pruned", n.pruned},
                      {"target_prob", num(n.target_prob)},
                      {"accept_prob", num(n.accept_prob)},
-                     {"decision", to_string(n.decision)}});
+                     {"decision", to_string(n.decision)},
+                     {"verify_rule", n.rule == VerifyRule::Unrecorded ? nlohmann::json(nullptr) : to_string(n.rule)},
+                     {"tested_prob", num(n.tested_prob)},
+                     {"u", num(n.u)},
+                     {"target_top_k", to_json(n.target_top_k)}});
   return {{"type", "step"},
           {"step", r.step},
           {"method", r.method},
@@ -35,6 +57,7 @@ nlohmann::json to_json(const StepRecord& r) {
           {"bonus_text", r.bonus_text},
           {"bonus_source", to_string(r.bonus_source)},
           {"bonus_prob", num(r.bonus_prob)},
+          {"residual_top_k", to_json(r.residual_top_k)},
           {"committed", r.committed},
           {"timings_us",
            {{"draft", r.timings.draft_us},

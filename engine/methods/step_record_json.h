@@ -7,6 +7,8 @@
 namespace specscope {
 
 nlohmann::json to_json(const StepRecord& r);
+// A top-k list as [[token, text, p], ...]; null when empty (not recorded).
+nlohmann::json to_json(const std::vector<TokenProb>& bars);
 nlohmann::json to_json(const RunSummary& s);
 
 }  // namespace specscope

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "engine/sampling/top_k.h"
+
 namespace specscope {
 
 namespace {
@@ -27,6 +29,25 @@ bool normalize(std::vector<double>& p) {
   if (s <= 0) return false;
   for (double& x : p) x /= s;
   return true;
+}
+
+// The top kWhyTopK of a dense distribution, for the "why" panel (texts are filled in by the caller, which has the
+// tokenizer). The drafters' one top-k, so ties order the same way everywhere (lower id first).
+template <class T>
+std::vector<TokenProb> top_bars(const std::vector<T>& p) {
+  const std::vector<float> pf(p.begin(), p.end());
+  std::vector<TokenProb> out;
+  for (int i : top_k_indices(pf.data(), int(pf.size()), kWhyTopK))
+    if (pf[i] > 0) out.push_back({int32_t(i), {}, pf[i]});
+  return out;
+}
+
+// Every child of `parent` gets the rule and the top-k of the distribution verification looked at there.
+void mark_children(DraftTree& tree, const std::vector<int>& children, VerifyRule rule, const std::vector<TokenProb>& top) {
+  for (int c : children) {
+    tree.nodes[c].rule = rule;
+    tree.nodes[c].target_top_k = top;
+  }
 }
 
 int32_t draw(const std::vector<double>& p, Rng& rng) {
@@ -57,6 +78,7 @@ VerifyResult verify_tree(DraftTree& tree, const ForwardOutput& out, const std::v
     if (sp.greedy()) {
       const int32_t best = argmax(logits, V);
       const std::vector<float> probs = softmax_probs(logits, V);  // for display only
+      mark_children(tree, children, VerifyRule::Greedy, top_bars(probs));
       for (int c : children) {
         auto& n = tree.nodes[c];
         n.target_prob = probs[n.token];
@@ -81,10 +103,12 @@ VerifyResult verify_tree(DraftTree& tree, const ForwardOutput& out, const std::v
       const bool sampled = info && info->sampled;
       std::vector<double> q;
       if (sampled) q = dense(info->child_dist, V);
+      mark_children(tree, children, sampled ? VerifyRule::Sampled : VerifyRule::Deterministic, top_bars(p));
       bool tried = false;
       for (int c : children) {
         auto& n = tree.nodes[c];
         n.target_prob = target.prob_of(n.token);
+        n.tested_prob = float(p[n.token]);  // after earlier siblings' rejections, what is left of p
         double a;
         if (sampled) {
           const double qx = q[n.token];
@@ -94,7 +118,9 @@ VerifyResult verify_tree(DraftTree& tree, const ForwardOutput& out, const std::v
         }
         n.accept_prob = float(a);
         tried = true;
-        if (rng.uniform() < a) {
+        const double u = rng.uniform();
+        n.u = float(u);
+        if (u < a) {
           n.decision = NodeDecision::Accepted;
           accepted = c;
           break;
@@ -113,6 +139,7 @@ VerifyResult verify_tree(DraftTree& tree, const ForwardOutput& out, const std::v
         res.bonus_token = draw(p, rng);
         res.bonus_source = tried ? BonusSource::Residual : BonusSource::Target;
         res.bonus_prob = float(p[res.bonus_token]);
+        if (tried) res.residual_top_k = top_bars(p);
       }
     }
     if (accepted < 0) break;
@@ -148,7 +175,9 @@ VerifyResult verify_tree_typical(DraftTree& tree, const ForwardOutput& out, cons
       for (float x : p)
         if (x > 0) entropy -= double(x) * std::log(double(x));
       const float thr = std::min(ta.posterior_threshold, float(ta.posterior_alpha * std::exp(-entropy)));
-      for (int c : tree.children_of(parent)) {
+      const std::vector<int> children = tree.children_of(parent);
+      mark_children(tree, children, VerifyRule::Typical, top_bars(p));
+      for (int c : children) {
         auto& n = tree.nodes[c];
         n.target_prob = p[n.token];
         n.accept_prob = thr;

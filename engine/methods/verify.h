@@ -19,6 +19,7 @@ struct VerifyResult {
   int32_t bonus_token = -1;
   BonusSource bonus_source = BonusSource::Target;
   float bonus_prob = 0.f;
+  std::vector<TokenProb> residual_top_k;  // bonus_source Residual: the top of what it was drawn from (no texts)
 };
 
 // Medusa's typical acceptance (lossy): a node is accepted when the target's probability of it exceeds
@@ -30,7 +31,8 @@ struct TypicalAcceptance {
 };
 
 // `out` holds logits for every row of the tree batch; `row_of_node` maps nodes to rows (row 0: root).
-// Fills each node's target_prob, accept_prob and decision.
+// Fills each node's target_prob, accept_prob and decision, and what the "why" panel shows: the rule, u, the
+// probability tested and the target's top-k (token texts left empty: the caller has the tokenizer).
 VerifyResult verify_tree(DraftTree& tree, const ForwardOutput& out, const std::vector<int>& row_of_node,
                          const SamplingParams& sp, Rng& rng);
 VerifyResult verify_tree_typical(DraftTree& tree, const ForwardOutput& out, const std::vector<int>& row_of_node,

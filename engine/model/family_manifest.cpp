@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "engine/discovery/discovered_family.h"
 #include "engine/methods/method_registry.h"
 #include "engine/util/error.h"
 #include "engine/util/mapped_file.h"
@@ -97,7 +98,8 @@ std::optional<FamilyManifest> FamilyManifest::find_for(const std::string& target
     FamilyManifest m = parse(read_text_file(c.string()), c.string());
     if (same_path(m.target, target_path)) return m;
   }
-  return std::nullopt;
+  // A target in another tool's model store (Ollama, LM Studio, the hub cache): the drafters found beside it.
+  return discovery::discovered_family(target_path);
 }
 
 const std::string& FamilyEntry::path_for(MethodNeed need) const {

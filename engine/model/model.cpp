@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "engine/discovery/model_probe.h"
 #include "engine/formats/safetensors.h"
 #include "engine/model/cpu_context.h"
 #include "engine/model/gguf_model.h"
@@ -77,7 +78,9 @@ ModelIdentity compute_identity(const std::string& path, const ModelConfig& c, co
 
 std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& opts) {
   if (!fs::exists(path)) throw InputError(path, "no such file or directory");
-  if (!fs::is_directory(path) && fs::path(path).extension() == ".gguf") return load_gguf_model(path, opts);
+  // Ollama's blobs are GGUF files named by their digest, without the extension: the magic decides.
+  if (!fs::is_directory(path) && (fs::path(path).extension() == ".gguf" || discovery::looks_like_gguf(path)))
+    return load_gguf_model(path, opts);
   if (!fs::is_directory(path))
     throw InputError(path, "expected a Hugging Face model directory (config.json + *.safetensors + tokenizer.json)");
   if (!LoraAdapter::is_adapter_dir(path)) return load_directory(path, opts, path);

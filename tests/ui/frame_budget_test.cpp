@@ -44,3 +44,25 @@ TEST(FrameBudget, TheFirstFrameWaitsForItsShare) {
   // CPU spent on other GUI work (not frames) delays it further.
   EXPECT_NEAR(b.next_delay_ms(1000, 60), 1250.0, 1e-9);
 }
+
+TEST(FrameBudget, FramesComeAtTheSlowestPaceWhateverTheyCost) {
+  // Frames of 200 ms at 2% of a core would come every 10 s; the slowest pace (1 s) wins, so a live view never
+  // looks frozen. Without one (the default), the budget alone decides, as before.
+  FrameBudget paced(0.02, 66.0, 200.0, 1000.0), unpaced(0.02, 66.0, 200.0);
+  paced.start(0, 0);
+  unpaced.start(0, 0);
+  double wall = 0, cpu = 0;
+  for (int i = 0; i < 20; ++i) {
+    const double d = paced.next_delay_ms(wall, cpu);
+    EXPECT_LE(d, 1000.0 + 1e-9) << "frame " << i;
+    EXPECT_GE(d, 66.0);
+    wall += d;
+    cpu += 200.0;
+    paced.frame_drawn(wall, cpu);
+  }
+  EXPECT_GT(unpaced.next_delay_ms(0, 0), 9000.0);
+  // Cheap frames still come no faster than the fastest pace.
+  FrameBudget cheap(0.02, 66.0, 0.1, 1000.0);
+  cheap.start(0, 0);
+  EXPECT_DOUBLE_EQ(cheap.next_delay_ms(0, 0), 66.0);
+}

@@ -8,8 +8,11 @@
 // open their steps, Help exists. Every view is saved as a PNG (docs/screenshots/ holds the committed ones).
 #include <gtest/gtest.h>
 
+#include <QAction>
 #include <QApplication>
 #include <QDir>
+#include <QFile>
+#include <QMenu>
 #include <QHelpEvent>
 #include <QLabel>
 #include <QMenuBar>
@@ -39,6 +42,8 @@
 #include "ui/views/session_library_view.h"
 #include "ui/views/settings_view.h"
 #include "ui/views/statistics_view.h"
+#include "sessions/html/html_export.h"
+#include "sessions/reader.h"
 #include "tests/test_support.h"
 
 using namespace specscope;
@@ -333,9 +338,54 @@ TEST(Gui, RecordedSessionReplaysToTheSameText) {
   EXPECT_TRUE(w.grab().save(shots_dir() + "/settings.png"));
 }
 
+// File > Export as web page: the replayed session as the same self-contained page the CLI writes; an unwritable
+// path is an error in the status bar, never a dialog. Its own store, recorded by the CLI, so the test stands alone.
+TEST(Gui, FileExportAsWebPageWritesTheOpenSession) {
+  const QString dir = QDir::tempPath() + QString("/specscope-gui-html-%1").arg(QCoreApplication::applicationPid());
+  QDir(dir).removeRecursively();
+  QDir().mkpath(dir);
+  const QString db = dir + "/s.db";
+  auto rec = specscope::test::run_cli("run --chat --method sps --prompt 'Name three colours.' --max-tokens 24 "
+                                      "--session-db " + db.toStdString());
+  ASSERT_EQ(rec.exit_code, 0) << rec.out;
+  MainWindow w;
+  AppSettings a = SettingsView::defaults();
+  a.session_db = db;
+  a.record = false;
+  w.settingsView()->setSettings(a);
+  emit w.settingsView()->changed();
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  QAction* item = nullptr;
+  for (QAction* menu : w.menuBar()->actions())
+    if (menu->menu() && menu->text().contains("File"))
+      for (QAction* a2 : menu->menu()->actions())
+        if (a2->text() == QString::fromUtf8("Export as web page\xE2\x80\xA6")) item = a2;
+  ASSERT_NE(item, nullptr) << "File > Export as web page…";
+  w.openSession(1);
+  ASSERT_TRUE(w.replay()->isOpen());
+  const QString out = dir + "/session.html";
+  EXPECT_EQ(w.exportWebPage(out).toStdString(), "");
+  EXPECT_TRUE(w.statusText().contains("exported")) << w.statusText().toStdString();
+  sessions::SessionReader reader(db.toStdString());
+  QFile page(out);
+  ASSERT_TRUE(page.open(QIODevice::ReadOnly));
+  EXPECT_EQ(page.readAll().toStdString(), sessions::session_html(reader, 1)) << "the CLI's page";
+  const QString bad = dir + "/no/such/dir/x.html";
+  EXPECT_NE(w.exportWebPage(bad).toStdString(), "");
+  EXPECT_TRUE(w.statusText().contains(bad)) << w.statusText().toStdString();
+  EXPECT_FALSE(QFile::exists(bad));
+}
+
 TEST(Gui, Eagle2OnTheShippedHeadDrawsItsDynamicTree) {
   MainWindow w;
   configure(w, "eagle2");
+  {  // the paper's tree (on CPU the default is a tree sized for this machine, often a handful of nodes)
+    AppSettings a = w.settingsView()->settings();
+    a.method_options["eagle2"]["tree"] = "published";
+    w.settingsView()->setSettings(a);
+    emit w.settingsView()->changed();
+  }
   ASSERT_FALSE(w.settingsView()->settings().eagle_head.isEmpty()) << "the default family ships an EAGLE head";
   w.show();
   ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
@@ -350,6 +400,30 @@ TEST(Gui, Eagle2OnTheShippedHeadDrawsItsDynamicTree) {
   settle();
   EXPECT_GT(w.inspector()->nodesDrawnLastFrame(), 20) << "EAGLE-2's dynamic tree (up to 59 drafts) was drawn";
   EXPECT_TRUE(w.grab().save(shots_dir() + "/chat_eagle2.png"));
+}
+
+// On the CPU the app sizes a method's tree for this machine by default (tree=auto) and says what the cost model
+// expected beside what the answer measured.
+TEST(Gui, TreeSizedForThisMachineShowsExpectedBesideMeasured) {
+  MainWindow w;
+  configure(w, "pld");
+  {
+    AppSettings a = w.settingsView()->settings();
+    a.backend = "cpu";
+    w.settingsView()->setSettings(a);
+    emit w.settingsView()->changed();
+  }
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  QSignalSpy done(&w, &MainWindow::jobDone);
+  w.chat()->setInput(kPrompt);
+  w.chat()->send();
+  ASSERT_TRUE(done.wait(180000));
+  settle();
+  EXPECT_EQ(w.chat()->lastAnswer().toStdString(), expected_answer()) << "lossless";
+  const QString status = w.statusText();
+  EXPECT_TRUE(status.contains(" (expected ") && status.contains("× vanilla")) << status.toStdString();
+  EXPECT_TRUE(status.contains("num-draft=")) << status.toStdString();
 }
 
 // ---- the app as a daily tool (issue 18) -----------------------------------------------------------------------

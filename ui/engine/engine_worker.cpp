@@ -9,6 +9,7 @@ Q_DECLARE_METATYPE(specscope::RunSummary)
 Q_DECLARE_METATYPE(specscope::runs::Job)
 Q_DECLARE_METATYPE(specscope::ui::LaneOutcome)
 Q_DECLARE_METATYPE(specscope::runs::ContextUse)
+Q_DECLARE_METATYPE(specscope::runs::StepCost)
 
 namespace specscope::ui {
 
@@ -40,8 +41,18 @@ class SignalObserver : public runs::JobObserver {
       emit w_.referenceFinished(run.key.target, target_path(run.key), run.summary);
       return;
     }
-    emit w_.laneFinished(run.key.lane, LaneOutcome{run.summary, QString::fromStdString(run.gen.text), run.identical,
-                                                   run.key.target, run.context});
+    LaneOutcome outcome{run.summary, QString::fromStdString(run.gen.text), run.identical, run.key.target, run.context,
+                        {}, 0, 0};
+    if (run.tree) {
+      for (const auto& [k, v] : run.tree->options)
+        outcome.tree_options += QString("%1%2=%3").arg(outcome.tree_options.isEmpty() ? "" : ",").arg(k.c_str()).arg(v.c_str());
+      outcome.expected_speedup = run.tree->expected_speedup;
+      outcome.expected_tokens_per_second = run.tree->expected_tokens_per_second;
+    }
+    emit w_.laneFinished(run.key.lane, outcome);
+  }
+  void tree_tuning(int lane, const std::string& label, const runs::TreeChoice* choice) override {
+    emit w_.treeTuning(lane, QString::fromStdString(label), choice ? QString::fromStdString(choice->summary) : QString());
   }
   void recording_failed(const std::string& message) override {
     emit w_.recordingFailed(QString::fromStdString(message));
@@ -65,6 +76,7 @@ void EngineWorker::register_types() {
   qRegisterMetaType<specscope::runs::Job>("specscope::runs::Job");
   qRegisterMetaType<specscope::ui::LaneOutcome>("specscope::ui::LaneOutcome");
   qRegisterMetaType<specscope::runs::ContextUse>("specscope::runs::ContextUse");
+  qRegisterMetaType<specscope::runs::StepCost>("specscope::runs::StepCost");
 }
 
 void EngineWorker::loadModel(const QString& path) {
@@ -72,9 +84,14 @@ void EngineWorker::loadModel(const QString& path) {
     const auto model = cache_.get(path.toStdString(), [&](const std::string& p, bool done) {
       if (!done) emit modelLoading(QString::fromStdString(p));
     });
+    last_loaded_ = path.toStdString();
     emit modelLoaded(path, QString::fromStdString(runs::describe_model(*model)));
   } catch (const std::exception& e) {
-    emit failed(QString::fromStdString(e.what()));
+    // A folder that vanished between choosing it and loading it changes nothing else: the model loaded before is
+    // still in the cache, and the message says so ("PATH: no such file or directory (BASE stays loaded)").
+    std::string message = e.what();
+    if (!last_loaded_.empty() && cache_.has(last_loaded_)) message += " (" + last_loaded_ + " stays loaded)";
+    emit failed(QString::fromStdString(message));
   }
 }
 
@@ -82,11 +99,21 @@ void EngineWorker::run(const runs::Job& job) {
   SignalObserver observer(*this);
   try {
     const runs::JobResult r = runner_.run(job, observer);
+    if (!r.targets.empty()) last_loaded_ = r.targets.front().path;
     // A vanilla lane that served as its target's reference ran as a lane; name it as the reference too.
     for (int t = 0; t < int(r.targets.size()); ++t)
       if (r.targets[size_t(t)].reference_lane >= 0)
         if (const runs::RunResult* ref = r.find(0, -1, t))
           emit referenceFinished(t, QString::fromStdString(r.targets[size_t(t)].path), ref->summary);
+    // The cost model's curve for each target (still loaded): cached after the first measurement. Not worth a
+    // failed job: without it the statistics just leave the expected speedup out.
+    if (!r.cancelled && !r.backend.empty())
+      for (const auto& t : r.targets) try {
+          if (!cache_.has(t.path)) continue;
+          const Backend b = resolve_backend(parse_backend(r.backend));
+          emit stepCostReady(QString::fromStdString(t.path), runs::cached_step_cost(*cache_.get(t.path), b));
+        } catch (const std::exception&) {
+        }
     emit jobFinished(r.session_id, r.cancelled, QString::fromStdString(r.backend), QString::fromStdString(r.device));
   } catch (const std::exception& e) {
     emit failed(QString::fromStdString(e.what()));

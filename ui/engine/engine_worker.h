@@ -12,6 +12,7 @@
 #include "runs/job.h"
 #include "runs/model_cache.h"
 #include "runs/runner.h"
+#include "runs/step_cost.h"
 
 namespace specscope::ui {
 
@@ -22,6 +23,9 @@ struct LaneOutcome {
   std::optional<bool> identical;  // greedy with a reference: the same tokens as that reference
   int target = 0;                 // index into the job's targets (their order of first use)
   runs::ContextUse context;       // summary.stop_reason "context": the answer filled it
+  // tree=auto (the CPU default): the sizes chosen for this machine and what the cost model expected of them.
+  QString tree_options;           // e.g. "depth=3,draft-top-k=2,total-tokens=6"; empty: published sizes
+  double expected_speedup = 0, expected_tokens_per_second = 0;
 };
 
 class EngineWorker : public QObject {
@@ -51,9 +55,15 @@ class EngineWorker : public QObject {
   void jobFinished(qint64 session_id, bool cancelled, const QString& backend, const QString& device);
   void failed(const QString& message);
   void recordingFailed(const QString& message);
+  // tree=auto: a lane's tree being sized for this machine (summary empty), then the choice in one sentence.
+  void treeTuning(int lane, const QString& label, const QString& summary);
+  // After a job that decoded, before jobFinished: this machine's step-cost curve for each of its targets (measured
+  // once per model and backend, then cached), for the cost model beside the statistics (runs/cost_model.h).
+  void stepCostReady(const QString& target_path, const specscope::runs::StepCost& cost);
 
  private:
   runs::ModelCache cache_;  // used on the worker thread only: models stay loaded between jobs
+  std::string last_loaded_;  // the target loaded last (worker thread), named when a newer choice fails to load
   runs::JobRunner runner_{cache_};
 };
 

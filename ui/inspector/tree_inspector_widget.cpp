@@ -7,9 +7,11 @@
 #include <QFile>
 #include <QImage>
 #include <QKeyEvent>
+#include <QMouseEvent>
 #include <QMetaObject>
 #include <QOpenGLContext>
 #include <QOpenGLFunctions>
+#include <QPainter>
 #include <QStandardPaths>
 #include <QTimer>
 #include <QSurfaceFormat>
@@ -24,6 +26,8 @@
 #include "imgui_impl_opengl3.h"
 #include "ui/inspector/colormap.h"
 #include "ui/inspector/imgui_qt_input.h"
+#include "ui/inspector/offscreen_gl.h"
+#include "ui/main/frame_budget.h"
 #include "ui/inspector/tree_layout.h"
 
 namespace specscope::ui {
@@ -357,9 +361,20 @@ struct TreeInspectorWidget::State {
   ImGuiQtInput input;
   bool backendReady = false;
   bool glFailed = false;
+  OffscreenGl gl;       // frames are drawn off screen and painted as this image (see offscreen_gl.h)
+  QImage image;         // the last frame, in device pixels
+  bool frameWanted = true;  // the view changed since `image` was drawn
 
   std::vector<StepRecord> steps;
   int current = -1;
+  // The selected draft node (the "why" panel's), with the step and generation it belongs to: it is shown only
+  // while that step is.
+  int selectedIndex = -1, selectedNode = -1;
+  unsigned selectedGeneration = ~0u;
+  // Where the last frame drew each layout item (logical pixels) and half a box, for clicks and tests.
+  std::vector<ImVec2> hitCentres;
+  ImVec2 hitHalf{0, 0};
+  QPoint pressAt{-1, -1};
   bool follow = true;
   int recordedLast = -1;  // replay: the recorded run's last step number; -1 live (the newest step is the last)
   bool dark = true;
@@ -398,7 +413,8 @@ struct TreeInspectorWidget::State {
   std::set<ImWchar> extraGlyphs;
 };
 
-TreeInspectorWidget::TreeInspectorWidget(QWidget* parent) : QOpenGLWidget(parent), s_(std::make_unique<State>()) {
+TreeInspectorWidget::TreeInspectorWidget(QWidget* parent) : QWidget(parent), s_(std::make_unique<State>()) {
+  setAttribute(Qt::WA_OpaquePaintEvent);  // every pixel comes from the frame's image
   setMouseTracking(true);
   setFocusPolicy(Qt::StrongFocus);
   setMinimumSize(60, 40);
@@ -406,7 +422,7 @@ TreeInspectorWidget::TreeInspectorWidget(QWidget* parent) : QOpenGLWidget(parent
   s_->since_paint.start();
   s_->live_timer = new QTimer(this);
   s_->live_timer->setSingleShot(true);
-  connect(s_->live_timer, &QTimer::timeout, this, [this] { update(); });
+  connect(s_->live_timer, &QTimer::timeout, this, [this] { requestFrame(); });
   ImGuiContext* previous = ImGui::GetCurrentContext();
   s_->ctx = ImGui::CreateContext();
   ImGui::SetCurrentContext(s_->ctx);
@@ -420,17 +436,19 @@ TreeInspectorWidget::TreeInspectorWidget(QWidget* parent) : QOpenGLWidget(parent
 }
 
 TreeInspectorWidget::~TreeInspectorWidget() {
-  // ~QOpenGLWidget destroys the GL context after this body and State are gone: it must not call releaseGL().
-  if (QOpenGLContext* ctx = context()) disconnect(ctx, nullptr, this, nullptr);
-  if (s_->backendReady && context()) {
-    makeCurrent();
+  if (s_->backendReady && s_->gl.makeCurrent()) {
     ImGui::SetCurrentContext(s_->ctx);
     ImGui_ImplOpenGL3_Shutdown();
     s_->backendReady = false;
-    doneCurrent();
+    s_->gl.doneCurrent();
   }
   if (ImGui::GetCurrentContext() == s_->ctx) ImGui::SetCurrentContext(nullptr);
   ImGui::DestroyContext(s_->ctx);
+}
+
+void TreeInspectorWidget::requestFrame() {
+  s_->frameWanted = true;
+  update();
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -443,7 +461,7 @@ void TreeInspectorWidget::clear() {
   ++s_->generation;
   s_->userView = false;
   s_->fitPending = true;
-  update();
+  requestFrame();
   emit currentStepChanged(-1);
 }
 
@@ -462,7 +480,7 @@ void TreeInspectorWidget::appendStep(const StepRecord& step) {
   }
   const qint64 interval = s.live_fps > 0 ? 1000 / s.live_fps : 0;
   const qint64 since = s.since_paint.elapsed();
-  if (since >= interval) update();
+  if (since >= interval) requestFrame();
   else if (!s.live_timer->isActive()) s.live_timer->start(int(interval - since));
 }
 
@@ -483,7 +501,7 @@ void TreeInspectorWidget::setSteps(std::vector<StepRecord> steps) {
   s.follow = true;
   s.userView = false;
   s.fitPending = true;
-  update();
+  requestFrame();
   emit currentStepChanged(s.current);
 }
 
@@ -494,15 +512,57 @@ void TreeInspectorWidget::setCurrentStep(int index) {
   s.follow = index == int(s.steps.size()) - 1;
   if (index == s.current) return;
   s.current = index;
-  update();
+  requestFrame();
   emit currentStepChanged(index);
 }
 
 int TreeInspectorWidget::currentStep() const { return s_->current; }
 
+const StepRecord* TreeInspectorWidget::currentRecord() const {
+  const State& s = *s_;
+  return s.current >= 0 && s.current < int(s.steps.size()) ? &s.steps[size_t(s.current)] : nullptr;
+}
+
+int TreeInspectorWidget::selectedNode() const {
+  const State& s = *s_;
+  return s.selectedIndex == s.current && s.selectedGeneration == s.generation ? s.selectedNode : -1;
+}
+
+void TreeInspectorWidget::selectNode(int node) {
+  State& s = *s_;
+  const StepRecord* step = currentRecord();
+  if (!step || node < 0 || node >= int(step->nodes.size())) node = -1;
+  if (node >= 0) s.follow = false;  // keep the step on screen while live steps arrive, as scrubbing does
+  s.selectedIndex = s.current;
+  s.selectedNode = node;
+  s.selectedGeneration = s.generation;
+  requestFrame();
+  emit nodeSelected(s.current, node);
+}
+
+QPoint TreeInspectorWidget::nodePosition(int node) const {
+  const State& s = *s_;
+  if (s.layoutStep != s.current || node < 0 || node >= int(s.layout.item_of_node.size())) return {-1, -1};
+  const int item = s.layout.item_of_node[size_t(node)];
+  if (item < 0 || item >= int(s.hitCentres.size())) return {-1, -1};
+  return QPointF(s.hitCentres[size_t(item)].x, s.hitCentres[size_t(item)].y).toPoint();
+}
+
+int TreeInspectorWidget::nodeAt(QPointF pos) const {
+  const State& s = *s_;
+  if (s.layoutStep != s.current) return -1;
+  for (size_t i = 0; i < s.hitCentres.size() && i < s.layout.items.size(); ++i) {
+    const LayoutItem& li = s.layout.items[i];
+    if (li.kind == LayoutKind::Draft && std::fabs(float(pos.x()) - s.hitCentres[i].x) <= s.hitHalf.x &&
+        std::fabs(float(pos.y()) - s.hitCentres[i].y) <= s.hitHalf.y)
+      return li.node;
+  }
+  return -1;
+}
+
 void TreeInspectorWidget::setRecordedLastStep(int step) {
   s_->recordedLast = step;
-  update();
+  requestFrame();
 }
 
 // Step numbers are the StepRecord's own (0: the prefill), as in the chat's tooltips and the timeline's.
@@ -524,13 +584,13 @@ void TreeInspectorWidget::setFollowLive(bool follow) {
     s.current = int(s.steps.size()) - 1;
     emit currentStepChanged(s.current);
   }
-  update();
+  requestFrame();
 }
 
 void TreeInspectorWidget::fitView() {
   s_->userView = false;
   s_->fitPending = true;
-  update();
+  requestFrame();
 }
 
 void TreeInspectorWidget::setDarkTheme(bool dark) {
@@ -541,7 +601,7 @@ void TreeInspectorWidget::setDarkTheme(bool dark) {
   if (dark) ImGui::StyleColorsDark();
   else ImGui::StyleColorsLight();
   ImGui::SetCurrentContext(previous);
-  update();
+  requestFrame();
 }
 
 void TreeInspectorWidget::setCompact(bool compact) {
@@ -552,7 +612,7 @@ void TreeInspectorWidget::setCompact(bool compact) {
   s_->userView = false;
   s_->fitPending = true;
   updateGeometry();
-  update();
+  requestFrame();
 }
 
 QSize TreeInspectorWidget::sizeHint() const { return s_->compact ? QSize(260, 140) : QSize(960, 640); }
@@ -562,8 +622,61 @@ int TreeInspectorWidget::nodesDrawnLastFrame() const { return s_->nodesDrawn; }
 long long TreeInspectorWidget::framesDrawn() const { return s_->frames; }
 
 bool TreeInspectorWidget::exportPng(const QString& path) {
-  const QImage img = grabFramebuffer();
+  const QImage img = frame();
   return !img.isNull() && img.save(path, "PNG");
+}
+
+QImage TreeInspectorWidget::frame() {
+  const qreal dpr = devicePixelRatioF();
+  const QSize pixels = (QSizeF(size()) * dpr).toSize();
+  if (s_->frameWanted || s_->image.size() != pixels) render(pixels, dpr);
+  return s_->image;
+}
+
+void TreeInspectorWidget::paintEvent(QPaintEvent*) {
+  const QImage img = frame();
+  QPainter p(this);
+  if (img.isNull()) {  // no OpenGL: say so rather than show garbage
+    const Theme& th = theme(s_->dark);
+    p.fillRect(rect(), QColor::fromRgbF(th.bg.r, th.bg.g, th.bg.b));
+    p.setPen(QColor::fromRgbF(th.dim.r, th.dim.g, th.dim.b));
+    if (s_->glFailed) p.drawText(rect(), Qt::AlignCenter, tr("The tree needs OpenGL 3, which is not available"));
+    return;
+  }
+  p.drawImage(rect(), img);
+}
+
+namespace {
+double g_render_cpu_ms = 0;  // GUI thread only
+}  // namespace
+
+double TreeInspectorWidget::renderCpuMs() { return g_render_cpu_ms; }
+
+void TreeInspectorWidget::render(const QSize& pixels, qreal dpr) {
+  State& s = *s_;
+  s.frameWanted = false;
+  if (s.glFailed || pixels.isEmpty()) return;
+  // Reading the frame back waits for the rasterizer, so its threads' work for this frame is done within.
+  const double cpu0 = drawing_cpu_ms();
+  if (!s.gl.valid() && !s.gl.create()) {
+    qWarning("TreeInspectorWidget: no OpenGL context");
+    s.glFailed = true;
+    return;
+  }
+  if (!s.gl.makeCurrent()) {
+    qWarning("TreeInspectorWidget: the OpenGL context could not be made current");
+    s.glFailed = true;
+    return;
+  }
+  initializeGL();
+  if (s.gl.bind(pixels)) {
+    if (pixels != s.image.size()) resizeGL(pixels.width(), pixels.height());
+    paintGL();
+    s.image = s.gl.read();
+    s.image.setDevicePixelRatio(dpr);
+  }
+  s.gl.doneCurrent();
+  g_render_cpu_ms += drawing_cpu_ms() - cpu0;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -571,12 +684,11 @@ bool TreeInspectorWidget::exportPng(const QString& path) {
 
 void TreeInspectorWidget::initializeGL() {
   State& s = *s_;
-  if (s.backendReady) return;
-  connect(context(), &QOpenGLContext::aboutToBeDestroyed, this, &TreeInspectorWidget::releaseGL, Qt::UniqueConnection);
+  if (s.backendReady || s.glFailed) return;
   ImGui::SetCurrentContext(s.ctx);
-  const QSurfaceFormat fmt = context()->format();
+  const QSurfaceFormat fmt = s.gl.context()->format();
   const char* glsl = nullptr;
-  if (context()->isOpenGLES()) {
+  if (s.gl.context()->isOpenGLES()) {
     // The OpenGL 3 backend is compiled for desktop GL (its loader and glPolygonMode); under GLES it cannot run.
     qWarning("TreeInspectorWidget: OpenGL ES context (%d.%d): the ImGui OpenGL 3 backend needs desktop GL",
              fmt.majorVersion(), fmt.minorVersion());
@@ -597,26 +709,27 @@ void TreeInspectorWidget::initializeGL() {
   s.fontDirty = true;
 }
 
-void TreeInspectorWidget::releaseGL() {
-  State& s = *s_;
-  if (!s.backendReady) return;
-  makeCurrent();
-  ImGui::SetCurrentContext(s.ctx);
-  ImGui_ImplOpenGL3_Shutdown();  // a new context (reparenting) initialises it again in initializeGL
-  s.backendReady = false;
-  s.fontDpr = 0;
-  doneCurrent();
-}
-
 void TreeInspectorWidget::resizeGL(int, int) {
   s_->trailing = std::max(s_->trailing, 1);
 }
 
 bool TreeInspectorWidget::event(QEvent* e) {
   State& s = *s_;
+  // A click (press and release in one place) on the tree selects the node under it, on the canvas' background
+  // clears the selection; a drag pans, as before.
+  if (!s.compact && (e->type() == QEvent::MouseButtonPress || e->type() == QEvent::MouseButtonRelease)) {
+    const auto* m = static_cast<QMouseEvent*>(e);
+    const QPoint at = m->position().toPoint();
+    if (m->button() == Qt::LeftButton && e->type() == QEvent::MouseButtonPress) {
+      s.pressAt = at;
+    } else if (m->button() == Qt::LeftButton && (at - s.pressAt).manhattanLength() <= 3 && at.x() >= s.canvasMin.x &&
+               at.x() <= s.canvasMax.x && at.y() >= s.canvasMin.y && at.y() <= s.canvasMax.y) {
+      selectNode(nodeAt(m->position()));
+    }
+  }
   if (s.input.handle(e)) {
     s.trailing = 2;  // a release or a hover change needs one more frame to show
-    update();
+    requestFrame();
     switch (e->type()) {
       case QEvent::Wheel:
         e->accept();
@@ -635,7 +748,7 @@ bool TreeInspectorWidget::event(QEvent* e) {
         break;
     }
   }
-  return QOpenGLWidget::event(e);
+  return QWidget::event(e);
 }
 
 void TreeInspectorWidget::rebuildFonts(qreal dpr) {
@@ -680,7 +793,7 @@ void TreeInspectorWidget::paintGL() {
   State& s = *s_;
   s.since_paint.restart();
   const Theme& th = theme(s.dark);
-  QOpenGLFunctions* f = context()->functions();
+  QOpenGLFunctions* f = s.gl.context()->functions();
   f->glClearColor(th.bg.r, th.bg.g, th.bg.b, 1.0f);
   f->glClear(GL_COLOR_BUFFER_BIT);
   if (!s.backendReady) return;
@@ -715,7 +828,7 @@ void TreeInspectorWidget::paintGL() {
   ++s.frames;
   if (s.input.pending() || s.trailing > 0) {
     s.trailing = std::max(0, s.trailing - 1);
-    update();
+    requestFrame();
   }
 }
 
@@ -920,6 +1033,12 @@ void TreeInspectorWidget::drawTree(const ImVec2& size) {
   const float hw = 0.5f * L.box_width * colPx * z, hh = 0.5f * L.box_height * rowPx * z;
   auto centre = [&](const LayoutItem& li) { return c0 + s.pan + ImVec2(li.x * colPx * z, li.y * rowPx * z); };
   auto visible = [&](ImVec2 a, ImVec2 b) { return b.x >= c0.x && a.x <= c1.x && b.y >= c0.y && a.y <= c1.y; };
+  if (!s.compact) {
+    s.hitCentres.resize(L.items.size());
+    for (size_t i = 0; i < L.items.size(); ++i) s.hitCentres[i] = centre(L.items[i]);
+    s.hitHalf = ImVec2(hw + 2, hh + 2);
+  }
+  const int selected = selectedNode();
   ImFont* font = ImGui::GetFont();
 
   // Hovered item.
@@ -978,6 +1097,8 @@ void TreeInspectorWidget::drawTree(const ImVec2& size) {
     if (!visible(a - ImVec2(6, 14), b + ImVec2(6, 6))) continue;
     const NodeStyle st = styleFor(th, step, li);
     drawBox(dl, st, a, b, z, th, i == hot, s.compact);
+    if (li.kind == LayoutKind::Draft && li.node == selected)  // the "why" panel's node
+      dl->AddRect(a - ImVec2(4, 4), b + ImVec2(4, 4), pack_abgr(th.text), 4.0f, 0, 2.0f);
     ++s.nodesDrawn;
     if (labels) {
       const std::string text = fitText(font, nodeFont, itemLabel(s.steps, s.current, li, s.unicode), 2 * hw - 8.0f, s.unicode);

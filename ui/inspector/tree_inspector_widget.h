@@ -1,12 +1,14 @@
 #pragma once
-// The draft-tree inspector: Dear ImGui drawn inside a QOpenGLWidget. The current step's tree is laid out by
+// The draft-tree inspector: Dear ImGui drawn with OpenGL off screen and painted as an image by a plain widget
+// (offscreen_gl.h says why it is not a QOpenGLWidget). The current step's tree is laid out by
 // depth; each node shows its token, is filled by draft confidence on a colour-blind-safe perceptual scale and
 // marked accepted / rejected / not reached / pruned / bonus; edges carry probabilities; hovering shows token
 // id, draft p, target p, acceptance probability and cumulative score; pan (drag), zoom (wheel), fit (F or
 // double-click). Under it a step timeline (a bar per step, its height the accepted length) scrubbed with the
 // mouse or the arrow keys; it follows the live run until the user scrubs, and again after End.
-#include <QOpenGLWidget>
+#include <QImage>
 #include <QString>
+#include <QWidget>
 #include <memory>
 #include <vector>
 
@@ -16,7 +18,7 @@ struct ImVec2;
 
 namespace specscope::ui {
 
-class TreeInspectorWidget : public QOpenGLWidget {
+class TreeInspectorWidget : public QWidget {
   Q_OBJECT
  public:
   explicit TreeInspectorWidget(QWidget* parent = nullptr);
@@ -27,6 +29,12 @@ class TreeInspectorWidget : public QOpenGLWidget {
   void setSteps(std::vector<StepRecord> steps);  // a whole run (replay), shows the last step
   void setCurrentStep(int index);                // clamps; stops following unless it is the last step
   int currentStep() const;                       // -1 when empty (an index into the steps, not a step number)
+  const StepRecord* currentRecord() const;       // the step shown; nullptr when none
+  // The draft node the "why" panel explains: a click on a node selects it (and stops following live steps, as
+  // scrubbing does), a click on the background clears it. It belongs to its step: -1 while another is shown.
+  int selectedNode() const;
+  void selectNode(int node);  // in the step shown; -1 clears
+  QPoint nodePosition(int node) const;  // its centre in the last frame (widget coordinates); (-1, -1) if not drawn
   // Replay: the recorded run's last step number, the header's total while steps are still being fed in; the
   // "live" marks are hidden. -1: a live run (the default).
   void setRecordedLastStep(int step);
@@ -44,7 +52,11 @@ class TreeInspectorWidget : public QOpenGLWidget {
   // Evidence for tests and benchmarks.
   int nodesDrawnLastFrame() const;  // node boxes submitted to ImGui's draw lists in the last paint
   long long framesDrawn() const;
+  // CPU used drawing frames so far, by every inspector together (the GUI thread and the software
+  // rasterizer's threads, ms): what the live trees' frame budget counts.
+  static double renderCpuMs();
   bool exportPng(const QString& path);        // the widget's framebuffer
+  QImage frame();                             // the current frame, drawn first if the view changed
   bool exportSvg(const QString& path) const;  // the current step's tree as SVG, written directly
 
   QSize sizeHint() const override;
@@ -52,21 +64,26 @@ class TreeInspectorWidget : public QOpenGLWidget {
 
  signals:
   void currentStepChanged(int index);
+  void nodeSelected(int index, int node);  // node -1: the selection was cleared
 
  protected:
-  void initializeGL() override;
-  void resizeGL(int w, int h) override;
-  void paintGL() override;
+  void paintEvent(QPaintEvent* e) override;  // the last frame, drawn anew only when the view changed
   bool event(QEvent* e) override;  // input goes to the Qt-to-ImGui adapter
 
  private:
-  void releaseGL();  // the GL context is going away (destruction or reparenting): free the backend's objects
+  // A QOpenGLWidget's hooks, called by render() with the off-screen context current.
+  void initializeGL();
+  void resizeGL(int w, int h);
+  void paintGL();
+  void render(const QSize& pixels, qreal dpr);
+  void requestFrame();  // the view changed: draw a new frame at the next paint
   void rebuildFonts(qreal devicePixelRatio);
   void drawFrame();
   void drawHeader();
   void drawTree(const ImVec2& size);
   void drawLegend();
   void drawTimeline();
+  int nodeAt(QPointF pos) const;  // the draft node drawn at pos in the last frame, or -1
   void stepBy(int delta, bool fromFrame);
   void moveTo(int index, bool follow, bool fromFrame);
 

@@ -15,13 +15,15 @@ void FrameBudget::start(double wall, double cpu) {
   start_wall_ = wall;
   start_cpu_ = cpu;
   last_cpu_ = cpu;
+  last_wall_ = wall;
   started_ = true;
 }
 
-void FrameBudget::frame_drawn(double, double cpu) {
+void FrameBudget::frame_drawn(double wall, double cpu) {
   if (!started_) return;
   const double cost = cpu - last_cpu_;
   last_cpu_ = cpu;
+  last_wall_ = wall;
   // Smooth, but follow a sudden expensive frame at once (a new tab, a resize): overspending is what costs.
   estimate_ = std::max(cost, 0.5 * estimate_ + 0.5 * cost);
 }
@@ -30,7 +32,7 @@ double FrameBudget::next_delay_ms(double wall, double cpu) const {
   if (!started_ || budget_ <= 0) return min_interval_;
   // The next frame may start when the CPU used so far plus its expected cost fits the budget.
   const double used = cpu - start_cpu_;
-  const double allowed_at = start_wall_ + (used + estimate_) / budget_;
+  const double allowed_at = std::min(start_wall_ + (used + estimate_) / budget_, last_wall_ + max_interval_);
   return std::max(min_interval_, allowed_at - wall);
 }
 

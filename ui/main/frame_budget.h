@@ -1,21 +1,26 @@
 #pragma once
 // Keeps live drawing within a share of one core while the engine runs. With software OpenGL (Mesa llvmpipe,
-// the only GL many Linux desktops and every CI machine have) a repaint of a window holding a QOpenGLWidget
-// costs milliseconds of CPU on the cores the decoder uses, so a fixed frame rate costs a fixed share of
-// decode speed. The budget instead spaces live frames so that the GUI thread's CPU time since the run started
-// (and its software rasterizer threads, drawing_cpu_ms) stays under `budget` x the run's wall time: cheap frames (a GPU compositor) come at the full frame rate, and
-// expensive ones less often. The last state is always drawn when the run ends, outside the budget.
+// the only GL many Linux desktops and every CI machine have) an inspector frame costs milliseconds of CPU on
+// the cores the decoder uses, so a fixed frame rate costs a fixed share of decode speed. The budget instead
+// spaces live frames so that the CPU the caller's clock counts since the run started (for the live trees:
+// their frames' GUI-thread and rasterizer time, TreeInspectorWidget::renderCpuMs) stays under `budget` x the
+// run's wall time: cheap frames (a GPU) come at the full frame rate, expensive ones less often, and never less
+// often than the slowest pace. The last state is always drawn when the run ends, outside the budget.
 // Pure arithmetic on times the caller measures, so it is tested without a window.
 #include <cstdint>
+#include <limits>
 
 namespace specscope::ui {
 
 class FrameBudget {
  public:
   // budget: the GUI thread's share of one core while a run is live (0.02 = 2%); min_interval_ms: the fastest
-  // frame clock (66 ms = 15 Hz).
-  explicit FrameBudget(double budget = 0.02, double min_interval_ms = 66.0, double first_frame_estimate_ms = 15.0)
-      : budget_(budget), min_interval_(min_interval_ms), estimate_(first_frame_estimate_ms) {}
+  // frame clock (66 ms = 15 Hz); max_interval_ms: the slowest, whatever the budget says (a live view that
+  // waits for its share forever looks frozen: on a busy machine the share was used by the text alone).
+  explicit FrameBudget(double budget = 0.02, double min_interval_ms = 66.0, double first_frame_estimate_ms = 15.0,
+                       double max_interval_ms = std::numeric_limits<double>::infinity())
+      : budget_(budget), min_interval_(min_interval_ms), max_interval_(max_interval_ms),
+        estimate_(first_frame_estimate_ms) {}
 
   // A run starts: wall clock and GUI-thread CPU clock now, both in milliseconds.
   void start(double wall_ms, double cpu_ms);
@@ -29,8 +34,8 @@ class FrameBudget {
   double frame_cost_estimate_ms() const { return estimate_; }
 
  private:
-  double budget_, min_interval_, estimate_;
-  double start_wall_ = 0, start_cpu_ = 0, last_cpu_ = 0;
+  double budget_, min_interval_, max_interval_, estimate_;
+  double start_wall_ = 0, start_cpu_ = 0, last_cpu_ = 0, last_wall_ = 0;
   bool started_ = false;
 };
 

@@ -31,12 +31,16 @@
 #include "engine/model/family_manifest.h"
 #include "engine/util/error.h"
 #include "sessions/export.h"
+#include "sessions/html/html_export.h"
 #include "sessions/reader.h"
+#include "sessions/store_identity.h"
 #include "engine/model/backend.h"
-#include "ui/main/frame_budget.h"
+#include "ui/main/live_pacer.h"
+#include "ui/main/theme.h"
 #include "ui/engine/engine_worker.h"
 #include "ui/engine/replay_controller.h"
 #include "ui/inspector/tree_inspector_widget.h"
+#include "ui/inspector/why_panel.h"
 #include "ui/views/chat_view.h"
 #include "ui/views/compare_view.h"
 #include "ui/views/session_library_view.h"
@@ -92,16 +96,12 @@ struct MainWindow::State {
   QString model_description, device;  // the status bar's model part
   qint64 last_session = 0;
   bool job_failed = false;
+  QString recording_note;  // this job's "Recording stopped: ..." line, the status bar's last word when it ends
   bool replay_answering = false;  // the chat shows a replayed answer that has not reached its end  // the worker reported an error for the job in flight (not a stop)
   QString loaded_model;     // the target last asked of the worker (Settings' model_path)
   runs::ContextUse chat_context;  // how the chat's last turn fitted the context
-  bool live_drawing = true;
-  struct PendingStep {
-    int lane, index;  // a step in `traces`
-  };
-  std::vector<PendingStep> pending;  // live steps waiting for the next frame
-  QTimer frame_timer;
-  FrameBudget frame_budget;  // spaces live frames so drawing stays within its CPU share
+  std::optional<sessions::StoreIdentity> chat_store;  // the file the chat's session was recorded into
+  LivePacer* pacer = nullptr;  // live steps to the text views at 15 Hz, to the trees within a CPU budget
 };
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_unique<State>()) {
@@ -116,7 +116,16 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
   s_->inspector->setObjectName("treeInspector");
   auto* split = new QSplitter;
   split->addWidget(s_->chat);
-  split->addWidget(s_->inspector);
+  // The inspector with its "why" panel: the verification step behind the node clicked (ui/inspector/why_panel.h).
+  auto* inspect = new QSplitter;
+  inspect->addWidget(s_->inspector);
+  auto* why = new WhyPanel;
+  why->setObjectName("whyPanel");
+  why->attach(s_->inspector);
+  inspect->addWidget(why);
+  inspect->setStretchFactor(0, 3);
+  inspect->setStretchFactor(1, 1);
+  split->addWidget(inspect);
   split->setStretchFactor(0, 2);
   split->setStretchFactor(1, 3);
   // A quick method switch above the chat (the same setting as in Settings).
@@ -182,6 +191,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
   statusBar()->addPermanentWidget(s_->loading);
   statusBar()->addPermanentWidget(s_->model_label);
 
+  // Live steps: the text at a steady pace, the trees as their CPU budget allows (ui/main/live_pacer.h).
+  s_->pacer = new LivePacer([this](int lane, int i) { show_text(lane, i); },
+                            [this](int lane, int i) { show_tree(lane, i); }, &TreeInspectorWidget::renderCpuMs, this);
+
   // The engine thread.
   s_->worker = new EngineWorker;
   s_->worker->moveToThread(&s_->thread);
@@ -211,28 +224,31 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
   connect(s_->worker, &EngineWorker::contextFitted, this, [this](int lane, const runs::ContextUse& use) {
     if (s_->job == State::Job::Chat && lane == 0) {
       s_->chat_context = use;
+      // A long prompt's prefill takes a while before the first token: say what is being read (Stop interrupts it).
+      if (use.prompt_tokens >= 1024 && s_->traces.lanes() > 0)
+        s_->status_label->setText(tr("Running %1 on a prompt of %2 tokens…")
+                                      .arg(QString::fromStdString(s_->traces.lane(0).label))
+                                      .arg(use.prompt_tokens));
       if (use.dropped_messages > 0)
         s_->chat->markContextCut(use.dropped_messages, QString::fromStdString(runs::trimmed_note(use)));
     }
     // Said before the answer streams, not discovered when it stops.
     if (use.max_tokens_beyond()) s_->status_label->setText(tr("Note: %1").arg(QString::fromStdString(runs::max_tokens_note(use))));
   });
-  connect(s_->worker, &EngineWorker::recordingFailed, this,
-          [this](const QString& m) { s_->status_label->setText(tr("Not recorded: %1").arg(m)); });
+  // "recording stopped: PATH: why[; session N keeps X of this job's Y steps]": said when it happens, the chat goes on.
+  // tree=auto: sizing a lane's tree takes a few seconds the first time on a machine (then it is cached): say so.
+  connect(s_->worker, &EngineWorker::treeTuning, this, [this](int lane, const QString& label, const QString& summary) {
+    s_->status_label->setText(summary.isEmpty() ? tr("Sizing %1's tree for this machine (lane %2)…").arg(label).arg(lane + 1)
+                                                : tr("%1: %2").arg(label, summary));
+  });
+  connect(s_->worker, &EngineWorker::recordingFailed, this, [this](const QString& m) {
+    s_->recording_note = m.left(1).toUpper() + m.mid(1);
+    s_->status_label->setText(s_->recording_note);
+  });
   connect(s_->worker, &EngineWorker::stepReady, this, [this](int lane, const StepRecord& st, const QString& piece) {
     if (lane >= s_->traces.lanes()) return;
     s_->traces.append(lane, st, piece.toStdString());
-    if (!s_->live_drawing) return;
-    // One frame clock for every view: steps wait at most 66 ms and are shown together, so the window is
-    // recomposited once per frame rather than once per view per step (see TreeInspectorWidget::State).
-    s_->pending.push_back({lane, int(s_->traces.lane(lane).steps.size()) - 1});
-    if (!s_->frame_timer.isActive())
-      s_->frame_timer.start(int(s_->frame_budget.next_delay_ms(wall_ms(), drawing_cpu_ms())));
-  });
-  s_->frame_timer.setSingleShot(true);
-  connect(&s_->frame_timer, &QTimer::timeout, this, [this] {
-    flush_pending();
-    s_->frame_budget.frame_drawn(wall_ms(), drawing_cpu_ms());
+    s_->pacer->stepAdded(lane, int(s_->traces.lane(lane).steps.size()));
   });
   connect(s_->worker, &EngineWorker::referenceStarted, this, [this](int, const QString& target) {
     if (s_->job == State::Job::Compare) s_->compare->referenceStarted(target);
@@ -241,22 +257,25 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
     if (s_->job == State::Job::Compare) s_->compare->referenceFinished(target, summary);
   });
   connect(s_->worker, &EngineWorker::laneFinished, this, [this](int lane, const LaneOutcome& outcome) {
-    flush_pending();
-    if (lane < s_->traces.lanes()) {
-      s_->traces.finish(lane, outcome.summary);
-      if (!s_->live_drawing)  // drawing was off during the run: show the whole run now
-        for (int i = 0; i < int(s_->traces.lane(lane).steps.size()); ++i) show_step(lane, i);
-    }
+    s_->pacer->flush();  // the lane's last steps (all of them when drawing live is off) are drawn now
+    if (lane < s_->traces.lanes()) s_->traces.finish(lane, outcome.summary);
     if (s_->job == State::Job::Compare) s_->compare->laneFinished(lane, outcome.summary, outcome.identical);
     setProperty("last_tokens_per_second", outcome.summary.tokens_per_second);  // read by bench/gui_bench
     const bool full = outcome.summary.stop_reason == "context";
     if (s_->job == State::Job::Chat) {
-      s_->chat->answerFinished(outcome.text, false, full ? tr("context full") : QString());
+      // "callback": Stop, during the answer or its prompt's prefill.
+      s_->chat->answerFinished(outcome.text, outcome.summary.stop_reason == "callback", full ? tr("context full") : QString());
       QString line = QString("%1 · τ %2 · %3 tok/s · %4 tokens")
                          .arg(QString::fromStdString(outcome.summary.method))
                          .arg(outcome.summary.tau, 0, 'f', 2)
                          .arg(outcome.summary.tokens_per_second, 0, 'f', 1)
                          .arg(outcome.summary.new_tokens);
+      // Expected beside measured, when the tree was sized for this machine (tree=auto, the CPU default).
+      if (!outcome.tree_options.isEmpty())
+        line += tr(" (expected %1 tok/s, %2× vanilla, with %3)")
+                    .arg(outcome.expected_tokens_per_second, 0, 'f', 1)
+                    .arg(outcome.expected_speedup, 0, 'f', 2)
+                    .arg(outcome.tree_options);
       if (full) line += " · " + QString::fromStdString(runs::context_full_note(outcome.context));
       s_->status_label->setText(line);
     } else if (full) {
@@ -265,7 +284,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
   });
   connect(s_->worker, &EngineWorker::jobFinished, this,
           [this](qint64 session, bool cancelled, const QString& backend, const QString& device) {
-    flush_pending();
+    s_->pacer->flush();
     s_->busy = false;
     s_->last_session = session;
     if (!device.isEmpty()) {  // where the job ran, as the runner recorded it
@@ -273,7 +292,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
       s_->model_label->setText(QString("%1 · %2").arg(s_->model_description, s_->device));
     }
     if (s_->job == State::Job::Chat) {
-      if (session > 0) s_->chat->setSessionId(session);
+      if (session > 0) {
+        s_->chat->setSessionId(session);
+        s_->chat_store = sessions::store_identity(s_->settings->settings().session_db.toStdString());
+      }
       // A failed answer is already in the transcript as an error, not as "[stopped]".
       if (cancelled && !s_->job_failed && s_->traces.lanes() > 0 && !s_->traces.lane(0).summary)
         s_->chat->answerFinished(s_->chat->lastAnswer(), true);
@@ -283,6 +305,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
     if (s_->job == State::Job::Compare) s_->compare->runFinished(cancelled);
     s_->stats->setRuns(pointers(s_->traces));
     s_->library->refresh();
+    // Where this job's recording went wrong is the last word, over the run's summary line and the library's notes.
+    if (!s_->recording_note.isEmpty()) s_->status_label->setText(s_->recording_note);
     s_->job = State::Job::None;
     emit jobDone(session);
   });
@@ -306,20 +330,32 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
     job.options.max_tokens = a.max_tokens;
     job.options.sampling = a.sampling;
     job.references = false;  // a chat turn is one run, compared with nothing
-    if (a.record) job.record = runs::RecordTo{a.session_db.toStdString(), "chat", "", s_->chat->sessionId(), nullptr};
+    qint64 session = s_->chat->sessionId();
+    // The chat's session lives in the file it was recorded into: if that store was deleted or replaced since (or
+    // Settings name another), this answer starts a new session instead of joining one of another file.
+    if (a.record && session > 0 && sessions::store_identity(a.session_db.toStdString()) != s_->chat_store) {
+      session = 0;
+      s_->recording_note = tr("%1 is not the store this chat was recorded in: its answers now go to a new session")
+                               .arg(a.session_db);
+      s_->status_label->setText(s_->recording_note);
+    }
+    if (a.record) job.record = runs::RecordTo{a.session_db.toStdString(), "chat", "", session, nullptr};
     s_->traces.reset(traces_for(job.lanes, a.sampling.greedy()));
     s_->inspector->clear();
     s_->inspector->setRecordedLastStep(-1);
     s_->inspector->setFollowLive(true);
     s_->job = State::Job::Chat;
     s_->busy = true;
-    s_->frame_budget.start(wall_ms(), drawing_cpu_ms());
+    s_->pacer->start(s_->traces.lanes());
     QMetaObject::invokeMethod(s_->worker, [w = s_->worker, job] { w->run(job); }, Qt::QueuedConnection);
   });
   connect(s_->chat, &ChatView::stopRequested, this, &MainWindow::stop);
   connect(s_->chat, &ChatView::newChatStarted, this, [this] { s_->inspector->clear(); });
   // A token clicked in the answer on screen opens the step that made it (the chat's steps are the inspector's).
-  connect(s_->chat, &ChatView::stepClicked, this, [this](int step) { s_->inspector->setCurrentStep(step); });
+  connect(s_->chat, &ChatView::stepClicked, this, [this](int step) {
+    s_->pacer->flushTrees();  // the text runs ahead of the inspector while a run is live
+    s_->inspector->setCurrentStep(step);
+  });
   connect(s_->compare, &CompareView::runRequested, this, &MainWindow::runCompare);
   connect(s_->compare, &CompareView::stopRequested, this, &MainWindow::stop);
   connect(s_->library, &SessionLibraryView::openSession, this, &MainWindow::openSession);
@@ -342,8 +378,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
     s_->compare->setSettings(a);
     // A new target loads now, with its progress and then its description in the status bar, not at the next run.
     if (!same_path(a.model_path.toStdString(), s_->loaded_model.toStdString())) {
+      // The status bar keeps naming the model that is loaded until this one is (if it ever is: its folder may be gone).
       s_->loaded_model = a.model_path;
-      s_->model_description.clear();
       QMetaObject::invokeMethod(s_->worker, [w = s_->worker, p = a.model_path] { w->loadModel(p); }, Qt::QueuedConnection);
     }
   });
@@ -452,6 +488,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
   };
   file->addAction(tr("Export session as JSON…"), this, [export_session] { export_session(true); });
   file->addAction(tr("Export session as CSV…"), this, [export_session] { export_session(false); });
+  file->addAction(tr("Export as web page…"), this, [this] {
+    const qint64 id = s_->replay->isOpen() ? s_->replay->session().id : s_->last_session;
+    if (id <= 0) return report_error(tr("Export as web page: no session yet (run or open one first)"));
+    auto p = QFileDialog::getSaveFileName(this, tr("Export as web page"), QString("session-%1.html").arg(id),
+                                          tr("Web page (*.html)"));
+    if (!p.isEmpty()) exportWebPage(p);
+  });
   file->addAction(tr("Export compare table as Markdown…"), this, [this] {
     auto p = QFileDialog::getSaveFileName(this, tr("Export table"), "compare.md", "Markdown (*.md)");
     QFile f(p);
@@ -525,21 +568,52 @@ void MainWindow::closeEvent(QCloseEvent* e) {
 }
 
 void MainWindow::show_step(int lane, int index) {
+  show_text(lane, index);
+  show_tree(lane, index);
+}
+
+bool MainWindow::showing_race() const {
+  return s_->replay->isOpen() ? s_->replay->session().meta.kind == "compare" : s_->job == State::Job::Compare;
+}
+
+void MainWindow::show_text(int lane, int index) {
   const runs::RunTrace& t = s_->traces.lane(lane);
   const StepRecord& st = t.steps.at(size_t(index));
   const QString piece = QString::fromStdString(t.pieces.at(size_t(index)));
-  const bool compare = s_->replay->isOpen() ? s_->replay->session().meta.kind == "compare" : s_->job == State::Job::Compare;
-  if (compare) {
-    s_->compare->laneStep(lane, st, piece);
-  } else {
-    s_->chat->appendStep(st, piece);
-    s_->inspector->appendStep(st);
-  }
+  if (showing_race()) s_->compare->laneStepText(lane, st, piece);
+  else s_->chat->appendStep(st, piece);
+}
+
+void MainWindow::show_tree(int lane, int index) {
+  const StepRecord& st = s_->traces.lane(lane).steps.at(size_t(index));
+  if (showing_race()) s_->compare->laneStepTree(lane, st);
+  else s_->inspector->appendStep(st);
 }
 
 void MainWindow::report_error(const QString& message) { s_->status_label->setText(tr("Error: %1").arg(message)); }
 
-void MainWindow::job_starting(const QString& what) { s_->status_label->setText(tr("Running %1…").arg(what)); }
+QString MainWindow::exportWebPage(const QString& path) {
+  const qint64 id = s_->replay->isOpen() ? s_->replay->session().id : s_->last_session;
+  QString error;
+  try {
+    if (id <= 0) throw InputError("export", "no session yet (run or open one first)");
+    sessions::SessionReader reader(s_->settings->settings().session_db.toStdString());
+    const std::string page = sessions::session_html(reader, id);  // built first: a failure leaves the file alone
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(page.data(), qint64(page.size())) != qint64(page.size()))
+      throw InputError(path.toStdString(), "cannot write the web page");
+    s_->status_label->setText(tr("Session %1 exported as %2").arg(id).arg(path));
+  } catch (const std::exception& e) {
+    error = QString::fromStdString(e.what());
+    report_error(error);
+  }
+  return error;
+}
+
+void MainWindow::job_starting(const QString& what) {
+  s_->recording_note.clear();
+  s_->status_label->setText(tr("Running %1…").arg(what));
+}
 
 void MainWindow::close_replay() {
   s_->replay->close();
@@ -602,14 +676,7 @@ QString MainWindow::shortcutsText() const {
   return lines.join('\n');
 }
 
-void MainWindow::setLiveDrawing(bool on) { s_->live_drawing = on; }
-
-void MainWindow::flush_pending() {
-  s_->frame_timer.stop();
-  auto steps = std::move(s_->pending);
-  s_->pending.clear();
-  for (auto& p : steps) show_step(p.lane, p.index);
-}
+void MainWindow::setLiveDrawing(bool on) { s_->pacer->setEnabled(on); }
 
 void MainWindow::stop() {
   s_->worker->cancel();
@@ -643,7 +710,7 @@ void MainWindow::runCompare() {
   s_->compare->runStarted(job.lanes, a.sampling.greedy());
   s_->job = State::Job::Compare;
   s_->busy = true;
-  s_->frame_budget.start(wall_ms(), drawing_cpu_ms());
+  s_->pacer->start(s_->traces.lanes());
   QMetaObject::invokeMethod(s_->worker, [w = s_->worker, job] { w->run(job); }, Qt::QueuedConnection);
 }
 
@@ -670,26 +737,11 @@ void MainWindow::showTab(const QString& name) {
 
 void MainWindow::applyTheme(bool dark) {
   qApp->setStyle(QStyleFactory::create("Fusion"));
-  QPalette p;
-  if (dark) {
-    p.setColor(QPalette::Window, QColor(0x2b, 0x2b, 0x2e));
-    p.setColor(QPalette::WindowText, QColor(0xe6, 0xe6, 0xe6));
-    p.setColor(QPalette::Base, QColor(0x1e, 0x1e, 0x21));
-    p.setColor(QPalette::AlternateBase, QColor(0x2b, 0x2b, 0x2e));
-    p.setColor(QPalette::Text, QColor(0xe6, 0xe6, 0xe6));
-    p.setColor(QPalette::Button, QColor(0x35, 0x35, 0x39));
-    p.setColor(QPalette::ButtonText, QColor(0xe6, 0xe6, 0xe6));
-    p.setColor(QPalette::Highlight, QColor(0x3b, 0x84, 0xd6));
-    p.setColor(QPalette::HighlightedText, Qt::white);
-    p.setColor(QPalette::ToolTipBase, QColor(0x35, 0x35, 0x39));
-    p.setColor(QPalette::ToolTipText, QColor(0xe6, 0xe6, 0xe6));
-  } else {
-    p = qApp->style()->standardPalette();
-  }
-  qApp->setPalette(p);
+  qApp->setPalette(app_palette(dark));
   s_->chat->setDark(dark);
   s_->inspector->setDarkTheme(dark);
   s_->compare->setDark(dark);
+  s_->stats->setDark(dark);
 }
 
 ChatView* MainWindow::chat() const { return s_->chat; }

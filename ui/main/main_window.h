@@ -48,6 +48,9 @@ class MainWindow : public QMainWindow {
   QString modelText() const;   // the status bar's model and device
   QString aboutText() const;   // Help > About
   QString shortcutsText() const;  // Help > Keyboard shortcuts, from the menus' own actions
+  // File > Export as web page without its file dialog: the replayed session, else the last one recorded, as one
+  // self-contained HTML file (sessions/html/html_export.h). Returns "" on success, else the error it reported.
+  QString exportWebPage(const QString& path);
 
  signals:
   void jobDone(qint64 session_id);  // after a live chat/compare job finished (tests wait on it)
@@ -57,11 +60,13 @@ class MainWindow : public QMainWindow {
 
  private:
   void show_step(int lane, int index);  // step `index` of `traces` lane `lane`, to the views
+  void show_text(int lane, int index);  // ... to the text views only (the chat, a lane's text and stat line)
+  void show_tree(int lane, int index);  // ... to the tree views only (the inspector, a lane's miniature)
+  bool showing_race() const;            // the steps are a race's lanes (live or replayed), not a chat answer
   void report_error(const QString& message);  // status bar only: never a blocking dialog
   void close_replay();  // also ends a chat answer the replay was still showing, so the chat is usable
   void job_starting(const QString& what);  // clears what the status bar said about the previous job
   void add_help_menu();
-  void flush_pending();
   struct State;
   std::unique_ptr<State> s_;
 };

@@ -229,11 +229,21 @@ void CompareView::referenceFinished(const QString& target, const RunSummary& sum
 }
 
 void CompareView::laneStep(int lane, const StepRecord& step, const QString& piece) {
+  laneStepText(lane, step, piece);
+  laneStepTree(lane, step);
+}
+
+void CompareView::laneStepText(int lane, const StepRecord& step, const QString& piece) {
   if (lane < 0 || lane >= kMaxLanes) return;
-  s_->lanes[size_t(lane)]->appendStep(step, piece);
-  s_->inspector->laneStepAppended(lane);
+  s_->lanes[size_t(lane)]->appendText(step, piece);
   if (s_->store && lane < s_->store->lanes())
     s_->cursor->setTokenCount(std::max(s_->cursor->tokenCount(), s_->store->lane(lane).tokens()));
+}
+
+void CompareView::laneStepTree(int lane, const StepRecord& step) {
+  if (lane < 0 || lane >= kMaxLanes) return;
+  s_->lanes[size_t(lane)]->appendTree(step);
+  s_->inspector->laneStepAppended(lane);
   if (!s_->cursor->live()) apply_cursor();  // a lane that reaches the cursor's token shows it
 }
 

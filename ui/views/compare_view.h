@@ -42,7 +42,9 @@ class CompareView : public QWidget {
   void runStarted(const std::vector<runs::Lane>& lanes, bool greedy);
   void referenceStarted(const QString& target);
   void referenceFinished(const QString& target, const RunSummary& summary);
-  void laneStep(int lane, const StepRecord& step, const QString& piece);
+  void laneStep(int lane, const StepRecord& step, const QString& piece);  // both of:
+  void laneStepText(int lane, const StepRecord& step, const QString& piece);  // the lane's text and stat line
+  void laneStepTree(int lane, const StepRecord& step);  // its miniature, the inspector, the cursor's step
   void laneFinished(int lane, const RunSummary& summary, std::optional<bool> identical);
   void runFinished(bool cancelled);
   void setBusy(bool busy);

@@ -6,9 +6,11 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QSignalBlocker>
+#include <QSplitter>
 #include <QVBoxLayout>
 
 #include "ui/inspector/tree_inspector_widget.h"
+#include "ui/inspector/why_panel.h"
 
 namespace specscope::ui {
 
@@ -29,7 +31,15 @@ LaneInspector::LaneInspector(QWidget* parent) : QWidget(parent) {
   v->addLayout(row);
   tree_ = new TreeInspectorWidget;
   tree_->setObjectName("laneInspector");
-  v->addWidget(tree_, 1);
+  auto* split = new QSplitter;  // the tree, and the "why" of the node clicked in it
+  split->addWidget(tree_);
+  auto* why = new WhyPanel;
+  why->setObjectName("laneWhyPanel");
+  why->attach(tree_);
+  split->addWidget(why);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 1);
+  v->addWidget(split, 1);
 
   connect(lanes_, &QComboBox::currentIndexChanged, this, [this](int i) {
     if (i != lane_) showLane(i, follow_->isChecked() ? -1 : store_ && i >= 0 && i < store_->lanes()

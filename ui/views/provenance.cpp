@@ -1,6 +1,9 @@
 #include "ui/views/provenance.h"
 
+#include <algorithm>
 #include <cmath>
+
+#include "ui/inspector/colormap.h"
 
 namespace specscope::ui {
 
@@ -8,13 +11,24 @@ QColor accepted_color(int depth, bool dark) {
   // Light: pale to saturated blue with depth; dark: dim to bright. Depth 6+ shares the last shade.
   static const QColor light[] = {QColor(0xd6, 0xe8, 0xfa), QColor(0xb3, 0xd4, 0xf5), QColor(0x8e, 0xbf, 0xef),
                                  QColor(0x6a, 0xa9, 0xe6), QColor(0x4a, 0x92, 0xdc), QColor(0x2f, 0x7b, 0xcf)};
-  static const QColor darkc[] = {QColor(0x1d, 0x35, 0x57), QColor(0x22, 0x44, 0x73), QColor(0x27, 0x54, 0x8f),
-                                 QColor(0x2c, 0x64, 0xab), QColor(0x33, 0x74, 0xc2), QColor(0x3b, 0x84, 0xd6)};
+  // The dark ramp stops where light text still reads on it (it went on to 0x3b84d6: 3.1:1 with the text).
+  static const QColor darkc[] = {QColor(0x1c, 0x31, 0x50), QColor(0x20, 0x3c, 0x64), QColor(0x24, 0x47, 0x78),
+                                 QColor(0x28, 0x53, 0x8c), QColor(0x2b, 0x5c, 0x9c), QColor(0x2d, 0x62, 0xa6)};
   const int i = std::clamp(depth, 1, 6) - 1;
   return dark ? darkc[i] : light[i];
 }
 
 QColor bonus_color(bool dark) { return dark ? QColor(0x7a, 0x52, 0x00) : QColor(0xf6, 0xd5, 0x8e); }
+
+QColor token_text_color(bool dark) { return dark ? QColor(0xe6, 0xe6, 0xe6) : QColor(0x00, 0x00, 0x00); }
+
+double contrast_ratio(const QColor& a, const QColor& b) {
+  const auto luminance = [](const QColor& c) {
+    return double(relative_luminance({float(c.redF()), float(c.greenF()), float(c.blueF())}));
+  };
+  const double la = luminance(a), lb = luminance(b);
+  return (std::max(la, lb) + 0.05) / (std::min(la, lb) + 0.05);
+}
 
 static QString prob(float p) { return std::isnan(p) ? QStringLiteral("–") : QString::number(double(p), 'f', 3); }
 

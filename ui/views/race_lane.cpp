@@ -67,8 +67,14 @@ void RaceLane::begin(const runs::Lane& lane) {
 }
 
 void RaceLane::appendStep(const StepRecord& step, const QString& piece) {
+  appendText(step, piece);
+  appendTree(step);
+}
+
+void RaceLane::appendTree(const StepRecord& step) { tree_->appendStep(step); }
+
+void RaceLane::appendText(const StepRecord& step, const QString& piece) {
   text_->appendStep(step, piece);
-  tree_->appendStep(step);
   const runs::RunTrace* t = trace();
   if (!t) return;
   // The engine's own definitions (summarize), over the steps the store holds so far.

@@ -29,7 +29,9 @@ class RaceLane : public QGroupBox {
   void setStore(const runs::TraceStore* store) { store_ = store; }
 
   void begin(const runs::Lane& lane);  // a new run: title, empty text and tree
-  void appendStep(const StepRecord& step, const QString& piece);
+  void appendStep(const StepRecord& step, const QString& piece);  // appendText and appendTree
+  void appendText(const StepRecord& step, const QString& piece);  // the text and the stat line
+  void appendTree(const StepRecord& step);                        // the miniature
   void finish(const RunSummary& summary, std::optional<bool> identical, bool greedy);
   // The step to show (the race cursor): -1 follows the newest step.
   void showStep(int step);

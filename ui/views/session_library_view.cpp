@@ -22,6 +22,7 @@
 
 #include "engine/util/error.h"
 #include "sessions/reader.h"
+#include "sessions/store_identity.h"
 
 namespace specscope::ui {
 
@@ -106,6 +107,10 @@ struct SessionLibraryView::State {
   QPushButton* reload = nullptr;
   QLabel* status = nullptr;
   QString error;  // the last load's, shown under the table
+  // The file the rows were read from (nullopt: there was none), and what changed about it at the last refresh.
+  std::optional<sessions::StoreIdentity> listed;
+  QString listed_path;
+  QString notice;
   std::function<void()> update_buttons, update_status;
 
   // The selected session's id, or -1.
@@ -194,6 +199,10 @@ SessionLibraryView::SessionLibraryView(QWidget* parent) : QWidget(parent), s_(st
     s_->remove->setEnabled(any);
   };
   s_->update_status = [this] {
+    if (!s_->notice.isEmpty()) {
+      s_->status->setText(s_->notice);
+      return;
+    }
     if (!s_->error.isEmpty()) {
       s_->status->setText(tr("Cannot read the session store: %1").arg(s_->error));
       return;
@@ -210,10 +219,13 @@ SessionLibraryView::SessionLibraryView(QWidget* parent) : QWidget(parent), s_(st
     s_->update_buttons();
   });
   connect(s_->table->selectionModel(), &QItemSelectionModel::selectionChanged, this, [this] { s_->update_buttons(); });
+  // A row's id means a session of the file it was read from: in another file it is another session, or none.
   connect(s_->table, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
+    if (store_changed()) return refresh();
     if (index.isValid()) emit openSession(index.siblingAtColumn(kId).data(kIdRole).toLongLong());
   });
   connect(s_->open, &QPushButton::clicked, this, [this] {
+    if (store_changed()) return refresh();
     if (const qint64 id = s_->selected_id(); id >= 0) emit openSession(id);
   });
   connect(s_->reload, &QPushButton::clicked, this, &SessionLibraryView::refresh);
@@ -227,6 +239,7 @@ SessionLibraryView::SessionLibraryView(QWidget* parent) : QWidget(parent), s_(st
         tr("Delete session %1 (\"%2\") with all its runs and steps?\nThis cannot be undone.").arg(id).arg(what),
         QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel);
     if (answer != QMessageBox::Yes) return;
+    if (store_changed()) return refresh();  // the file may have changed while the question was up
     try {
       if (!sessions::delete_session(s_->db_path.toStdString(), id))
         emit errorMessage(tr("Session %1 was already gone").arg(id));
@@ -246,14 +259,30 @@ void SessionLibraryView::setDatabase(const QString& path) {
   refresh();
 }
 
+bool SessionLibraryView::store_changed() const {
+  return s_->listed_path == s_->db_path &&
+         sessions::store_change(s_->listed, sessions::store_identity(s_->db_path.toStdString())) != sessions::StoreChange::Same;
+}
+
+void SessionLibraryView::showEvent(QShowEvent* e) {
+  QWidget::showEvent(e);
+  if (store_changed()) refresh();  // rows of a file that is gone are not shown, even for a moment's glance
+}
+
 void SessionLibraryView::refresh() {
-  const qint64 keep = s_->selected_id();
+  const std::string path = s_->db_path.toStdString();
+  // Deleted or replaced since the rows were read: said once, in one line, and the rows come from what is there now.
+  const auto now = sessions::store_identity(path);
+  const auto change = s_->listed_path == s_->db_path ? sessions::store_change(s_->listed, now) : sessions::StoreChange::Same;
+  s_->listed = now;
+  s_->listed_path = s_->db_path;
+  s_->notice.clear();
+  const qint64 keep = change == sessions::StoreChange::Same ? s_->selected_id() : -1;  // an id of the old file
   s_->error.clear();
   s_->model->removeRows(0, s_->model->rowCount());
 
   std::vector<sessions::SessionListing> listings;
   std::unique_ptr<sessions::SessionReader> reader;
-  const std::string path = s_->db_path.toStdString();
   std::error_code ec;
   // No store yet (nothing recorded): an empty library, not an error.
   if (!path.empty() && std::filesystem::exists(path, ec)) {
@@ -349,9 +378,15 @@ void SessionLibraryView::refresh() {
       }
     }
   }
+  if (change == sessions::StoreChange::Deleted)
+    s_->notice = tr("The session store %1 was deleted; a new one is made there at the next recorded run").arg(s_->db_path);
+  else if (change == sessions::StoreChange::Replaced && s_->error.isEmpty())
+    s_->notice = tr("The session store %1 was replaced by another file: %2 in it")
+                     .arg(s_->db_path, listings.size() == 1 ? tr("1 session") : tr("%1 sessions").arg(listings.size()));
   s_->update_status();
   s_->update_buttons();
   if (!s_->error.isEmpty()) emit errorMessage(tr("Cannot read the session store: %1").arg(s_->error));
+  else if (!s_->notice.isEmpty()) emit errorMessage(s_->notice);
 }
 
 int SessionLibraryView::rowCount() const { return s_->proxy->rowCount(); }

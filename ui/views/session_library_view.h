@@ -1,6 +1,8 @@
 #pragma once
 // The library of recorded sessions: date, model, methods, prompt, tokens, tau, speedup; a search box
-// filtering on any of them; delete (with confirmation); opening one emits openSession(id).
+// filtering on any of them; delete (with confirmation); opening one emits openSession(id). A store deleted or
+// replaced by another file since it was listed is noticed on refresh, when the tab is shown and before Open or
+// Delete acts on a row: one line says so and the rows are read again, so no stale row is opened or deleted.
 #include <QString>
 #include <QWidget>
 #include <memory>
@@ -22,7 +24,11 @@ class SessionLibraryView : public QWidget {
   void openSession(qint64 id);
   void errorMessage(const QString& text);  // e.g. a store that cannot be read, for the status bar
 
+ protected:
+  void showEvent(QShowEvent* e) override;
+
  private:
+  bool store_changed() const;  // since the rows were read
   struct State;
   std::unique_ptr<State> s_;
 };

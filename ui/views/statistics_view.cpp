@@ -7,6 +7,7 @@
 #include <QChartView>
 #include <QCursor>
 #include <QGridLayout>
+#include <QLabel>
 #include <QHorizontalStackedBarSeries>
 #include <QLegend>
 #include <QLegendMarker>
@@ -20,7 +21,11 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <map>
+#include <optional>
+#include <set>
 
+#include "runs/cost_model.h"
 #include "runs/run_statistics.h"
 
 namespace specscope::ui {
@@ -38,7 +43,11 @@ const std::array<QColor, 8> kRunColours = {
     QColor(0x00, 0x00, 0x00),  // black
     QColor(0xF0, 0xE4, 0x42),  // yellow
 };
-QColor run_colour(int i) { return kRunColours[size_t(i) % kRunColours.size()]; }
+// On the dark theme's background Okabe-Ito's black would vanish: a light grey takes its place.
+QColor run_colour(int i, bool dark) {
+  const QColor c = kRunColours[size_t(i) % kRunColours.size()];
+  return dark && c == QColor(Qt::black) ? QColor(0xd0, 0xd0, 0xd0) : c;
+}
 
 // The time split's parts: also Okabe-Ito, but not the first runs' colours, so a part is not taken for a run.
 const QColor kDraftColour(0xCC, 0x79, 0xA7);   // reddish purple
@@ -51,20 +60,35 @@ struct RunData {
   bool has_tree = false;  // drafted at least once (vanilla: no)
   runs::RunStatistics stats;
   double tau = 0;
+  // The cost model (when the target's step-cost curve is known): its verdict beside the measured speedup.
+  std::string target;
+  std::optional<runs::RunCostModel> cost;
+  std::vector<int> tree_sizes;        // target_tokens of its decoding steps, distinct, ascending
+  double measured_speedup = 0;        // 0: no reference run
 };
 
-QChartView* make_chart_view(const QString& title, QWidget* parent) {
-  auto* chart = new QChart;
-  chart->setAnimationOptions(QChart::NoAnimation);
-  chart->setTheme(QChart::ChartThemeLight);
+// A theme resets everything set on a chart before it (fonts, margins, roundness): so all of it is set here.
+void style_chart(QChart* chart, bool dark) {
+  chart->setTheme(dark ? QChart::ChartThemeDark : QChart::ChartThemeLight);
   chart->setBackgroundRoundness(0);
   chart->setMargins(QMargins(4, 4, 4, 4));
   QFont font = chart->titleFont();
   font.setPointSizeF(std::max(9.0, font.pointSizeF()));
   font.setBold(true);
   chart->setTitleFont(font);
-  chart->setTitle(title);
   chart->legend()->setAlignment(Qt::AlignBottom);
+  for (QAbstractAxis* axis : chart->axes()) {
+    QFont f = axis->titleFont();
+    f.setBold(false);
+    axis->setTitleFont(f);
+  }
+}
+
+QChartView* make_chart_view(const QString& title, QWidget* parent) {
+  auto* chart = new QChart;
+  chart->setAnimationOptions(QChart::NoAnimation);
+  style_chart(chart, false);
+  chart->setTitle(title);
   auto* view = new QChartView(chart, parent);
   view->setRenderHint(QPainter::Antialiasing, true);
   view->setRenderHint(QPainter::TextAntialiasing, true);
@@ -148,10 +172,16 @@ struct StatisticsView::State {
   QChartView* throughput = nullptr;
   QChartView* time_split = nullptr;
   QChartView* tau = nullptr;
+  QChartView* cost = nullptr;        // the step-cost curve with the runs' tree sizes marked
+  QLabel* cost_text = nullptr;       // per run: measured vs expected speedup, and the losing term
+  QValueAxis *cost_x = nullptr, *cost_y = nullptr;
+  std::map<std::string, runs::StepCost> step_costs;  // by target path
   QBarCategoryAxis *histogram_x = nullptr, *depth_x = nullptr, *time_runs = nullptr, *tau_x = nullptr;
   QValueAxis *histogram_y = nullptr, *depth_y = nullptr, *calibration_x = nullptr, *calibration_y = nullptr,
              *throughput_x = nullptr, *throughput_y = nullptr, *time_x = nullptr, *tau_y = nullptr;
   std::vector<RunData> runs;
+  bool dark = false;
+  QColor colour(const RunData& r) const { return run_colour(r.colour, dark); }
 
   void draw_histogram();
   void draw_depth();
@@ -159,6 +189,7 @@ struct StatisticsView::State {
   void draw_throughput();
   void draw_time_split();
   void draw_tau();
+  void draw_cost();
 };
 
 StatisticsView::StatisticsView(QWidget* parent) : QWidget(parent), s_(std::make_unique<State>()) {
@@ -172,6 +203,19 @@ StatisticsView::StatisticsView(QWidget* parent) : QWidget(parent), s_(std::make_
   s.throughput = make_chart_view(tr("Throughput over time"), this);
   s.time_split = make_chart_view(tr("Where the decoding time went"), this);
   s.tau = make_chart_view(tr("Tokens per target forward (τ)"), this);
+  s.cost = make_chart_view(tr("Step cost on this machine"), this);
+  s.cost->setObjectName(QStringLiteral("costChart"));
+  s.cost_x = add_value_axis(s.cost->chart(), Qt::AlignBottom, tr("tokens verified per step (n)"));
+  s.cost_y = add_value_axis(s.cost->chart(), Qt::AlignLeft, tr("ms per target forward"));
+  s.cost->chart()->setToolTip(
+      tr("This machine's n-token step-cost curve (measured once per model and backend, then cached); the markers are "
+         "the tree sizes the runs verified. Expected speedup = τ ÷ ((verify cost + drafting) ÷ cost(1))."));
+  s.cost_text = new QLabel(this);
+  s.cost_text->setObjectName(QStringLiteral("costModelText"));
+  s.cost_text->setWordWrap(true);
+  s.cost_text->setTextFormat(Qt::RichText);
+  s.cost_text->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+  s.cost_text->setMargin(6);
 
   s.histogram_x = add_category_axis(s.histogram->chart(), Qt::AlignBottom, tr("drafts accepted in the step"));
   s.histogram_y = add_value_axis(s.histogram->chart(), Qt::AlignLeft, tr("share of steps (%)"));
@@ -202,8 +246,10 @@ StatisticsView::StatisticsView(QWidget* parent) : QWidget(parent), s_(std::make_
   grid->addWidget(s.throughput, 1, 0);
   grid->addWidget(s.time_split, 1, 1);
   grid->addWidget(s.tau, 1, 2);
+  grid->addWidget(s.cost, 2, 0);
+  grid->addWidget(s.cost_text, 2, 1, 1, 2);
   for (int c = 0; c < 3; ++c) grid->setColumnStretch(c, 1);
-  for (int r = 0; r < 2; ++r) grid->setRowStretch(r, 1);
+  for (int r = 0; r < 3; ++r) grid->setRowStretch(r, 1);
   setRuns({});
 }
 
@@ -226,6 +272,15 @@ void StatisticsView::setRuns(const std::vector<const runs::RunTrace*>& runs) {
     d.stats = runs::compute_statistics(t->steps);
     d.has_tree = !d.stats.accepted_length_histogram.empty();
     d.tau = t->summary ? t->summary->tau : summarize(t->method, t->steps).tau;
+    d.target = t->target;
+    if (t->summary && std::isfinite(t->summary->speedup_vs_vanilla) && t->summary->speedup_vs_vanilla > 0)
+      d.measured_speedup = t->summary->speedup_vs_vanilla;
+    if (auto c = s_->step_costs.find(t->target); c != s_->step_costs.end() && !c->second.ms.empty()) {
+      d.cost = runs::model_run_cost(t->steps, c->second);
+      std::set<int> sizes;
+      for (const auto& b : d.cost->steps) sizes.insert(b.target_tokens);
+      d.tree_sizes.assign(sizes.begin(), sizes.end());
+    }
     s_->runs.push_back(std::move(d));
   }
   s_->draw_histogram();
@@ -234,7 +289,28 @@ void StatisticsView::setRuns(const std::vector<const runs::RunTrace*>& runs) {
   s_->draw_throughput();
   s_->draw_time_split();
   s_->draw_tau();
+  s_->draw_cost();
 }
+
+void StatisticsView::setStepCost(const QString& target_path, const runs::StepCost& cost) {
+  s_->step_costs[target_path.toStdString()] = cost;
+}
+
+void StatisticsView::setDark(bool dark) {
+  s_->dark = dark;
+  for (QChartView* v : {s_->histogram, s_->depth, s_->calibration, s_->throughput, s_->time_split, s_->tau, s_->cost})
+    style_chart(v->chart(), dark);
+  // The series were coloured by the old theme: draw them again.
+  s_->draw_histogram();
+  s_->draw_depth();
+  s_->draw_calibration();
+  s_->draw_throughput();
+  s_->draw_time_split();
+  s_->draw_tau();
+  s_->draw_cost();
+}
+
+bool StatisticsView::dark() const { return s_->dark; }
 
 bool StatisticsView::exportPng(const QString& path) {
   const QPixmap pixmap = grab();
@@ -256,7 +332,7 @@ void StatisticsView::State::draw_histogram() {
     if (!r.has_tree) continue;
     long total = 0;
     for (long c : r.stats.accepted_length_histogram) total += c;
-    auto* set = bar_set(r.name, run_colour(r.colour));
+    auto* set = bar_set(r.name, colour(r));
     for (size_t k = 0; k < width; ++k) {
       const long c = k < r.stats.accepted_length_histogram.size() ? r.stats.accepted_length_histogram[k] : 0;
       const double share = total ? 100.0 * double(c) / double(total) : 0;
@@ -290,7 +366,7 @@ void StatisticsView::State::draw_depth() {
   auto* series = new QBarSeries;
   for (const auto& r : runs) {
     if (!r.has_tree) continue;
-    auto* set = bar_set(r.name, run_colour(r.colour));
+    auto* set = bar_set(r.name, colour(r));
     for (size_t d = 0; d < width; ++d)
       *set << (d < r.stats.acceptance_by_depth.size() ? r.stats.acceptance_by_depth[d] : 0.0);
     series->append(set);
@@ -318,7 +394,7 @@ void StatisticsView::State::draw_calibration() {
     long calibrated = 0;
     for (const auto& bin : r.stats.calibration) calibrated += bin.nodes;
     if (calibrated == 0) continue;  // no draft probabilities (prompt lookup, n-grams): nothing to calibrate
-    const QColor colour = run_colour(r.colour);
+    const QColor colour = this->colour(r);
     auto* line = new QLineSeries;
     line->setName(r.name);
     QPen pen(colour);
@@ -381,7 +457,7 @@ void StatisticsView::State::draw_throughput() {
     const auto& at = r.stats.cumulative_seconds;
     auto* line = new QLineSeries;
     line->setName(r.name);
-    QPen pen(run_colour(r.colour));
+    QPen pen(colour(r));
     pen.setWidthF(2);
     line->setPen(pen);
     // The curve starts at the first full window (a mean over one or two steps would spike), unless the run
@@ -443,9 +519,9 @@ void StatisticsView::State::draw_tau() {
   auto* series = new QBarSeries;
   double top = 0;
   for (const auto& r : runs) {
-    auto* set = bar_set(r.name, run_colour(r.colour));
+    auto* set = bar_set(r.name, colour(r));
     *set << r.tau;
-    set->setLabelColor(QColor(0x22, 0x22, 0x22));
+    set->setLabelColor(dark ? QColor(0xe6, 0xe6, 0xe6) : QColor(0x22, 0x22, 0x22));
     top = std::max(top, r.tau);
     series->append(set);
   }
@@ -457,6 +533,79 @@ void StatisticsView::State::draw_tau() {
   chart->addSeries(series);
   attach(series, tau_x, tau_y);
   chart->legend()->setVisible(!runs.empty());
+}
+
+void StatisticsView::State::draw_cost() {
+  QChart* chart = cost->chart();
+  chart->removeAllSeries();
+  // One curve per target the runs share (usually one), then each run's tree sizes on it.
+  std::set<std::string> drawn;
+  double right = 8, top = 0;
+  for (const auto& r : runs)
+    for (int n : r.tree_sizes) right = std::max(right, double(n));
+  for (const auto& r : runs) {
+    if (!r.cost || drawn.count(r.target)) continue;
+    drawn.insert(r.target);
+    const runs::StepCost& c = step_costs.at(r.target);
+    auto* line = new QLineSeries;
+    line->setName(drawn.size() == 1 ? QObject::tr("step cost") : QObject::tr("step cost (%1)").arg(r.name));
+    line->setObjectName(QStringLiteral("stepCostSeries"));
+    QPen pen(dark ? QColor(0xe6, 0xe6, 0xe6) : QColor(0x33, 0x33, 0x33));
+    pen.setWidthF(2);
+    line->setPen(pen);
+    for (const auto& [n, ms] : c.ms) {
+      if (n > right * 1.5 && n > 8) break;
+      *line << QPointF(n, ms);
+      top = std::max(top, ms);
+      right = std::max(right, double(n));
+    }
+    chart->addSeries(line);
+    attach(line, cost_x, cost_y);
+  }
+  for (const auto& r : runs) {
+    if (!r.cost || r.tree_sizes.empty()) continue;
+    const runs::StepCost& c = step_costs.at(r.target);
+    auto* dots = new QScatterSeries;
+    dots->setName(QObject::tr("%1's trees").arg(r.name));
+    dots->setColor(colour(r));
+    dots->setBorderColor(colour(r).darker(130));
+    dots->setMarkerSize(9);
+    for (int n : r.tree_sizes) {
+      *dots << QPointF(n, c.at(n));
+      top = std::max(top, c.at(n));
+    }
+    chart->addSeries(dots);
+    attach(dots, cost_x, cost_y);
+  }
+  set_nice_range(cost_x, right);
+  set_nice_range(cost_y, top * 1.05);
+  chart->legend()->setVisible(!drawn.empty());
+
+  // Beside each run's measured speedup, what the cost model expected and, when it loses, why.
+  QString html;
+  for (const auto& r : runs) {
+    QString line = QStringLiteral("<b>%1</b>: ").arg(r.name.toHtmlEscaped());
+    line += r.measured_speedup > 0 ? QObject::tr("measured %1x").arg(r.measured_speedup, 0, 'f', 2)
+                                   : QObject::tr("measured speedup: no reference run");
+    if (r.cost && !r.cost->steps.empty()) {
+      line += QObject::tr(" · expected %1x (τ %2 per step; verify %3 ms for %4 tokens + draft %5 ms, against %6 ms "
+                          "per vanilla token)")
+                  .arg(r.cost->expected_speedup, 0, 'f', 2)
+                  .arg(r.cost->tau, 0, 'f', 2)
+                  .arg(r.cost->mean_verify_ms, 0, 'f', 2)
+                  .arg(r.cost->mean_target_tokens, 0, 'f', 1)
+                  .arg(r.cost->mean_draft_ms, 0, 'f', 2)
+                  .arg(r.cost->cost1_ms, 0, 'f', 2);
+      if (!r.cost->verdict.empty()) line += QStringLiteral("<br>") + QString::fromStdString(r.cost->verdict).toHtmlEscaped();
+    } else {
+      line += QObject::tr(" · expected: no step-cost curve for its target yet");
+    }
+    html += QStringLiteral("<p>%1</p>").arg(line);
+  }
+  cost_text->setText(runs.empty() ? QObject::tr("The cost model: run something to compare its expected and measured "
+                                                "speedup.")
+                                  : QObject::tr("<b>Cost model</b> (expected speedup = τ ÷ ((verify + draft) ÷ "
+                                                "cost(1)))") + html);
 }
 
 }  // namespace specscope::ui

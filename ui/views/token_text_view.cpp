@@ -1,16 +1,26 @@
 #include "ui/views/token_text_view.h"
 
 #include <QElapsedTimer>
+#include <algorithm>
 #include <QHelpEvent>
 #include <QMouseEvent>
 #include <QTimer>
 #include <QScrollBar>
+#include <QTextBlock>
 #include <QTextCursor>
 #include <QToolTip>
 
 #include "ui/views/provenance.h"
 
 namespace specscope::ui {
+
+namespace {
+
+// What coloured a run of text, kept in its character format so a theme change can recolour it later.
+constexpr int kKindProperty = QTextFormat::UserProperty + 1;
+constexpr int kPlain = 0, kBonus = 7, kNote = 8;  // 1-6: an accepted draft token's depth
+
+}  // namespace
 
 TokenTextView::TokenTextView(QWidget* parent) : QTextBrowser(parent) {
   setReadOnly(true);
@@ -33,13 +43,47 @@ void TokenTextView::flush() {
   if (at_bottom) verticalScrollBar()->setValue(verticalScrollBar()->maximum());
 }
 
-void TokenTextView::insert(const QString& text, const QColor& background, const QString& tooltip) {
+QTextCharFormat TokenTextView::coloured(int kind) const {
+  QTextCharFormat f;
+  f.setProperty(kKindProperty, kind);
+  if (kind == kNote) {
+    f.setFontItalic(true);
+    f.setForeground(palette().color(QPalette::PlaceholderText));
+  } else if (kind != kPlain) {
+    f.setBackground(kind == kBonus ? bonus_color(dark_) : accepted_color(kind, dark_));
+    f.setForeground(token_text_color(dark_));
+  }
+  return f;
+}
+
+void TokenTextView::insert(const QString& text, int kind, const QString& tooltip) {
   QTextCursor c(document());
   c.movePosition(QTextCursor::End);
-  QTextCharFormat f;
-  if (background.isValid()) f.setBackground(background);
+  QTextCharFormat f = coloured(kind);
   if (!tooltip.isEmpty()) f.setToolTip(tooltip);
   c.insertText(text, f);
+}
+
+void TokenTextView::setDark(bool dark) {
+  dark_ = dark;
+  // Runs of coloured text first, then recoloured: changing formats while walking fragments would split them.
+  struct Run {
+    int begin, end, kind;
+  };
+  std::vector<Run> runs;
+  for (QTextBlock b = document()->begin(); b.isValid(); b = b.next())
+    for (auto it = b.begin(); !it.atEnd(); ++it) {
+      const QTextFragment f = it.fragment();
+      const int kind = f.charFormat().intProperty(kKindProperty);
+      if (kind != kPlain) runs.push_back({f.position(), f.position() + f.length(), kind});
+    }
+  QTextCursor c(document());
+  for (const Run& r : runs) {
+    c.setPosition(r.begin);
+    c.setPosition(r.end, QTextCursor::KeepAnchor);
+    c.mergeCharFormat(coloured(r.kind));
+  }
+  if (highlighted_ >= 0) highlightStep(highlighted_);  // the race cursor's mark takes the new palette's colours
 }
 
 void TokenTextView::appendPlain(const QString& text, bool bold) {
@@ -51,12 +95,7 @@ void TokenTextView::appendPlain(const QString& text, bool bold) {
   c.insertText(text, f);
 }
 
-QTextCharFormat TokenTextView::noteFormat() const {
-  QTextCharFormat f;
-  f.setFontItalic(true);
-  f.setForeground(palette().color(QPalette::PlaceholderText));
-  return f;
-}
+QTextCharFormat TokenTextView::noteFormat() const { return coloured(kNote); }
 
 void TokenTextView::appendNote(const QString& text) {
   flush();
@@ -114,10 +153,11 @@ void TokenTextView::highlightStep(int step) {
 void TokenTextView::appendStep(const StepRecord& s, const QString& piece) {
   generated_ += piece;
   pending_.emplace_back(s, piece);
-  constexpr qint64 kInterval = 50;  // ms: at most 20 insertions a second (the main window batches at 15 Hz)
-  const qint64 since = since_flush_.elapsed();
-  if (since >= kInterval) flush();
-  else if (!flush_timer_->isActive()) flush_timer_->start(int(kInterval - since));
+  // At most 20 insertions a second (a replay at full speed sends a step per event), and the steps handed over
+  // together (the main window's 15 Hz text clock sends several at once) inserted together, once control is
+  // back in the event loop: inserting the first at once would hold the rest back a whole interval.
+  constexpr qint64 kInterval = 50;
+  if (!flush_timer_->isActive()) flush_timer_->start(int(std::max<qint64>(0, kInterval - since_flush_.elapsed())));
 }
 
 void TokenTextView::insert_step(const StepRecord& s, const QString& piece) {
@@ -144,13 +184,22 @@ void TokenTextView::insert_tokens(const StepRecord& s, const QString& piece) {
   }
   if (QString::fromStdString(joined) == piece) {
     for (auto& [text, id] : tokens) {
-      const QColor bg = id >= 0 ? accepted_color(s.nodes[size_t(id)].depth, dark_)
-                                : (s.accepted_path.empty() && s.nodes.empty() ? QColor() : bonus_color(dark_));
-      insert(QString::fromStdString(text), bg, provenance_tooltip(s, id));
+      const int kind = id >= 0 ? std::clamp(s.nodes[size_t(id)].depth, 1, 6)
+                               : (s.accepted_path.empty() && s.nodes.empty() ? kPlain : kBonus);
+      insert(QString::fromStdString(text), kind, provenance_tooltip(s, id));
     }
   } else if (!piece.isEmpty()) {
-    insert(piece, s.accepted_path.empty() ? QColor() : accepted_color(1, dark_), provenance_tooltip(s, -1));
+    insert(piece, s.accepted_path.empty() ? kPlain : 1, provenance_tooltip(s, -1));
   }
+}
+
+void TokenTextView::paintEvent(QPaintEvent* e) {
+  QTextBrowser::paintEvent(e);
+  // The revision only moves while undo is on; the length moves with every insertion.
+  const std::pair<int, int> state{document()->revision(), document()->characterCount()};
+  if (state == drawn_state_) return;
+  drawn_state_ = state;
+  emit textStateDrawn(++states_drawn_);
 }
 
 bool TokenTextView::event(QEvent* e) {

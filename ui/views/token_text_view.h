@@ -15,7 +15,8 @@ class TokenTextView : public QTextBrowser {
   Q_OBJECT
  public:
   explicit TokenTextView(QWidget* parent = nullptr);
-  void setDark(bool dark) { dark_ = dark; }
+  // Also recolours the text already shown (its tints and their text colour, and the notes) for the theme.
+  void setDark(bool dark);
   // The text a step made visible, split into its committed tokens when their texts add up to it (they do
   // unless a UTF-8 sequence or a stop string straddles steps; then the piece is coloured as a whole).
   void appendStep(const StepRecord& step, const QString& piece);
@@ -30,22 +31,30 @@ class TokenTextView : public QTextBrowser {
   void highlightStep(int step);
   int highlightedStep() const { return highlighted_; }
   int stepAt(int document_position) const;  // the step whose text holds the position; -1 if none
+  // Evidence for tests and benchmarks: how many different texts were painted (repainting the same text, for a
+  // scroll or a tooltip, does not count). What a user sees stream, unlike what was inserted.
+  int textStatesDrawn() const { return states_drawn_; }
 
  signals:
   // A click (not a selection) on a step's text: open that step (counted as for highlightStep) elsewhere.
   void stepClicked(int step);
+  // A different text was painted (textStatesDrawn() went up).
+  void textStateDrawn(int states);
 
  public:
-  // Live steps are inserted at most 20 times a second (a window holding a QOpenGLWidget is recomposited on
-  // every repaint, which with software OpenGL runs on the decoder's cores); flush() inserts what waits now.
+  // Steps are inserted at most 20 times a second (a replay at full speed sends one per event; the main window
+  // paces live steps itself, ui/main/live_pacer.h); flush() inserts what waits now.
   void flush();
 
  protected:
   bool event(QEvent* e) override;  // tooltips from the character format under the mouse
+  void paintEvent(QPaintEvent* e) override;
   void mouseReleaseEvent(QMouseEvent* e) override;
 
  private:
-  void insert(const QString& text, const QColor& background, const QString& tooltip);
+  // kind: what colours the text (kPlain: none, 1-6: an accepted draft's depth, kBonus), kept in its format.
+  void insert(const QString& text, int kind, const QString& tooltip);
+  QTextCharFormat coloured(int kind) const;  // the format a kind's colours give, in the current theme
   void insert_step(const StepRecord& step, const QString& piece);  // records the step's range
   void insert_tokens(const StepRecord& step, const QString& piece);
   bool dark_ = false;
@@ -55,6 +64,8 @@ class TokenTextView : public QTextBrowser {
   QString generated_;
   std::vector<std::pair<int, int>> ranges_;  // document [begin, end) of each inserted step
   int highlighted_ = -1;
+  int states_drawn_ = 0;
+  std::pair<int, int> drawn_state_{-1, -1};  // the document's revision and length when last painted
 };
 
 }  // namespace specscope::ui

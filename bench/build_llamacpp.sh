@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds the llama.cpp that bench/compare_llamacpp.sh measures SpecScope against, from the source that the pinned
+# llama-cpp-python sdist vendors (so the C++ tools and the Python binding are one and the same llama.cpp), and a
+# venv holding that sdist's binding linked to the libraries built here (no second 20-minute build inside pip).
+#   bash bench/build_llamacpp.sh          prints the directory holding bin/llama-bench etc. on its last line
+# Idempotent: a finished build (its stamp file) is reused. Cache: ${XDG_CACHE_HOME:-$HOME/.cache}/specscope/llamacpp.
+# The binding's venv: $LLAMACPP_VENV (default ~/.cache/specscope/llamacpp-venv), as bench/llamacpp_bench.py expects.
+set -euo pipefail
+LLAMA_CPP_PYTHON_VERSION=0.3.36   # the one pin; README cites it
+JOBS="${JOBS:-2}"
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/specscope/llamacpp"
+src="$cache/llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION"
+build="$cache/build-$LLAMA_CPP_PYTHON_VERSION"
+venv="${LLAMACPP_VENV:-$HOME/.cache/specscope/llamacpp-venv}"
+die() { echo "build_llamacpp.sh: $*" >&2; exit 1; }
+for t in python3 cmake c++ tar; do command -v "$t" >/dev/null || die "needs $t on PATH (apt-get install cmake g++ python3-venv)"; done
+python3 -m venv --help >/dev/null 2>&1 || die "needs python3's venv module (apt-get install python3-venv)"
+mkdir -p "$cache"
+
+if [ ! -d "$src/vendor/llama.cpp" ]; then
+  # --no-binary: the sdist, whose vendor/llama.cpp is the exact source the binding was released with.
+  sdist="$cache/llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION.tar.gz"
+  [ -f "$sdist" ] || python3 -m pip download --quiet --no-binary :all: --no-deps \
+      "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION" -d "$cache" >&2 || die "could not download the llama-cpp-python $LLAMA_CPP_PYTHON_VERSION sdist from PyPI"
+  tar -xzf "$sdist" -C "$cache" || die "could not unpack $sdist"
+fi
+
+if [ ! -f "$build/.built" ]; then
+  # Shared libraries so that the binding loads the very libllama/libggml the tools use. GGML_NATIVE: the host's
+  # AVX-512/VNNI/BF16 kernels, as llama-cpp-python's own CMAKE_ARGS build did. No network code (OPENSSL off; this
+  # version ignores LLAMA_CURL, which is kept for older ones), no tests, server or unified app.
+  cmake -S "$src/vendor/llama.cpp" -B "$build" -G "$(command -v ninja >/dev/null && echo Ninja || echo 'Unix Makefiles')" \
+      -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=ON -DGGML_OPENMP=ON -DLLAMA_CURL=OFF \
+      -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
+      -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_EXAMPLES=ON >&2 || die "cmake configure failed (see above)"
+  # llama-bench: decode and n-token forward; llama-speculative: draft+target decoding; llama-quantize: the files.
+  cmake --build "$build" -j"$JOBS" --target llama llama-bench llama-speculative llama-quantize >&2 \
+    || die "llama.cpp build failed (see above)"
+  touch "$build/.built"
+fi
+
+if [ ! -f "$venv/.specscope-llamacpp-$LLAMA_CPP_PYTHON_VERSION" ]; then
+  # The binding is pure ctypes: its Python package from the same sdist, with llama_cpp/lib pointing at this build.
+  python3 -m venv "$venv" || die "could not create $venv"
+  "$venv/bin/pip" install --quiet "numpy>=1.20" "typing-extensions>=4.5" "diskcache>=5.6.1" "jinja2>=2.11.3" >&2 \
+    || die "pip could not install the binding's dependencies into $venv"
+  site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  rm -rf "$site/llama_cpp"
+  cp -r "$src/llama_cpp" "$site/llama_cpp"
+  mkdir -p "$site/llama_cpp/lib"
+  for so in "$build"/bin/lib*.so*; do ln -sf "$so" "$site/llama_cpp/lib/"; done
+  "$venv/bin/python" -c 'import llama_cpp' || die "the binding in $venv does not import"
+  touch "$venv/.specscope-llamacpp-$LLAMA_CPP_PYTHON_VERSION"
+fi
+echo "$build/bin"

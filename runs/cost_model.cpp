@@ -1,0 +1,68 @@
+#include "runs/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace specscope::runs {
+
+std::string losing_term(double tau, double verify_ms, double draft_ms, double cost1_ms) {
+  const double budget = tau * cost1_ms;
+  if (draft_ms > verify_ms - cost1_ms)
+    return "it loses on drafting: the drafter alone takes " +
+           std::to_string(int(std::lround(budget > 0 ? draft_ms * 100 / budget : 0))) + "% of the time the step may take";
+  return "it loses on verification: checking the tree costs more than the tokens it saves";
+}
+
+StepCostBreakdown step_breakdown(const StepRecord& step, const StepCost& cost) {
+  StepCostBreakdown b;
+  b.step = step.step;
+  b.target_tokens = std::max(1, step.target_tokens);
+  b.verify_ms = cost.at(b.target_tokens);
+  b.draft_ms = double(step.timings.draft_us) / 1000.0;
+  b.tokens = int(step.committed.size());
+  b.expected_ms = b.verify_ms + b.draft_ms;
+  b.vanilla_ms = b.tokens * cost.at(1);
+  return b;
+}
+
+std::string describe_step(const StepCostBreakdown& b) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "verify %.1f ms (%d token%s) + draft %.1f ms for %d token%s; vanilla would take %.1f ms",
+                b.verify_ms, b.target_tokens, b.target_tokens == 1 ? "" : "s", b.draft_ms, b.tokens,
+                b.tokens == 1 ? "" : "s", b.vanilla_ms);
+  return buf;
+}
+
+RunCostModel model_run_cost(const std::vector<StepRecord>& steps, const StepCost& cost) {
+  RunCostModel m;
+  m.cost1_ms = cost.at(1);
+  double accepted = 0, verify = 0, draft = 0, target = 0;
+  for (const auto& s : steps) {
+    if (s.root_token < 0) continue;  // the prefill
+    m.steps.push_back(step_breakdown(s, cost));
+    const auto& b = m.steps.back();
+    accepted += s.accepted_count() + 1;
+    verify += b.verify_ms;
+    draft += b.draft_ms;
+    target += b.target_tokens;
+    if (b.target_tokens > 1 || s.draft_tokens > 0 || !s.nodes.empty()) m.drafted = true;
+  }
+  if (m.steps.empty()) return m;
+  const double n = double(m.steps.size());
+  m.tau = accepted / n;
+  m.mean_verify_ms = verify / n;
+  m.mean_draft_ms = draft / n;
+  m.mean_target_tokens = target / n;
+  const double step_ms = m.mean_verify_ms + m.mean_draft_ms;
+  m.expected_speedup = step_ms > 0 && m.cost1_ms > 0 ? m.tau / (step_ms / m.cost1_ms) : 0;
+  if (m.drafted && m.expected_speedup > 0 && m.expected_speedup < 1.0) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "Expected %.2fx (tau %.2f per %.1f ms step against %.2f ms per vanilla token): ",
+                  m.expected_speedup, m.tau, step_ms, m.cost1_ms);
+    m.verdict = buf + losing_term(m.tau, m.mean_verify_ms, m.mean_draft_ms, m.cost1_ms) + ".";
+  }
+  return m;
+}
+
+}  // namespace specscope::runs

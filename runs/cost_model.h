@@ -1,0 +1,48 @@
+#pragma once
+// The cost model beside the statistics: why a run was (or was not) faster than vanilla, from this machine's
+// step-cost curve (step_cost.h) and the run's recorded steps. A decoding step pays cost(target_tokens) to verify
+// plus its measured drafting time, and commits accepted + 1 tokens; vanilla pays cost(1) per token. So a run's
+// expected speedup is tau / ((mean verify cost + mean drafting cost) / cost(1)), the same model tree=auto
+// (tree_tuner.h) chooses sizes by, and the sentence naming the term that makes a run lose is that model's too.
+#include <string>
+#include <vector>
+
+#include "engine/methods/step_record.h"
+#include "runs/step_cost.h"
+
+namespace specscope::runs {
+
+struct StepCostBreakdown {
+  int step = 0;               // the StepRecord's number
+  int target_tokens = 0;      // tokens the target verified in the step (the tree's nodes + the root)
+  double verify_ms = 0;       // cost(target_tokens), from the curve
+  double draft_ms = 0;        // measured
+  int tokens = 0;             // committed: accepted drafts + the bonus
+  double expected_ms = 0;     // verify_ms + draft_ms
+  double vanilla_ms = 0;      // tokens * cost(1): vanilla's time for the same tokens
+};
+
+struct RunCostModel {
+  std::vector<StepCostBreakdown> steps;  // decoding steps (the prefill left out)
+  double cost1_ms = 0;                   // cost(1): one vanilla token
+  double tau = 0;                        // mean accepted drafts + 1 per step
+  double mean_verify_ms = 0, mean_draft_ms = 0, mean_target_tokens = 0;
+  double expected_speedup = 0;           // tau / ((mean_verify_ms + mean_draft_ms) / cost1_ms); 0: no steps
+  bool drafted = false;                  // some step verified more than one token or drafted (vanilla: no)
+  std::string verdict;                   // one sentence; empty unless the run is expected to lose (speedup < 1)
+};
+
+// The one definition of the losing term (choose_tree's summary and the run verdict both use it): each step must
+// commit tau tokens in less than tau vanilla tokens' time; drafting loses when it exceeds what verification
+// spends beyond one vanilla forward. "it loses on drafting: the drafter alone takes 102% of the time the step may
+// take" or "it loses on verification: checking the tree costs more than the tokens it saves".
+std::string losing_term(double tau, double verify_ms, double draft_ms, double cost1_ms);
+
+// One step's breakdown (a prefill step, root_token < 0, is still computed; model_run_cost leaves it out).
+StepCostBreakdown step_breakdown(const StepRecord& step, const StepCost& cost);
+// "verify 2.1 ms (7 tokens) + draft 0.9 ms for 3 tokens; vanilla would take 3.3 ms"
+std::string describe_step(const StepCostBreakdown& b);
+
+RunCostModel model_run_cost(const std::vector<StepRecord>& steps, const StepCost& cost);
+
+}  // namespace specscope::runs

@@ -1,0 +1,151 @@
+#include "sessions/html/session_blob.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "engine/methods/step_record_json.h"
+#include "engine/util/error.h"
+#include "sessions/row_format.h"
+
+namespace specscope::sessions {
+
+namespace {
+
+using nlohmann::json;
+
+// Floats as 6 significant digits: the page shows at most 4 decimals, and a float widened to double would
+// otherwise print 17 digits (a 1,000-step session would be about three times larger).
+void compact_numbers(json& j) {
+  if (j.is_number_float()) {
+    const double v = j.get<double>();
+    if (!std::isfinite(v)) return;
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    j = std::strtod(buf, nullptr);
+  } else if (j.is_structured()) {
+    for (auto& item : j) compact_numbers(item);
+  }
+}
+
+// A node object -> a row of its values in `keys` order; keys this document has not seen yet are appended to
+// `keys` (so a field that only some nodes carry still gets a column). A key a node lacks is null in its row.
+json node_row(const json& node, json& keys) {
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    bool known = false;
+    for (const auto& k : keys) known = known || k == it.key();
+    if (!known) keys.push_back(it.key());
+  }
+  json row = json::array();
+  for (const auto& k : keys) {
+    auto it = node.find(k.get<std::string>());
+    row.push_back(it == node.end() ? json(nullptr) : *it);
+  }
+  while (!row.empty() && row.back().is_null()) row.erase(row.size() - 1);  // trailing absences cost nothing
+  return row;
+}
+
+json step_json(const RecordedStep& st, const std::string& run_method, json& node_keys) {
+  json s = to_json(st.record);
+  s.erase("type");
+  if (s.value("method", "") == run_method) s.erase("method");  // the run says it once
+  json rows = json::array();
+  for (auto n : s.at("nodes")) {
+    // A null is what a row's missing column reads as anyway: leaving nulls out means a field only some nodes carry
+    // (the "why" fields of tested nodes, say) gets a late column, and rows without it end before it.
+    for (auto it = n.begin(); it != n.end();) it = it->is_null() ? n.erase(it) : std::next(it);
+    rows.push_back(node_row(n, node_keys));
+  }
+  s["nodes"] = std::move(rows);
+  s["piece"] = st.text_piece;
+  compact_numbers(s);
+  return s;
+}
+
+json run_head(const RunRow& r) {
+  const auto& m = r.meta;
+  json j = {{"id", r.id},
+            {"ordinal", r.ordinal},
+            {"lane", m.lane ? json(*m.lane) : json(nullptr)},
+            {"label", m.label.empty() ? m.method.name : m.label},
+            {"method", m.method.name},
+            {"method_spec", json::parse(method_to_json(m.method))},
+            {"target", m.target.path},
+            {"prompt", m.prompt},
+            {"chat", m.chat},
+            {"greedy", m.sampling.greedy()},
+            {"sampling", m.sampling.describe()},
+            {"temperature", m.sampling.temperature},
+            {"max_tokens", m.max_tokens},
+            {"status", r.status},
+            {"step_count", r.step_count},
+            {"summary", nullptr},
+            {"identical", nullptr}};
+  if (r.outcome) {
+    j["summary"] = json::parse(r.outcome->summary_json, nullptr, false);
+    if (j["summary"].is_discarded()) j["summary"] = nullptr;
+    if (r.outcome->identical_to_reference) j["identical"] = *r.outcome->identical_to_reference;
+  }
+  compact_numbers(j);
+  return j;
+}
+
+}  // namespace
+
+json html_session_blob(SessionReader& reader, int64_t session_id, const std::optional<StepRange>& range) {
+  const SessionRow s = reader.session(session_id);
+  const auto& m = s.meta;
+  json doc = {{"format", "specscope-session-html"},
+              {"version", 1},
+              {"generator", std::string("SpecScope ") + SPECSCOPE_VERSION},
+              {"session",
+               {{"id", s.id},
+                {"kind", m.kind},
+                {"title", m.title},
+                {"notes", m.notes},
+                {"created_at", s.created_at},
+                {"app_version", m.app_version},
+                {"model", {{"path", m.model.path}, {"architecture", m.model.architecture}}},
+                {"backend", m.backend},
+                {"device", m.device},
+                {"messages", json::array()}}},
+              {"range", range ? json{{"first", range->first}, {"last", range->last}} : json(nullptr)},
+              {"node_keys", json::array()},
+              {"runs", json::array()}};
+  for (const auto& msg : s.messages)
+    doc["session"]["messages"].push_back({{"role", msg.role}, {"content", msg.content}, {"run_id", msg.run_id}});
+
+  json& node_keys = doc["node_keys"];
+  int64_t exported = 0;
+  for (const auto& r : s.runs) {
+    json run = run_head(r);
+    json steps = json::array();
+    std::string prefix_text;  // what the steps before the range made visible
+    int64_t tokens_before = 0, first_index = -1, index = 0;
+    reader.for_each_step(r.id, 0, r.step_count, [&](RecordedStep&& st) {
+      const int64_t number = st.record.step;
+      if (range && number < range->first) {
+        prefix_text += st.text_piece;
+        tokens_before += int64_t(st.record.committed.size());
+      } else if (!range || number <= range->last) {
+        if (first_index < 0) first_index = index;
+        steps.push_back(step_json(st, r.meta.method.name, node_keys));
+      }
+      ++index;
+    });
+    exported += int64_t(steps.size());
+    run["first_index"] = first_index < 0 ? 0 : first_index;
+    run["tokens_before"] = tokens_before;
+    run["prefix_text"] = prefix_text;
+    run["steps"] = std::move(steps);
+    doc["runs"].push_back(std::move(run));
+  }
+  const std::string where = "session " + std::to_string(session_id);
+  if (s.runs.empty()) throw InputError(where, "has no runs to export");
+  if (range && exported == 0)
+    throw InputError(where, "--steps " + std::to_string(range->first) + "-" + std::to_string(range->last) +
+                                " selects no recorded step of any run");
+  return doc;
+}
+
+}  // namespace specscope::sessions

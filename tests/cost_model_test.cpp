@@ -1,0 +1,110 @@
+// The cost model beside the statistics (runs/cost_model.h) on hand-made steps and a hand-made step-cost curve:
+// each step's verify cost from the curve, its measured drafting, its committed tokens and vanilla's time for them;
+// the run's expected speedup tau / ((mean verify + mean draft) / cost(1)) and the sentence naming the losing term,
+// the same sentence choose_tree (tree=auto) prints.
+#include "runs/cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include "runs/tree_tuner.h"
+
+using namespace specscope;
+
+namespace {
+
+runs::StepCost curve() {
+  runs::StepCost c;
+  c.ms = {{1, 1.0}, {2, 1.2}, {4, 1.6}, {8, 2.4}};
+  return c;
+}
+
+StepRecord step(int number, int target_tokens, int64_t draft_us, int accepted) {
+  StepRecord s;
+  s.step = number;
+  s.root_token = 7;
+  s.target_tokens = target_tokens;
+  s.timings.draft_us = draft_us;
+  for (int i = 0; i < accepted; ++i) s.accepted_path.push_back(i + 1);
+  s.committed.assign(size_t(accepted + 1), 42);
+  s.draft_tokens = target_tokens - 1;
+  return s;
+}
+
+StepRecord prefill() {
+  StepRecord s = step(0, 5, 0, 0);
+  s.root_token = -1;
+  return s;
+}
+
+}  // namespace
+
+TEST(CostModel, StepBreakdown) {
+  const auto b = runs::step_breakdown(step(1, 4, 400, 2), curve());
+  EXPECT_EQ(b.step, 1);
+  EXPECT_EQ(b.target_tokens, 4);
+  EXPECT_DOUBLE_EQ(b.verify_ms, 1.6);
+  EXPECT_DOUBLE_EQ(b.draft_ms, 0.4);
+  EXPECT_EQ(b.tokens, 3);
+  EXPECT_DOUBLE_EQ(b.expected_ms, 2.0);
+  EXPECT_DOUBLE_EQ(b.vanilla_ms, 3.0);
+  EXPECT_EQ(runs::describe_step(b), "verify 1.6 ms (4 tokens) + draft 0.4 ms for 3 tokens; vanilla would take 3.0 ms");
+  // Between measured sizes the curve is linear: 3 tokens cost 1.4 ms.
+  EXPECT_NEAR(runs::step_breakdown(step(2, 3, 0, 0), curve()).verify_ms, 1.4, 1e-12);
+}
+
+TEST(CostModel, RunThatWins) {
+  // tau (3 + 3) / 2 = 3 per 1.6 + 0.4 ms step against 1 ms per vanilla token: 1.5x, no verdict.
+  const auto m = runs::model_run_cost({prefill(), step(1, 4, 400, 2), step(2, 4, 400, 2)}, curve());
+  ASSERT_EQ(m.steps.size(), 2u);  // the prefill is left out
+  EXPECT_TRUE(m.drafted);
+  EXPECT_DOUBLE_EQ(m.cost1_ms, 1.0);
+  EXPECT_DOUBLE_EQ(m.tau, 3.0);
+  EXPECT_DOUBLE_EQ(m.mean_verify_ms, 1.6);
+  EXPECT_DOUBLE_EQ(m.mean_draft_ms, 0.4);
+  EXPECT_DOUBLE_EQ(m.mean_target_tokens, 4.0);
+  EXPECT_DOUBLE_EQ(m.expected_speedup, 1.5);
+  EXPECT_TRUE(m.verdict.empty()) << m.verdict;
+}
+
+TEST(CostModel, RunThatLosesOnVerification) {
+  // tau (3 + 1) / 2 = 2 per 1.6 + 0.5 ms: 2 / 2.1 = 0.952x. Drafting (0.5 ms) is below what verification spends
+  // beyond one vanilla forward (0.6 ms): verification loses.
+  const auto m = runs::model_run_cost({prefill(), step(1, 4, 400, 2), step(2, 4, 600, 0)}, curve());
+  EXPECT_DOUBLE_EQ(m.tau, 2.0);
+  EXPECT_DOUBLE_EQ(m.mean_draft_ms, 0.5);
+  EXPECT_NEAR(m.expected_speedup, 2.0 / 2.1, 1e-12);
+  EXPECT_DOUBLE_EQ(m.steps[1].vanilla_ms, 1.0);
+  EXPECT_EQ(m.verdict,
+            "Expected 0.95x (tau 2.00 per 2.1 ms step against 1.00 ms per vanilla token): it loses on verification: "
+            "checking the tree costs more than the tokens it saves.");
+}
+
+TEST(CostModel, RunThatLosesOnDrafting) {
+  // tau (2 + 1) / 2 = 1.5 per 1.2 + 1.0 ms: 1.5 / 2.2 = 0.68x; the drafter alone takes 1.0 of the 1.5 ms the
+  // step may take (67%).
+  const auto m = runs::model_run_cost({step(1, 2, 1000, 1), step(2, 2, 1000, 0)}, curve());
+  EXPECT_NEAR(m.expected_speedup, 1.5 / 2.2, 1e-12);
+  EXPECT_EQ(m.verdict,
+            "Expected 0.68x (tau 1.50 per 2.2 ms step against 1.00 ms per vanilla token): it loses on drafting: the "
+            "drafter alone takes 67% of the time the step may take.");
+  // tree=auto's sentence is the same one.
+  runs::TreeTrial t;
+  t.options = {{"gamma", "1"}};
+  t.tau = 1.5;
+  t.verify_tokens = 2;
+  t.draft_ms = 1.0;
+  const auto choice = runs::choose_tree({t}, curve());
+  EXPECT_NE(choice.summary.find("; " + runs::losing_term(1.5, 1.2, 1.0, 1.0)), std::string::npos) << choice.summary;
+}
+
+TEST(CostModel, VanillaIsOneAndNoSteps) {
+  StepRecord v = step(1, 1, 0, 0);
+  v.draft_tokens = 0;
+  const auto m = runs::model_run_cost({prefill(), v, v}, curve());
+  EXPECT_FALSE(m.drafted);
+  EXPECT_DOUBLE_EQ(m.expected_speedup, 1.0);
+  EXPECT_TRUE(m.verdict.empty());
+  const auto none = runs::model_run_cost({prefill()}, curve());
+  EXPECT_TRUE(none.steps.empty());
+  EXPECT_EQ(none.expected_speedup, 0);
+}
