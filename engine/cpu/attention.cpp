@@ -41,10 +41,11 @@ SS_ATTN_INLINE void score_blocks(const float* const* q, const float* kt, size_t 
   f16v acc[GC][KB];
   for (int g = 0; g < GC; ++g)
     for (int b = 0; b < KB; ++b) acc[g][b] = f16v{};
+  // kt: this head's tiles; tile j0 / 16 holds keys j0 .. j0 + 15 as [d][16].
+  const float* tile = kt + size_t(j0 / kLanes) * size_t(hd) * kLanes;
   for (int d = 0; d < hd; ++d) {
-    const float* row = kt + size_t(d) * kt_stride + j0;
     f16v kv[KB];
-    for (int b = 0; b < KB; ++b) kv[b] = vec::load(row + b * kLanes);
+    for (int b = 0; b < KB; ++b) kv[b] = vec::load(tile + (size_t(b) * size_t(hd) + size_t(d)) * kLanes);
     for (int g = 0; g < GC; ++g) {
       const f16v qd = vec::splat(q[g][d]);
       for (int b = 0; b < KB; ++b) acc[g][b] += qd * kv[b];
@@ -121,7 +122,7 @@ void scores_any(const float* const* q, int gc, const float* kt, size_t kt_stride
   for (int g = 0; g < gc; ++g)
     for (int j = 0; j < keys; ++j) {
       float acc = 0.f;
-      for (int d = 0; d < hd; ++d) acc += q[g][d] * kt[size_t(d) * kt_stride + j];
+      for (int d = 0; d < hd; ++d) acc += q[g][d] * kt[kt_index(0, d, j, hd, kt_stride)];
       scores[size_t(g) * score_stride + j] = acc * scale;
     }
 }
@@ -139,7 +140,7 @@ void attend_group(const AttentionArgs& a, int row, int kvh) {
   const uint8_t* visible = a.visible + size_t(row) * size_t(a.keys);
   for (int j = 0; j < a.keys; ++j)
     if (visible[j]) s.vis[size_t(nv++)] = j;
-  const float* kt = a.kt + size_t(kvh) * hd * a.kt_stride;
+  const float* kt = a.kt + kt_index(kvh, 0, 0, hd, a.kt_stride);
   const float* v = a.v + size_t(kvh) * hd;
   const bool tiled = hd % kLanes == 0 && (hd == 64 || hd == 128);
   for (int g0 = 0; g0 < group; g0 += 4) {

@@ -2,9 +2,10 @@
 // Multi-head attention of a batch of query rows against a KV cache, with grouped KV heads (GQA), on the engine's
 // thread team. The forward's one attention kernel on CPU (engine/model/cpu_context.cpp).
 //
-// Layout: keys are kept transposed per KV head, kt[(kvh * head_dim + d) * kt_stride + j] (key j's element d), so the
-// scores of 16 consecutive keys are one vector FMA chain over d with no horizontal sums, and every query head of a
-// group reuses each loaded key vector. Values stay row-major, v[j * v_stride + kvh * head_dim + d].
+// Layout: keys are kept transposed per KV head in tiles of 16 keys, element d of key j at kt_index(kvh, d, j) (each
+// tile [head_dim][16] contiguous), so the scores of 16 consecutive keys are one vector FMA chain over d with no
+// horizontal sums, streaming one 4 KB tile (head_dim 64), and every query head of a group reuses each loaded key
+// vector. Values stay row-major, v[j * v_stride + kvh * head_dim + d].
 //
 // Results are bit-identical whatever else shares the batch or the cache (greedy losslessness rests on it): a score
 // is one sequential FMA chain over d; the softmax sums the visible keys' weights in their order, packed (masked
@@ -18,7 +19,7 @@ struct AttentionArgs {
   const float* q = nullptr;  // [rows][heads * head_dim] at q_stride
   size_t q_stride = 0;
   int rows = 0, heads = 0, kv_heads = 0, head_dim = 0;
-  const float* kt = nullptr;  // transposed keys (above); kt_stride >= round_up(keys, 16)
+  const float* kt = nullptr;  // transposed keys (above); kt_stride: key capacity, a multiple of 16 >= keys
   size_t kt_stride = 0;
   const float* v = nullptr;  // values (above)
   size_t v_stride = 0;
@@ -32,7 +33,11 @@ struct AttentionArgs {
 
 void attention(const AttentionArgs& a);
 
-// Keys padded for the transposed layout: the row stride kt needs for `keys` keys.
+// Keys padded for the transposed layout: the capacity kt needs for `keys` keys.
 inline size_t kt_stride_for(int keys) { return (size_t(keys) + 15) / 16 * 16; }
+// Where element d of key j of KV head kvh lives in kt (tiles of 16 keys x head_dim, one after another per head).
+inline size_t kt_index(int kvh, int d, int j, int head_dim, size_t kt_stride) {
+  return ((size_t(kvh) * (kt_stride / 16) + size_t(j / 16)) * size_t(head_dim) + size_t(d)) * 16 + size_t(j % 16);
+}
 
 }  // namespace specscope::cpu

@@ -258,13 +258,16 @@ void CpuContext::attention(int layer, int na, const int32_t* pos, const uint8_t*
 }
 
 void CpuContext::put_kt(int layer, int slot, const float* k) {
-  float* kt = kt_cache_[size_t(layer)].data() + size_t(slot);
-  for (int e = 0; e < kv_dim_; ++e) kt[size_t(e) * kt_stride_] = k[e];
+  const int hd = model_->config().head_dim;
+  float* kt = kt_cache_[size_t(layer)].data();
+  for (int e = 0; e < kv_dim_; ++e) kt[cpu::kt_index(e / hd, e % hd, slot, hd, kt_stride_)] = k[e];
 }
 
 void CpuContext::move_kt(int layer, int dst, int src) {
+  const int hd = model_->config().head_dim;
   float* kt = kt_cache_[size_t(layer)].data();
-  for (int e = 0; e < kv_dim_; ++e) kt[size_t(e) * kt_stride_ + size_t(dst)] = kt[size_t(e) * kt_stride_ + size_t(src)];
+  for (int e = 0; e < kv_dim_; ++e)
+    kt[cpu::kt_index(e / hd, e % hd, dst, hd, kt_stride_)] = kt[cpu::kt_index(e / hd, e % hd, src, hd, kt_stride_)];
 }
 
 void CpuContext::keep(std::span<const int> rows) {
