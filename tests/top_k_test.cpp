@@ -60,7 +60,7 @@ TEST(TopK, MatchesStableSortOnRandomInputs) {
     std::vector<int> ref(n);
     std::iota(ref.begin(), ref.end(), 0);
     std::stable_sort(ref.begin(), ref.end(), [&](int a, int b) { return v[a] > v[b]; });
-    for (int k : {0, 1, 2, n / 3, n - 1, n, n + 5}) {
+    for (int k : {0, 1, 2, 5, 10, 32, 33, n / 3, n - 1, n, n + 5}) {  // both paths: k <= 32 and beyond
       std::vector<int> want(ref.begin(), ref.begin() + std::clamp(k, 0, n));
       ASSERT_EQ(top_k_indices(v.data(), n, k), want) << "n=" << n << " k=" << k;
     }
