@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "engine/discovery/discovered_family.h"
@@ -326,6 +327,30 @@ TEST_F(Discovery_, ModelSpecsResolve) {
       EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
     }
   }
+}
+
+// Where each tool keeps its models, and which variable overrides what (as the tools themselves read them).
+TEST(StoreRoots, FollowTheToolsOwnEnvironmentVariables) {
+  const char* vars[] = {"HOME", "OLLAMA_MODELS", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME"};
+  std::map<std::string, std::optional<std::string>> saved;
+  for (const char* v : vars) saved[v] = std::getenv(v) ? std::optional<std::string>(std::getenv(v)) : std::nullopt;
+  for (const char* v : vars) ::unsetenv(v);
+  ::setenv("HOME", "/h", 1);
+  StoreRoots r = StoreRoots::from_environment();
+  EXPECT_EQ(r.ollama.front(), "/h/.ollama/models");
+  EXPECT_EQ(r.lmstudio, (std::vector<std::string>{"/h/.lmstudio/models", "/h/.cache/lm-studio/models"}));
+  EXPECT_EQ(r.hf, std::vector<std::string>{"/h/.cache/huggingface/hub"});
+  ::setenv("XDG_CACHE_HOME", "/x", 1);
+  EXPECT_EQ(StoreRoots::from_environment().hf, std::vector<std::string>{"/x/huggingface/hub"});
+  ::setenv("HF_HOME", "/hf", 1);
+  EXPECT_EQ(StoreRoots::from_environment().hf, std::vector<std::string>{"/hf/hub"});
+  ::setenv("HF_HUB_CACHE", "/cache", 1);
+  EXPECT_EQ(StoreRoots::from_environment().hf, std::vector<std::string>{"/cache"});
+  ::setenv("OLLAMA_MODELS", "/o", 1);
+  EXPECT_EQ(StoreRoots::from_environment().ollama, std::vector<std::string>{"/o"});  // and nowhere else
+  EXPECT_TRUE(StoreRoots::from_environment().contains("/o/blobs/sha256-x"));
+  EXPECT_FALSE(StoreRoots::from_environment().contains("/other/o/blobs"));
+  for (const auto& [v, value] : saved) value ? (void)::setenv(v.c_str(), value->c_str(), 1) : (void)::unsetenv(v.c_str());
 }
 
 TEST(OllamaManifest, ParsesLayersAndRefusesWhatIsNotAManifest) {

@@ -151,11 +151,12 @@ struct ModelStores {
   }
 
   // Points discovery at these stores the way a user's machine does: through HOME, with every variable that would
-  // override it unset. Child processes (the CLI) inherit it.
+  // override it unset, except OLLAMA_MODELS (set to the same folder HOME implies), which keeps a machine's system-wide
+  // Ollama store (/usr/share/ollama/...) out of the listing. Child processes (the CLI) inherit it.
   void use_as_environment() const {
     ::setenv("HOME", home.c_str(), 1);
-    for (const char* v : {"OLLAMA_MODELS", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME"})
-      ::unsetenv(v);
+    ::setenv("OLLAMA_MODELS", ollama.c_str(), 1);
+    for (const char* v : {"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME"}) ::unsetenv(v);
   }
 };
 

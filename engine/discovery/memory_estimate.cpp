@@ -5,13 +5,15 @@
 #include <fstream>
 #include <sstream>
 
+#include "engine/cpu/attention.h"
+
 namespace specscope::discovery {
 
 int default_context(int max_context) { return std::min(max_context > 0 ? max_context : 2048, 4096); }
 
 uint64_t cpu_kv_cache_bytes(const ModelFacts& f, int n_ctx) {
   const uint64_t n = uint64_t(n_ctx > 0 ? n_ctx : default_context(f.max_context));
-  const uint64_t kt_stride = (n + 15) / 16 * 16;  // cpu::kt_stride_for
+  const uint64_t kt_stride = cpu::kt_stride_for(int(n));  // the transposed keys' row length, as CpuContext sizes it
   return uint64_t(f.num_layers) * uint64_t(f.kv_dim) * (2 * n + kt_stride) * sizeof(float);
 }
 
