@@ -184,7 +184,7 @@ TEST(GuiTheme, ChartsFollowTheThemeAndRunsKeepTheirColours) {
     w.applyTheme(dark);
     QTest::qWait(50);
     const auto views = w.statistics()->findChildren<QChartView*>();
-    ASSERT_EQ(views.size(), 6);
+    ASSERT_EQ(views.size(), 7);  // six statistics and the cost model's step-cost curve
     for (QChartView* v : views) {
       EXPECT_EQ(v->chart()->theme(), dark ? QChart::ChartThemeDark : QChart::ChartThemeLight) << v->chart()->title().toStdString();
       for (QAbstractSeries* s : v->chart()->series())

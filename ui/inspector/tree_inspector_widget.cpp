@@ -24,6 +24,7 @@
 #include <string>
 
 #include "imgui_impl_opengl3.h"
+#include "runs/cost_model.h"
 #include "ui/inspector/colormap.h"
 #include "ui/inspector/imgui_qt_input.h"
 #include "ui/inspector/offscreen_gl.h"
@@ -352,6 +353,7 @@ std::string svgColor(const Rgb& c) {
 
 struct TreeInspectorWidget::State {
   ImGuiContext* ctx = nullptr;
+  runs::StepCost step_cost;  // the cost model's curve (empty: none)
   // Live steps arrive faster than anyone can read them; each frame costs CPU that the decoder needs (with
   // software OpenGL it is rasterized on the same cores). New steps therefore repaint at most live_fps times
   // a second; input still repaints at once.
@@ -571,6 +573,19 @@ QString TreeInspectorWidget::headerTitle() const {
   if (s.current < 0 || s.current >= int(s.steps.size())) return {};
   const int last = s.recordedLast >= 0 ? s.recordedLast : s.steps.back().step;
   return QString("Step %1 / %2").arg(s.steps[size_t(s.current)].step).arg(last);
+}
+
+void TreeInspectorWidget::setStepCost(const runs::StepCost& cost) {
+  s_->step_cost = cost;
+  requestFrame();
+}
+
+QString TreeInspectorWidget::stepCostText() const {
+  const State& s = *s_;
+  if (s.step_cost.ms.empty() || s.current < 0 || s.current >= int(s.steps.size())) return {};
+  const StepRecord& st = s.steps[size_t(s.current)];
+  if (st.root_token < 0) return {};  // the prefill: no tokens of its own to compare
+  return QString::fromStdString(runs::describe_step(runs::step_breakdown(st, s.step_cost)));
 }
 
 bool TreeInspectorWidget::liveShown() const { return s_->follow && s_->recordedLast < 0; }
@@ -917,6 +932,11 @@ void TreeInspectorWidget::drawHeader() {
                        "%s  \xC2\xB7  pos %d  \xC2\xB7  %d drafted, %d accepted%s, %d rejected, %d pruned",
                        st.method.c_str(), st.position, int(st.nodes.size()), st.accepted_count(),
                        bonus_committed(st) ? " + bonus" : "", rejected, pruned);
+    // The cost model's breakdown of this step (when the target's step-cost curve is known).
+    if (ImGui::IsItemHovered()) {
+      const QString cost = stepCostText();
+      if (!cost.isEmpty()) ImGui::SetTooltip("%s", cost.toUtf8().constData());
+    }
   }
   // Right-aligned controls.
   const float bw1 = ImGui::CalcTextSize("Fit").x + 2 * ImGui::GetStyle().FramePadding.x;

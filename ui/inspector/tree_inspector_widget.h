@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/methods/step_record.h"
+#include "runs/step_cost.h"
 
 struct ImVec2;
 
@@ -39,6 +40,11 @@ class TreeInspectorWidget : public QWidget {
   // "live" marks are hidden. -1: a live run (the default).
   void setRecordedLastStep(int step);
   QString headerTitle() const;  // "Step 47 / 73": the current StepRecord's number and the last one's
+  // The cost model (runs/cost_model.h) for the steps shown: with this machine's step-cost curve for their target,
+  // the header's tooltip breaks the shown step down. An empty curve (the default) turns it off.
+  void setStepCost(const runs::StepCost& cost);
+  // "verify 2.1 ms (7 tokens) + draft 0.9 ms for 3 tokens; vanilla would take 3.3 ms"; empty without a curve.
+  QString stepCostText() const;
   bool liveShown() const;       // the timeline says "● live"
   int stepCount() const;
   bool followsLive() const;

@@ -14,9 +14,9 @@ namespace specscope::ui {
 
 class FrameBudget {
  public:
-  // budget: the GUI thread's share of one core while a run is live (0.02 = 2%); min_interval_ms: the fastest
-  // frame clock (66 ms = 15 Hz); max_interval_ms: the slowest, whatever the budget says (a live view that
-  // waits for its share forever looks frozen: on a busy machine the share was used by the text alone).
+  // budget: the share of one core the counted CPU may use while a run is live (0.02 = 2%); min_interval_ms:
+  // the fastest frame clock (66 ms = 15 Hz); max_interval_ms: the slowest, whatever the budget says (a live view
+  // that waits for its share for seconds looks frozen).
   explicit FrameBudget(double budget = 0.02, double min_interval_ms = 66.0, double first_frame_estimate_ms = 15.0,
                        double max_interval_ms = std::numeric_limits<double>::infinity())
       : budget_(budget), min_interval_(min_interval_ms), max_interval_(max_interval_ms),

@@ -241,6 +241,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
     s_->status_label->setText(summary.isEmpty() ? tr("Sizing %1's tree for this machine (lane %2)…").arg(label).arg(lane + 1)
                                                 : tr("%1: %2").arg(label, summary));
   });
+  // The cost model beside the statistics and in the inspector's header: this machine's step-cost curve per target.
+  connect(s_->worker, &EngineWorker::stepCostReady, this, [this](const QString& target, const runs::StepCost& cost) {
+    s_->stats->setStepCost(target, cost);
+    s_->inspector->setStepCost(cost);
+  });
   connect(s_->worker, &EngineWorker::recordingFailed, this, [this](const QString& m) {
     s_->recording_note = m.left(1).toUpper() + m.mid(1);
     s_->status_label->setText(s_->recording_note);

@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -158,6 +159,16 @@ QBarSet* bar_set(const QString& name, const QColor& colour) {
   return set;
 }
 
+// A target folder as the step-cost curves are keyed: lanes may spell one folder differently ("base/", "./base").
+std::string target_key(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::weakly_canonical(path, ec);
+  if (ec) p = std::filesystem::path(path).lexically_normal();
+  std::string key = p.string();
+  while (key.size() > 1 && key.back() == '/') key.pop_back();
+  return key;
+}
+
 void attach(QAbstractSeries* series, QAbstractAxis* x, QAbstractAxis* y) {
   series->attachAxis(x);
   series->attachAxis(y);
@@ -272,10 +283,10 @@ void StatisticsView::setRuns(const std::vector<const runs::RunTrace*>& runs) {
     d.stats = runs::compute_statistics(t->steps);
     d.has_tree = !d.stats.accepted_length_histogram.empty();
     d.tau = t->summary ? t->summary->tau : summarize(t->method, t->steps).tau;
-    d.target = t->target;
+    d.target = target_key(t->target);
     if (t->summary && std::isfinite(t->summary->speedup_vs_vanilla) && t->summary->speedup_vs_vanilla > 0)
       d.measured_speedup = t->summary->speedup_vs_vanilla;
-    if (auto c = s_->step_costs.find(t->target); c != s_->step_costs.end() && !c->second.ms.empty()) {
+    if (auto c = s_->step_costs.find(d.target); c != s_->step_costs.end() && !c->second.ms.empty()) {
       d.cost = runs::model_run_cost(t->steps, c->second);
       std::set<int> sizes;
       for (const auto& b : d.cost->steps) sizes.insert(b.target_tokens);
@@ -293,7 +304,7 @@ void StatisticsView::setRuns(const std::vector<const runs::RunTrace*>& runs) {
 }
 
 void StatisticsView::setStepCost(const QString& target_path, const runs::StepCost& cost) {
-  s_->step_costs[target_path.toStdString()] = cost;
+  s_->step_costs[target_key(target_path.toStdString())] = cost;
 }
 
 void StatisticsView::setDark(bool dark) {
