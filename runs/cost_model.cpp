@@ -56,11 +56,18 @@ RunCostModel model_run_cost(const std::vector<StepRecord>& steps, const StepCost
   m.mean_target_tokens = target / n;
   const double step_ms = m.mean_verify_ms + m.mean_draft_ms;
   m.expected_speedup = step_ms > 0 && m.cost1_ms > 0 ? m.tau / (step_ms / m.cost1_ms) : 0;
-  if (m.drafted && m.expected_speedup > 0 && m.expected_speedup < 1.0) {
-    char buf[160];
+  if (m.drafted && m.expected_speedup > 0) {
+    char buf[200];
     std::snprintf(buf, sizeof buf, "Expected %.2fx (tau %.2f per %.1f ms step against %.2f ms per vanilla token): ",
                   m.expected_speedup, m.tau, step_ms, m.cost1_ms);
-    m.verdict = buf + losing_term(m.tau, m.mean_verify_ms, m.mean_draft_ms, m.cost1_ms) + ".";
+    m.verdict = buf;
+    if (m.expected_speedup < 1.0) {
+      m.verdict += losing_term(m.tau, m.mean_verify_ms, m.mean_draft_ms, m.cost1_ms) + ".";
+    } else {
+      std::snprintf(buf, sizeof buf, "it wins, committing tau tokens in %.1f ms where vanilla takes %.1f ms.", step_ms,
+                    m.tau * m.cost1_ms);
+      m.verdict += buf;
+    }
   }
   return m;
 }

@@ -29,7 +29,10 @@ struct RunCostModel {
   double mean_verify_ms = 0, mean_draft_ms = 0, mean_target_tokens = 0;
   double expected_speedup = 0;           // tau / ((mean_verify_ms + mean_draft_ms) / cost1_ms); 0: no steps
   bool drafted = false;                  // some step verified more than one token or drafted (vanilla: no)
-  std::string verdict;                   // one sentence; empty unless the run is expected to lose (speedup < 1)
+  // One sentence for a run that drafted: "Expected 0.65x (...): it loses on drafting: ..." naming the losing term
+  // (losing_term) when the expected speedup is below 1, else "...: it wins, committing tau tokens in ...". Empty for
+  // vanilla and for no steps.
+  std::string verdict;
 };
 
 // The one definition of the losing term (choose_tree's summary and the run verdict both use it): each step must
