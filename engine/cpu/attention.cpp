@@ -7,7 +7,7 @@
 #include "engine/cpu/thread_pool.h"
 #include "engine/cpu/vec_math.h"
 
-#if defined(__x86_64__) && !defined(__clang__)
+#if defined(__x86_64__) && !defined(__clang__) && !defined(SPECSCOPE_NO_TARGET_CLONES)
 #define SS_ATTN_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define SS_ATTN_CLONES

@@ -51,7 +51,7 @@ int block_weight_dims(const TensorView& W, const char* what, int* k) {
 
 namespace {
 
-#if defined(__x86_64__) && !defined(__clang__)
+#if defined(__x86_64__) && !defined(__clang__) && !defined(SPECSCOPE_NO_TARGET_CLONES)
 #define SPEC_MULTIVERSION __attribute__((target_clones("avx512f", "avx2,fma", "default")))
 #else
 #define SPEC_MULTIVERSION

@@ -8,7 +8,7 @@
 
 // The hot loops are compiled twice (AVX2+FMA and baseline x86-64) and picked at load time, so the binary
 // stays portable without -march=native.
-#if defined(__x86_64__) && !defined(__clang__)
+#if defined(__x86_64__) && !defined(__clang__) && !defined(SPECSCOPE_NO_TARGET_CLONES)
 #define SPEC_MULTIVERSION __attribute__((target_clones("avx2,fma", "default")))
 #define SPEC_MULTIVERSION_VEC __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else

@@ -81,7 +81,7 @@ void check_n(GgmlType t, int64_t n, const char* fn) {
 // Compiled three times (AVX-512, AVX2, baseline) and picked at load time: the quantized linear layer dequantizes
 // every weight row through these on every forward, and the baseline (SSE2) build ran at a third of the speed.
 // The arithmetic is the same in every version (products exact, one rounding), so the results are identical.
-#if defined(SPECSCOPE_GGUF_X86) && !defined(__clang__)
+#if defined(SPECSCOPE_GGUF_X86) && !defined(__clang__) && !defined(SPECSCOPE_NO_TARGET_CLONES)
 #define SPEC_DEQUANT_CLONES __attribute__((target_clones("arch=skylake-avx512", "avx2,fma", "default")))
 #else
 #define SPEC_DEQUANT_CLONES

@@ -1,5 +1,6 @@
 #include "engine/util/tensor.h"
 
+#include <cstring>
 #include <stdexcept>
 
 namespace specscope {
@@ -10,13 +11,24 @@ std::string TensorView::shape_str() const {
   return s + "]";
 }
 
+namespace {
+// Element i of type T. Copied out rather than dereferenced: a tensor inside a zip entry (PyTorch checkpoints)
+// starts wherever the entry's data does, so its elements need not be aligned for T.
+template <typename T>
+T element(const void* data, int64_t i) {
+  T v;
+  std::memcpy(&v, static_cast<const char*>(data) + i * int64_t(sizeof(T)), sizeof(T));
+  return v;
+}
+}  // namespace
+
 float TensorView::at(int64_t i) const {
   switch (dtype) {
-    case DType::F32: return static_cast<const float*>(data)[i];
-    case DType::F16: return f16_to_f32(static_cast<const uint16_t*>(data)[i]);
-    case DType::BF16: return bf16_to_f32(static_cast<const uint16_t*>(data)[i]);
-    case DType::I64: return float(static_cast<const int64_t*>(data)[i]);
-    case DType::I32: return float(static_cast<const int32_t*>(data)[i]);
+    case DType::F32: return element<float>(data, i);
+    case DType::F16: return f16_to_f32(element<uint16_t>(data, i));
+    case DType::BF16: return bf16_to_f32(element<uint16_t>(data, i));
+    case DType::I64: return float(element<int64_t>(data, i));
+    case DType::I32: return float(element<int32_t>(data, i));
     case DType::BOOL: case DType::U8: return float(static_cast<const uint8_t*>(data)[i]);
     case DType::Q8_0: case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1:
     case DType::Q4_K: case DType::Q5_K: case DType::Q6_K:
