@@ -221,8 +221,8 @@ TEST_P(EveryMethod, CommittedTokensFollowTheTarget) {
     ASSERT_TRUE(t.failure.empty()) << t.failure;
     std::printf("%s T=%.1f: %ld PIT values, %ld drafted, %ld accepted, %ld residual draws, p = %.3g\n",
                 GetParam().c_str(), s.first, t.values, t.drafted, t.accepted, t.residual, test::pit_p_value(t.bins));
-    // Drafts must be proposed, accepted and (for sampled drafts) rejected into the residual, or the check
-    // covers only the plain sampler.
+    // Drafts must be proposed, accepted and (unless the drafter is the target) rejected into the residual, or the
+    // check covers only the plain sampler.
     EXPECT_GT(t.drafted, c.runs) << "drafts proposed";
     if (c.min_accepted != 0) EXPECT_GE(t.accepted, c.min_accepted < 0 ? c.runs / 20 : c.min_accepted) << "accepted";
     if (c.rejections) EXPECT_GT(t.residual, c.runs / 20) << "residual draws after a rejection";
@@ -237,7 +237,8 @@ INSTANTIATE_TEST_SUITE_P(Sampling, EveryMethod,
                          [](const auto& info) { return info.param; });
 
 // A real method whose drafter's distribution q is rewritten before verification reads it: verification bugs
-// the check must catch, run through the real generator and verifier.
+// the check must catch, run through the real generator and verifier. (It wraps sps, which uses only the hooks
+// forwarded here.)
 class RewrittenDrafts : public Method {
  public:
   RewrittenDrafts(std::unique_ptr<Method> inner, std::function<void(Distribution&)> rewrite)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/cpu/ops.h"
+#include "engine/cpu/rope_table.h"
 #include "engine/cpu/vec_math.h"
 
 using namespace specscope;
@@ -97,5 +98,57 @@ TEST(VecMath, SoftmaxMatchesItsFormulaAndIgnoresAppendedMaskedEntries) {
       cpu::softmax(b.data(), int(b.size()));
       for (int i = 0; i < n; ++i) ASSERT_EQ(a[i], b[i]) << "n=" << n << " extra=" << extra;
     }
+  }
+}
+
+// rmsnorm, dot and log_softmax in vectors: each within f32 rounding of the double-precision formula, and a row's
+// result the same bits whether normalized alone or among other rows (odd widths exercise the tails).
+TEST(VecMath, RowKernelsMatchTheirFormulasAndDoNotDependOnOtherRows) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  for (int dim : {5, 16, 37, 384, 4096}) {
+    SCOPED_TRACE("dim " + std::to_string(dim));
+    const int rows = 3;
+    std::vector<float> x(size_t(rows) * size_t(dim));
+    std::vector<float> w(static_cast<size_t>(dim)), y(x.size()), alone(static_cast<size_t>(dim));
+    for (auto& v : x) v = nd(rng) * 3.f;
+    for (auto& v : w) v = nd(rng);
+    cpu::rmsnorm(x.data(), w.data(), y.data(), rows, dim, 1e-5f);
+    cpu::rmsnorm(x.data() + size_t(dim), w.data(), alone.data(), 1, dim, 1e-5f);
+    EXPECT_EQ(0, std::memcmp(alone.data(), y.data() + size_t(dim), sizeof(float) * size_t(dim)));
+    double ss = 0;
+    for (int i = 0; i < dim; ++i) ss += double(x[size_t(dim) + i]) * x[size_t(dim) + i];
+    const double scale = 1.0 / std::sqrt(ss / dim + 1e-5);
+    for (int i = 0; i < dim; ++i)
+      EXPECT_NEAR(alone[size_t(i)], w[size_t(i)] * x[size_t(dim) + i] * scale, 1e-5 * (1 + std::fabs(alone[size_t(i)])));
+
+    double d = 0, mag = 0;
+    for (int i = 0; i < dim; ++i) d += double(x[size_t(i)]) * w[size_t(i)], mag += std::fabs(double(x[size_t(i)]) * w[size_t(i)]);
+    EXPECT_NEAR(cpu::dot(x.data(), w.data(), dim), d, 1e-6 * mag + 1e-6);
+
+    std::vector<float> lp(x.begin(), x.begin() + dim);
+    cpu::log_softmax(lp.data(), dim);
+    double mx = -1e30, sum = 0;
+    for (int i = 0; i < dim; ++i) mx = std::max(mx, double(x[size_t(i)]));
+    for (int i = 0; i < dim; ++i) sum += std::exp(double(x[size_t(i)]) - mx);
+    for (int i = 0; i < dim; ++i) EXPECT_NEAR(lp[size_t(i)], double(x[size_t(i)]) - mx - std::log(sum), 2e-5);
+  }
+}
+
+// The RoPE table rotates exactly as cpu::rope does, at positions it has tabled and past them.
+TEST(VecMath, RopeTableEqualsRope) {
+  const int hd = 64, heads = 3;
+  std::vector<float> inv(hd / 2);
+  for (int i = 0; i < hd / 2; ++i) inv[size_t(i)] = 1.f / std::pow(10000.f, 2.f * float(i) / float(hd));
+  cpu::RopeTable table(inv, hd);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  for (int32_t pos : {0, 1, 7, 63, 64, 65, 500, 70000, 3}) {
+    std::vector<float> a(size_t(heads) * hd);
+    for (auto& v : a) v = nd(rng);
+    std::vector<float> b = a;
+    cpu::rope(a.data(), heads, hd, pos, inv.data());
+    table.apply(b.data(), heads, pos);
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), sizeof(float) * a.size())) << "position " << pos;
   }
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "engine/cpu/vec_math.h"
 
@@ -18,31 +19,62 @@
 
 namespace specscope::cpu {
 
-SPEC_MULTIVERSION
+// rmsnorm, dot and the rotation run in 16-lane vectors with one fixed horizontal sum (vec::hsum): a row's result
+// depends only on that row, never on how many rows share the call. (A sequential f32 sum of squares was a chain of
+// dependent adds: on the default base the norms of an 8-token step took as long as its RoPE and element-wise
+// layers together.)
+SPEC_MULTIVERSION_VEC
 void rmsnorm(const float* x, const float* w, float* y, int rows, int dim, float eps) {
+  using namespace vec;
   for (int r = 0; r < rows; ++r) {
     const float* xr = x + int64_t(r) * dim;
     float* yr = y + int64_t(r) * dim;
-    float ss = 0.f;
-    for (int i = 0; i < dim; ++i) ss += xr[i] * xr[i];
-    const float scale = 1.0f / std::sqrt(ss / float(dim) + eps);
-    for (int i = 0; i < dim; ++i) yr[i] = w[i] * (xr[i] * scale);
+    f16v acc = {};
+    int i = 0;
+    for (; i + kLanes <= dim; i += kLanes) {
+      const f16v v = load(xr + i);
+      acc += v * v;
+    }
+    if (i < dim) {
+      const f16v v = load_part(xr + i, dim - i);
+      acc += v * v;
+    }
+    const float scale = 1.0f / std::sqrt(hsum(acc) / float(dim) + eps);
+    for (i = 0; i + kLanes <= dim; i += kLanes) store(yr + i, load(w + i) * (load(xr + i) * scale));
+    if (i < dim) store_part(yr + i, load_part(w + i, dim - i) * (load_part(xr + i, dim - i) * scale), dim - i);
+  }
+}
+
+SPEC_MULTIVERSION_VEC
+void rope_rotate(float* vec, int n_heads, int head_dim, const float* cos_sin) {
+  const int half = head_dim / 2;
+  const float* c = cos_sin;
+  const float* s = cos_sin + half;
+  for (int h = 0; h < n_heads; ++h) {
+    float* v = vec + int64_t(h) * head_dim;
+    for (int i = 0; i < half; ++i) {
+      const float a = v[i], b = v[i + half];
+      v[i] = a * c[i] - b * s[i];
+      v[i + half] = b * c[i] + a * s[i];
+    }
+  }
+}
+
+void rope_angles(int32_t pos, const float* inv_freq, int half, float* cos_sin) {
+  for (int i = 0; i < half; ++i) {
+    // The angle is formed in float32 as transformers does (position * inv_freq), then cos/sin.
+    const float angle = float(pos) * inv_freq[i];
+    cos_sin[i] = std::cos(angle);
+    cos_sin[half + i] = std::sin(angle);
   }
 }
 
 void rope(float* vec, int n_heads, int head_dim, int32_t pos, const float* inv_freq) {
-  const int half = head_dim / 2;
-  for (int i = 0; i < half; ++i) {
-    // The angle is formed in float32 as transformers does (position * inv_freq), then cos/sin.
-    const float angle = float(pos) * inv_freq[i];
-    const float c = std::cos(angle), s = std::sin(angle);
-    for (int h = 0; h < n_heads; ++h) {
-      float* v = vec + int64_t(h) * head_dim;
-      const float a = v[i], b = v[i + half];
-      v[i] = a * c - b * s;
-      v[i + half] = b * c + a * s;
-    }
-  }
+  float on_stack[512];
+  std::vector<float> on_heap;
+  float* cs = head_dim <= 512 ? on_stack : (on_heap.resize(size_t(head_dim)), on_heap.data());
+  rope_angles(pos, inv_freq, head_dim / 2, cs);
+  rope_rotate(vec, n_heads, head_dim, cs);
 }
 
 // silu and softmax run on vec_math.h's exp in 16-lane vectors (libm's scalar expf made silu alone ~18% of an
@@ -91,11 +123,32 @@ void softmax(float* x, int n) {
   for (i = 0; i < n; ++i) x[i] *= inv;
 }
 
-SPEC_MULTIVERSION
+// x[i] -= log(sum_j exp(x[j])), with the maximum subtracted first; the sum in 16 lanes and one fixed horizontal sum.
+SPEC_MULTIVERSION_VEC
+void log_softmax(float* x, int n) {
+  using namespace vec;
+  constexpr float ninf = -std::numeric_limits<float>::infinity();
+  f16v m = splat(ninf);
+  int i = 0;
+  for (; i + kLanes <= n; i += kLanes) m = vmax(m, load(x + i));
+  if (i < n) m = vmax(m, select(first_lanes(n - i), load_part(x + i, n - i), splat(ninf)));
+  const float mx = hmax(m);
+  f16v sum = {};
+  for (i = 0; i + kLanes <= n; i += kLanes) sum += exp_v(load(x + i) - mx);
+  if (i < n) sum += select(first_lanes(n - i), exp_v(load_part(x + i, n - i) - mx), f16v{});
+  const float lse = mx + std::log(hsum(sum));
+  for (i = 0; i + kLanes <= n; i += kLanes) store(x + i, load(x + i) - lse);
+  if (i < n) store_part(x + i, load_part(x + i, n - i) - lse, n - i);
+}
+
+SPEC_MULTIVERSION_VEC
 float dot(const float* a, const float* b, int n) {
-  float s = 0.f;
-  for (int i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
+  using namespace vec;
+  f16v acc = {};
+  int i = 0;
+  for (; i + kLanes <= n; i += kLanes) acc += load(a + i) * load(b + i);
+  if (i < n) acc += load_part(a + i, n - i) * load_part(b + i, n - i);
+  return hsum(acc);
 }
 
 SPEC_MULTIVERSION

@@ -9,11 +9,17 @@ namespace specscope::cpu {
 void rmsnorm(const float* x, const float* w, float* y, int rows, int dim, float eps);
 // Rotates pairs (i, i + head_dim/2) of every head of one token by angle pos * inv_freq[i] (HF rotate_half).
 void rope(float* vec, int n_heads, int head_dim, int32_t pos, const float* inv_freq);
+// The same in two parts, for callers that keep the angles of a position (cpu::RopeTable): cos_sin[0, half) the
+// cosines and cos_sin[half, 2 half) the sines of pos * inv_freq[i], computed exactly as rope() computes them.
+void rope_angles(int32_t pos, const float* inv_freq, int half, float* cos_sin);
+void rope_rotate(float* vec, int n_heads, int head_dim, const float* cos_sin);
 // out[i] = silu(gate[i]) * up[i]
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);
 // In-place softmax over n values; returns nothing. Handles -inf entries.
 void softmax(float* x, int n);
-float dot(const float* a, const float* b, int n);
+// In-place log-softmax over n values (a drafter's log-probabilities).
+void log_softmax(float* x, int n);
+float dot(const float* a, const float* b, int n);  // in 16 lanes, one fixed horizontal sum
 void axpy(float a, const float* x, float* y, int n);  // y += a * x
 void add(const float* x, float* y, int64_t n);        // y += x
 

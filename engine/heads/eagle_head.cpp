@@ -37,14 +37,7 @@ std::vector<float> vec(const TensorStore& st, const std::string& name, int64_t l
 }
 
 void log_softmax_rows(float* x, int rows, int n) {
-  for (int r = 0; r < rows; ++r) {
-    float* row = x + size_t(r) * n;
-    float mx = *std::max_element(row, row + n);
-    double sum = 0;
-    for (int i = 0; i < n; ++i) sum += std::exp(double(row[i] - mx));
-    const float lse = mx + float(std::log(sum));
-    for (int i = 0; i < n; ++i) row[i] -= lse;
-  }
+  for (int r = 0; r < rows; ++r) cpu::log_softmax(x + size_t(r) * n, n);
 }
 
 }  // namespace

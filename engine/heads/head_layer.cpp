@@ -26,9 +26,12 @@ void head_layer_forward(const HeadLayerWeights& w, const ModelConfig& c, const s
   const int qd = nh * hd, kvd = nkv * hd, F = c.intermediate_size;
   if (cache.size_ + n > cache.capacity_) throw std::length_error("draft head cache is full");
   std::vector<float> q(size_t(n) * qd), k(size_t(n) * kvd), v(size_t(n) * kvd), att(size_t(n) * qd, 0.f);
-  cpu::linear(attn_in, n, w.wq, bias_or_null(w.bq), q.data());
-  cpu::linear(attn_in, n, w.wk, bias_or_null(w.bk), k.data());
-  cpu::linear(attn_in, n, w.wv, bias_or_null(w.bv), v.data());
+  // One fork of the thread team for q, k and v (and below for gate and up): each output is bit-identical to its own
+  // linear() call, and a drafting step makes one such call per tree level.
+  const cpu::LinearOutput qkv[] = {{&w.wq, bias_or_null(w.bq), q.data()},
+                                   {&w.wk, bias_or_null(w.bk), k.data()},
+                                   {&w.wv, bias_or_null(w.bv), v.data()}};
+  cpu::linear_shared_input(attn_in, n, qkv);
   const int base = cache.size_;
   for (int i = 0; i < n; ++i) {
     cpu::rope(q.data() + size_t(i) * qd, nh, hd, pos[i], inv_freq.data());
@@ -67,8 +70,8 @@ void head_layer_forward(const HeadLayerWeights& w, const ModelConfig& c, const s
   cpu::linear(att.data(), n, w.wo, bias_or_null(w.bo), tmp.data());
   cpu::add(tmp.data(), hidden, int64_t(n) * H);
   cpu::rmsnorm(hidden, w.post_attn_norm.data(), tmp.data(), n, H, c.rms_norm_eps);
-  cpu::linear(tmp.data(), n, w.w_gate, nullptr, gate.data());
-  cpu::linear(tmp.data(), n, w.w_up, nullptr, up.data());
+  const cpu::LinearOutput gate_up[] = {{&w.w_gate, nullptr, gate.data()}, {&w.w_up, nullptr, up.data()}};
+  cpu::linear_shared_input(tmp.data(), n, gate_up);
   cpu::silu_mul(gate.data(), up.data(), gate.data(), int64_t(n) * F);
   cpu::linear(gate.data(), n, w.w_down, nullptr, tmp.data());
   cpu::add(tmp.data(), hidden, int64_t(n) * H);

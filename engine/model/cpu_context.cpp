@@ -28,7 +28,7 @@ CpuContext::CpuContext(std::shared_ptr<const Model> model, int n_ctx) : model_(s
   kt_stride_ = cpu::kt_stride_for(n_ctx_);
   kt_cache_.assign(c.num_layers, std::vector<float>(size_t(kv_dim_) * kt_stride_));
   slot_pos_.assign(n_ctx_, 0);
-  inv_freq_ = rope_inv_freq(c);
+  rope_ = cpu::RopeTable(rope_inv_freq(c), c.head_dim);
 }
 
 static void grow(std::vector<float>& v, size_t n) {
@@ -207,8 +207,8 @@ void CpuContext::decoder_layer(int l, int na, const int32_t* pos, const uint8_t*
     const cpu::ProfileScope profile(cpu::Op::Rope);
     for (int i = 0; i < na; ++i) {
       const int row = active_[i];
-      cpu::rope(q_.data() + size_t(i) * q_dim, c.num_heads, hd, pos[row], inv_freq_.data());
-      cpu::rope(k_.data() + size_t(i) * kv_dim_, c.num_kv_heads, hd, pos[row], inv_freq_.data());
+      rope_.apply(q_.data() + size_t(i) * q_dim, c.num_heads, pos[row]);
+      rope_.apply(k_.data() + size_t(i) * kv_dim_, c.num_kv_heads, pos[row]);
       std::memcpy(k_slot(l, base + row), k_.data() + size_t(i) * kv_dim_, sizeof(float) * kv_dim_);
       std::memcpy(v_slot(l, base + row), v_.data() + size_t(i) * kv_dim_, sizeof(float) * kv_dim_);
       put_kt(l, base + row, k_.data() + size_t(i) * kv_dim_);

@@ -3,6 +3,8 @@
 #include <memory>
 #include <vector>
 
+#include "engine/cpu/rope_table.h"
+
 #include "engine/model/forward.h"
 
 namespace specscope {
@@ -46,7 +48,7 @@ class CpuContext final : public Context {
   std::vector<std::vector<float>> kt_cache_;           // per layer [kv_heads*head_dim][kt_stride_]: keys transposed
   size_t kt_stride_ = 0;
   std::vector<int32_t> slot_pos_;                      // the position of each cache slot (sliding window)
-  std::vector<float> inv_freq_;
+  cpu::RopeTable rope_;  // the angles of every position used
   // The batch rows still computed, as batch indices (pruning drops rows mid-forward; each row keeps its cache
   // slot n_past + batch index), and which batch rows are alive.
   std::vector<int> active_;

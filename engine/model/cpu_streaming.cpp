@@ -147,8 +147,8 @@ void CpuContext::stream_layer(int l, const StreamingRequest& sr, const int32_t* 
   for (int s = 0; s < m / G; ++s)
     for (int j = 0; j < G; ++j) {
       const int i = s * G + j, p = pos[stream_src_[s]] + j + 1;
-      cpu::rope(q_.data() + size_t(i) * q_dim, nh, hd, p, inv_freq_.data());
-      cpu::rope(k_.data() + size_t(i) * kv_dim_, c.num_kv_heads, hd, p, inv_freq_.data());
+      rope_.apply(q_.data() + size_t(i) * q_dim, nh, p);
+      rope_.apply(k_.data() + size_t(i) * kv_dim_, c.num_kv_heads, p);
     }
   const float* kc = k_cache_[l].data();
   const float* vc = v_cache_[l].data();

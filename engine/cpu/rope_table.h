@@ -1,0 +1,27 @@
+#pragma once
+// The cosines and sines of RoPE for each position a sequence has used, computed once per position (with
+// cpu::rope_angles, so the values are exactly those cpu::rope computes) instead of once per row, layer, and q and k:
+// an 8-token step of the default base evaluated 4,096 cos/sin pairs, about as long as its norms.
+#include <cstdint>
+#include <vector>
+
+namespace specscope::cpu {
+
+class RopeTable {
+ public:
+  RopeTable() = default;
+  RopeTable(std::vector<float> inv_freq, int head_dim);
+
+  // Rotates every head of one token (as cpu::rope with this table's inv_freq). pos >= 0.
+  void apply(float* vec, int n_heads, int32_t pos);
+
+ private:
+  const float* angles(int32_t pos);  // cos then sin of pos, computed on first use
+
+  std::vector<float> inv_freq_;
+  int head_dim_ = 0;
+  std::vector<float> cos_sin_;  // [positions][head_dim]: head_dim / 2 cosines, then as many sines
+  int32_t known_ = 0;           // positions [0, known_) are in cos_sin_
+};
+
+}  // namespace specscope::cpu
