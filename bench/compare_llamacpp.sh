@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SpecScope against llama.cpp on the same GGUF files and the same protocol, 2 threads, medians of --repeat runs:
 # decode tokens/s (64 steps after a 128-token prefill) and the time of one forward with n new tokens at context 128.
-#   bash bench/compare_llamacpp.sh [--only GROUPS] [--quick] [--repeat R] [OUTDIR]   (default bench/results/llamacpp)
-#   GROUPS, comma-separated (default all):
+#   bash bench/compare_llamacpp.sh [--only LIST] [--quick] [--repeat R] [OUTDIR]   (default bench/results/llamacpp)
+#   LIST, comma-separated groups or single files of them (syn1b_q8_0, syn60_f16, ...; default all groups):
 #     base   the default base (bf16; llama.cpp reads a BF16 GGUF converted from the same weights)
 #     syn60  the 60M-parameter synthetic Llama of ../shared/reference's cost curve: f32, F16, Q8_0, Q4_K_S
 #     1b     a Llama-3.2-1B-shaped synthetic (bench/make_synthetic_llama.py --shape 1b): F16, BF16, Q8_0, Q4_K_M
@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
     *) out="$1"; shift ;;
   esac
 done
-want() { [[ ",$only," == *",$1,"* ]]; }
+want() { [[ ",$only," == *",$1,"* || ( -n "${2:-}" && ",$only," == *",$2"* ) ]]; }  # GROUP [KEY_PREFIX]: the group or one of its files
 PY="${SPECSCOPE_VENV:-$HOME/.cache/specscope/venv}/bin/python"
 LPY="${LLAMACPP_VENV:-$HOME/.cache/specscope/llamacpp-venv}/bin/python"
 CLI="$here/build/app/specscope-cli"
@@ -35,9 +35,9 @@ tmp="${TMPDIR:-/tmp}/specscope-llamacpp-bench"
 [ -x "$PY" ] || die "the training venv ($PY) is missing: it writes the GGUF files (see scripts/setup)"
 export SPECSCOPE_THREADS=2 OMP_NUM_THREADS=2   # both engines on the same 2 threads
 mkdir -p "$out" "$tmp"
-: > "$out/timings.txt"
+echo "## $(date -u +%FT%TZ) $cmdline" >> "$out/timings.txt"  # appended: partial re-runs add to one record
 stage_start=$SECONDS
-stage() { echo "$1: $((SECONDS - stage_start)) s" | tee -a "$out/timings.txt" >&2; stage_start=$SECONDS; }
+stage() { echo "$1: $((SECONDS - stage_start)) s (load average $(cut -d' ' -f1 /proc/loadavg))" | tee -a "$out/timings.txt" >&2; stage_start=$SECONDS; }
 
 BIN="$(bash "$here/bench/build_llamacpp.sh" | tail -n 1)"
 stage "build llama.cpp (skipped when built)"
@@ -56,20 +56,20 @@ PYEOF
 quantize() {  # IN OUT TYPE: llama.cpp's own quantizer
   [ -f "$2" ] || "$BIN/llama-quantize" "$1" "$2" "$3" 2 >"$2.log" 2>&1 || die "llama-quantize $3 failed: see $2.log"
 }
-if want base || want spec; then
+if want base base_ || want spec; then
   hf_to_gguf "$here/assets/models/base" base && quantize "$tmp/base.f32.gguf" "$tmp/base.bf16.gguf" BF16
 fi
 if want spec; then
   hf_to_gguf "$here/assets/models/draft" draft && quantize "$tmp/draft.f32.gguf" "$tmp/draft.bf16.gguf" BF16
 fi
-if want syn60; then
+if want syn60 syn60_; then
   if [ ! -f "$tmp/syn60.f32.gguf" ]; then
     "$PY" "$here/bench/make_synthetic_llama.py" "$tmp/syn60"
     "$PY" "$here/tests/fixtures/make_gguf_models.py" --convert "$tmp/syn60" f32 "$tmp/syn60.f32.gguf"
   fi
   for t in F16 Q8_0 Q4_K_S; do quantize "$tmp/syn60.f32.gguf" "$tmp/syn60.${t,,}.gguf" $t; done
 fi
-if want 1b; then
+if want 1b syn1b_; then
   # 2.1 GB of f16 weights, and then the GGUF files (2.1 + 2.1 + 1.1 + 0.7 GB) next to them.
   avail_gb=$(df -Pk "$tmp" | awk 'NR==2 {print int($4 / 1048576)}')
   [ -f "$tmp/syn1b.q4_k_m.gguf" ] || [ "$avail_gb" -ge 9 ] || die "the 1B files need ~9 GB free in $tmp ($avail_gb GB)"
@@ -81,8 +81,10 @@ if want 1b; then
 fi
 stage "write the GGUF files (skipped when written)"
 
-run() {  # NAME SPECSCOPE_MODEL GGUF
+run() {  # NAME GROUP SPECSCOPE_MODEL GGUF
+  [[ ",$only," == *",$2,"* || ",$only," == *",$1,"* ]] || return 0
   echo "== $1"
+  set -- "$1" "$3" "$4"
   local log="$tmp/$1.log"  # progress lines and errors, out of the way of the figures
   { "$CLI" bench --model "$2" --repeat "$repeat" --out "$out/$1.specscope.json" 2>"$log" \
       || die "specscope-cli bench failed: see $log"; } | sed 's/^/  specscope    /'
@@ -92,13 +94,9 @@ run() {  # NAME SPECSCOPE_MODEL GGUF
       --out "$out/$1.llamacpp.json" 2>"$log" || die "the binding's bench failed: see $log"; } | sed 's/^/  binding      /'
   stage "bench $1"
 }
-if want base; then run base_bf16 "$here/assets/models/base" "$tmp/base.bf16.gguf"; fi
-if want syn60; then
-  for t in f32 f16 q8_0 q4_k_s; do run "syn60_$t" "$tmp/syn60.$t.gguf" "$tmp/syn60.$t.gguf"; done
-fi
-if want 1b; then
-  for t in f16 bf16 q8_0 q4_k_m; do run "syn1b_$t" "$tmp/syn1b.$t.gguf" "$tmp/syn1b.$t.gguf"; done
-fi
+run base_bf16 base "$here/assets/models/base" "$tmp/base.bf16.gguf"
+for t in f32 f16 q8_0 q4_k_s; do run "syn60_$t" syn60 "$tmp/syn60.$t.gguf" "$tmp/syn60.$t.gguf"; done
+for t in f16 bf16 q8_0 q4_k_m; do run "syn1b_$t" 1b "$tmp/syn1b.$t.gguf" "$tmp/syn1b.$t.gguf"; done
 if want spec; then
   echo "== speculative (target base, draft draft)"
   count=10 max=128
@@ -110,7 +108,8 @@ if want spec; then
   stage "speculative"
 fi
 { echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; $(date -u +%FT%TZ)"
-  echo "command: $cmdline   (table: python3 bench/llamacpp_table.py ${out#$here/})"
+  echo "last command: $cmdline   (every run, its stage times and load: timings.txt;" \
+       "table: python3 bench/llamacpp_table.py ${out#$here/})"
   echo "llama.cpp: llama-cpp-python $("$LPY" -c 'import llama_cpp; print(llama_cpp.__version__)')'s vendored source," \
        "built by bench/build_llamacpp.sh (GGML_NATIVE, OpenMP); $("$BIN/llama-bench" --version 2>&1 | head -n 1)"
   echo "SpecScope: $(git -C "$here" rev-parse --short HEAD 2>/dev/null)$(git -C "$here" diff --quiet 2>/dev/null || echo ' + uncommitted changes')"
