@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/cpu/bf16_panels.h"
 #include "engine/cpu/matmul.h"
 #include "engine/util/dtype.h"
 #include "engine/util/error.h"
@@ -543,30 +544,58 @@ TEST(Bf16FastPath, WithinStatedBoundAndBatchInvariant) {
   const bool old = cpu::set_quant_exact(false);
   std::printf("bf16 path: %s\n", cpu::linear_roofline_path(DType::BF16));
   std::mt19937 rng(17);
-  for (auto [m, k] : {std::pair{4, 3}, std::pair{13, 31}, std::pair{9, 32}, std::pair{7, 33}, std::pair{64, 384},
-                      std::pair{21, 1000}}) {
-    const Weights w = make_weights(DType::BF16, m, k, rng, false);
-    const TensorView W = w.view();
-    for (int n : {1, 3, 6, 7, 13, 64}) {
-      const std::vector<float> x = random_vec(size_t(n) * k, rng, false);
-      std::vector<float> got(size_t(n) * m), ref(size_t(n) * m);
-      cpu::linear(x.data(), n, W, nullptr, got.data());
-      cpu::linear_reference(x.data(), n, W, nullptr, ref.data());
-      for (int t = 0; t < n; ++t)
-        for (int r = 0; r < m; ++r) {
-          double abs_sum = 0;
-          for (int i = 0; i < k; ++i) abs_sum += std::fabs(double(w.f32[size_t(r) * k + i]) * x[size_t(t) * k + i]);
-          const double bound = (std::ldexp(1.0, -8) + k * std::ldexp(1.0, -23)) * abs_sum + 1e-30;
-          ASSERT_LE(std::fabs(double(got[size_t(t) * m + r]) - ref[size_t(t) * m + r]), bound)
-              << "m=" << m << " k=" << k << " n=" << n << " t=" << t << " r=" << r;
+  // Row-major weights (a view without an owner stays row-major) and panel-packed ones (an owned view narrower than
+  // kPanelMaxK is packed on first use, bf16_panels.h), with partial panels, odd k and a bias.
+  for (bool owned : {false, true})
+    for (auto [m, k] : {std::pair{4, 3}, std::pair{13, 31}, std::pair{9, 32}, std::pair{7, 33}, std::pair{64, 384},
+                        std::pair{21, 1000}, std::pair{50, 385}}) {
+      auto w = std::make_shared<Weights>(make_weights(DType::BF16, m, k, rng, false));
+      TensorView W = w->view();
+      if (owned) W.keep_alive = w;
+      if (owned && std::string(cpu::linear_roofline_path(DType::BF16)) == "bf16 dot")
+        EXPECT_NE(cpu::detail::bf16_panels_for(W), nullptr) << "m=" << m << " k=" << k;
+      const std::vector<float> bias = owned ? random_vec(size_t(m), rng, false) : std::vector<float>{};
+      const float* b = owned ? bias.data() : nullptr;
+      for (int n : {1, 3, 6, 7, 8, 9, 13, 17, 64}) {
+        const std::vector<float> x = random_vec(size_t(n) * k, rng, false);
+        std::vector<float> got(size_t(n) * m), ref(size_t(n) * m);
+        cpu::linear(x.data(), n, W, b, got.data());
+        cpu::linear_reference(x.data(), n, W, b, ref.data());
+        for (int t = 0; t < n; ++t)
+          for (int r = 0; r < m; ++r) {
+            double abs_sum = owned ? std::fabs(double(bias[size_t(r)])) : 0.0;
+            for (int i = 0; i < k; ++i) abs_sum += std::fabs(double(w->f32[size_t(r) * k + i]) * x[size_t(t) * k + i]);
+            const double bound = (std::ldexp(1.0, -8) + k * std::ldexp(1.0, -23)) * abs_sum + 1e-30;
+            ASSERT_LE(std::fabs(double(got[size_t(t) * m + r]) - ref[size_t(t) * m + r]), bound)
+                << "owned=" << owned << " m=" << m << " k=" << k << " n=" << n << " t=" << t << " r=" << r;
+          }
+        for (int t = 0; t < n; t += std::max(1, n / 3)) {  // alone == in the batch, bit for bit
+          std::vector<float> alone(static_cast<size_t>(m));
+          cpu::linear(x.data() + size_t(t) * k, 1, W, b, alone.data());
+          for (int r = 0; r < m; ++r)
+            ASSERT_EQ(alone[size_t(r)], got[size_t(t) * m + r])
+                << "owned=" << owned << " m=" << m << " k=" << k << " n=" << n << " t=" << t;
         }
-      for (int t = 0; t < n; t += std::max(1, n / 3)) {  // alone == in the batch, bit for bit
-        std::vector<float> alone(static_cast<size_t>(m));
-        cpu::linear(x.data() + size_t(t) * k, 1, W, nullptr, alone.data());
-        for (int r = 0; r < m; ++r)
-          ASSERT_EQ(alone[size_t(r)], got[size_t(t) * m + r]) << "m=" << m << " k=" << k << " n=" << n << " t=" << t;
       }
     }
+  cpu::set_quant_exact(old);
+}
+
+// Packed panels live as long as the weights' owner: weights freed and new ones allocated (often at the same address)
+// are packed again, never computed with the old panels.
+TEST(Bf16FastPath, PanelsFollowTheWeightsLifetime) {
+  const bool old = cpu::set_quant_exact(false);
+  std::mt19937 rng(5);
+  const int m = 40, k = 96, n = 3;
+  const std::vector<float> x = random_vec(size_t(n) * k, rng, false);
+  for (int round = 0; round < 4; ++round) {
+    auto w = std::make_shared<Weights>(make_weights(DType::BF16, m, k, rng, false));
+    TensorView W = w->view();
+    W.keep_alive = w;
+    std::vector<float> got(size_t(n) * m), ref(size_t(n) * m);
+    cpu::linear(x.data(), n, W, nullptr, got.data());
+    cpu::linear_reference(x.data(), n, W, nullptr, ref.data());
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], ref[i], 0.05) << "round " << round << " i " << i;
   }
   cpu::set_quant_exact(old);
 }

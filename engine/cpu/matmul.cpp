@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/cpu/bf16_panels.h"
 #include "engine/cpu/matmul_bf16dot.h"
 #include "engine/cpu/matmul_kernels.h"
 #include "engine/cpu/op_profile.h"
@@ -275,6 +276,11 @@ bool bf16dot_active(const Dispatch& d) {
   return cpu_ok && d.isa == Isa::Avx512 && !quant_exact();
 }
 
+// The panel-packed copy of a bf16 weight when the bf16 dot kernel computes it (packed on first use), else null.
+const detail::Bf16Panels* panels_for(const TensorView& W, const Dispatch& d) {
+  return W.dtype == DType::BF16 && bf16dot_active(d) ? detail::bf16_panels_for(W) : nullptr;
+}
+
 // Products of one X with several weights (all of one dense dtype and width k) in one fork of the team: the
 // union of their 4-row blocks is split into one contiguous range per thread. Each output row is computed exactly as
 // a lone linear() computes it; only the number of forks changes (a decoder layer's q/k/v and gate/up products are
@@ -290,10 +296,12 @@ void run_products(const LinearArgs* products, int count, const Dispatch& d) {
     detail::to_bf16_rows(a0.X, a0.n, a0.k, xb.data(), kp);
     xbp = xb.data();  // the caller's buffer: inside the lambda `xb` would name each worker's own
   }
+  // Work units: blocks of 4 weight rows, or of 16 (one panel) for panel-packed weights.
+  auto unit_rows = [&](const LinearArgs& a) { return bf16dot && a.panels ? 16 : 4; };
   int units = 0;
   size_t macs = 0;
   for (int i = 0; i < count; ++i) {
-    units += (products[i].m + 3) / 4;
+    units += (products[i].m + unit_rows(products[i]) - 1) / unit_rows(products[i]);
     macs += size_t(products[i].m) * size_t(a0.k) * size_t(a0.n);
   }
   const size_t sfloats = detail::scratch_floats(a0.k);
@@ -302,12 +310,14 @@ void run_products(const LinearArgs* products, int count, const Dispatch& d) {
     int first = 0;  // units before product i
     for (int i = 0; i < count; ++i) {
       const LinearArgs& a = products[i];
-      const int ui = (a.m + 3) / 4;
+      const int ur = unit_rows(a), ui = (a.m + ur - 1) / ur;
       const int b0 = std::max(u0, first) - first, b1 = std::min(u1, first + ui) - first;
       first += ui;
       if (b0 >= b1) continue;
-      const int r0 = b0 * 4, r1 = std::min(a.m, b1 * 4);
-      if (bf16dot)
+      const int r0 = b0 * ur, r1 = std::min(a.m, b1 * ur);
+      if (bf16dot && a.panels)
+        detail::panels_bf16dot(xbp, kp, a.n, *a.panels, a.bias, a.Y, b0, b1);
+      else if (bf16dot)
         detail::rows_bf16dot(a.X, xbp, kp, a.n, a.k, static_cast<const uint16_t*>(a.W), a.bias, a.Y, a.m, r0, r1);
       else
         d.rows(a, r0, r1, thread_scratch(sfloats));
@@ -338,8 +348,8 @@ void linear(const float* X, int n, const TensorView& W, const float* bias, float
   if (dtype_is_block(W.dtype)) return linear_quant(X, n, W, bias, Y);  // GGUF weights (matmul_quant.h)
   int k = 0;
   const int m = weight_dims(W, "linear", &k);
-  const LinearArgs a{X, n, k, W.data, W.dtype, bias, Y, m};
   const Dispatch d = dispatch();
+  const LinearArgs a{X, n, k, W.data, W.dtype, bias, Y, m, panels_for(W, d)};
   if (tiled_product(a, d)) run_products(&a, 1, d);
 }
 
@@ -360,11 +370,13 @@ void linear_shared_input(const float* X, int n, std::span<const LinearOutput> ou
   for (const auto& o : outputs) {
     int k = 0;
     const int m = weight_dims(*o.W, "linear", &k);
-    const LinearArgs a{X, n, k, o.W->data, t, o.bias, o.Y, m};
+    const LinearArgs a{X, n, k, o.W->data, t, o.bias, o.Y, m, panels_for(*o.W, d)};
     if (tiled_product(a, d)) tiled.push_back(a);
   }
   if (!tiled.empty()) run_products(tiled.data(), int(tiled.size()), d);
 }
+
+bool bf16_weights_repacked(int k) { return k > 0 && k < detail::kPanelMaxK && bf16dot_active(dispatch()); }
 
 const char* linear_roofline_path(DType t) {
   detail::Int8Type it;

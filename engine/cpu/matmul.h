@@ -62,6 +62,10 @@ void embedding_row(const TensorView& E, int row, float* out);
 bool set_quant_exact(bool on);
 bool quant_exact();
 
+// Whether linear() keeps a second, panel-packed copy of bf16 weights k inputs wide (bf16_panels.h: on CPUs with
+// AVX512-BF16, for k below 2048, made on first use): memory estimates count those weights twice.
+bool bf16_weights_repacked(int k);
+
 // Revision of the CPU kernels' speed: part of the key of every cached timing (runs/step_cost.h). Bump it when a kernel
 // change moves the step-cost curve, so that machines measure again instead of using stale curves.
 inline constexpr const char* kKernelRevision = "2026-11-25b";

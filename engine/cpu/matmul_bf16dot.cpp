@@ -17,6 +17,8 @@
 
 #include "engine/cpu/matmul_bf16dot.h"
 
+#include "engine/cpu/bf16_panels.h"
+
 #pragma GCC push_options
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -89,6 +91,47 @@ constexpr auto make_tiles(std::index_sequence<I...>) {
 }
 constexpr auto kTiles = make_tiles(std::make_index_sequence<4 * kTmax>{});
 
+// Y[t, 16p + lane] for P <= 4 panels and T <= 8 tokens from panel-packed weights (bf16_panels.h): each accumulator
+// holds 16 output rows of one token, added pair of k by pair of k in order, so nothing is summed across lanes and an
+// output's sum is the same sequence whatever T is.
+template <int P, int T>
+void panel_tile(const uint16_t* xb, size_t kp, const uint16_t* panels, size_t panel_elems, int pairs, int rows_left,
+                const float* bias, float* y, size_t ldy, const uint16_t* prefetch) {
+  __m512 acc[P][T];
+  SS_UNROLL for (int p = 0; p < P; ++p)
+    SS_UNROLL for (int t = 0; t < T; ++t) acc[p][t] = _mm512_setzero_ps();
+  for (int j = 0; j < pairs; ++j) {
+    if (prefetch && (j & 1) == 0)
+      SS_UNROLL for (int p = 0; p < P; ++p)
+        _mm_prefetch(reinterpret_cast<const char*>(prefetch + size_t(p) * panel_elems + size_t(j) * 32), _MM_HINT_T1);
+    __m512i wv[P];
+    SS_UNROLL for (int p = 0; p < P; ++p) wv[p] = _mm512_load_si512(panels + size_t(p) * panel_elems + size_t(j) * 32);
+    SS_UNROLL for (int t = 0; t < T; ++t) {
+      int32_t pair;
+      __builtin_memcpy(&pair, xb + size_t(t) * kp + size_t(j) * 2, sizeof pair);
+      const __m512i xv = _mm512_set1_epi32(pair);
+      SS_UNROLL for (int p = 0; p < P; ++p) acc[p][t] = _mm512_dpbf16_ps(acc[p][t], as_bh(wv[p]), as_bh(xv));
+    }
+  }
+  SS_UNROLL for (int p = 0; p < P; ++p) {
+    const int left = rows_left - p * 16;
+    if (left <= 0) break;
+    const __mmask16 rm = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1u);
+    const __m512 b = bias ? _mm512_maskz_loadu_ps(rm, bias + p * 16) : _mm512_setzero_ps();
+    SS_UNROLL for (int t = 0; t < T; ++t)
+      _mm512_mask_storeu_ps(y + size_t(t) * ldy + size_t(p) * 16, rm, _mm512_add_ps(acc[p][t], b));
+  }
+}
+
+constexpr int kPanelTmax = 4;
+using PanelTileFn = void (*)(const uint16_t*, size_t, const uint16_t*, size_t, int, int, const float*, float*, size_t,
+                             const uint16_t*);
+template <size_t... I>
+constexpr auto make_panel_tiles(std::index_sequence<I...>) {
+  return std::array<PanelTileFn, sizeof...(I)>{&panel_tile<int(I / kPanelTmax) + 1, int(I % kPanelTmax) + 1>...};
+}
+constexpr auto kPanelTiles = make_panel_tiles(std::make_index_sequence<4 * kPanelTmax>{});
+
 }  // namespace
 
 void to_bf16_rows(const float* X, int n, int k, uint16_t* xb, size_t kp) {
@@ -129,6 +172,32 @@ void rows_bf16dot(const float* /*X*/, const uint16_t* xb, size_t kp, int n, int 
                                                 ti == 0 ? pf : nullptr);
       t0 += T;
     }
+  }
+}
+
+void panels_bf16dot(const uint16_t* xb, size_t kp, int n, const Bf16Panels& w, const float* bias, float* Y, int p0,
+                    int p1) {
+  const int ntiles = (n + kPanelTmax - 1) / kPanelTmax;
+  const int tbase = n / ntiles, textra = n % ntiles;
+  const size_t panel_elems = size_t(w.pairs) * 32;
+  // Panels per tile: up to 24 accumulators (P x T) beside the P weight vectors and the broadcast; the same P for
+  // every token tile of a group of panels.
+  const int tiles_tmax = tbase + (textra > 0 ? 1 : 0);
+  for (int p = p0; p < p1;) {
+    const int P = std::min({4, 24 / tiles_tmax, p1 - p});
+    // While the first token tile runs, the panels two groups ahead are prefetched (one-token decoding streams them
+    // from memory).
+    const uint16_t* pf = p + 3 * P <= p1 ? w.panel(p + 2 * P) : nullptr;
+    int t0 = 0;
+    for (int ti = 0; ti < ntiles; ++ti) {
+      const int T = tbase + (ti < textra ? 1 : 0);
+      kPanelTiles[size_t((P - 1) * kPanelTmax + (T - 1))](xb + size_t(t0) * kp, kp, w.panel(p), panel_elems, w.pairs,
+                                                         w.m - p * 16, bias ? bias + size_t(p) * 16 : nullptr,
+                                                         Y + size_t(t0) * size_t(w.m) + size_t(p) * 16, size_t(w.m),
+                                                         ti == 0 ? pf : nullptr);
+      t0 += T;
+    }
+    p += P;
   }
 }
 

@@ -11,4 +11,9 @@ void to_bf16_rows(const float* X, int n, int k, uint16_t* xb, size_t kp);
 void rows_bf16dot(const float* X, const uint16_t* xb, size_t kp, int n, int k, const uint16_t* W, const float* bias,
                   float* Y, int m, int r0, int r1);
 
+struct Bf16Panels;
+// Y[:, 16 p0 : 16 p1) = xb W^T (+ bias) from W's panels (bf16_panels.h); Y [n, w.m].
+void panels_bf16dot(const uint16_t* xb, size_t kp, int n, const Bf16Panels& w, const float* bias, float* Y, int p0,
+                    int p1);
+
 }  // namespace specscope::cpu::detail

@@ -10,6 +10,8 @@
 
 namespace specscope::cpu::detail {
 
+struct Bf16Panels;  // bf16_panels.h
+
 struct LinearArgs {
   const float* X;     // [n, k]
   int n;
@@ -19,6 +21,7 @@ struct LinearArgs {
   const float* bias;  // [m] or null
   float* Y;           // [n, m]
   int m;
+  const Bf16Panels* panels = nullptr;  // W repacked for the bf16 dot kernel (bf16_panels.h), or null
 };
 
 // Computes output columns (weight rows) [r0, r1) of Y for all n tokens. `scratch` holds at least

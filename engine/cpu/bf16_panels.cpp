@@ -1,0 +1,65 @@
+#include "engine/cpu/bf16_panels.h"
+
+#include <spdlog/spdlog.h>
+
+#include <map>
+#include <mutex>
+#include <new>
+#include <shared_mutex>
+#include <tuple>
+
+namespace specscope::cpu::detail {
+
+std::shared_ptr<const Bf16Panels> pack_bf16_panels(const uint16_t* W, int m, int k) {
+  auto p = std::make_shared<Bf16Panels>();
+  p->m = m, p->k = k, p->pairs = (k + 1) / 2, p->panels = (m + kPanelRows - 1) / kPanelRows;
+  const size_t count = size_t(p->panels) * size_t(p->pairs) * 32;
+  p->storage.reset(new (std::align_val_t(64)) uint16_t[count]());
+  p->data = p->storage.get();
+  for (int r = 0; r < m; ++r) {
+    uint16_t* lane = p->data + size_t(r / kPanelRows) * size_t(p->pairs) * 32 + size_t(r % kPanelRows) * 2;
+    const uint16_t* row = W + size_t(r) * size_t(k);
+    for (int j = 0; j < k; ++j) lane[size_t(j / 2) * 32 + size_t(j % 2)] = row[j];
+  }
+  return p;
+}
+
+namespace {
+
+struct Entry {
+  std::weak_ptr<const void> owner;  // expired: the memory was freed, the panels describe nothing any more
+  std::shared_ptr<const Bf16Panels> panels;
+};
+using Key = std::tuple<const void*, int, int>;  // data, m, k
+
+std::shared_mutex g_mutex;
+std::map<Key, Entry> g_panels;
+
+}  // namespace
+
+const Bf16Panels* bf16_panels_for(const TensorView& W) {
+  if (W.dtype != DType::BF16 || W.shape.size() != 2 || !W.keep_alive || W.data == nullptr) return nullptr;
+  const int m = int(W.shape[0]), k = int(W.shape[1]);
+  if (k >= kPanelMaxK || m <= 0 || k <= 0) return nullptr;
+  const Key key{W.data, m, k};
+  {
+    std::shared_lock lock(g_mutex);
+    const auto it = g_panels.find(key);
+    // Compared by owner, not only by address: W.keep_alive alive means the memory is the one packed.
+    if (it != g_panels.end() && !it->second.owner.expired() && !it->second.owner.owner_before(W.keep_alive) &&
+        !W.keep_alive.owner_before(it->second.owner))
+      return it->second.panels.get();
+  }
+  std::unique_lock lock(g_mutex);
+  // Drop the panels of freed weights (a model unloaded) before adding more.
+  for (auto it = g_panels.begin(); it != g_panels.end();) it = it->second.owner.expired() ? g_panels.erase(it) : ++it;
+  auto& e = g_panels[key];
+  if (!e.panels || e.owner.owner_before(W.keep_alive) || W.keep_alive.owner_before(e.owner)) {
+    e.owner = W.keep_alive;
+    e.panels = pack_bf16_panels(static_cast<const uint16_t*>(W.data), m, k);
+    spdlog::debug("bf16 panels for '{}' [{}, {}]", W.name, m, k);
+  }
+  return e.panels.get();
+}
+
+}  // namespace specscope::cpu::detail
