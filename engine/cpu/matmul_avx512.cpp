@@ -18,6 +18,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
+#include "engine/cpu/avx512_reduce4.h"  // after the target pragma: compiled for AVX-512 here
 
 namespace specscope::cpu::detail {
 namespace {
@@ -52,17 +53,6 @@ struct WBF16 {
   }
   static SS_INLINE __m512 load_tail(const uint16_t* p, __mmask16 m) { return widen(_mm256_maskz_loadu_epi16(m, p)); }
 };
-
-// [sum(a), sum(b), sum(c), sum(d)] with 13 instructions instead of four full horizontal sums.
-SS_INLINE __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
-  // Per 128-bit block j: [a_j0+a_j1, a_j2+a_j3, b_j0+b_j1, b_j2+b_j3], same for c, d.
-  __m512 ab = _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
-  __m512 cd = _mm512_add_ps(_mm512_shuffle_ps(c, d, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_ps(c, d, _MM_SHUFFLE(3, 1, 3, 1)));
-  // Per block j: [a_j, b_j, c_j, d_j].
-  __m512 s = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 1, 3, 1)));
-  __m256 h = _mm256_add_ps(_mm512_castps512_ps256(s), _mm512_extractf32x8_ps(s, 1));
-  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-}
 
 // Y[t, r] = sum_k x[t, k] * w[r, k] (+ bias[r]) (+ Y[t, r] when accumulating) for R <= 4 weight rows and T
 // tokens; every weight vector is loaded (and widened) once for the T tokens. x rows at stride ldx, w rows at

@@ -24,6 +24,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c")
+#include "engine/cpu/avx512_reduce4.h"  // after the target pragma: compiled for AVX-512 here
 
 namespace specscope::cpu::detail {
 namespace {
@@ -31,15 +32,6 @@ namespace {
 constexpr int kTmax = 6;  // tokens per tile: 4 rows x 6 tokens = 24 accumulators + 4 weights + 1 token
 #define SS_INLINE __attribute__((always_inline)) inline
 #define SS_UNROLL _Pragma("GCC unroll 8")
-
-// [sum(a), sum(b), sum(c), sum(d)], as in matmul_avx512.cpp.
-SS_INLINE __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
-  __m512 ab = _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
-  __m512 cd = _mm512_add_ps(_mm512_shuffle_ps(c, d, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_ps(c, d, _MM_SHUFFLE(3, 1, 3, 1)));
-  __m512 s = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 1, 3, 1)));
-  __m256 h = _mm256_add_ps(_mm512_castps512_ps256(s), _mm512_extractf32x8_ps(s, 1));
-  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-}
 
 SS_INLINE __m512bh as_bh(__m512i v) { return (__m512bh)v; }
 
@@ -101,7 +93,7 @@ void panel_tile(const uint16_t* xb, size_t kp, const uint16_t* panels, size_t pa
   SS_UNROLL for (int p = 0; p < P; ++p)
     SS_UNROLL for (int t = 0; t < T; ++t) acc[p][t] = _mm512_setzero_ps();
   for (int j = 0; j < pairs; ++j) {
-    if (prefetch && (j & 1) == 0)
+    if (prefetch && (j & 1) == 0)  // every other line: measured faster at n = 1 than every line
       SS_UNROLL for (int p = 0; p < P; ++p)
         _mm_prefetch(reinterpret_cast<const char*>(prefetch + size_t(p) * panel_elems + size_t(j) * 32), _MM_HINT_T1);
     __m512i wv[P];
