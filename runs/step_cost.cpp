@@ -63,7 +63,15 @@ StepCost measure_step_cost(const Model& model, Backend backend, int context, int
   const std::vector<int32_t> prompt = benchmark_tokens(model.config().vocab_size, c.context);
   ForwardOutput out;
   ctx->forward(Batch::causal(prompt), out);
-  for (int n : {1, 2, 4, 8, 16, 32, 64}) c.ms.emplace_back(n, median(time_steps(*ctx, prompt, n, c.context, repeat)));
+  // The sizes are measured round-robin (each round: one warmed-up forward of every size), not one size after
+  // another: a busy spell of another process, or the thread team's back-off, then lands on every size alike instead
+  // of inflating whichever size it overlapped (measured one after another on a busy machine, n = 1 came out dearer
+  // than n = 2, which made every tree look cheaper than it is).
+  const std::vector<int> sizes = {1, 2, 4, 8, 16, 32, 64};
+  std::vector<std::vector<double>> samples(sizes.size());
+  for (int r = 0; r < repeat; ++r)
+    for (size_t i = 0; i < sizes.size(); ++i) samples[i].push_back(time_steps(*ctx, prompt, sizes[i], c.context, 1)[0]);
+  for (size_t i = 0; i < sizes.size(); ++i) c.ms.emplace_back(sizes[i], median(samples[i]));
   // More tokens never cost less: a point measured while another process took the core is raised to the one
   // before it rather than letting a bigger tree look cheaper than a smaller one.
   for (size_t i = 1; i < c.ms.size(); ++i) c.ms[i].second = std::max(c.ms[i].second, c.ms[i - 1].second);

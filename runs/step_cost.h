@@ -26,8 +26,8 @@ std::vector<int32_t> benchmark_tokens(int vocab, int n);
 // a thread's wake-up after other work does not count. Milliseconds, in order.
 std::vector<double> time_steps(Context& ctx, const std::vector<int32_t>& tokens, int n, int base, int timed);
 
-// Medians of `repeat` timings per size, after a prompt of benchmark_tokens().
-StepCost measure_step_cost(const Model& model, Backend backend, int context = 128, int repeat = 5);
+// Medians of `repeat` timings per size (sizes interleaved round by round), after a prompt of benchmark_tokens().
+StepCost measure_step_cost(const Model& model, Backend backend, int context = 128, int repeat = 7);
 // The cached curve when one exists for this model, backend, device and thread count; else measured and cached.
 // `measured` says which. A cache that cannot be written is not an error (the curve is still returned).
 StepCost cached_step_cost(const Model& model, Backend backend, bool* measured = nullptr);
