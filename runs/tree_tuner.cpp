@@ -19,11 +19,12 @@ namespace specscope::runs {
 namespace fs = std::filesystem;
 
 bool tree_tunable(const std::string& m) {
-  return m == "sps" || m == "pld" || m == "eagle2" || m == "eagle3" || m == "lookahead" || m == "medusa";
+  return m == "sps" || m == "pld" || m == "eagle1" || m == "eagle2" || m == "eagle3" || m == "lookahead" ||
+         m == "medusa";
 }
 
 bool tree_size_given(const MethodSpec& spec) {
-  if (spec.name == "medusa") return spec.options.count("tree-choices") > 0;
+  if (spec.name == "medusa" || spec.name == "eagle1") return spec.options.count("tree-choices") > 0;
   const auto candidates = tree_candidates(spec.name);
   if (candidates.empty()) return false;
   for (const auto& [key, value] : candidates.front())
@@ -76,6 +77,33 @@ std::vector<std::map<std::string, std::string>> medusa_candidates(const Model& t
     spdlog::info("tree auto medusa: {} nodes, {:.2f} accepted drafts expected per step", tree.size(),
                  medusa_expected_accepts(acc, tree));
   }
+  return out;
+}
+
+// EAGLE-1's static trees from a chain of 2 to a 7-node tree with second choices near the root, each written as a
+// tree_choices file under `dir`, and the published tree (no option: the method's default). The published tree is
+// sized for a GPU, where verifying 25 tokens costs about what one does; on a CPU each row costs, and a chain of the
+// head's first choices is often worth more.
+std::vector<std::map<std::string, std::string>> eagle1_candidates(const fs::path& dir) {
+  const std::vector<std::pair<std::string, std::string>> trees = {
+      {"chain_2", "[[0], [0, 0]]"},
+      {"chain_3", "[[0], [0, 0], [0, 0, 0]]"},
+      {"chain_4", "[[0], [0, 0], [0, 0, 0], [0, 0, 0, 0]]"},
+      {"chain_5", "[[0], [0, 0], [0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0, 0]]"},
+      {"fork_5", "[[0], [1], [0, 0], [0, 0, 0], [0, 0, 0, 0]]"},
+      {"fork_7", "[[0], [1], [0, 0], [0, 1], [0, 0, 0], [0, 0, 1], [0, 0, 0, 0]]"},
+  };
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  std::vector<std::map<std::string, std::string>> out;
+  for (const auto& [name, choices] : trees) {
+    const fs::path file = dir / (name + ".json");
+    std::ofstream f(file);
+    f << choices << "\n";
+    if (!f) throw InputError(file.string(), "cannot write");
+    out.push_back({{"tree-choices", file.string()}});
+  }
+  out.push_back({});  // the published tree
   return out;
 }
 
@@ -150,6 +178,7 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
     auto candidates = tree_candidates(spec.name);
     if (spec.name == "medusa")  // sparse trees from the heads' measured accuracies, written next to the choice
       candidates = medusa_candidates(target, spec.head_path, prompts, fs::path(cache_dir()) / "medusa_tree" / key.substr(0, 24));
+    if (spec.name == "eagle1") candidates = eagle1_candidates(fs::path(cache_dir()) / "eagle1_tree");
     for (const auto& cand : candidates) {
       MethodSpec s = spec;
       s.options.erase("tree");

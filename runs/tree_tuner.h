@@ -31,7 +31,8 @@ struct TreeChoice {
   std::string summary;                         // one line: the choice, its terms, and why it wins or loses
 };
 
-// Whether `method` has sizes to tune (sps, pld, eagle2, eagle3, lookahead, medusa); eagle1 and streaming keep theirs.
+// Whether `method` has sizes to tune (sps, pld, eagle1's static trees, eagle2, eagle3, lookahead, medusa); streaming
+// keeps its own.
 bool tree_tunable(const std::string& method);
 // Whether the spec fixes one of the sizes the tuner would choose (e.g. gamma for sps): then tree=auto is not implied.
 bool tree_size_given(const MethodSpec& spec);

@@ -214,7 +214,12 @@ TEST(TreeTuner, ChoosesTheMostExpectedTokensPerSecondAndSaysWhatLoses) {
   EXPECT_NE(big.summary.find("loses on verification"), std::string::npos) << big.summary;
   EXPECT_TRUE(runs::tree_tunable("eagle3"));
   EXPECT_TRUE(runs::tree_tunable("medusa"));  // sparse trees from its heads' accuracies (medusa_tree.h)
-  EXPECT_FALSE(runs::tree_tunable("eagle1"));
+  EXPECT_TRUE(runs::tree_tunable("eagle1"));  // static trees from a chain of 2 to the published one
+  MethodSpec e1;
+  e1.name = "eagle1";
+  EXPECT_FALSE(runs::tree_size_given(e1));
+  e1.options["tree-choices"] = "my_tree.json";
+  EXPECT_TRUE(runs::tree_size_given(e1));
   EXPECT_FALSE(runs::tree_tunable("streaming"));
   EXPECT_EQ(runs::tree_candidates("sps").size(), 6u);
 }
