@@ -9,6 +9,13 @@
 // Threads: OMP_NUM_THREADS for ours, OPENBLAS_NUM_THREADS for the baseline. OpenBLAS 0.3.21 runs its SSE3
 // "Prescott" kernels on Sapphire/Emerald Rapids; OPENBLAS_CORETYPE=SkylakeX gives the AVX-512 ones.
 // When the cores are busy with other processes, linear() backs off to one thread (a line says so).
+//
+//   matmul_bench --quant q8_0,q4_k,q6_k [--ns ...] [--reps N] [--warm]
+// times instead the block-quantized weights of a Llama-3.2-1B-shaped model (hidden 2048, GQA 32/8, FFN 8192,
+// vocab 32000) one shape at a time on the default (integer) path: ms, weight GB/s and GMAC/s per shape and n, then
+// the 1B model's linear layers per n for Q8_0 and for Q4_K_M's mix (quant_model_totals). Each shape cycles through
+// enough copies of its weights (>= 96 MB) that they stream from memory, as in a forward (--warm: one copy, in
+// cache where it fits: the kernels' arithmetic and the call's overheads without the memory stream).
 #include <cblas.h>
 #include <omp.h>
 
@@ -17,7 +24,9 @@
 #include <ctime>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -27,6 +36,7 @@
 
 #include "engine/util/median.h"
 #include "engine/cpu/matmul.h"
+#include "engine/cpu/thread_pool.h"
 #include "engine/util/dtype.h"
 #include "engine/util/tensor.h"
 
@@ -67,6 +77,7 @@ struct Matrix {
   }
 };
 
+bool g_quant_warm = false;  // --warm: one copy of each --quant shape, so that it stays in cache
 bool g_cpu_clock = false;  // --cpu: time with the process CPU clock (all threads, spinning included)
 
 double now_s() {
@@ -87,6 +98,118 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
+// --quant: the shapes of a Llama-3.2-1B-like model.
+struct QuantShape {
+  const char* name;
+  int out, in;
+};
+constexpr QuantShape kQuantShapes[] = {
+    {"q/o 2048->2048", 2048, 2048}, {"k/v 2048->512", 512, 2048},   {"gate/up 2048->8192", 8192, 2048},
+    {"down 8192->2048", 2048, 8192}, {"head 2048->32000", 32000, 2048}};
+
+// Random codes with sane f16 scales (speed does not depend on the values, but NaN/denormal scales could).
+std::vector<uint8_t> random_quant(DType t, int m, int k, std::mt19937& rng) {
+  const size_t rb = dtype_row_bytes(t, k);
+  std::vector<uint8_t> w(rb * size_t(m));
+  for (auto& b : w) b = uint8_t(rng());
+  const uint16_t d = f32_to_f16(0.01f), dmin = f32_to_f16(0.001f);
+  auto put = [&](size_t at, uint16_t v) { std::memcpy(&w[at], &v, 2); };
+  const size_t bb = t == DType::Q8_0 ? 34 : t == DType::Q4_K ? 144 : 210;
+  for (size_t at = 0; at + bb <= w.size(); at += bb) {
+    if (t == DType::Q8_0) put(at, d);
+    else if (t == DType::Q4_K) put(at, d), put(at + 2, dmin);
+    else put(at + 208, d);
+  }
+  return w;
+}
+
+// Median ms of Y = X W^T for each n, per shape and type; then the 1B model's totals.
+int run_quant(const std::vector<std::string>& types, const std::vector<int>& ns, int reps) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  const int max_n = *std::max_element(ns.begin(), ns.end());
+  std::vector<float> X(size_t(max_n) * 8192), Y(size_t(max_n) * 32000);
+  for (auto& v : X) v = nd(rng);
+  std::printf("isa %s, threads %d, reps %d (median [min] ms; GB/s and GMAC/s of the median)\n", cpu::active_isa(),
+              cpu::team_size(), reps);
+  // (type, shape) -> n -> median ms, and the fastest run (the machine is shared: the minimum shows the kernel's
+  // speed with the least interference, the median what a forward meets).
+  std::map<std::pair<std::string, int>, std::map<int, double>> ms, ms_min;
+  const auto before = cpu::threading_stats();
+  for (const auto& tn : types) {
+    const DType t = tn == "q8_0" ? DType::Q8_0 : tn == "q4_k" ? DType::Q4_K : DType::Q6_K;
+    for (int si = 0; si < int(std::size(kQuantShapes)); ++si) {
+      const auto& sh = kQuantShapes[si];
+      const size_t bytes = dtype_row_bytes(t, sh.in) * size_t(sh.out);
+      const int copies = g_quant_warm ? 1 : int(std::max<size_t>(1, (size_t(96) << 20) / bytes + 1));
+      std::vector<std::vector<uint8_t>> ws;
+      std::vector<TensorView> views;
+      ws.push_back(random_quant(t, sh.out, sh.in, rng));
+      for (int c = 1; c < copies; ++c) ws.push_back(ws.front());  // same codes, other addresses
+      for (auto& w : ws) {
+        TensorView v;
+        v.dtype = t;
+        v.shape = {sh.out, sh.in};
+        v.data = w.data();
+        views.push_back(v);
+      }
+      std::printf("  %-5s %-19s", tn.c_str(), sh.name);
+      int next = 0;
+      for (int n : ns) {
+        auto once = [&] {
+          cpu::linear(X.data(), n, views[size_t(next)], nullptr, Y.data());
+          next = (next + 1) % copies;
+        };
+        for (int w = 0; w < copies + 2; ++w) once();
+        std::vector<double> tt;
+        for (int r = 0; r < reps * std::max(1, copies / 4); ++r) {
+          const double t0 = now_s();
+          once();
+          tt.push_back((now_s() - t0) * 1e3);
+        }
+        const double med = median(tt);
+        const double mn = *std::min_element(tt.begin(), tt.end());
+        ms[{tn, si}][n] = med;
+        ms_min[{tn, si}][n] = mn;
+        std::printf(" | n=%-2d %7.3f [%7.3f] ms %5.1f GB/s %6.1f GMAC/s", n, med, mn, double(bytes) / med / 1e6,
+                    double(sh.out) * sh.in * n / med / 1e6);
+        std::fflush(stdout);
+      }
+      std::printf("\n");
+    }
+  }
+  const auto after = cpu::threading_stats();
+  const int64_t par = after.parallel_calls - before.parallel_calls, off = after.backed_off_calls - before.backed_off_calls;
+  if (off > 0)
+    std::printf("  (fork/join back-off: %lld of %lld multi-thread-sized calls ran on one thread: cores busy)\n",
+                (long long)off, (long long)(off + par));
+  // The 1B model's linear layers: per layer q, o (2048->2048), k, v (2048->512), gate, up, down; 16 layers and the
+  // head. Q4_K_M: Q6_K for v and down in 8 of the 16 layers (llama.cpp's use_more_bits) and for the head.
+  auto have = [&](const std::string& tn) { return std::find(types.begin(), types.end(), tn) != types.end(); };
+  auto total = [&](const char* label, auto&& type_of) {
+    for (auto* table : {&ms, &ms_min}) {
+    auto& ms = *table;
+    std::printf("  %-22s %-6s", label, table == &ms_min ? "min" : "median");
+    for (int n : ns) {
+      double sum = 0;
+      for (int l = 0; l < 16; ++l) {
+        const bool more = l < 2 || l >= 14 || (l - 2) % 3 == 2;
+        sum += 2 * ms[{type_of(false), 0}][n] + ms[{type_of(false), 1}][n] + ms[{type_of(more), 1}][n] +
+               2 * ms[{type_of(false), 2}][n] + ms[{type_of(more), 3}][n];
+      }
+      sum += ms[{type_of(true), 4}][n];
+      std::printf(" | n=%-2d %7.2f ms", n, sum);
+    }
+    std::printf("\n");
+    }
+  };
+  std::printf("\n1B model, linear layers only (sum of the per-shape medians):\n");
+  if (have("q8_0")) total("Q8_0", [](bool) { return std::string("q8_0"); });
+  if (have("q4_k") && have("q6_k"))
+    total("Q4_K_M (Q4_K + Q6_K)", [](bool more) { return std::string(more ? "q6_k" : "q4_k"); });
+  return 0;
+}
+
 struct Row {
   std::string model, dtype, impl;
   int n;
@@ -101,6 +224,7 @@ int main(int argc, char** argv) {
   std::vector<int> ns = {1, 2, 4, 8, 16, 32, 64};
   int reps = 21;
   bool run_blas = true, run_ours = true;
+  std::vector<std::string> quant;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -118,6 +242,8 @@ int main(int argc, char** argv) {
     } else if (a == "--reps") reps = std::max(1, std::atoi(next().c_str()));
     else if (a == "--json") json_path = next();
     else if (a == "--no-blas") run_blas = false;
+    else if (a == "--quant") quant = split(next());
+    else if (a == "--warm") g_quant_warm = true;
     else if (a == "--cpu") g_cpu_clock = true;
     else if (a == "--blas-only") run_ours = false;
     else if (a == "--blas-min") cpu::set_blas_min_tokens(std::atoi(next().c_str()));
@@ -129,10 +255,13 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: matmul_bench [--model 26m|60m|all] [--dtypes f32,f16,bf16] [--ns 1,2,4,...] [--reps N]\n"
                    "                    [--isa auto|avx512|avx2|scalar] [--no-blas] [--blas-only] [--blas-min N]"
-                   " [--cpu] [--json FILE]\n");
+                   " [--cpu] [--json FILE]\n"
+                   "       matmul_bench --quant q8_0,q4_k,q6_k [--ns 1,2,...] [--reps N] [--warm]\n");
       return 2;
     }
   }
+
+  if (!quant.empty()) return run_quant(quant, ns, reps);
 
   std::vector<ModelSpec> models;
   if (model_arg == "26m" || model_arg == "all") models.push_back({"26m", 512, 1536, 6, 8192});

@@ -72,4 +72,19 @@ RunCostModel model_run_cost(const std::vector<StepRecord>& steps, const StepCost
   return m;
 }
 
+RunCostModel model_run_cost(const std::vector<StepRecord>& steps, StepSpan span, const StepCost& cost) {
+  return model_run_cost(steps_in_span(steps, span), cost);
+}
+
+double reference_tokens_per_second(const RunSummary& summary) {
+  const double speedup = summary.speedup_vs_vanilla;
+  if (!std::isfinite(speedup) || speedup <= 0 || !(summary.tokens_per_second > 0)) return 0;
+  return summary.tokens_per_second / speedup;
+}
+
+double measured_speedup(const std::vector<StepRecord>& steps, StepSpan span, double reference_tokens_per_second) {
+  if (!(reference_tokens_per_second > 0)) return 0;
+  return compute_tokens_per_second(steps_in_span(steps, span)) / reference_tokens_per_second;
+}
+
 }  // namespace specscope::runs

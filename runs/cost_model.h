@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/methods/step_record.h"
+#include "runs/run_statistics.h"
 #include "runs/step_cost.h"
 
 namespace specscope::runs {
@@ -47,5 +48,16 @@ StepCostBreakdown step_breakdown(const StepRecord& step, const StepCost& cost);
 std::string describe_step(const StepCostBreakdown& b);
 
 RunCostModel model_run_cost(const std::vector<StepRecord>& steps, const StepCost& cost);
+// The same model over the steps of `span` only (a range selected on a timeline): the expected speedup, its means
+// and its verdict from those steps alone.
+RunCostModel model_run_cost(const std::vector<StepRecord>& steps, StepSpan span, const StepCost& cost);
+
+// The reference's generated tokens per second, as the run's speedup was measured against it:
+// tokens_per_second / speedup_vs_vanilla. 0 when the run had no reference (speedup NaN) or no throughput.
+double reference_tokens_per_second(const RunSummary& summary);
+// The measured speedup of the steps of `span`: the tokens they committed over their own measured compute
+// (compute_tokens_per_second, the steps' draft + verify + KV update time) against the reference's rate. A range
+// has no wall-clock time of its own, so its steps' time stands for it. 0 when either rate is unknown.
+double measured_speedup(const std::vector<StepRecord>& steps, StepSpan span, double reference_tokens_per_second);
 
 }  // namespace specscope::runs

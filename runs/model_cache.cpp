@@ -15,11 +15,14 @@ std::string key_of(const std::string& path) {
 }
 }  // namespace
 
-std::shared_ptr<const Model> ModelCache::get(const std::string& path, const Progress& progress) {
+std::shared_ptr<const Model> ModelCache::get(const std::string& path, const Progress& progress,
+                                             const LoadProgress& load_progress) {
   const std::string key = key_of(path);
   if (auto it = models_.find(key); it != models_.end()) return it->second;
   if (progress) progress(path, false);
-  auto model = Model::load(path);
+  LoadOptions opts;
+  if (load_progress) opts.progress = [&](uint64_t done, uint64_t total) { load_progress(path, done, total); };
+  auto model = Model::load(path, opts);
   models_[key] = model;
   if (progress) progress(path, true);
   return model;

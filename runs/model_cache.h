@@ -1,6 +1,7 @@
 #pragma once
 // Target and drafter models by path, each loaded once per cache and shared by every lane that uses it (a race
 // on base and streaming loads two targets, however many lanes). Used from one thread at a time.
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -17,8 +18,11 @@ class ModelCache {
  public:
   // Called before a load starts (done = false) and after it ends (done = true).
   using Progress = std::function<void(const std::string& path, bool done)>;
+  // Called during a load with the weight bytes bound and checked so far (LoadOptions::progress).
+  using LoadProgress = std::function<void(const std::string& path, uint64_t done, uint64_t total)>;
   // Throws InputError naming the path when the model cannot be loaded.
-  std::shared_ptr<const Model> get(const std::string& path, const Progress& progress = {});
+  std::shared_ptr<const Model> get(const std::string& path, const Progress& progress = {},
+                                   const LoadProgress& load_progress = {});
   bool has(const std::string& path) const;
   // Frees every model not in `paths` (a new job on other models should not hold the old weights).
   void keep_only(const std::vector<std::string>& paths);

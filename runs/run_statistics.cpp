@@ -13,12 +13,41 @@ bool verified(const DraftNode& n) {
 
 }  // namespace
 
-RunStatistics compute_statistics(const std::vector<StepRecord>& steps, int calibration_bins) {
-  RunStatistics st;
+StepSpan clamp_span(StepSpan span, int step_count) {
+  const int n = std::max(0, step_count);
+  StepSpan out;
+  out.first = std::clamp(span.first, 0, std::max(n, 1) - 1);
+  out.last = span.last < 0 ? n - 1 : std::min(span.last, n - 1);
+  return out;
+}
 
-  // Acceptance by depth: exactly the engine's definition (summarize() skips the prefill and steps without a
-  // tree contribute nothing to it), so the view and the CLI's summary never disagree.
-  st.acceptance_by_depth = summarize("", steps).acceptance_by_depth;
+std::vector<StepRecord> steps_in_span(const std::vector<StepRecord>& steps, StepSpan span) {
+  const StepSpan s = clamp_span(span, int(steps.size()));
+  if (s.last < s.first) return {};
+  return std::vector<StepRecord>(steps.begin() + s.first, steps.begin() + s.last + 1);
+}
+
+RunStatistics compute_statistics(const std::vector<StepRecord>& steps, int calibration_bins) {
+  return compute_statistics(steps, StepSpan{}, calibration_bins);
+}
+
+RunStatistics compute_statistics(const std::vector<StepRecord>& all_steps, StepSpan span, int calibration_bins) {
+  RunStatistics st;
+  const int n = int(all_steps.size());
+  const StepSpan clamped = clamp_span(span, n);
+  const int first = clamped.first, last = clamped.last;
+  // summarize() takes a vector: a part of the run is copied, the whole run is not.
+  std::vector<StepRecord> part;
+  const bool whole = first == 0 && last == n - 1;
+  if (!whole && last >= first) part.assign(all_steps.begin() + first, all_steps.begin() + last + 1);
+  const std::vector<StepRecord>& steps = whole ? all_steps : part;
+
+  // Acceptance by depth and τ: exactly the engine's definitions (summarize() skips the prefill and steps without
+  // a tree contribute nothing to acceptance), so the view and the CLI's summary never disagree.
+  const RunSummary summary = summarize("", steps);
+  st.acceptance_by_depth = summary.acceptance_by_depth;
+  st.tau = summary.tau;
+  st.decoding_steps = summary.steps;
 
   const int bins = std::max(1, calibration_bins);
   st.calibration.resize(bins);
@@ -31,7 +60,8 @@ RunStatistics compute_statistics(const std::vector<StepRecord>& steps, int calib
 
   double elapsed = 0;  // seconds of decoding steps so far
   double first_step_seconds = -1;
-  for (const auto& r : steps) {
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const StepRecord& r = steps[i];
     if (r.root_token < 0) continue;  // the prefill step is not a decoding step
 
     // Time and throughput: every decoding step, tree or not.
@@ -45,6 +75,7 @@ RunStatistics compute_statistics(const std::vector<StepRecord>& steps, int calib
       if (first_step_seconds < 0) first_step_seconds = elapsed;
       st.tokens_per_second.push_back(double(r.committed.size()) / secs);
       st.cumulative_seconds.push_back(elapsed - first_step_seconds);
+      st.step_index.push_back(first + int(i));
     }
 
     if (r.nodes.empty()) continue;  // no tree (vanilla, or nothing to draft): time and throughput only

@@ -21,12 +21,31 @@ struct RunStatistics {
   std::vector<CalibrationBin> calibration;      // 10 equal bins over [0, 1]
   std::vector<double> tokens_per_second;        // per step: committed tokens / step time
   std::vector<double> cumulative_seconds;       // per step: time since the first decoding step ended
+  std::vector<int> step_index;                  // per step: the index in `steps` of tokens_per_second[i]'s step
   double draft_seconds = 0, verify_seconds = 0, other_seconds = 0;
+  double tau = 0;          // summarize()'s τ over the same steps
+  int decoding_steps = 0;  // summarize()'s steps (target forwards after the prefill)
 };
+
+// Steps first..last (inclusive) by index into a run's steps, as the inspector and its timeline count them. The
+// default, and any part outside the run, is clamped to the whole run.
+struct StepSpan {
+  int first = 0;
+  int last = -1;  // < 0: the run's last step
+};
+
+// `span` over a run of `step_count` steps as concrete indices: first clamped into the run, last < 0 or past the
+// end made the run's last step. Empty (last < first) when the run has no steps or the span none of them.
+StepSpan clamp_span(StepSpan span, int step_count);
+// The steps `span` covers, copied (a selected range is a few hundred steps at most).
+std::vector<StepRecord> steps_in_span(const std::vector<StepRecord>& steps, StepSpan span);
 
 // Steps with no tree (vanilla) contribute only to time and throughput. The prefill step (root_token < 0)
 // is skipped.
 RunStatistics compute_statistics(const std::vector<StepRecord>& steps, int calibration_bins = 10);
+// The same statistics over the steps of `span` only (a range selected on the timeline): one definition of each
+// number, whole run or part.
+RunStatistics compute_statistics(const std::vector<StepRecord>& steps, StepSpan span, int calibration_bins = 10);
 
 // Generated tokens per second of the steps' own measured compute (draft + verify + KV update). Interleaved
 // lanes wait for each other between steps, so this, not wall-clock time, is their throughput; the live lane

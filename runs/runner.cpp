@@ -249,9 +249,9 @@ JobResult JobRunner::run(const Job& job, JobObserver& observer) {
   }
   cache_.keep_only(paths);  // free models no lane uses before loading new ones
   for (auto& t : result.targets) {
-    auto model = cache_.get(t.path, [&](const std::string& path, bool done) {
-      if (!done) observer.model_loading(path);
-    });
+    auto model = cache_.get(
+        t.path, [&](const std::string& path, bool done) { if (!done) observer.model_loading(path); },
+        [&](const std::string& path, uint64_t done, uint64_t total) { observer.model_load_progress(path, done, total); });
     t.identity = model->identity();
     t.description = describe_model(*model);
     observer.model_loaded(t.path, *model);

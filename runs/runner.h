@@ -71,6 +71,8 @@ class JobObserver {
  public:
   virtual ~JobObserver() = default;
   virtual void model_loading(const std::string& path) {}
+  // During a load: weight bytes bound and checked so far of the total (LoadOptions::progress).
+  virtual void model_load_progress(const std::string& path, uint64_t done, uint64_t total) {}
   virtual void model_loaded(const std::string& path, const Model& model) {}
   virtual void run_started(const RunKey& key, const std::string& label) {}
   // Right after run_started, before the first step: whether old turns were left out so the conversation fits,

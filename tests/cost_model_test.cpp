@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "runs/tree_tuner.h"
 
 using namespace specscope;
@@ -109,4 +111,44 @@ TEST(CostModel, VanillaIsOneAndNoSteps) {
   const auto none = runs::model_run_cost({prefill()}, curve());
   EXPECT_TRUE(none.steps.empty());
   EXPECT_EQ(none.expected_speedup, 0);
+}
+
+// A range selected on a timeline: the expected speedup from the range's steps only (with the same verdict and the
+// shared losing term), the measured one from the range's tokens over its steps' own time against the reference's
+// rate (the summary's tokens/s over its speedup).
+TEST(CostModel, RangeOfSteps) {
+  StepRecord win1 = step(1, 4, 400, 2), win2 = step(2, 4, 400, 2);
+  StepRecord lose1 = step(3, 2, 1000, 1), lose2 = step(4, 2, 1000, 0);
+  for (StepRecord* s : {&win1, &win2}) s->timings.verify_forward_us = 1600;  // 3 tokens in 2.0 ms
+  for (StepRecord* s : {&lose1, &lose2}) s->timings.verify_forward_us = 1200;  // 2 and 1 tokens in 2.2 ms
+  const std::vector<StepRecord> run = {prefill(), win1, win2, lose1, lose2};
+
+  // The whole run mixes both halves; indices 3-4 are the losing steps alone, exactly as if they were a run.
+  const auto whole = runs::model_run_cost(run, curve());
+  const auto range = runs::model_run_cost(run, runs::StepSpan{3, 4}, curve());
+  const auto alone = runs::model_run_cost({lose1, lose2}, curve());
+  ASSERT_EQ(range.steps.size(), 2u);
+  EXPECT_EQ(range.steps[0].step, 3);
+  EXPECT_NEAR(range.expected_speedup, 1.5 / 2.2, 1e-12);
+  EXPECT_NE(whole.expected_speedup, range.expected_speedup);
+  EXPECT_EQ(range.verdict, alone.verdict);
+  EXPECT_NE(range.verdict.find(runs::losing_term(1.5, 1.2, 1.0, 1.0)), std::string::npos) << range.verdict;
+  // Indices 1-2 win; a range past the end is clamped to the run, and the default span is the whole run.
+  EXPECT_DOUBLE_EQ(runs::model_run_cost(run, runs::StepSpan{1, 2}, curve()).expected_speedup, 1.5);
+  EXPECT_DOUBLE_EQ(runs::model_run_cost(run, runs::StepSpan{3, 99}, curve()).expected_speedup, range.expected_speedup);
+  EXPECT_DOUBLE_EQ(runs::model_run_cost(run, runs::StepSpan{}, curve()).expected_speedup, whole.expected_speedup);
+
+  // Measured: the reference made 1000 tokens/s (the run's 1250 tokens/s at 1.25x). The winning steps commit 6
+  // tokens in 4.0 ms (1500/s: 1.5x), the losing ones 3 in 4.4 ms (681.8/s: 0.68x).
+  RunSummary summary;
+  summary.tokens_per_second = 1250;
+  summary.speedup_vs_vanilla = 1.25;
+  const double ref = runs::reference_tokens_per_second(summary);
+  EXPECT_DOUBLE_EQ(ref, 1000.0);
+  EXPECT_NEAR(runs::measured_speedup(run, runs::StepSpan{1, 2}, ref), 1.5, 1e-9);
+  EXPECT_NEAR(runs::measured_speedup(run, runs::StepSpan{3, 4}, ref), 3.0 / 4.4, 1e-9);
+  // No reference (a chat answer): no measured speedup, for the run or a range.
+  summary.speedup_vs_vanilla = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(runs::reference_tokens_per_second(summary), 0.0);
+  EXPECT_EQ(runs::measured_speedup(run, runs::StepSpan{1, 2}, 0.0), 0.0);
 }

@@ -5,6 +5,7 @@
 // in one call) and whatever the thread count; and the switch to the exact path.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -94,6 +95,30 @@ TEST(QuantInt8, ActivationCodesAreRoundedWithinHalfAScale) {
   EXPECT_TRUE(std::isnan(a.ds(1)[2]));
 }
 
+// The vectorized quantizer (quantize_act picks it where the CPU has AVX-512) gives the scalar reference's bytes:
+// normal, zero, tiny (a scale below FLT_MIN), huge and non-finite blocks, padding of partial groups.
+TEST(QuantInt8, ActivationQuantizerEqualsScalarReference) {
+  std::mt19937 rng(4);
+  for (int k : {32, 96, 512, 2048 + 64}) {
+    const int n = 5;
+    auto X = normal(size_t(n) * k, rng, 3.f);
+    for (int i = 0; i < 32 && i < k; ++i) X[i] = 0.f;                                      // token 0, block 0
+    if (k >= 64) for (int i = 32; i < 64; ++i) X[i] *= 1e-39f;                             // subnormal scale
+    if (k >= 96) for (int i = 64; i < 96; ++i) X[i] *= 1e36f;                              // huge
+    X[size_t(k) + 3] = std::numeric_limits<float>::quiet_NaN();                          // token 1
+    X[size_t(2 * k) + size_t(k) - 1] = -std::numeric_limits<float>::infinity();           // token 2, last block
+    for (int i = 0; i < k; ++i) X[size_t(3 * k) + size_t(i)] = float(i % 7) - 3.f;        // ties at x * id
+    ActQ8 a, r;
+    cpu::detail::quantize_act(X.data(), n, k, &a);
+    cpu::detail::quantize_act_scalar(X.data(), n, k, &r);
+    ASSERT_EQ(a.kp, r.kp);
+    ASSERT_EQ(a.q, r.q) << "k " << k;
+    ASSERT_EQ(0, std::memcmp(a.d.data(), r.d.data(), a.d.size() * sizeof(float))) << "k " << k;
+    ASSERT_EQ(a.s32, r.s32) << "k " << k;
+    ASSERT_EQ(a.s16, r.s16) << "k " << k;
+  }
+}
+
 TEST(QuantInt8, ScaleWordsMatchK4ScaleMin) {
   std::mt19937 rng(5);
   for (int rep = 0; rep < 2000; ++rep) {
@@ -109,8 +134,9 @@ TEST(QuantInt8, ScaleWordsMatchK4ScaleMin) {
   }
 }
 
-// Every SIMD family this CPU runs gives the scalar reference's bits: whole and partial groups of 16 blocks, 1 to 70
-// tokens (past one 64-token pass), with and without bias.
+// Every SIMD family this CPU runs gives the scalar reference's bits: whole and partial groups of 16 blocks, every
+// token count from 1 to 66 (each register tile and remainder) and 70, 7 and 13 rows (row tiles with a remainder),
+// rows of 1 to 10 groups, with and without bias; also with the rows split at odd places, as threads split them.
 TEST(QuantInt8, SimdKernelsEqualScalarReferenceBitForBit) {
   std::mt19937 rng(7);
   int families = 0;
@@ -121,11 +147,17 @@ TEST(QuantInt8, SimdKernelsEqualScalarReferenceBitForBit) {
     for (const auto& q : kTypes)
       for (bool random_bytes : {false, true}) {
         const bool k_quant = dtype_block_elems(q.dtype) == 256;
-        for (int k : k_quant ? std::vector<int>{256, 512, 1280} : std::vector<int>{32, 96, 512, 1056}) {
-          const int m = 7;
+        // (4864, 4640: rows of 9-10 groups, which the AVX-512 panel path splits into segments of 4.)
+        for (int k : k_quant ? std::vector<int>{256, 512, 1280, 4864} : std::vector<int>{32, 96, 512, 1056, 4640}) {
+          const int m = random_bytes ? 13 : 7;  // odd: the kernels' row tiles leave a remainder
           const auto W = random_matrix(q, m, k, rng, random_bytes);
           const size_t rb = ggml_row_size(q.ggml, k);
-          for (int n : {1, 2, 5, 64, 70}) {
+          std::vector<int> ns = {1, 2, 3, 5, 7, 64, 70};
+          if (k == 512 || k == 1280) {  // every token count 1..64: each token tile and remainder shape
+            ns.clear();
+            for (int n = 1; n <= 66; ++n) ns.push_back(n);
+          }
+          for (int n : ns) {
             const auto X = normal(size_t(n) * k, rng);
             const auto bias = normal(m, rng);
             const float* b = n % 2 ? bias.data() : nullptr;
@@ -137,6 +169,11 @@ TEST(QuantInt8, SimdKernelsEqualScalarReferenceBitForBit) {
             ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
                 << cpu::detail::int8_isa_name(isa) << " " << dtype_name(q.dtype) << (random_bytes ? " random" : "")
                 << " k " << k << " n " << n;
+            std::fill(got.begin(), got.end(), -3.f);
+            fn(q.it, W.data(), rb, a, b, got.data(), m, 0, 3);  // rows [0, 3) and [3, m) by separate calls
+            fn(q.it, W.data(), rb, a, b, got.data(), m, 3, m);
+            ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+                << cpu::detail::int8_isa_name(isa) << " " << dtype_name(q.dtype) << " split, k " << k << " n " << n;
           }
         }
       }
@@ -190,7 +227,7 @@ TEST(QuantInt8, FastPathWithinStatedErrorBound) {
   }
 }
 
-// A token's outputs are the same bits alone or among 2-64 tokens, at any position.
+// A token's outputs are the same bits alone or among 2-64 tokens (every count), at any position.
 TEST(QuantInt8, TokenResultsDoNotDependOnTheBatch) {
   FastPath fast;
   std::mt19937 rng(13);
@@ -202,8 +239,8 @@ TEST(QuantInt8, TokenResultsDoNotDependOnTheBatch) {
     const auto X = normal(size_t(64) * k, rng);
     std::vector<float> all(size_t(64) * m);
     cpu::linear(X.data(), 64, Wv, bias.data(), all.data());
-    for (int n : {1, 2, 3, 8, 17, 33, 64})
-      for (int first : {0, 64 - n}) {
+    for (int n = 1; n <= 64; ++n)
+      for (int first : {0, (64 - n) / 2, 64 - n}) {
         std::vector<float> part(size_t(n) * m);
         cpu::linear(X.data() + size_t(first) * k, n, Wv, bias.data(), part.data());
         ASSERT_EQ(0, std::memcmp(part.data(), all.data() + size_t(first) * m, part.size() * sizeof(float)))

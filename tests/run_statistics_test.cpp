@@ -257,4 +257,55 @@ TEST(RunStatistics, RandomTreesAgreeWithSummarize) {
   }
 }
 
+// A range selected on the timeline: the same statistics over those steps only, worked out by hand from the five
+// steps above, and equal to compute_statistics of a run made of just those steps (one definition of each number).
+TEST(RunStatistics, AStepSpanCountsOnlyItsSteps) {
+  const auto steps = hand_steps();
+  const auto st = compute_statistics(steps, runs::StepSpan{2, 3});
+  // Step 2 accepted 0 (step 3 has no tree); depth 1 tried once and failed.
+  EXPECT_EQ(st.accepted_length_histogram, (std::vector<long>{1}));
+  ASSERT_FALSE(st.acceptance_by_depth.empty());
+  EXPECT_DOUBLE_EQ(st.acceptance_by_depth[0], 0.0);
+  // 1 token in 2 ms, 1 token in 1 ms; their indices in the run are kept for clicks on a per-step chart.
+  EXPECT_EQ(st.tokens_per_second, (std::vector<double>{500, 1000}));
+  EXPECT_EQ(st.step_index, (std::vector<int>{2, 3}));
+  EXPECT_NEAR(st.draft_seconds, 0.0005, 1e-12);
+  EXPECT_NEAR(st.verify_seconds, 0.0025, 1e-12);
+  EXPECT_EQ(st.decoding_steps, 2);
+  EXPECT_DOUBLE_EQ(st.tau, 1.0);  // two steps, one token each
+  // Only step 2's verified 0.82 R is calibrated.
+  long calibrated = 0;
+  for (const auto& b : st.calibration) calibrated += b.nodes;
+  EXPECT_EQ(calibrated, 1);
+  EXPECT_EQ(st.calibration[8].nodes, 1);
+
+  // The whole run's τ is higher: the span really filtered.
+  const auto whole = compute_statistics(steps);
+  EXPECT_GT(whole.tau, st.tau);
+  EXPECT_EQ(whole.step_index, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(whole.decoding_steps, 4);
+}
+
+TEST(RunStatistics, AStepSpanEqualsTheStatisticsOfThoseStepsAlone) {
+  const auto steps = hand_steps();
+  for (int first = 0; first < 5; ++first)
+    for (int last = first; last < 5; ++last) {
+      const std::vector<StepRecord> part(steps.begin() + first, steps.begin() + last + 1);
+      const auto a = compute_statistics(steps, runs::StepSpan{first, last});
+      const auto b = compute_statistics(part);
+      EXPECT_EQ(a.accepted_length_histogram, b.accepted_length_histogram) << first << "-" << last;
+      EXPECT_EQ(a.acceptance_by_depth, b.acceptance_by_depth) << first << "-" << last;
+      EXPECT_EQ(a.tokens_per_second, b.tokens_per_second) << first << "-" << last;
+      EXPECT_EQ(a.cumulative_seconds, b.cumulative_seconds) << first << "-" << last;
+      EXPECT_DOUBLE_EQ(a.tau, b.tau) << first << "-" << last;
+      EXPECT_DOUBLE_EQ(a.draft_seconds + a.verify_seconds + a.other_seconds,
+                       b.draft_seconds + b.verify_seconds + b.other_seconds);
+      for (size_t k = 0; k < a.step_index.size(); ++k) EXPECT_EQ(a.step_index[k], b.step_index[k] + first);
+    }
+  // Out of range: clamped to the run; a default span is the whole run.
+  EXPECT_EQ(compute_statistics(steps, runs::StepSpan{-3, 99}).tokens_per_second, compute_statistics(steps).tokens_per_second);
+  EXPECT_EQ(compute_statistics(steps, runs::StepSpan{}).accepted_length_histogram,
+            compute_statistics(steps).accepted_length_histogram);
+}
+
 }  // namespace

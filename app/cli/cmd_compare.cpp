@@ -7,6 +7,7 @@
 
 #include <cstdio>
 
+#include "app/cli/chat_input.h"
 #include "app/cli/commands.h"
 #include "app/cli/compare_report.h"
 #include "app/cli/memory_check.h"
@@ -38,8 +39,7 @@ class CompareProgress : public CliObserver {
 int cmd_compare(Args& args) {
   const std::string target = model_path(args);
   runs::Job job;
-  for (auto& p : read_prompts(args)) job.prompts.push_back({p, {}});
-  job.chat = args.has("--chat");
+  job.prompts = read_chat_prompts(args, /*single=*/false, job.chat);
   const bool json = args.has("--json");
   std::vector<runs::LaneRequest> requests;
   const auto methods = args.get("--methods");

@@ -2,6 +2,7 @@
 // recorded to the session store unless --no-record. A thin adapter over the run library (runs/).
 #include <cstdio>
 
+#include "app/cli/chat_input.h"
 #include "app/cli/commands.h"
 #include "app/cli/memory_check.h"
 #include "app/cli/method_flags.h"
@@ -40,8 +41,7 @@ class RunPrinter : public CliObserver {
 int cmd_run(Args& args) {
   const std::string target = model_path(args);
   runs::Job job;
-  job.prompts = {{read_prompt(args), {}}};
-  job.chat = args.has("--chat");
+  job.prompts = read_chat_prompts(args, /*single=*/true, job.chat);
   const bool json = args.has("--json");
   job.lanes = {read_single_lane(args, args.get_or("--method", "vanilla"), target)};
   job.options.max_tokens = args.get_int("--max-tokens", 128);

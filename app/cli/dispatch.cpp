@@ -12,7 +12,8 @@ void print_usage(FILE* out) {
                "  info        --model PATH [--json]\n"
                "  tokenize    --model PATH --text TEXT [--json]\n"
                "  detokenize  --model PATH --ids 1,2,3\n"
-               "  run         --model PATH (--prompt TEXT | --prompt-file F) [--chat] [--max-tokens N]\n"
+               "  run         --model PATH (--prompt TEXT | --prompt-file F | --messages FILE.json) [--chat]\n"
+               "              [--system TEXT] [--max-tokens N]\n"
                "              [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--stop TEXT] [--json]\n"
                "              [--method vanilla|sps|eagle1|eagle2|eagle3|medusa|streaming|lookahead|pld]\n"
                "              drafters come from family.json next to the model; flags override:\n") +
@@ -31,6 +32,8 @@ void print_usage(FILE* out) {
                "              --suite sessions [--steps 10000] [--nodes 60] [--method sps] [--max-tokens 128]\n"
                "--model, --draft, --head (and lane keys model, head, draft) take a path or a model spec:\n"
                "ollama:NAME[:TAG], hf:ORG/NAME[@REV][/FILE] or lmstudio:PUBLISHER/REPO[/FILE] (see `models`).\n"
+               "--chat renders prompts with the model's own chat template; --system TEXT adds a system message and\n"
+               "--messages FILE.json gives a whole conversation ([{\"role\": ..., \"content\": \"...\"}, ...]); both imply --chat.\n"
                "--model defaults to the embedded default model. run and compare record to the session store\n"
                "(default $XDG_DATA_HOME/specscope/sessions.db, i.e. ~/.local/share/specscope/sessions.db).\n");
   std::fputs(text.c_str(), out);

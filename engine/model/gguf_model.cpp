@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <optional>
 
 #include "engine/formats/gguf.h"
@@ -100,7 +101,16 @@ std::optional<DType> block_dtype(GgmlType t) {
 // Binds GGUF tensors to the engine's weight structures, checking names, shapes and types against the config.
 class Binder {
  public:
-  Binder(const GgufFile& g, bool check) : g_(g), check_(check) {}
+  Binder(const GgufFile& g, bool check, std::function<void(uint64_t, uint64_t)> progress)
+      : g_(g), check_(check), progress_(std::move(progress)) {
+    for (const auto& t : g_.tensors()) total_ += t.nbytes;
+    if (progress_) progress_(0, total_);
+  }
+
+  // Every tensor bound so far counted as done (the NaN scan and the row reordering are what take the time).
+  void finish() {
+    if (progress_) progress_(total_, total_);
+  }
 
   // A [rows, cols] matrix. `unpermute_heads` > 0: the rows are llama.cpp's interleaved-RoPE order for that many
   // heads and are put back in HF order.
@@ -162,6 +172,14 @@ class Binder {
   const GgufTensor& tensor(const std::string& name, const std::vector<int64_t>& shape) {
     const GgufTensor* t = g_.find_tensor(name);
     if (!t) throw InputError(g_.path(), "missing tensor '" + name + "'");
+    // Reported when the next tensor is asked for: the previous one is checked by then.
+    if (progress_) progress_(std::min(done_, total_), total_);
+    // A multi-gigabyte file takes seconds: the log (the CLI's stderr) says how far it is, a quarter at a time.
+    if (total_ >= (uint64_t(1) << 30) && int(done_ * 4 / total_) > logged_quarters_) {
+      logged_quarters_ = int(done_ * 4 / total_);
+      spdlog::info("{}: {}% of the weights checked", g_.path(), logged_quarters_ * 25);
+    }
+    done_ += t->nbytes;
     if (t->shape() != shape) {
       std::string want = "[";
       for (size_t i = 0; i < shape.size(); ++i) want += (i ? ", " : "") + std::to_string(shape[i]);
@@ -217,6 +235,9 @@ class Binder {
   const GgufFile& g_;
   bool check_;
   bool quantized_ = false;
+  std::function<void(uint64_t, uint64_t)> progress_;
+  uint64_t done_ = 0, total_ = 0;
+  int logged_quarters_ = 0;
 };
 
 }  // namespace
@@ -250,7 +271,7 @@ std::shared_ptr<const Model> load_gguf_model(const std::string& path, const Load
     throw InputError(path, "tokenizer has " + std::to_string(m->tokenizer_->vocab_size()) +
                                " tokens but the model's vocabulary is " + std::to_string(c.vocab_size));
 
-  Binder b(*g, opts.check_finite);
+  Binder b(*g, opts.check_finite, opts.progress);
   const bool permuted = c.model_type == "llama";  // see gguf_model.h
   if (g->find_tensor("rope_freqs.weight")) {
     c.rope_freq_factors = b.vector("rope_freqs.weight", c.head_dim / 2);
@@ -284,6 +305,7 @@ std::shared_ptr<const Model> load_gguf_model(const std::string& path, const Load
   }
   w.final_norm = b.vector("output_norm.weight", H);
   w.lm_head = c.tie_word_embeddings ? w.embed : b.matrix("output.weight", V, H);
+  b.finish();
 
   uint64_t n_params = 0;
   for (const auto& t : g->tensors())

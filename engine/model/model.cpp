@@ -141,9 +141,15 @@ std::shared_ptr<Model> Model::load_directory(const std::string& path, const Load
   w.final_norm = bind_vector(*store, "model.norm.weight", H);
   // Tied models reuse the embedding; some tied checkpoints still carry an (identical) lm_head copy.
   w.lm_head = c.tie_word_embeddings ? w.embed : bind_matrix(*store, "lm_head.weight", V, H);
+  // The NaN scan reads every weight: the part of a load worth reporting progress on.
+  uint64_t total = 0, done = 0;
+  for (auto& [name, t] : store->all()) total += t.nbytes();
+  if (opts.progress) opts.progress(0, total);
   for (auto& [name, t] : store->all()) {
     if (opts.check_finite && (t.dtype == DType::F32 || t.dtype == DType::F16 || t.dtype == DType::BF16))
       check_finite(t, store->files.front());
+    done += t.nbytes();
+    if (opts.progress) opts.progress(done, total);
   }
   m->store_ = store;
   m->identity_ = compute_identity(path, c, *store);

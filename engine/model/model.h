@@ -1,6 +1,8 @@
 #pragma once
 // A loaded Llama-family model: config, memory-mapped weights, tokenizer, chat template, generation defaults.
 // Immutable once loaded and shared by every Context (lane) that runs it.
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +25,9 @@ struct GenerationDefaults {  // generation_config.json
 
 struct LoadOptions {
   bool check_finite = true;  // scan weights for NaN/Inf (fast; catches corrupt files)
+  // Called on the loading thread as the weights are bound and checked (the part of a load that reads every byte of
+  // a multi-gigabyte file): bytes of tensors done so far of the total, from (0, total) to (total, total).
+  std::function<void(uint64_t done, uint64_t total)> progress;
 };
 
 class TensorStore;

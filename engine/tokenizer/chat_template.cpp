@@ -1,7 +1,9 @@
-// Native rendering of the published chat templates SpecScope recognizes. See chat_template.h for the
-// detection scheme; each render function below mirrors one published Jinja template statement by statement
-// (evaluated the way transformers does: trim_blocks + lstrip_blocks, Python str.strip()/`|trim` semantics,
-// raise_exception -> error with the template's own message).
+// Recognition of chat templates, and native rendering of the published ones SpecScope knows: the fallback for
+// models without a template and for templates the interpreter cannot parse (a model's own template is run by
+// the Jinja interpreter, chat_template_interpreted.cpp). See chat_template.h for the detection scheme; each
+// render function below mirrors one published Jinja template statement by statement (evaluated the way
+// transformers does: trim_blocks + lstrip_blocks, Python str.strip()/`|trim` semantics, raise_exception -> error
+// with the template's own message).
 //
 // Sources of the published templates (verbatim copies live in tests/fixtures/make_chat_templates.py, which
 // renders them with transformers to produce the test oracle):
@@ -768,7 +770,7 @@ Built classify(const std::string& tmpl) {
     return {Family::Plain, Style{},
             std::string(kPlainFormat) +
                 "; used because the chat template is not one SpecScope recognizes (no Llama-2/3, Mistral, ChatML, "
-                "Vicuna or Zephyr markers), and SpecScope does not run arbitrary Jinja"};
+                "Vicuna or Zephyr markers)"};
   const Variant* best = nullptr;
   size_t best_hits = 0;
   bool best_exact = false;
@@ -801,6 +803,13 @@ Built classify(const std::string& tmpl) {
 }  // namespace
 
 std::shared_ptr<ChatTemplate> ChatTemplate::detect(const std::string& jinja_template, const std::string& bos_token,
+                                                   const std::string& eos_token) {
+  auto t = native(jinja_template, bos_token, eos_token);
+  if (!is_blank(jinja_template)) t->use_own_template(jinja_template);
+  return t;
+}
+
+std::shared_ptr<ChatTemplate> ChatTemplate::native(const std::string& jinja_template, const std::string& bos_token,
                                                    const std::string& eos_token) {
   Built b = classify(jinja_template);
   auto t = std::make_shared<ChatTemplate>();
@@ -900,6 +909,8 @@ void ChatTemplate::set_date_string(const std::string& date) {
   style_->date_pin = date;
 }
 
+const std::string* ChatTemplate::pinned_date() const { return style_ && style_->date_pin ? &*style_->date_pin : nullptr; }
+
 std::string ChatTemplate::date_string() const {
   if (!style_ || (style_->variant != "llama3.1" && style_->variant != "llama3.2")) return "";
   if (style_->date_pin) return *style_->date_pin;
@@ -907,6 +918,7 @@ std::string ChatTemplate::date_string() const {
 }
 
 bool ChatTemplate::renders_bos() const {
+  if (jinja_) return true;
   if (bos_.empty() || !style_) return false;
   switch (family_) {
     case Family::Llama2:
@@ -930,6 +942,7 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, bool 
   if (messages.empty())
     throw InputError("chat template (" + st.variant + ")",
                      "Cannot apply chat template to an empty conversation. Provide at least one message.");
+  if (jinja_) return render_interpreted(messages, add_generation_prompt);
   switch (family_) {
     case Family::Llama2:
       return render_llama2(messages, st, bos_, eos_);

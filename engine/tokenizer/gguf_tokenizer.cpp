@@ -77,13 +77,18 @@ json vocab_object(const Vocab& v) {
   return vocab;
 }
 
+// The tokens matched in prompt text before the rest is tokenized, as llama.cpp's tokenizer matches them (its
+// cache_special_tokens with parse_special, which is what encode(text, true) is): CONTROL and UNKNOWN ones as
+// special tokens, so "a <unk> b" gives <unk>'s id and not '<', 'unk', '>'; USER_DEFINED ones as added tokens.
+// All of them in the raw text (normalized: false), so the text after one is a piece of its own: SentencePiece
+// files then give it its "▁" prefix as llama.cpp does after every special fragment ("[INST] hi" -> [INST], ▁, ▁hi).
 json added_tokens(const Vocab& v) {
   json list = json::array();
   for (size_t i = 0; i < v.tokens.size(); ++i) {
-    if (v.types[i] != kControl && v.types[i] != kUserDefined) continue;
-    const bool special = v.types[i] == kControl;
+    if (v.types[i] != kControl && v.types[i] != kUnknown && v.types[i] != kUserDefined) continue;
+    const bool special = v.types[i] != kUserDefined;
     list.push_back({{"id", int64_t(i)}, {"content", v.tokens[i]}, {"single_word", false}, {"lstrip", false},
-                    {"rstrip", false}, {"normalized", !special}, {"special", special}});
+                    {"rstrip", false}, {"normalized", false}, {"special", special}});
   }
   return list;
 }

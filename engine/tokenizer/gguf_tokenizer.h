@@ -7,8 +7,12 @@
 //   llama -> SentencePiece-style BPE with byte fallback: "▁" prefix + space replacement normalizer, merges rebuilt
 //            from the scores (every split of a token into two vocabulary tokens, ordered by the token's score,
 //            as transformers' SentencePiece extractor does), ByteFallback decoder.
-// Control tokens (type 3) become special added tokens, user-defined ones (type 4) non-special added tokens; BOS is
-// prepended when tokenizer.ggml.add_bos_token says so (default: true for llama, false for gpt2, as llama.cpp).
+// Every token tokenizer.ggml.token_type marks CONTROL (3) or UNKNOWN (2: <unk> in Llama files) becomes a special
+// added token, every USER_DEFINED (4) one a non-special added token, all matched in the raw prompt text the way
+// llama.cpp's tokenizer matches them with parse_special (`a <unk> b` -> BOS, ▁a, ▁, <unk>, ▁, ▁b); token names alone
+// decide nothing (llama.cpp also retypes a few end-of-turn names such as <|im_end|> as control; we follow the file's
+// types). BOS is prepended when tokenizer.ggml.add_bos_token says so (default: true for llama, false for gpt2, as
+// llama.cpp).
 // GGUF does not store the added tokens' lstrip/rstrip/normalized flags, so text that touches a user-defined token
 // can tokenize differently from the original tokenizer.json (the test counts such lines).
 #include <memory>

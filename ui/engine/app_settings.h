@@ -28,6 +28,7 @@ struct AppSettings {
   std::map<std::string, std::map<std::string, std::string>> method_options;  // per method name
   SamplingParams sampling;
   int max_tokens = 256;
+  QString system_prompt;  // the chat's system message, through the model's chat template ("" = none)
   bool record = true;
   QString session_db;
   bool dark = false;

@@ -15,12 +15,35 @@ namespace specscope::ui {
 
 namespace {
 
+// A load reports every tensor (hundreds to thousands of them); the status bar needs a step per percent.
+class LoadProgressSignal {
+ public:
+  explicit LoadProgressSignal(EngineWorker& w) : w_(w) {}
+  void operator()(const std::string& path, uint64_t done, uint64_t total) {
+    const int percent = total ? int(done * 100 / total) : 100;
+    if (percent == last_percent_ && done != 0 && done != total) return;
+    last_percent_ = percent;
+    emit w_.modelLoadProgress(QString::fromStdString(path), qint64(done), qint64(total));
+  }
+  void restart() { last_percent_ = -1; }  // a job loads its targets one after the other
+
+ private:
+  EngineWorker& w_;
+  int last_percent_ = -1;
+};
+
 // The runner's callbacks as the worker's signals. step() may come from a lane's own thread (interleaved races);
 // emitting from there is safe, the connections to the UI are queued.
 class SignalObserver : public runs::JobObserver {
  public:
   explicit SignalObserver(EngineWorker& w) : w_(w) {}
-  void model_loading(const std::string& path) override { emit w_.modelLoading(QString::fromStdString(path)); }
+  void model_loading(const std::string& path) override {
+    load_progress_.restart();
+    emit w_.modelLoading(QString::fromStdString(path));
+  }
+  void model_load_progress(const std::string& path, uint64_t done, uint64_t total) override {
+    load_progress_(path, done, total);
+  }
   void model_loaded(const std::string& path, const Model& model) override {
     targets.push_back(path);  // the runner loads targets in the order it numbers them (RunKey::target)
     emit w_.modelLoaded(QString::fromStdString(path), QString::fromStdString(runs::describe_model(model)));
@@ -63,6 +86,7 @@ class SignalObserver : public runs::JobObserver {
   }
   EngineWorker& w_;
   std::vector<std::string> targets;
+  LoadProgressSignal load_progress_{w_};
 };
 
 }  // namespace
@@ -81,9 +105,10 @@ void EngineWorker::register_types() {
 
 void EngineWorker::loadModel(const QString& path) {
   try {
-    const auto model = cache_.get(path.toStdString(), [&](const std::string& p, bool done) {
-      if (!done) emit modelLoading(QString::fromStdString(p));
-    });
+    LoadProgressSignal load_progress(*this);
+    const auto model = cache_.get(
+        path.toStdString(), [&](const std::string& p, bool done) { if (!done) emit modelLoading(QString::fromStdString(p)); },
+        [&](const std::string& p, uint64_t done, uint64_t total) { load_progress(p, done, total); });
     last_loaded_ = path.toStdString();
     emit modelLoaded(path, QString::fromStdString(runs::describe_model(*model)));
   } catch (const std::exception& e) {

@@ -42,6 +42,8 @@ class EngineWorker : public QObject {
 
  signals:
   void modelLoading(const QString& path);
+  // During a load (from the worker thread, at most about a hundred times a load): weight bytes bound and checked.
+  void modelLoadProgress(const QString& path, qint64 done, qint64 total);
   void modelLoaded(const QString& path, const QString& description);
   void laneStarted(int lane, const QString& label);
   // Before a lane's first step: old turns left out to fit the context, and the room left for the answer.

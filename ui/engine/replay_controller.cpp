@@ -104,6 +104,10 @@ void ReplayController::seek(int position) {
 }
 
 void ReplayController::schedule() {
+  if (pace_ > 0) {
+    timer_.start(std::max(1, int(1000.0 / pace_)));
+    return;
+  }
   // The next step waits as long as its slowest lane took when it was recorded, divided by the speed.
   int64_t us = 0;
   for (auto& t : lanes_)
@@ -126,5 +130,10 @@ void ReplayController::pause() {
 }
 
 void ReplayController::setSpeed(double speed) { speed_ = speed; }
+
+void ReplayController::setPace(double steps_per_second) {
+  pace_ = std::max(0.0, steps_per_second);
+  if (timer_.isActive()) schedule();  // the new pace now, not after a step at the old one
+}
 
 }  // namespace specscope::ui

@@ -1,6 +1,7 @@
 #pragma once
 // Replays a recorded session into the same views a live run feeds, without the model: play/pause, single
-// step, speed, and seeking (a backward seek rebuilds the views from the first step). A chat or run session
+// step, speed, a fixed pace (presenter mode: so many steps a second, whatever each took when recorded), and
+// seeking (a backward seek rebuilds the views from the first step). A chat or run session
 // replays its last run; a comparison replays the runs of its first prompt as lanes, side by side.
 #include <QObject>
 #include <QTimer>
@@ -30,6 +31,7 @@ class ReplayController : public QObject {
   int position() const { return position_; }  // steps shown so far
   bool playing() const { return timer_.isActive(); }
   double speed() const { return speed_; }
+  double pace() const { return pace_; }
 
  public slots:
   void play();
@@ -37,6 +39,9 @@ class ReplayController : public QObject {
   void stepForward();
   void seek(int position);  // show exactly the first `position` steps
   void setSpeed(double speed);  // 1 = recorded pace; <= 0: as fast as the UI can draw
+  // > 0: this many steps a second, the recorded timings and the speed ignored (presenter mode's auto-play);
+  // 0: back to the recorded pace times the speed. Takes effect from the next step.
+  void setPace(double steps_per_second);
 
  signals:
   void cleared();  // views must forget what they show
@@ -54,6 +59,7 @@ class ReplayController : public QObject {
   std::vector<sessions::RunRow> lane_runs_, reference_runs_;
   int position_ = 0;
   double speed_ = 1.0;
+  double pace_ = 0.0;
 };
 
 }  // namespace specscope::ui

@@ -8,6 +8,7 @@
 #include <QImage>
 #include <QKeyEvent>
 #include <QMouseEvent>
+#include <QWheelEvent>
 #include <QMetaObject>
 #include <QOpenGLContext>
 #include <QOpenGLFunctions>
@@ -28,6 +29,8 @@
 #include "ui/inspector/colormap.h"
 #include "ui/inspector/imgui_qt_input.h"
 #include "ui/inspector/offscreen_gl.h"
+#include "ui/inspector/timeline_view.h"
+#include "ui/main/theme.h"
 #include "ui/main/frame_budget.h"
 #include "ui/inspector/tree_layout.h"
 
@@ -75,7 +78,22 @@ struct Theme {
       root_outline, bar, bar_current, hover;
 };
 
-const Theme& theme(bool dark) {
+Rgb rgb(const QColor& c) { return {float(c.redF()), float(c.greenF()), float(c.blueF())}; }
+
+// Presenter mode's: ui/main/theme.h's high-contrast colours (7:1 or more on black), so the app and the tree agree.
+const Theme& highContrastTheme() {
+  static const Theme kContrast = [] {
+    const HighContrastColors& c = high_contrast_colors();
+    return Theme{rgb(c.background), rgb(c.background), rgb(c.text),     rgb(c.dim),      rgb(c.dim),
+                 rgb(c.accepted),   rgb(c.accepted),   rgb(c.rejected), rgb(c.dim),      rgb(c.dim),
+                 rgb(c.bonus),      hex(0x303030),     rgb(c.text),     rgb(c.note),     rgb(c.highlight),
+                 rgb(c.text)};
+  }();
+  return kContrast;
+}
+
+const Theme& theme(bool dark, bool contrast = false) {
+  if (contrast) return highContrastTheme();
   static const Theme kDark{hex(0x1b1d22), hex(0x22252d), hex(0xe4e6ea), hex(0x9aa1ad), hex(0x646b78),
                            hex(0x57c98e), hex(0x4fd08a), hex(0xff5d5d), hex(0x8b919c), hex(0x7b818c),
                            hex(0xd68cf2), hex(0x3b3f4b), hex(0xb3b9c4), hex(0x4f6386), hex(0xffc94a),
@@ -380,7 +398,18 @@ struct TreeInspectorWidget::State {
   bool follow = true;
   int recordedLast = -1;  // replay: the recorded run's last step number; -1 live (the newest step is the last)
   bool dark = true;
+  bool highContrast = false;  // presenter mode
+  float fontScale = 1.0f;     // presenter mode's large fonts (header, legend, timeline, tooltips)
   bool compact = false;
+  // The step timeline (timeline_view.h): its window and selection, where its bars were drawn in the last frame
+  // (logical pixels), and the drag in progress.
+  TimelineView timeline;
+  float tlX0 = 0, tlX1 = 0, tlY0 = 0, tlY1 = 0;
+  enum class TimelineDrag { None, Scrub, Pan, Select } tlDrag = TimelineDrag::None;
+  double tlLastX = 0;
+  int tlAnchor = -1;
+  bool tlMoved = false;
+  SessionNotes notes;  // the session's notes; those on the shown step go in the header
   unsigned generation = 0;  // bumps when steps are replaced (layout cache key)
 
   TreeLayout layout;
@@ -457,6 +486,9 @@ void TreeInspectorWidget::requestFrame() {
 // Data
 
 void TreeInspectorWidget::clear() {
+  const bool hadSelection = s_->timeline.hasSelection();
+  s_->timeline = TimelineView{};
+  s_->tlDrag = State::TimelineDrag::None;
   s_->steps.clear();
   s_->current = -1;
   s_->follow = true;
@@ -465,11 +497,13 @@ void TreeInspectorWidget::clear() {
   s_->fitPending = true;
   requestFrame();
   emit currentStepChanged(-1);
+  if (hadSelection) emit rangeSelected(-1, -1);
 }
 
 void TreeInspectorWidget::appendStep(const StepRecord& step) {
   State& s = *s_;
   s.steps.push_back(step);
+  s.timeline.setStepCount(int(s.steps.size()));  // a zoomed timeline keeps its zoom as live steps arrive
   const size_t before = s.extraGlyphs.size();
   if (s.extraGlyphs.size() < 2000) {
     for (const auto& n : step.nodes) collectGlyphs(n.text, s.extraGlyphs);
@@ -491,6 +525,10 @@ void TreeInspectorWidget::setLiveFrameRateLimit(int fps) { s_->live_fps = fps; }
 void TreeInspectorWidget::setSteps(std::vector<StepRecord> steps) {
   State& s = *s_;
   s.steps = std::move(steps);
+  const bool hadSelection = s.timeline.hasSelection();
+  s.timeline = TimelineView{};
+  s.timeline.setStepCount(int(s.steps.size()));
+  s.tlDrag = State::TimelineDrag::None;
   ++s.generation;
   const size_t before = s.extraGlyphs.size();
   for (const auto& st : s.steps) {
@@ -505,6 +543,7 @@ void TreeInspectorWidget::setSteps(std::vector<StepRecord> steps) {
   s.fitPending = true;
   requestFrame();
   emit currentStepChanged(s.current);
+  if (hadSelection) emit rangeSelected(-1, -1);
 }
 
 void TreeInspectorWidget::setCurrentStep(int index) {
@@ -630,6 +669,180 @@ void TreeInspectorWidget::setCompact(bool compact) {
   requestFrame();
 }
 
+void TreeInspectorWidget::setHighContrast(bool on) {
+  if (s_->highContrast == on) return;
+  s_->highContrast = on;
+  ImGuiContext* previous = ImGui::GetCurrentContext();
+  ImGui::SetCurrentContext(s_->ctx);
+  if (on || s_->dark) ImGui::StyleColorsDark();
+  else ImGui::StyleColorsLight();
+  if (on) {  // tooltips and buttons in black and white too
+    ImGuiStyle& st = ImGui::GetStyle();
+    const HighContrastColors& c = high_contrast_colors();
+    st.Colors[ImGuiCol_Text] = ImVec4(1, 1, 1, 1);
+    st.Colors[ImGuiCol_PopupBg] = ImVec4(0, 0, 0, 1);
+    st.Colors[ImGuiCol_Border] = ImVec4(1, 1, 1, 1);
+    st.Colors[ImGuiCol_Button] = ImVec4(0.16f, 0.16f, 0.16f, 1);
+    st.Colors[ImGuiCol_ButtonHovered] = ImVec4(float(c.note.redF()), float(c.note.greenF()), float(c.note.blueF()), 0.45f);
+    st.PopupBorderSize = 1.0f;
+  }
+  ImGui::SetCurrentContext(previous);
+  requestFrame();
+}
+
+bool TreeInspectorWidget::highContrast() const { return s_->highContrast; }
+
+void TreeInspectorWidget::setFontScale(float scale) {
+  scale = std::clamp(scale, 0.5f, 4.0f);
+  if (s_->fontScale == scale) return;
+  s_->fontScale = scale;
+  s_->fontDirty = true;
+  requestFrame();
+}
+
+float TreeInspectorWidget::uiFontPixels() const { return std::round(kUiFontPx * s_->fontScale); }
+
+void TreeInspectorWidget::setNotes(const SessionNotes& notes) {
+  s_->notes = notes;
+  requestFrame();
+}
+
+QString TreeInspectorWidget::currentNote() const {
+  const StepRecord* st = currentRecord();
+  return st ? QString::fromStdString(s_->notes.for_step(st->step)) : QString();
+}
+
+std::pair<int, int> TreeInspectorWidget::selectedRange() const {
+  return {s_->timeline.selectionFirst(), s_->timeline.selectionLast()};
+}
+
+void TreeInspectorWidget::setSelectedRange(int first, int last) {
+  if (first < 0 || last < 0) s_->timeline.clearSelection();
+  else s_->timeline.select(first, last);
+  requestFrame();
+}
+
+double TreeInspectorWidget::timelineFirst() const { return s_->timeline.first(); }
+double TreeInspectorWidget::timelineSpan() const { return s_->timeline.span(); }
+bool TreeInspectorWidget::timelineZoomed() const { return s_->timeline.zoomed(); }
+
+void TreeInspectorWidget::showAllSteps() {
+  s_->timeline.showAll();
+  requestFrame();
+}
+
+QRect TreeInspectorWidget::timelineBars() const {
+  const State& s = *s_;
+  if (s.tlX1 <= s.tlX0) return {};
+  return QRectF(QPointF(s.tlX0, s.tlY0), QPointF(s.tlX1, s.tlY1)).toAlignedRect();
+}
+
+QPoint TreeInspectorWidget::timelineBarPosition(int index) const {
+  const State& s = *s_;
+  if (s.tlX1 <= s.tlX0 || index < 0 || index >= int(s.steps.size())) return {-1, -1};
+  const double a = s.timeline.xOf(index, s.tlX0, s.tlX1), b = s.timeline.xOf(index + 1, s.tlX0, s.tlX1);
+  const double x = 0.5 * (a + b);
+  if (x < s.tlX0 || x > s.tlX1) return {-1, -1};
+  return QPointF(x, 0.5 * (s.tlY0 + s.tlY1)).toPoint();
+}
+
+void TreeInspectorWidget::endSelection(int first, int last) {
+  State& s = *s_;
+  if (first < 0) s.timeline.clearSelection();
+  else s.timeline.select(first, last);
+  requestFrame();
+  emit rangeSelected(s.timeline.selectionFirst(), s.timeline.selectionLast());
+}
+
+// The timeline's own input, handled from Qt's events (not ImGui's frame) so that a drag or a wheel turn acts at
+// once, whatever the frame rate: wheel zooms about the cursor; a left drag scrubs (everything shown) or pans
+// (zoomed); a shift-drag or right-drag selects steps; a double-click clears the selection, else shows every step;
+// Escape clears the selection.
+bool TreeInspectorWidget::timelineEvent(QEvent* e) {
+  State& s = *s_;
+  using Drag = State::TimelineDrag;
+  const int n = int(s.steps.size());
+  auto inside = [&](QPointF p) {
+    return s.tlX1 > s.tlX0 && p.x() >= s.tlX0 - 4 && p.x() <= s.tlX1 + 4 && p.y() >= s.tlY0 && p.y() <= s.tlY1;
+  };
+  auto indexAt = [&](double x) { return s.timeline.indexAt(x, s.tlX0, s.tlX1); };
+  switch (e->type()) {
+    case QEvent::ShortcutOverride:
+    case QEvent::KeyPress: {
+      // Escape is also Run > Stop: while steps are selected, the timeline takes it first.
+      auto* k = static_cast<QKeyEvent*>(e);
+      if (k->key() != Qt::Key_Escape || !s.timeline.hasSelection()) return false;
+      e->accept();
+      if (e->type() == QEvent::KeyPress) endSelection(-1, -1);
+      return true;
+    }
+    case QEvent::Wheel: {
+      auto* w = static_cast<QWheelEvent*>(e);
+      if (n == 0 || !inside(w->position())) return false;
+      s.timeline.zoomAt(w->position().x(), w->angleDelta().y() / 120.0, s.tlX0, s.tlX1);
+      requestFrame();
+      e->accept();
+      return true;
+    }
+    case QEvent::MouseButtonDblClick: {
+      auto* m = static_cast<QMouseEvent*>(e);
+      if (n == 0 || !inside(m->position())) return false;
+      s.tlDrag = Drag::None;
+      if (s.timeline.hasSelection()) endSelection(-1, -1);
+      else s.timeline.showAll();
+      requestFrame();
+      return true;
+    }
+    case QEvent::MouseButtonPress: {
+      auto* m = static_cast<QMouseEvent*>(e);
+      if (n == 0 || !inside(m->position()) || (m->button() != Qt::LeftButton && m->button() != Qt::RightButton))
+        return false;
+      const double x = m->position().x();
+      s.tlLastX = x;
+      s.tlMoved = false;
+      s.tlAnchor = indexAt(x);
+      if (m->button() == Qt::RightButton || (m->modifiers() & Qt::ShiftModifier)) {
+        s.tlDrag = Drag::Select;
+      } else if (s.timeline.zoomed()) {
+        s.tlDrag = Drag::Pan;
+      } else {
+        s.tlDrag = Drag::Scrub;
+        moveTo(s.tlAnchor, s.tlAnchor == n - 1, false);
+      }
+      requestFrame();
+      return false;  // ImGui sees the press too (hover state, tooltips)
+    }
+    case QEvent::MouseMove: {
+      auto* m = static_cast<QMouseEvent*>(e);
+      if (s.tlDrag == Drag::None || n == 0) return false;
+      const double x = m->position().x();
+      if (std::fabs(x - s.tlLastX) < 0.5 && !s.tlMoved) return false;
+      s.tlMoved = true;
+      const int i = indexAt(x);
+      if (s.tlDrag == Drag::Pan) s.timeline.panBy(x - s.tlLastX, s.tlX0, s.tlX1);
+      else if (s.tlDrag == Drag::Select) s.timeline.select(s.tlAnchor, i);
+      else moveTo(i, i == n - 1, false);
+      s.tlLastX = x;
+      requestFrame();
+      return false;
+    }
+    case QEvent::MouseButtonRelease: {
+      auto* m = static_cast<QMouseEvent*>(e);
+      if (s.tlDrag == Drag::None) return false;
+      const Drag drag = s.tlDrag;
+      s.tlDrag = Drag::None;
+      if (n == 0) return false;
+      const int i = indexAt(m->position().x());
+      if (drag == Drag::Select) endSelection(s.tlAnchor, i);
+      else if (drag == Drag::Pan && !s.tlMoved) moveTo(i, i == n - 1, false);  // a click on a bar opens it
+      requestFrame();
+      return false;
+    }
+    default:
+      return false;
+  }
+}
+
 QSize TreeInspectorWidget::sizeHint() const { return s_->compact ? QSize(260, 140) : QSize(960, 640); }
 QSize TreeInspectorWidget::minimumSizeHint() const { return s_->compact ? QSize(80, 50) : QSize(320, 240); }
 
@@ -652,7 +865,7 @@ void TreeInspectorWidget::paintEvent(QPaintEvent*) {
   const QImage img = frame();
   QPainter p(this);
   if (img.isNull()) {  // no OpenGL: say so rather than show garbage
-    const Theme& th = theme(s_->dark);
+    const Theme& th = theme(s_->dark, s_->highContrast);
     p.fillRect(rect(), QColor::fromRgbF(th.bg.r, th.bg.g, th.bg.b));
     p.setPen(QColor::fromRgbF(th.dim.r, th.dim.g, th.dim.b));
     if (s_->glFailed) p.drawText(rect(), Qt::AlignCenter, tr("The tree needs OpenGL 3, which is not available"));
@@ -730,6 +943,7 @@ void TreeInspectorWidget::resizeGL(int, int) {
 
 bool TreeInspectorWidget::event(QEvent* e) {
   State& s = *s_;
+  if (!s.compact && timelineEvent(e)) return true;
   // A click (press and release in one place) on the tree selects the node under it, on the canvas' background
   // clears the selection; a drag pans, as before.
   if (!s.compact && (e->type() == QEvent::MouseButtonPress || e->type() == QEvent::MouseButtonRelease)) {
@@ -772,7 +986,7 @@ void TreeInspectorWidget::rebuildFonts(qreal dpr) {
   io.Fonts->Clear();
   s.font = nullptr;
   const std::vector<char>& ttf = fontFile();
-  const float px = std::round(kUiFontPx * float(dpr));
+  const float px = std::round(kUiFontPx * s.fontScale * float(dpr));
   if (!ttf.empty()) {
     ImFontGlyphRangesBuilder b;
     static const ImWchar kStatic[] = {0x0020, 0x024F, 0x0370, 0x052F, 0x2000, 0x23FF,
@@ -807,7 +1021,7 @@ void TreeInspectorWidget::rebuildFonts(qreal dpr) {
 void TreeInspectorWidget::paintGL() {
   State& s = *s_;
   s.since_paint.restart();
-  const Theme& th = theme(s.dark);
+  const Theme& th = theme(s.dark, s.highContrast);
   QOpenGLFunctions* f = s.gl.context()->functions();
   f->glClearColor(th.bg.r, th.bg.g, th.bg.b, 1.0f);
   f->glClear(GL_COLOR_BUFFER_BIT);
@@ -874,7 +1088,7 @@ void TreeInspectorWidget::moveTo(int index, bool follow, bool fromFrame) {
 
 void TreeInspectorWidget::drawFrame() {
   State& s = *s_;
-  const Theme& th = theme(s.dark);
+  const Theme& th = theme(s.dark, s.highContrast);
   ImGuiIO& io = ImGui::GetIO();
 
   if (!s.compact && !s.steps.empty()) {
@@ -901,9 +1115,18 @@ void TreeInspectorWidget::drawFrame() {
                                  ImGuiWindowFlags_NoScrollWithMouse | ImGuiWindowFlags_NoNav |
                                  ImGuiWindowFlags_NoBackground;  // glClear paints the background
   ImGui::Begin("##specscope_tree_inspector", nullptr, flags);
-  if (!s.compact) drawHeader();
+  if (!s.compact) {
+    drawHeader();
+    // The session's notes on this step (`specscope-cli sessions note`), on a line of their own under the header.
+    const std::string note = currentNote().toStdString();
+    if (!note.empty()) {
+      ImGui::PushTextWrapPos(0.0f);
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(pack_abgr(th.bar_current)), "Note: %s", note.c_str());
+      ImGui::PopTextWrapPos();
+    }
+  }
   ImVec2 avail = ImGui::GetContentRegionAvail();
-  if (!s.compact) avail.y -= kLegendH + kTimelineH + 2 * ImGui::GetStyle().ItemSpacing.y;
+  if (!s.compact) avail.y -= (kLegendH + kTimelineH) * s.fontScale + 2 * ImGui::GetStyle().ItemSpacing.y;
   drawTree(ImVec2(std::max(avail.x, 1.0f), std::max(avail.y, 1.0f)));
   if (!s.compact) {
     drawLegend();
@@ -916,7 +1139,7 @@ void TreeInspectorWidget::drawFrame() {
 
 void TreeInspectorWidget::drawHeader() {
   State& s = *s_;
-  const Theme& th = theme(s.dark);
+  const Theme& th = theme(s.dark, s.highContrast);
   if (s.steps.empty()) {
     ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(pack_abgr(th.dim)), "No steps yet");
   } else {
@@ -938,6 +1161,7 @@ void TreeInspectorWidget::drawHeader() {
       if (!cost.isEmpty()) ImGui::SetTooltip("%s", cost.toUtf8().constData());
     }
   }
+
   // Right-aligned controls.
   const float bw1 = ImGui::CalcTextSize("Fit").x + 2 * ImGui::GetStyle().FramePadding.x;
   const float bw2 = ImGui::CalcTextSize("Live").x + 2 * ImGui::GetStyle().FramePadding.x;
@@ -958,7 +1182,7 @@ void TreeInspectorWidget::drawHeader() {
 
 void TreeInspectorWidget::drawTree(const ImVec2& size) {
   State& s = *s_;
-  const Theme& th = theme(s.dark);
+  const Theme& th = theme(s.dark, s.highContrast);
   ImGuiIO& io = ImGui::GetIO();
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 c0 = ImGui::GetCursorScreenPos();
@@ -1183,12 +1407,12 @@ void TreeInspectorWidget::drawTree(const ImVec2& size) {
 
 void TreeInspectorWidget::drawLegend() {
   State& s = *s_;
-  const Theme& th = theme(s.dark);
+  const Theme& th = theme(s.dark, s.highContrast);
   ImDrawList* dl = ImGui::GetWindowDrawList();
   ImFont* font = ImGui::GetFont();
   const float fs = ImGui::GetFontSize() * 0.9f;
   ImVec2 p = ImGui::GetCursorScreenPos();
-  const float h = kLegendH;
+  const float h = kLegendH * s.fontScale;
   const float cy = p.y + h * 0.5f;
   auto text = [&](const char* t, ImU32 col) {
     const ImVec2 ts = font->CalcTextSizeA(fs, FLT_MAX, 0.0f, t);
@@ -1243,67 +1467,106 @@ void TreeInspectorWidget::drawLegend() {
 
 void TreeInspectorWidget::drawTimeline() {
   State& s = *s_;
-  const Theme& th = theme(s.dark);
+  const Theme& th = theme(s.dark, s.highContrast);
   ImGuiIO& io = ImGui::GetIO();
   ImDrawList* dl = ImGui::GetWindowDrawList();
-  const ImVec2 size(ImGui::GetContentRegionAvail().x, kTimelineH);
+  const ImVec2 size(ImGui::GetContentRegionAvail().x, kTimelineH * s.fontScale);
   const ImVec2 t0 = ImGui::GetCursorScreenPos();
   const ImVec2 t1 = t0 + size;
+  // The button only gives hover (the tooltip); clicks, drags and the wheel are handled from Qt's events
+  // (timelineEvent), with the geometry this frame records.
   ImGui::InvisibleButton("##timeline", ImVec2(std::max(size.x, 1.0f), size.y));
-  const bool hovered = ImGui::IsItemHovered(), active = ImGui::IsItemActive();
+  const bool hovered = ImGui::IsItemHovered();
   dl->AddRectFilled(t0, t1, pack_abgr(th.canvas), 4.0f);
   const int n = int(s.steps.size());
   ImFont* font = ImGui::GetFont();
   const float fs = ImGui::GetFontSize() * 0.85f;
+  s.tlX0 = s.tlX1 = 0;
   if (n == 0) return;
 
   const float padX = 6.0f, labelH = fs + 4.0f;
   const float x0 = t0.x + padX, x1 = t1.x - padX;
   const float base = t1.y - 4.0f, top = t0.y + labelH;
+  s.tlX0 = x0, s.tlX1 = x1, s.tlY0 = top - 2.0f, s.tlY1 = t1.y;
+  const TimelineView& tl = s.timeline;
+  const int firstShown = std::clamp(int(std::floor(tl.first())), 0, n - 1);
+  const int endShown = std::clamp(int(std::ceil(tl.first() + tl.span())), firstShown + 1, n);
   int maxAcc = 1;
-  for (const auto& st : s.steps) maxAcc = std::max(maxAcc, st.accepted_count());
-  const float w = (x1 - x0) / float(n);
+  for (const auto& st : s.steps) maxAcc = std::max(maxAcc, st.accepted_count());  // the whole run's: zoom keeps heights
+  const float w = (x1 - x0) / float(tl.span());
+  auto xOf = [&](double i) { return float(tl.xOf(i, x0, x1)); };
   auto barHeight = [&](int acc) { return 2.0f + (base - top - 2.0f) * float(acc) / float(maxAcc); };
   const ImU32 bar = pack_abgr(th.bar);
+  dl->PushClipRect(ImVec2(x0, t0.y), ImVec2(x1, t1.y), true);
+  // The selected range, behind the bars.
+  if (tl.hasSelection()) {
+    const float a = xOf(tl.selectionFirst()), b = xOf(tl.selectionLast() + 1);
+    dl->AddRectFilled(ImVec2(a, top - 2.0f), ImVec2(b, base + 2.0f), pack_abgr(th.bar_current, 0.22f));
+    dl->AddLine(ImVec2(a, top - 2.0f), ImVec2(a, base + 2.0f), pack_abgr(th.bar_current), 1.5f);
+    dl->AddLine(ImVec2(b, top - 2.0f), ImVec2(b, base + 2.0f), pack_abgr(th.bar_current), 1.5f);
+  }
   if (w >= 2.0f) {
     const float gap = w >= 5.0f ? 1.0f : 0.0f;
-    for (int i = 0; i < n; ++i) {
-      const float bx = x0 + w * float(i);
+    for (int i = firstShown; i < endShown; ++i) {
+      const float bx = xOf(i);
       dl->AddRectFilled(ImVec2(bx, base - barHeight(s.steps[size_t(i)].accepted_count())), ImVec2(bx + w - gap, base), bar);
     }
   } else {
     // More steps than pixels: one column per pixel, the tallest of its steps.
     const int cols = std::max(1, int(x1 - x0));
     for (int c = 0; c < cols; ++c) {
-      const int i0 = int(float(c) / float(cols) * float(n)), i1 = std::max(i0 + 1, int(float(c + 1) / float(cols) * float(n)));
+      const int i0 = std::clamp(int(std::floor(tl.stepAt(x0 + float(c), x0, x1))), 0, n - 1);
+      const int i1 = std::max(i0 + 1, int(std::floor(tl.stepAt(x0 + float(c + 1), x0, x1))));
       int acc = 0;
       for (int i = i0; i < std::min(i1, n); ++i) acc = std::max(acc, s.steps[size_t(i)].accepted_count());
       dl->AddRectFilled(ImVec2(x0 + float(c), base - barHeight(acc)), ImVec2(x0 + float(c) + 1.0f, base), bar);
     }
   }
   if (s.current >= 0) {
-    const float bx = x0 + w * float(s.current);
+    const float bx = xOf(s.current);
     const float bw = std::max(w - (w >= 5.0f ? 1.0f : 0.0f), 2.0f);
     dl->AddRectFilled(ImVec2(bx, base - barHeight(s.steps[size_t(s.current)].accepted_count())), ImVec2(bx + bw, base),
                       pack_abgr(th.bar_current));
     dl->AddLine(ImVec2(bx + bw * 0.5f, top - 2.0f), ImVec2(bx + bw * 0.5f, base), pack_abgr(th.bar_current, 0.6f), 1.0f);
   }
+  // Steps with a note: a small flag above their bar.
+  if (!s.notes.steps.empty()) {
+    const float k = std::clamp(w * 0.5f, 3.0f, 6.0f);
+    for (int i = firstShown; i < endShown; ++i) {
+      if (s.notes.for_step(s.steps[size_t(i)].step).empty()) continue;
+      const float cx = xOf(i + 0.5);
+      dl->AddTriangleFilled(ImVec2(cx - k, top - 2.0f), ImVec2(cx + k, top - 2.0f), ImVec2(cx, top - 2.0f + 1.6f * k),
+                            pack_abgr(th.bonus));
+    }
+  }
+  dl->PopClipRect();
+
+  char label[240];
+  int len = std::snprintf(label, sizeof label, "steps  (bar = accepted length, max %d)", maxAcc);
+  if (tl.zoomed() && len < int(sizeof label))
+    len += std::snprintf(label + len, sizeof label - size_t(len), "  \xC2\xB7  %d\xE2\x80\x93%d of %d shown",
+                         s.steps[size_t(firstShown)].step, s.steps[size_t(endShown - 1)].step, s.steps.back().step);
+  if (tl.hasSelection() && len < int(sizeof label))
+    len += std::snprintf(label + len, sizeof label - size_t(len), "  \xC2\xB7  selected %d\xE2\x80\x93%d",
+                         s.steps[size_t(tl.selectionFirst())].step, s.steps[size_t(tl.selectionLast())].step);
   const char* hint = liveShown() ? (s.unicode ? "   \xE2\x97\x8F live" : "   live")  // ●
-                                : (s.unicode ? "   \xE2\x86\x90 \xE2\x86\x92 Home End" : "   Left Right Home End");  // ← →
-  char label[160];
-  std::snprintf(label, sizeof label, "steps  (bar = accepted length, max %d)%s", maxAcc, hint);
+                                 : (s.unicode ? "   \xE2\x86\x90 \xE2\x86\x92 Home End" : "   Left Right Home End");  // ← →
+  if (len < int(sizeof label)) std::snprintf(label + len, sizeof label - size_t(len), "%s", hint);
+  if (!s.unicode)  // the built-in font has no en dash or middle dot
+    for (char* c = label; *c; ++c)
+      if (static_cast<unsigned char>(*c) >= 0x80) *c = ' ';
   dl->AddText(font, fs, ImVec2(x0, t0.y + 2.0f), pack_abgr(th.dim), label);
 
-  const auto stepAt = [&](float mx) { return std::clamp(int((mx - x0) / w), 0, n - 1); };
-  if (active) {
-    const int i = stepAt(io.MousePos.x);
-    moveTo(i, i == n - 1, true);
-  }
-  if (hovered && !active) {
-    const int i = stepAt(io.MousePos.x);
+  if (hovered && s.tlDrag == State::TimelineDrag::None) {
+    const int i = tl.indexAt(io.MousePos.x, x0, x1);
     const StepRecord& st = s.steps[size_t(i)];
-    ImGui::SetTooltip("step %d  \xC2\xB7  %d accepted%s of %d drafted", st.step, st.accepted_count(),
-                      bonus_committed(st) ? " + bonus" : "", int(st.nodes.size()));
+    const std::string note = s.notes.for_step(st.step);
+    ImGui::SetTooltip("step %d  \xC2\xB7  %d accepted%s of %d drafted%s%s\n"
+                      "wheel: zoom \xC2\xB7 drag: %s \xC2\xB7 shift-drag or right-drag: select steps \xC2\xB7 "
+                      "double-click: %s",
+                      st.step, st.accepted_count(), bonus_committed(st) ? " + bonus" : "", int(st.nodes.size()),
+                      note.empty() ? "" : "\nNote: ", note.c_str(), tl.zoomed() ? "pan" : "scrub",
+                      tl.hasSelection() ? "clear the selection (or Esc)" : "show every step");
   }
 }
 
@@ -1314,7 +1577,7 @@ bool TreeInspectorWidget::exportSvg(const QString& path) const {
   const State& s = *s_;
   if (s.current < 0 || s.current >= int(s.steps.size())) return false;
   const StepRecord& step = s.steps[size_t(s.current)];
-  const Theme& th = theme(s.dark);
+  const Theme& th = theme(s.dark, s.highContrast);
   const TreeLayout L = layout_step_tree(step, layoutParams(false));
   const float colPx = kColPx, rowPx = kRowPx;
   const float margin = 24.0f, titleH = 28.0f;

@@ -5,15 +5,20 @@
 // marked accepted / rejected / not reached / pruned / bonus; edges carry probabilities; hovering shows token
 // id, draft p, target p, acceptance probability and cumulative score; pan (drag), zoom (wheel), fit (F or
 // double-click). Under it a step timeline (a bar per step, its height the accepted length) scrubbed with the
-// mouse or the arrow keys; it follows the live run until the user scrubs, and again after End.
+// mouse or the arrow keys; it follows the live run until the user scrubs, and again after End. The timeline
+// zooms about the cursor with the wheel, pans by dragging when zoomed, and selects a range of steps with a
+// shift-drag or a right-drag (Escape or a double-click clears it), as a profiler's does (timeline_view.h).
+// A session's notes on the shown step appear in the header, and every noted step is marked on the timeline.
 #include <QImage>
 #include <QString>
 #include <QWidget>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "engine/methods/step_record.h"
 #include "runs/step_cost.h"
+#include "ui/engine/step_notes.h"
 
 struct ImVec2;
 
@@ -51,6 +56,26 @@ class TreeInspectorWidget : public QWidget {
   void setFollowLive(bool follow);
   void fitView();
   void setDarkTheme(bool dark);
+  // Presenter mode: the high-contrast theme (ui/main/theme.h) over the dark or light one, and larger text.
+  void setHighContrast(bool on);
+  bool highContrast() const;
+  void setFontScale(float scale);  // 1: the normal 14 px
+  float uiFontPixels() const;      // the header's, legend's and timeline's text size (logical pixels)
+  // The session's notes (step_notes.h): the shown step's in the header, every noted step marked on the timeline.
+  void setNotes(const SessionNotes& notes);
+  QString currentNote() const;  // the notes on the step shown; "" when none
+
+  // The timeline's selected range (indices into the steps, inclusive); (-1, -1) when none. Setting it does not
+  // emit rangeSelected (the caller knows).
+  std::pair<int, int> selectedRange() const;
+  void setSelectedRange(int first, int last);
+  // The timeline's window: the steps [first, first + span) are shown; zoomed when not all of them.
+  double timelineFirst() const;
+  double timelineSpan() const;
+  bool timelineZoomed() const;
+  void showAllSteps();  // zooms the timeline out to every step
+  QRect timelineBars() const;          // where the last frame drew the bars (widget coordinates); empty if not
+  QPoint timelineBarPosition(int index) const;  // the centre of a step's bar; (-1, -1) when not shown
   void setCompact(bool compact);
   // New steps repaint at most this often (default 20/s; 0: every step); input always repaints at once.
   void setLiveFrameRateLimit(int fps);  // miniature mode for compare lanes: no timeline, no labels, no tooltips
@@ -70,6 +95,8 @@ class TreeInspectorWidget : public QWidget {
 
  signals:
   void currentStepChanged(int index);
+  // The user selected steps first..last on the timeline (indices, inclusive), or cleared the selection (-1, -1).
+  void rangeSelected(int first, int last);
   void nodeSelected(int index, int node);  // node -1: the selection was cleared
 
  protected:
@@ -90,6 +117,8 @@ class TreeInspectorWidget : public QWidget {
   void drawLegend();
   void drawTimeline();
   int nodeAt(QPointF pos) const;  // the draft node drawn at pos in the last frame, or -1
+  bool timelineEvent(QEvent* e);  // wheel, drags, double-click and Escape on the timeline; true when used
+  void endSelection(int first, int last);  // sets the timeline's selection and says so (rangeSelected)
   void stepBy(int delta, bool fromFrame);
   void moveTo(int index, bool follow, bool fromFrame);
 

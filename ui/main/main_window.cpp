@@ -36,7 +36,11 @@
 #include "sessions/store_identity.h"
 #include "engine/model/backend.h"
 #include "ui/main/live_pacer.h"
+#include "ui/main/linked_views.h"
+#include "ui/main/live_notes.h"
+#include "ui/main/presenter_mode.h"
 #include "ui/main/theme.h"
+#include "ui/engine/step_focus.h"
 #include "ui/engine/engine_worker.h"
 #include "ui/engine/replay_controller.h"
 #include "ui/inspector/tree_inspector_widget.h"
@@ -99,9 +103,12 @@ struct MainWindow::State {
   QString recording_note;  // this job's "Recording stopped: ..." line, the status bar's last word when it ends
   bool replay_answering = false;  // the chat shows a replayed answer that has not reached its end  // the worker reported an error for the job in flight (not a stop)
   QString loaded_model;     // the target last asked of the worker (Settings' model_path)
+  QString reported_loaded;  // the model the worker last said it loaded (still in its cache when chosen again)
   runs::ContextUse chat_context;  // how the chat's last turn fitted the context
   std::optional<sessions::StoreIdentity> chat_store;  // the file the chat's session was recorded into
   LivePacer* pacer = nullptr;  // live steps to the text views at 15 Hz, to the trees within a CPU budget
+  StepFocus* focus = nullptr;  // the linked views' one selection (ui/main/linked_views.h)
+  PresenterMode* presenter = nullptr;
 };
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_unique<State>()) {
@@ -202,10 +209,18 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
   s_->thread.start();
 
   connect(s_->worker, &EngineWorker::modelLoading, this, [this](const QString& p) {
+    s_->loading->setRange(0, 0);  // busy until the weights report how far they are
     s_->loading->show();
     s_->status_label->setText(tr("Loading %1…").arg(p));
   });
+  // A large model's weights take seconds to check: the bar shows how much of them is done.
+  connect(s_->worker, &EngineWorker::modelLoadProgress, this, [this](const QString&, qint64 done, qint64 total) {
+    s_->loading->setRange(0, 1000);
+    s_->loading->setValue(total > 0 ? int(done * 1000 / total) : 1000);
+    s_->loading->show();
+  });
   connect(s_->worker, &EngineWorker::modelLoaded, this, [this](const QString& p, const QString& desc) {
+    s_->reported_loaded = p;
     s_->loading->hide();
     s_->status_label->setText(tr("Loaded %1").arg(p));
     // The status bar names Settings' target; a race may load another (streaming's own) after it.
@@ -359,7 +374,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
   // A token clicked in the answer on screen opens the step that made it (the chat's steps are the inspector's).
   connect(s_->chat, &ChatView::stepClicked, this, [this](int step) {
     s_->pacer->flushTrees();  // the text runs ahead of the inspector while a run is live
-    s_->inspector->setCurrentStep(step);
+    s_->focus->open(0, step);
   });
   connect(s_->compare, &CompareView::runRequested, this, &MainWindow::runCompare);
   connect(s_->compare, &CompareView::stopRequested, this, &MainWindow::stop);
@@ -385,6 +400,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
     if (!same_path(a.model_path.toStdString(), s_->loaded_model.toStdString())) {
       // The status bar keeps naming the model that is loaded until this one is (if it ever is: its folder may be gone).
       s_->loaded_model = a.model_path;
+      // Said now: the worker says it again when it starts, which waits for a run in flight to end. (Not for the
+      // model it has just had loaded: that one is still there, and "Loaded" follows at once.)
+      if (!same_path(a.model_path.toStdString(), s_->reported_loaded.toStdString())) {
+        s_->status_label->setText(tr("Loading %1…").arg(a.model_path));
+        s_->loading->setRange(0, 0);
+        s_->loading->show();
+      }
       QMetaObject::invokeMethod(s_->worker, [w = s_->worker, p = a.model_path] { w->loadModel(p); }, Qt::QueuedConnection);
     }
   });
@@ -462,12 +484,23 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
   connect(s_->speed, &QDoubleSpinBox::valueChanged, s_->replay, &ReplayController::setSpeed);
   connect(close_replay_button, &QPushButton::clicked, this, &MainWindow::close_replay);
 
+  // Linked views: one StepFocus that every view writes and listens to (ui/main/linked_views.h); presenter mode.
+  s_->focus = new StepFocus(this);
+  link_views(*this, *s_->focus);
+  s_->presenter = new PresenterMode(this, s_->focus, &s_->traces);
+  connect(s_->replay, &ReplayController::cleared, this,
+          [this] { show_session_notes(*this, *s_->presenter, s_->replay->session().meta.notes); });
+  auto* live_notes = new LiveNotes(this, s_->presenter);  // the notes of live sessions too, and Add note
+
   // Menus and shortcuts.
   auto* file = menuBar()->addMenu(tr("&File"));
   file->addAction(tr("New chat"), QKeySequence::New, this, [this] {
     showTab("chat");
     s_->chat->newChat();
   });
+  // The model picker: the models Ollama, LM Studio and the Hugging Face cache keep, grouped, with their drafters.
+  file->addAction(tr("Open model…"), QKeySequence::Open, s_->settings, &SettingsView::openModelPicker)
+      ->setObjectName("openModelAction");
   file->addSeparator();
   file->addAction(tr("Export tree as PNG…"), this, [this] {
     auto p = QFileDialog::getSaveFileName(this, tr("Export tree"), "tree.png", "PNG (*.png)");
@@ -500,6 +533,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
                                           tr("Web page (*.html)"));
     if (!p.isEmpty()) exportWebPage(p);
   });
+  // Only the steps selected on a timeline (the range the statistics count), as `--steps A-B` exports them.
+  file->addAction(tr("Export selected range as web page…"), this, [this] {
+    if (!s_->focus->range().valid())
+      return report_error(tr("Export selected range: select steps on the inspector's timeline first (shift-drag)"));
+    auto p = QFileDialog::getSaveFileName(this, tr("Export selected range as web page"), QString("steps.html"),
+                                          tr("Web page (*.html)"));
+    if (!p.isEmpty()) exportSelectedRangeWebPage(p);
+  });
   file->addAction(tr("Export compare table as Markdown…"), this, [this] {
     auto p = QFileDialog::getSaveFileName(this, tr("Export table"), "compare.md", "Markdown (*.md)");
     QFile f(p);
@@ -520,6 +561,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
   run->addAction(tr("Follow live"), QKeySequence(Qt::ALT | Qt::Key_End), this, [this] { s_->inspector->setFollowLive(true); });
   run->addAction(tr("Play / pause replay"), QKeySequence(Qt::CTRL | Qt::Key_Space), this,
                  [this] { s_->replay->playing() ? s_->replay->pause() : s_->replay->play(); });
+  run->addSeparator();
+  run->addAction(live_notes->addNoteAction());
   auto* view = menuBar()->addMenu(tr("&View"));
   for (auto [name, key] : {std::pair{"Chat", "chat"}, {"Compare", "compare"}, {"Statistics", "statistics"},
                            {"Sessions", "sessions"}, {"Settings", "settings"}}) {
@@ -541,6 +584,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
     s_->settings->save();
     applyTheme(on);
   });
+  view->addSeparator();
+  view->addAction(s_->presenter->toggleAction());
   add_help_menu();
 
   s_->settings->load();
@@ -597,13 +642,26 @@ void MainWindow::show_tree(int lane, int index) {
 
 void MainWindow::report_error(const QString& message) { s_->status_label->setText(tr("Error: %1").arg(message)); }
 
-QString MainWindow::exportWebPage(const QString& path) {
+QString MainWindow::exportSelectedRangeWebPage(const QString& path) {
+  const StepSelection r = s_->focus->range();
+  if (!r.valid() || r.lane >= s_->traces.lanes() || r.last >= int(s_->traces.lane(r.lane).steps.size())) {
+    const QString error = tr("no range of steps selected");
+    report_error(error);
+    return error;
+  }
+  const auto& steps = s_->traces.lane(r.lane).steps;
+  return exportWebPage(path, steps[size_t(r.first)].step, steps[size_t(r.last)].step);
+}
+
+QString MainWindow::exportWebPage(const QString& path, int first_step, int last_step) {
   const qint64 id = s_->replay->isOpen() ? s_->replay->session().id : s_->last_session;
   QString error;
   try {
     if (id <= 0) throw InputError("export", "no session yet (run or open one first)");
     sessions::SessionReader reader(s_->settings->settings().session_db.toStdString());
-    const std::string page = sessions::session_html(reader, id);  // built first: a failure leaves the file alone
+    sessions::HtmlExportOptions options;
+    if (first_step >= 0) options.steps = sessions::StepRange{first_step, std::max(first_step, last_step)};
+    const std::string page = sessions::session_html(reader, id, options);  // built first: a failure leaves the file alone
     QFile f(path);
     if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(page.data(), qint64(page.size())) != qint64(page.size()))
       throw InputError(path.toStdString(), "cannot write the web page");
@@ -622,6 +680,7 @@ void MainWindow::job_starting(const QString& what) {
 
 void MainWindow::close_replay() {
   s_->replay->close();
+  show_session_notes(*this, *s_->presenter, "");  // a closed session's notes are not the next run's
   s_->replay_bar->hide();
   s_->inspector->setRecordedLastStep(-1);
   // A chat answer the replay had not finished showing would leave the chat busy (Send, Regenerate, Edit last and
@@ -677,6 +736,9 @@ QString MainWindow::shortcutsText() const {
         << tr("F, double-click\tInspector › Fit the tree to the view")
         << tr("Left, Right, Home, End\tInspector › Step through the timeline (End: follow the live run)")
         << tr("Drag, wheel\tInspector › Pan, zoom")
+        << tr("Wheel, drag\tInspector timeline › Zoom about the cursor; pan when zoomed")
+        << tr("Shift-drag, right-drag\tInspector timeline › Select steps (the statistics count them; Esc or double-click clears)")
+        << tr("Space\tPresenter mode › Play / pause the replay at the pace")
         << tr("Click a token\tChat › Open its step in the inspector");
   return lines.join('\n');
 }
@@ -747,6 +809,7 @@ void MainWindow::applyTheme(bool dark) {
   s_->inspector->setDarkTheme(dark);
   s_->compare->setDark(dark);
   s_->stats->setDark(dark);
+  s_->presenter->applyLook();  // presenting: the high-contrast look stays over whatever theme the settings give
 }
 
 ChatView* MainWindow::chat() const { return s_->chat; }
@@ -756,6 +819,8 @@ SessionLibraryView* MainWindow::library() const { return s_->library; }
 SettingsView* MainWindow::settingsView() const { return s_->settings; }
 TreeInspectorWidget* MainWindow::inspector() const { return s_->inspector; }
 ReplayController* MainWindow::replay() const { return s_->replay; }
+StepFocus* MainWindow::stepFocus() const { return s_->focus; }
+PresenterMode* MainWindow::presenter() const { return s_->presenter; }
 const runs::TraceStore& MainWindow::traces() const { return s_->traces; }
 bool MainWindow::busy() const { return s_->busy; }
 QString MainWindow::statusText() const { return s_->status_label->text(); }

@@ -18,6 +18,8 @@ class SessionLibraryView;
 class SettingsView;
 class TreeInspectorWidget;
 class ReplayController;
+class StepFocus;
+class PresenterMode;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -33,6 +35,8 @@ class MainWindow : public QMainWindow {
   SettingsView* settingsView() const;
   TreeInspectorWidget* inspector() const;
   ReplayController* replay() const;
+  StepFocus* stepFocus() const;        // the step shown and the range selected, shared by every view
+  PresenterMode* presenter() const;    // View > Presenter mode
   // The runs every view draws: the live job's lanes, or the replayed session's.
   const runs::TraceStore& traces() const;
   bool busy() const;
@@ -50,7 +54,10 @@ class MainWindow : public QMainWindow {
   QString shortcutsText() const;  // Help > Keyboard shortcuts, from the menus' own actions
   // File > Export as web page without its file dialog: the replayed session, else the last one recorded, as one
   // self-contained HTML file (sessions/html/html_export.h). Returns "" on success, else the error it reported.
-  QString exportWebPage(const QString& path);
+  // first_step..last_step (StepRecord numbers, >= 0): only those steps of every run, as `--steps A-B` exports them.
+  QString exportWebPage(const QString& path, int first_step = -1, int last_step = -1);
+  // File > Export selected range as web page without its dialog: the steps selected on a timeline.
+  QString exportSelectedRangeWebPage(const QString& path);
 
  signals:
   void jobDone(qint64 session_id);  // after a live chat/compare job finished (tests wait on it)

@@ -4,12 +4,28 @@
 #include <QKeySequence>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QSettings>
 #include <QShortcut>
 #include <QVBoxLayout>
 
 #include "ui/views/token_text_view.h"
 
 namespace specscope::ui {
+
+namespace {
+
+// The messages a send asks the model about: Settings' system prompt (if any) first, then the conversation. Read
+// from the stored settings (Settings saves on every change) so that the next message uses what is set now; the
+// system message is not part of the transcript (conversation_), so the context-cut marker's indexes are unchanged.
+std::vector<ChatMessage> with_system_prompt(const std::vector<ChatMessage>& conversation) {
+  const QString system = QSettings().value("system_prompt").toString();
+  if (system.isEmpty() || (!conversation.empty() && conversation.front().role == "system")) return conversation;
+  std::vector<ChatMessage> out{{"system", system.toStdString()}};
+  out.insert(out.end(), conversation.begin(), conversation.end());
+  return out;
+}
+
+}  // namespace
 
 struct ChatView::Widgets {
   TokenTextView* transcript;
@@ -49,7 +65,7 @@ ChatView::ChatView(QWidget* parent) : QWidget(parent), w_(std::make_unique<Widge
     if (conversation_.back().role == "assistant") conversation_.pop_back();
     rebuild();
     answerStarted();
-    emit generateRequested(conversation_);
+    emit generateRequested(with_system_prompt(conversation_));
   });
   connect(w_->edit, &QPushButton::clicked, this, [this] {
     // Take the last user message back into the input box, dropping it and its answer.
@@ -86,7 +102,7 @@ void ChatView::send() {
   starts_.push_back(header(tr("You: ")));
   w_->transcript->appendPlain(text);
   answerStarted();
-  emit generateRequested(conversation_);
+  emit generateRequested(with_system_prompt(conversation_));
 }
 
 QTextCursor ChatView::header(const QString& who) {

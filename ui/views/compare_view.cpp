@@ -15,6 +15,7 @@
 #include <cmath>
 
 #include "ui/engine/app_settings.h"
+#include "ui/engine/step_focus.h"
 #include "ui/inspector/tree_inspector_widget.h"
 #include "ui/views/lane_editor.h"
 #include "ui/views/lane_inspector.h"
@@ -53,6 +54,7 @@ struct CompareView::State {
   QSplitter* split;
   LaneInspector* inspector;
   RaceCursor* cursor;
+  StepFocus* focus = nullptr;
   std::vector<RaceLane*> lanes;
   std::vector<runs::Lane> running;  // the lanes of the race shown (live or replayed)
   std::vector<LaneResult> results;
@@ -97,7 +99,13 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent), s_(std::make_unique
     auto* lane = new RaceLane(l);
     s_->grid->addWidget(lane, 0, l);
     s_->lanes.push_back(lane);
-    connect(lane, &RaceLane::miniatureClicked, this, &CompareView::inspectLane);
+    // A lane position (its miniature, a token of its text) opens that step of the lane in the inspector.
+    auto open = [this](int l, int step) {
+      if (s_->focus) s_->focus->open(l, step);
+      else inspectLane(l, step);
+    };
+    connect(lane, &RaceLane::miniatureClicked, this, open);
+    connect(lane, &RaceLane::textStepClicked, this, open);
   }
   s_->inspector = new LaneInspector;
   s_->split = new QSplitter(Qt::Vertical);
@@ -148,6 +156,8 @@ void CompareView::setTraceStore(const runs::TraceStore* store) {
   for (auto* l : s_->lanes) l->setStore(store);
   s_->inspector->setStore(store);
 }
+
+void CompareView::setStepFocus(StepFocus* focus) { s_->focus = focus; }
 
 void CompareView::setSettings(const AppSettings& settings) {
   for (auto* l : s_->lanes) l->editor()->setSettings(settings);

@@ -3,7 +3,8 @@
 // options (RaceLane, LaneEditor), so eagle2 | medusa | streaming runs as is: streaming on its own target. Every
 // lane's speedup and verdict is against vanilla on that lane's own target (the runner's reference runs, shown
 // on the reference line). One cursor over the text position scrubs all lanes together (RaceCursor); a click
-// on a miniature opens that step in the full inspector below the lanes (LaneInspector). The view reads the
+// on a miniature or on a lane's text opens that step in the full inspector below the lanes (LaneInspector), through
+// the app's StepFocus when it has one (step_focus.h: the main window shows it). The view reads the
 // main window's runs::TraceStore and keeps no statistics of its own.
 #include <QWidget>
 #include <memory>
@@ -19,6 +20,7 @@ namespace specscope::ui {
 
 struct AppSettings;
 class RaceCursor;
+class StepFocus;
 class TreeInspectorWidget;
 
 class CompareView : public QWidget {
@@ -28,6 +30,8 @@ class CompareView : public QWidget {
   ~CompareView() override;
   void setTraceStore(const runs::TraceStore* store);
   void setSettings(const AppSettings& settings);  // the lane editors' placeholders
+  // Clicks on a lane's miniature or text open their step through `focus` (null: straight in the lane inspector).
+  void setStepFocus(StepFocus* focus);
 
   std::vector<runs::LaneRequest> laneRequests() const;
   void setLaneMethods(const std::vector<std::string>& methods);  // 2..4, every other field left to defaults

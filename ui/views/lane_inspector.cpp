@@ -67,14 +67,20 @@ void LaneInspector::setLanes(const QStringList& labels) {
 
 void LaneInspector::showLane(int lane, int step) {
   if (!store_ || lane < 0 || lane >= store_->lanes()) return;
+  const int before = lane_;
   lane_ = lane;
   {
     const QSignalBlocker b(lanes_);
     lanes_->setCurrentIndex(lane);
   }
   const auto& steps = store_->lane(lane).steps;
-  shown_steps_ = int(steps.size());
-  tree_->setSteps(steps);  // follows the newest step
+  // The lane already shown, with every step it has: only move (its timeline keeps its zoom and selected range).
+  if (lane != before || shown_steps_ != int(steps.size()) || tree_->stepCount() != int(steps.size())) {
+    shown_steps_ = int(steps.size());
+    tree_->setSteps(steps);  // follows the newest step
+  } else if (step < 0) {
+    tree_->setFollowLive(true);
+  }
   if (step >= 0) tree_->setCurrentStep(step);
   const QSignalBlocker b(follow_);
   follow_->setChecked(tree_->followsLive());

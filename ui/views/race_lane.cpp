@@ -41,6 +41,7 @@ RaceLane::RaceLane(int index, QWidget* parent) : QGroupBox(parent), index_(index
   tree_->setMinimumHeight(140);
   tree_->setCursor(Qt::PointingHandCursor);
   tree_->installEventFilter(this);
+  connect(text_, &TokenTextView::stepClicked, this, [this](int step) { emit textStepClicked(index_, step); });
   stats_ = new QLabel(QStringLiteral("–"));
   stats_->setObjectName("laneStats");
   stats_->setTextFormat(Qt::PlainText);

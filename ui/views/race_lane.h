@@ -3,7 +3,8 @@
 // provenance, its current tree in miniature, and a stat line. The numbers come from the main window's
 // runs::TraceStore while the lane runs (summarize() and compute_tokens_per_second over its steps) and from the
 // runner when it ends (speedup and verdict against vanilla on the lane's own target); the lane keeps none.
-// Hovering the miniature shows its step in words; a click asks for it in the full inspector.
+// Hovering the miniature shows its step in words; a click on it, or on a token of the lane's text, asks for that
+// step in the full inspector.
 #include <QGroupBox>
 #include <optional>
 
@@ -44,6 +45,7 @@ class RaceLane : public QGroupBox {
 
  signals:
   void miniatureClicked(int lane, int step);
+  void textStepClicked(int lane, int step);  // a token of the lane's text was clicked: the step that made it
 
  protected:
   bool eventFilter(QObject* watched, QEvent* event) override;

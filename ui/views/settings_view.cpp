@@ -19,11 +19,12 @@
 #include "engine/util/error.h"
 #include "sessions/schema.h"
 #include "ui/views/method_hints.h"
+#include "ui/views/model_picker.h"
 
 namespace specscope::ui {
 
 struct SettingsView::State {
-  QLineEdit *model, *draft, *eagle, *eagle3, *medusa, *streaming, *db, *options;
+  QLineEdit *model, *draft, *eagle, *eagle3, *medusa, *streaming, *db, *options, *system_prompt;
   QComboBox *method, *backend;
   QDoubleSpinBox *temperature, *top_p, *min_p;
   QSpinBox *top_k, *seed, *max_tokens;
@@ -46,7 +47,10 @@ SettingsView::SettingsView(QWidget* parent) : QWidget(parent), s_(std::make_uniq
       QString p = dir ? QFileDialog::getExistingDirectory(this, tr("Choose a folder"), edit->text())
                       : QFileDialog::getSaveFileName(this, tr("Session database"), edit->text(), "SQLite (*.db)",
                                                      nullptr, QFileDialog::DontConfirmOverwrite);
-      if (!p.isEmpty()) edit->setText(p);
+      if (p.isEmpty()) return;
+      if (edit != s_->model) return edit->setText(p);
+      set_target(p);  // the target: its family's drafters follow, and it loads now
+      if (!s_->updating) emit changed();
     });
     connect(edit, &QLineEdit::editingFinished, this, [this] {
       if (!s_->updating) emit changed();
@@ -56,18 +60,23 @@ SettingsView::SettingsView(QWidget* parent) : QWidget(parent), s_(std::make_uniq
   auto* models = new QGroupBox(tr("Model and drafters"));
   auto* mf = new QFormLayout(models);
   path_row(mf, tr("Target model (HF folder or .gguf)"), s_->model, true);
-  {  // GGUF models are single files: a second button picks one (the folder dialog cannot)
+  {  // GGUF models are single files: a second button picks one (the folder dialog cannot); a third opens the model
+     // picker (what Ollama, LM Studio and the Hugging Face cache hold, with their drafters)
     auto* gguf = new QPushButton(tr("GGUF file…"));
+    auto* pick = new QPushButton(tr("Choose…"));
+    pick->setObjectName("chooseModel");
+    pick->setToolTip(tr("The models Ollama, LM Studio and the Hugging Face cache keep, with their drafters"));
     auto* row = qobject_cast<QHBoxLayout*>(mf->itemAt(mf->rowCount() - 1, QFormLayout::FieldRole)->layout());
-    if (row) row->addWidget(gguf);
+    if (row) row->addWidget(gguf), row->addWidget(pick);
     connect(gguf, &QPushButton::clicked, this, [this] {
       const QString p = QFileDialog::getOpenFileName(this, tr("Choose a GGUF model"), s_->model->text(),
                                                      tr("GGUF models (*.gguf)"));
       if (!p.isEmpty()) {
-        s_->model->setText(p);
+        set_target(p);
         if (!s_->updating) emit changed();
       }
     });
+    connect(pick, &QPushButton::clicked, this, &SettingsView::openModelPicker);
   }
   path_row(mf, tr("Draft model (sps)"), s_->draft, true);
   path_row(mf, tr("EAGLE-1/2 head"), s_->eagle, true);
@@ -78,21 +87,7 @@ SettingsView::SettingsView(QWidget* parent) : QWidget(parent), s_(std::make_uniq
                                "using streaming run on this target instead of the one above"));
   // A new target brings its own family: drafter paths that were the old family's follow the new one's manifest;
   // paths the user chose stay.
-  connect(s_->model, &QLineEdit::editingFinished, this, [this] {
-    const std::string now = s_->model->text().toStdString();
-    if (now == s_->current.model_path.toStdString()) return;
-    const FamilyPaths before = FamilyPaths::for_target(s_->current.model_path.toStdString());
-    const FamilyPaths after = FamilyPaths::for_target(now);
-    auto follow = [](QLineEdit* e, const QString& old_default, const QString& new_default) {
-      if (e->text().isEmpty() || e->text() == old_default) e->setText(new_default);
-    };
-    follow(s_->draft, before.draft, after.draft);
-    follow(s_->eagle, before.eagle_head, after.eagle_head);
-    follow(s_->eagle3, before.eagle3_head, after.eagle3_head);
-    follow(s_->medusa, before.medusa_head, after.medusa_head);
-    follow(s_->streaming, before.streaming, after.streaming);
-    s_->current.model_path = s_->model->text();
-  });
+  connect(s_->model, &QLineEdit::editingFinished, this, [this] { set_target(s_->model->text()); });
   root->addWidget(models);
 
   auto* method = new QGroupBox(tr("Method"));
@@ -105,6 +100,12 @@ SettingsView::SettingsView(QWidget* parent) : QWidget(parent), s_(std::make_uniq
   s_->defaults_hint = new QLabel;
   s_->defaults_hint->setWordWrap(true);
   df->addRow(QString(), s_->defaults_hint);
+  s_->system_prompt = new QLineEdit;
+  s_->system_prompt->setObjectName("systemPrompt");
+  s_->system_prompt->setPlaceholderText(tr("none (the model's chat template decides)"));
+  s_->system_prompt->setToolTip(tr("A system message before every chat conversation, rendered by the model's own "
+                                   "chat template (some templates, e.g. Gemma-2's, refuse one)"));
+  df->addRow(tr("System prompt"), s_->system_prompt);
   root->addWidget(method);
 
   auto* sampling = new QGroupBox(tr("Sampling"));
@@ -175,6 +176,9 @@ SettingsView::SettingsView(QWidget* parent) : QWidget(parent), s_(std::make_uniq
     update_hint();
     if (!s_->updating) emit changed();
   });
+  connect(s_->system_prompt, &QLineEdit::editingFinished, this, [this] {
+    if (!s_->updating) emit changed();
+  });
   connect(s_->options, &QLineEdit::editingFinished, this, [this] {
     s_->current.method_options[s_->method->currentText().toStdString()] =
         options_from_text(s_->options->text());
@@ -196,6 +200,42 @@ SettingsView::SettingsView(QWidget* parent) : QWidget(parent), s_(std::make_uniq
 }
 
 SettingsView::~SettingsView() = default;
+
+void SettingsView::set_target(const QString& path) {
+  s_->model->setText(path);
+  const std::string now = path.toStdString();
+  if (now == s_->current.model_path.toStdString()) return;
+  const FamilyPaths before = FamilyPaths::for_target(s_->current.model_path.toStdString());
+  const FamilyPaths after = FamilyPaths::for_target(now);
+  auto follow = [](QLineEdit* e, const QString& old_default, const QString& new_default) {
+    if (e->text().isEmpty() || e->text() == old_default) e->setText(new_default);
+  };
+  follow(s_->draft, before.draft, after.draft);
+  follow(s_->eagle, before.eagle_head, after.eagle_head);
+  follow(s_->eagle3, before.eagle3_head, after.eagle3_head);
+  follow(s_->medusa, before.medusa_head, after.medusa_head);
+  follow(s_->streaming, before.streaming, after.streaming);
+  s_->current.model_path = path;
+}
+
+void SettingsView::openModelPicker() {
+  auto* picker = new ModelPicker(s_->model->text(), window());
+  picker->setAttribute(Qt::WA_DeleteOnClose);
+  connect(picker, &ModelPicker::chosen, this, &SettingsView::chooseModel);
+  picker->open();
+}
+
+void SettingsView::chooseModel(const ModelChoice& c) {
+  if (c.target.isEmpty()) return;
+  set_target(c.target);
+  if (c.drafters_chosen) {  // what the picker offered and the user kept (empty: none for that role)
+    s_->draft->setText(c.draft);
+    s_->eagle->setText(c.eagle_head);
+    s_->eagle3->setText(c.eagle3_head);
+    s_->medusa->setText(c.medusa_head);
+  }
+  if (!s_->updating) emit changed();
+}
 
 AppSettings SettingsView::defaults() {
   AppSettings a;
@@ -229,6 +269,7 @@ AppSettings SettingsView::settings() const {
   a.sampling.min_p = float(s_->min_p->value());
   a.sampling.seed = uint64_t(s_->seed->value());
   a.max_tokens = s_->max_tokens->value();
+  a.system_prompt = s_->system_prompt->text();
   a.record = s_->record->isChecked();
   a.session_db = s_->db->text();
   a.dark = s_->dark->isChecked();
@@ -254,6 +295,7 @@ void SettingsView::setSettings(const AppSettings& a) {
   s_->min_p->setValue(a.sampling.min_p);
   s_->seed->setValue(int(a.sampling.seed));
   s_->max_tokens->setValue(a.max_tokens);
+  s_->system_prompt->setText(a.system_prompt);
   s_->record->setChecked(a.record);
   s_->db->setText(a.session_db);
   s_->dark->setChecked(a.dark);
@@ -274,6 +316,7 @@ void SettingsView::load() {
   str("method", a.method);
   str("session_db", a.session_db);
   str("backend", a.backend);
+  str("system_prompt", a.system_prompt);
   a.sampling.temperature = q.value("temperature", a.sampling.temperature).toFloat();
   a.sampling.top_k = q.value("top_k", a.sampling.top_k).toInt();
   a.sampling.top_p = q.value("top_p", a.sampling.top_p).toFloat();
@@ -300,6 +343,7 @@ void SettingsView::save() const {
   q.setValue("method", a.method);
   q.setValue("session_db", a.session_db);
   q.setValue("backend", a.backend);
+  q.setValue("system_prompt", a.system_prompt);
   q.setValue("temperature", a.sampling.temperature);
   q.setValue("top_k", a.sampling.top_k);
   q.setValue("top_p", a.sampling.top_p);

@@ -10,6 +10,8 @@
 
 namespace specscope::ui {
 
+struct ModelChoice;
+
 class SettingsView : public QWidget {
   Q_OBJECT
  public:
@@ -20,11 +22,18 @@ class SettingsView : public QWidget {
   void load();                             // from QSettings (defaults: the embedded model family)
   void save() const;
   static AppSettings defaults();
+  // The model picker (ui/views/model_picker.h), window-modal over this window; a choice goes to chooseModel.
+  void openModelPicker();
+  // A new target (and its drafters, when chosen in the picker), applied as the file and folder dialogs apply
+  // theirs, then changed().
+  void chooseModel(const ModelChoice& choice);
 
  signals:
   void changed();
 
  private:
+  // The target field set to `path`, with drafter paths that were the old family's following the new one's.
+  void set_target(const QString& path);
   struct State;
   std::unique_ptr<State> s_;
 };

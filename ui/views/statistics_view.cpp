@@ -7,7 +7,11 @@
 #include <QChartView>
 #include <QCursor>
 #include <QGridLayout>
+#include <QHBoxLayout>
 #include <QLabel>
+#include <QMouseEvent>
+#include <QPushButton>
+#include <QVBoxLayout>
 #include <QHorizontalStackedBarSeries>
 #include <QLegend>
 #include <QLegendMarker>
@@ -28,6 +32,7 @@
 
 #include "runs/cost_model.h"
 #include "runs/run_statistics.h"
+#include "ui/engine/step_focus.h"
 
 namespace specscope::ui {
 
@@ -58,6 +63,7 @@ const QColor kOtherColour(0xB0, 0xB0, 0xB0);   // grey
 struct RunData {
   QString name;
   int colour = 0;
+  runs::StepSpan span;  // the steps counted (a selected range), indices into the run's steps
   bool has_tree = false;  // drafted at least once (vanilla: no)
   runs::RunStatistics stats;
   double tau = 0;
@@ -191,6 +197,20 @@ struct StatisticsView::State {
   QValueAxis *histogram_y = nullptr, *depth_y = nullptr, *calibration_x = nullptr, *calibration_y = nullptr,
              *throughput_x = nullptr, *throughput_y = nullptr, *time_x = nullptr, *tau_y = nullptr;
   std::vector<RunData> runs;
+  bool range_filtered = false;  // the runs' figures count a selected range of steps only
+  // The runs as last given (copied: the views' store moves on), kept to recount when the range changes.
+  runs::TraceStore traces;
+  StepFocus* focus = nullptr;
+  QWidget* range_bar = nullptr;
+  QLabel* range_label = nullptr;
+  // The throughput chart's points: where each run's point of a step is, in chart values, with the step's index.
+  struct StepPoint {
+    int run = 0, step = 0;
+    QPointF value;
+    QLineSeries* series = nullptr;
+  };
+  std::vector<StepPoint> step_points;
+  QPoint press_at{-1, -1};
   bool dark = false;
   QColor colour(const RunData& r) const { return run_colour(r.colour, dark); }
 
@@ -204,10 +224,33 @@ struct StatisticsView::State {
 };
 
 StatisticsView::StatisticsView(QWidget* parent) : QWidget(parent), s_(std::make_unique<State>()) {
-  auto* grid = new QGridLayout(this);
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(0, 0, 0, 0);
+  outer->setSpacing(0);
+  auto& s = *s_;
+  // Shown while a range of steps is selected on a timeline: which steps the charts count, and a way back.
+  s.range_bar = new QWidget(this);
+  auto* rb = new QHBoxLayout(s.range_bar);
+  rb->setContentsMargins(8, 4, 8, 0);
+  s.range_label = new QLabel(s.range_bar);
+  s.range_label->setObjectName(QStringLiteral("statisticsRange"));
+  QFont bold = s.range_label->font();
+  bold.setBold(true);
+  s.range_label->setFont(bold);
+  auto* all = new QPushButton(tr("Show all steps"), s.range_bar);
+  all->setObjectName(QStringLiteral("statisticsAllSteps"));
+  rb->addWidget(s.range_label, 1);
+  rb->addWidget(all);
+  s.range_bar->hide();
+  connect(all, &QPushButton::clicked, this, [this] {
+    if (s_->focus) s_->focus->clearRange();
+  });
+  outer->addWidget(s.range_bar);
+  auto* charts = new QWidget(this);
+  outer->addWidget(charts, 1);
+  auto* grid = new QGridLayout(charts);
   grid->setContentsMargins(4, 4, 4, 4);
   grid->setSpacing(4);
-  auto& s = *s_;
   s.histogram = make_chart_view(tr("Accepted drafts per step"), this);
   s.depth = make_chart_view(tr("Acceptance rate by depth"), this);
   s.calibration = make_chart_view(tr("Draft confidence vs. acceptance"), this);
@@ -216,6 +259,12 @@ StatisticsView::StatisticsView(QWidget* parent) : QWidget(parent), s_(std::make_
   s.tau = make_chart_view(tr("Tokens per target forward (τ)"), this);
   s.cost = make_chart_view(tr("Step cost on this machine"), this);
   s.cost->setObjectName(QStringLiteral("costChart"));
+  s.histogram->setObjectName(QStringLiteral("histogramChart"));
+  s.tau->setObjectName(QStringLiteral("tauChart"));
+  s.throughput->setObjectName(QStringLiteral("throughputChart"));
+  // A click on a point of the per-step chart opens its step (eventFilter).
+  s.throughput->viewport()->installEventFilter(this);
+  s.throughput->chart()->setToolTip(tr("Each point is a decoding step: click one to open it in the inspector."));
   s.cost_x = add_value_axis(s.cost->chart(), Qt::AlignBottom, tr("tokens verified per step (n)"));
   s.cost_y = add_value_axis(s.cost->chart(), Qt::AlignLeft, tr("ms per target forward"));
   s.cost->chart()->setToolTip(
@@ -267,12 +316,23 @@ StatisticsView::StatisticsView(QWidget* parent) : QWidget(parent), s_(std::make_
 StatisticsView::~StatisticsView() = default;
 
 void StatisticsView::setRuns(const std::vector<const runs::RunTrace*>& runs) {
+  std::vector<runs::RunTrace> copies;
+  for (const runs::RunTrace* t : runs)
+    if (t) copies.push_back(*t);
+  // TraceStore::reset keeps a lane's identity only; the recorded steps and texts go back in lane by lane.
+  s_->traces.reset(copies);
+  for (int l = 0; l < int(copies.size()); ++l) s_->traces.lane_mut(l) = std::move(copies[size_t(l)]);
+  redraw();
+}
+
+void StatisticsView::redraw() {
   s_->runs.clear();
-  int index = 0;
-  for (const runs::RunTrace* t : runs) {
-    if (!t) continue;
+  const StepSelection range = s_->focus ? s_->focus->range() : StepSelection{};
+  const bool filtered = range.valid() && range.lane < s_->traces.lanes();
+  for (int l = 0; l < s_->traces.lanes(); ++l) {
+    const runs::RunTrace* t = &s_->traces.lane(l);
     RunData d;
-    d.colour = index++;
+    d.colour = l;
     const std::string& label = t->label.empty() ? t->method : t->label;
     const QString name = QString::fromStdString(label.empty() ? std::string("run") : label);
     // Two runs of one method: tell them apart.
@@ -280,20 +340,41 @@ void StatisticsView::setRuns(const std::vector<const runs::RunTrace*>& runs) {
     for (const auto& other : s_->runs)
       if (other.name == name || other.name.startsWith(name + QStringLiteral(" ("))) ++same;
     d.name = same ? QStringLiteral("%1 (%2)").arg(name).arg(same + 1) : name;
-    d.stats = runs::compute_statistics(t->steps);
+    d.span = filtered ? span_in_lane(s_->traces, range, l) : runs::StepSpan{};
+    d.stats = runs::compute_statistics(t->steps, d.span);
     d.has_tree = !d.stats.accepted_length_histogram.empty();
-    d.tau = t->summary ? t->summary->tau : summarize(t->method, t->steps).tau;
+    // The whole run's τ is its summary's (as the CLI printed it); a part's is the same definition over its steps.
+    d.tau = filtered ? d.stats.tau : t->summary ? t->summary->tau : d.stats.tau;
     d.target = target_key(t->target);
+    // Measured: the whole run's speedup as the runner measured it; a range's, its steps' tokens and time against
+    // the same reference's rate.
     if (t->summary && std::isfinite(t->summary->speedup_vs_vanilla) && t->summary->speedup_vs_vanilla > 0)
-      d.measured_speedup = t->summary->speedup_vs_vanilla;
+      d.measured_speedup = filtered ? runs::measured_speedup(t->steps, d.span, runs::reference_tokens_per_second(*t->summary))
+                                    : t->summary->speedup_vs_vanilla;
     if (auto c = s_->step_costs.find(d.target); c != s_->step_costs.end() && !c->second.ms.empty()) {
-      d.cost = runs::model_run_cost(t->steps, c->second);
+      d.cost = runs::model_run_cost(t->steps, d.span, c->second);  // the range's steps only, when one is selected
       std::set<int> sizes;
       for (const auto& b : d.cost->steps) sizes.insert(b.target_tokens);
       d.tree_sizes.assign(sizes.begin(), sizes.end());
     }
     s_->runs.push_back(std::move(d));
   }
+  if (filtered) {
+    const runs::RunTrace& t = s_->traces.lane(range.lane);
+    const int n = int(t.steps.size());
+    const int last = std::min(range.last, n - 1);
+    const QString lane = QString::fromStdString(t.label.empty() ? t.method : t.label);
+    s_->range_label->setText(
+        range.first < n
+            ? tr("Steps %1–%2 of %3 (%4)%5: every chart counts these steps only")
+                  .arg(t.steps[size_t(range.first)].step)
+                  .arg(t.steps[size_t(last)].step)
+                  .arg(t.steps.back().step)
+                  .arg(lane, s_->traces.lanes() > 1 ? tr("; the other lanes over the same text") : QString())
+            : tr("Steps %1–%2 of %3 (%4): not recorded yet").arg(range.first).arg(range.last).arg(n - 1).arg(lane));
+  }
+  s_->range_bar->setVisible(filtered);
+  s_->range_filtered = filtered;
   s_->draw_histogram();
   s_->draw_depth();
   s_->draw_calibration();
@@ -301,6 +382,66 @@ void StatisticsView::setRuns(const std::vector<const runs::RunTrace*>& runs) {
   s_->draw_time_split();
   s_->draw_tau();
   s_->draw_cost();
+}
+
+void StatisticsView::setStepFocus(StepFocus* focus) {
+  if (s_->focus) disconnect(s_->focus, nullptr, this, nullptr);
+  s_->focus = focus;
+  if (focus) connect(focus, &StepFocus::rangeChanged, this, [this] { redraw(); });
+  redraw();
+}
+
+runs::RunStatistics StatisticsView::shownStatistics(int run) const {
+  return run >= 0 && run < int(s_->runs.size()) ? s_->runs[size_t(run)].stats : runs::RunStatistics{};
+}
+
+std::optional<runs::RunCostModel> StatisticsView::shownCostModel(int run) const {
+  return run >= 0 && run < int(s_->runs.size()) ? s_->runs[size_t(run)].cost : std::nullopt;
+}
+
+double StatisticsView::shownMeasuredSpeedup(int run) const {
+  return run >= 0 && run < int(s_->runs.size()) ? s_->runs[size_t(run)].measured_speedup : 0.0;
+}
+
+QString StatisticsView::costModelText() const { return s_->cost_text->text(); }
+
+double StatisticsView::shownTau(int run) const {
+  return run >= 0 && run < int(s_->runs.size()) ? s_->runs[size_t(run)].tau : 0.0;
+}
+
+QString StatisticsView::rangeText() const { return s_->range_bar->isVisibleTo(this) ? s_->range_label->text() : QString(); }
+
+QPoint StatisticsView::throughputPoint(int run, int step) const {
+  for (const auto& p : s_->step_points)
+    if (p.run == run && p.step == step) {
+      const QPointF scene = s_->throughput->chart()->mapToScene(s_->throughput->chart()->mapToPosition(p.value, p.series));
+      return s_->throughput->mapFromScene(scene);
+    }
+  return {-1, -1};
+}
+
+bool StatisticsView::eventFilter(QObject* watched, QEvent* e) {
+  if (watched != s_->throughput->viewport()) return QWidget::eventFilter(watched, e);
+  if (e->type() == QEvent::MouseButtonPress) {
+    s_->press_at = static_cast<QMouseEvent*>(e)->position().toPoint();
+  } else if (e->type() == QEvent::MouseButtonRelease && static_cast<QMouseEvent*>(e)->button() == Qt::LeftButton) {
+    const QPoint at = static_cast<QMouseEvent*>(e)->position().toPoint();
+    if ((at - s_->press_at).manhattanLength() > 4) return false;  // a drag, not a click
+    // The nearest step's point within a few pixels of the click.
+    const State::StepPoint* best = nullptr;
+    double best_d = 12.0 * 12.0;
+    for (const auto& p : s_->step_points) {
+      const QPoint q = throughputPoint(p.run, p.step);
+      const double d = double((q - at).x()) * (q - at).x() + double((q - at).y()) * (q - at).y();
+      if (d <= best_d) best_d = d, best = &p;
+    }
+    if (best) {
+      const int run = best->run, step = best->step;
+      emit stepClicked(run, step);
+      if (s_->focus) s_->focus->open(run, step);
+    }
+  }
+  return false;
 }
 
 void StatisticsView::setStepCost(const QString& target_path, const runs::StepCost& cost) {
@@ -312,13 +453,7 @@ void StatisticsView::setDark(bool dark) {
   for (QChartView* v : {s_->histogram, s_->depth, s_->calibration, s_->throughput, s_->time_split, s_->tau, s_->cost})
     style_chart(v->chart(), dark);
   // The series were coloured by the old theme: draw them again.
-  s_->draw_histogram();
-  s_->draw_depth();
-  s_->draw_calibration();
-  s_->draw_throughput();
-  s_->draw_time_split();
-  s_->draw_tau();
-  s_->draw_cost();
+  redraw();
 }
 
 bool StatisticsView::dark() const { return s_->dark; }
@@ -458,16 +593,19 @@ void StatisticsView::State::draw_throughput() {
     if (!r.stats.cumulative_seconds.empty()) span = std::max(span, r.stats.cumulative_seconds.back());
   }
   const size_t window = std::clamp<size_t>(longest / 20, 1, 10);
+  step_points.clear();
   chart->setTitle(window > 1 ? QObject::tr("Throughput (%1-step moving avg.)").arg(window)
                              : QObject::tr("Throughput over time"));
   const bool ms = span < 2.0;  // short runs read better in milliseconds
   const double scale = ms ? 1000.0 : 1.0;
   double top = 0;
-  for (const auto& r : runs) {
+  for (size_t ri = 0; ri < runs.size(); ++ri) {
+    const RunData& r = runs[ri];
     const auto& tps = r.stats.tokens_per_second;
     const auto& at = r.stats.cumulative_seconds;
     auto* line = new QLineSeries;
     line->setName(r.name);
+    line->setPointsVisible(tps.size() <= 300);  // each point is a step that a click opens
     QPen pen(colour(r));
     pen.setWidthF(2);
     line->setPen(pen);
@@ -482,6 +620,7 @@ void StatisticsView::State::draw_throughput() {
       const double mean = sum / double(std::min(i + 1, window));
       top = std::max(top, mean);
       *line << QPointF(at[i] * scale, mean);
+      step_points.push_back({int(ri), r.stats.step_index[i], QPointF(at[i] * scale, mean), line});
     }
     chart->addSeries(line);
     attach(line, throughput_x, throughput_y);
@@ -615,8 +754,10 @@ void StatisticsView::State::draw_cost() {
   }
   cost_text->setText(runs.empty() ? QObject::tr("The cost model: run something to compare its expected and measured "
                                                 "speedup.")
-                                  : QObject::tr("<b>Cost model</b> (expected speedup = τ ÷ ((verify + draft) ÷ "
-                                                "cost(1)))") + html);
+                                  : QObject::tr("<b>Cost model</b>%1 (expected speedup = τ ÷ ((verify + draft) ÷ "
+                                                "cost(1)))")
+                                            .arg(range_filtered ? QObject::tr(" over the selected steps") : QString()) +
+                                        html);
 }
 
 }  // namespace specscope::ui

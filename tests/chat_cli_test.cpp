@@ -1,0 +1,121 @@
+// `specscope-cli run/compare --chat --system TEXT` and `--messages FILE.json`: the conversation reaches the
+// model's chat template (the prompt is exactly the template's rendering of it, in tokens), and a bad messages
+// file is a one-line error naming the file, exit code 2.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/tokenizer/chat_template.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "tests/test_support.h"
+
+using namespace specscope;
+
+namespace {
+
+std::string quoted(const std::string& s) { return "'" + s + "'"; }
+
+std::string base_model() { return test::fixture("../../assets/models/base"); }
+
+std::string write(const std::string& name, const std::string& text) {
+  const std::string path = testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+// The prompt tokens the run's JSON summary reports.
+int prompt_tokens(const test::CommandResult& r) {
+  int n = -1;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("{", 0) != 0) continue;
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("type", "") == "summary") n = j.at("prompt_tokens").get<int>();
+  }
+  return n;
+}
+
+// How many tokens the model's own template makes of `messages` (encoded as the generator encodes it).
+int template_tokens(const std::vector<ChatMessage>& messages) {
+  auto tmpl = ChatTemplate::from_tokenizer_config(base_model());
+  auto tok = Tokenizer::from_files(base_model() + "/tokenizer.json", base_model() + "/tokenizer_config.json");
+  return int(tok->encode(tmpl->render(messages, true), !tmpl->renders_bos()).size());
+}
+
+void expect_one_line_exit_2(const test::CommandResult& r, const std::string& names) {
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  std::string out = r.out;
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  EXPECT_EQ(out.find('\n'), std::string::npos) << r.out;
+  EXPECT_NE(out.find(names), std::string::npos) << r.out;
+}
+
+TEST(ChatCli, SystemPromptReachesTheTemplate) {
+  const std::string run = "run --model " + quoted(base_model()) + " --max-tokens 1 --no-record --json ";
+  auto plain = test::run_cli(run + "--chat --prompt Hi");
+  auto with_system = test::run_cli(run + "--system 'Answer in one word.' --prompt Hi");  // --system implies --chat
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  ASSERT_EQ(with_system.exit_code, 0) << with_system.out;
+  EXPECT_EQ(prompt_tokens(plain), template_tokens({{"user", "Hi"}}));
+  EXPECT_EQ(prompt_tokens(with_system), template_tokens({{"system", "Answer in one word."}, {"user", "Hi"}}));
+  EXPECT_GT(prompt_tokens(with_system), prompt_tokens(plain));
+}
+
+TEST(ChatCli, MessagesFileIsTheConversation) {
+  const std::vector<ChatMessage> conv = {
+      {"system", "You are terse."}, {"user", "Hi"}, {"assistant", "Hello."}, {"user", "Name a colour."}};
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& m : conv) j.push_back({{"role", m.role}, {"content", m.content}, {"name", "ignored"}});
+  const std::string file = write("chat_cli_messages.json", j.dump());
+  auto r = test::run_cli("run --model " + quoted(base_model()) + " --messages " + quoted(file) +
+                         " --max-tokens 1 --no-record --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(prompt_tokens(r), template_tokens(conv));
+
+  // --system before a file without a system message.
+  const std::string no_sys = write("chat_cli_no_system.json", R"([{"role": "user", "content": "Hi"}])");
+  auto s = test::run_cli("run --model " + quoted(base_model()) + " --messages " + quoted(no_sys) +
+                         " --system 'Be kind.' --max-tokens 1 --no-record --json");
+  ASSERT_EQ(s.exit_code, 0) << s.out;
+  EXPECT_EQ(prompt_tokens(s), template_tokens({{"system", "Be kind."}, {"user", "Hi"}}));
+
+  // compare shares the options.
+  auto c = test::run_cli("compare --model " + quoted(base_model()) + " --methods vanilla --system 'Be kind.'" +
+                         " --prompt Hi --max-tokens 1 --no-record");
+  EXPECT_EQ(c.exit_code, 0) << c.out;
+}
+
+TEST(ChatCli, BadMessagesFilesAreOneLineErrors) {
+  const std::string run = "run --model " + quoted(base_model()) + " --max-tokens 1 --no-record --messages ";
+  const struct {
+    const char* name;
+    const char* text;
+    const char* says;
+  } cases[] = {
+      {"chat_cli_bad_json.json", "[{\"role\": \"user\",", "invalid JSON"},
+      {"chat_cli_not_list.json", R"({"role": "user", "content": "Hi"})", "JSON list"},
+      {"chat_cli_empty.json", "[]", "no messages"},
+      {"chat_cli_no_content.json", R"([{"role": "user"}])", "message 1 has no string \"content\""},
+      {"chat_cli_parts.json", R"([{"role": "user", "content": [{"type": "text", "text": "Hi"}]}])", "content"},
+      {"chat_cli_no_role.json", R"([{"role": "user", "content": "a"}, {"content": "b"}])", "message 2 has no"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string path = write(c.name, c.text);
+    auto r = test::run_cli(run + quoted(path));
+    expect_one_line_exit_2(r, c.name);
+    EXPECT_NE(r.out.find(c.says), std::string::npos) << r.out;
+  }
+  expect_one_line_exit_2(test::run_cli(run + quoted(testing::TempDir() + "chat_cli_missing.json")),
+                         "chat_cli_missing.json");
+  const std::string ok =
+      write("chat_cli_ok.json", R"([{"role": "system", "content": "S"}, {"role": "user", "content": "Hi"}])");
+  expect_one_line_exit_2(test::run_cli(run + quoted(ok) + " --prompt Hi"), "--messages");
+  expect_one_line_exit_2(test::run_cli(run + quoted(ok) + " --system Other"), "system message");
+}
+
+}  // namespace

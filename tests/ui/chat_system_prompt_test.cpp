@@ -1,0 +1,68 @@
+// The app's system prompt (Settings → System prompt): saved with the other settings, and put before the
+// conversation every time the chat asks the model (send and regenerate), without entering the transcript.
+#include <gtest/gtest.h>
+
+#include <QApplication>
+#include <QSettings>
+#include <cstdlib>
+#include <vector>
+
+#include "ui/views/chat_view.h"
+#include "ui/views/settings_view.h"
+
+using namespace specscope;
+using namespace specscope::ui;
+
+namespace {
+
+QApplication& app() {
+  static int argc = 1;
+  static char name[] = "chat_system_prompt_test";
+  static char* argv[] = {name, nullptr};
+  static QApplication* a = [] {
+    setenv("QT_QPA_PLATFORM", "offscreen", 0);
+    auto* q = new QApplication(argc, argv);
+    QApplication::setOrganizationName("SpecScopeTest");  // keep the user's QSettings out of it
+    QApplication::setApplicationName("ChatSystemPromptTest");
+    return q;
+  }();
+  return *a;
+}
+
+// What the chat asks for on Send with `system` set in Settings.
+std::vector<ChatMessage> sent_with(const QString& system) {
+  app();
+  SettingsView settings;
+  AppSettings a = settings.settings();
+  a.system_prompt = system;
+  settings.setSettings(a);
+  settings.save();
+  EXPECT_EQ(settings.settings().system_prompt, system);
+
+  ChatView chat;
+  std::vector<ChatMessage> asked;
+  QObject::connect(&chat, &ChatView::generateRequested, [&](const std::vector<ChatMessage>& c) { asked = c; });
+  chat.setInput("Hi");
+  chat.send();
+  EXPECT_EQ(chat.conversation().size(), 1u);  // the transcript holds only what was said
+  return asked;
+}
+
+TEST(ChatSystemPrompt, GoesBeforeTheConversation) {
+  const auto asked = sent_with("Answer in French.");
+  ASSERT_EQ(asked.size(), 2u);
+  EXPECT_EQ(asked[0].role, "system");
+  EXPECT_EQ(asked[0].content, "Answer in French.");
+  EXPECT_EQ(asked[1].role, "user");
+  EXPECT_EQ(asked[1].content, "Hi");
+  QSettings q;
+  EXPECT_EQ(q.value("system_prompt").toString(), "Answer in French.");
+}
+
+TEST(ChatSystemPrompt, NoneMeansNoSystemMessage) {
+  const auto asked = sent_with("");
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0].role, "user");
+}
+
+}  // namespace
