@@ -68,26 +68,7 @@ SS_ATTN_INLINE void scores_for(const float* const* q, const float* kt, size_t kt
 // vec::hsum) and the scaling run in vectors.
 SS_ATTN_INLINE void packed_softmax(const float* s, const int* vis, int nv, float* w) {
   for (int i = 0; i < nv; ++i) w[i] = s[vis[i]];
-  constexpr float ninf = -std::numeric_limits<float>::infinity();
-  f16v m = vec::splat(ninf);
-  int i = 0;
-  for (; i + kLanes <= nv; i += kLanes) m = vec::vmax(m, vec::load(w + i));
-  if (i < nv) m = vec::vmax(m, vec::select(vec::first_lanes(nv - i), vec::load_part(w + i, nv - i), vec::splat(ninf)));
-  const f16v mx = vec::splat(vec::hmax(m));
-  f16v sum = {};
-  for (i = 0; i + kLanes <= nv; i += kLanes) {
-    const f16v e = vec::exp_v(vec::load(w + i) - mx);
-    vec::store(w + i, e);
-    sum += e;
-  }
-  if (i < nv) {
-    const f16v e = vec::select(vec::first_lanes(nv - i), vec::exp_v(vec::load_part(w + i, nv - i) - mx), f16v{});
-    vec::store_part(w + i, e, nv - i);
-    sum += e;
-  }
-  const f16v inv = vec::splat(1.f / vec::hsum(sum));
-  for (i = 0; i + kLanes <= nv; i += kLanes) vec::store(w + i, vec::load(w + i) * inv);
-  if (i < nv) vec::store_part(w + i, vec::load_part(w + i, nv - i) * inv, nv - i);
+  vec::scale(w, nv, 1.f / vec::sum_exp(w, nv, vec::max_of(w, nv), true));
 }
 
 // out_g = sum_i w_g[i] v[vis[i]] for GC heads, head_dim = 16 * DB: values added in key order.

@@ -97,48 +97,20 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
 
 SPEC_MULTIVERSION_VEC
 void softmax(float* x, int n) {
-  using namespace vec;
-  constexpr float ninf = -std::numeric_limits<float>::infinity();
-  f16v m = splat(ninf);
-  int i = 0;
-  for (; i + kLanes <= n; i += kLanes) m = vmax(m, load(x + i));
-  if (i < n) m = vmax(m, select(first_lanes(n - i), load_part(x + i, n - i), splat(ninf)));
-  const float mx = hmax(m);
-  if (mx == ninf) {  // nothing attendable: uniform zeros
+  const float mx = vec::max_of(x, n);
+  if (mx == -std::numeric_limits<float>::infinity()) {  // nothing attendable: uniform zeros
     std::fill(x, x + n, 0.f);
     return;
   }
-  f16v sum = {};
-  for (i = 0; i + kLanes <= n; i += kLanes) {
-    const f16v e = exp_v(load(x + i) - mx);
-    store(x + i, e);
-    sum += e;
-  }
-  if (i < n) {
-    const f16v e = select(first_lanes(n - i), exp_v(load_part(x + i, n - i) - mx), f16v{});
-    store_part(x + i, e, n - i);
-    sum += e;
-  }
-  const float inv = 1.f / hsum(sum);
-  for (i = 0; i < n; ++i) x[i] *= inv;
+  vec::scale(x, n, 1.f / vec::sum_exp(x, n, mx, true));
 }
 
 // x[i] -= log(sum_j exp(x[j])), with the maximum subtracted first; the sum in 16 lanes and one fixed horizontal sum.
 SPEC_MULTIVERSION_VEC
 void log_softmax(float* x, int n) {
-  using namespace vec;
-  constexpr float ninf = -std::numeric_limits<float>::infinity();
-  f16v m = splat(ninf);
-  int i = 0;
-  for (; i + kLanes <= n; i += kLanes) m = vmax(m, load(x + i));
-  if (i < n) m = vmax(m, select(first_lanes(n - i), load_part(x + i, n - i), splat(ninf)));
-  const float mx = hmax(m);
-  f16v sum = {};
-  for (i = 0; i + kLanes <= n; i += kLanes) sum += exp_v(load(x + i) - mx);
-  if (i < n) sum += select(first_lanes(n - i), exp_v(load_part(x + i, n - i) - mx), f16v{});
-  const float lse = mx + std::log(hsum(sum));
-  for (i = 0; i + kLanes <= n; i += kLanes) store(x + i, load(x + i) - lse);
-  if (i < n) store_part(x + i, load_part(x + i, n - i) - lse, n - i);
+  const float mx = vec::max_of(x, n);
+  const float lse = mx + std::log(vec::sum_exp(x, n, mx, false));
+  for (int i = 0; i < n; ++i) x[i] -= lse;
 }
 
 SPEC_MULTIVERSION_VEC

@@ -94,6 +94,41 @@ SS_VEC_INLINE f16v exp_v(f16v x) {
   return underflow ? f16v{} : y;
 }
 
+// The largest of x[0, n) (-inf for n = 0). Exact whatever the order.
+SS_VEC_INLINE float max_of(const float* x, int n) {
+  constexpr float ninf = -__builtin_inff();
+  f16v m = splat(ninf);
+  int i = 0;
+  for (; i + kLanes <= n; i += kLanes) m = vmax(m, load(x + i));
+  if (i < n) m = vmax(m, select(first_lanes(n - i), load_part(x + i, n - i), splat(ninf)));
+  return hmax(m);
+}
+
+// sum_i exp(x[i] - mx) over x[0, n): lane i % 16, then hsum, so the sum of a row is fixed by the row alone. With
+// `store`, x[i] becomes exp(x[i] - mx).
+SS_VEC_INLINE float sum_exp(float* x, int n, float mx, bool store_exp) {
+  f16v sum = {};
+  int i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const f16v e = exp_v(load(x + i) - mx);
+    if (store_exp) store(x + i, e);
+    sum += e;
+  }
+  if (i < n) {
+    const f16v e = select(first_lanes(n - i), exp_v(load_part(x + i, n - i) - mx), f16v{});
+    if (store_exp) store_part(x + i, e, n - i);
+    sum += e;
+  }
+  return hsum(sum);
+}
+
+// x[i] *= a over x[0, n).
+SS_VEC_INLINE void scale(float* x, int n, float a) {
+  int i = 0;
+  for (; i + kLanes <= n; i += kLanes) store(x + i, load(x + i) * a);
+  if (i < n) store_part(x + i, load_part(x + i, n - i) * a, n - i);
+}
+
 }  // namespace specscope::cpu::vec
 
 #pragma GCC diagnostic pop
