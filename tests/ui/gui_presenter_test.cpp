@@ -23,6 +23,7 @@
 #include "ui/engine/replay_controller.h"
 #include "ui/engine/step_notes.h"
 #include "ui/inspector/tree_inspector_widget.h"
+#include "ui/main/live_notes.h"
 #include "ui/main/main_window.h"
 #include "ui/main/presenter_mode.h"
 #include "ui/main/theme.h"
@@ -185,6 +186,27 @@ TEST(GuiPresenter, LargeHighContrastAutoPlayAtThePaceAndNotesOnTheirSteps) {
   EXPECT_EQ(QApplication::palette().color(QPalette::Window), palette_before.color(QPalette::Window));
   EXPECT_DOUBLE_EQ(w.replay()->pace(), 0.0);
   // The notes stay on their steps outside presenter mode too (the header), until the replay is closed.
+  EXPECT_EQ(show_step(5), 5);
+  EXPECT_EQ(insp->currentNote(), "the draft guessed the idiom");
+
+  // Run > Add note to this step… in the replay: appended to the session's notes as `sessions note` writes them,
+  // shown on its step at once, and still there after the replay starts over (it reads the store, not the notes it
+  // opened with). Gui.readme adds one to a live chat's step.
+  auto* add_note = w.findChild<QAction*>("addStepNoteAction");
+  ASSERT_NE(add_note, nullptr);
+  auto* live_notes = w.findChild<LiveNotes*>();
+  ASSERT_NE(live_notes, nullptr);
+  ASSERT_EQ(show_step(20), 20);
+  EXPECT_EQ(live_notes->addNoteToCurrentStep("verification rejects the second draft"), QString());
+  settle();
+  EXPECT_EQ(insp->currentNote(), "verification rejects the second draft");
+  EXPECT_EQ(sessions::SessionReader(db.string()).session(id).meta.notes,
+            kNotes + "\nstep 20: verification rejects the second draft");
+  w.replay()->seek(0);
+  w.replay()->seek(w.replay()->length());
+  settle();
+  EXPECT_EQ(show_step(20), 20);
+  EXPECT_EQ(insp->currentNote(), "verification rejects the second draft");
   EXPECT_EQ(show_step(5), 5);
   EXPECT_EQ(insp->currentNote(), "the draft guessed the idiom");
 }

@@ -126,18 +126,13 @@ TEST(GuiReadme, RealEagle2ChatANoteOnALiveStepAndTheReadmeScreenshots) {
   ASSERT_EQ(insp->currentStep(), noted);
   const int noted_number = steps[size_t(noted)].step;
   EXPECT_EQ(insp->currentNote(), "");
-  ASSERT_NE(menu_action(w, "Run", "Add note to this step…"), nullptr) << [&] {
-    std::string all;
-    for (QAction* top : w.menuBar()->actions())
-      if (top->menu())
-        for (QAction* a : top->menu()->actions()) all += top->text().toStdString() + " > " + a->text().toStdString() + "\n";
-    return all;
-  }();
+  ASSERT_NE(menu_action(w, "Run", "Add note to this step…"), nullptr);
   auto* notes = w.findChild<LiveNotes*>();
   ASSERT_NE(notes, nullptr);
   EXPECT_EQ(notes->sessionId(), id);
   EXPECT_EQ(notes->addNoteToCurrentStep(kNote), QString());
   settle();
+  EXPECT_EQ(w.statusText(), QString("Note added to step %1 of session %2").arg(noted_number).arg(id));
   EXPECT_EQ(insp->currentNote(), kNote) << "the inspector shows the new note on its step, live";
   // In the session's notes as `sessions note` writes them (the same call), on that step only.
   const std::string stored = sessions::SessionReader(db).session(id).meta.notes;
@@ -157,8 +152,6 @@ TEST(GuiReadme, RealEagle2ChatANoteOnALiveStepAndTheReadmeScreenshots) {
   insp->setCurrentStep(1);
   settle();
   EXPECT_EQ(insp->currentNote(), "the first steps draft the answer's opening");
-  EXPECT_EQ(notes->addNoteToCurrentStep("   "), "Add note: the note is empty");
-  EXPECT_EQ(sessions::SessionReader(db).session(id).meta.notes, outside);
 
   // linked-views.png: the timeline zoomed about the noted step with a range selected around it, and the
   // statistics filtered to that range.
@@ -221,6 +214,11 @@ TEST(GuiReadme, RealEagle2ChatANoteOnALiveStepAndTheReadmeScreenshots) {
   ASSERT_TRUE(for_readme(w.grab().toImage(), 1200).save(path));
   EXPECT_LE(QFileInfo(path).size(), 250 * 1024) << path.toStdString();
   w.presenter()->setActive(false);
+
+  // An empty note is refused, with the reason in the status bar, and writes nothing.
+  EXPECT_EQ(notes->addNoteToCurrentStep("   "), "Add note: the note is empty");
+  EXPECT_EQ(w.statusText(), "Add note: the note is empty");
+  EXPECT_EQ(sessions::SessionReader(db).session(id).meta.notes, outside);
 }
 
 SPECSCOPE_GUI_TEST_MAIN("readme")

@@ -5,7 +5,6 @@
 #include <QAction>
 #include <QEvent>
 #include <QInputDialog>
-#include <QStatusBar>
 
 #include "sessions/reader.h"
 #include "ui/engine/replay_controller.h"
@@ -47,7 +46,8 @@ std::string LiveNotes::store_path() const { return window_->settingsView()->sett
 
 qint64 LiveNotes::sessionId() const {
   if (window_->replay()->isOpen()) return window_->replay()->session().id;
-  if (window_->traces().lanes() >= 2) return window_->lastSessionId();  // a live race: the job's session
+  // A race: the job's session once it ended (while it runs, the last session is the previous job's).
+  if (window_->traces().lanes() >= 2) return window_->busy() ? 0 : window_->lastSessionId();
   return window_->chat()->sessionId();
 }
 
@@ -86,10 +86,12 @@ QString LiveNotes::addNoteToCurrentStep(const QString& text) {
   }
   if (!error.isEmpty()) {
     spdlog::warn("{}", error.toStdString());
-    window_->statusBar()->showMessage(error, 10000);
+    emit message(error);
     return error;
   }
+  spdlog::info("note added to step {} of session {}", step->step, id);
   reload();
+  emit message(tr("Note added to step %1 of session %2").arg(step->step).arg(id));
   return {};
 }
 

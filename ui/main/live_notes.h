@@ -26,8 +26,11 @@ class LiveNotes : public QObject {
   qint64 sessionId() const;  // the session whose notes are shown; 0: none (an unrecorded or not yet finished chat)
   void reload();             // reads the session's notes from the store and shows them
   // Appends "step N: text" for the step shown (lane 0's, or the inspected lane's in a race) and shows it.
-  // Returns "" on success, else why not (also in the status bar).
+  // Returns "" on success, else why not (also said through message()).
   QString addNoteToCurrentStep(const QString& text);
+
+ signals:
+  void message(const QString& text);  // for the status bar: the note added, or why it was not
 
  protected:
   bool eventFilter(QObject* watched, QEvent* event) override;

@@ -491,6 +491,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
   connect(s_->replay, &ReplayController::cleared, this,
           [this] { show_session_notes(*this, *s_->presenter, s_->replay->session().meta.notes); });
   auto* live_notes = new LiveNotes(this, s_->presenter);  // the notes of live sessions too, and Add note
+  connect(live_notes, &LiveNotes::message, this, [this](const QString& m) { s_->status_label->setText(m); });
 
   // Menus and shortcuts.
   auto* file = menuBar()->addMenu(tr("&File"));
