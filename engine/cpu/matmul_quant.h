@@ -23,6 +23,8 @@
 //   1         0.57 / 1.24  0.57 / 1.17  0.51 / 1.22  0.58 / 1.57
 //   8         1.9 / 6.3    2.0 / 5.9    2.1 / 6.1    2.0 / 6.6
 //   64        14 / 24      13 / 25      14 / 23      13 / 29
+// (Those integer figures predate issue 22's register tiles: from 4 tokens on the integer path is now ~2x faster
+// again, see bench/results/quant_int8_tiles.txt.)
 #include "engine/util/tensor.h"
 
 namespace specscope::cpu {
