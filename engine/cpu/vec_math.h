@@ -12,8 +12,8 @@
 #include <cstring>
 
 // The helpers below return vectors by value; they are always inlined into target_clones functions, so the
-// ABI note GCC gives for vector returns outside such a target does not apply.
-#pragma GCC diagnostic push
+// ABI note GCC gives for vector returns outside such a target does not apply. The note is issued when a function is
+// compiled, at the end of the including file, so the setting stays in force there (no push/pop around it).
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace specscope::cpu::vec {
@@ -130,5 +130,3 @@ SS_VEC_INLINE void scale(float* x, int n, float a) {
 }
 
 }  // namespace specscope::cpu::vec
-
-#pragma GCC diagnostic pop

@@ -43,6 +43,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/tokenizer/jinja/text.h"
 #include "engine/util/error.h"
 #include "engine/util/mapped_file.h"
 
@@ -78,50 +79,8 @@ using Family = ChatTemplate::Family;
 // Text helpers.
 // ------------------------------------------------------------------------------------------------------------
 
-// Decodes the UTF-8 code point starting at s[i]; returns {cp, length}, or {-1, 1} when invalid there.
-std::pair<int32_t, size_t> utf8_at(const std::string& s, size_t i) {
-  const auto b = static_cast<unsigned char>(s[i]);
-  size_t len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
-  if (len == 0 || i + len > s.size()) return {-1, 1};
-  int32_t cp = len == 1 ? b : len == 2 ? (b & 0x1F) : len == 3 ? (b & 0x0F) : (b & 0x07);
-  for (size_t k = 1; k < len; ++k) {
-    const auto c = static_cast<unsigned char>(s[i + k]);
-    if ((c >> 6) != 0x2) return {-1, 1};
-    cp = (cp << 6) | (c & 0x3F);
-  }
-  return {cp, len};
-}
-
-// Python's str.isspace(): Unicode general category Zs, or bidirectional class WS, B or S.
-bool py_isspace(int32_t cp) {
-  if (cp >= 0x09 && cp <= 0x0D) return true;
-  if (cp >= 0x1C && cp <= 0x20) return true;
-  switch (cp) {
-    case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
-      return true;
-    default:
-      return cp >= 0x2000 && cp <= 0x200A;
-  }
-}
-
-// Python str.strip() (and Jinja's `trim` filter, which calls it) on UTF-8 text.
-std::string py_strip(const std::string& s) {
-  size_t b = 0;
-  while (b < s.size()) {
-    auto [cp, len] = utf8_at(s, b);
-    if (cp < 0 || !py_isspace(cp)) break;
-    b += len;
-  }
-  size_t e = s.size();
-  while (e > b) {
-    size_t start = e - 1;
-    while (start > b && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80 && e - start < 4) --start;
-    auto [cp, len] = utf8_at(s, start);
-    if (cp < 0 || start + len != e || !py_isspace(cp)) break;
-    e = start;
-  }
-  return s.substr(b, e - b);
-}
+// Python str.strip() (and Jinja's `trim` filter, which calls it) on UTF-8 text: the interpreter's own.
+std::string py_strip(const std::string& s) { return jinja::text::strip(s, std::nullopt, true, true); }
 
 // Python json.dumps(s, ensure_ascii=False), as transformers' tojson filter produces it.
 std::string py_json_string(const std::string& s) {
