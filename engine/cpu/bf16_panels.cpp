@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <new>
@@ -14,7 +15,9 @@ std::shared_ptr<const Bf16Panels> pack_bf16_panels(const uint16_t* W, int m, int
   auto p = std::make_shared<Bf16Panels>();
   p->m = m, p->k = k, p->pairs = (k + 1) / 2, p->panels = (m + kPanelRows - 1) / kPanelRows;
   const size_t count = size_t(p->panels) * size_t(p->pairs) * 32;
-  p->storage.reset(new (std::align_val_t(64)) uint16_t[count]());
+  // Raw aligned storage, zeroed: rows past m and the element past an odd k stay zero.
+  p->storage.reset(static_cast<uint16_t*>(::operator new[](count * sizeof(uint16_t), std::align_val_t(64))));
+  std::fill_n(p->storage.get(), count, uint16_t(0));
   p->data = p->storage.get();
   for (int r = 0; r < m; ++r) {
     uint16_t* lane = p->data + size_t(r / kPanelRows) * size_t(p->pairs) * 32 + size_t(r % kPanelRows) * 2;
