@@ -535,7 +535,8 @@ TEST(GgufModelLoad, ReportsProgressPerTensorToTheEnd) {
     const uint64_t total = calls.front().second;
     if (path.ends_with(".gguf")) {
       uint64_t bytes = 0;
-      for (const auto& t : GgufFile::open(path).tensors()) bytes += t.nbytes;
+      const GgufFile gguf = GgufFile::open(path);  // named: a range-for over a temporary's member would dangle
+      for (const auto& t : gguf.tensors()) bytes += t.nbytes;
       EXPECT_EQ(total, bytes);
     }
     EXPECT_EQ(calls.front().first, 0u) << path;
