@@ -32,6 +32,11 @@ namespace {
 struct Entry {
   std::weak_ptr<const void> owner;  // expired: the memory was freed, the panels describe nothing any more
   std::shared_ptr<const Bf16Panels> panels;
+  // Whether these panels were packed from the memory `keep_alive` owns: compared by owner, not only by address, so
+  // a freed mapping whose address was reused is not mistaken for the old one.
+  bool packed_from(const std::shared_ptr<const void>& keep_alive) const {
+    return panels && !owner.expired() && !owner.owner_before(keep_alive) && !keep_alive.owner_before(owner);
+  }
 };
 using Key = std::tuple<const void*, int, int>;  // data, m, k
 
@@ -48,16 +53,13 @@ const Bf16Panels* bf16_panels_for(const TensorView& W) {
   {
     std::shared_lock lock(g_mutex);
     const auto it = g_panels.find(key);
-    // Compared by owner, not only by address: W.keep_alive alive means the memory is the one packed.
-    if (it != g_panels.end() && !it->second.owner.expired() && !it->second.owner.owner_before(W.keep_alive) &&
-        !W.keep_alive.owner_before(it->second.owner))
-      return it->second.panels.get();
+    if (it != g_panels.end() && it->second.packed_from(W.keep_alive)) return it->second.panels.get();
   }
   std::unique_lock lock(g_mutex);
   // Drop the panels of freed weights (a model unloaded) before adding more.
   for (auto it = g_panels.begin(); it != g_panels.end();) it = it->second.owner.expired() ? g_panels.erase(it) : ++it;
   auto& e = g_panels[key];
-  if (!e.panels || e.owner.owner_before(W.keep_alive) || W.keep_alive.owner_before(e.owner)) {
+  if (!e.packed_from(W.keep_alive)) {
     e.owner = W.keep_alive;
     e.panels = pack_bf16_panels(static_cast<const uint16_t*>(W.data), m, k);
     spdlog::debug("bf16 panels for '{}' [{}, {}]", W.name, m, k);

@@ -12,9 +12,10 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& what) : std::runtime_error(what) {}
 };
 
-class SyntaxError : public Error {
+// An error at a line of the template: what() is "line N: problem".
+class LocatedError : public Error {
  public:
-  SyntaxError(int line, const std::string& problem)
+  LocatedError(int line, const std::string& problem)
       : Error("line " + std::to_string(line) + ": " + problem), line_(line), problem_(problem) {}
   int line() const { return line_; }
   const std::string& problem() const { return problem_; }
@@ -22,6 +23,11 @@ class SyntaxError : public Error {
  private:
   int line_;
   std::string problem_;
+};
+
+class SyntaxError : public LocatedError {
+ public:
+  using LocatedError::LocatedError;
 };
 
 class Raised : public Error {
@@ -29,16 +35,9 @@ class Raised : public Error {
   explicit Raised(const std::string& message) : Error(message) {}
 };
 
-class RenderError : public Error {
+class RenderError : public LocatedError {
  public:
-  RenderError(int line, const std::string& problem)
-      : Error("line " + std::to_string(line) + ": " + problem), line_(line), problem_(problem) {}
-  int line() const { return line_; }
-  const std::string& problem() const { return problem_; }
-
- private:
-  int line_;
-  std::string problem_;
+  using LocatedError::LocatedError;
 };
 
 }  // namespace specscope::jinja
