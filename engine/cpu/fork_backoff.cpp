@@ -7,8 +7,7 @@ namespace specscope::cpu {
 // Relaxed atomics: callers on several threads may report at once (one team at a time, but in_force is read by
 // every caller); a lost update only shifts a back-off by one call.
 bool ForkBackoff::on_join(Nanos end, Nanos waited, Nanos worked, bool woken) {
-  if (woken) return false;
-  if (waited <= kSlowFloor || waited <= worked) {
+  if (waited <= (woken ? kSlowFloorWoken : kSlowFloor) || waited <= worked) {
     slow_joins_.store(0, std::memory_order_relaxed);
     return false;
   }

@@ -12,9 +12,10 @@
 // the last one ending: a one-off stall (page faults in a process's first forward, a short burst elsewhere on
 // the machine) costs a few tokens, and a lasting load is probed with slow joins only a few times a second.
 // A join that waited for a member woken from its futex sleep (after a pause between forwards, while a method
-// drafted or sampled) is not counted: that wake-up says nothing about the cores being taken, and counting it
-// made the back-off fire on a quiet machine and run whole prompts on one thread (1,377 instead of 1,958 tok/s
-// on the shipped base).
+// drafted or sampled) counts only when it waited over a millisecond: a wake-up onto an idle core takes tens of
+// microseconds and says nothing about the cores being taken (counting it made the back-off fire on a quiet
+// machine and run whole prompts on one thread: 1,377 instead of 1,958 tok/s on the shipped base), while a
+// wake-up onto a core another process holds waits for the scheduler, milliseconds.
 #include <atomic>
 #include <cstdint>
 
@@ -24,6 +25,7 @@ class ForkBackoff {
  public:
   using Nanos = int64_t;  // a monotonic clock's reading
   static constexpr Nanos kSlowFloor = 50'000;        // a wait shorter than this is never slow
+  static constexpr Nanos kSlowFloorWoken = 1'000'000;  // nor, when a member had to be woken, one under this
   static constexpr Nanos kShortest = 16'000'000;     // the first back-off
   static constexpr int kMaxLevel = 4;                // 16 ms << 4 = 256 ms
   static constexpr Nanos kEscalateWithin = 1'000'000'000;

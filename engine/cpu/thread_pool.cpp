@@ -51,21 +51,38 @@ int default_team_size() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-const std::chrono::nanoseconds kSpin = std::chrono::microseconds(env_int("SPECSCOPE_SPIN_US", 50));
+// How long a waiting thread stays awake before it sleeps on a futex, and after how long of that it yields the
+// core at each look (sched_yield: a no-op when nothing else wants the core, the core handed over when something
+// does). Sleeping is dear on a virtual machine: a futex wake-up of an idle vCPU measured 64-256 us here, a third
+// of a decoding step of the shipped base, and the gaps between forwards (sampling, the step record, a drafter's
+// serial work) are often longer than the old 50 us of spinning; yielding keeps a long spin from taking a core
+// another process is waiting for.
+const std::chrono::nanoseconds kSpin = std::chrono::microseconds(env_int("SPECSCOPE_SPIN_US", 1000));
+const std::chrono::nanoseconds kSpinBeforeYield = std::chrono::microseconds(env_int("SPECSCOPE_SPIN_YIELD_US", 20));
 
-// Spins on `a` while it equals `old` for kSpin, then sleeps on it (futex) until it changes. *slept tells
-// whether it had to sleep.
+// Spins on `a` while it equals `old` for kSpin (yielding after kSpinBeforeYield), then sleeps on it (futex)
+// until it changes. *slept tells whether it had to sleep.
 template <typename T>
 T wait_change(const std::atomic<T>& a, T old, bool* slept = nullptr) {
   if (slept) *slept = false;
   T v = a.load(std::memory_order_acquire);
   if (v != old) return v;
-  const auto until = Clock::now() + kSpin;
+  const auto start = Clock::now();
+  const auto yield_from = start + kSpinBeforeYield, until = start + kSpin;
+  bool yielding = false;
   for (int i = 0;; ++i) {
     v = a.load(std::memory_order_acquire);
     if (v != old) return v;
-    if ((i & 63) == 63 && Clock::now() > until) break;
-    cpu_relax();
+    if (yielding) {
+      sched_yield();
+      if ((i & 7) == 7 && Clock::now() > until) break;
+    } else if ((i & 63) == 63) {
+      const auto now = Clock::now();
+      if (now > until) break;
+      yielding = now > yield_from;
+    } else {
+      cpu_relax();
+    }
   }
   if (slept) *slept = true;
   for (;;) {

@@ -3,12 +3,13 @@
 // attention, the OpenBLAS path, which runs OpenBLAS single-threaded on each member's share) forks through
 // run_team(), so there is no second pool inside BLAS or OpenMP to spin beside it.
 //
-// Waiting: after its part, a worker watches for the next fork for a short while (SPECSCOPE_SPIN_US, default
-// 50 us: the gaps between the layers of one forward are shorter, so a forward's forks stay cheap), then sleeps
-// on a futex (C++20 atomic wait). Between decoding steps, while a method drafts on the caller's thread, the
-// workers sleep instead of spinning on the cores the drafter and the rest of the desktop need. The caller
-// waits for the join the same way. When joins keep waiting on a preempted worker (cores taken by other
-// processes), calls run on the caller alone for a while (the fork/join back-off).
+// Waiting: after its part, a worker watches for the next fork (SPECSCOPE_SPIN_US, default 1,000 us, long enough to
+// span the gap between two decoding steps, so a step's first fork does not pay a futex wake-up, which costs
+// 64-256 us on this virtual machine), then sleeps on a futex (C++20 atomic wait). After its first 20 us of
+// watching it yields the core at every look, so a core that another process (the drafter's own work, the app's
+// renderer, a build) wants is handed over instead of spun on. The caller waits for the join the same way. When
+// joins keep waiting on a preempted worker (cores taken by other processes), calls run on the caller alone for a
+// while (the fork/join back-off, engine/cpu/fork_backoff.h).
 #include <cstddef>
 #include <cstdint>
 #include <functional>
