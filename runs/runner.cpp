@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <thread>
@@ -96,17 +97,19 @@ RunResult run_one(JobState& js, const RunKey& key, const std::string& label, con
   rr.run_id = run_id;
   js.observer.run_started(key, label);
   js.observer.context_fitted(key, rr.context);
+  auto turn_start = std::chrono::steady_clock::now();
   auto on_step = [&](const StepRecord& rec, const std::string& piece) {
     if (run_id) {
       js.writer->append_step(run_id, rec, piece);
       if (js.writer->failed()) js.recording_stopped(js.writer->error());
     }
     const bool go = js.observer.step(key, rec, piece);
-    if (turns) {
+    if (!go) js.cancel.store(true);
+    if (turns && (js.cancel.load() || std::chrono::steady_clock::now() - turn_start >= std::chrono::milliseconds(job.turn_ms))) {
       turns->pass(slot);
       turns->wait_turn(slot);
+      turn_start = std::chrono::steady_clock::now();
     }
-    if (!go) js.cancel.store(true);
     return !js.cancel.load();
   };
   // Stop also cuts a long prompt's prefill short (between its layers), not only a decoding step.

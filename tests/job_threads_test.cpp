@@ -27,6 +27,7 @@ struct Observer : runs::JobObserver {
   std::mutex mu;
   std::condition_variable cv;
   bool reached = false;
+  bool hold_until_cancelled = false, cancelled = false;
 
   struct Enter {
     explicit Enter(Observer& o) : o(o) {
@@ -39,9 +40,12 @@ struct Observer : runs::JobObserver {
   bool step(const runs::RunKey&, const StepRecord&, const std::string&) override {
     Enter e(*this);
     if (++steps == signal_after) {
-      std::lock_guard lk(mu);
+      // Holds the step until the test thread has cancelled: a lane keeps its turn for 20 ms of steps, so without
+      // this the count after the cancel would measure how fast the test thread wakes, not the runner.
+      std::unique_lock lk(mu);
       reached = true;
       cv.notify_all();
+      if (hold_until_cancelled) cv.wait(lk, [&] { return cancelled; });
     }
     return true;
   }
@@ -92,6 +96,7 @@ TEST(JobThreads, ACancelFromAnotherThreadStopsTheRaceWithinAStep) {
   runs::JobRunner runner(cache);
   Observer obs;
   obs.signal_after = 10;
+  obs.hold_until_cancelled = true;
   runs::JobResult result;
   std::thread worker([&] { result = runner.run(race((dir / "s.db").string()), obs); });
   {
@@ -99,6 +104,11 @@ TEST(JobThreads, ACancelFromAnotherThreadStopsTheRaceWithinAStep) {
     obs.cv.wait(lk, [&] { return obs.reached; });
   }
   runner.cancel();  // the UI thread's Stop button
+  {
+    std::lock_guard lk(obs.mu);
+    obs.cancelled = true;
+  }
+  obs.cv.notify_all();
   worker.join();
   EXPECT_EQ(obs.overlaps.load(), 0) << "observer calls overlapped";
   EXPECT_TRUE(result.cancelled);

@@ -355,7 +355,6 @@ TEST_P(LinearVsReference, ThreadCountDoesNotChangeResults) {
     for (int n : {1, 3, 8, 13, 40}) {
       const std::vector<float> X = random_vec(size_t(n) * k, rng, false);
       for (const auto& path : all_paths()) {
-        if (path.blas_min == 1) continue;  // OpenBLAS threads on its own
         std::vector<float> one(size_t(n) * m), many(size_t(n) * m);
         {
           UsePath use(path, 1);

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <mutex>
 
 #include "engine/methods/factory.h"
 #include "engine/methods/method_registry.h"
@@ -327,6 +328,42 @@ TEST(JobRunner, InterleavedLaneThroughputIsItsOwnStepsCompute) {
     EXPECT_DOUBLE_EQ(r.summary.tau, s.tau);
     EXPECT_EQ(runs::compute_statistics(r.steps).acceptance_by_depth, s.acceptance_by_depth);
   }
+}
+
+// Interleaved turns: a lane keeps its turn for whole steps until Job::turn_ms has passed. With turns of one step
+// the lanes alternate step by step; with turns longer than a whole run each run's steps come in one block. In both,
+// the steps of different lanes never overlap.
+struct StepOrder : runs::JobObserver {
+  std::mutex mu;
+  std::vector<int> slots;  // the run of each step, in order (reference: -1)
+  bool step(const runs::RunKey& k, const StepRecord&, const std::string&) override {
+    std::lock_guard lk(mu);
+    slots.push_back(k.lane);
+    return true;
+  }
+};
+
+int lane_switches(const std::vector<int>& slots) {
+  int n = 0;
+  for (size_t i = 1; i < slots.size(); ++i) n += slots[i] != slots[i - 1];
+  return n;
+}
+
+TEST(JobRunner, InterleavedLanesTakeTurnsOfTheJobsLength) {
+  runs::ModelCache cache;
+  runs::JobRunner runner(cache);
+  auto job = job_with({"pld", "lookahead"}, runs::Schedule::Interleaved);
+  job.prompts.resize(1);
+  job.options.stop_at_eos = false;
+  job.turn_ms = 0;
+  StepOrder one_step;
+  runner.run(job, one_step);
+  // Three runs (reference, pld, lookahead) of 16 tokens: one step a turn switches after nearly every step.
+  EXPECT_GE(lane_switches(one_step.slots), 2 * 3) << "turns of one step did not alternate";
+  job.turn_ms = 60'000;
+  StepOrder whole_runs;
+  runner.run(job, whole_runs);
+  EXPECT_EQ(lane_switches(whole_runs.slots), 2) << "turns longer than a run were cut short";
 }
 
 // Disagreement 1: the app recorded backend "cpu" whatever ran, and the device in another form than the CLI.

@@ -4,6 +4,8 @@
 // mistaken for another's (the race the pool's every-worker acknowledgement prevents).
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
 #include <atomic>
 #include <stdexcept>
 #include <thread>
@@ -83,6 +85,64 @@ TEST(ThreadPool, AnExceptionInAnyPartReachesTheCaller) {
   std::atomic<int> n{0};
   cpu::run_team(4, size_t(1) << 30, 1, [&](int, int) { n.fetch_add(1); });
   EXPECT_GE(n.load(), 1);
+}
+
+TEST(ThreadPool, AThreadSteppingOffItsCpuMovesAndKeepsItsAffinity) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  if (CPU_COUNT(&allowed) < 2) GTEST_SKIP() << "one CPU: there is nowhere to step to";
+  std::thread t([&] {
+    for (int round = 0; round < 20; ++round) {
+      const int here = sched_getcpu();
+      ASSERT_TRUE(cpu::step_off_cpu(here));
+      EXPECT_NE(sched_getcpu(), here) << "still on CPU " << here << " after stepping off it";
+      cpu_set_t now;
+      CPU_ZERO(&now);
+      ASSERT_EQ(sched_getaffinity(0, sizeof now, &now), 0);
+      EXPECT_TRUE(CPU_EQUAL(&now, &allowed)) << "the affinity mask was not restored";
+    }
+    // A CPU the thread may not run on, or a mask of one CPU: nothing to do.
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+    EXPECT_FALSE(cpu::step_off_cpu(sched_getcpu()));
+  });
+  t.join();
+}
+
+TEST(ThreadPool, AWorkerOnItsCallersCpuMovesOff) {
+  // The caller pinned to the CPU the worker ran on: the worker, finding itself on its caller's CPU, must move.
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  if (CPU_COUNT(&allowed) < 2) GTEST_SKIP() << "one CPU";
+  Threads threads(2);
+  std::thread t([&] {
+    std::atomic<int> first_worker_cpu{-1};
+    cpu::run_team(2, 1 << 30, 1, [&](int tid, int) {
+      if (tid == 1) first_worker_cpu = sched_getcpu();
+    });
+    ASSERT_GE(first_worker_cpu.load(), 0);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(first_worker_cpu.load(), &one);
+    ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+    const int caller_cpu = sched_getcpu();
+    ASSERT_EQ(caller_cpu, first_worker_cpu.load());
+    const auto before = cpu::threading_stats().stepped_aside;
+    for (int fork = 0; fork < 200; ++fork) {
+      std::atomic<int> worker_cpu{-1};
+      cpu::run_team(2, 1 << 30, 1, [&](int tid, int) {
+        if (tid == 1) worker_cpu = sched_getcpu();
+      });
+      // The worker read its CPU after any step off, so it never reports the caller's.
+      ASSERT_NE(worker_cpu.load(), caller_cpu) << "fork " << fork;
+    }
+    EXPECT_GE(cpu::threading_stats().stepped_aside, before + 1);
+  });
+  t.join();
 }
 
 }  // namespace

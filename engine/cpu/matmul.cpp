@@ -248,23 +248,22 @@ void linear_blas(const LinearArgs& a, const Dispatch& d) {
   }
   const char* W = static_cast<const char*>(a.W);
   const size_t esz = dtype_size(a.wtype);
-  // Each member takes a contiguous range of weight rows (output columns), in units of 64 rows.
+  // Each member takes a contiguous range of 64-row units (output columns) and multiplies them one unit per call:
+  // OpenBLAS's result for an output may depend on how many columns the call has (edge kernels sum in another
+  // order), so calls sized by the thread count made the logits depend on it (a prefill on 1 thread, as the
+  // fork/join back-off runs it, differed in the last bits from the same prefill on 2: prefill_interrupt_test).
   const int units = (m + 63) / 64;
   run_team(units, size_t(m) * size_t(k) * size_t(n), kMinParallelMacs, [&](int tid, int nt) {
-    const int r0 = std::min(m, int(int64_t(units) * tid / nt) * 64), r1 = std::min(m, int(int64_t(units) * (tid + 1) / nt) * 64);
-    if (r0 >= r1) return;
-    if (a.wtype == DType::F32) {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, r1 - r0, k, 1.f, a.X, k,
-                  static_cast<const float*>(a.W) + size_t(r0) * k, k, beta, a.Y + r0, m);
-      return;
-    }
-    // Widen about 2 MB of weights at a time (at least 64 rows) and multiply that panel.
-    const int P = std::clamp(int((size_t(2) << 20) / (size_t(std::max(k, 1)) * 4)), 64, std::max(r1 - r0, 64));
-    float* panel = thread_scratch(size_t(std::min(P, r1 - r0)) * k);
-    for (int p0 = r0; p0 < r1; p0 += P) {
-      const int pr = std::min(P, r1 - p0);
-      d.convert(a.wtype, W + size_t(p0) * k * esz, panel, size_t(pr) * k);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, pr, k, 1.f, a.X, k, panel, k, beta, a.Y + p0, m);
+    const int u0 = int(int64_t(units) * tid / nt), u1 = int(int64_t(units) * (tid + 1) / nt);
+    float* panel = a.wtype == DType::F32 ? nullptr : thread_scratch(size_t(64) * k);
+    for (int u = u0; u < u1; ++u) {
+      const int r0 = u * 64, rows = std::min(m, r0 + 64) - r0;
+      const float* Wf = static_cast<const float*>(a.W) + size_t(r0) * k;
+      if (panel) {  // widened 64 rows at a time
+        d.convert(a.wtype, W + size_t(r0) * k * esz, panel, size_t(rows) * k);
+        Wf = panel;
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, rows, k, 1.f, a.X, k, Wf, k, beta, a.Y + r0, m);
     }
   });
 }

@@ -2,6 +2,8 @@
 
 #include "engine/cpu/fork_backoff.h"
 
+#include <spdlog/spdlog.h>
+
 #include <sched.h>
 
 #include <algorithm>
@@ -61,10 +63,9 @@ const std::chrono::nanoseconds kSpin = std::chrono::microseconds(env_int("SPECSC
 const std::chrono::nanoseconds kSpinBeforeYield = std::chrono::microseconds(env_int("SPECSCOPE_SPIN_YIELD_US", 20));
 
 // Spins on `a` while it equals `old` for kSpin (yielding after kSpinBeforeYield), then sleeps on it (futex)
-// until it changes. *slept tells whether it had to sleep.
+// until it changes.
 template <typename T>
-T wait_change(const std::atomic<T>& a, T old, bool* slept = nullptr) {
-  if (slept) *slept = false;
+T wait_change(const std::atomic<T>& a, T old) {
   T v = a.load(std::memory_order_acquire);
   if (v != old) return v;
   const auto start = Clock::now();
@@ -84,7 +85,6 @@ T wait_change(const std::atomic<T>& a, T old, bool* slept = nullptr) {
       cpu_relax();
     }
   }
-  if (slept) *slept = true;
   for (;;) {
     a.wait(old, std::memory_order_acquire);
     v = a.load(std::memory_order_acquire);
@@ -93,6 +93,17 @@ T wait_change(const std::atomic<T>& a, T old, bool* slept = nullptr) {
 }
 
 thread_local bool t_in_team = false;
+
+std::atomic<int64_t> g_stats_stepped_aside{0};
+std::atomic<int> g_last_worker_cpu{-1};  // for the back-off's log line
+
+// Moves the calling thread off `cpu` at once and leaves its affinity as it was. A worker that finds itself on the
+// core of the thread that forked must not stay there: the two then take turns on one core (the worker's share
+// waits for the caller's to end) while the other core idles, and the scheduler does not part them by itself,
+// since neither stays runnable long enough for the load balancer to see two tasks on one core (measured here:
+// caller and worker both on CPU 1 for whole prompts, every join 50-100 us late, the back-off then running the
+// team on one thread). Narrowing the affinity migrates the thread before the call returns; widening it again
+// does not move it back.
 
 class Pool {
  public:
@@ -107,19 +118,17 @@ class Pool {
   }
   int size() const { return int(workers_.size()) + 1; }
 
-  enum class Ran { kNot, kSpinning, kWoken };
-  // kNot when another thread's team is running: the caller then runs alone. kWoken when a member of the team
-  // was asleep (the fork paid a futex wake-up: a pause between calls, not a busy core), kSpinning otherwise.
-  Ran run(int nt, const std::function<void(int, int)>& body) {
+  // Runs body on the team; false (nothing run) when another thread's team is running: the caller then runs alone.
+  bool run(int nt, const std::function<void(int, int)>& body) {
     std::unique_lock lk(mu_, std::try_to_lock);
-    if (!lk.owns_lock()) return Ran::kNot;
+    if (!lk.owns_lock()) return false;
     body_ = &body;
     nt_ = nt;
     error_ = nullptr;
     // Every worker acknowledges every fork, in the team or not: the next fork cannot be published before each
     // has seen this one, so none can mistake one fork's parameters for another's.
     remaining_.store(size() - 1, std::memory_order_relaxed);
-    woken_.store(false, std::memory_order_relaxed);
+    caller_cpu_.store(sched_getcpu(), std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_release);
     generation_.notify_all();
     t_in_team = true;
@@ -131,7 +140,7 @@ class Pool {
     t_in_team = false;
     for (int r = remaining_.load(std::memory_order_acquire); r != 0;) r = wait_change(remaining_, r);
     if (error_) std::rethrow_exception(error_);
-    return woken_.load(std::memory_order_relaxed) ? Ran::kWoken : Ran::kSpinning;
+    return true;
   }
 
  private:
@@ -143,12 +152,14 @@ class Pool {
     t_in_team = true;
     uint64_t seen = 0;
     for (;;) {
-      bool slept = false;
-      seen = wait_change(generation_, seen, &slept);
+      seen = wait_change(generation_, seen);
       if (stop_.load()) return;
       const int nt = nt_;
       if (tid < nt) {
-        if (slept) woken_.store(true, std::memory_order_relaxed);
+        const int cpu = sched_getcpu();
+        g_last_worker_cpu.store(cpu, std::memory_order_relaxed);
+        if (cpu >= 0 && cpu == caller_cpu_.load(std::memory_order_relaxed) && step_off_cpu(cpu))
+          g_stats_stepped_aside.fetch_add(1, std::memory_order_relaxed);
         try {
           (*body_)(tid, nt);
         } catch (...) {
@@ -163,7 +174,7 @@ class Pool {
   std::mutex mu_;  // one team at a time
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> remaining_{0};
-  std::atomic<bool> woken_{false};  // a team member slept before this fork (published by remaining_'s release)
+  std::atomic<int> caller_cpu_{-1};  // the CPU the fork's caller ran on (published by generation_'s release)
   const std::function<void(int, int)>* body_ = nullptr;
   int nt_ = 0;
   std::atomic<bool> stop_{false};
@@ -214,8 +225,7 @@ void run_team(int units, size_t macs, size_t min_parallel_macs, const std::funct
     body(tid, nt);
     if (tid == 0) master_done = nanos_now();
   };
-  const Pool::Ran ran = pool().run(nthreads, timed);
-  if (ran == Pool::Ran::kNot) {  // another thread's team is running
+  if (!pool().run(nthreads, timed)) {  // another thread's team is running
     body(0, 1);
     return;
   }
@@ -223,14 +233,30 @@ void run_team(int units, size_t macs, size_t min_parallel_macs, const std::funct
   if (!backoff) return;
   const int64_t end = nanos_now();
   const int64_t waited = (master_start - now) + (end - master_done), worked = master_done - master_start;
-  if (g_backoff.on_join(end, waited, worked, ran == Pool::Ran::kWoken))
+  if (g_backoff.on_join(end, waited, worked, nthreads)) {
     g_stats_backoffs.fetch_add(1, std::memory_order_relaxed);
+    spdlog::debug("thread team: {} threads on CPUs {} and {}: waited {} us for a share of {} us; one thread for {} ms",
+                  nthreads, sched_getcpu(), g_last_worker_cpu.load(std::memory_order_relaxed), waited / 1000,
+                  worked / 1000, g_backoff.last_length() / 1'000'000);
+  }
+}
+
+bool step_off_cpu(int cpu) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || !CPU_ISSET(cpu, &allowed) || CPU_COUNT(&allowed) < 2)
+    return false;
+  cpu_set_t elsewhere = allowed;
+  CPU_CLR(cpu, &elsewhere);
+  if (sched_setaffinity(0, sizeof elsewhere, &elsewhere) != 0) return false;
+  sched_setaffinity(0, sizeof allowed, &allowed);
+  return true;
 }
 
 int set_num_threads(int n) { return g_max_threads.exchange(std::max(n, 0)); }
 
 ThreadingStats threading_stats() {
-  return {g_stats_parallel.load(), g_stats_backed_off.load(), g_stats_backoffs.load()};
+  return {g_stats_parallel.load(), g_stats_backed_off.load(), g_stats_backoffs.load(), g_stats_stepped_aside.load()};
 }
 
 bool set_backoff(bool on) {

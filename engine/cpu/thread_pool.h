@@ -7,9 +7,10 @@
 // span the gap between two decoding steps, so a step's first fork does not pay a futex wake-up, which costs
 // 64-256 us on this virtual machine), then sleeps on a futex (C++20 atomic wait). After its first 20 us of
 // watching it yields the core at every look, so a core that another process (the drafter's own work, the app's
-// renderer, a build) wants is handed over instead of spun on. The caller waits for the join the same way. When
-// joins keep waiting on a preempted worker (cores taken by other processes), calls run on the caller alone for a
-// while (the fork/join back-off, engine/cpu/fork_backoff.h).
+// renderer, a build) wants is handed over instead of spun on. The caller waits for the join the same way. A
+// worker that finds itself on its caller's core moves to another (step_off_cpu). When the team
+// loses more time waiting for preempted workers than it saves (cores taken by other processes), calls run on the
+// caller alone for a while (the fork/join back-off, engine/cpu/fork_backoff.h).
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -26,13 +27,22 @@ int team_size();
 // runs: two sequences on two threads never wait for each other). Results must not depend on nt.
 void run_team(int units, size_t macs, size_t min_parallel_macs, const std::function<void(int tid, int nt)>& body);
 
+// Moves the calling thread off `cpu` at once and leaves its affinity mask as it was; false when it may run on no
+// other CPU. A worker that finds itself on the core of the thread that forked calls it: the two would otherwise take
+// turns on one core (the worker's share waiting for the caller's to end) while the other core idles, and the
+// scheduler does not part them by itself, since neither stays runnable long enough for the load balancer to see two
+// tasks on one core (measured here: caller and worker both on CPU 1 for whole prompts, joins 50-100 us late, and
+// the back-off then running the team on one thread). Narrowing the mask migrates the thread before the call returns;
+// widening it again does not move it back.
+bool step_off_cpu(int cpu);
+
 // Sets the team's thread cap (results do not depend on it); 0: team_size()'s default. Returns the previous cap.
 int set_num_threads(int n);
 
 // Counters since start: calls that ran on several threads, calls kept on one thread by the fork/join back-off,
-// and how many times the back-off started.
+// how many times the back-off started, and how many times a worker found itself on its caller's core and moved.
 struct ThreadingStats {
-  int64_t parallel_calls = 0, backed_off_calls = 0, backoffs = 0;
+  int64_t parallel_calls = 0, backed_off_calls = 0, backoffs = 0, stepped_aside = 0;
 };
 ThreadingStats threading_stats();
 // Turns the fork/join back-off on or off (and clears its state); returns the previous setting.

@@ -128,7 +128,7 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent), s_(std::make_unique
   setLaneMethods({"eagle2", "medusa", "streaming"});
   auto update_mode_note = [this] {
     s_->mode_note->setText(interleaved()
-                               ? tr("Interleaved: one step of each lane in turn, so they progress side by side; "
+                               ? tr("Interleaved: each lane computes for 20 ms in turn, so they progress side by side; "
                                     "tokens/s count only each lane's own compute.")
                                : tr("One after another: each lane runs alone, for clean timings."));
   };
