@@ -3,7 +3,7 @@
 tokenizer, for speed benchmarks only (its text is noise). The default shape is the 58M-parameter f32 Llama of
 the llama.cpp cost curve in ../shared/reference (hidden 768, 9 layers, 12 heads / 4 KV heads, FFN 2048, vocab
 4096: 59.8M parameters, 239 MB), with every row length a multiple of 256 so that llama.cpp's K-quants apply to
-every matrix without fallbacks. `--shape 1b` is Llama-3.2-1B's shape instead (hidden 2048, 16 layers, 32 heads /
+every matrix without fallbacks. `--shape 8b` is Llama-3.1-8B's (bf16; draw it with `--device cuda`). `--shape 1b` is Llama-3.2-1B's shape instead (hidden 2048, 16 layers, 32 heads /
 8 KV heads, FFN 8192, tied embeddings; vocab 32000 where the real one has 128256, rope theta 500000 without the
 llama3 scaling): 1.05B parameters, written as f16 (2.1 GB) because an f32 copy would be 4.2 GB for nothing (the
 GGUF converter reads f16 safetensors exactly; numpy has no bf16). The tokenizer stays the default model's 4096
@@ -24,7 +24,11 @@ from transformers import LlamaConfig, LlamaForCausalLM
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # name: (hidden, layers, heads, kv heads, FFN, vocab, max positions, rope theta, saved dtype)
 SHAPES = {"60m": (768, 9, 12, 4, 2048, 4096, 1024, 10000.0, torch.float32),
-          "1b": (2048, 16, 32, 8, 8192, 32000, 2048, 500000.0, torch.float16)}
+          "1b": (2048, 16, 32, 8, 8192, 32000, 2048, 500000.0, torch.float16),
+          # Llama-3.1-8B's shape (its real vocabulary; no llama3 RoPE scaling): 8.03B parameters, for the GPU
+          # benchmarks of issue 23 (--dtype bf16 --device cuda: made on the GPU in seconds, 16 GB on disk).
+          "8b": (4096, 32, 32, 8, 14336, 128256, 8192, 500000.0, torch.bfloat16)}
+DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
 
 def main():
@@ -38,17 +42,27 @@ def main():
     ap.add_argument("--intermediate", type=int)
     ap.add_argument("--vocab", type=int)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--dtype", choices=sorted(DTYPES), help="the saved dtype (default: the shape's)")
+    ap.add_argument("--device", default="cpu", help="where the weights are drawn (cuda: fast for large shapes)")
+    ap.add_argument("--tokenizer-from", help="a model directory to copy the tokenizer from (default: the shipped base)")
     a = ap.parse_args()
     hidden, layers, heads, kv_heads, ffn, vocab, max_pos, theta, dtype = SHAPES[a.shape]
     pick = lambda v, d: d if v is None else v
-    tok = os.path.join(ROOT, "assets", "models", "base")
+    tok = a.tokenizer_from or os.path.join(ROOT, "assets", "models", "base")
+    if a.dtype:
+        dtype = DTYPES[a.dtype]
     torch.manual_seed(a.seed)
     cfg = LlamaConfig(vocab_size=pick(a.vocab, vocab), hidden_size=pick(a.hidden, hidden),
                       intermediate_size=pick(a.intermediate, ffn), num_hidden_layers=pick(a.layers, layers),
                       num_attention_heads=pick(a.heads, heads), num_key_value_heads=pick(a.kv_heads, kv_heads),
                       max_position_embeddings=max_pos, rope_theta=theta, tie_word_embeddings=True,
                       bos_token_id=0, eos_token_id=1)
-    model = LlamaForCausalLM(cfg).to(dtype)
+    if a.device == "cpu":
+        model = LlamaForCausalLM(cfg).to(dtype)
+    else:  # drawn on the device in the saved dtype: an 8B model in f32 on the CPU would take 32 GB and minutes
+        torch.manual_seed(a.seed)
+        with torch.device(a.device):
+            model = LlamaForCausalLM._from_config(cfg, dtype=dtype)
     model.save_pretrained(a.out, safe_serialization=True)
     for f in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
         shutil.copy(os.path.join(tok, f), os.path.join(a.out, f))

@@ -1,7 +1,7 @@
 #pragma once
 // One element of a GGUF block-quantized row, computed the way ggml's reference dequantizes it (each value an
 // exact product d*sc*q, plus one correctly rounded add of the min where the format has one; see
-// engine/formats/gguf_quant.h). Header-only and __host__ __device__: the CUDA kernels (llama_kernels.cu)
+// engine/formats/gguf_quant.h). Header-only and __host__ __device__: the CUDA kernels (kernels/dequant.cu)
 // dequantize weight panels and embedding rows with it on the GPU, and tests/quant_decode_test.cpp checks it on
 // the CPU, bit for bit, against the engine's reference dequantizer, so its logic is tested on machines without a
 // GPU. Plain C++17, no CUDA headers, no intrinsics.

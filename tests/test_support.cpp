@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
@@ -65,7 +66,12 @@ TensorView block_view(DType d, const std::vector<uint8_t>& bytes, int m, int k) 
   return v;
 }
 
-std::string fixture(const std::string& rel) { return std::string(SPECSCOPE_FIXTURES) + "/" + rel; }
+// SPECSCOPE_FIXTURES_DIR moves the fixtures at run time: scripts/gpu-check.sh runs the CUDA tests on another
+// machine, from a bundle that carries only the fixtures they read.
+std::string fixture(const std::string& rel) {
+  const char* moved = std::getenv("SPECSCOPE_FIXTURES_DIR");
+  return std::string(moved && *moved ? moved : SPECSCOPE_FIXTURES) + "/" + rel;
+}
 
 CommandResult run_cli(const std::string& args) {
   std::string cmd = std::string(SPECSCOPE_CLI) + " " + args + " 2>&1";

@@ -219,6 +219,11 @@ int cmd_bench(Args& args) {
                       {"gen_tokens", gen_tokens},
                       {"repeat", repeat}};
   j.update(figures_json(quiet, sizes));
+  // Achieved bandwidth: the bytes of weights one decoding step reads (every matrix once) over the step's time,
+  // the figure a GPU's batch-1 decode is judged by against its memory's peak.
+  const double weight_bytes = double(runs::forward_weight_bytes(*model));
+  j["weight_bytes_per_step"] = weight_bytes;
+  j["decode_bandwidth_gb_per_s"] = weight_bytes * median(quiet.decode_tps) / 1e9;
   if (roof) {
     j["roofline"] = roofline_json(*roof);
     j["step_profile"] = profile_json(profile);

@@ -1,0 +1,64 @@
+// Attention over the KV cache on the GPU (llama_kernels.h, "kernels/attention.cu"): one block per (new row, query
+// head), the scores of every slot in shared memory, written for clarity first. The CPU reference is in
+// attention_ref.cpp (the engine's cpu::attention behind the same visibility rule).
+#include "kernels/cuda_check.h"
+#include "kernels/device_common.cuh"
+#include "kernels/llama_kernels.h"
+
+namespace specscope::cuda {
+
+namespace {
+
+// Scores live in shared memory (base + n floats); an invisible slot's score is -FLT_MAX and its weight 0.
+__global__ void attention_k(const float* q, const float* kc, const float* vc, const int32_t* slot_pos,
+                            const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd,
+                            int window, float* out) {
+  extern __shared__ float sc[];
+  const int i = blockIdx.x, h = blockIdx.y, kvh = h / (nh / nkv);
+  const int total = base + n, kv_dim = nkv * hd;
+  const float* qi = q + (int64_t(i) * nh + h) * hd;
+  const float scale = rsqrtf(float(hd));
+  float local_max = -FLT_MAX;
+  for (int j = threadIdx.x; j < total; j += blockDim.x) {
+    bool visible = j < base || (mask ? mask[int64_t(i) * n + (j - base)] != 0 : (j - base) <= i);
+    if (visible && window > 0 && positions[i] - slot_pos[j] >= window) visible = false;
+    float s = -FLT_MAX;
+    if (visible) {
+      const float* kj = kc + int64_t(j) * kv_dim + int64_t(kvh) * hd;
+      float acc = 0.f;
+      for (int d = 0; d < hd; ++d) acc += qi[d] * kj[d];
+      s = acc * scale;
+    }
+    sc[j] = s;
+    local_max = fmaxf(local_max, s);
+  }
+  const float mx = block_reduce<true>(local_max);
+  float local_sum = 0.f;
+  for (int j = threadIdx.x; j < total; j += blockDim.x) {
+    const float e = sc[j] == -FLT_MAX ? 0.f : __expf(sc[j] - mx);
+    sc[j] = e;
+    local_sum += e;
+  }
+  const float sum = block_reduce<false>(local_sum);
+  const float inv = sum > 0.f ? 1.f / sum : 0.f;  // nothing visible: zeros, as the CPU backend gives (not 0 * inf)
+  for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+    float acc = 0.f;
+    for (int j = 0; j < total; ++j)
+      if (sc[j] != 0.f) acc += sc[j] * vc[int64_t(j) * kv_dim + int64_t(kvh) * hd + d];
+    out[(int64_t(i) * nh + h) * hd + d] = acc * inv;
+  }
+}
+
+}  // namespace
+
+void attention(const float* q, const float* kc, const float* vc, const int32_t* slot_pos, const uint8_t* mask,
+               const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, float* out,
+               cudaStream_t s) {
+  const size_t shmem = sizeof(float) * size_t(base + n);
+  if (shmem > 48 * 1024)  // above the default dynamic shared-memory limit a launch needs the opt-in
+    CUDA_CHECK(cudaFuncSetAttribute(attention_k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shmem)));
+  attention_k<<<dim3(n, nh), 128, shmem, s>>>(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window, out);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace specscope::cuda

@@ -1,0 +1,42 @@
+#pragma once
+// Device helpers shared by the kernel files (attention.cu, norm_rope.cu, dequant.cu, elementwise.cu). Each .cu
+// includes this once; everything here has internal linkage, so the files stay independent translation units.
+#include <cfloat>
+#include <cstdint>
+
+namespace specscope::cuda {
+namespace {
+
+// Sum (or max) over a block of blockDim.x threads (a multiple of 32, at most 1024); every thread gets the result.
+template <bool kMax>
+__device__ float block_reduce(float v) {
+  __shared__ float partial[32];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int o = 16; o > 0; o /= 2) {
+    const float other = __shfl_xor_sync(0xffffffffu, v, o);
+    v = kMax ? fmaxf(v, other) : v + other;
+  }
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  const int warps = blockDim.x / 32;
+  v = threadIdx.x < warps ? partial[threadIdx.x] : (kMax ? -FLT_MAX : 0.f);
+  if (warp == 0)
+    for (int o = 16; o > 0; o /= 2) {
+      const float other = __shfl_xor_sync(0xffffffffu, v, o);
+      v = kMax ? fmaxf(v, other) : v + other;
+    }
+  if (threadIdx.x == 0) partial[0] = v;
+  __syncthreads();
+  v = partial[0];
+  __syncthreads();  // partial[] is reused by the next reduction
+  return v;
+}
+
+// Blocks for a grid-stride loop over n elements: enough to cover n, capped at 65535 (the loop does the rest).
+inline int grid_for(int64_t n, int block) {
+  const int64_t blocks = (n + block - 1) / block;
+  return int(blocks < 65535 ? blocks : 65535);
+}
+
+}  // namespace
+}  // namespace specscope::cuda

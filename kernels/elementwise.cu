@@ -1,0 +1,51 @@
+// Element-wise kernels and row copies on the GPU (llama_kernels.h, "kernels/elementwise.cu"): grid-stride loops
+// over flat arrays, one block per row for gathers. The CPU references are in elementwise_ref.cpp.
+#include "kernels/cuda_check.h"
+#include "kernels/device_common.cuh"
+#include "kernels/llama_kernels.h"
+
+namespace specscope::cuda {
+
+namespace {
+
+__global__ void silu_mul_k(const float* g, const float* u, float* o, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    o[i] = g[i] / (1.f + __expf(-g[i])) * u[i];
+}
+
+__global__ void add_k(const float* x, float* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    y[i] += x[i];
+}
+
+__global__ void add_bias_k(float* y, const float* b, int rows, int cols) {
+  const int64_t n = int64_t(rows) * cols;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    y[i] += b[i % cols];
+}
+
+__global__ void gather_rows_k(const float* x, const int32_t* rows, int dim, float* out) {
+  const int r = blockIdx.x;
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) out[int64_t(r) * dim + i] = x[int64_t(rows[r]) * dim + i];
+}
+
+}  // namespace
+
+void silu_mul(const float* g, const float* u, float* o, int64_t n, cudaStream_t s) {
+  silu_mul_k<<<grid_for(n, 256), 256, 0, s>>>(g, u, o, n);
+  CUDA_CHECK(cudaGetLastError());
+}
+void add(const float* x, float* y, int64_t n, cudaStream_t s) {
+  add_k<<<grid_for(n, 256), 256, 0, s>>>(x, y, n);
+  CUDA_CHECK(cudaGetLastError());
+}
+void add_bias(float* y, const float* b, int rows, int cols, cudaStream_t s) {
+  add_bias_k<<<grid_for(int64_t(rows) * cols, 256), 256, 0, s>>>(y, b, rows, cols);
+  CUDA_CHECK(cudaGetLastError());
+}
+void gather_rows(const float* x, const int32_t* rows, int nr, int dim, float* out, cudaStream_t s) {
+  gather_rows_k<<<nr, 256, 0, s>>>(x, rows, dim, out);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace specscope::cuda

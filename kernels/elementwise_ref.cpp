@@ -1,0 +1,23 @@
+// CPU references of kernels/elementwise.cu (kernel_refs.h): the engine's cpu::silu_mul and cpu::add; the bias
+// add is cpu::add per row, and the row gather a copy per row.
+#include <cstring>
+
+#include "engine/cpu/ops.h"
+#include "kernels/kernel_refs.h"
+
+namespace specscope::cuda::ref {
+
+void silu_mul(const float* gate, const float* up, float* out, int64_t n) { cpu::silu_mul(gate, up, out, n); }
+
+void add(const float* x, float* y, int64_t n) { cpu::add(x, y, n); }
+
+void add_bias(float* y, const float* bias, int rows, int cols) {
+  for (int r = 0; r < rows; ++r) cpu::add(bias, y + int64_t(r) * cols, cols);
+}
+
+void gather_rows(const float* x, const int32_t* rows, int nr, int dim, float* out) {
+  for (int r = 0; r < nr; ++r)
+    std::memcpy(out + int64_t(r) * dim, x + int64_t(rows[r]) * dim, sizeof(float) * size_t(dim));
+}
+
+}  // namespace specscope::cuda::ref

@@ -1,0 +1,35 @@
+#pragma once
+// CPU references of the CUDA kernels, as llm.c keeps one beside each kernel: the contract of every launcher in
+// llama_kernels.h (same name, same arguments less the stream, host pointers), computed on the CPU. Where the
+// engine has the CPU twin (engine/cpu/ops.h, attention.h, matmul.h, matmul_quant.h, util/dtype.h) the reference
+// calls it, so each piece of logic has one CPU copy; the references add only the launcher's contract around it
+// (per-row positions, the visibility rule, the KV layout). tests/cuda/cuda_kernels_test.cpp compares each launcher
+// with its reference on a GPU; tests/cuda/kernel_refs_test.cpp checks the references on the CPU, GPU or not.
+// Plain C++ with no CUDA headers.
+#include <cstdint>
+
+#include "kernels/wtype.h"
+
+namespace specscope::cuda::ref {
+
+// dequant_ref.cpp (kernels/dequant.cu)
+void dequant_rows(const void* W, WType t, int cols, int row0, int nrows, float* out);
+void embed_gather(const void* table, WType t, const int32_t* tokens, int n, int H, float* out);
+void to_half(const float* x, void* out, WType t, int64_t n);  // out: n uint16_t, f16 or bf16 bits
+
+// norm_rope_ref.cpp (kernels/norm_rope.cu)
+void rmsnorm(const float* x, const float* w, float* y, int rows, int dim, float eps);
+void rope(float* v, int rows, int n_heads, int head_dim, const int32_t* positions, const float* inv_freq);
+
+// elementwise_ref.cpp (kernels/elementwise.cu)
+void silu_mul(const float* gate, const float* up, float* out, int64_t n);
+void add(const float* x, float* y, int64_t n);
+void add_bias(float* y, const float* bias, int rows, int cols);
+void gather_rows(const float* x, const int32_t* rows, int nr, int dim, float* out);
+
+// attention_ref.cpp (kernels/attention.cu)
+void attention(const float* q, const float* k_cache, const float* v_cache, const int32_t* slot_pos,
+               const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window,
+               float* out);
+
+}  // namespace specscope::cuda::ref

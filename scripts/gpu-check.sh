@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# Runs everything issue 23 asks of a GPU machine from one part that scripts/gpu-pack.sh made, in one process tree,
+# within a time budget (default 540 s, under the device tool's 10 minutes a command), and writes every result with
+# its command and the device into OUT (at most 8 files, flat, as the device tool brings back):
+#   results.md        the device, the commit, each task's command, exit code, wall time and headline figures
+#   log.txt           everything the tasks printed
+#   parity.json       gtest JSON of tests/cuda/cuda_parity_test.cpp (the backend against the CPU backend),
+#                     cuda_kernels_test.cpp (each kernel against its CPU reference) and kernel_refs_test.cpp (core)
+#   heldout.json      compare --backend cuda over the 80 held-out prompts, greedy, chat, 96 tokens: this part's
+#                     methods against vanilla on the GPU
+#   bench_base.json   specscope-cli bench --backend cuda on the shipped base
+#   bench_1b.json, bench_8b.json   (core) random-weight Llama-3.2-1B / Llama-3.1-8B shapes in bf16, drawn on the
+#                     GPU: SpecScope's decode, achieved bandwidth and step-cost curve at context 1k (n = 1..128),
+#                     and transformers' static-cache generate on the same directory
+#
+#   bash scripts/gpu-check.sh PART.tar.xz|PART_DIR OUT [--budget SECONDS] [--prompts N] [--no-8b]
+#
+# On a machine without a GPU (the rehearsal here) the same script runs to its end: the CUDA tests report
+# SKIPPED, and the GPU runs and benchmarks record "no device" (the CLI's one-line "no usable CUDA device" error,
+# exit 2). Only the bundle's binaries see its lib/ (through run/): Debian's libstdc++ ahead of the image's would
+# break python3's torch.
+set -uo pipefail
+[ $# -ge 2 ] || { echo "usage: $0 PART.tar.xz|PART_DIR OUT [--budget SECONDS] [--prompts N] [--no-8b]" >&2; exit 2; }
+src=$1 out=$2
+shift 2
+budget=540 prompts=80 big=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --budget) budget=$2; shift 2 ;;
+    --prompts) prompts=$2; shift 2 ;;
+    --no-8b) big=0; shift ;;
+    *) echo "gpu-check.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+repo=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+log=$out/log.txt md=$out/results.md
+: > "$log"
+start=$SECONDS
+say() { echo "$*" | tee -a "$log" >&2; }
+left() { echo $(( budget - (SECONDS - start) )); }
+
+# 1. Unpack.
+if [ -d "$src" ]; then
+  B=$(cd "$src" && pwd)
+else
+  B=${SPECSCOPE_GPU_WORK:-/tmp/specscope-gpu}/$(basename "$src" .tar.xz)
+  rm -rf "$B" && mkdir -p "$B"
+  tar -C "$B" -xJf "$src" 2>>"$log" ||
+    python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" "$src" "$B" ||
+    { say "gpu-check.sh: cannot unpack $src"; exit 1; }
+fi
+manifest() { sed -n "s/^$1=//p" "$B/manifest.txt"; }
+part=$(manifest part) methods=$(manifest methods)
+
+# 2. cuBLAS from the machine: the CUDA toolkit's, or PyTorch's nvidia-cublas wheel.
+cublas_dir=""
+for d in ${CUBLAS_DIR:-} /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/lib/x86_64-linux-gnu \
+  $(python3 -c "import nvidia, os; p = list(nvidia.__path__)[0]; print(' '.join(os.path.join(p, s, 'lib') for s in ('cu13', 'cublas')))" 2>/dev/null); do
+  [ -e "$d/libcublas.so.13" ] && { cublas_dir=$d; break; }
+done
+[ -n "$cublas_dir" ] || cublas_dir=$(dirname "$(ldconfig -p 2>/dev/null | awk '/libcublas.so.13 /{print $NF; exit}')" 2>/dev/null)
+bin_ld="$B/lib${cublas_dir:+:$cublas_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+mkdir -p "$B/run"
+for f in "$B"/bin/*; do
+  printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "$bin_ld" "$f" > "$B/run/${f##*/}"
+  chmod +x "$B/run/${f##*/}"
+  if LD_LIBRARY_PATH=$bin_ld ldd "$f" | grep -q "not found"; then
+    say "gpu-check.sh: libraries missing for $f (cuBLAS looked for in ${cublas_dir:-nowhere found}):"
+    LD_LIBRARY_PATH=$bin_ld ldd "$f" | grep "not found" | tee -a "$log" >&2
+  fi
+done
+export SPECSCOPE_FIXTURES_DIR=$B/fixtures XDG_CACHE_HOME=$B/cache XDG_DATA_HOME=$B/data
+cli=$B/run/specscope-cli
+device=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
+[ -n "$device" ] || device="no device (nvidia-smi found none)"
+
+{
+  echo "# SpecScope on a GPU: part '$part'"
+  echo
+  echo "- device: $device"
+  echo "- host: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2 / 1048576}' /proc/meminfo); $(uname -r)"
+  echo "- commit: $(manifest commit); packed $(manifest packed)"
+  echo "- cuBLAS: ${cublas_dir:-not found}"
+  echo "- command: bash scripts/gpu-check.sh $(basename "$src") OUT --budget $budget --prompts $prompts$([ $big = 0 ] && echo ' --no-8b')"
+  echo
+  echo "| task | command | exit | seconds | result |"
+  echo "|---|---|---|---|---|"
+} > "$md"
+
+# task NAME SECONDS_NEEDED RESULT_CMD -- COMMAND...: runs COMMAND under the time left (skipped when less than
+# SECONDS_NEEDED is left), logs it, and adds a row whose result column RESULT_CMD prints (given the exit code).
+task() {
+  local name=$1 need=$2 summarize=$3
+  shift 4
+  local t0=$SECONDS rc
+  if [ "$(left)" -lt "$need" ]; then
+    say "== $name: skipped, $(left) s left of the budget (needs ~$need s)"
+    echo "| $name | \`${*//"$B/"/}\` | - | - | skipped: out of time |" >> "$md"
+    return 0
+  fi
+  say "== $name: $*"
+  timeout --kill-after=10 "$(left)" "$@" >> "$log" 2>&1
+  rc=$?
+  local result
+  result=$($summarize $rc 2>/dev/null | tr '\n' ' ')
+  echo "| $name | \`${*//"$B/"/}\` | $rc | $((SECONDS - t0)) | ${result:-see log.txt} |" >> "$md"
+  say "== $name: exit $rc in $((SECONDS - t0)) s: $result"
+}
+
+gtest_summary() {  # summarizes parity.json-style gtest output files
+  python3 - "$@" <<'PY'
+import json, sys
+for f in sys.argv[1:]:
+    try:
+        j = json.load(open(f))
+    except Exception:
+        continue
+    tests = [t for s in j.get("testsuites", []) for t in s.get("testsuite", [])]
+    skipped = sum(1 for t in tests if t.get("result") == "SKIPPED")
+    failed = [t["name"] for t in tests if t.get("failures")]
+    print(f"{f.split('/')[-1]}: {len(tests) - skipped - len(failed)} passed, {len(failed)} failed, {skipped} skipped"
+          + (f" (failed: {', '.join(failed)})" if failed else ""))
+PY
+}
+parity_result() { gtest_summary "$out"/parity_*.json; }
+no_device() { [ "$1" = 2 ] && tail -n 3 "$log" | grep -q "no usable CUDA device\|no CUDA backend" && echo "no device"; }
+heldout_result() {
+  no_device "$1" || python3 - "$out/heldout.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+print("; ".join(f"{a['lane']} tau {a['tau']:.2f} {a['tokens_per_second']:.0f} tok/s {a['speedup_vs_vanilla']:.2f}x "
+                f"identical {a['identical_to_vanilla']}/{a['prompts']}" for a in j["aggregate"]))
+PY
+}
+bench_result() {  # FILE
+  python3 - "$1" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+curve = ", ".join(f"n={s['tokens']} {s['relative_to_first']:.2f}x" for s in j.get("step_cost", []))
+bw = j.get("decode_bandwidth_gb_per_s")
+print(f"{j.get('device')}: decode {j.get('decode_tokens_per_second', 0):.1f} tok/s"
+      + (f", {bw:.0f} GB/s of weights" if bw else "") + (f"; {curve}" if curve else ""))
+PY
+}
+
+# 3. Parity tests (core): the CPU references, each kernel against its reference, the backend against the CPU.
+if [ "$(manifest fixtures)" = yes ]; then
+  task parity 60 parity_result -- sh -c "rc=0; for t in kernel_refs_test:refs cuda_kernels_test:kernels cuda_parity_test:backend; do '$B/run/'\${t%%:*} --gtest_output=json:'$out/parity_'\${t##*:}.json || rc=1; done; exit \$rc"
+  # One JSON file back, not three (the device tool brings back at most 8).
+  python3 - "$out/parity.json" "$out"/parity_*.json <<'PY' 2>>"$log"
+import json, os, sys
+parts = [f for f in sys.argv[2:] if os.path.exists(f)]  # none when the task was skipped (the glob stays literal)
+if parts:
+    merged = {"testsuites": []}
+    for f in parts:
+        merged["testsuites"] += json.load(open(f)).get("testsuites", [])
+        os.remove(f)
+    json.dump(merged, open(sys.argv[1], "w"), indent=1)
+PY
+fi
+
+# 4. Every method of this part on the GPU, against vanilla, on the held-out prompts.
+head -n "$prompts" "$B/share/specscope/prompts/heldout.jsonl" > "$B/prompts.jsonl"
+task heldout 120 heldout_result -- sh -c "'$cli' compare --backend cuda --chat --prompt-file '$B/prompts.jsonl' --methods '$methods' --max-tokens 96 --no-record --json > '$out/heldout.json'"
+[ -s "$out/heldout.json" ] || rm -f "$out/heldout.json"
+
+# 5. Benchmarks: the shipped base, then (core) the 1B and 8B shapes beside transformers.
+bench_file() {  # RC FILE: the figures, or why there are none
+  if [ -s "$2" ]; then bench_result "$2"; else no_device "$1" || echo "failed: see log.txt"; fi
+}
+base_result() { bench_file "$1" "$out/bench_base.json"; }
+task bench_base 30 base_result -- "$cli" bench --backend cuda --model "$B/share/specscope/models/base" --repeat 5 --out "$out/bench_base.json"
+
+if [ "$part" = core ]; then
+  shapes="1b"
+  [ $big = 1 ] && shapes="1b 8b"
+  for shape in $shapes; do
+    dir=${SPECSCOPE_GPU_WORK:-/tmp/specscope-gpu}/syn$shape
+    need=$([ $shape = 8b ] && echo 240 || echo 90)
+    torch_rc=0
+    python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 3)" 2>/dev/null || torch_rc=$?
+    if [ $torch_rc != 0 ]; then
+      why=$([ $torch_rc = 3 ] && echo "no device (python3's torch sees no CUDA device)" ||
+        echo "no torch: python3 cannot import it, so no model of this shape can be made")
+      say "== bench_$shape: $why"
+      echo "| bench_$shape | - | - | - | $why |" >> "$md"
+      continue
+    fi
+    made() { [ -f "$dir/config.json" ] && echo "written to $dir" || echo "failed"; }
+    task "make_$shape" "$need" made -- python3 "$repo/bench/make_synthetic_llama.py" --shape "$shape" --dtype bf16 --device cuda --tokenizer-from "$B/share/specscope/models/base" "$dir"
+    [ -f "$dir/config.json" ] || continue
+    spec_result() { bench_file "$1" "$out/bench_$shape.json"; }
+    task "specscope_$shape" 60 spec_result -- "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 64 --repeat 5 --step-sizes 1,2,4,8,16,32,64,128 --out "$out/bench_$shape.json"
+    hf_result() { [ "$1" = 3 ] && echo "no device" || python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(f\"transformers {j['transformers']} static cache: decode {j['decode_tokens_per_second']:.1f} tok/s\")" "$out/hf_$shape.json"; }
+    task "transformers_$shape" 60 hf_result -- python3 "$repo/bench/transformers_bench.py" "$dir" --dtype bf16 --prompt-tokens 1024 --gen-tokens 64 --repeat 5 --out "$out/hf_$shape.json"
+    # The peer's figures join SpecScope's file (the device tool brings back at most 8 files).
+    python3 - "$out/bench_$shape.json" "$out/hf_$shape.json" <<'PY' 2>>"$log"
+import json, os, sys
+a, b = sys.argv[1:3]
+if os.path.exists(a) and os.path.exists(b):
+    ja = json.load(open(a))
+    ja["peer_transformers"] = json.load(open(b))
+    json.dump(ja, open(a, "w"), indent=2)
+    os.remove(b)
+PY
+    rm -rf "$dir"  # 16 GB for the 8B shape; the disk is 64 GB
+  done
+fi
+
+say "gpu-check: done in $((SECONDS - start)) s; results in $out"
+echo >> "$md"
+echo "Finished in $((SECONDS - start)) s of a $budget s budget." >> "$md"
+cat "$md"

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Packs what a GPU machine needs to run scripts/gpu-check.sh (issue 23): the CUDA-enabled binaries built here, the
+# shared libraries they load that a bare CUDA image lacks, the parity tests' fixtures, the shipped family and the
+# held-out prompts, in parts that each fit the 64 MiB a device call may carry beside the source tree.
+#
+#   bash scripts/gpu-pack.sh [--build DIR] [--out DIR] [--limit-mib N]
+#     --build      a build directory configured with the CUDA backend (default build/; scripts/build.sh makes it)
+#     --out        where the parts go (default gpu-bundle/, ignored by git)
+#     --limit-mib  the most one part may weigh (default 56: 64 MiB less the ~8 MiB of source that travels with it)
+#
+# Parts (each a .tar.xz holding bin/, lib/, share/specscope/, and what its tasks read; manifest.txt lists them):
+#   core      the CUDA tests (backend parity and its fixtures, each kernel against its CPU reference, the
+#             references themselves); the base, the EAGLE-1 and EAGLE-3 heads and the streaming model (methods
+#             vanilla, eagle1, eagle2, eagle3, streaming, lookahead, pld); benchmarks
+#   drafters  the base, the SpS draft model and the Medusa heads (methods vanilla, sps, medusa)
+# The family is 67 MB and the fixtures 17 MB, so one part cannot hold everything; the base travels in both, since
+# every method is measured against vanilla on its own target in the same run.
+#
+# What does not travel: cuBLAS (540 MB; the GPU image's CUDA 13 toolkit and PyTorch's nvidia-cublas wheel both
+# have libcublas.so.13, which gpu-check.sh finds), glibc and libgcc (the image's are newer than Debian 12's, so
+# binaries built here run there), and the CUDA runtime (linked statically).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=$here/build out=$here/gpu-bundle limit_mib=56
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build) build=$(cd "$2" && pwd); shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --limit-mib) limit_mib=$2; shift 2 ;;
+    *) echo "gpu-pack.sh: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
+  esac
+done
+die() { echo "gpu-pack.sh: $*" >&2; exit 1; }
+
+grep -q '^SPECSCOPE_HAVE_CUDA:INTERNAL=1' "$build/CMakeCache.txt" 2>/dev/null ||
+  grep -q 'SPECSCOPE_CUDA:STRING=ON\|SPECSCOPE_CUDA:STRING=AUTO' "$build/CMakeCache.txt" 2>/dev/null ||
+  die "$build is not a CMake build directory with the CUDA backend (run scripts/build.sh with nvcc on PATH)"
+echo "gpu-pack: building the CLI and the CUDA tests in $build" >&2
+tests=(cuda_parity_test cuda_kernels_test kernel_refs_test)
+cmake --build "$build" --target specscope-cli "${tests[@]}" -j "$(nproc)" >&2 ||
+  die "the build failed"
+ldd "$build/app/specscope-cli" | grep -q libcublas || die "$build/app/specscope-cli was built without the CUDA backend"
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+common=$stage/common
+mkdir -p "$common/bin" "$common/lib" "$common/share/specscope/prompts"
+cp "$build/app/specscope-cli" "${tests[@]/#/$build/tests/}" "$common/bin/"
+# The libraries to carry: everything the binaries load but the C library family, libgcc and CUDA's own.
+for bin in "$common"/bin/*; do
+  ldd "$bin" | awk '/=> \//{print $3}'
+done | sort -u | while read -r lib; do
+  case "$(basename "$lib")" in
+    libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | ld-linux* | libgcc_s.so* | libcublas* | libcudart* | libcuda.so*) ;;
+    *) cp -L "$lib" "$common/lib/" ;;
+  esac
+done
+cp "$here/assets/prompts/heldout.jsonl" "$common/share/specscope/prompts/"
+cp "$here/scripts/gpu-check.sh" "$common/"
+(cd "$here" && git rev-parse HEAD 2>/dev/null || echo unknown) > "$common/COMMIT"
+
+family=$here/assets/models
+models_of() {  # PART -> the family directories it carries
+  case "$1" in
+    core) echo base eagle1 eagle3 streaming tokenizer ;;
+    drafters) echo base draft medusa tokenizer ;;
+  esac
+}
+methods_of() {
+  case "$1" in
+    core) echo vanilla,eagle1,eagle2,eagle3,streaming,lookahead,pld ;;
+    drafters) echo vanilla,sps,medusa ;;
+  esac
+}
+fixtures_core=(models/llama_bytelevel_f32 models/llama_bytelevel_bf16 models/llama_spm_tied_f32 models/qwen2_bf16
+  models/mistral_f32 gguf_models/llama_bytelevel_f32.q8_0.gguf gguf_models/llama_bytelevel_f32.q4_0.gguf
+  gguf_models/llama_spm_tied_f32.q4_1.gguf gguf_models/llama_spm_tied_f32.q5_0.gguf
+  gguf_models/llama_spm_tied_f32.q5_1.gguf gguf_kquant/tiny.q4_k_m.gguf gguf_kquant/tiny.q5_k_m.gguf)
+
+mkdir -p "$out"
+status=0
+for part in core drafters; do
+  dir=$stage/$part
+  cp -a "$common" "$dir"
+  mkdir -p "$dir/share/specscope/models"
+  for m in $(models_of $part); do cp -a "$family/$m" "$dir/share/specscope/models/"; done
+  cp "$family/family.json" "$family/SHA256SUMS" "$dir/share/specscope/models/"
+  if [ $part = core ]; then
+    for f in "${fixtures_core[@]}"; do
+      mkdir -p "$dir/fixtures/$(dirname "$f")"
+      cp -a "$here/tests/fixtures/$f" "$dir/fixtures/$f"
+    done
+  fi
+  {
+    echo "part=$part"
+    echo "methods=$(methods_of $part)"
+    echo "models=$(models_of $part | tr ' ' ',')"
+    echo "fixtures=$([ $part = core ] && echo yes || echo no)"
+    echo "commit=$(cat "$common/COMMIT")"
+    echo "packed=$(date -u +%FT%TZ) on $(hostname)"
+  } > "$dir/manifest.txt"
+  tarball=$out/specscope-gpu-$part.tar.xz
+  echo "gpu-pack: compressing $part" >&2
+  tar -C "$dir" -cf - . | xz -T "$(nproc)" -6 > "$tarball"
+  bytes=$(stat -c %s "$tarball")
+  mib=$(( (bytes + 1048575) / 1048576 ))
+  echo "$tarball: $mib MiB ($(du -sh "$dir" | cut -f1) unpacked; models: $(models_of $part))"
+  if [ "$mib" -gt "$limit_mib" ]; then
+    echo "gpu-pack.sh: $tarball is $mib MiB, over the $limit_mib MiB a part may weigh" >&2
+    status=1
+  fi
+done
+exit $status

@@ -1,0 +1,285 @@
+// Every CUDA kernel launcher (kernels/llama_kernels.h) against its CPU reference (kernels/kernel_refs.h) at the
+// shapes the kernels are written for: Llama-3.2-1B (hidden 2048, 32 heads over 8 KV heads of 64) and
+// Llama-3.1-8B (hidden 4096, 32/8 heads of 128, FFN 14336), tree masks of 1..64 rows, attention over a few
+// thousand positions and up to 32k. Built wherever nvcc is; every test is reported as SKIPPED when no CUDA device
+// is visible, never counted as a pass. (The references themselves are checked on the CPU by kernel_refs_test.)
+//
+// Tolerances, as a kernel's error relative to the largest reference value (max |gpu - ref| / max |ref|):
+//  - bit for bit: dequant_rows, embed_gather (exact products; quant_decode.h), to_half (round to nearest even),
+//    add, add_bias, gather_rows (one rounding or none);
+//  - 1e-5: rmsnorm, rope, silu_mul (other summation orders, rsqrtf, sincosf and __expf against the CPU's libm and
+//    vector exp: a few ulp);
+//  - 1e-4: attention (scores summed over 64-128 dims and softmax sums over up to 32k slots in another order, and
+//    __expf; cpu::attention is 2e-6 from a double-precision definition at 4k slots, 7e-6 at 16k).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "kernels/cuda_check.h"
+#include "kernels/cuda_context.h"
+#include "kernels/kernel_refs.h"
+#include "kernels/llama_kernels.h"
+#include "tests/cuda/kernel_test_data.h"
+
+using namespace specscope;
+using namespace specscope::kernel_test;
+
+namespace {
+
+class CudaKernels : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda::device_available()) GTEST_SKIP() << "no CUDA device visible: the CUDA kernels are untested here";
+  }
+};
+
+// A device copy of a host vector (or n uninitialised elements), freed with it. Launches go to the legacy default
+// stream, so to_host()'s synchronisation orders them; it also surfaces a kernel's error as an exception.
+template <class T>
+class DeviceArray {
+ public:
+  explicit DeviceArray(size_t n) : n_(n) { CUDA_CHECK(cudaMalloc(&p_, std::max<size_t>(n, 1) * sizeof(T))); }
+  explicit DeviceArray(const std::vector<T>& h) : DeviceArray(h.size()) {
+    CUDA_CHECK(cudaMemcpy(p_, h.data(), sizeof(T) * n_, cudaMemcpyHostToDevice));
+  }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  ~DeviceArray() { cudaFree(p_); }
+  T* get() const { return p_; }
+  std::vector<T> to_host() const {
+    CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<T> h(n_);
+    CUDA_CHECK(cudaMemcpy(h.data(), p_, sizeof(T) * n_, cudaMemcpyDeviceToHost));
+    return h;
+  }
+
+ private:
+  T* p_ = nullptr;
+  size_t n_ = 0;
+};
+
+constexpr cudaStream_t kStream = nullptr;  // the legacy default stream
+
+std::vector<int32_t> random_ints(size_t n, int32_t lo, int32_t hi, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> d(lo, hi);
+  std::vector<int32_t> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// Exact agreement, or the first difference.
+template <class T>
+void expect_identical(const std::vector<T>& got, const std::vector<T>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  const BitDiff d = bit_diff(got, want);
+  EXPECT_EQ(d.count, 0u) << what << ": " << d.count << " elements differ, the first at " << d.first;
+}
+
+}  // namespace
+
+TEST_F(CudaKernels, DequantRowsAtModelShapes) {
+  // Panels of rows from inside a matrix (row0 > 0), as linear() takes them, for the widths of q/k/v/o/gate/up
+  // (hidden) and of down (FFN).
+  const int rows = 96, row0 = 29, nrows = 64;
+  uint32_t seed = 1;
+  for (WType t : kBlockTypes)
+    for (int cols : {kLlama1B.hidden, kLlama8B.hidden, kLlama8B.ffn}) {
+      const std::vector<uint8_t> w = random_rows(t, rows, cols, seed++);
+      DeviceArray<uint8_t> dw(w);
+      DeviceArray<float> dout(size_t(nrows) * cols);
+      cuda::dequant_rows(dw.get(), t, cols, row0, nrows, dout.get(), kStream);
+      std::vector<float> want(size_t(nrows) * cols);
+      cuda::ref::dequant_rows(w.data(), t, cols, row0, nrows, want.data());
+      expect_identical(dout.to_host(), want, std::string(type_name(t)) + " cols " + std::to_string(cols));
+    }
+}
+
+TEST_F(CudaKernels, EmbedGatherEveryTypeAtModelWidths) {
+  const int vocab = 256;
+  uint32_t seed = 50;
+  for (WType t : kAllTypes)
+    for (const Shape& s : kShapes)
+      for (int n : {1, 7, 64}) {
+        const std::vector<uint8_t> table = random_rows(t, vocab, s.hidden, seed++);
+        std::vector<int32_t> tokens = random_ints(size_t(n), 0, vocab - 1, seed++);
+        tokens.back() = vocab - 1;  // the table's last row
+        DeviceArray<uint8_t> dt(table);
+        DeviceArray<int32_t> dtok(tokens);
+        DeviceArray<float> dout(size_t(n) * s.hidden);
+        cuda::embed_gather(dt.get(), t, dtok.get(), n, s.hidden, dout.get(), kStream);
+        std::vector<float> want(size_t(n) * s.hidden);
+        cuda::ref::embed_gather(table.data(), t, tokens.data(), n, s.hidden, want.data());
+        expect_identical(dout.to_host(), want, std::string(type_name(t)) + " " + s.name + " n " + std::to_string(n));
+      }
+}
+
+TEST_F(CudaKernels, ToHalfRoundsLikeTheCpu) {
+  // 64 rows of the 8B FFN width, spread over f16's subnormals up to past its largest value, and bf16's ties.
+  const int64_t n = int64_t(64) * kLlama8B.ffn;
+  std::vector<float> x = uniform(size_t(n), -2.f, 2.f, 7);
+  const std::vector<int32_t> exps = random_ints(size_t(n), -30, 18, 8);
+  for (int64_t i = 0; i < n; i += 3) x[i] = std::ldexp(x[i], exps[i]);
+  x[1] = 1.f + 0x1p-8f, x[4] = 65520.f, x[7] = 0x1p-25f, x[10] = 1.f + 0x1p-11f;
+  DeviceArray<float> dx(x);
+  for (WType t : {WType::F16, WType::BF16}) {
+    DeviceArray<uint16_t> dout{size_t(n)};
+    cuda::to_half(dx.get(), dout.get(), t, n, kStream);
+    std::vector<uint16_t> want(x.size());
+    cuda::ref::to_half(x.data(), want.data(), t, n);
+    expect_identical(dout.to_host(), want, type_name(t));
+  }
+}
+
+TEST_F(CudaKernels, RmsNormAtModelShapes) {
+  uint32_t seed = 100;
+  for (const Shape& s : kShapes)
+    for (int rows : {1, 7, 64}) {
+      const std::vector<float> x = uniform(size_t(rows) * s.hidden, -2.f, 2.f, seed++);
+      const std::vector<float> w = uniform(size_t(s.hidden), 0.5f, 1.5f, seed++);
+      std::vector<float> want(x.size());
+      cuda::ref::rmsnorm(x.data(), w.data(), want.data(), rows, s.hidden, 1e-5f);
+      DeviceArray<float> dx(x), dw(w), dy(x.size());
+      cuda::rmsnorm(dx.get(), dw.get(), dy.get(), rows, s.hidden, 1e-5f, kStream);
+      EXPECT_LT(max_rel_diff(dy.to_host(), want), 1e-5) << s.name << " rows " << rows;
+      cuda::rmsnorm(dx.get(), dw.get(), dx.get(), rows, s.hidden, 1e-5f, kStream);  // in place (y aliases x)
+      EXPECT_LT(max_rel_diff(dx.to_host(), want), 1e-5) << s.name << " rows " << rows << " in place";
+    }
+}
+
+TEST_F(CudaKernels, RopeOfQueriesAndKeysAtTreePositions) {
+  uint32_t seed = 200;
+  for (const Shape& s : kShapes) {
+    const std::vector<float> freq = inv_freq(s.head_dim);
+    DeviceArray<float> dfreq(freq);
+    for (int rows : {1, 16, 64})
+      for (int heads : {s.heads, s.kv_heads}) {
+        // Arbitrary positions, repeats included: a tree's siblings share theirs.
+        const std::vector<int32_t> pos = random_ints(size_t(rows), 0, 8191, seed++);
+        std::vector<float> v = uniform(size_t(rows) * heads * s.head_dim, -2.f, 2.f, seed++);
+        DeviceArray<float> dv(v);
+        DeviceArray<int32_t> dpos(pos);
+        cuda::rope(dv.get(), rows, heads, s.head_dim, dpos.get(), dfreq.get(), kStream);
+        cuda::ref::rope(v.data(), rows, heads, s.head_dim, pos.data(), freq.data());
+        EXPECT_LT(max_rel_diff(dv.to_host(), v), 1e-5) << s.name << " rows " << rows << " heads " << heads;
+      }
+  }
+}
+
+TEST_F(CudaKernels, ElementwiseAtModelShapes) {
+  // The FFN of one token (1B) and of 64 (8B), and more elements than one grid covers (its stride loop).
+  const int64_t beyond_grid = int64_t(65535) * 256 + 1001;
+  uint32_t seed = 300;
+  for (int64_t n : {int64_t(kLlama1B.ffn), int64_t(64) * kLlama8B.ffn, beyond_grid}) {
+    const std::vector<float> g = uniform(size_t(n), -10.f, 10.f, seed++), u = uniform(size_t(n), -2.f, 2.f, seed++);
+    DeviceArray<float> dg(g), du(u), dout(g.size());
+    cuda::silu_mul(dg.get(), du.get(), dout.get(), n, kStream);
+    std::vector<float> want(g.size());
+    cuda::ref::silu_mul(g.data(), u.data(), want.data(), n);
+    EXPECT_LT(max_rel_diff(dout.to_host(), want), 1e-5) << "silu_mul n " << n;
+    cuda::add(dg.get(), du.get(), n, kStream);  // u += g
+    std::vector<float> sum = u;
+    cuda::ref::add(g.data(), sum.data(), n);
+    expect_identical(du.to_host(), sum, "add n " + std::to_string(n));
+  }
+}
+
+TEST_F(CudaKernels, AddBiasAndGatherRowsAtModelShapes) {
+  uint32_t seed = 400;
+  // q, k/v (1B and 8B), o, and gate/up widths.
+  for (int cols : {kLlama1B.hidden, kLlama1B.kv_heads * kLlama1B.head_dim, kLlama8B.kv_heads * kLlama8B.head_dim,
+                   kLlama8B.hidden, kLlama8B.ffn}) {
+    const int rows = 64;
+    std::vector<float> y = uniform(size_t(rows) * cols, -2.f, 2.f, seed++);
+    const std::vector<float> b = uniform(size_t(cols), -1.f, 1.f, seed++);
+    DeviceArray<float> dy(y), db(b);
+    cuda::add_bias(dy.get(), db.get(), rows, cols, kStream);
+    cuda::ref::add_bias(y.data(), b.data(), rows, cols);
+    expect_identical(dy.to_host(), y, "add_bias cols " + std::to_string(cols));
+  }
+  for (const Shape& s : kShapes)
+    for (int nr : {1, 5, 64}) {
+      const std::vector<float> x = uniform(size_t(64) * s.hidden, -2.f, 2.f, seed++);
+      const std::vector<int32_t> pick = random_ints(size_t(nr), 0, 63, seed++);  // repeats allowed
+      DeviceArray<float> dx(x), dout(size_t(nr) * s.hidden);
+      DeviceArray<int32_t> dpick(pick);
+      cuda::gather_rows(dx.get(), dpick.get(), nr, s.hidden, dout.get(), kStream);
+      std::vector<float> want(size_t(nr) * s.hidden);
+      cuda::ref::gather_rows(x.data(), pick.data(), nr, s.hidden, want.data());
+      expect_identical(dout.to_host(), want, std::string("gather_rows ") + s.name + " rows " + std::to_string(nr));
+    }
+}
+
+namespace {
+
+// One attention launch on the GPU against the reference.
+void check_attention(const AttentionCase& c, const std::string& what) {
+  DeviceArray<float> dq(c.q), dk(c.k), dv(c.v), dout(size_t(c.n) * c.nh * c.hd);
+  DeviceArray<int32_t> dslot(c.slot_pos), dpos(c.positions);
+  DeviceArray<uint8_t> dmask(c.mask);
+  const uint8_t* mask = c.mask.empty() ? nullptr : dmask.get();
+  cuda::attention(dq.get(), dk.get(), dv.get(), dslot.get(), mask, dpos.get(), c.n, c.base, c.nh, c.nkv, c.hd,
+                  c.window, dout.get(), kStream);
+  std::vector<float> want(size_t(c.n) * c.nh * c.hd);
+  cuda::ref::attention(c.q.data(), c.k.data(), c.v.data(), c.slot_pos.data(), c.mask.empty() ? nullptr : c.mask.data(),
+                       c.positions.data(), c.n, c.base, c.nh, c.nkv, c.hd, c.window, want.data());
+  const std::vector<float> got = dout.to_host();
+  EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](float f) { return std::isfinite(f); })) << what;
+  EXPECT_LT(max_rel_diff(got, want), 1e-4) << what;
+}
+
+std::string describe(const Shape& s, const AttentionCase& c) {
+  return std::string(s.name) + " base " + std::to_string(c.base) + " n " + std::to_string(c.n) +
+         (c.mask.empty() ? " causal" : " tree") + (c.window ? " window " + std::to_string(c.window) : "");
+}
+
+}  // namespace
+
+TEST_F(CudaKernels, AttentionDecodeAtLongContexts) {
+  // One new row over 4k, 16k and 32k slots: the scores take base + 1 floats of shared memory, past the 48 KiB a
+  // launch gets without opting in from 16k; 32k needs 128 KiB (sm_80/sm_90 have it, sm_86/sm_89 do not).
+  int optin = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
+  uint32_t seed = 500;
+  for (const Shape& s : kShapes)
+    for (int base : {4095, 16383, 32767}) {
+      if (sizeof(float) * size_t(base + 1) > size_t(optin)) {
+        ADD_FAILURE() << "attention over " << base + 1 << " slots does not fit this GPU's " << optin
+                      << " bytes of shared memory per block: the kernel needs a split over the context (issue 23, 4)";
+        continue;
+      }
+      const AttentionCase c = attention_case(s.heads, s.kv_heads, s.head_dim, base, 1, false, 0, seed += 10);
+      check_attention(c, describe(s, c));
+    }
+}
+
+TEST_F(CudaKernels, AttentionTreeMasksOf1To64Rows) {
+  uint32_t seed = 600;
+  for (const Shape& s : kShapes)
+    for (int n : {1, 2, 5, 16, 33, 64}) {
+      const AttentionCase c = attention_case(s.heads, s.kv_heads, s.head_dim, 2048, n, true, 0, seed += 10);
+      check_attention(c, describe(s, c));
+    }
+}
+
+TEST_F(CudaKernels, AttentionCausalPrefillAndSlidingWindow) {
+  uint32_t seed = 700;
+  for (const Shape& s : kShapes) {
+    for (int base : {0, 3000}) {
+      const AttentionCase c = attention_case(s.heads, s.kv_heads, s.head_dim, base, 64, false, 0, seed += 10);
+      check_attention(c, describe(s, c));
+    }
+    // A window that cuts into the earlier slots, and one that cuts into the tree itself.
+    for (int window : {1024, 3}) {
+      const AttentionCase c = attention_case(s.heads, s.kv_heads, s.head_dim, 3000, 16, true, window, seed += 10);
+      check_attention(c, describe(s, c));
+    }
+  }
+}
+
+TEST_F(CudaKernels, AttentionGivesZerosToARowThatSeesNothing) {
+  AttentionCase c = attention_case(kLlama1B.heads, kLlama1B.kv_heads, kLlama1B.head_dim, 0, 4, true, 0, 800);
+  std::fill(c.mask.begin() + 2 * 4, c.mask.begin() + 3 * 4, 0);  // row 2 sees no slot at all
+  check_attention(c, "a row with an empty mask");
+}

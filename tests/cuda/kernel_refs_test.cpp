@@ -1,0 +1,192 @@
+// The CPU references of the CUDA kernels (kernels/kernel_refs.h), checked on the CPU, GPU or not, so that when
+// cuda_kernels_test.cpp finds a kernel and its reference apart on a GPU, the kernel is the suspect:
+//  - attention: the engine's cpu::attention behind the launcher's visibility rule and KV layout, against the
+//    definition written out in double over each row's own slots (earlier ones within the window, its tree path);
+//  - RoPE at each row's position: the rotation the CPU forward applies (cpu::RopeTable), bit for bit;
+//  - dequantization, embedding and f16/bf16 rounding: the engine's dequantizer against the block decoder the GPU
+//    runs (kernels/quant_decode.h), bit for bit, and round-to-nearest-even on the awkward values;
+//  - the row-wise and element-wise references against their one-line definitions.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "engine/cpu/rope_table.h"
+#include "engine/util/half_float.h"
+#include "kernels/kernel_refs.h"
+#include "tests/cuda/kernel_test_data.h"
+
+using namespace specscope;
+using namespace specscope::kernel_test;
+
+namespace {
+
+// Attention from its definition, in double: row i, head h attends to the earlier slots within the window and to
+// the new rows on its path from the root (itself and its ancestors), with softmax weights of q.k / sqrt(hd).
+std::vector<float> attention_by_definition(const AttentionCase& c) {
+  const int kv_dim = c.nkv * c.hd, group = c.nh / c.nkv;
+  std::vector<float> out(size_t(c.n) * c.nh * c.hd, 0.f);
+  for (int i = 0; i < c.n; ++i) {
+    std::vector<int> slots;
+    for (int j = 0; j < c.base; ++j) slots.push_back(j);
+    for (int a = i; a >= 0; a = c.parent[a]) slots.push_back(c.base + a);
+    if (c.window > 0)
+      std::erase_if(slots, [&](int j) { return c.positions[i] - c.slot_pos[j] >= c.window; });
+    for (int h = 0; h < c.nh; ++h) {
+      const float* q = c.q.data() + (size_t(i) * c.nh + h) * c.hd;
+      const size_t kv = size_t(h / group) * c.hd;
+      std::vector<double> s;
+      double mx = -1e300, sum = 0;
+      for (int j : slots) {
+        double d = 0;
+        for (int e = 0; e < c.hd; ++e) d += double(q[e]) * c.k[size_t(j) * kv_dim + kv + e];
+        s.push_back(d / std::sqrt(double(c.hd)));
+        mx = std::max(mx, s.back());
+      }
+      for (double& x : s) sum += (x = std::exp(x - mx));
+      for (int e = 0; e < c.hd; ++e) {
+        double acc = 0;
+        for (size_t t = 0; t < slots.size(); ++t) acc += s[t] / sum * c.v[size_t(slots[t]) * kv_dim + kv + e];
+        out[(size_t(i) * c.nh + h) * c.hd + e] = float(acc);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<float> attention_ref(const AttentionCase& c) {
+  std::vector<float> out(size_t(c.n) * c.nh * c.hd);
+  cuda::ref::attention(c.q.data(), c.k.data(), c.v.data(), c.slot_pos.data(),
+                       c.mask.empty() ? nullptr : c.mask.data(), c.positions.data(), c.n, c.base, c.nh, c.nkv, c.hd,
+                       c.window, out.data());
+  return out;
+}
+
+}  // namespace
+
+TEST(KernelRefs, AttentionIsTheSoftmaxOverEachRowsVisibleSlots) {
+  struct Case {
+    int hd, base, n;
+    bool tree;
+    int window;
+  };
+  // Llama's head sizes and its 4 query heads per KV head; causal prefill, decode, trees, a sliding window that
+  // cuts into the earlier slots and into the tree.
+  const Case cases[] = {{64, 0, 16, false, 0},  {64, 37, 1, false, 0},  {64, 300, 16, true, 0},
+                        {128, 300, 9, true, 0}, {128, 200, 16, true, 64}, {64, 0, 12, false, 5}};
+  uint32_t seed = 1;
+  for (const Case& k : cases) {
+    const AttentionCase c = attention_case(8, 2, k.hd, k.base, k.n, k.tree, k.window, seed += 10);
+    EXPECT_LT(max_rel_diff(attention_ref(c), attention_by_definition(c)), 1e-5)
+        << "hd " << k.hd << " base " << k.base << " n " << k.n << (k.tree ? " tree" : " causal") << " window "
+        << k.window;
+  }
+}
+
+TEST(KernelRefs, AttentionGivesZerosToARowThatSeesNothing) {
+  AttentionCase c = attention_case(8, 2, 64, 0, 4, true, 0, 7);
+  std::fill(c.mask.begin() + 2 * 4, c.mask.begin() + 3 * 4, 0);  // row 2 sees no slot at all
+  const std::vector<float> out = attention_ref(c);
+  for (int e = 0; e < c.nh * c.hd; ++e) ASSERT_EQ(out[size_t(2) * c.nh * c.hd + e], 0.f) << e;
+  EXPECT_NE(out[0], 0.f);
+}
+
+TEST(KernelRefs, RopeAtEachRowsPositionIsTheForwardsRope) {
+  for (const Shape& s : kShapes) {
+    const std::vector<float> freq = inv_freq(s.head_dim);
+    const int rows = 24;
+    const std::vector<int32_t> pos = [&] {
+      std::vector<int32_t> p;
+      for (int r = 0; r < rows; ++r) p.push_back(int32_t((r * 977 + 13) % 8192));  // tree-like: out of order
+      return p;
+    }();
+    std::vector<float> v = uniform(size_t(rows) * s.heads * s.head_dim, -2.f, 2.f, 3), forward = v;
+    cuda::ref::rope(v.data(), rows, s.heads, s.head_dim, pos.data(), freq.data());
+    cpu::RopeTable table(freq, s.head_dim);
+    for (int r = 0; r < rows; ++r) table.apply(forward.data() + size_t(r) * s.heads * s.head_dim, s.heads, pos[r]);
+    const BitDiff d = bit_diff(v, forward);
+    EXPECT_EQ(d.count, 0u) << s.name << ": first at " << d.first;
+  }
+}
+
+TEST(KernelRefs, DequantAndEmbedMatchTheDeviceDecoderBitForBit) {
+  const int rows = 12, cols = 512;
+  const std::vector<int32_t> tokens = {11, 0, 5, 5, 3};
+  for (WType t : kAllTypes) {
+    const std::vector<uint8_t> w = random_rows(t, rows, cols, 100 + int(t));
+    const size_t rb = row_bytes(t, cols);
+    // What the GPU computes for element i of stored row r (kernels/dequant.cu), on the host.
+    auto device_decode = [&](int r, int i) -> float {
+      const uint8_t* row = w.data() + size_t(r) * rb;
+      if (cuda::is_block(t)) return quant_decode::element(row, block_of(t), i);
+      uint16_t h;
+      std::memcpy(&h, row + 2 * size_t(i), 2);
+      if (t == WType::F16) return half_bits_to_float(h);
+      if (t == WType::BF16) return bf16_to_f32(h);
+      float f;
+      std::memcpy(&f, row + 4 * size_t(i), 4);
+      return f;
+    };
+    std::vector<float> got(tokens.size() * cols), want(got.size());
+    cuda::ref::embed_gather(w.data(), t, tokens.data(), int(tokens.size()), cols, got.data());
+    for (size_t k = 0; k < tokens.size(); ++k)
+      for (int i = 0; i < cols; ++i) want[k * cols + i] = device_decode(tokens[k], i);
+    BitDiff d = bit_diff(got, want);
+    EXPECT_EQ(d.count, 0u) << "embed_gather " << type_name(t) << ": first at " << d.first;
+    if (!cuda::is_block(t)) continue;
+    const int row0 = 3, nrows = 7;
+    got.assign(size_t(nrows) * cols, 0.f), want.assign(got.size(), 0.f);
+    cuda::ref::dequant_rows(w.data(), t, cols, row0, nrows, got.data());
+    for (int r = 0; r < nrows; ++r)
+      for (int i = 0; i < cols; ++i) want[size_t(r) * cols + i] = device_decode(row0 + r, i);
+    d = bit_diff(got, want);
+    EXPECT_EQ(d.count, 0u) << "dequant_rows " << type_name(t) << ": first at " << d.first;
+  }
+}
+
+TEST(KernelRefs, ToHalfRoundsToNearestEven) {
+  // bf16: 1 + 2^-8 is halfway between 1 and 1 + 2^-7 (ties to even: 1), a hair above rounds up; the largest
+  // float overflows to infinity. f16: 65520 overflows, 2^-25 ties to 0, 1.5 * 2^-25 rounds to the least subnormal.
+  const std::vector<float> x = {1.f + 0x1p-8f, 1.f + 0x1p-8f + 0x1p-20f, 3.4028235e38f, -2.5f,
+                                65520.f,       0x1p-25f,                 0x1.8p-25f,    1.f + 0x1p-11f};
+  std::vector<uint16_t> bf(x.size()), f16(x.size());
+  cuda::ref::to_half(x.data(), bf.data(), WType::BF16, int64_t(x.size()));
+  cuda::ref::to_half(x.data(), f16.data(), WType::F16, int64_t(x.size()));
+  EXPECT_EQ(bf[0], 0x3f80);
+  EXPECT_EQ(bf[1], 0x3f81);
+  EXPECT_EQ(bf[2], 0x7f80);
+  EXPECT_EQ(bf[3], 0xc020);
+  EXPECT_EQ(f16[4], 0x7c00);
+  EXPECT_EQ(f16[5], 0x0000);
+  EXPECT_EQ(f16[6], 0x0001);
+  EXPECT_EQ(f16[7], 0x3c00);  // 1 + 2^-11: halfway between 1 and 1 + 2^-10, to even
+}
+
+TEST(KernelRefs, RowAndElementwiseOpsFollowTheirDefinitions) {
+  const int rows = 5, dim = 96;
+  const std::vector<float> x = uniform(size_t(rows) * dim, -2.f, 2.f, 21), w = uniform(dim, 0.5f, 1.5f, 22);
+  // rmsnorm: x / sqrt(mean(x^2) + eps) * w; silu_mul: g / (1 + e^-g) * u.
+  std::vector<float> y(x.size()), want(x.size());
+  cuda::ref::rmsnorm(x.data(), w.data(), y.data(), rows, dim, 1e-5f);
+  for (int r = 0; r < rows; ++r) {
+    double ss = 0;
+    for (int i = 0; i < dim; ++i) ss += double(x[size_t(r) * dim + i]) * x[size_t(r) * dim + i];
+    const double scale = 1 / std::sqrt(ss / dim + 1e-5);
+    for (int i = 0; i < dim; ++i) want[size_t(r) * dim + i] = float(x[size_t(r) * dim + i] * scale * w[i]);
+  }
+  EXPECT_LT(max_rel_diff(y, want), 1e-6);
+  const std::vector<float> u = uniform(x.size(), -2.f, 2.f, 23);
+  cuda::ref::silu_mul(x.data(), u.data(), y.data(), int64_t(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) want[i] = float(x[i] / (1 + std::exp(-double(x[i]))) * u[i]);
+  EXPECT_LT(max_rel_diff(y, want), 1e-6);
+  // add_bias broadcasts over rows; gather_rows copies rows in any order, repeats allowed.
+  y = x;
+  cuda::ref::add_bias(y.data(), w.data(), rows, dim);
+  for (int r = 0; r < rows; ++r)
+    for (int i = 0; i < dim; ++i) want[size_t(r) * dim + i] = x[size_t(r) * dim + i] + w[i];
+  EXPECT_EQ(bit_diff(y, want).count, 0u);
+  const std::vector<int32_t> pick = {4, 0, 4};
+  std::vector<float> g(pick.size() * dim);
+  cuda::ref::gather_rows(x.data(), pick.data(), int(pick.size()), dim, g.data());
+  for (size_t r = 0; r < pick.size(); ++r)
+    EXPECT_TRUE(std::equal(g.begin() + r * dim, g.begin() + (r + 1) * dim, x.begin() + pick[r] * dim)) << r;
+}
