@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Speculation on a shared CPU (issue 22's protocol): five held-out prompts, greedy, chat, 64 new tokens,
-# `compare --methods vanilla,sps,eagle2,pld` (plus any extra arguments), once quiet and once beside one busy
+# `compare --methods vanilla,sps,eagle2,pld` (METHODS=... for others; plus any extra arguments), once quiet and once beside one busy
 # process, with the same binary; writes the two tables and how much of each method's quiet speedup it kept.
 # Usage: bash bench/contention.sh [CLI] [OUT] [-- extra compare arguments]
 # CLI defaults to build/app/specscope-cli; OUT to bench/results/cpu_contention.txt.
@@ -12,7 +12,7 @@ shift $(( $# > 2 ? 2 : $# ))
 [[ "${1:-}" == "--" ]] && shift
 prompts=$(mktemp)
 head -5 "$here/assets/prompts/heldout.jsonl" > "$prompts"
-cmd=("$cli" compare --chat --prompt-file "$prompts" --methods vanilla,sps,eagle2,pld --max-tokens 64 --no-record --json "$@")
+cmd=("$cli" compare --chat --prompt-file "$prompts" --methods "${METHODS:-vanilla,sps,eagle2,pld}" --max-tokens 64 --no-record --json "$@")
 run() { "${cmd[@]}" 2>/dev/null; }
 quiet=$(mktemp)
 loaded=$(mktemp)

@@ -270,6 +270,33 @@ runs::Job job_with(const std::vector<std::string>& lane_texts, runs::Schedule sc
   return job;
 }
 
+TEST(TreeTuner, VerificationAsMeasuredDecidesAndTheSummarySaysWhenTheDrafterTakesTheCache) {
+  runs::StepCost c;
+  c.ms = {{1, 1.0}, {2, 1.1}, {4, 1.3}, {8, 2.0}, {16, 4.0}};
+  auto trial = [](const char* g, double tau, double verify_tokens, double verify_ms, double draft_ms) {
+    runs::TreeTrial t;
+    t.options = {{"gamma", g}};
+    t.tau = tau;
+    t.verify_tokens = verify_tokens;
+    t.verify_ms = verify_ms;
+    t.draft_ms = draft_ms;
+    return t;
+  };
+  // By the curve gamma=4 wins (2.8 tokens in cost(5) 1.475 + 0.4 ms); as measured its verification took 2.2 ms
+  // beside the drafter, and gamma=2 (2.2 tokens in 1.2 + 0.4 ms) is faster. Vanilla measured 0.9 ms a token.
+  const auto choice = runs::choose_tree({trial("2", 2.2, 3, 1.2, 0.4), trial("4", 2.8, 5, 2.2, 0.4)}, c, 0.9);
+  EXPECT_EQ(choice.options.at("gamma"), "2");
+  EXPECT_NEAR(choice.expected_speedup, (2.2 / 1.6) / (1 / 0.9), 1e-9);
+  EXPECT_NEAR(choice.vanilla_tokens_per_second, 1000 / 0.9, 1e-9);
+  EXPECT_NEAR(choice.trials[1].curve_verify_ms, 1.475, 1e-9);
+  EXPECT_EQ(choice.summary.find("cache"), std::string::npos) << choice.summary;  // 1.33x vanilla here, 1.2x alone
+  const auto alone = runs::choose_tree({trial("4", 2.8, 5, 2.2, 0.4)}, c, 0.9);
+  EXPECT_NE(alone.summary.find("push the target's out of the cache"), std::string::npos) << alone.summary;
+  // Without a measured vanilla the curve's cost(1) is the yardstick, and an unmeasured verification the curve's.
+  const auto curve_only = runs::choose_tree({trial("4", 2.8, 5, 0, 0.4)}, c);
+  EXPECT_NEAR(curve_only.expected_speedup, 2.8 / 1.875, 1e-9);
+}
+
 // Disagreement 2: the app measured speedup against lane 1 whatever its method. Every lane's speedup is now
 // against its target's vanilla reference, run once per prompt even when vanilla is not a lane.
 TEST(JobRunner, SpeedupIsAgainstTheTargetsVanillaReferenceNotLaneOne) {
