@@ -29,7 +29,7 @@ int DraftModelMethod::branch_at(int depth) const {
 
 void DraftModelMethod::prefill(const DecodeState& st, const ForwardOutput&) {
   ctx_ = draft_->new_cpu_context(st.target->config().max_position_embeddings);
-  synced_ = 0;
+  cached_.clear();
 }
 
 std::pair<int, int> DraftModelMethod::take_draft_counts() {
@@ -44,18 +44,28 @@ void DraftModelMethod::draft(const DecodeState& st, DraftTree& tree, int budget)
   const int draft_room = ctx_->n_ctx() - len - 1;
   budget = std::min(budget, draft_room);
   if (budget <= 0) return;
-  // Catch the draft cache up with the committed sequence, root included; its last row predicts depth 1.
-  ctx_->truncate(std::min(synced_, ctx_->n_past()));
+  // Catch the draft cache up with the committed sequence, root included; its last row predicts depth 1. What the
+  // cache holds of it already (earlier steps' tokens, and a chain's drafts the target accepted) is kept; the root is
+  // always run again, for its logits.
+  size_t keep = 0;
+  while (keep < cached_.size() && keep + 1 < size_t(len) && cached_[keep] == st.tokens[keep]) ++keep;
+  ctx_->truncate(int(keep));
+  cached_.resize(keep);
   ForwardOutput out;
   {
     Batch b;
-    b.tokens.assign(st.tokens.begin() + ctx_->n_past(), st.tokens.end());
+    b.tokens.assign(st.tokens.begin() + ptrdiff_t(keep), st.tokens.end());
     b.logit_rows = {b.size() - 1};
     ctx_->forward(b, out);
     ++forwards_;
     tokens_ += b.size();
+    cached_.insert(cached_.end(), b.tokens.begin(), b.tokens.end());
   }
-  synced_ = len;
+  // A chain (one draft per depth, classic SpS) runs each new draft alone on top of the cache, which then holds the
+  // chain: one row a forward instead of the whole tree so far, and next step's catch-up starts after the accepted
+  // drafts. A tree is run whole at each depth over the committed prefix (in the cache a node would see its cousins).
+  bool chain = true;
+  for (int depth = 1; depth < o_.gamma; ++depth) chain = chain && branch_at(depth) == 1;
   // Frontier: (node id or -1 for the root, logits row in `out`).
   std::vector<std::pair<int, int>> frontier = {{-1, 0}};
   for (int depth = 1; depth <= o_.gamma && !frontier.empty(); ++depth) {
@@ -83,6 +93,17 @@ void DraftModelMethod::draft(const DecodeState& st, DraftTree& tree, int budget)
       }
     }
     if (depth == o_.gamma || added.empty() || tree.size() >= budget) break;
+    if (chain) {
+      Batch b;
+      b.tokens = {tree.nodes[size_t(added[0])].token};
+      b.logit_rows = {0};
+      ctx_->forward(b, out);
+      ++forwards_;
+      tokens_ += 1;
+      cached_.push_back(b.tokens[0]);
+      frontier = {{added[0], 0}};
+      continue;
+    }
     // Forward the whole tree so far over the committed prefix (the cache must not let a node see its
     // cousins, so the tree is re-run each depth; draft models are small and trees shallow).
     ctx_->truncate(len);
@@ -103,7 +124,10 @@ void DraftModelMethod::draft(const DecodeState& st, DraftTree& tree, int budget)
     frontier.clear();
     for (size_t i = 0; i < added.size(); ++i) frontier.push_back({added[i], int(i)});
   }
-  ctx_->truncate(len);
+  if (!chain) {
+    ctx_->truncate(len);
+    cached_.resize(size_t(len));
+  }
 }
 
 }  // namespace specscope

@@ -2,6 +2,7 @@
 // Classic speculative decoding with a smaller draft model sharing the tokenizer (Leviathan et al. 2023;
 // Chen et al. 2023): a chain of gamma tokens, or a SpecInfer-style tree with a branching factor per depth.
 #include <memory>
+#include <vector>
 
 #include "engine/methods/method.h"
 
@@ -26,7 +27,10 @@ class DraftModelMethod final : public Method {
   std::shared_ptr<const Model> draft_;
   std::unique_ptr<Context> ctx_;
   SpsOptions o_;
-  int synced_ = 0;  // committed tokens the draft cache holds
+  // The tokens whose keys and values the draft cache holds, slot by slot: committed tokens and, after a chain, the
+  // drafted ones, which the next step keeps as far as the target accepted them (a token's KV depends only on the
+  // tokens before it, so any prefix shared with the new sequence is still valid).
+  std::vector<int32_t> cached_;
   int forwards_ = 0, tokens_ = 0;
 };
 
