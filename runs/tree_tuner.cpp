@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include "engine/cpu/thread_pool.h"
 #include "engine/methods/speculative_generator.h"
 #include "engine/util/error.h"
+#include "engine/util/median.h"
 #include "engine/util/sha256.h"
 #include "runs/cost_model.h"
 #include "runs/medusa_tree.h"
@@ -17,6 +19,9 @@
 namespace specscope::runs {
 
 namespace fs = std::filesystem;
+
+// Calibration rounds (tune_tree): the medians of three runs of each candidate.
+constexpr int kCalibrationRounds = 3;
 
 bool tree_tunable(const std::string& m) {
   return m == "sps" || m == "pld" || m == "eagle1" || m == "eagle2" || m == "eagle3" || m == "lookahead" ||
@@ -220,18 +225,43 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
     if (spec.name == "medusa")  // sparse trees from the heads' measured accuracies, written next to the choice
       candidates = medusa_candidates(target, spec.head_path, prompts, fs::path(cache_dir()) / "medusa_tree" / key.substr(0, 24));
     if (spec.name == "eagle1") candidates = eagle1_candidates(fs::path(cache_dir()) / "eagle1_tree");
-    // Vanilla on the same prompts, first: its time per token is what every candidate is measured against.
-    vanilla_ms = calibrate(target, MethodSpec{}, b, prompts, opts).verify_ms;
-    spdlog::info("tree auto {}: vanilla {:.3f} ms per token", spec.name, vanilla_ms);
+    // Vanilla and every candidate in rounds, each round running them all once, and the median of each one's
+    // times over the rounds: drift on the machine (another process, the host, the CPU's clock) then lands on
+    // all of them alike instead of on whichever ran during it (one pass measured vanilla at 0.28-0.65 ms a token in
+    // four lanes' calibrations of the same run). One untimed vanilla pass first takes the process's first-touch
+    // page faults. Tau and the tokens verified are the same every round (greedy); only the times vary. Fewer
+    // rounds when one takes long (a large model on this CPU), where a step's milliseconds dwarf the drift.
+    std::vector<MethodSpec> specs;
     for (const auto& cand : candidates) {
       MethodSpec s = spec;
       s.options.erase("tree");
       for (const auto& [k, v] : cand) s.options[k] = v;
-      TreeTrial t = calibrate(target, s, b, prompts, opts);
-      t.options = cand;
+      specs.push_back(std::move(s));
+    }
+    calibrate(target, MethodSpec{}, b, prompts, opts);
+    std::vector<std::vector<TreeTrial>> rounds(specs.size());
+    std::vector<double> vanilla_rounds;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int round = 0; round < kCalibrationRounds; ++round) {
+      vanilla_rounds.push_back(calibrate(target, MethodSpec{}, b, prompts, opts).verify_ms);
+      for (size_t i = 0; i < specs.size(); ++i) rounds[i].push_back(calibrate(target, specs[i], b, prompts, opts));
+      if (round == 0 && std::chrono::steady_clock::now() - t0 > std::chrono::seconds(2)) break;
+    }
+    vanilla_ms = median(vanilla_rounds);
+    spdlog::info("tree auto {}: vanilla {:.3f} ms per token ({} rounds)", spec.name, vanilla_ms, vanilla_rounds.size());
+    for (size_t i = 0; i < specs.size(); ++i) {
+      TreeTrial t = rounds[i].front();
+      std::vector<double> verify, draft;
+      for (const auto& r : rounds[i]) {
+        verify.push_back(r.verify_ms);
+        draft.push_back(r.draft_ms);
+      }
+      t.verify_ms = median(verify);
+      t.draft_ms = median(draft);
+      t.options = candidates[i];
       trials.push_back(t);
       spdlog::info("tree auto {} {}: tau {:.2f}, {:.1f} tokens verified in {:.3f} ms, {:.3f} ms drafting per step",
-                   spec.name, options_text(cand), t.tau, t.verify_tokens, t.verify_ms, t.draft_ms);
+                   spec.name, options_text(candidates[i]), t.tau, t.verify_tokens, t.verify_ms, t.draft_ms);
     }
     nlohmann::json j = {{"model", id.path}, {"method", spec.name}, {"vanilla_ms", vanilla_ms}, {"trials", nlohmann::json::array()}};
     for (const auto& t : trials)
