@@ -112,16 +112,15 @@ std::vector<std::map<std::string, std::string>> eagle1_candidates(const fs::path
   return out;
 }
 
-// One calibration: `spec` on `prompts` (greedy, opts.max_tokens each); tau, verified tokens, drafting and
+// One calibration: `method` on `prompts` (greedy, opts.max_tokens each); tau, verified tokens, drafting and
 // verification as measured per decoding step. Vanilla's time per token is its verify_ms.
-TreeTrial calibrate(const Model& target, const MethodSpec& spec, Backend b, const std::vector<std::vector<int32_t>>& prompts,
+TreeTrial calibrate(const Model& target, Method& method, Backend b, const std::vector<std::vector<int32_t>>& prompts,
                     const GenerateOptions& opts) {
-  auto method = make_method(spec, target);
   long steps = 0, tokens = 0, verified = 0;
   double draft_ms = 0, verify_ms = 0;
   for (const auto& ids : prompts) {
     auto ctx = new_context(target, b, 0);
-    const auto res = generate_speculative(target, *ctx, *method, ids, opts);
+    const auto res = generate_speculative(target, *ctx, method, ids, opts);
     for (const auto& st : res.steps) {
       if (st.root_token < 0) continue;
       ++steps;
@@ -231,25 +230,27 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
     // four lanes' calibrations of the same run). One untimed vanilla pass first takes the process's first-touch
     // page faults. Tau and the tokens verified are the same every round (greedy); only the times vary. Fewer
     // rounds when one takes long (a large model on this CPU), where a step's milliseconds dwarf the drift.
-    std::vector<MethodSpec> specs;
+    // Each candidate's method is built once (an SpS candidate loads its drafter) and runs every round.
+    std::vector<std::unique_ptr<Method>> methods;
     for (const auto& cand : candidates) {
       MethodSpec s = spec;
       s.options.erase("tree");
       for (const auto& [k, v] : cand) s.options[k] = v;
-      specs.push_back(std::move(s));
+      methods.push_back(make_method(s, target));
     }
-    calibrate(target, MethodSpec{}, b, prompts, opts);
-    std::vector<std::vector<TreeTrial>> rounds(specs.size());
+    const auto vanilla = make_method(MethodSpec{}, target);
+    calibrate(target, *vanilla, b, prompts, opts);
+    std::vector<std::vector<TreeTrial>> rounds(methods.size());
     std::vector<double> vanilla_rounds;
     const auto t0 = std::chrono::steady_clock::now();
     for (int round = 0; round < kCalibrationRounds; ++round) {
-      vanilla_rounds.push_back(calibrate(target, MethodSpec{}, b, prompts, opts).verify_ms);
-      for (size_t i = 0; i < specs.size(); ++i) rounds[i].push_back(calibrate(target, specs[i], b, prompts, opts));
+      vanilla_rounds.push_back(calibrate(target, *vanilla, b, prompts, opts).verify_ms);
+      for (size_t i = 0; i < methods.size(); ++i) rounds[i].push_back(calibrate(target, *methods[i], b, prompts, opts));
       if (round == 0 && std::chrono::steady_clock::now() - t0 > std::chrono::seconds(2)) break;
     }
     vanilla_ms = median(vanilla_rounds);
     spdlog::info("tree auto {}: vanilla {:.3f} ms per token ({} rounds)", spec.name, vanilla_ms, vanilla_rounds.size());
-    for (size_t i = 0; i < specs.size(); ++i) {
+    for (size_t i = 0; i < methods.size(); ++i) {
       TreeTrial t = rounds[i].front();
       std::vector<double> verify, draft;
       for (const auto& r : rounds[i]) {
