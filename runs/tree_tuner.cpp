@@ -169,15 +169,6 @@ TreeChoice choose_tree(std::vector<TreeTrial> trials, const StepCost& cost, doub
     // Which term loses: the cost model's one sentence (cost_model.h).
     c.summary += "; " + losing_term(best->tau, best->verify_ms, best->draft_ms, cost1);
   }
-  // Verification dearer beside the drafter than the curve says it is alone (relative to one vanilla token, so that a
-  // curve measured on a cooler or busier machine does not count): the drafter's weights take the cache.
-  const double alone = best->curve_verify_ms / std::max(cost.at(1), 1e-9), here = best->verify_ms / std::max(cost1, 1e-9);
-  if (vanilla_ms > 0 && here > 1.15 * alone) {
-    std::snprintf(buf, sizeof buf, "; verifying costs %.2fx a vanilla token beside the drafter against %.2fx with the "
-                                   "target alone: the drafter's weights push the target's out of the cache",
-                  here, alone);
-    c.summary += buf;
-  }
   return c;
 }
 

@@ -6,12 +6,12 @@
 // tau / (verification + drafting), wins, and its expected speedup is that over vanilla's measured rate, with the
 // term that makes it lose when it loses.
 //
-// Verification is timed in the run rather than read off the step-cost curve (step_cost.h), which times the target
-// alone: beside a drafter the target's weights no longer stay in the cache (on this 2-core machine the shipped
-// base, 28 MB of bf16, and the SpS drafter, 8 MB, share a 32 MB L3), and verifying 4 tokens took 0.75 ms in an
-// SpS run against 0.55 ms on the curve. Chosen by the curve, tree=auto expected 1.52x for SpS (gamma 4) and it
-// measured 0.92x on the same prompts.
-// The curve's figure stays beside the measured one, and the summary says when the two part.
+// Verification is timed in the run rather than read off the step-cost curve (step_cost.h), which times the target's
+// forwards back to back with nothing between them: in a run a step's forward follows the method's own work
+// (drafting, verification, the KV update), and on this 2-core machine the curve's figures and a run's steps
+// disagree by 10-40% (both the one-token and the multi-token ones, varying with the machine's state). Chosen by the
+// curve, tree=auto expected 1.52x for SpS (gamma 4) and measured 0.92x on the same prompts. The curve's figure stays
+// beside the measured one in each trial (curve_verify_ms).
 #include <map>
 #include <string>
 #include <vector>

@@ -270,7 +270,7 @@ runs::Job job_with(const std::vector<std::string>& lane_texts, runs::Schedule sc
   return job;
 }
 
-TEST(TreeTuner, VerificationAsMeasuredDecidesAndTheSummarySaysWhenTheDrafterTakesTheCache) {
+TEST(TreeTuner, VerificationAsMeasuredDecides) {
   runs::StepCost c;
   c.ms = {{1, 1.0}, {2, 1.1}, {4, 1.3}, {8, 2.0}, {16, 4.0}};
   auto trial = [](const char* g, double tau, double verify_tokens, double verify_ms, double draft_ms) {
@@ -289,9 +289,8 @@ TEST(TreeTuner, VerificationAsMeasuredDecidesAndTheSummarySaysWhenTheDrafterTake
   EXPECT_NEAR(choice.expected_speedup, (2.2 / 1.6) / (1 / 0.9), 1e-9);
   EXPECT_NEAR(choice.vanilla_tokens_per_second, 1000 / 0.9, 1e-9);
   EXPECT_NEAR(choice.trials[1].curve_verify_ms, 1.475, 1e-9);
-  EXPECT_EQ(choice.summary.find("cache"), std::string::npos) << choice.summary;  // 1.33x vanilla here, 1.2x alone
   const auto alone = runs::choose_tree({trial("4", 2.8, 5, 2.2, 0.4)}, c, 0.9);
-  EXPECT_NE(alone.summary.find("push the target's out of the cache"), std::string::npos) << alone.summary;
+  EXPECT_NEAR(alone.expected_speedup, (2.8 / 2.6) / (1 / 0.9), 1e-9);
   // Without a measured vanilla the curve's cost(1) is the yardstick, and an unmeasured verification the curve's.
   const auto curve_only = runs::choose_tree({trial("4", 2.8, 5, 0, 0.4)}, c);
   EXPECT_NEAR(curve_only.expected_speedup, 2.8 / 1.875, 1e-9);
