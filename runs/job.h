@@ -58,9 +58,10 @@ struct Job {
   Schedule schedule = Schedule::Sequential;
   // Interleaved: a lane keeps its turn for whole steps until this much wall time has passed (0: one step a turn).
   // Turns of single steps made each lane start every step on caches the others had filled with their own models
-  // (the shipped family's models are ~70 MB against a 32 MB L3): 10 interleaved lanes ran vanilla at 1,372 tok/s
-  // where it runs at ~2,400 alone. 20 ms is a few steps of the shipped base and one step of a 1B model, and a turn
-  // of 10 lanes still comes round five times a second.
+  // (the shipped family's models are ~70 MB against a 32 MB L3): three lanes interleaved step by step ran vanilla at
+  // 1,300-1,500 tok/s where a sequential run gave ~1,900; with 20 ms turns ten lanes run it as fast as a sequential
+  // run (2,435 against 2,497 tok/s). 20 ms is a few steps of the shipped base and one step of a 1B model, and a
+  // turn of 10 lanes still comes round five times a second.
   int turn_ms = 20;
   // Each target's reference run: vanilla on that target with the job's sampling, once per prompt; a vanilla
   // lane on the target serves as its reference instead of a second run. Off for a plain chat or `run`.
