@@ -1,6 +1,10 @@
-// Attention over the KV cache on the GPU (llama_kernels.h, "kernels/attention.cu"): one block per (new row, query
-// head), the scores of every slot in shared memory, written for clarity first. The CPU reference is in
-// attention_ref.cpp (the engine's cpu::attention behind the same visibility rule).
+// Attention over the KV cache on the GPU (llama_kernels.h, "kernels/attention.cu"): the launcher, which picks one
+// of two paths with the same contract (attention_paths.h), and the single-block path for short contexts: one
+// block per (new row, query head), the scores of every slot in shared memory, written for clarity first. The
+// split path for long contexts is in attention_split.cu. The CPU reference of both is attention_ref.cpp (the
+// engine's cpu::attention behind the same visibility rule).
+#include "kernels/attention_paths.h"
+#include "kernels/attention_visibility.cuh"
 #include "kernels/cuda_check.h"
 #include "kernels/device_common.cuh"
 #include "kernels/llama_kernels.h"
@@ -20,10 +24,8 @@ __global__ void attention_k(const float* q, const float* kc, const float* vc, co
   const float scale = rsqrtf(float(hd));
   float local_max = -FLT_MAX;
   for (int j = threadIdx.x; j < total; j += blockDim.x) {
-    bool visible = j < base || (mask ? mask[int64_t(i) * n + (j - base)] != 0 : (j - base) <= i);
-    if (visible && window > 0 && positions[i] - slot_pos[j] >= window) visible = false;
     float s = -FLT_MAX;
-    if (visible) {
+    if (slot_visible(i, j, n, base, mask, positions, slot_pos, window)) {
       const float* kj = kc + int64_t(j) * kv_dim + int64_t(kvh) * hd;
       float acc = 0.f;
       for (int d = 0; d < hd; ++d) acc += qi[d] * kj[d];
@@ -51,14 +53,30 @@ __global__ void attention_k(const float* q, const float* kc, const float* vc, co
 
 }  // namespace
 
-void attention(const float* q, const float* kc, const float* vc, const int32_t* slot_pos, const uint8_t* mask,
-               const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, float* out,
-               cudaStream_t s) {
+namespace attention_paths {
+
+void single_block(const float* q, const float* kc, const float* vc, const int32_t* slot_pos, const uint8_t* mask,
+                  const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, float* out,
+                  cudaStream_t s) {
+  if (n <= 0) return;  // no rows: nothing to write (a grid of 0 blocks is a launch error)
   const size_t shmem = sizeof(float) * size_t(base + n);
   if (shmem > 48 * 1024)  // above the default dynamic shared-memory limit a launch needs the opt-in
     CUDA_CHECK(cudaFuncSetAttribute(attention_k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shmem)));
   attention_k<<<dim3(n, nh), 128, shmem, s>>>(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window, out);
   CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace attention_paths
+
+void attention(const float* q, const float* kc, const float* vc, const int32_t* slot_pos, const uint8_t* mask,
+               const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, float* out,
+               cudaStream_t s) {
+  const int total = base + n;
+  if (total > attention_paths::kSplitAboveSlots)  // long context: split it (attention_paths.h says why there)
+    attention_paths::split_context(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window,
+                                   attention_paths::split_count(n, nh, total), out, s);
+  else
+    attention_paths::single_block(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window, out, s);
 }
 
 }  // namespace specscope::cuda

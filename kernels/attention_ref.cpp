@@ -1,4 +1,5 @@
-// CPU reference of kernels/attention.cu (kernel_refs.h): the launcher's visibility rule (earlier slots, the mask
+// CPU reference of kernels/attention.cu's launcher (kernel_refs.h), whichever of its two paths it takes (the
+// single-block one or attention_split.cu's; attention_paths.h): the launcher's visibility rule (earlier slots, the mask
 // or causality among the new rows, the sliding window) written out as the [rows][keys] table the engine's
 // cpu::attention takes, and the keys copied into its transposed tiles; cpu::attention does the rest (GQA, the
 // scaled softmax, zeros for a row that sees nothing).

@@ -1,5 +1,5 @@
 #pragma once
-// Device helpers shared by the kernel files (attention.cu, norm_rope.cu, dequant.cu, elementwise.cu). Each .cu
+// Device helpers shared by the kernel files (attention.cu, attention_split.cu, norm_rope.cu, dequant.cu, elementwise.cu). Each .cu
 // includes this once; everything here has internal linkage, so the files stay independent translation units.
 #include <cfloat>
 #include <cstdint>

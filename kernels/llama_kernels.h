@@ -47,7 +47,9 @@ void gather_rows(const float* x, const int32_t* rows, int nr, int dim, float* ou
 // ones at slots base..base+n-1 (k/v cache [slots, nkv*hd]; query head h reads KV head h / (nh / nkv)). New row i
 // sees every earlier slot and new row j when mask[i*n + j] (nullptr: j <= i); with window > 0 only slots whose
 // position (slot_pos) is within it (positions[i] - slot_pos[j] < window). Softmax of the scaled scores
-// (1/sqrt(hd)) over the visible slots; a row that sees no slot gets zeros. out [n, nh*hd].
+// (1/sqrt(hd)) over the visible slots; a row that sees no slot gets zeros. out [n, nh*hd]. Up to 1024 slots one
+// block per (row, head); beyond, the context is split into chunks combined afterwards (attention_split.cu), with
+// scratch from the stream-ordered allocator (attention_paths.h).
 void attention(const float* q, const float* k_cache, const float* v_cache, const int32_t* slot_pos,
                const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window,
                float* out, cudaStream_t stream);

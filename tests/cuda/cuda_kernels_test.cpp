@@ -1,8 +1,9 @@
 // Every CUDA kernel launcher (kernels/llama_kernels.h) against its CPU reference (kernels/kernel_refs.h) at the
 // shapes the kernels are written for: Llama-3.2-1B (hidden 2048, 32 heads over 8 KV heads of 64) and
 // Llama-3.1-8B (hidden 4096, 32/8 heads of 128, FFN 14336), tree masks of 1..64 rows, attention over a few
-// thousand positions and up to 32k. Built wherever nvcc is; every test is reported as SKIPPED when no CUDA device
-// is visible, never counted as a pass. (The references themselves are checked on the CPU by kernel_refs_test.)
+// thousand positions and up to 32k (decode rows and a tree of 16 at 8k and 32k). Built wherever nvcc is; every
+// test is reported as SKIPPED when no CUDA device is visible, never counted as a pass. (The references themselves
+// are checked on the CPU by kernel_refs_test.)
 //
 // Tolerances, as a kernel's error relative to the largest reference value (max |gpu - ref| / max |ref|):
 //  - bit for bit: dequant_rows, embed_gather (exact products; quant_decode.h), to_half (round to nearest even),
@@ -10,12 +11,18 @@
 //  - 1e-5: rmsnorm, rope, silu_mul (other summation orders, rsqrtf, sincosf and __expf against the CPU's libm and
 //    vector exp: a few ulp);
 //  - 1e-4: attention (scores summed over 64-128 dims and softmax sums over up to 32k slots in another order, and
-//    __expf; cpu::attention is 2e-6 from a double-precision definition at 4k slots, 7e-6 at 16k).
+//    __expf; cpu::attention is 2e-6 from a double-precision definition at 4k slots, 7e-6 at 16k), whichever path
+//    the launcher takes (kernels/attention_paths.h: one block per row and head up to 1024 slots, split over the
+//    context beyond);
+//  - 1e-5: attention's split path against its single-block path on the same inputs at 4k slots (both in f32 with
+//    __expf; only the order of the sums and the split path's two-step exp(s - m_chunk) * exp(m_chunk - m_max)
+//    differ: a few ulp per weight).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <random>
 
+#include "kernels/attention_paths.h"
 #include "kernels/cuda_check.h"
 #include "kernels/cuda_context.h"
 #include "kernels/kernel_refs.h"
@@ -213,20 +220,50 @@ TEST_F(CudaKernels, AddBiasAndGatherRowsAtModelShapes) {
 
 namespace {
 
-// One attention launch on the GPU against the reference.
-void check_attention(const AttentionCase& c, const std::string& what) {
+// One attention call on the GPU: `launch` gets the case's device pointers (q, k, v, slot_pos, mask or nullptr,
+// positions, out) and the output comes back, checked finite.
+template <class Launch>
+std::vector<float> attention_on_gpu(const AttentionCase& c, const std::string& what, Launch launch) {
   DeviceArray<float> dq(c.q), dk(c.k), dv(c.v), dout(size_t(c.n) * c.nh * c.hd);
   DeviceArray<int32_t> dslot(c.slot_pos), dpos(c.positions);
   DeviceArray<uint8_t> dmask(c.mask);
-  const uint8_t* mask = c.mask.empty() ? nullptr : dmask.get();
-  cuda::attention(dq.get(), dk.get(), dv.get(), dslot.get(), mask, dpos.get(), c.n, c.base, c.nh, c.nkv, c.hd,
-                  c.window, dout.get(), kStream);
+  launch(dq.get(), dk.get(), dv.get(), dslot.get(), c.mask.empty() ? nullptr : dmask.get(), dpos.get(), dout.get());
+  std::vector<float> got = dout.to_host();
+  EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](float f) { return std::isfinite(f); })) << what;
+  return got;
+}
+
+std::vector<float> attention_reference(const AttentionCase& c) {
   std::vector<float> want(size_t(c.n) * c.nh * c.hd);
   cuda::ref::attention(c.q.data(), c.k.data(), c.v.data(), c.slot_pos.data(), c.mask.empty() ? nullptr : c.mask.data(),
                        c.positions.data(), c.n, c.base, c.nh, c.nkv, c.hd, c.window, want.data());
-  const std::vector<float> got = dout.to_host();
-  EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](float f) { return std::isfinite(f); })) << what;
-  EXPECT_LT(max_rel_diff(got, want), 1e-4) << what;
+  return want;
+}
+
+// The launcher (whichever path it picks) against the reference.
+void check_attention(const AttentionCase& c, const std::string& what) {
+  const std::vector<float> got =
+      attention_on_gpu(c, what, [&](const float* q, const float* k, const float* v, const int32_t* slot,
+                                    const uint8_t* mask, const int32_t* pos, float* out) {
+        cuda::attention(q, k, v, slot, mask, pos, c.n, c.base, c.nh, c.nkv, c.hd, c.window, out, kStream);
+      });
+  EXPECT_LT(max_rel_diff(got, attention_reference(c)), 1e-4) << what;
+}
+
+// Each path run directly: the single-block one, and the split one cut into at most `splits` chunks.
+std::vector<float> single_block_attention(const AttentionCase& c, const std::string& what) {
+  return attention_on_gpu(c, what, [&](const float* q, const float* k, const float* v, const int32_t* slot,
+                                       const uint8_t* mask, const int32_t* pos, float* out) {
+    cuda::attention_paths::single_block(q, k, v, slot, mask, pos, c.n, c.base, c.nh, c.nkv, c.hd, c.window, out,
+                                        kStream);
+  });
+}
+std::vector<float> split_attention(const AttentionCase& c, int splits, const std::string& what) {
+  return attention_on_gpu(c, what, [&](const float* q, const float* k, const float* v, const int32_t* slot,
+                                       const uint8_t* mask, const int32_t* pos, float* out) {
+    cuda::attention_paths::split_context(q, k, v, slot, mask, pos, c.n, c.base, c.nh, c.nkv, c.hd, c.window, splits,
+                                         out, kStream);
+  });
 }
 
 std::string describe(const Shape& s, const AttentionCase& c) {
@@ -237,21 +274,45 @@ std::string describe(const Shape& s, const AttentionCase& c) {
 }  // namespace
 
 TEST_F(CudaKernels, AttentionDecodeAtLongContexts) {
-  // One new row over 4k, 16k and 32k slots: the scores take base + 1 floats of shared memory, past the 48 KiB a
-  // launch gets without opting in from 16k; 32k needs 128 KiB (sm_80/sm_90 have it, sm_86/sm_89 do not).
-  int optin = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
+  // One new row over 4k to 32k slots: the launcher splits the context (the single-block path would need 128 KiB
+  // of shared memory at 32k, more than sm_86/sm_89 have).
   uint32_t seed = 500;
   for (const Shape& s : kShapes)
-    for (int base : {4095, 16383, 32767}) {
-      if (sizeof(float) * size_t(base + 1) > size_t(optin)) {
-        ADD_FAILURE() << "attention over " << base + 1 << " slots does not fit this GPU's " << optin
-                      << " bytes of shared memory per block: the kernel needs a split over the context (issue 23, 4)";
-        continue;
-      }
-      const AttentionCase c = attention_case(s.heads, s.kv_heads, s.head_dim, base, 1, false, 0, seed += 10);
+    for (int total : {4096, 8192, 16384, 32768}) {
+      const AttentionCase c = attention_case(s.heads, s.kv_heads, s.head_dim, total - 1, 1, false, 0, seed += 10);
       check_attention(c, describe(s, c));
     }
+}
+
+TEST_F(CudaKernels, AttentionTreeOf16RowsAt8kAnd32k) {
+  // A verification step's tree at 8k and 32k positions, with and without a sliding window that leaves whole
+  // chunks of the context unseen (their partials must count for nothing).
+  uint32_t seed = 550;
+  for (const Shape& s : kShapes)
+    for (int total : {8192, 32768})
+      for (int window : {0, 4096}) {
+        const AttentionCase c = attention_case(s.heads, s.kv_heads, s.head_dim, total - 16, 16, true, window,
+                                               seed += 10);
+        check_attention(c, describe(s, c));
+      }
+}
+
+TEST_F(CudaKernels, AttentionSplitPathAgreesWithSingleBlockPath) {
+  // At 4k slots both paths are valid (16 KiB of scores in shared memory). The split path is forced into 1 chunk
+  // (no scratch, normalised in place), 3 uneven chunks (4112 slots: 17 tiles of 256, the last one partial) and one
+  // chunk per tile; a window of 1000 leaves most chunks seeing nothing, a window of 3 cuts into the tree itself.
+  uint32_t seed = 650;
+  for (const Shape& s : kShapes)
+    for (const auto& [n, tree] : {std::pair{1, false}, std::pair{16, true}})
+      for (int window : {0, 1000, 3}) {
+        const AttentionCase c = attention_case(s.heads, s.kv_heads, s.head_dim, 4112 - n, n, tree, window, seed += 10);
+        const std::string what = describe(s, c);
+        const std::vector<float> single = single_block_attention(c, what + " single block");
+        EXPECT_LT(max_rel_diff(single, attention_reference(c)), 1e-4) << what << " single block vs reference";
+        for (int splits : {1, 3, 17})
+          EXPECT_LT(max_rel_diff(split_attention(c, splits, what), single), 1e-5)
+              << what << " split " << splits << " vs single block";
+      }
 }
 
 TEST_F(CudaKernels, AttentionTreeMasksOf1To64Rows) {
@@ -279,7 +340,18 @@ TEST_F(CudaKernels, AttentionCausalPrefillAndSlidingWindow) {
 }
 
 TEST_F(CudaKernels, AttentionGivesZerosToARowThatSeesNothing) {
+  // Short: the single-block path.
   AttentionCase c = attention_case(kLlama1B.heads, kLlama1B.kv_heads, kLlama1B.head_dim, 0, 4, true, 0, 800);
   std::fill(c.mask.begin() + 2 * 4, c.mask.begin() + 3 * 4, 0);  // row 2 sees no slot at all
   check_attention(c, "a row with an empty mask");
+  // Long: the split path, where every chunk of that row sees nothing (a window of 1 hides every earlier slot).
+  AttentionCase l = attention_case(kLlama1B.heads, kLlama1B.kv_heads, kLlama1B.head_dim, 3000, 16, true, 1, 810);
+  std::fill(l.mask.begin() + 2 * 16, l.mask.begin() + 3 * 16, 0);
+  check_attention(l, "a row with an empty mask and a window of 1 over 3016 slots");
+  for (int splits : {1, 3}) {
+    const std::vector<float> got = split_attention(l, splits, "split " + std::to_string(splits));
+    EXPECT_TRUE(std::all_of(got.begin() + 2 * l.nh * l.hd, got.begin() + 3 * l.nh * l.hd,
+                            [](float f) { return f == 0.f; }))
+        << "split " << splits << ": the row that sees nothing is not all zeros";
+  }
 }

@@ -1,0 +1,36 @@
+#pragma once
+// The two ways kernels/attention.cu's launcher computes attention (llama_kernels.h's `attention`, same contract
+// and arguments for both), declared here so the launcher can choose between them and the kernel tests can run
+// each one directly (tests/cuda/cuda_kernels_test.cpp checks that they agree). Nothing else should call these.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace specscope::cuda::attention_paths {
+
+// The launcher takes the split path when a row's context (base + n slots) is longer than this. Up to 1024 slots
+// the single-block path keeps every score in 4 KiB of shared memory and one block does at most 1024 dot products
+// per (row, head), about what one split would do, so splitting would only add a second launch and scratch. Past
+// it, the single-block path's serial work per block and its shared memory grow with the context: beyond 12k slots
+// it needs the shared-memory opt-in, and beyond ~25k it cannot launch at all on sm_86/sm_89 (99 KiB per block).
+inline constexpr int kSplitAboveSlots = 1024;
+
+// kernels/attention.cu: one block per (new row, query head), every slot's score in shared memory (base + n
+// floats). Valid while those fit the device's shared memory per block.
+void single_block(const float* q, const float* k_cache, const float* v_cache, const int32_t* slot_pos,
+                  const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window,
+                  float* out, cudaStream_t stream);
+
+// kernels/attention_split.cu: the context cut into at most `splits` contiguous chunks (whole tiles of
+// kSplitTileSlots; fewer chunks when there are fewer tiles), one block per (new row, query head, chunk) running an
+// online softmax over its chunk tile by tile in fixed shared memory, then a combine kernel that rescales the
+// chunks' partial results (FlashDecoding). splits == 1 writes the output directly with no scratch. Valid at any
+// context length.
+void split_context(const float* q, const float* k_cache, const float* v_cache, const int32_t* slot_pos,
+                   const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window,
+                   int splits, float* out, cudaStream_t stream);
+
+// The number of chunks the launcher asks split_context for (attention_split.cu says why).
+int split_count(int n, int nh, int total_slots);
+
+}  // namespace specscope::cuda::attention_paths
