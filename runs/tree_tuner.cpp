@@ -62,23 +62,29 @@ std::string options_text(const std::map<std::string, std::string>& o) {
   return s;
 }
 
+// A candidate that names a tree_choices file: `choices` (JSON) written to dir/NAME.json.
+std::map<std::string, std::string> tree_choices_option(const fs::path& dir, const std::string& name,
+                                                       const std::string& choices) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  const fs::path file = dir / (name + ".json");
+  std::ofstream f(file);
+  f << choices << "\n";
+  if (!f) throw InputError(file.string(), "cannot write");
+  return {{"tree-choices", file.string()}};
+}
+
 // Medusa trees of 4 to 64 nodes built from the heads' top-10 accuracies on the calibration prompts (medusa_tree.h),
 // each written as a tree_choices file under `dir`.
 std::vector<std::map<std::string, std::string>> medusa_candidates(const Model& target, const std::string& head_dir,
                                                                   const std::vector<std::vector<int32_t>>& prompts,
                                                                   const fs::path& dir) {
   const auto acc = medusa_head_accuracies(target, head_dir, prompts);
-  std::error_code ec;
-  fs::create_directories(dir, ec);
   std::vector<std::map<std::string, std::string>> out;
   for (int n : {4, 8, 16, 32, 64}) {
     const auto tree = medusa_sparse_tree(acc, n);
     if (tree.empty() || (!out.empty() && int(tree.size()) < n)) break;  // no larger tree to be had
-    const fs::path file = dir / ("sparse_" + std::to_string(n) + ".json");
-    std::ofstream f(file);
-    f << nlohmann::json(tree).dump() << "\n";
-    if (!f) throw InputError(file.string(), "cannot write");
-    out.push_back({{"tree-choices", file.string()}});
+    out.push_back(tree_choices_option(dir, "sparse_" + std::to_string(n), nlohmann::json(tree).dump()));
     spdlog::info("tree auto medusa: {} nodes, {:.2f} accepted drafts expected per step", tree.size(),
                  medusa_expected_accepts(acc, tree));
   }
@@ -98,16 +104,8 @@ std::vector<std::map<std::string, std::string>> eagle1_candidates(const fs::path
       {"fork_5", "[[0], [1], [0, 0], [0, 0, 0], [0, 0, 0, 0]]"},
       {"fork_7", "[[0], [1], [0, 0], [0, 1], [0, 0, 0], [0, 0, 1], [0, 0, 0, 0]]"},
   };
-  std::error_code ec;
-  fs::create_directories(dir, ec);
   std::vector<std::map<std::string, std::string>> out;
-  for (const auto& [name, choices] : trees) {
-    const fs::path file = dir / (name + ".json");
-    std::ofstream f(file);
-    f << choices << "\n";
-    if (!f) throw InputError(file.string(), "cannot write");
-    out.push_back({{"tree-choices", file.string()}});
-  }
+  for (const auto& [name, choices] : trees) out.push_back(tree_choices_option(dir, name, choices));
   out.push_back({});  // the published tree
   return out;
 }
