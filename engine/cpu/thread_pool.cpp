@@ -2,8 +2,6 @@
 
 #include "engine/cpu/fork_backoff.h"
 
-#include <spdlog/spdlog.h>
-
 #include <sched.h>
 
 #include <algorithm>
@@ -95,7 +93,6 @@ T wait_change(const std::atomic<T>& a, T old) {
 thread_local bool t_in_team = false;
 
 std::atomic<int64_t> g_stats_stepped_aside{0};
-std::atomic<int> g_last_worker_cpu{-1};  // for the back-off's log line
 
 // Moves the calling thread off `cpu` at once and leaves its affinity as it was. A worker that finds itself on the
 // core of the thread that forked must not stay there: the two then take turns on one core (the worker's share
@@ -157,7 +154,6 @@ class Pool {
       const int nt = nt_;
       if (tid < nt) {
         const int cpu = sched_getcpu();
-        g_last_worker_cpu.store(cpu, std::memory_order_relaxed);
         if (cpu >= 0 && cpu == caller_cpu_.load(std::memory_order_relaxed) && step_off_cpu(cpu))
           g_stats_stepped_aside.fetch_add(1, std::memory_order_relaxed);
         try {
@@ -233,12 +229,7 @@ void run_team(int units, size_t macs, size_t min_parallel_macs, const std::funct
   if (!backoff) return;
   const int64_t end = nanos_now();
   const int64_t waited = (master_start - now) + (end - master_done), worked = master_done - master_start;
-  if (g_backoff.on_join(end, waited, worked, nthreads)) {
-    g_stats_backoffs.fetch_add(1, std::memory_order_relaxed);
-    spdlog::debug("thread team: {} threads on CPUs {} and {}: waited {} us for a share of {} us; one thread for {} ms",
-                  nthreads, sched_getcpu(), g_last_worker_cpu.load(std::memory_order_relaxed), waited / 1000,
-                  worked / 1000, g_backoff.last_length() / 1'000'000);
-  }
+  if (g_backoff.on_join(end, waited, worked, nthreads)) g_stats_backoffs.fetch_add(1, std::memory_order_relaxed);
 }
 
 bool step_off_cpu(int cpu) {
