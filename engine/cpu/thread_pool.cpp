@@ -94,14 +94,6 @@ thread_local bool t_in_team = false;
 
 std::atomic<int64_t> g_stats_stepped_aside{0};
 
-// Moves the calling thread off `cpu` at once and leaves its affinity as it was. A worker that finds itself on the
-// core of the thread that forked must not stay there: the two then take turns on one core (the worker's share
-// waits for the caller's to end) while the other core idles, and the scheduler does not part them by itself,
-// since neither stays runnable long enough for the load balancer to see two tasks on one core (measured here:
-// caller and worker both on CPU 1 for whole prompts, every join 50-100 us late, the back-off then running the
-// team on one thread). Narrowing the affinity migrates the thread before the call returns; widening it again
-// does not move it back.
-
 class Pool {
  public:
   explicit Pool(int threads) {
