@@ -3,7 +3,7 @@
 // same f32 weights. Prints median milliseconds, the ratio to n = 1, the weight bytes streamed per second and
 // GFLOP/s; --json FILE writes the same numbers.
 //
-//   matmul_bench [--model 26m|60m|all] [--dtypes f32,f16,bf16] [--ns 1,2,4,8,16,32,64] [--reps 21]
+//   matmul_bench [--model 26m|60m|1b|all] [--dtypes f32,f16,bf16] [--ns 1,2,4,8,16,32,64] [--reps 21]
 //                [--isa auto|avx512|avx2|scalar] [--no-blas] [--blas-only] [--blas-min N] [--cpu] [--json FILE]
 //
 // Threads: OMP_NUM_THREADS for ours, OPENBLAS_NUM_THREADS for the baseline. OpenBLAS 0.3.21 runs its SSE3
@@ -253,7 +253,7 @@ int main(int argc, char** argv) {
                                                                                                    : cpu::Isa::Auto);
     } else {
       std::fprintf(stderr,
-                   "usage: matmul_bench [--model 26m|60m|all] [--dtypes f32,f16,bf16] [--ns 1,2,4,...] [--reps N]\n"
+                   "usage: matmul_bench [--model 26m|60m|1b|all] [--dtypes f32,f16,bf16] [--ns 1,2,4,...] [--reps N]\n"
                    "                    [--isa auto|avx512|avx2|scalar] [--no-blas] [--blas-only] [--blas-min N]"
                    " [--cpu] [--json FILE]\n"
                    "       matmul_bench --quant q8_0,q4_k,q6_k [--ns 1,2,...] [--reps N] [--warm]\n");
@@ -266,6 +266,8 @@ int main(int argc, char** argv) {
   std::vector<ModelSpec> models;
   if (model_arg == "26m" || model_arg == "all") models.push_back({"26m", 512, 1536, 6, 8192});
   if (model_arg == "60m" || model_arg == "all") models.push_back({"60m", 768, 2048, 8, 8192});
+  // Llama-3.2-1B-sized layers (q/k/v/o all square here, so ~1.2B parameters): weights stream from memory.
+  if (model_arg == "1b") models.push_back({"1b", 2048, 8192, 16, 32000});
   const int max_n = *std::max_element(ns.begin(), ns.end());
 
   std::printf("isa %s, OpenBLAS core %s, blas_min_tokens f32 %d f16/bf16 %d, threads %d, reps %d, %s\n"

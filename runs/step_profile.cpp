@@ -36,19 +36,20 @@ std::vector<StepProfile> profile_steps(const Model& model, const cpu::Roofline& 
   for (int n : sizes) {
     StepProfile p;
     p.tokens = n;
-    // One untimed forward (a thread's wake-up after other work), then each timed forward recorded on its own, so
-    // that each operation's figure is a median over forwards, like the whole step's.
+    // Warmed up as the step-cost curve is (runs/step_cost.h: after the roofline's FMA bursts the CPU runs slower
+    // for a few milliseconds), then each timed forward recorded on its own, so that each operation's figure is a
+    // median over forwards, like the whole step's.
     Batch b;
     for (int i = 0; i < n; ++i) b.tokens.push_back(prompt[size_t(i) % prompt.size()]);
+    warm_up(*ctx, b, context);
     std::vector<cpu::OpProfile::Table> tables;
     std::vector<double> ms;
-    for (int r = 0; r <= repeat; ++r) {
+    for (int r = 1; r <= repeat; ++r) {
       cpu::OpProfile::Recording rec;
       const auto t0 = std::chrono::steady_clock::now();
       ctx->forward(b, out);
       const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       ctx->truncate(context);
-      if (r == 0) continue;
       ms.push_back(t);
       tables.push_back(rec.totals());
     }

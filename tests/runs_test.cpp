@@ -4,6 +4,7 @@
 // in three places), each pinned here against the one copy left.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <mutex>
@@ -18,6 +19,7 @@
 #include "runs/lane_resolver.h"
 #include "runs/run_statistics.h"
 #include "runs/runner.h"
+#include "runs/step_cost.h"
 #include "runs/trace_store.h"
 #include "runs/tree_tuner.h"
 #include "sessions/reader.h"
@@ -188,6 +190,43 @@ TEST(TreeTuner, StepCostInterpolatesAndExtrapolates) {
   EXPECT_DOUBLE_EQ(c.at(3), 1.4);
   EXPECT_DOUBLE_EQ(c.at(6), 2.0);
   EXPECT_DOUBLE_EQ(c.at(12), 3.2);  // the last segment's slope, 0.2 ms per token
+}
+
+// A context whose forward takes a fixed time and counts what it was asked: enough to pin time_steps' warm-up.
+class TimedFakeContext : public Context {
+ public:
+  explicit TimedFakeContext(double ms) : ms_(ms) {}
+  void forward(const Batch& b, ForwardOutput&) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() < ms_) {
+    }
+    ++calls;
+    n_past_ += int(b.tokens.size());
+  }
+  void keep(std::span<const int>) override {}
+  void truncate(int n) override { n_past_ = n; }
+  int n_past() const override { return n_past_; }
+  int n_ctx() const override { return 1024; }
+  std::string backend_name() const override { return "fake"; }
+  int calls = 0;
+
+ private:
+  double ms_;
+  int n_past_ = 16;
+};
+
+TEST(StepCost, WarmsEachSizeUpForMillisecondsBeforeTimingIt) {
+  // One untimed forward used to be all the warm-up, and the CPU's slower clock after heavy vector work then landed
+  // on the first sizes timed; cheap forwards now repeat for kWarmMs first, dear ones still run once.
+  TimedFakeContext cheap(0.5);
+  const auto ms = runs::time_steps(cheap, {7, 8, 9}, 2, 16, 3);
+  ASSERT_EQ(ms.size(), 3u);
+  EXPECT_GE(cheap.calls, 3 + int(runs::kWarmMs / 0.5) - 1);  // ~16 warm-up forwards, not 1
+  EXPECT_EQ(cheap.n_past(), 16);                              // every forward dropped again
+  for (double t : ms) EXPECT_GE(t, 0.5);
+  TimedFakeContext dear(runs::kWarmMs + 1);
+  runs::time_steps(dear, {7}, 1, 16, 2);
+  EXPECT_EQ(dear.calls, 3);  // one warm-up, two timed
 }
 
 TEST(TreeTuner, ChoosesTheMostExpectedTokensPerSecondAndSaysWhatLoses) {
