@@ -17,6 +17,7 @@
 #include "engine/util/error.h"
 #include "runs/medusa_tree.h"
 #include "runs/lane_resolver.h"
+#include "runs/model_turns.h"
 #include "runs/run_statistics.h"
 #include "runs/runner.h"
 #include "runs/step_cost.h"
@@ -198,9 +199,9 @@ class TimedFakeContext : public Context {
   explicit TimedFakeContext(double ms) : ms_(ms) {}
   void forward(const Batch& b, ForwardOutput&) override {
     const auto t0 = std::chrono::steady_clock::now();
+    starts.push_back(t0);
     while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() < ms_) {
     }
-    ++calls;
     n_past_ += int(b.tokens.size());
   }
   void keep(std::span<const int>) override {}
@@ -208,7 +209,7 @@ class TimedFakeContext : public Context {
   int n_past() const override { return n_past_; }
   int n_ctx() const override { return 1024; }
   std::string backend_name() const override { return "fake"; }
-  int calls = 0;
+  std::vector<std::chrono::steady_clock::time_point> starts;  // when each forward began
 
  private:
   double ms_;
@@ -221,12 +222,34 @@ TEST(StepCost, WarmsEachSizeUpForMillisecondsBeforeTimingIt) {
   TimedFakeContext cheap(0.5);
   const auto ms = runs::time_steps(cheap, {7, 8, 9}, 2, 16, 3);
   ASSERT_EQ(ms.size(), 3u);
-  EXPECT_GE(cheap.calls, 3 + int(runs::kWarmMs / 0.5) - 1);  // ~16 warm-up forwards, not 1
-  EXPECT_EQ(cheap.n_past(), 16);                              // every forward dropped again
+  const size_t warm = cheap.starts.size() - 3;
+  EXPECT_GE(warm, 2u);  // more than the one forward of before (~16 on a quiet machine)
+  const double warm_ms = std::chrono::duration<double, std::milli>(cheap.starts[warm] - cheap.starts[0]).count();
+  EXPECT_GE(warm_ms, runs::kWarmMs);
+  EXPECT_EQ(cheap.n_past(), 16);  // every forward dropped again
   for (double t : ms) EXPECT_GE(t, 0.5);
   TimedFakeContext dear(runs::kWarmMs + 1);
   runs::time_steps(dear, {7}, 1, 16, 2);
-  EXPECT_EQ(dear.calls, 3);  // one warm-up, two timed
+  EXPECT_EQ(dear.starts.size(), 3u);  // one warm-up, two timed
+}
+
+TEST(ModelTurns, TimesTheTargetRightAfterTheOtherModelsForwardsAndLeavesBothCachesAsTheyWere) {
+  TimedFakeContext target(0.2), other(0.05);
+  const auto turns = runs::measure_model_turns(target, {5, 6, 7}, 16, other, {9}, 16, {1, 4}, 3, 10);
+  ASSERT_EQ(turns.steps.size(), 2u);
+  EXPECT_EQ(turns.steps[0].tokens, 1);
+  EXPECT_EQ(turns.steps[1].tokens, 4);
+  EXPECT_EQ(turns.other_forwards, 3);
+  for (const auto& s : turns.steps) {
+    EXPECT_GE(s.in_turns_ms, 0.2);
+    EXPECT_GE(s.alone_ms, 0.2);
+    EXPECT_GE(s.other_in_turns_ms, 0.05);
+  }
+  EXPECT_GE(turns.other_alone_ms, 0.05);
+  EXPECT_EQ(target.n_past(), 16);
+  EXPECT_EQ(other.n_past(), 16);
+  // In turns: 3 forwards of the other model per round, 10 rounds per size, after its own alone timing (10 + warm-up).
+  EXPECT_GE(other.starts.size(), size_t(2 * 3 * 10 + 10 + 1));
 }
 
 TEST(TreeTuner, ChoosesTheMostExpectedTokensPerSecondAndSaysWhatLoses) {

@@ -1,6 +1,7 @@
 // specscope-cli bench: prefill and decode speed, and the cost of one forward with n new tokens (the curve
 // speculative decoding lives on). Medians of --repeat runs; --json for machines, --out to save it; --contention
-// measures everything again beside a busy process and reports both.
+// measures everything again beside a busy process and reports both; --beside DRAFTER measures the target's steps
+// taking turns with a drafter's forwards, as a speculative step does (runs/model_turns.h).
 #include <spdlog/spdlog.h>
 
 #include <unistd.h>
@@ -26,6 +27,7 @@
 #include "engine/sampling/sampler.h"
 #include "engine/util/error.h"
 #include "runs/step_cost.h"
+#include "runs/model_turns.h"
 #include "runs/step_profile.h"
 #include "engine/cpu/roofline.h"
 
@@ -182,7 +184,10 @@ int cmd_bench(Args& args) {
   auto out_file = args.get("--out");
   const Backend backend = parse_backend(args.get_or("--backend", "auto"));
   const bool contention = args.has("--contention");
+  const auto beside_path = args.get("--beside");
+  const int beside_forwards = args.get_int("--beside-forwards", 3);
   args.finish();
+  if (beside_forwards < 1 || beside_forwards > 64) throw InputError("--beside-forwards", "expected 1 to 64");
   if (prompt_tokens < 1 || gen_tokens < 1 || repeat < 1)
     throw InputError("bench", "--prompt-tokens, --gen-tokens and --repeat must be >= 1");
 
@@ -194,6 +199,11 @@ int cmd_bench(Args& args) {
   if (prompt_tokens + std::max(gen_tokens, max_step) > ctx->n_ctx())
     throw InputError("--prompt-tokens", "prompt + generated tokens exceed the model's context");
   const std::vector<int32_t> prompt = runs::benchmark_tokens(V, prompt_tokens);
+  std::shared_ptr<const Model> other;  // --beside's model, loaded first so that bad input fails before any measuring
+  if (beside_path) {
+    check_model_memory(*beside_path, 0, backend);
+    other = Model::load(*beside_path);
+  }
 
   const Figures quiet = measure(*ctx, prompt, sizes, gen_tokens, repeat, V, "quiet");
   // Where the verification-sized steps spend their time, against this machine's roofline (CPU only).
@@ -208,6 +218,18 @@ int cmd_bench(Args& args) {
   if (contention) {
     BusyProcess competitor;
     busy = measure(*ctx, prompt, sizes, gen_tokens, repeat, V, "beside a busy process");
+  }
+  std::optional<runs::ModelTurns> turns;
+  if (other) {
+    std::fprintf(stderr, "[bench] taking turns with %s\n", beside_path->c_str());
+    auto other_ctx = new_context(*other, backend, 0);
+    const auto other_prompt = runs::benchmark_tokens(other->config().vocab_size, prompt_tokens);
+    ForwardOutput out;
+    ctx->truncate(0);
+    ctx->forward(Batch::causal(prompt), out);
+    other_ctx->forward(Batch::causal(other_prompt), out);
+    turns = runs::measure_model_turns(*ctx, prompt, prompt_tokens, *other_ctx, other_prompt, prompt_tokens,
+                                      {1, 2, 4, 8}, beside_forwards, 40 * repeat);
   }
   nlohmann::json j = {{"model", path},
                       {"parameters", model->parameter_count()},
@@ -227,6 +249,14 @@ int cmd_bench(Args& args) {
   if (roof) {
     j["roofline"] = roofline_json(*roof);
     j["step_profile"] = profile_json(profile);
+  }
+  if (turns) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (const auto& t : turns->steps)
+      steps.push_back({{"tokens", t.tokens}, {"alone_ms", t.alone_ms}, {"in_turns_ms", t.in_turns_ms},
+                       {"other_in_turns_ms", t.other_in_turns_ms}});
+    j["beside"] = {{"model", *beside_path}, {"other_forwards_per_step", turns->other_forwards},
+                   {"other_alone_ms", turns->other_alone_ms}, {"steps", steps}};
   }
   if (busy) {
     j["contended"] = figures_json(*busy, sizes);
@@ -256,6 +286,14 @@ int cmd_bench(Args& args) {
   };
   print("quiet", quiet);
   if (roof) print_profile(*roof, profile, runs::linear_path(*model));
+  if (turns) {
+    std::printf("taking turns with %s (%d one-token forwards of it before each step), medians:\n", beside_path->c_str(),
+                turns->other_forwards);
+    for (const auto& t : turns->steps)
+      std::printf("    n=%-4d %8.3f ms in turns, %.3f alone (%.2fx); its forwards %.3f ms, %.3f alone (%.2fx)\n",
+                  t.tokens, t.in_turns_ms, t.alone_ms, t.in_turns_ms / t.alone_ms, t.other_in_turns_ms,
+                  turns->other_alone_ms, t.other_in_turns_ms / turns->other_alone_ms);
+  }
   if (busy) {
     print("beside one busy process", *busy);
     std::printf("decode kept %.2f of its quiet speed\n", median(busy->decode_tps) / median(quiet.decode_tps));

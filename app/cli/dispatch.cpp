@@ -29,6 +29,7 @@ void print_usage(FILE* out) {
                "              | note ID TEXT   [--session-db PATH]\n"
                "  bench       --model PATH [--prompt-tokens N] [--gen-tokens N] [--repeat R] [--json] [--out F]\n"
                "              [--contention] (again beside a busy process)\n"
+               "              [--beside DRAFTER [--beside-forwards 3]] (steps taking turns with a drafter's forwards)\n"
                "              --suite sessions [--steps 10000] [--nodes 60] [--method sps] [--max-tokens 128]\n"
                "--model, --draft, --head (and lane keys model, head, draft) take a path or a model spec:\n"
                "ollama:NAME[:TAG], hf:ORG/NAME[@REV][/FILE] or lmstudio:PUBLISHER/REPO[/FILE] (see `models`).\n"

@@ -9,16 +9,18 @@
 #include <shared_mutex>
 #include <tuple>
 
+#include "engine/util/huge_page_arena.h"
+
 namespace specscope::cpu::detail {
 
 std::shared_ptr<const Bf16Panels> pack_bf16_panels(const uint16_t* W, int m, int k) {
   auto p = std::make_shared<Bf16Panels>();
   p->m = m, p->k = k, p->pairs = (k + 1) / 2, p->panels = (m + kPanelRows - 1) / kPanelRows;
   const size_t count = size_t(p->panels) * size_t(p->pairs) * 32;
-  // Raw aligned storage, zeroed: rows past m and the element past an odd k stay zero.
-  p->storage.reset(static_cast<uint16_t*>(::operator new[](count * sizeof(uint16_t), std::align_val_t(64))));
-  std::fill_n(p->storage.get(), count, uint16_t(0));
-  p->data = p->storage.get();
+  // In huge pages (engine/util/huge_page_arena.h), zeroed: rows past m and the element past an odd k stay zero.
+  p->storage = huge_page_alloc(count * sizeof(uint16_t));
+  p->data = static_cast<uint16_t*>(p->storage.get());
+  std::fill_n(p->data, count, uint16_t(0));
   for (int r = 0; r < m; ++r) {
     uint16_t* lane = p->data + size_t(r / kPanelRows) * size_t(p->pairs) * 32 + size_t(r % kPanelRows) * 2;
     const uint16_t* row = W + size_t(r) * size_t(k);

@@ -12,7 +12,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <new>
 
 #include "engine/util/tensor.h"
 
@@ -21,14 +20,9 @@ namespace specscope::cpu::detail {
 inline constexpr int kPanelRows = 16;
 inline constexpr int kPanelMaxK = 2048;
 
-// Frees what pack_bf16_panels allocates with 64-byte alignment (an aligned new[] needs the aligned delete[]).
-struct AlignedDelete {
-  void operator()(uint16_t* p) const { ::operator delete[](p, std::align_val_t(64)); }
-};
-
 struct Bf16Panels {
   int m = 0, k = 0, pairs = 0, panels = 0;              // pairs = ceil(k / 2), panels = ceil(m / 16)
-  std::unique_ptr<uint16_t[], AlignedDelete> storage;  // panels * pairs * 32 elements, 64-byte aligned
+  std::shared_ptr<void> storage;  // panels * pairs * 32 elements, 64-byte aligned, in huge pages where the OS allows
   uint16_t* data = nullptr;
   const uint16_t* panel(int p) const { return data + size_t(p) * size_t(pairs) * 32; }
 };

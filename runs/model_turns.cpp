@@ -1,0 +1,47 @@
+#include "runs/model_turns.h"
+
+#include <chrono>
+
+#include "engine/util/median.h"
+#include "runs/step_cost.h"
+
+namespace specscope::runs {
+
+ModelTurns measure_model_turns(Context& target, const std::vector<int32_t>& target_tokens, int target_base,
+                               Context& other, const std::vector<int32_t>& other_tokens, int other_base,
+                               const std::vector<int>& sizes, int other_forwards, int rounds) {
+  using clock = std::chrono::steady_clock;
+  auto ms_since = [](clock::time_point t0) { return std::chrono::duration<double, std::milli>(clock::now() - t0).count(); };
+  ModelTurns result;
+  result.other_forwards = other_forwards;
+  result.other_alone_ms = median(time_steps(other, other_tokens, 1, other_base, rounds));
+  ForwardOutput out;
+  for (int n : sizes) {
+    TurnStep s;
+    s.tokens = n;
+    s.alone_ms = median(time_steps(target, target_tokens, n, target_base, rounds));
+    Batch step;
+    for (int i = 0; i < n; ++i) step.tokens.push_back(target_tokens[size_t(i) % target_tokens.size()]);
+    std::vector<double> target_ms, other_ms;
+    for (int r = 0; r < rounds; ++r) {
+      for (int g = 0; g < other_forwards; ++g) {
+        Batch one;
+        one.tokens = {other_tokens[size_t(g) % other_tokens.size()]};
+        const auto t0 = clock::now();
+        other.forward(one, out);
+        other_ms.push_back(ms_since(t0));
+      }
+      other.truncate(other_base);
+      const auto t0 = clock::now();
+      target.forward(step, out);
+      target_ms.push_back(ms_since(t0));
+      target.truncate(target_base);
+    }
+    s.in_turns_ms = median(target_ms);
+    s.other_in_turns_ms = median(other_ms);
+    result.steps.push_back(s);
+  }
+  return result;
+}
+
+}  // namespace specscope::runs

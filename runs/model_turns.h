@@ -1,0 +1,33 @@
+#pragma once
+// Two models taking turns on one machine, as a speculative step has them (the drafter's forwards, then the target's
+// verification): what each forward costs in turns against alone. On a CPU whose last-level cache and TLBs hold one
+// model but not both, every switch starts on the other model's leftovers; this is the cost of that, which the
+// one-model step-cost curve cannot show (bench --beside).
+#include <cstdint>
+#include <vector>
+
+#include "engine/model/forward.h"
+
+namespace specscope::runs {
+
+struct TurnStep {
+  int tokens = 0;            // the target forward's new tokens
+  double alone_ms = 0;       // median, the target alone (time_steps: warmed up)
+  double in_turns_ms = 0;    // median, right after `other_forwards` forwards of the other model
+  double other_in_turns_ms;  // median of the other model's one-token forwards in these rounds
+};
+
+struct ModelTurns {
+  int other_forwards = 0;
+  double other_alone_ms = 0;  // the other model's one-token forward alone (warmed up), median
+  std::vector<TurnStep> steps;
+};
+
+// Both contexts must hold `target_base` / `other_base` tokens already; they are left that way. For each size in
+// `sizes`: `rounds` rounds of `other_forwards` one-token forwards of `other` then one forward of `sizes[i]` tokens of
+// `target`, each dropped again. Tokens are taken cyclically from each model's own `*_tokens`.
+ModelTurns measure_model_turns(Context& target, const std::vector<int32_t>& target_tokens, int target_base,
+                               Context& other, const std::vector<int32_t>& other_tokens, int other_base,
+                               const std::vector<int>& sizes, int other_forwards = 3, int rounds = 200);
+
+}  // namespace specscope::runs

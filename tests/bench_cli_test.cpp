@@ -1,0 +1,44 @@
+// specscope-cli bench's --beside: the target's steps taking turns with a drafter, reported beside the same steps
+// alone; and its bad input.
+#include <gtest/gtest.h>
+
+#include "tests/test_support.h"
+
+namespace specscope {
+namespace {
+
+const std::string kTarget = test::fixture("models/llama_bytelevel_f32");
+const std::string kDraft = test::fixture("models/llama_bytelevel_bf16");
+
+TEST(BenchCli, BesideADrafterReportsEachStepInTurnsAndAlone) {
+  const auto r = test::run_cli("bench --model '" + kTarget + "' --beside '" + kDraft +
+                               "' --beside-forwards 2 --repeat 1 --prompt-tokens 16 --gen-tokens 4 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = test::json_in_output(r.out);
+  ASSERT_TRUE(j.contains("beside")) << r.out;
+  const auto& b = j["beside"];
+  EXPECT_EQ(b["model"], kDraft);
+  EXPECT_EQ(b["other_forwards_per_step"], 2);
+  EXPECT_GT(b["other_alone_ms"].get<double>(), 0);
+  ASSERT_EQ(b["steps"].size(), 4u);
+  int expected = 1;
+  for (const auto& s : b["steps"]) {
+    EXPECT_EQ(s["tokens"], expected);
+    expected *= 2;
+    EXPECT_GT(s["in_turns_ms"].get<double>(), 0);
+    EXPECT_GT(s["alone_ms"].get<double>(), 0);
+    EXPECT_GT(s["other_in_turns_ms"].get<double>(), 0);
+  }
+}
+
+TEST(BenchCli, BadBesideInputIsAOneLineError) {
+  auto r = test::run_cli("bench --model '" + kTarget + "' --beside /nonexistent/drafter --repeat 1");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("/nonexistent/drafter"), std::string::npos) << r.out;
+  r = test::run_cli("bench --model '" + kTarget + "' --beside '" + kDraft + "' --beside-forwards 0");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--beside-forwards"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace specscope
