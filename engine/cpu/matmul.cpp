@@ -462,4 +462,6 @@ const char* blas_core() {
   return c ? c : "?";
 }
 
+void prepare_linear(const TensorView& W) { (void)panels_for(W, dispatch()); }
+
 }  // namespace specscope::cpu

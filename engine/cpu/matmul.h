@@ -31,6 +31,9 @@ namespace specscope::cpu {
 // block-quantized GGUF types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K: computed by linear_quant, see
 // matmul_quant.h); anything else throws InputError. Any n >= 1 (n <= 0: no-op). Threads over output rows (thread_pool.h).
 void linear(const float* X, int n, const TensorView& W, const float* bias, float* Y);
+// Makes now whatever copy of W the kernels will want (the bf16 panels), instead of in the first product that uses
+// it: packing a model's weights cost its first step 10-20 ms (the first drafting step of a run, timed as drafting).
+void prepare_linear(const TensorView& W);
 
 // Several products of the same X, Y_i = X W_i^T (+ bias_i), in one fork of the thread team when the weights share
 // a dense dtype and width (a layer's q/k/v, its gate/up); each Y_i bit-identical to what linear() gives.

@@ -128,6 +128,11 @@ std::shared_ptr<const EagleHead> EagleHead::load(const std::string& dir, const M
       throw InputError(cfg_path, "EAGLE-3 needs the inputs of three distinct layers 2, N/2, N-3; the target has " +
                                      std::to_string(N) + " layers");
   }
+  // Heads always run on the CPU: their kernels' copies of the weights are made now (cpu::prepare_linear).
+  const HeadLayerWeights& hl = head->layer_;
+  const std::initializer_list<const TensorView*> weights = {&head->fc_, &hl.wq,     &hl.wk,   &hl.wv,          &hl.wo,
+                                                            &hl.w_gate,  &hl.w_up, &hl.w_down, &head->lm_head_};
+  for (const TensorView* W : weights) cpu::prepare_linear(*W);
   spdlog::info("loaded {} head from {} ({:.2f}M parameters)", eagle3 ? "EAGLE-3" : "EAGLE-1", dir,
                double(head->parameter_count()) / 1e6);
   return head;

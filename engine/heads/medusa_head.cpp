@@ -52,6 +52,10 @@ std::shared_ptr<const MedusaHeads> MedusaHeads::load(const std::string& dir, con
     h.out = check(store->get(std::to_string(i) + "." + std::to_string(m->num_layers_) + ".weight"), {V, H});
     m->heads_.push_back(std::move(h));
   }
+  for (const auto& h : m->heads_) {  // heads run on the CPU: their kernels' weight copies are made now
+    for (const auto& w : h.w) cpu::prepare_linear(w);
+    cpu::prepare_linear(h.out);
+  }
   spdlog::info("loaded {} Medusa heads from {}", n_heads, dir);
   return m;
 }

@@ -29,6 +29,9 @@ CpuContext::CpuContext(std::shared_ptr<const Model> model, int n_ctx) : model_(s
   kt_cache_.assign(c.num_layers, std::vector<float>(size_t(kv_dim_) * kt_stride_));
   slot_pos_.assign(n_ctx_, 0);
   rope_ = cpu::RopeTable(rope_inv_freq(c), c.head_dim);
+  for (const auto& L : model_->weights().layers)
+    for (const TensorView* W : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) cpu::prepare_linear(*W);
+  cpu::prepare_linear(model_->weights().lm_head);
 }
 
 static void grow(std::vector<float>& v, size_t n) {
