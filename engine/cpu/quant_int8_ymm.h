@@ -143,6 +143,7 @@ void rows_ymm(const uint8_t* W, size_t row_bytes, const ActQ8& x, const float* b
   const size_t gb = int8_group_bytes(kType), hb = gb / 2;
   const int groups = x.blocks() / kQ8Lanes;
   const int full = int(row_bytes / gb);
+  const uint8_t* W_end = W + size_t(m) * row_bytes;
   alignas(64) uint8_t pad[544];
   alignas(64) float acc[kYmmMaxTokens][kQ8Lanes];
   for (int t0 = 0; t0 < x.n; t0 += kYmmMaxTokens) {
@@ -152,10 +153,18 @@ void rows_ymm(const uint8_t* W, size_t row_bytes, const ActQ8& x, const float* b
       for (int t = 0; t < T; ++t) std::fill(acc[t], acc[t] + kQ8Lanes, 0.f);
       for (int g = 0; g < groups; ++g) {
         const uint8_t* gp = row + size_t(g) * gb;
+        // A row ending inside this group: read in place with the blocks past its end given zero scales where the
+        // group's span lies inside the tensor, else (its last rows) through a zeroed copy (quant_int8_avx512.cpp's
+        // unpack_group says why).
+        int keep_lanes = kQ8Lanes;
         if (g >= full) {
-          std::memset(pad, 0, sizeof pad);
-          std::memcpy(pad, gp, row_bytes - size_t(full) * gb);
-          gp = pad;
+          keep_lanes = int((row_bytes - size_t(full) * gb) * kQ8Lanes / gb);
+          if (gp + gb > W_end) {
+            std::memset(pad, 0, sizeof pad);
+            std::memcpy(pad, gp, row_bytes - size_t(full) * gb);
+            gp = pad;
+            keep_lanes = kQ8Lanes;
+          }
         }
         for (int h = 0; h < 2; ++h) {
           Half H;
@@ -165,6 +174,12 @@ void rows_ymm(const uint8_t* W, size_t row_bytes, const ActQ8& x, const float* b
           else if constexpr (kType == Int8Type::Q4_K) unpack_k45<false>(hp, H);
           else if constexpr (kType == Int8Type::Q5_K) unpack_k45<true>(hp, H);
           else unpack_q6_k(hp, H);
+          if (keep_lanes < kQ8Lanes) {
+            const __m256 keep = _mm256_castsi256_ps(
+                _mm256_cmpgt_epi32(_mm256_set1_epi32(keep_lanes - 8 * h), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+            H.fw = _mm256_and_ps(H.fw, keep);
+            if constexpr (kMins) H.fm = _mm256_and_ps(H.fm, keep);
+          }
           const size_t b0 = size_t(g) * kQ8Lanes + size_t(h) * 8;
           for (int t = 0; t < T; ++t) {
             // Two chains of 4 (each block's first and second 16 elements): lane b sums block b's products.
