@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # SpecScope against llama.cpp on the same GGUF files and the same protocol, 2 threads, medians of --repeat runs:
 # decode tokens/s (64 steps after a 128-token prefill) and the time of one forward with n new tokens at context 128.
-#   bash bench/compare_llamacpp.sh [--only LIST] [--quick] [--repeat R] [OUTDIR]   (default bench/results/llamacpp)
+#   bash bench/compare_llamacpp.sh [--only LIST] [--quick] [--repeat R] [--rounds K] [OUTDIR]
+#   (default OUTDIR bench/results/llamacpp)
 #   LIST, comma-separated groups or single files of them (syn1b_q8_0, syn60_f16, ...; default all groups):
 #     base   the default base (bf16; llama.cpp reads a BF16 GGUF converted from the same weights)
 #     syn60  the 60M-parameter synthetic Llama of ../shared/reference's cost curve: f32, F16, Q8_0, Q4_K_S
 #     1b     a Llama-3.2-1B-shaped synthetic (bench/make_synthetic_llama.py --shape 1b): F16, BF16, Q8_0, Q4_K_M
 #     spec   llama-speculative beside `specscope-cli run --method sps` (target base, draft draft; greedy, gamma 4)
 #   --quick: one repeat, 2 prompts of 64 tokens for spec (a smoke run; not figures to quote)
+#   --rounds K: the three engines take turns K times per file (each round --repeat runs of each), and each figure is
+#     the median over the rounds (bench/merge_rounds.py): this machine's speed drifts by up to 30% within minutes, and
+#     in one block per engine a slow spell lands on whichever engine it overlaps.
 # llama.cpp is measured three ways per file: specscope-cli bench (SpecScope), llama.cpp's own llama-bench, and
 # bench/llamacpp_bench.py through the llama-cpp-python binding (the one that asks for all n rows' logits, as
 # verification does); all from the pinned sdist, built by bench/build_llamacpp.sh (run here, idempotent).
@@ -16,11 +20,12 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 die() { echo "compare_llamacpp.sh: $*" >&2; exit 1; }
-only="base,syn60,1b,spec" repeat=5 quick=0 out="$here/bench/results/llamacpp" cmdline="bash bench/compare_llamacpp.sh $*"
+only="base,syn60,1b,spec" repeat=5 rounds=1 quick=0 out="$here/bench/results/llamacpp" cmdline="bash bench/compare_llamacpp.sh $*"
 while [ $# -gt 0 ]; do
   case "$1" in
     --only) only="$2"; shift 2 ;;
     --repeat) repeat="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
     --quick) quick=1 repeat=1; shift ;;
     -*) die "unknown option $1" ;;
     *) out="$1"; shift ;;
@@ -86,12 +91,22 @@ run() {  # NAME GROUP SPECSCOPE_MODEL GGUF
   echo "== $1"
   set -- "$1" "$3" "$4"
   local log="$tmp/$1.log"  # progress lines and errors, out of the way of the figures
-  { "$CLI" bench --model "$2" --repeat "$repeat" --out "$out/$1.specscope.json" 2>"$log" \
-      || die "specscope-cli bench failed: see $log"; } | sed 's/^/  specscope    /'
-  { python3 "$here/bench/llamacpp_tools.py" bench --bin "$BIN" "$3" --threads 2 --repeat "$repeat" \
-      --out "$out/$1.llamabench.json" 2>"$log" || die "llama-bench failed: see $log"; } | sed 's/^/  llama-bench  /'
-  { "$LPY" "$here/bench/llamacpp_bench.py" bench "$3" --threads 2 --repeat "$repeat" \
-      --out "$out/$1.llamacpp.json" 2>"$log" || die "the binding's bench failed: see $log"; } | sed 's/^/  binding      /'
+  local r dest
+  for ((r = 1; r <= rounds; r++)); do
+    dest="$out/$1"
+    if [ "$rounds" -gt 1 ]; then mkdir -p "$out/rounds"; dest="$out/rounds/$1.r$r"; echo "  round $r of $rounds"; fi
+    { "$CLI" bench --model "$2" --repeat "$repeat" --out "$dest.specscope.json" 2>"$log" \
+        || die "specscope-cli bench failed: see $log"; } | sed 's/^/  specscope    /'
+    { python3 "$here/bench/llamacpp_tools.py" bench --bin "$BIN" "$3" --threads 2 --repeat "$repeat" \
+        --out "$dest.llamabench.json" 2>"$log" || die "llama-bench failed: see $log"; } | sed 's/^/  llama-bench  /'
+    { "$LPY" "$here/bench/llamacpp_bench.py" bench "$3" --threads 2 --repeat "$repeat" \
+        --out "$dest.llamacpp.json" 2>"$log" || die "the binding's bench failed: see $log"; } | sed 's/^/  binding      /'
+  done
+  if [ "$rounds" -gt 1 ]; then
+    for e in specscope llamabench llamacpp; do
+      python3 "$here/bench/merge_rounds.py" "$out/$1.$e.json" $(for ((r = 1; r <= rounds; r++)); do echo "$out/rounds/$1.r$r.$e.json"; done)
+    done
+  fi
   stage "bench $1"
 }
 run base_bf16 base "$here/assets/models/base" "$tmp/base.bf16.gguf"
