@@ -101,6 +101,10 @@ std::vector<MethodCase> method_cases() {
       {"sps_self_tree", spec("sps", kTarget, {{"gamma", "3"}, {"branching", "3,2,1"}})},
       {"sps_other_chain", spec("sps", kOtherDraft, {{"gamma", "5"}})},
       {"sps_other_tree", spec("sps", kOtherDraft, {{"gamma", "4"}, {"branching", "2,2"}})},
+      // The drafter on int8 per-row copies of its weights (ignored where the CPU lacks the kernel): drafts change,
+      // the output must not; a self-drafter stays close enough to keep long paths accepted.
+      {"sps_self_int8", spec("sps", kTarget, {{"gamma", "4"}, {"draft-weights", "int8"}})},
+      {"sps_other_int8", spec("sps", kOtherDraft, {{"gamma", "3"}, {"branching", "2,1"}, {"draft-weights", "int8"}})},
       {"eagle1_random", head("eagle1", "heads/eagle1_bin", {})},
       {"eagle1_fitted", head("eagle1", "heads/eagle1_fitted", {})},
       {"eagle2_fitted", head("eagle2", "heads/eagle1_fitted", {})},

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "engine/cpu/bf16_panels.h"
+#include "engine/cpu/int8_panels.h"
 #include "engine/cpu/matmul_bf16dot.h"
 #include "engine/cpu/matmul_kernels.h"
 #include "engine/cpu/op_profile.h"
@@ -343,6 +344,11 @@ bool tiled_product(const LinearArgs& a, const Dispatch& d) {
 }  // namespace
 
 void linear(const float* X, int n, const TensorView& W, const float* bias, float* Y) {
+  if (W.requantized) {  // int8 per-row weights a context asked for (int8_panels.h)
+    const auto& p = *static_cast<const Int8Panels*>(W.requantized.get());
+    const ProfileScope profile(Op::Linear, double(W.numel()) * std::max(n, 0), double(p.m) * double(p.k));
+    return linear_int8_panels(X, n, p, bias, Y);
+  }
   const ProfileScope profile(Op::Linear, double(W.numel()) * std::max(n, 0), double(W.nbytes()));
   if (dtype_is_block(W.dtype)) return linear_quant(X, n, W, bias, Y);  // GGUF weights (matmul_quant.h)
   int k = 0;
@@ -359,8 +365,9 @@ void linear_shared_input(const float* X, int n, std::span<const LinearOutput> ou
   const ProfileScope profile(Op::Linear, macs, bytes);
   const DType t = outputs.front().W->dtype;
   bool same = !dtype_is_block(t);
-  for (const auto& o : outputs) same = same && o.W->dtype == t && o.W->cols() == outputs.front().W->cols();
-  if (!same) {  // block weights (their own kernels) or mixed types: one call each
+  for (const auto& o : outputs)
+    same = same && o.W->dtype == t && o.W->cols() == outputs.front().W->cols() && !o.W->requantized;
+  if (!same) {  // block weights, requantized ones (their own kernels) or mixed types: one call each
     for (const auto& o : outputs) linear(X, n, *o.W, o.bias, o.Y);
     return;
   }
@@ -462,6 +469,8 @@ const char* blas_core() {
   return c ? c : "?";
 }
 
-void prepare_linear(const TensorView& W) { (void)panels_for(W, dispatch()); }
+void prepare_linear(const TensorView& W) {
+  if (!W.requantized) (void)panels_for(W, dispatch());
+}
 
 }  // namespace specscope::cpu

@@ -11,6 +11,7 @@ namespace specscope {
 struct SpsOptions {
   int gamma = 4;                 // chain length (depth of the tree)
   std::vector<int> branching;    // children per node at each depth; empty: a chain (all 1)
+  bool int8_weights = false;     // the drafter's linear layers on int8 per-row copies (engine/cpu/int8_panels.h)
 };
 
 class DraftModelMethod final : public Method {

@@ -85,6 +85,11 @@ std::unique_ptr<Method> make_method(const MethodSpec& spec, const Model& target)
     SpsOptions o;
     o.gamma = opt_int(spec, "gamma", o.gamma);
     o.branching = opt_list(spec, "branching");
+    if (auto it = spec.options.find("draft-weights"); it != spec.options.end()) {
+      if (it->second != "as-loaded" && it->second != "int8")
+        throw InputError("--draft-weights", "expected as-loaded or int8, got '" + it->second + "'");
+      o.int8_weights = it->second == "int8";
+    }
     return std::make_unique<DraftModelMethod>(Model::load(spec.draft_path), target, o);
   }
   if (spec.name == "eagle1" || spec.name == "eagle2" || spec.name == "eagle3") {

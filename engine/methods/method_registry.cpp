@@ -33,6 +33,8 @@ std::vector<MethodInfo> build() {
                "Leviathan et al. 2023, Chen et al. 2023 (tree variant: SpecInfer)", MethodNeed::DraftModel,
                {{"gamma", K::Int, "4", "draft tokens per step (the chain's length)"},
                 {"branching", K::IntList, "", "children per node at each depth, e.g. 2,2,1 (default: a chain)"},
+                {"draft-weights", K::Choice, "as-loaded",
+                 "as-loaded, or int8: the drafter requantized per row (half of bf16's bytes; drafts change, output not)"},
                 tree_option()}});
   r.push_back({"eagle1", "EAGLE-1 (static draft tree)", "Li et al. 2024, EAGLE; tree mc_sim_7b_63",
                MethodNeed::EagleHead,

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "engine/cpu/int8_panels.h"
 #include "engine/cpu/matmul.h"
 #include "engine/cpu/attention.h"
 #include "engine/cpu/op_profile.h"
@@ -19,7 +20,7 @@
 
 namespace specscope {
 
-CpuContext::CpuContext(std::shared_ptr<const Model> model, int n_ctx) : model_(std::move(model)) {
+CpuContext::CpuContext(std::shared_ptr<const Model> model, int n_ctx, bool int8_weights) : model_(std::move(model)) {
   const auto& c = model_->config();
   n_ctx_ = n_ctx > 0 ? n_ctx : std::min(c.max_position_embeddings, 4096);
   kv_dim_ = c.num_kv_heads * c.head_dim;
@@ -29,10 +30,20 @@ CpuContext::CpuContext(std::shared_ptr<const Model> model, int n_ctx) : model_(s
   kt_cache_.assign(c.num_layers, std::vector<float>(size_t(kv_dim_) * kt_stride_));
   slot_pos_.assign(n_ctx_, 0);
   rope_ = cpu::RopeTable(rope_inv_freq(c), c.head_dim);
-  for (const auto& L : model_->weights().layers)
+  if (int8_weights && cpu::int8_panels_supported()) {
+    int8_weights_ = std::make_unique<ModelWeights>(model_->weights());
+    for (auto& L : int8_weights_->layers)
+      for (TensorView* W : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
+        if (!dtype_is_block(W->dtype)) W->requantized = cpu::pack_int8_panels(*W);
+    TensorView& head = int8_weights_->lm_head;
+    if (!dtype_is_block(head.dtype)) head.requantized = cpu::pack_int8_panels(head);
+  }
+  for (const auto& L : weights().layers)
     for (const TensorView* W : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) cpu::prepare_linear(*W);
-  cpu::prepare_linear(model_->weights().lm_head);
+  cpu::prepare_linear(weights().lm_head);
 }
+
+const ModelWeights& CpuContext::weights() const { return int8_weights_ ? *int8_weights_ : model_->weights(); }
 
 static void grow(std::vector<float>& v, size_t n) {
   if (v.size() < n) v.resize(n);
@@ -40,7 +51,7 @@ static void grow(std::vector<float>& v, size_t n) {
 
 void CpuContext::forward(const Batch& b, ForwardOutput& out) {
   const auto& c = model_->config();
-  const auto& w = model_->weights();
+  const auto& w = weights();
   const int n = b.size();
   const std::vector<int32_t> positions = checked_positions(b, c, n_past_, n_ctx_);
   const int32_t* pos = positions.data();
@@ -203,7 +214,7 @@ void CpuContext::finish_layer(const LayerWeights& L, float* x, int rows) {
 // One decoder layer over the `na` active rows in x_ (in place). Each row's keys/values go to its own cache slot.
 void CpuContext::decoder_layer(int l, int na, const int32_t* pos, const uint8_t* mask) {
   const auto& c = model_->config();
-  const auto& L = model_->weights().layers[l];
+  const auto& L = weights().layers[l];
   const int hd = c.head_dim, q_dim = c.num_heads * hd, base = n_past_;
   project_qkv(L, x_.data(), na);
   {

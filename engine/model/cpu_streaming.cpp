@@ -53,7 +53,7 @@ void CpuContext::check_streaming(const StreamingRequest& sr, int n) const {
 
 int CpuContext::prune_rows(const StreamingRequest& sr, const Batch& b, int na) {
   const auto& c = model_->config();
-  const auto& w = model_->weights();
+  const auto& w = weights();
   const StreamingWeights& sw = *sr.weights;
   const int H = c.hidden_size, V = c.vocab_size, r = sw.config().prune_rank, n = batch_n_;
   // Early-exit distributions of the rows that are parents of some active row.
@@ -137,7 +137,7 @@ void CpuContext::begin_streams(const StreamingRequest& sr, int na) {
 
 void CpuContext::stream_layer(int l, const StreamingRequest& sr, const int32_t* pos, const uint8_t* mask) {
   const auto& c = model_->config();
-  const auto& L = model_->weights().layers[l];
+  const auto& L = weights().layers[l];
   const int hd = c.head_dim, nh = c.num_heads, group = c.num_heads / c.num_kv_heads;
   const int q_dim = nh * hd, G = sr.streams, m = n_streams_;
   const int base = n_past_, n = batch_n_;
@@ -189,7 +189,7 @@ void CpuContext::finish_streams(const StreamingRequest& sr, ForwardOutput& out) 
   out.streams = sr.streams;
   out.stream_rows = stream_src_;
   out.stream_hidden.resize(size_t(m) * H);
-  cpu::rmsnorm(xs_.data(), model_->weights().final_norm.data(), out.stream_hidden.data(), m, H, c.rms_norm_eps);
+  cpu::rmsnorm(xs_.data(), weights().final_norm.data(), out.stream_hidden.data(), m, H, c.rms_norm_eps);
 }
 
 }  // namespace specscope

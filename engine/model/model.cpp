@@ -212,8 +212,8 @@ uint64_t Model::parameter_count() const {
   return n;
 }
 
-std::unique_ptr<Context> Model::new_cpu_context(int n_ctx) const {
-  return std::make_unique<CpuContext>(shared_from_this(), n_ctx);
+std::unique_ptr<Context> Model::new_cpu_context(int n_ctx, bool int8_weights) const {
+  return std::make_unique<CpuContext>(shared_from_this(), n_ctx, int8_weights);
 }
 
 }  // namespace specscope

@@ -60,7 +60,8 @@ class Model : public std::enable_shared_from_this<Model> {
   const ModelIdentity& identity() const { return identity_; }
 
   // A new sequence on the CPU backend.
-  std::unique_ptr<Context> new_cpu_context(int n_ctx = 0) const;
+  // int8_weights: see CpuContext (engine/model/cpu_context.h).
+  std::unique_ptr<Context> new_cpu_context(int n_ctx = 0, bool int8_weights = false) const;
 
  private:
   // A Hugging Face directory; tokenizer*.json and generation_config.json are taken from `files_dir` where it has

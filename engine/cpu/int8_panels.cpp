@@ -1,0 +1,195 @@
+#include "engine/cpu/int8_panels.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "engine/cpu/thread_pool.h"
+#include "engine/util/huge_page_arena.h"
+
+namespace specscope::cpu {
+namespace {
+
+constexpr int kRows = 16;
+
+// One token's activations: codes + 128 as bytes (k padded to quads with 128, i.e. code 0), and its scale.
+struct ActU8 {
+  std::vector<uint8_t> q;  // [n][quads * 4]
+  std::vector<float> s;    // [n]
+};
+
+void quantize_rows(const float* X, int n, int k, int quads, ActU8& a) {
+  const size_t kp = size_t(quads) * 4;
+  a.q.assign(size_t(n) * kp, 128);
+  a.s.assign(size_t(n), 0.f);
+  for (int t = 0; t < n; ++t) {
+    const float* x = X + size_t(t) * size_t(k);
+    float amax = 0.f;
+    bool finite = true;
+    for (int i = 0; i < k; ++i) {
+      const float v = std::fabs(x[i]);
+      finite = finite && v <= std::numeric_limits<float>::max();
+      amax = std::max(amax, v);
+    }
+    if (!finite) {  // the outputs turn NaN, as the exact product's would be non-finite
+      a.s[size_t(t)] = std::numeric_limits<float>::quiet_NaN();
+      continue;
+    }
+    const float sx = amax / 127.f;
+    if (!(sx >= std::numeric_limits<float>::min())) continue;  // all (near) zero: codes 0, scale 0
+    const float inv = 1.f / sx;
+    uint8_t* q = a.q.data() + size_t(t) * kp;
+    for (int i = 0; i < k; ++i) {
+      const int c = std::clamp(int(std::nearbyint(x[i] * inv)), -127, 127);
+      q[i] = uint8_t(c + 128);
+    }
+    a.s[size_t(t)] = sx;
+  }
+}
+
+// The float formula, with the bias added by one fused multiply-add: written out, so that the compiler's contraction
+// of a * b + c cannot make this reference differ from the kernel.
+inline float finish(int32_t acc, int32_t wsum, float scale, float sx, const float* bias, int r) {
+  const float a = float(acc - 128 * wsum) * scale;
+  return bias ? std::fma(a, sx, bias[r]) : a * sx;
+}
+
+#pragma GCC push_options
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12 on its own _mm512_undefined_* in intrinsics
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
+
+// Panels [p0, p1) of 16 rows against tokens [t0, t0 + T): P panels x T tokens of vpdpbusd accumulators.
+template <int P, int T>
+void tile(const Int8Panels& w, const ActU8& a, size_t kp, int p, int t0, const float* bias, float* Y) {
+  __m512i acc[P][T];
+  for (int i = 0; i < P; ++i)
+    for (int u = 0; u < T; ++u) acc[i][u] = _mm512_setzero_si512();
+  const int32_t* xq[T];
+  for (int u = 0; u < T; ++u) xq[u] = reinterpret_cast<const int32_t*>(a.q.data() + size_t(t0 + u) * kp);
+  const int8_t* base[P];
+  for (int i = 0; i < P; ++i) base[i] = w.panel(p + i);
+  for (int j = 0; j < w.quads; ++j) {
+    __m512i wv[P];
+    for (int i = 0; i < P; ++i) wv[i] = _mm512_load_si512(base[i] + size_t(j) * 64);
+    for (int u = 0; u < T; ++u) {
+      const __m512i xv = _mm512_set1_epi32(xq[u][j]);
+      for (int i = 0; i < P; ++i) acc[i][u] = _mm512_dpbusd_epi32(acc[i][u], xv, wv[i]);
+    }
+  }
+  for (int i = 0; i < P; ++i) {
+    const int r0 = (p + i) * kRows, left = std::min(kRows, w.m - r0);
+    const __mmask16 keep = left >= kRows ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1u);
+    const __m512i corr = _mm512_slli_epi32(_mm512_loadu_si512(w.sum + r0), 7);  // 128 * sum of the row's codes
+    const __m512 sc = _mm512_loadu_ps(w.scale + r0);
+    const __m512 b = bias ? _mm512_maskz_loadu_ps(keep, bias + r0) : _mm512_setzero_ps();
+    for (int u = 0; u < T; ++u) {
+      const __m512 sx = _mm512_set1_ps(a.s[size_t(t0 + u)]);
+      const __m512 a = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[i][u], corr)), sc);
+      const __m512 y = bias ? _mm512_fmadd_ps(a, sx, b) : _mm512_mul_ps(a, sx);
+      _mm512_mask_storeu_ps(Y + size_t(t0 + u) * size_t(w.m) + size_t(r0), keep, y);
+    }
+  }
+}
+
+template <int P>
+void panels_all_tokens(const Int8Panels& w, const ActU8& a, size_t kp, int n, int p, const float* bias, float* Y) {
+  int t = 0;
+  for (; t + 4 <= n; t += 4) tile<P, 4>(w, a, kp, p, t, bias, Y);
+  switch (n - t) {
+    case 1: tile<P, 1>(w, a, kp, p, t, bias, Y); break;
+    case 2: tile<P, 2>(w, a, kp, p, t, bias, Y); break;
+    case 3: tile<P, 3>(w, a, kp, p, t, bias, Y); break;
+    default: break;
+  }
+}
+
+void run_panels(const Int8Panels& w, const ActU8& a, int n, const float* bias, float* Y, int p0, int p1) {
+  const size_t kp = size_t(w.quads) * 4;
+  int p = p0;
+  for (; p + 4 <= p1; p += 4) panels_all_tokens<4>(w, a, kp, n, p, bias, Y);
+  for (; p < p1; ++p) panels_all_tokens<1>(w, a, kp, n, p, bias, Y);
+}
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+
+}  // namespace
+
+bool int8_panels_supported() {
+  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                         __builtin_cpu_supports("avx512vnni");
+  return ok;
+}
+
+std::shared_ptr<const Int8Panels> pack_int8_panels(const TensorView& W) {
+  if (W.shape.size() != 2 || !(W.dtype == DType::F32 || W.dtype == DType::F16 || W.dtype == DType::BF16))
+    throw std::invalid_argument("pack_int8_panels: '" + W.name + "' is not a dense 2-D f32/f16/bf16 weight");
+  auto p = std::make_shared<Int8Panels>();
+  p->m = int(W.shape[0]), p->k = int(W.shape[1]);
+  p->quads = (p->k + 3) / 4, p->panels = (p->m + kRows - 1) / kRows;
+  const size_t rows = size_t(p->panels) * kRows, code_bytes = rows * size_t(p->quads) * 4;
+  const size_t code_span = (code_bytes + 63) / 64 * 64;
+  p->storage = huge_page_alloc(code_span + rows * (sizeof(float) + sizeof(int32_t)));
+  auto* codes = static_cast<int8_t*>(p->storage.get());
+  auto* scale = reinterpret_cast<float*>(codes + code_span);
+  auto* sum = reinterpret_cast<int32_t*>(scale + rows);
+  std::fill_n(codes, code_bytes, int8_t(0));
+  std::fill_n(scale, rows, 0.f);
+  std::fill_n(sum, rows, 0);
+  std::vector<float> row(size_t(p->k));
+  for (int r = 0; r < p->m; ++r) {
+    for (int i = 0; i < p->k; ++i) row[size_t(i)] = W.at(int64_t(r) * p->k + i);
+    float amax = 0.f;
+    for (float v : row) amax = std::max(amax, std::fabs(v));
+    const float s = amax / 127.f;
+    if (!(s >= std::numeric_limits<float>::min())) continue;  // an all-zero row: codes 0, scale 0
+    const float inv = 1.f / s;
+    int8_t* lane = codes + (size_t(r / kRows) * size_t(p->quads) * kRows + size_t(r % kRows)) * 4;
+    int32_t total = 0;
+    for (int i = 0; i < p->k; ++i) {
+      const int c = std::clamp(int(std::nearbyint(row[size_t(i)] * inv)), -127, 127);
+      lane[size_t(i / 4) * kRows * 4 + size_t(i % 4)] = int8_t(c);
+      total += c;
+    }
+    scale[r] = s;
+    sum[r] = total;
+  }
+  p->codes = codes, p->scale = scale, p->sum = sum;
+  return p;
+}
+
+void linear_int8_panels(const float* X, int n, const Int8Panels& w, const float* bias, float* Y) {
+  if (n <= 0 || w.m == 0) return;
+  // The calling thread's buffer: the team only reads it, and the call returns before the next one.
+  thread_local ActU8 buffer;
+  quantize_rows(X, n, w.k, w.quads, buffer);
+  const ActU8& a = buffer;
+  run_team(w.panels, size_t(w.m) * size_t(w.k) * size_t(n), size_t(1) << 16, [&](int tid, int nt) {
+    const int p0 = int(int64_t(w.panels) * tid / nt), p1 = int(int64_t(w.panels) * (tid + 1) / nt);
+    if (p0 < p1) run_panels(w, a, n, bias, Y, p0, p1);
+  });
+}
+
+void linear_int8_panels_reference(const float* X, int n, const Int8Panels& w, const float* bias, float* Y) {
+  ActU8 a;
+  quantize_rows(X, n, w.k, w.quads, a);
+  const size_t kp = size_t(w.quads) * 4;
+  for (int t = 0; t < n; ++t)
+    for (int r = 0; r < w.m; ++r) {
+      const int8_t* lane = w.codes + (size_t(r / kRows) * size_t(w.quads) * kRows + size_t(r % kRows)) * 4;
+      const uint8_t* x = a.q.data() + size_t(t) * kp;
+      int32_t acc = 0;
+      for (int j = 0; j < w.quads; ++j)
+        for (int i = 0; i < 4; ++i) acc += int32_t(lane[size_t(j) * kRows * 4 + size_t(i)]) * int32_t(x[4 * j + i]);
+      Y[size_t(t) * size_t(w.m) + size_t(r)] = finish(acc, w.sum[r], w.scale[r], a.s[size_t(t)], bias, r);
+    }
+}
+
+}  // namespace specscope::cpu

@@ -1,0 +1,114 @@
+// Int8 per-row weight panels (engine/cpu/int8_panels.h): the AVX-512 VNNI kernel gives the scalar reference's bits,
+// a token's outputs do not depend on the batch, the error against the f32 product stays within the stated bound, and
+// a context asked for int8 weights uses them while another context of the same model does not.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "engine/cpu/int8_panels.h"
+#include "engine/cpu/matmul.h"
+#include "engine/model/model.h"
+#include "tests/test_support.h"
+
+namespace specscope {
+namespace {
+
+struct Dense {
+  std::vector<float> w;
+  TensorView view(int m, int k) const {
+    TensorView v;
+    v.name = "w";
+    v.dtype = DType::F32;
+    v.shape = {m, k};
+    v.data = w.data();
+    return v;
+  }
+};
+
+std::vector<float> normal(size_t n, std::mt19937& rng) {
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+TEST(Int8Panels, KernelEqualsReferenceAndIsBatchInvariant) {
+  if (!cpu::int8_panels_supported()) GTEST_SKIP() << "no AVX-512 VNNI: the int8 panels are never used here";
+  std::mt19937 rng(11);
+  for (int m : {1, 16, 37, 256}) {
+    for (int k : {3, 64, 130, 768}) {
+      Dense d{normal(size_t(m) * k, rng)};
+      const auto p = cpu::pack_int8_panels(d.view(m, k));
+      for (int n : {1, 2, 3, 4, 5, 9}) {
+        const auto X = normal(size_t(n) * k, rng);
+        const auto bias = normal(size_t(m), rng);
+        const float* b = n % 2 ? bias.data() : nullptr;
+        std::vector<float> want(size_t(n) * m), got(size_t(n) * m, -1.f);
+        cpu::linear_int8_panels_reference(X.data(), n, *p, b, want.data());
+        cpu::linear_int8_panels(X.data(), n, *p, b, got.data());
+        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << m << "x" << k << " n " << n;
+        // Each token alone gives the bits it got in the batch.
+        for (int t = 0; t < n; ++t) {
+          std::vector<float> one(static_cast<size_t>(m));
+          cpu::linear_int8_panels(X.data() + size_t(t) * k, 1, *p, b, one.data());
+          ASSERT_EQ(0, std::memcmp(one.data(), got.data() + size_t(t) * m, size_t(m) * sizeof(float))) << t;
+        }
+      }
+    }
+  }
+}
+
+TEST(Int8Panels, ErrorAgainstTheF32ProductIsWithinTheQuantizationBound) {
+  // |y - exact| <= sum_i (|w_i| sx / 2 + |x_i| sw / 2 + sw sx / 4) (each factor off by at most half its step) plus
+  // float rounding; checked with a 1e-5 relative slack on sum |w_i x_i|.
+  std::mt19937 rng(5);
+  const int m = 40, k = 300, n = 3;
+  Dense d{normal(size_t(m) * k, rng)};
+  const auto p = cpu::pack_int8_panels(d.view(m, k));
+  const auto X = normal(size_t(n) * k, rng);
+  std::vector<float> y(size_t(n) * m);
+  cpu::linear_int8_panels_reference(X.data(), n, *p, nullptr, y.data());
+  double worst_fraction = 0;
+  for (int t = 0; t < n; ++t) {
+    float xmax = 0;
+    for (int i = 0; i < k; ++i) xmax = std::max(xmax, std::fabs(X[size_t(t) * k + i]));
+    const double sx = xmax / 127.0;
+    for (int r = 0; r < m; ++r) {
+      double exact = 0, bound = 0, scale = 0;
+      const double sw = p->scale[r];
+      for (int i = 0; i < k; ++i) {
+        const double w = d.w[size_t(r) * k + i], x = X[size_t(t) * k + i];
+        exact += w * x;
+        bound += std::fabs(w) * sx / 2 + std::fabs(x) * sw / 2 + sw * sx / 4;
+        scale += std::fabs(w * x);
+      }
+      const double err = std::fabs(y[size_t(t) * m + r] - exact);
+      EXPECT_LE(err, bound + 1e-5 * scale) << "token " << t << " row " << r;
+      worst_fraction = std::max(worst_fraction, err / scale);
+    }
+  }
+  EXPECT_LT(worst_fraction, 0.05);  // on normal data, a few percent of the output's scale at most
+}
+
+TEST(Int8Panels, OnlyTheContextThatAskedUsesThem) {
+  if (!cpu::int8_panels_supported()) GTEST_SKIP() << "no AVX-512 VNNI: the int8 panels are never used here";
+  auto model = Model::load(test::fixture("models/llama_bytelevel_bf16"));
+  auto plain = model->new_cpu_context(64), int8 = model->new_cpu_context(64, true), again = model->new_cpu_context(64);
+  Batch b = Batch::causal(std::vector<int32_t>{5, 17, 99, 3});
+  ForwardOutput o1, o2, o3;
+  plain->forward(b, o1);
+  int8->forward(b, o2);
+  again->forward(b, o3);
+  ASSERT_EQ(o1.logits.size(), o2.logits.size());
+  EXPECT_EQ(0, std::memcmp(o1.logits.data(), o3.logits.data(), o1.logits.size() * sizeof(float)));  // unchanged
+  EXPECT_NE(0, std::memcmp(o1.logits.data(), o2.logits.data(), o1.logits.size() * sizeof(float)));  // requantized
+  double diff = 0, mag = 0;
+  for (size_t i = 0; i < o1.logits.size(); ++i) diff += std::fabs(o1.logits[i] - o2.logits[i]), mag += std::fabs(o1.logits[i]);
+  EXPECT_LT(diff, 0.1 * mag);  // close: the same model, 8-bit weights
+}
+
+}  // namespace
+}  // namespace specscope
