@@ -109,6 +109,8 @@ std::vector<MethodCase> method_cases() {
       {"eagle1_fitted", head("eagle1", "heads/eagle1_fitted", {})},
       {"eagle2_fitted", head("eagle2", "heads/eagle1_fitted", {})},
       {"eagle2_small", head("eagle2", "heads/eagle1_fitted", {{"total-tokens", "10"}, {"depth", "3"}, {"draft-top-k", "4"}})},
+      {"eagle2_fitted_int8", head("eagle2", "heads/eagle1_fitted", {{"head-weights", "int8"}})},
+      {"eagle3_random_int8", head("eagle3", "heads/eagle3", {{"head-weights", "int8"}})},
       {"eagle3_random", head("eagle3", "heads/eagle3", {})},
       {"medusa_random", head("medusa", "heads/medusa_st", {})},
       {"medusa_fitted", head("medusa", "heads/medusa_fitted", {})},

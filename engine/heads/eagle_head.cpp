@@ -7,6 +7,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "engine/cpu/int8_panels.h"
 #include "engine/cpu/matmul.h"
 #include "engine/cpu/ops.h"
 #include "engine/heads/head_files.h"
@@ -42,7 +43,7 @@ void log_softmax_rows(float* x, int rows, int n) {
 
 }  // namespace
 
-std::shared_ptr<const EagleHead> EagleHead::load(const std::string& dir, const Model& target) {
+std::shared_ptr<const EagleHead> EagleHead::load(const std::string& dir, const Model& target, bool int8_weights) {
   auto head = std::make_shared<EagleHead>();
   std::string text = read_head_config(dir);
   const std::string cfg_path = dir + "/config.json";
@@ -127,6 +128,13 @@ std::shared_ptr<const EagleHead> EagleHead::load(const std::string& dir, const M
         std::adjacent_find(head->tap_layers_.begin(), head->tap_layers_.end()) != head->tap_layers_.end())
       throw InputError(cfg_path, "EAGLE-3 needs the inputs of three distinct layers 2, N/2, N-3; the target has " +
                                      std::to_string(N) + " layers");
+  }
+  if (int8_weights && cpu::int8_panels_supported()) {
+    HeadLayerWeights& own = head->layer_;
+    std::vector<TensorView*> mine = {&head->fc_, &own.wq, &own.wk, &own.wv, &own.wo, &own.w_gate, &own.w_up, &own.w_down};
+    if (eagle3) mine.push_back(&head->lm_head_);  // EAGLE-1's LM head is the target's: it stays as the target has it
+    for (TensorView* W : mine)
+      if (!dtype_is_block(W->dtype)) W->requantized = cpu::pack_int8_panels(*W);
   }
   // Heads always run on the CPU: their kernels' copies of the weights are made now (cpu::prepare_linear).
   const HeadLayerWeights& hl = head->layer_;

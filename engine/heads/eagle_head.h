@@ -25,7 +25,9 @@ class EagleHead {
  public:
   enum class Kind { Eagle1, Eagle3 };
   // Throws InputError naming the file and the problem (missing tensors, shapes that do not fit `target`).
-  static std::shared_ptr<const EagleHead> load(const std::string& dir, const Model& target);
+  // int8_weights: the head's own dense layers run on int8 per-row copies (engine/cpu/int8_panels.h; where the CPU
+  // has the kernel): half the bytes beside the target in the cache; the drafts change, the verified output not.
+  static std::shared_ptr<const EagleHead> load(const std::string& dir, const Model& target, bool int8_weights = false);
 
   Kind kind() const { return kind_; }
   const ModelConfig& config() const { return cfg_; }

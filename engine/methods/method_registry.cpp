@@ -19,11 +19,18 @@ MethodOption tree_option() {
 }
 
 // EAGLE-2/3 share the dynamic tree's three knobs (EAGLE-2 paper, Table 6 / the official ea_model defaults).
+// An EAGLE head's own weights as loaded or requantized to int8 (engine/cpu/int8_panels.h).
+MethodOption head_weights_option() {
+  return {"head-weights", K::Choice, "as-loaded",
+          "as-loaded, or int8: the head's own layers requantized per row (half of bf16's bytes; drafts change, output "
+          "not)"};
+}
+
 std::vector<MethodOption> dynamic_tree_options() {
   return {{"total-tokens", K::Int, "60", "nodes verified per step, the root included (EAGLE's total_token)"},
           {"depth", K::Int, "5", "expansion levels after the root's children"},
           {"draft-top-k", K::Int, "10", "children expanded per frontier node (EAGLE's top_k)"},
-          tree_option()};
+          head_weights_option(), tree_option()};
 }
 
 std::vector<MethodInfo> build() {
@@ -38,7 +45,8 @@ std::vector<MethodInfo> build() {
                 tree_option()}});
   r.push_back({"eagle1", "EAGLE-1 (static draft tree)", "Li et al. 2024, EAGLE; tree mc_sim_7b_63",
                MethodNeed::EagleHead,
-               {{"tree-choices", K::File, "mc_sim_7b_63", "a tree_choices JSON file (default: EAGLE's mc_sim_7b_63)"}}});
+               {{"tree-choices", K::File, "mc_sim_7b_63", "a tree_choices JSON file (default: EAGLE's mc_sim_7b_63)"},
+                head_weights_option()}});
   r.push_back({"eagle2", "EAGLE-2 (dynamic draft trees)", "Li et al. 2024, EAGLE-2", MethodNeed::EagleHead,
                dynamic_tree_options()});
   r.push_back({"eagle3", "EAGLE-3 (fused features, training-time test)", "Li et al. 2025, EAGLE-3",
