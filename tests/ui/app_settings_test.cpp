@@ -81,7 +81,7 @@ TEST(AppSettings, ALaneThatCannotBeBuiltIsNamed) {
 }
 
 TEST(MethodHints, OptionsComeFromTheRegistry) {
-  EXPECT_EQ(defaults_placeholder(method_info("eagle2")), "total-tokens=60 depth=5 draft-top-k=10 tree=published");
+  EXPECT_EQ(defaults_placeholder(method_info("eagle2")), "total-tokens=60 depth=5 draft-top-k=10 head-weights=as-loaded tree=published");
   EXPECT_EQ(defaults_placeholder(method_info("vanilla")), "");
   EXPECT_TRUE(options_tooltip(method_info("pld")).contains("max-ngram (default 3)"));
   const auto o = options_from_text("depth=4  branching=2,2,1 lossy-typical =x");
