@@ -257,11 +257,22 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
     for (const auto& t : trials)
       j["trials"].push_back({{"options", t.options}, {"tau", t.tau}, {"verify_tokens", t.verify_tokens},
                              {"draft_ms", t.draft_ms}, {"verify_ms", t.verify_ms}});
-    std::error_code ec;
-    fs::create_directories(file.parent_path(), ec);
-    if (std::ofstream out(file); out) out << j.dump(2) << "\n";
+    if (calibration_disturbed(vanilla_ms, cost)) {
+      spdlog::warn("tree auto {}: vanilla calibrated at {:.3f} ms a token against the curve's {:.3f}: the machine was "
+                   "busy; this choice is not cached",
+                   spec.name, vanilla_ms, cost.at(1));
+    } else {
+      std::error_code ec;
+      fs::create_directories(file.parent_path(), ec);
+      if (std::ofstream out(file); out) out << j.dump(2) << "\n";
+    }
   }
   return choose_tree(std::move(trials), cost, vanilla_ms);
+}
+
+bool calibration_disturbed(double vanilla_ms, const StepCost& cost) {
+  const double one = cost.at(1);
+  return one > 0 && vanilla_ms > kDisturbedCalibration * one;
 }
 
 }  // namespace specscope::runs

@@ -53,8 +53,15 @@ std::vector<std::map<std::string, std::string>> tree_candidates(const std::strin
 // measured time per token in the same calibration (0: cost(1) from the curve).
 TreeChoice choose_tree(std::vector<TreeTrial> trials, const StepCost& cost, double vanilla_ms = 0);
 
+// Whether a calibration was disturbed by other work (a build finishing, another process): vanilla's calibrated time
+// per token more than kDisturbedCalibration times the steady-state curve's one-token step (a calibration right after
+// a build read vanilla at 1.75 ms a token against the curve's 0.37, and chose a tree it expected at 2.19x).
+inline constexpr double kDisturbedCalibration = 1.6;
+bool calibration_disturbed(double vanilla_ms, const StepCost& cost);
+
 // Calibrates `spec` (its other options kept) on `prompts` (token ids, `new_tokens` each, greedy) and chooses.
-// The choice is cached per target, drafter, method, backend and thread count.
+// The choice is cached per target, drafter, method, backend and thread count, unless the calibration was disturbed
+// (then it serves this run only, and the next one calibrates again).
 TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backend,
                      const std::vector<std::vector<int32_t>>& prompts, int new_tokens = 32);
 

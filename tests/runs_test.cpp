@@ -252,6 +252,15 @@ TEST(ModelTurns, TimesTheTargetRightAfterTheOtherModelsForwardsAndLeavesBothCach
   EXPECT_GE(other.starts.size(), size_t(2 * 3 * 10 + 10 + 1));
 }
 
+TEST(TreeTuner, ADisturbedCalibrationIsToldFromTheSteadyStateCurve) {
+  runs::StepCost c;
+  c.ms = {{1, 0.37}, {2, 0.42}};
+  EXPECT_FALSE(runs::calibration_disturbed(0.40, c));  // a token's forward plus sampling and the step record
+  EXPECT_FALSE(runs::calibration_disturbed(0.37 * runs::kDisturbedCalibration, c));
+  EXPECT_TRUE(runs::calibration_disturbed(1.75, c));  // measured right after a build finished
+  EXPECT_FALSE(runs::calibration_disturbed(1.75, runs::StepCost{}));  // no curve: nothing to judge by
+}
+
 TEST(TreeTuner, ChoosesTheMostExpectedTokensPerSecondAndSaysWhatLoses) {
   runs::StepCost c;
   c.ms = {{1, 1.0}, {2, 1.1}, {4, 1.3}, {8, 2.0}, {16, 4.0}};
