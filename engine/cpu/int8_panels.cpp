@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "engine/cpu/matmul.h"
 #include "engine/cpu/thread_pool.h"
 #include "engine/util/huge_page_arena.h"
 
@@ -145,7 +146,8 @@ std::shared_ptr<const Int8Panels> pack_int8_panels(const TensorView& W) {
   std::fill_n(sum, rows, 0);
   std::vector<float> row(size_t(p->k));
   for (int r = 0; r < p->m; ++r) {
-    for (int i = 0; i < p->k; ++i) row[size_t(i)] = W.at(int64_t(r) * p->k + i);
+    convert_to_f32(W.dtype, static_cast<const char*>(W.data) + size_t(r) * size_t(p->k) * dtype_size(W.dtype),
+                   row.data(), row.size());
     float amax = 0.f;
     for (float v : row) amax = std::max(amax, std::fabs(v));
     const float s = amax / 127.f;

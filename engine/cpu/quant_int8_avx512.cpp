@@ -307,20 +307,18 @@ QI_INLINE void store_tile(const __m512 (&acc)[R][T], int r, int t, const float* 
 template <Int8Type kType>
 QI_INLINE void unpack_group(const uint8_t* row, size_t row_bytes, size_t gb, int g, const uint8_t* W_end, Group& G) {
   const uint8_t* gp = row + size_t(g) * gb;
-  if (size_t(g + 1) * gb > row_bytes && gp + gb <= W_end) {
-    unpack<kType>(gp, G);
-    const __mmask16 keep = __mmask16((1u << ((row_bytes - size_t(g) * gb) * kQ8Lanes / gb)) - 1u);
-    G.fw = _mm512_maskz_mov_ps(keep, G.fw);
-    if constexpr (kType == Int8Type::Q4_K || kType == Int8Type::Q5_K) G.fm = _mm512_maskz_mov_ps(keep, G.fm);
-    return;
-  }
-  if (size_t(g + 1) * gb > row_bytes) {
+  const size_t inside = row_bytes - size_t(g) * gb;  // bytes of this group within the row
+  if (inside >= gb) return unpack<kType>(gp, G);
+  if (gp + gb > W_end) {
     alignas(64) uint8_t pad[544];  // the largest group, Q8_0's
     std::memset(pad, 0, sizeof pad);
-    std::memcpy(pad, gp, row_bytes - size_t(g) * gb);
+    std::memcpy(pad, gp, inside);
     return unpack<kType>(pad, G);
   }
   unpack<kType>(gp, G);
+  const __mmask16 keep = __mmask16((1u << (inside * kQ8Lanes / gb)) - 1u);
+  G.fw = _mm512_maskz_mov_ps(keep, G.fw);
+  if constexpr (kType == Int8Type::Q4_K || kType == Int8Type::Q5_K) G.fm = _mm512_maskz_mov_ps(keep, G.fm);
 }
 
 // 1-2 tokens: each row's groups unpacked into registers and used at once (little to share between rows; the weight

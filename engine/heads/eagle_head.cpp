@@ -129,18 +129,16 @@ std::shared_ptr<const EagleHead> EagleHead::load(const std::string& dir, const M
       throw InputError(cfg_path, "EAGLE-3 needs the inputs of three distinct layers 2, N/2, N-3; the target has " +
                                      std::to_string(N) + " layers");
   }
-  if (int8_weights && cpu::int8_panels_supported()) {
-    HeadLayerWeights& own = head->layer_;
-    std::vector<TensorView*> mine = {&head->fc_, &own.wq, &own.wk, &own.wv, &own.wo, &own.w_gate, &own.w_up, &own.w_down};
-    if (eagle3) mine.push_back(&head->lm_head_);  // EAGLE-1's LM head is the target's: it stays as the target has it
-    for (TensorView* W : mine)
-      if (!dtype_is_block(W->dtype)) W->requantized = cpu::pack_int8_panels(*W);
+  // The head's linear weights: requantized when asked (EAGLE-1's LM head is the target's and stays as the target has
+  // it), and, since heads always run on the CPU, their kernels' copies made now (cpu::prepare_linear).
+  HeadLayerWeights& hl = head->layer_;
+  for (TensorView* W :
+       {&head->fc_, &hl.wq, &hl.wk, &hl.wv, &hl.wo, &hl.w_gate, &hl.w_up, &hl.w_down, &head->lm_head_}) {
+    const bool own = W != &head->lm_head_ || eagle3;
+    if (int8_weights && own && !dtype_is_block(W->dtype) && cpu::int8_panels_supported())
+      W->requantized = cpu::pack_int8_panels(*W);
+    cpu::prepare_linear(*W);
   }
-  // Heads always run on the CPU: their kernels' copies of the weights are made now (cpu::prepare_linear).
-  const HeadLayerWeights& hl = head->layer_;
-  const std::initializer_list<const TensorView*> weights = {&head->fc_, &hl.wq,     &hl.wk,   &hl.wv,          &hl.wo,
-                                                            &hl.w_gate,  &hl.w_up, &hl.w_down, &head->lm_head_};
-  for (const TensorView* W : weights) cpu::prepare_linear(*W);
   spdlog::info("loaded {} head from {} ({:.2f}M parameters)", eagle3 ? "EAGLE-3" : "EAGLE-1", dir,
                double(head->parameter_count()) / 1e6);
   return head;

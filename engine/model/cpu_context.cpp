@@ -30,17 +30,19 @@ CpuContext::CpuContext(std::shared_ptr<const Model> model, int n_ctx, bool int8_
   kt_cache_.assign(c.num_layers, std::vector<float>(size_t(kv_dim_) * kt_stride_));
   slot_pos_.assign(n_ctx_, 0);
   rope_ = cpu::RopeTable(rope_inv_freq(c), c.head_dim);
+  // Every linear layer's weight, once: requantized for this context when asked, and its kernel copy made now.
+  auto each_linear = [](auto& w, auto&& f) {
+    for (auto& L : w.layers)
+      for (auto* W : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) f(*W);
+    f(w.lm_head);
+  };
   if (int8_weights && cpu::int8_panels_supported()) {
     int8_weights_ = std::make_unique<ModelWeights>(model_->weights());
-    for (auto& L : int8_weights_->layers)
-      for (TensorView* W : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
-        if (!dtype_is_block(W->dtype)) W->requantized = cpu::pack_int8_panels(*W);
-    TensorView& head = int8_weights_->lm_head;
-    if (!dtype_is_block(head.dtype)) head.requantized = cpu::pack_int8_panels(head);
+    each_linear(*int8_weights_, [](TensorView& W) {
+      if (!dtype_is_block(W.dtype)) W.requantized = cpu::pack_int8_panels(W);
+    });
   }
-  for (const auto& L : weights().layers)
-    for (const TensorView* W : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) cpu::prepare_linear(*W);
-  cpu::prepare_linear(weights().lm_head);
+  each_linear(weights(), [](const TensorView& W) { cpu::prepare_linear(W); });
 }
 
 const ModelWeights& CpuContext::weights() const { return int8_weights_ ? *int8_weights_ : model_->weights(); }
