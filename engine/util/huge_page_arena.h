@@ -4,9 +4,9 @@
 //
 // Why: a speculative step alternates between two models (target and drafter, or target and head) whose weights
 // together are larger than the TLBs reach in 4 KiB pages, and every switch then pays page walks on top of cache
-// misses. On the 2-core development VM (AMD EPYC), a target forward that follows three drafter forwards took
-// 0.40-0.44 ms with the panels in huge pages against 0.50-0.51 ms without, and the drafter forwards 0.08-0.09 ms
-// against 0.11 ms (bench/results/huge_pages_2026-11-28.txt).
+// misses. On the 2-core development VM (AMD EPYC), `bench --beside` in four alternating runs: a 4-token target step
+// after three drafter forwards took 0.62-0.76 ms with the panels in huge pages against 0.80-0.92 ms without, and the
+// drafter forwards in turns 0.09-0.13 ms against 0.12-0.18 ms (bench/results/huge_pages_2026-11-28.txt).
 //
 // A chunk is freed when the last allocation in it is: each allocation's owner holds its chunk (shared_ptr aliasing),
 // and the arena keeps only a weak reference to the chunk it is filling, so unloading a model returns its memory.
