@@ -93,7 +93,10 @@ void panel_tile(const uint16_t* xb, size_t kp, const uint16_t* panels, size_t pa
   SS_UNROLL for (int p = 0; p < P; ++p)
     SS_UNROLL for (int t = 0; t < T; ++t) acc[p][t] = _mm512_setzero_ps();
   for (int j = 0; j < pairs; ++j) {
-    if (prefetch && (j & 1) == 0)  // every other line: measured faster at n = 1 than every line
+    // One token streams weights at the memory's pace, and every other line (the adjacent-line prefetcher brings
+    // the rest) measured faster there; with more tokens the tile computes long enough per line for the
+    // hardware to fall behind, and every line measured faster.
+    if (prefetch && (T > 1 || (j & 1) == 0))
       SS_UNROLL for (int p = 0; p < P; ++p)
         _mm_prefetch(reinterpret_cast<const char*>(prefetch + size_t(p) * panel_elems + size_t(j) * 32), _MM_HINT_T1);
     __m512i wv[P];
@@ -115,7 +118,10 @@ void panel_tile(const uint16_t* xb, size_t kp, const uint16_t* panels, size_t pa
   }
 }
 
-constexpr int kPanelTmax = 4;
+// Up to 8 tokens in one pass over the panels (8 x 3 accumulators): with two passes of 4, the second read the
+// panels again from L2 while nothing streamed, and an 8-token step of the default base cost the sum of a
+// memory-bound and a compute-bound pass (bench/results/panel_tiles_2026-11-28.txt).
+constexpr int kPanelTmax = 8;
 using PanelTileFn = void (*)(const uint16_t*, size_t, const uint16_t*, size_t, int, int, const float*, float*, size_t,
                              const uint16_t*);
 template <size_t... I>
@@ -177,9 +183,10 @@ void panels_bf16dot(const uint16_t* xb, size_t kp, int n, const Bf16Panels& w, c
   const int tiles_tmax = tbase + (textra > 0 ? 1 : 0);
   for (int p = p0; p < p1;) {
     const int P = std::min({4, 24 / tiles_tmax, p1 - p});
-    // While the first token tile runs, the panels two groups ahead are prefetched (one-token decoding streams them
-    // from memory).
-    const uint16_t* pf = p + 3 * P <= p1 ? w.panel(p + 2 * P) : nullptr;
+    // While the first token tile runs, the panels some groups ahead are prefetched (one-token decoding streams
+    // them from memory): two groups at one token, one group when several tokens make each group last as long.
+    const int ahead = tiles_tmax > 1 ? 1 : 2;
+    const uint16_t* pf = p + (ahead + 1) * P <= p1 ? w.panel(p + ahead * P) : nullptr;
     int t0 = 0;
     for (int ti = 0; ti < ntiles; ++ti) {
       const int T = tbase + (ti < textra ? 1 : 0);
