@@ -22,8 +22,15 @@ ModelTurns measure_model_turns(Context& target, const std::vector<int32_t>& targ
     s.alone_ms = median(time_steps(target, target_tokens, n, target_base, rounds));
     Batch step;
     for (int i = 0; i < n; ++i) step.tokens.push_back(target_tokens[size_t(i) % target_tokens.size()]);
-    std::vector<double> target_ms, other_ms;
+    std::vector<double> target_ms, other_ms, gap_ms;
+    auto time_target = [&](std::vector<double>& into) {
+      const auto t0 = clock::now();
+      target.forward(step, out);
+      into.push_back(ms_since(t0));
+      target.truncate(target_base);
+    };
     for (int r = 0; r < rounds; ++r) {
+      const auto turn0 = clock::now();
       for (int g = 0; g < other_forwards; ++g) {
         Batch one;
         one.tokens = {other_tokens[size_t(g) % other_tokens.size()]};
@@ -32,13 +39,16 @@ ModelTurns measure_model_turns(Context& target, const std::vector<int32_t>& targ
         other_ms.push_back(ms_since(t0));
       }
       other.truncate(other_base);
-      const auto t0 = clock::now();
-      target.forward(step, out);
-      target_ms.push_back(ms_since(t0));
-      target.truncate(target_base);
+      const double turn_ms = ms_since(turn0);
+      time_target(target_ms);
+      const auto gap0 = clock::now();
+      while (ms_since(gap0) < turn_ms) {
+      }
+      time_target(gap_ms);
     }
     s.in_turns_ms = median(target_ms);
     s.other_in_turns_ms = median(other_ms);
+    s.after_gap_ms = median(gap_ms);
     result.steps.push_back(s);
   }
   return result;

@@ -3,6 +3,12 @@
 // verification): what each forward costs in turns against alone. On a CPU whose last-level cache and TLBs hold one
 // model but not both, every switch starts on the other model's leftovers; this is the cost of that, which the
 // one-model step-cost curve cannot show (bench --beside).
+//
+// The target is also timed after an idle gap as long as the other model's forwards took, with nothing of ours in
+// between: on a machine whose last-level cache is shared with other tenants, what we do not touch is evicted over
+// time (measured here with bench/l3_decay.c: an 8 MB buffer re-read at 113 GB/s after gaps up to 200 us, 87 after
+// 400 us, 53 after 800 us, 38 after 1.6 ms), so part of the cost in turns is the time away, not the other model's
+// footprint. The two are told apart by comparing the three figures.
 #include <cstdint>
 #include <vector>
 
@@ -14,7 +20,10 @@ struct TurnStep {
   int tokens = 0;            // the target forward's new tokens
   double alone_ms = 0;       // median, the target alone (time_steps: warmed up)
   double in_turns_ms = 0;    // median, right after `other_forwards` forwards of the other model
-  double other_in_turns_ms;  // median of the other model's one-token forwards in these rounds
+  double other_in_turns_ms = 0;  // median of the other model's one-token forwards in these rounds
+  // Median, after the calling thread waited (spinning) as long as that round's forwards of the other model took,
+  // right after the target's own forward: only time away, nothing else of ours in the caches.
+  double after_gap_ms = 0;
 };
 
 struct ModelTurns {
@@ -25,7 +34,8 @@ struct ModelTurns {
 
 // Both contexts must hold `target_base` / `other_base` tokens already; they are left that way. For each size in
 // `sizes`: `rounds` rounds of `other_forwards` one-token forwards of `other` then one forward of `sizes[i]` tokens of
-// `target`, each dropped again. Tokens are taken cyclically from each model's own `*_tokens`.
+// `target`, each dropped again, then the idle gap and one more forward of `target` (after_gap_ms). Tokens are taken
+// cyclically from each model's own `*_tokens`.
 ModelTurns measure_model_turns(Context& target, const std::vector<int32_t>& target_tokens, int target_base,
                                Context& other, const std::vector<int32_t>& other_tokens, int other_base,
                                const std::vector<int>& sizes, int other_forwards = 3, int rounds = 200);

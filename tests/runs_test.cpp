@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 
 #include "engine/methods/factory.h"
 #include "engine/methods/method_registry.h"
@@ -250,6 +251,47 @@ TEST(ModelTurns, TimesTheTargetRightAfterTheOtherModelsForwardsAndLeavesBothCach
   EXPECT_EQ(other.n_past(), 16);
   // In turns: 3 forwards of the other model per round, 10 rounds per size, after its own alone timing (10 + warm-up).
   EXPECT_GE(other.starts.size(), size_t(2 * 3 * 10 + 10 + 1));
+}
+
+// A context whose forward costs more the longer it was left alone, as weights in a cache shared with other tenants
+// do: base_ms plus decay x the time since its previous forward ended (up to 1 ms of it).
+class DecayingFakeContext : public TimedFakeContext {
+ public:
+  DecayingFakeContext(double base_ms, double decay) : TimedFakeContext(0), base_ms_(base_ms), decay_(decay) {}
+  void forward(const Batch& b, ForwardOutput& out) override {
+    using clock = std::chrono::steady_clock;
+    const auto t0 = clock::now();
+    const double away = last_end_ ? std::chrono::duration<double, std::milli>(t0 - *last_end_).count() : 0.0;
+    const double ms = base_ms_ + decay_ * std::min(away, 1.0);
+    TimedFakeContext::forward(b, out);  // records the start
+    while (std::chrono::duration<double, std::milli>(clock::now() - t0).count() < ms) {
+    }
+    last_end_ = clock::now();
+  }
+
+ private:
+  double base_ms_, decay_;
+  std::optional<std::chrono::steady_clock::time_point> last_end_;
+};
+
+TEST(ModelTurns, TimesTheTargetAgainAfterAnIdleGapAsLongAsTheOtherModelsForwards) {
+  // The target's cost grows with the time it was left alone; the other model's three forwards take >= 0.3 ms, so in
+  // turns and after the same idle gap it costs >= 0.2 + 0.5 x 0.3 ms, and back to back (alone) less.
+  DecayingFakeContext target(0.2, 0.5);
+  TimedFakeContext other(0.1);
+  const auto turns = runs::measure_model_turns(target, {5}, 16, other, {9}, 16, {1}, 3, 8);
+  ASSERT_EQ(turns.steps.size(), 1u);
+  const auto& s = turns.steps[0];
+  EXPECT_GE(s.in_turns_ms, 0.2 + 0.5 * 0.3);
+  EXPECT_GE(s.after_gap_ms, 0.2 + 0.5 * 0.3);
+  EXPECT_EQ(target.n_past(), 16);
+  // The gapped forward of each round starts at least the round's other-model time after the in-turns one ended.
+  const size_t n = target.starts.size();
+  ASSERT_GE(n, 16u);
+  for (size_t i = n - 16; i < n; i += 2) {
+    const double apart = std::chrono::duration<double, std::milli>(target.starts[i + 1] - target.starts[i]).count();
+    EXPECT_GE(apart, 0.2 + 0.3) << "round " << (i - (n - 16)) / 2;
+  }
 }
 
 TEST(TreeTuner, ADisturbedCalibrationIsToldFromTheSteadyStateCurve) {

@@ -254,7 +254,7 @@ int cmd_bench(Args& args) {
     nlohmann::json steps = nlohmann::json::array();
     for (const auto& t : turns->steps)
       steps.push_back({{"tokens", t.tokens}, {"alone_ms", t.alone_ms}, {"in_turns_ms", t.in_turns_ms},
-                       {"other_in_turns_ms", t.other_in_turns_ms}});
+                       {"other_in_turns_ms", t.other_in_turns_ms}, {"after_gap_ms", t.after_gap_ms}});
     j["beside"] = {{"model", *beside_path}, {"other_forwards_per_step", turns->other_forwards},
                    {"other_alone_ms", turns->other_alone_ms}, {"steps", steps}};
   }
@@ -289,10 +289,22 @@ int cmd_bench(Args& args) {
   if (turns) {
     std::printf("taking turns with %s (%d one-token forwards of it before each step), medians:\n", beside_path->c_str(),
                 turns->other_forwards);
-    for (const auto& t : turns->steps)
-      std::printf("    n=%-4d %8.3f ms in turns, %.3f alone (%.2fx); its forwards %.3f ms, %.3f alone (%.2fx)\n",
-                  t.tokens, t.in_turns_ms, t.alone_ms, t.in_turns_ms / t.alone_ms, t.other_in_turns_ms,
-                  turns->other_alone_ms, t.other_in_turns_ms / turns->other_alone_ms);
+    double extra = 0, extra_after_gap = 0;
+    for (const auto& t : turns->steps) {
+      std::printf("    n=%-4d %8.3f ms in turns, %.3f alone (%.2fx), %.3f after an idle gap as long (%.2fx); "
+                  "its forwards %.3f ms, %.3f alone (%.2fx)\n",
+                  t.tokens, t.in_turns_ms, t.alone_ms, t.in_turns_ms / t.alone_ms, t.after_gap_ms,
+                  t.after_gap_ms / t.alone_ms, t.other_in_turns_ms, turns->other_alone_ms,
+                  t.other_in_turns_ms / turns->other_alone_ms);
+      extra += t.in_turns_ms - t.alone_ms;
+      extra_after_gap += t.after_gap_ms - t.alone_ms;
+    }
+    // Why the target is dearer in turns: the time away alone (a cache shared with other work loses what we leave
+    // untouched) or the other model's own footprint (what the gap does not explain).
+    if (extra > 0.05 * turns->steps.front().alone_ms * double(turns->steps.size()))
+      std::printf("    of the target's extra time in turns, an idle gap as long accounts for %.0f%%; the rest is %s's own "
+                  "use of the caches\n",
+                  100.0 * std::clamp(extra_after_gap / extra, 0.0, 1.0), beside_path->c_str());
   }
   if (busy) {
     print("beside one busy process", *busy);
