@@ -84,22 +84,11 @@ int main(int argc, char** argv) {
     std::vector<uint8_t> visible(size_t(rows) * keys);
     for (int r = 0; r < rows; ++r)
       for (int j = 0; j < keys; ++j) visible[size_t(r) * keys + j] = j < context || j - context <= r;
-    AttentionArgs a;
-    a.q = q.data();
-    a.q_stride = size_t(heads) * head_dim;
-    a.rows = rows;
-    a.heads = heads;
-    a.kv_heads = kv_heads;
-    a.head_dim = head_dim;
-    a.kt = kt.data();
-    a.kt_stride = kt_stride;
-    a.v = v.data();
-    a.v_stride = size_t(kv_heads) * head_dim;
-    a.keys = keys;
-    a.visible = visible.data();
-    a.scale = 1.f / 8.f;
-    a.out = out.data();
-    a.out_stride = a.q_stride;
+    const AttentionArgs a{.q = q.data(), .q_stride = size_t(heads) * head_dim, .rows = rows, .heads = heads,
+                          .kv_heads = kv_heads, .head_dim = head_dim, .kt = kt.data(), .kt_stride = kt_stride,
+                          .v = v.data(), .v_stride = size_t(kv_heads) * head_dim, .keys = keys,
+                          .visible = visible.data(), .scale = 1.f / 8.f, .out = out.data(),
+                          .out_stride = size_t(heads) * head_dim};
     const double us = best_us(a, reps);
     const double macs = 2.0 * rows * heads * double(keys) * head_dim;
     std::printf("  rows %3d  %8.2f us  %6.2f us/row  %6.1f GMAC/s\n", rows, us, us / rows, macs / us / 1e3);
