@@ -40,7 +40,7 @@ SS_VEC_INLINE void store_part(float* p, f16v v, int n) {
   for (int i = 0; i < n; ++i) p[i] = v[i];
 }
 // Every lane x. Spelled out rather than `f16v{} + x`: 0 + x is not x for x = -0, so GCC kept a scalar add before
-// every broadcast (in attention's inner loops, a third of the instructions).
+// every broadcast (seen in attention's score loop: vaddss then vbroadcastss for each query element).
 SS_VEC_INLINE f16v splat(float x) {
   const f16v first = {x};
   return __builtin_shufflevector(first, first, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
