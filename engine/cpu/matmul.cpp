@@ -341,6 +341,26 @@ bool tiled_product(const LinearArgs& a, const Dispatch& d) {
   return true;
 }
 
+// Block-quantized weights of one width on the integer path (q/k/v or gate/up of a GGUF model, whose types may
+// differ): X quantized once and one fork for all of them (quant_int8.h). False when that path does not apply.
+bool linear_int8_shared_input(const float* X, int n, std::span<const LinearOutput> outputs) {
+  if (quant_exact()) return false;
+  std::vector<detail::Int8Product> products;
+  int k = -1;
+  for (const auto& o : outputs) {
+    detail::Int8Type type;
+    if (!dtype_is_block(o.W->dtype) || o.W->requantized || !detail::int8_type(o.W->dtype, &type)) return false;
+    int ko = 0;
+    block_weight_dims(*o.W, "linear", &ko);
+    if (k >= 0 && ko != k) return false;
+    k = ko;
+    products.push_back({type, o.W, o.bias, o.Y});
+  }
+  if (k <= 0) return false;
+  detail::linear_int8_shared(X, n, k, products);
+  return true;
+}
+
 }  // namespace
 
 void linear(const float* X, int n, const TensorView& W, const float* bias, float* Y) {
@@ -363,6 +383,7 @@ void linear_shared_input(const float* X, int n, std::span<const LinearOutput> ou
   double macs = 0, bytes = 0;
   for (const auto& o : outputs) macs += double(o.W->numel()) * std::max(n, 0), bytes += double(o.W->nbytes());
   const ProfileScope profile(Op::Linear, macs, bytes);
+  if (linear_int8_shared_input(X, n, outputs)) return;
   const DType t = outputs.front().W->dtype;
   bool same = !dtype_is_block(t);
   for (const auto& o : outputs)

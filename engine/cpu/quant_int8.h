@@ -23,6 +23,7 @@
 // K-quants (ggml rounds those against one scale per 256), so the bound is the tighter one.
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "engine/util/dtype.h"
@@ -100,5 +101,16 @@ size_t int8_group_bytes(Int8Type t);
 
 // The fast path of linear_quant: W checked by the caller (2-D, whole blocks).
 void linear_int8(Int8Type type, const float* X, int n, const TensorView& W, const float* bias, float* Y);
+
+// Several products of one X on the fast path (a layer's q/k/v or gate/up; the types may differ, as in Q4_K_M files):
+// X quantized once and every product's rows in one fork of the team, each row computed exactly as linear_int8
+// computes it. Each W checked by the caller (2-D, whole blocks, k columns).
+struct Int8Product {
+  Int8Type type;
+  const TensorView* W;
+  const float* bias;  // or null
+  float* Y;
+};
+void linear_int8_shared(const float* X, int n, int k, std::span<const Int8Product> products);
 
 }  // namespace specscope::cpu::detail

@@ -100,21 +100,46 @@ constexpr int kRowsPerUnit = 4;
 }  // namespace
 
 void linear_int8(Int8Type type, const float* X, int n, const TensorView& W, const float* bias, float* Y) {
-  const int m = int(W.shape[0]), k = int(W.shape[1]);
-  if (n <= 0 || m == 0) return;
+  const Int8Product one{type, &W, bias, Y};
+  linear_int8_shared(X, n, int(W.shape[1]), {&one, 1});
+}
+
+void linear_int8_shared(const float* X, int n, int k, std::span<const Int8Product> products) {
+  if (n <= 0 || products.empty()) return;
   // The calling thread's buffer: the team below only reads it, and the call returns before the next one.
   // (Captured through a reference: inside the lambda the name would denote each worker's own, empty, copy.)
   thread_local ActQ8 buffer;
   const ActQ8& act = buffer;
   quantize_act(X, n, k, &buffer);
   const Int8RowsFn fn = int8_rows(int8_active_isa());
-  const size_t rb = dtype_row_bytes(W.dtype, k);
-  const auto* base = static_cast<const uint8_t*>(W.data);
-  const int units = (m + kRowsPerUnit - 1) / kRowsPerUnit;
-  run_team(units, size_t(m) * size_t(k) * size_t(n), kMinParallelMacs, [&](int tid, int nt) {
-    const int r0 = std::min(m, int(int64_t(units) * tid / nt) * kRowsPerUnit);
-    const int r1 = std::min(m, int(int64_t(units) * (tid + 1) / nt) * kRowsPerUnit);
-    if (r0 < r1) fn(type, base, rb, act, bias, Y, m, r0, r1);
+  // Work units: blocks of kRowsPerUnit rows of every product, one after another. Each member takes the units that
+  // start in its equal share of the weights' bytes (the types' rows differ in size: Q6_K's are 1.46x Q4_K's), and
+  // computes each the same way a lone call would.
+  int units = 0;
+  size_t macs = 0, bytes = 0;
+  for (const auto& p : products) {
+    const int m = int(p.W->shape[0]);
+    units += (m + kRowsPerUnit - 1) / kRowsPerUnit;
+    macs += size_t(m) * size_t(k) * size_t(n);
+    bytes += size_t(m) * dtype_row_bytes(p.W->dtype, k);
+  }
+  if (units == 0) return;
+  run_team(units, macs, kMinParallelMacs, [&](int tid, int nt) {
+    const size_t lo = bytes * size_t(tid) / size_t(nt), hi = bytes * size_t(tid + 1) / size_t(nt);
+    size_t offset = 0;  // bytes of the products before this one
+    for (const auto& p : products) {
+      const int m = int(p.W->shape[0]), pu = (m + kRowsPerUnit - 1) / kRowsPerUnit;
+      const size_t rb = dtype_row_bytes(p.W->dtype, k), ub = rb * kRowsPerUnit;
+      // The units whose first byte is in [lo, hi): unit u starts at offset + u * ub.
+      auto first_at_or_after = [&](size_t b) {
+        return b <= offset ? 0 : int(std::min<size_t>(size_t(pu), (b - offset + ub - 1) / ub));
+      };
+      const int b0 = first_at_or_after(lo), b1 = first_at_or_after(hi);
+      offset += size_t(m) * rb;
+      if (b0 >= b1) continue;
+      fn(p.type, static_cast<const uint8_t*>(p.W->data), rb, act, p.bias, p.Y, m, b0 * kRowsPerUnit,
+         std::min(m, b1 * kRowsPerUnit));
+    }
   });
 }
 
