@@ -37,7 +37,8 @@ std::string describe_step(const StepCostBreakdown& b) {
 RunCostModel model_run_cost(const std::vector<StepRecord>& steps, const StepCost& cost) {
   RunCostModel m;
   m.cost1_ms = cost.at(1);
-  double accepted = 0, verify = 0, draft = 0, target = 0;
+  double accepted = 0, verify = 0, draft = 0, target = 0, measured = 0;
+  bool timed = true;
   for (const auto& s : steps) {
     if (s.root_token < 0) continue;  // the prefill
     m.steps.push_back(step_breakdown(s, cost));
@@ -46,6 +47,8 @@ RunCostModel model_run_cost(const std::vector<StepRecord>& steps, const StepCost
     verify += b.verify_ms;
     draft += b.draft_ms;
     target += b.target_tokens;
+    measured += double(s.timings.verify_forward_us) / 1000.0;
+    timed = timed && s.timings.verify_forward_us > 0;
     if (b.target_tokens > 1 || s.draft_tokens > 0 || !s.nodes.empty()) m.drafted = true;
   }
   if (m.steps.empty()) return m;
@@ -54,10 +57,14 @@ RunCostModel model_run_cost(const std::vector<StepRecord>& steps, const StepCost
   m.mean_verify_ms = verify / n;
   m.mean_draft_ms = draft / n;
   m.mean_target_tokens = target / n;
+  if (timed) {
+    m.mean_measured_verify_ms = measured / n;
+    m.verify_vs_curve = m.mean_verify_ms > 0 ? m.mean_measured_verify_ms / m.mean_verify_ms : 0;
+  }
   const double step_ms = m.mean_verify_ms + m.mean_draft_ms;
   m.expected_speedup = step_ms > 0 && m.cost1_ms > 0 ? m.tau / (step_ms / m.cost1_ms) : 0;
   if (m.drafted && m.expected_speedup > 0) {
-    char buf[200];
+    char buf[512];
     std::snprintf(buf, sizeof buf, "Expected %.2fx (tau %.2f per %.1f ms step against %.2f ms per vanilla token): ",
                   m.expected_speedup, m.tau, step_ms, m.cost1_ms);
     m.verdict = buf;
@@ -66,6 +73,14 @@ RunCostModel model_run_cost(const std::vector<StepRecord>& steps, const StepCost
     } else {
       std::snprintf(buf, sizeof buf, "it wins, committing tau tokens in %.1f ms where vanilla takes %.1f ms.", step_ms,
                     m.tau * m.cost1_ms);
+      m.verdict += buf;
+    }
+    if (m.verify_vs_curve >= kColdVerification) {
+      std::snprintf(buf, sizeof buf,
+                    " In this run the target's forwards took %.1f ms, %.2fx the curve's %.1f ms: the curve is timed "
+                    "with the target alone, and between its forwards here the drafter ran while the target's weights "
+                    "left the cache (bench --beside measures it).",
+                    m.mean_measured_verify_ms, m.verify_vs_curve, m.mean_verify_ms);
       m.verdict += buf;
     }
   }

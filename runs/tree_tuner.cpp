@@ -205,6 +205,14 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
     } catch (const std::exception&) {
       trials.clear();
     }
+    // A choice cached from a disturbed calibration (before such choices stopped being cached, or judged against a
+    // curve measured again since) would stand forever: calibrate again.
+    if (!trials.empty() && calibration_disturbed(vanilla_ms, cost)) {
+      spdlog::info("tree auto {}: the cached choice was calibrated with vanilla at {:.3f} ms a token against the "
+                   "curve's {:.3f}, on a busy machine: calibrating again",
+                   spec.name, vanilla_ms, cost.at(1));
+      trials.clear();
+    }
   }
   if (trials.empty()) {
     GenerateOptions opts;

@@ -70,6 +70,30 @@ TEST(CostModel, RunThatWins) {
             "tokens in 2.0 ms where vanilla takes 3.0 ms.");
 }
 
+TEST(CostModel, VerificationsSlowerThanTheCurveAreSaidAndExplained) {
+  // Curve: 1.6 ms for 4 tokens. Measured 3.2 ms per forward: 2x, said; 1.7 ms (1.06x): within the spread, not said.
+  auto timed = [](int64_t verify_forward_us) {
+    std::vector<StepRecord> s = {prefill(), step(1, 4, 400, 2), step(2, 4, 400, 2)};
+    for (auto& x : s) x.timings.verify_forward_us = verify_forward_us;
+    return s;
+  };
+  const auto slow = runs::model_run_cost(timed(3200), curve());
+  EXPECT_DOUBLE_EQ(slow.mean_measured_verify_ms, 3.2);
+  EXPECT_DOUBLE_EQ(slow.verify_vs_curve, 2.0);
+  EXPECT_NE(slow.verdict.find("it wins"), std::string::npos);  // the expectation still comes from the curve
+  EXPECT_NE(slow.verdict.find(" In this run the target's forwards took 3.2 ms, 2.00x the curve's 1.6 ms"),
+            std::string::npos)
+      << slow.verdict;
+  EXPECT_EQ(slow.verdict.substr(slow.verdict.size() - 29), "(bench --beside measures it).") << slow.verdict;
+  const auto fine = runs::model_run_cost(timed(1700), curve());
+  EXPECT_NEAR(fine.verify_vs_curve, 1.7 / 1.6, 1e-12);
+  EXPECT_EQ(fine.verdict.find("In this run"), std::string::npos);
+  // Steps without timings (sessions recorded before they were kept): nothing measured, nothing said.
+  const auto untimed = runs::model_run_cost(timed(0), curve());
+  EXPECT_EQ(untimed.verify_vs_curve, 0.0);
+  EXPECT_EQ(untimed.verdict.find("In this run"), std::string::npos);
+}
+
 TEST(CostModel, RunThatLosesOnVerification) {
   // tau (3 + 1) / 2 = 2 per 1.6 + 0.5 ms: 2 / 2.1 = 0.952x. Drafting (0.5 ms) is below what verification spends
   // beyond one vanilla forward (0.6 ms): verification loses.
