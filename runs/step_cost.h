@@ -32,8 +32,15 @@ std::vector<double> time_steps(Context& ctx, const std::vector<int32_t>& tokens,
 
 // Medians of `repeat` timings per size (sizes interleaved round by round), after a prompt of benchmark_tokens().
 StepCost measure_step_cost(const Model& model, Backend backend, int context = 128, int repeat = 7);
+// How far a one-token forward may be from the curve's before one of the two was measured on a busy machine: a
+// vanilla calibration slower than this many times the curve's one-token step is not cached (tree_tuner.h), and a
+// cached curve whose one-token step is this many times slower than a forward timed now is measured again.
+inline constexpr double kDisturbedCalibration = 1.6;
 // The cached curve when one exists for this model, backend, device and thread count; else measured and cached.
-// `measured` says which. A cache that cannot be written is not an error (the curve is still returned).
+// `measured` says which. A cached curve is checked first against a few one-token forwards timed now (tens of
+// milliseconds on small models): one measured while the machine was busy (the test suite running beside it read a
+// one-token step of 1.27 ms against 0.37) would otherwise stand forever, and every choice made from it with it.
+// A cache that cannot be written is not an error (the curve is still returned).
 StepCost cached_step_cost(const Model& model, Backend backend, bool* measured = nullptr);
 // What a measured curve (or a tree chosen from it) depends on besides the model: the backend, the device, the thread
 // count and the kernels the model's products run on (their path and revision). The caches' key.

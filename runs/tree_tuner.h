@@ -56,7 +56,6 @@ TreeChoice choose_tree(std::vector<TreeTrial> trials, const StepCost& cost, doub
 // Whether a calibration was disturbed by other work (a build finishing, another process): vanilla's calibrated time
 // per token more than kDisturbedCalibration times the steady-state curve's one-token step (a calibration right after
 // a build read vanilla at 1.75 ms a token against the curve's 0.37, and chose a tree it expected at 2.19x).
-inline constexpr double kDisturbedCalibration = 1.6;
 bool calibration_disturbed(double vanilla_ms, const StepCost& cost);
 
 // Calibrates `spec` (its other options kept) on `prompts` (token ids, `new_tokens` each, greedy) and chooses.

@@ -3,10 +3,13 @@
 // the app and the CLI used to disagree (backend/device recorded, speedup against lane 1, statistics computed
 // in three places), each pinned here against the one copy left.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <optional>
 
@@ -292,6 +295,33 @@ TEST(ModelTurns, TimesTheTargetAgainAfterAnIdleGapAsLongAsTheOtherModelsForwards
     const double apart = std::chrono::duration<double, std::milli>(target.starts[i + 1] - target.starts[i]).count();
     EXPECT_GE(apart, 0.2 + 0.3) << "round " << (i - (n - 16)) / 2;
   }
+}
+
+// A cached curve measured while the machine was busy is measured again: its one-token step far slower than a
+// forward timed now. A sound cached curve is used as it is.
+TEST(StepCost, ACachedCurveFromABusyMachineIsMeasuredAgain) {
+  const auto dir = test::fresh_dir("step-cost-cache");
+  const char* old_env = std::getenv("XDG_CACHE_HOME");
+  const std::string saved = old_env ? old_env : "";
+  setenv("XDG_CACHE_HOME", dir.c_str(), 1);
+  auto model = Model::load(kTarget);
+  bool measured = false;
+  const auto first = runs::cached_step_cost(*model, Backend::Cpu, &measured);
+  EXPECT_TRUE(measured);
+  runs::cached_step_cost(*model, Backend::Cpu, &measured);
+  EXPECT_FALSE(measured);  // sound: used as cached
+  const auto files = dir / "specscope" / "step_cost";
+  ASSERT_TRUE(std::filesystem::exists(files));
+  for (const auto& e : std::filesystem::directory_iterator(files)) {  // as if measured while a build ran
+    nlohmann::json j = nlohmann::json::parse(std::ifstream(e.path()));
+    for (auto& p : j.at("ms")) p[1] = p[1].get<double>() * 1000.0;
+    std::ofstream(e.path()) << j.dump();
+  }
+  const auto again = runs::cached_step_cost(*model, Backend::Cpu, &measured);
+  EXPECT_TRUE(measured);
+  EXPECT_LT(again.at(1), first.at(1) * 100.0);
+  if (old_env) setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+  else unsetenv("XDG_CACHE_HOME");
 }
 
 TEST(TreeTuner, ADisturbedCalibrationIsToldFromTheSteadyStateCurve) {
