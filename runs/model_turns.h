@@ -1,14 +1,14 @@
 #pragma once
 // Two models taking turns on one machine, as a speculative step has them (the drafter's forwards, then the target's
-// verification): what each forward costs in turns against alone. On a CPU whose last-level cache and TLBs hold one
-// model but not both, every switch starts on the other model's leftovers; this is the cost of that, which the
-// one-model step-cost curve cannot show (bench --beside).
-//
-// The target is also timed after an idle gap as long as the other model's forwards took, with nothing of ours in
-// between: on a machine whose last-level cache is shared with other tenants, what we do not touch is evicted over
-// time (measured here with bench/l3_decay.c: an 8 MB buffer re-read at 113 GB/s after gaps up to 200 us, 87 after
-// 400 us, 53 after 800 us, 38 after 1.6 ms), so part of the cost in turns is the time away, not the other model's
-// footprint. The two are told apart by comparing the three figures.
+// verification): what each forward costs in turns against alone, which the one-model step-cost curve cannot show
+// (bench --beside). Two causes are told apart by a third figure:
+// - the other model's footprint: where the caches and TLBs hold one model but not both, every switch starts on
+//   the other model's leftovers;
+// - time away: the target is also timed after an idle gap as long as the other model's forwards took, with nothing
+//   of ours in between. On a machine whose last-level cache is shared with other tenants, what we do not touch is
+//   evicted over time (bench/l3_decay.c; bench/results/l3_decay_2026-11-28.txt: an 8 MB buffer re-read at 97 GB/s
+//   after up to 100 us untouched, 75 after 400 us, 46 after 800 us, 38 after 1.6 ms). On the development VM the gap
+//   explained 84-95% of the cost in turns (bench/results/beside_gap_2026-11-28.txt).
 #include <cstdint>
 #include <vector>
 

@@ -38,8 +38,9 @@ StepCost measure_step_cost(const Model& model, Backend backend, int context = 12
 inline constexpr double kDisturbedCalibration = 1.6;
 // The cached curve when one exists for this model, backend, device and thread count; else measured and cached.
 // `measured` says which. A cached curve is checked first against a few one-token forwards timed now (tens of
-// milliseconds on small models): one measured while the machine was busy (the test suite running beside it read a
-// one-token step of 1.27 ms against 0.37) would otherwise stand forever, and every choice made from it with it.
+// milliseconds on small models): one measured while the machine was busy (one cached right after
+// scripts/setup-and-run.sh's build read a one-token step of 1.27 ms against ~0.37) would otherwise stand forever,
+// and every choice made from it with it.
 // A cache that cannot be written is not an error (the curve is still returned).
 StepCost cached_step_cost(const Model& model, Backend backend, bool* measured = nullptr);
 // What a measured curve (or a tree chosen from it) depends on besides the model: the backend, the device, the thread

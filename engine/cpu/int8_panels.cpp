@@ -194,4 +194,8 @@ void linear_int8_panels_reference(const float* X, int n, const Int8Panels& w, co
     }
 }
 
+void use_int8_panels(TensorView& W) {
+  if (!dtype_is_block(W.dtype) && int8_panels_supported()) W.requantized = pack_int8_panels(W);
+}
+
 }  // namespace specscope::cpu

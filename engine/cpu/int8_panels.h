@@ -34,6 +34,9 @@ struct Int8Panels {
 bool int8_panels_supported();
 // Requantizes a dense (f32/f16/bf16) weight [m, k]. Throws std::invalid_argument for other dtypes.
 std::shared_ptr<const Int8Panels> pack_int8_panels(const TensorView& W);
+// Gives W int8 panels (W.requantized) when this CPU runs the kernel and W is dense; block-quantized weights keep
+// their own integer kernels. What a context or head asked for int8 weights does to each of its linear weights.
+void use_int8_panels(TensorView& W);
 
 // Y [n][m] = X [n][k] . W^T (+ bias) through the panels, on the engine's thread team. Needs int8_panels_supported().
 void linear_int8_panels(const float* X, int n, const Int8Panels& w, const float* bias, float* Y);

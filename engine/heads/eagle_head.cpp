@@ -135,8 +135,7 @@ std::shared_ptr<const EagleHead> EagleHead::load(const std::string& dir, const M
   for (TensorView* W :
        {&head->fc_, &hl.wq, &hl.wk, &hl.wv, &hl.wo, &hl.w_gate, &hl.w_up, &hl.w_down, &head->lm_head_}) {
     const bool own = W != &head->lm_head_ || eagle3;
-    if (int8_weights && own && !dtype_is_block(W->dtype) && cpu::int8_panels_supported())
-      W->requantized = cpu::pack_int8_panels(*W);
+    if (int8_weights && own) cpu::use_int8_panels(*W);
     cpu::prepare_linear(*W);
   }
   spdlog::info("loaded {} head from {} ({:.2f}M parameters)", eagle3 ? "EAGLE-3" : "EAGLE-1", dir,

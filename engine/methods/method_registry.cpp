@@ -18,7 +18,6 @@ MethodOption tree_option() {
           "default on CPU when no size is given)"};
 }
 
-// EAGLE-2/3 share the dynamic tree's three knobs (EAGLE-2 paper, Table 6 / the official ea_model defaults).
 // An EAGLE head's own weights as loaded or requantized to int8 (engine/cpu/int8_panels.h).
 MethodOption head_weights_option() {
   return {"head-weights", K::Choice, "as-loaded",
@@ -26,6 +25,7 @@ MethodOption head_weights_option() {
           "not)"};
 }
 
+// EAGLE-2/3 share the dynamic tree's three knobs (EAGLE-2 paper, Table 6 / the official ea_model defaults).
 std::vector<MethodOption> dynamic_tree_options() {
   return {{"total-tokens", K::Int, "60", "nodes verified per step, the root included (EAGLE's total_token)"},
           {"depth", K::Int, "5", "expansion levels after the root's children"},

@@ -38,9 +38,7 @@ CpuContext::CpuContext(std::shared_ptr<const Model> model, int n_ctx, bool int8_
   };
   if (int8_weights && cpu::int8_panels_supported()) {
     int8_weights_ = std::make_unique<ModelWeights>(model_->weights());
-    each_linear(*int8_weights_, [](TensorView& W) {
-      if (!dtype_is_block(W.dtype)) W.requantized = cpu::pack_int8_panels(W);
-    });
+    each_linear(*int8_weights_, [](TensorView& W) { cpu::use_int8_panels(W); });
   }
   each_linear(weights(), [](const TensorView& W) { cpu::prepare_linear(W); });
 }
