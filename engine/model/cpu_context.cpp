@@ -73,6 +73,7 @@ void CpuContext::forward(const Batch& b, ForwardOutput& out) {
   active_.resize(n);
   for (int i = 0; i < n; ++i) active_[i] = i;
   alive_.assign(n, 1);
+  visible_current_ = false;
   int na = n;  // rows still computed; x_ holds them compacted, in batch order
   n_streams_ = 0;
   stream_src_.clear();
@@ -225,8 +226,8 @@ void CpuContext::decoder_layer(int l, int na, const int32_t* pos, const uint8_t*
       rope_.apply(k_.data() + size_t(i) * kv_dim_, c.num_kv_heads, pos[row]);
       std::memcpy(k_slot(l, base + row), k_.data() + size_t(i) * kv_dim_, sizeof(float) * kv_dim_);
       std::memcpy(v_slot(l, base + row), v_.data() + size_t(i) * kv_dim_, sizeof(float) * kv_dim_);
-      put_kt(l, base + row, k_.data() + size_t(i) * kv_dim_);
     }
+    put_kt_rows(l, na);
   }
   attention(l, na, pos, mask);
   finish_layer(L, x_.data(), na);
@@ -235,22 +236,10 @@ void CpuContext::decoder_layer(int l, int na, const int32_t* pos, const uint8_t*
 void CpuContext::attention(int layer, int na, const int32_t* pos, const uint8_t* mask) {
   const auto& c = model_->config();
   const int hd = c.head_dim, nh = c.num_heads;
-  const int q_dim = nh * hd, base = n_past_, n = batch_n_;
-  const int window = c.sliding_window.value_or(0);
-  const int total = base + n;
-  // Which keys each active row sees: the cache before the batch (within a sliding window), and the batch rows its
-  // mask (or causality) allows that are still alive.
-  visible_.resize(size_t(na) * size_t(total));
-  for (int i = 0; i < na; ++i) {
-    const int row = active_[i];
-    uint8_t* vis = visible_.data() + size_t(i) * size_t(total);
-    for (int j = 0; j < total; ++j) {
-      bool visible = j < base || (alive_[j - base] &&
-                                  (mask ? mask[size_t(row) * n + (j - base)] != 0 : (j - base) <= row));
-      if (visible && window > 0 && pos[row] - slot_pos_[j] >= window) visible = false;
-      vis[j] = visible ? 1 : 0;
-    }
-  }
+  const int q_dim = nh * hd, total = n_past_ + batch_n_;
+  const cpu::ProfileScope profile(cpu::Op::Attention, double(na) * nh * total * hd * 2);
+  // Which keys each active row sees: computed once per forward (every layer has the same rows), again after pruning.
+  if (!visible_current_) compute_visible(na, pos, mask);
   cpu::AttentionArgs a;
   a.q = q_.data();
   a.q_stride = size_t(q_dim);
@@ -267,14 +256,42 @@ void CpuContext::attention(int layer, int na, const int32_t* pos, const uint8_t*
   a.scale = 1.0f / std::sqrt(float(hd));
   a.out = att_.data();
   a.out_stride = size_t(q_dim);
-  const cpu::ProfileScope profile(cpu::Op::Attention, double(na) * nh * total * hd * 2);
   cpu::attention(a);
+}
+
+// Which keys each active row sees: the cache before the batch (within a sliding window), and the batch rows its mask
+// (or causality) allows that are still alive.
+void CpuContext::compute_visible(int na, const int32_t* pos, const uint8_t* mask) {
+  const int window = model_->config().sliding_window.value_or(0);
+  const int base = n_past_, n = batch_n_, total = base + n;
+  visible_.resize(size_t(na) * size_t(total));
+  for (int i = 0; i < na; ++i) {
+    const int row = active_[i];
+    uint8_t* vis = visible_.data() + size_t(i) * size_t(total);
+    for (int j = 0; j < total; ++j) {
+      bool visible = j < base || (alive_[j - base] &&
+                                  (mask ? mask[size_t(row) * n + (j - base)] != 0 : (j - base) <= row));
+      if (visible && window > 0 && pos[row] - slot_pos_[j] >= window) visible = false;
+      vis[j] = visible ? 1 : 0;
+    }
+  }
+  visible_current_ = true;
 }
 
 void CpuContext::put_kt(int layer, int slot, const float* k) {
   const int hd = model_->config().head_dim;
   float* kt = kt_cache_[size_t(layer)].data();
   for (int e = 0; e < kv_dim_; ++e) kt[cpu::kt_index(e / hd, e % hd, slot, hd, kt_stride_)] = k[e];
+}
+
+// Dimension by dimension for all rows at once: the rows' slots are adjacent in each dimension's tile row, so a step of
+// several rows writes each cache line of the transposed keys once instead of once per row.
+void CpuContext::put_kt_rows(int layer, int na) {
+  const int hd = model_->config().head_dim;
+  float* kt = kt_cache_[size_t(layer)].data();
+  for (int e = 0; e < kv_dim_; ++e)
+    for (int i = 0; i < na; ++i)
+      kt[cpu::kt_index(e / hd, e % hd, n_past_ + active_[i], hd, kt_stride_)] = k_[size_t(i) * kv_dim_ + size_t(e)];
 }
 
 void CpuContext::move_kt(int layer, int dst, int src) {

@@ -40,7 +40,9 @@ class CpuContext final : public Context {
   float* k_slot(int layer, int slot) { return k_cache_[layer].data() + size_t(slot) * kv_dim_; }
   float* v_slot(int layer, int slot) { return v_cache_[layer].data() + size_t(slot) * kv_dim_; }
   // Writes one slot's keys into the transposed copy attention reads (engine/cpu/attention.h), and moves a slot.
+  void compute_visible(int na, const int32_t* pos, const uint8_t* mask);  // visible_ for the na active rows
   void put_kt(int layer, int slot, const float* k);
+  void put_kt_rows(int layer, int na);  // the keys of the na active rows in k_, to their slots n_past + row
   void move_kt(int layer, int dst, int src);
 
   std::shared_ptr<const Model> model_;
@@ -66,6 +68,8 @@ class CpuContext final : public Context {
   // Scratch, grown to the largest batch seen.
   std::vector<float> x_, h_, q_, k_, v_, att_, ffn_gate_, ffn_up_, scores_;
   std::vector<uint8_t> visible_;  // [active rows][keys] for attention
+  // Whether visible_ holds this forward's active rows: the same for every layer until rows are pruned.
+  bool visible_current_ = false;
 };
 
 }  // namespace specscope

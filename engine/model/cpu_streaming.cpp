@@ -102,6 +102,7 @@ int CpuContext::prune_rows(const StreamingRequest& sr, const Batch& b, int na) {
     active_[kept++] = row;
   }
   active_.resize(kept);
+  visible_current_ = false;  // fewer rows, and keys of pruned rows no longer visible
   return kept;
 }
 
