@@ -15,6 +15,7 @@
 #include "engine/cpu/thread_pool.h"
 #include "engine/util/median.h"
 #include "engine/util/sha256.h"
+#include "runs/cache_file.h"
 
 namespace specscope::runs {
 
@@ -169,14 +170,10 @@ StepCost cached_step_cost(const Model& model, Backend backend, bool* measured) {
   StepCost c = measure_step_cost(model, b);
   if (measured) *measured = true;
   remember_checked(file.string(), c);
-  std::error_code ec;
-  fs::create_directories(file.parent_path(), ec);
   nlohmann::json j = {{"model", id.path}, {"backend", backend_description(b)}, {"threads", cpu::team_size()},
                       {"context", c.context}, {"ms", nlohmann::json::array()}};
   for (const auto& [n, t] : c.ms) j["ms"].push_back({n, t});
-  std::ofstream out(file);
-  if (out) out << j.dump(2) << "\n";
-  else spdlog::warn("{}: cannot write the step-cost cache", file.string());
+  if (!write_cache_file(file, j.dump(2) + "\n")) spdlog::warn("{}: cannot write the step-cost cache", file.string());
   return c;
 }
 

@@ -14,6 +14,7 @@
 #include "engine/util/median.h"
 #include "engine/util/sha256.h"
 #include "runs/cost_model.h"
+#include "runs/cache_file.h"
 #include "runs/medusa_tree.h"
 
 namespace specscope::runs {
@@ -65,12 +66,8 @@ std::string options_text(const std::map<std::string, std::string>& o) {
 // A candidate that names a tree_choices file: `choices` (JSON) written to dir/NAME.json.
 std::map<std::string, std::string> tree_choices_option(const fs::path& dir, const std::string& name,
                                                        const std::string& choices) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
   const fs::path file = dir / (name + ".json");
-  std::ofstream f(file);
-  f << choices << "\n";
-  if (!f) throw InputError(file.string(), "cannot write");
+  if (!write_cache_file(file, choices + "\n")) throw InputError(file.string(), "cannot write");
   return {{"tree-choices", file.string()}};
 }
 
@@ -270,9 +267,7 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
                    "busy; this choice is not cached",
                    spec.name, vanilla_ms, cost.at(1));
     } else {
-      std::error_code ec;
-      fs::create_directories(file.parent_path(), ec);
-      if (std::ofstream out(file); out) out << j.dump(2) << "\n";
+      write_cache_file(file, j.dump(2) + "\n");  // not cached when it cannot be written: chosen again next time
     }
   }
   return choose_tree(std::move(trials), cost, vanilla_ms);
