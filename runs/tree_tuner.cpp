@@ -2,10 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "engine/cpu/thread_pool.h"
@@ -167,6 +170,21 @@ TreeChoice choose_tree(std::vector<TreeTrial> trials, const StepCost& cost, doub
   return c;
 }
 
+namespace {
+
+// The trials this process calibrated, by their cache file's path (the key and the cache folder). A disturbed calibration is not written to the cache folder (it
+// would stand forever), but calibrating again for every run of the same process put about a second of calibration
+// before each of the app's chat answers on a busy machine (its streaming test: the first words after 1.1 s).
+struct Remembered {
+  std::vector<TreeTrial> trials;
+  double vanilla_ms = 0;
+  std::chrono::steady_clock::time_point when;
+};
+std::mutex g_remembered_mutex;
+std::map<std::string, Remembered> g_remembered;
+
+}  // namespace
+
 TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backend,
                      const std::vector<std::vector<int32_t>>& prompts, int new_tokens) {
   const Backend b = resolve_backend(backend);
@@ -182,7 +200,23 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
   const fs::path file = fs::path(cache_dir()) / "tree_choice" / (key.substr(0, 24) + ".json");
   std::vector<TreeTrial> trials;
   double vanilla_ms = 0;
-  if (std::ifstream in(file); in) {
+  std::string source = "remembered";
+  {
+    std::lock_guard lock(g_remembered_mutex);
+    if (auto it = g_remembered.find(file.string());
+        it != g_remembered.end() && std::chrono::steady_clock::now() - it->second.when < kRememberCalibration) {
+      trials = it->second.trials;
+      vanilla_ms = it->second.vanilla_ms;
+    }
+  }
+  // A tree file of the cache folder (Medusa's sparse trees) deleted since: calibrate again.
+  const auto file_gone = [](const TreeTrial& t) {
+    const auto f = t.options.find("tree-choices");
+    return f != t.options.end() && !fs::exists(f->second);
+  };
+  if (std::any_of(trials.begin(), trials.end(), file_gone)) trials.clear();
+  if (trials.empty()) source = "cached";
+  if (std::ifstream in(file); trials.empty() && in) {
     try {
       nlohmann::json j;
       in >> j;
@@ -212,6 +246,7 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
     }
   }
   if (trials.empty()) {
+    source = "calibrated";
     GenerateOptions opts;
     opts.max_tokens = new_tokens;
     auto candidates = tree_candidates(spec.name);
@@ -269,8 +304,12 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
     } else {
       write_cache_file(file, j.dump(2) + "\n");  // not cached when it cannot be written: chosen again next time
     }
+    std::lock_guard lock(g_remembered_mutex);
+    g_remembered[file.string()] = {trials, vanilla_ms, std::chrono::steady_clock::now()};
   }
-  return choose_tree(std::move(trials), cost, vanilla_ms);
+  TreeChoice choice = choose_tree(std::move(trials), cost, vanilla_ms);
+  choice.source = source;
+  return choice;
 }
 
 bool calibration_disturbed(double vanilla_ms, const StepCost& cost) {

@@ -12,6 +12,7 @@
 // disagree by 10-40% (both the one-token and the multi-token ones, varying with the machine's state). Chosen by the
 // curve, tree=auto expected 1.52x for SpS (gamma 4) and measured 0.92x on the same prompts. The curve's figure stays
 // beside the measured one in each trial (curve_verify_ms).
+#include <chrono>
 #include <map>
 #include <string>
 #include <vector>
@@ -39,6 +40,9 @@ struct TreeChoice {
   double vanilla_tokens_per_second = 0;        // 1000 / vanilla's measured ms per token (else cost(1))
   std::vector<TreeTrial> trials;
   std::string summary;                         // one line: the choice, its terms, and why it wins or loses
+  // Where tune_tree's trials came from: "calibrated" now, "cached" (the cache folder), or "remembered" (this process
+  // calibrated them earlier). Empty from choose_tree alone.
+  std::string source;
 };
 
 // Whether `method` has sizes to tune (sps, pld, eagle1's static trees, eagle2, eagle3, lookahead, medusa); streaming
@@ -59,9 +63,11 @@ TreeChoice choose_tree(std::vector<TreeTrial> trials, const StepCost& cost, doub
 bool calibration_disturbed(double vanilla_ms, const StepCost& cost);
 
 // Calibrates `spec` (its other options kept) on `prompts` (token ids, `new_tokens` each, greedy) and chooses.
-// The choice is cached per target, drafter, method, backend and thread count, unless the calibration was disturbed
-// (then it serves this run only, and the next one calibrates again).
+// The choice is cached per target, drafter, method, backend and thread count, unless the calibration was disturbed;
+// either way this process remembers it for kRememberCalibration, so that a busy machine does not pay a calibration
+// (about a second on the shipped family) before every run of a long-lived process such as the app's chat.
 TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backend,
                      const std::vector<std::vector<int32_t>>& prompts, int new_tokens = 32);
+inline constexpr std::chrono::minutes kRememberCalibration{10};
 
 }  // namespace specscope::runs

@@ -324,6 +324,34 @@ TEST(StepCost, ACachedCurveFromABusyMachineIsMeasuredAgain) {
   else unsetenv("XDG_CACHE_HOME");
 }
 
+// A calibration on a busy machine is not cached, but the process that made it keeps it: the app's next chat answer
+// must not wait for another calibration (it did, about a second each on the shipped family).
+TEST(TreeTuner, ADisturbedCalibrationIsRememberedByTheProcessNotCached) {
+  const auto dir = test::fresh_dir("tree-remembered");
+  const char* old_env = std::getenv("XDG_CACHE_HOME");
+  const std::string saved = old_env ? old_env : "";
+  setenv("XDG_CACHE_HOME", dir.c_str(), 1);
+  auto model = Model::load(kTarget);
+  runs::cached_step_cost(*model, Backend::Cpu);
+  // A curve a thousand times faster than this machine: every calibration now reads as disturbed.
+  for (const auto& e : fs::directory_iterator(dir / "specscope" / "step_cost")) {
+    nlohmann::json j = nlohmann::json::parse(std::ifstream(e.path()));
+    for (auto& p : j.at("ms")) p[1] = p[1].get<double>() / 1000.0;
+    std::ofstream(e.path()) << j.dump();
+  }
+  MethodSpec spec;
+  spec.name = "pld";
+  const std::vector<std::vector<int32_t>> prompts = {{1, 2, 3, 4, 1, 2, 3}};
+  const runs::TreeChoice first = runs::tune_tree(*model, spec, Backend::Cpu, prompts, 6);
+  EXPECT_EQ(first.source, "calibrated");
+  EXPECT_FALSE(fs::exists(dir / "specscope" / "tree_choice")) << "a disturbed calibration was cached";
+  const runs::TreeChoice second = runs::tune_tree(*model, spec, Backend::Cpu, prompts, 6);
+  EXPECT_EQ(second.source, "remembered");
+  EXPECT_EQ(second.options, first.options);
+  if (old_env) setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+  else unsetenv("XDG_CACHE_HOME");
+}
+
 TEST(TreeTuner, ADisturbedCalibrationIsToldFromTheSteadyStateCurve) {
   runs::StepCost c;
   c.ms = {{1, 0.37}, {2, 0.42}};
