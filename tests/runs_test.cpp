@@ -297,13 +297,30 @@ TEST(ModelTurns, TimesTheTargetAgainAfterAnIdleGapAsLongAsTheOtherModelsForwards
   }
 }
 
+// XDG_CACHE_HOME pointed at a fresh folder for one test, and put back after it (the caches of the test executable's
+// environment, tests/test_environment.cpp, are left alone).
+class ScopedCacheHome {
+ public:
+  explicit ScopedCacheHome(const std::string& name) : dir_(test::fresh_dir(name)) {
+    if (const char* old = std::getenv("XDG_CACHE_HOME")) saved_ = old;
+    setenv("XDG_CACHE_HOME", dir_.c_str(), 1);
+  }
+  ~ScopedCacheHome() {
+    if (saved_) setenv("XDG_CACHE_HOME", saved_->c_str(), 1);
+    else unsetenv("XDG_CACHE_HOME");
+  }
+  const fs::path& dir() const { return dir_; }
+
+ private:
+  fs::path dir_;
+  std::optional<std::string> saved_;
+};
+
 // A cached curve measured while the machine was busy is measured again: its one-token step far slower than a
 // forward timed now. A sound cached curve is used as it is.
 TEST(StepCost, ACachedCurveFromABusyMachineIsMeasuredAgain) {
-  const auto dir = test::fresh_dir("step-cost-cache");
-  const char* old_env = std::getenv("XDG_CACHE_HOME");
-  const std::string saved = old_env ? old_env : "";
-  setenv("XDG_CACHE_HOME", dir.c_str(), 1);
+  const ScopedCacheHome cache("step-cost-cache");
+  const fs::path& dir = cache.dir();
   auto model = Model::load(kTarget);
   bool measured = false;
   const auto first = runs::cached_step_cost(*model, Backend::Cpu, &measured);
@@ -320,17 +337,13 @@ TEST(StepCost, ACachedCurveFromABusyMachineIsMeasuredAgain) {
   const auto again = runs::cached_step_cost(*model, Backend::Cpu, &measured);
   EXPECT_TRUE(measured);
   EXPECT_LT(again.at(1), first.at(1) * 100.0);
-  if (old_env) setenv("XDG_CACHE_HOME", saved.c_str(), 1);
-  else unsetenv("XDG_CACHE_HOME");
 }
 
 // A calibration on a busy machine is not cached, but the process that made it keeps it: the app's next chat answer
 // must not wait for another calibration (it did, about a second each on the shipped family).
 TEST(TreeTuner, ADisturbedCalibrationIsRememberedByTheProcessNotCached) {
-  const auto dir = test::fresh_dir("tree-remembered");
-  const char* old_env = std::getenv("XDG_CACHE_HOME");
-  const std::string saved = old_env ? old_env : "";
-  setenv("XDG_CACHE_HOME", dir.c_str(), 1);
+  const ScopedCacheHome cache("tree-remembered");
+  const fs::path& dir = cache.dir();
   auto model = Model::load(kTarget);
   runs::cached_step_cost(*model, Backend::Cpu);
   // A curve a thousand times faster than this machine: every calibration now reads as disturbed.
@@ -348,8 +361,6 @@ TEST(TreeTuner, ADisturbedCalibrationIsRememberedByTheProcessNotCached) {
   const runs::TreeChoice second = runs::tune_tree(*model, spec, Backend::Cpu, prompts, 6);
   EXPECT_EQ(second.source, "remembered");
   EXPECT_EQ(second.options, first.options);
-  if (old_env) setenv("XDG_CACHE_HOME", saved.c_str(), 1);
-  else unsetenv("XDG_CACHE_HOME");
 }
 
 TEST(TreeTuner, ADisturbedCalibrationIsToldFromTheSteadyStateCurve) {
