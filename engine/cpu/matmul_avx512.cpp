@@ -148,13 +148,11 @@ void convert_row(DType t, const void* src, float* dst, size_t count) {
   }
 }
 
-// One token, one f16 row of 4 KB or more (k >= 2048): y = x . w (+ bias), summed exactly as the 4-row tiles sum a
-// row (the k blocks of k_block(k), each one accumulator from its k % 16 tail on, the same reduction, the blocks'
-// sums added in order through y), but in one call and one sequential stream, with the line 16 KB ahead prefetched
-// when `prefetch`. Per row, through the tiles, each 1 KB block cost a call, a reduction and a store: one row at a
-// time that way measured slower than 4 rows, while this loop streams faster (bench/weight_stream.c; results in
-// bench/results/one_row_stream_2026-11-28.txt).
-SS_INLINE bool one_row_f16_stream(int k) { return k >= 2048; }
+// One token, one long f16 row (one_row_stream, matmul_kernels.h): y = x . w (+ bias), summed exactly as the 4-row
+// tiles sum a row (the k blocks of k_block(k), each one accumulator from its k % 16 tail on, the same reduction, the
+// blocks' sums added in order through y), but in one call and one sequential stream, with the line
+// kOneRowPrefetchBytes ahead prefetched when `prefetch`. Per row, through the tiles, each 1 KB block cost a call, a
+// reduction and a store: one row at a time that way measured slower than 4 rows, while this loop streams faster.
 void one_row_f16(const float* x, int k, const uint16_t* w, const float* bias, float* y, bool prefetch) {
   const int KC = k_block(k);
   const __m512 z = _mm512_setzero_ps();
@@ -170,7 +168,7 @@ void one_row_f16(const float* x, int k, const uint16_t* w, const float* bias, fl
       acc = _mm512_mul_ps(WF16::load_tail(wb, m), _mm512_maskz_loadu_ps(m, xb));
     }
     for (; kk < kl; kk += 16) {
-      if (prefetch && ((kb + kk) & 31) == 0) _mm_prefetch(reinterpret_cast<const char*>(wb + kk) + 16384, _MM_HINT_T1);
+      if (prefetch && ((kb + kk) & 31) == 0) _mm_prefetch(reinterpret_cast<const char*>(wb + kk) + kOneRowPrefetchBytes, _MM_HINT_T1);
       acc = _mm512_fmadd_ps(WF16::load(wb + kk), _mm512_loadu_ps(xb + kk), acc);
     }
     float s = _mm_cvtss_f32(reduce4(acc, z, z, z));
@@ -187,8 +185,8 @@ void rows_impl(const LinearArgs& a, int r0, int r1, float* scratch) {
   const T_* W = static_cast<const T_*>(a.W);
   const size_t ldx = size_t(k), ldy = size_t(m);
   if constexpr (std::is_same_v<L, WF16>) {
-    if (n == 1 && one_row_f16_stream(k)) {
-      const int ahead = std::max(1, 16384 / (k * 2));
+    if (n == 1 && one_row_stream(k, sizeof(T_))) {
+      const int ahead = one_row_prefetch_rows(k, sizeof(T_));
       for (int r = r0; r < r1; ++r)
         one_row_f16(a.X, k, W + size_t(r) * k, a.bias ? a.bias + r : nullptr, a.Y + r, r + ahead < r1);
       return;

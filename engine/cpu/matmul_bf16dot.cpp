@@ -18,6 +18,7 @@
 #include "engine/cpu/matmul_bf16dot.h"
 
 #include "engine/cpu/bf16_panels.h"
+#include "engine/cpu/matmul_kernels.h"
 
 #pragma GCC push_options
 #pragma GCC diagnostic push
@@ -130,19 +131,6 @@ constexpr auto make_panel_tiles(std::index_sequence<I...>) {
 }
 constexpr auto kPanelTiles = make_panel_tiles(std::make_index_sequence<4 * kPanelTmax>{});
 
-// One-token products over rows of at least a page (k * 2 bytes >= 4 KB: the weights of 1B-class models) go one
-// weight row at a time instead of four, so each thread reads its rows as one sequential stream, which this
-// machine's prefetchers follow better than four interleaved ones. 2 threads streaming 64 MB of 4 KB rows
-// (bench/weight_stream.c): 54-89 GB/s against 42-58 for 4-row tiles with their prefetch; the 1B model's linear
-// layers at n = 1, the two kernels alternated call by call: 34.0 / 52.3 / 52.7 / 57.5 ms against 39.0 / 58.5 /
-// 53.4 / 59.2 (bench/results/one_row_stream_2026-11-28.txt). tile<1, 1> sums a row exactly as the 4-row tiles do
-// (one accumulator per row, the same reduction), so results do not change. (f16 weights have their own one-row
-// loop, matmul_avx512.cpp.)
-bool one_row_stream(int k) { return size_t(k) * sizeof(uint16_t) >= 4096; }
-// Rows ahead that the one-row kernel prefetches: ~16 KB ahead of the row being read (4-64 KB measured alike), at
-// least the next row.
-int one_row_prefetch_rows(int k) { return int(std::max<size_t>(1, 16384 / (size_t(k) * sizeof(uint16_t)))); }
-
 }  // namespace
 
 void to_bf16_rows(const float* X, int n, int k, uint16_t* xb, size_t kp) {
@@ -166,8 +154,11 @@ void to_bf16_rows(const float* X, int n, int k, uint16_t* xb, size_t kp) {
 
 void rows_bf16dot(const float* /*X*/, const uint16_t* xb, size_t kp, int n, int k, const uint16_t* W,
                   const float* bias, float* Y, int m, int r0, int r1) {
-  if (n == 1 && one_row_stream(k)) {  // one token over long rows: one row at a time (above)
-    const int ahead = one_row_prefetch_rows(k);
+  if (n == 1 && one_row_stream(k, sizeof(uint16_t))) {
+    // One token over long rows: one row at a time (matmul_kernels.h). tile<1, 1> sums a row exactly as the 4-row
+    // tiles do (one accumulator per row, the same reduction). Measured, the 1B model's linear layers at n = 1 with
+    // the two kernels alternated call by call: 34.0 / 52.3 / 52.7 / 57.5 ms against 39.0 / 58.5 / 53.4 / 59.2.
+    const int ahead = one_row_prefetch_rows(k, sizeof(uint16_t));
     for (int r = r0; r < r1; ++r)
       kTiles[0](xb, kp, k, W + size_t(r) * k, size_t(k), bias ? bias + r : nullptr, Y + r, size_t(m),
                 r + ahead < r1 ? W + size_t(r + ahead) * k : nullptr);

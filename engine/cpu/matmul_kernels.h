@@ -2,6 +2,7 @@
 // Internal to engine/cpu/matmul*.cpp: the per-instruction-set kernels linear() dispatches to. Each
 // kernel family lives in its own .cpp compiled for its target (#pragma GCC target) and is only called after
 // a run-time CPU check.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -58,6 +59,20 @@ struct RowPrefetch {
     }
   }
 };
+
+// One-token products over weight rows of a page or more (the weights of 1B-class models) go one row at a time
+// instead of four, so each thread reads its rows as one sequential stream, which this machine's prefetchers follow
+// better than four interleaved ones (bench/weight_stream.c; bench/results/one_row_stream_2026-11-28.txt). Used by
+// the bf16 dot kernel (matmul_bf16dot.cpp) and the f16 widening kernel (matmul_avx512.cpp); each sums a row exactly
+// as its 4-row tiles do, so results do not change.
+inline constexpr size_t kOneRowMinBytes = 4096;
+// How far ahead of the row being read the one-row kernels prefetch (4-64 KB measured alike).
+inline constexpr size_t kOneRowPrefetchBytes = 16384;
+inline bool one_row_stream(int k, size_t elem_size) { return size_t(k) * elem_size >= kOneRowMinBytes; }
+// The rows ahead that kOneRowPrefetchBytes reaches, at least the next one.
+inline int one_row_prefetch_rows(int k, size_t elem_size) {
+  return int(std::max<size_t>(1, kOneRowPrefetchBytes / (size_t(k) * elem_size)));
+}
 
 // The f32/f16/bf16 row kernel linear() uses now (the instruction set picked at run time, or set_isa()'s).
 RowsFn active_rows();
