@@ -278,12 +278,6 @@ void CpuContext::compute_visible(int na, const int32_t* pos, const uint8_t* mask
   visible_current_ = true;
 }
 
-void CpuContext::put_kt(int layer, int slot, const float* k) {
-  const int hd = model_->config().head_dim;
-  float* kt = kt_cache_[size_t(layer)].data();
-  for (int e = 0; e < kv_dim_; ++e) kt[cpu::kt_index(e / hd, e % hd, slot, hd, kt_stride_)] = k[e];
-}
-
 // Dimension by dimension for all rows at once: the rows' slots are adjacent in each dimension's tile row, so a step of
 // several rows writes each cache line of the transposed keys once instead of once per row.
 void CpuContext::put_kt_rows(int layer, int na) {

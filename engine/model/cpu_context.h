@@ -39,10 +39,10 @@ class CpuContext final : public Context {
   void finish_streams(const StreamingRequest& sr, ForwardOutput& out);
   float* k_slot(int layer, int slot) { return k_cache_[layer].data() + size_t(slot) * kv_dim_; }
   float* v_slot(int layer, int slot) { return v_cache_[layer].data() + size_t(slot) * kv_dim_; }
-  // Writes one slot's keys into the transposed copy attention reads (engine/cpu/attention.h), and moves a slot.
   void compute_visible(int na, const int32_t* pos, const uint8_t* mask);  // visible_ for the na active rows
-  void put_kt(int layer, int slot, const float* k);
-  void put_kt_rows(int layer, int na);  // the keys of the na active rows in k_, to their slots n_past + row
+  // Writes the keys of the na active rows in k_ into the transposed copy attention reads (engine/cpu/attention.h), at
+  // their slots n_past + row, and moves a slot.
+  void put_kt_rows(int layer, int na);
   void move_kt(int layer, int dst, int src);
 
   std::shared_ptr<const Model> model_;
