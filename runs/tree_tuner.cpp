@@ -172,9 +172,10 @@ TreeChoice choose_tree(std::vector<TreeTrial> trials, const StepCost& cost, doub
 
 namespace {
 
-// The trials this process calibrated, by their cache file's path (the key and the cache folder). A disturbed calibration is not written to the cache folder (it
-// would stand forever), but calibrating again for every run of the same process put about a second of calibration
-// before each of the app's chat answers on a busy machine (its streaming test: the first words after 1.1 s).
+// The trials this process calibrated, by their cache file's path (the key and the cache folder). A disturbed
+// calibration is not written to the cache folder (it would stand forever), but calibrating again for every run of the
+// same process put about a second of calibration before each of the app's chat answers on a busy machine (its
+// streaming test: the first words after 1.1 s).
 struct Remembered {
   std::vector<TreeTrial> trials;
   double vanilla_ms = 0;
@@ -182,6 +183,12 @@ struct Remembered {
 };
 std::mutex g_remembered_mutex;
 std::map<std::string, Remembered> g_remembered;
+
+// A trial naming a tree file of the cache folder (Medusa's sparse trees) that is gone: its choice cannot run.
+bool tree_file_gone(const TreeTrial& t) {
+  const auto f = t.options.find("tree-choices");
+  return f != t.options.end() && !fs::exists(f->second);
+}
 
 }  // namespace
 
@@ -209,14 +216,13 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
       vanilla_ms = it->second.vanilla_ms;
     }
   }
-  // A tree file of the cache folder (Medusa's sparse trees) deleted since: calibrate again.
-  const auto file_gone = [](const TreeTrial& t) {
-    const auto f = t.options.find("tree-choices");
-    return f != t.options.end() && !fs::exists(f->second);
-  };
-  if (std::any_of(trials.begin(), trials.end(), file_gone)) trials.clear();
-  if (trials.empty()) source = "cached";
-  if (std::ifstream in(file); trials.empty() && in) {
+  if (std::any_of(trials.begin(), trials.end(), tree_file_gone)) trials.clear();  // calibrate again
+  std::ifstream in;  // the cache folder's choice, read only when this process has none
+  if (trials.empty()) {
+    source = "cached";
+    in.open(file);
+  }
+  if (in.is_open()) {
     try {
       nlohmann::json j;
       in >> j;
@@ -228,9 +234,7 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
         x.verify_tokens = t.at("verify_tokens").get<double>();
         x.draft_ms = t.at("draft_ms").get<double>();
         x.verify_ms = t.at("verify_ms").get<double>();  // a cache from before verification was timed: calibrate again
-        // A tree file of the cache (Medusa's sparse trees) that is gone: calibrate again.
-        if (auto f = x.options.find("tree-choices"); f != x.options.end() && !fs::exists(f->second))
-          throw std::runtime_error("missing tree file");
+        if (tree_file_gone(x)) throw std::runtime_error("missing tree file");  // calibrate again
         trials.push_back(std::move(x));
       }
     } catch (const std::exception&) {
