@@ -1,6 +1,7 @@
 #include "engine/cpu/attention.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -23,21 +24,48 @@ namespace {
 using vec::f16v;
 using vec::kLanes;
 
-// Per-thread scratch of one task: scores [heads of a chunk][padded keys], packed weights, visible key indices.
+// Which keys each row sees, packed once per call and shared by every KV head's tasks: row r sees keys [0, prefix[r])
+// (the cache before a step: every row sees it) and then the keys listed in tail[r], in key order.
+struct VisibleKeys {
+  std::vector<int> prefix, count;   // per row: the all-visible prefix, and how many keys it sees in all
+  std::vector<int> tail;            // per row, at r * keys: its visible keys from prefix[r] on
+  void build(const uint8_t* visible, int rows, int keys) {
+    prefix.resize(size_t(rows));
+    count.resize(size_t(rows));
+    if (tail.size() < size_t(rows) * size_t(keys)) tail.resize(size_t(rows) * size_t(keys));
+    for (int r = 0; r < rows; ++r) {
+      const uint8_t* vis = visible + size_t(r) * size_t(keys);
+      const void* zero = std::memchr(vis, 0, size_t(keys));
+      const int p = zero ? int(static_cast<const uint8_t*>(zero) - vis) : keys;
+      int* t = tail.data() + size_t(r) * size_t(keys);
+      int n = 0;
+      for (int j = p; j < keys; ++j)
+        if (vis[j]) t[n++] = j;
+      prefix[size_t(r)] = p;
+      count[size_t(r)] = p + n;
+    }
+  }
+  // Key of packed position i (>= prefix) of row r.
+  const int* tail_of(int r, int keys) const { return tail.data() + size_t(r) * size_t(keys); }
+};
+
+// Per-thread scratch of one task: scores [query vectors][padded keys] and packed weights [query vectors][keys].
 struct Scratch {
   std::vector<float> scores, weights;
-  std::vector<int> vis;
 };
 Scratch& scratch() {
   thread_local Scratch s;
   return s;
 }
 
-// scores[g][j] = scale * sum_d q_g[d] kt[d][j] for GC heads and KB blocks of 16 keys from j0: one FMA chain per
-// (head, key lane) over d in order, so a score never depends on which other heads or keys share the call.
+// A task's query vectors: up to kMaxQ (row, head) pairs of one KV head's group, rows in order, heads in order.
+constexpr int kMaxQ = 6;
+
+// scores[g][j] = scale * sum_d q_g[d] kt[d][j] for GC query vectors and KB blocks of 16 keys from j0: one FMA chain
+// per (query, key lane) over d in order, so a score never depends on which other queries or keys share the call.
 template <int GC, int KB>
-SS_ATTN_INLINE void score_blocks(const float* const* q, const float* kt, size_t kt_stride, int hd, int j0, float scale,
-                                 float* scores, size_t score_stride) {
+SS_ATTN_INLINE void score_blocks(const float* const* q, const float* kt, int hd, int j0, float scale, float* scores,
+                                 size_t score_stride) {
   f16v acc[GC][KB];
   for (int g = 0; g < GC; ++g)
     for (int b = 0; b < KB; ++b) acc[g][b] = f16v{};
@@ -55,56 +83,17 @@ SS_ATTN_INLINE void score_blocks(const float* const* q, const float* kt, size_t 
     for (int b = 0; b < KB; ++b) vec::store(scores + size_t(g) * score_stride + j0 + b * kLanes, acc[g][b] * scale);
 }
 
+// Blocks of keys as wide as the registers allow: GC x KB accumulators up to 24, enough FMA chains in flight to cover
+// the latency, with each loaded key vector reused by all GC query vectors.
 template <int GC>
-SS_ATTN_INLINE void scores_for(const float* const* q, const float* kt, size_t kt_stride, int hd, int keys, float scale,
-                               float* scores, size_t score_stride) {
+SS_ATTN_INLINE void scores_for(const float* const* q, const float* kt, int hd, int keys, float scale, float* scores,
+                               size_t score_stride) {
+  constexpr int kWide = GC <= 6 ? 4 : 2;
   int j0 = 0;
-  // 4 blocks of 16 keys at a time: 12-16 accumulators, enough to cover the FMA latency (with 2 blocks, 3 heads
-  // kept only 6 chains in flight).
-  for (; j0 + 4 * kLanes <= keys; j0 += 4 * kLanes) score_blocks<GC, 4>(q, kt, kt_stride, hd, j0, scale, scores, score_stride);
-  for (; j0 + 2 * kLanes <= keys; j0 += 2 * kLanes) score_blocks<GC, 2>(q, kt, kt_stride, hd, j0, scale, scores, score_stride);
-  for (; j0 < keys; j0 += kLanes) score_blocks<GC, 1>(q, kt, kt_stride, hd, j0, scale, scores, score_stride);
-}
-
-// Softmax over the visible keys, packed in key order: w[i] = exp(s[vis[i]] - max) / sum. Only the gather is
-// scalar; the maximum (exact in any order), the exponentials, the sum (lane i % 16 of the packed keys, then
-// vec::hsum) and the scaling run in vectors.
-SS_ATTN_INLINE void packed_softmax(const float* s, const int* vis, int nv, float* w) {
-  for (int i = 0; i < nv; ++i) w[i] = s[vis[i]];
-  vec::scale(w, nv, 1.f / vec::sum_exp(w, nv, vec::max_of(w, nv), true));
-}
-
-// out_g = sum_i w_g[i] v[vis[i]] for GC heads, head_dim = 16 * DB: values added in key order.
-template <int GC, int DB>
-SS_ATTN_INLINE void weighted_values(const float* const* w, const int* vis, int nv, const float* v, size_t v_stride,
-                                    float* const* out) {
-  f16v acc[GC][DB];
-  for (int g = 0; g < GC; ++g)
-    for (int b = 0; b < DB; ++b) acc[g][b] = f16v{};
-  for (int i = 0; i < nv; ++i) {
-    const float* vj = v + size_t(vis[i]) * v_stride;
-    f16v vv[DB];
-    for (int b = 0; b < DB; ++b) vv[b] = vec::load(vj + b * kLanes);
-    for (int g = 0; g < GC; ++g) {
-      const f16v wg = vec::splat(w[g][i]);
-      for (int b = 0; b < DB; ++b) acc[g][b] += wg * vv[b];
-    }
-  }
-  for (int g = 0; g < GC; ++g)
-    for (int b = 0; b < DB; ++b) vec::store(out[g] + b * kLanes, acc[g][b]);
-}
-
-// Any head_dim (not a multiple of 16, or too wide for the register tiles): the same sums, element by element.
-void weighted_values_any(const float* const* w, int gc, const int* vis, int nv, const float* v, size_t v_stride, int hd,
-                         float* const* out) {
-  for (int g = 0; g < gc; ++g) {
-    std::fill(out[g], out[g] + hd, 0.f);
-    for (int i = 0; i < nv; ++i) {
-      const float* vj = v + size_t(vis[i]) * v_stride;
-      const float wg = w[g][i];
-      for (int d = 0; d < hd; ++d) out[g][d] += wg * vj[d];
-    }
-  }
+  for (; j0 + kWide * kLanes <= keys; j0 += kWide * kLanes)
+    score_blocks<GC, kWide>(q, kt, hd, j0, scale, scores, score_stride);
+  for (; j0 + 2 * kLanes <= keys; j0 += 2 * kLanes) score_blocks<GC, 2>(q, kt, hd, j0, scale, scores, score_stride);
+  for (; j0 < keys; j0 += kLanes) score_blocks<GC, 1>(q, kt, hd, j0, scale, scores, score_stride);
 }
 
 void scores_any(const float* const* q, int gc, const float* kt, size_t kt_stride, int hd, int keys, float scale,
@@ -117,63 +106,139 @@ void scores_any(const float* const* q, int gc, const float* kt, size_t kt_stride
     }
 }
 
-// One (row, KV head) task: every query head of the group, in chunks of up to 4.
+// Softmax over a row's visible keys, packed in key order: w[i] = exp(s[key(i)] - max) / sum. The all-visible prefix
+// is copied as it is; only the tail is gathered. The maximum (exact in any order), the exponentials, the sum (lane
+// i % 16 of the packed keys, then vec::hsum) and the scaling run in vectors.
+SS_ATTN_INLINE void packed_softmax(const float* s, int prefix, const int* tail, int nv, float* w) {
+  std::memcpy(w, s, sizeof(float) * size_t(prefix));
+  for (int i = prefix; i < nv; ++i) w[i] = s[tail[i - prefix]];
+  vec::scale(w, nv, 1.f / vec::sum_exp(w, nv, vec::max_of(w, nv), true));
+}
+
+// out_g[b] (+)= sum_i w_g[first + i] v[key(first + i)][b] over i < n, for GC query vectors and DB vectors of 16
+// elements from element d0: values added in key order. keys == nullptr: key(p) = p (the shared prefix); otherwise
+// key(first + i) = keys[i]. With resume, the sums go on from what out holds (a row's tail after the prefix its block
+// shared), so every sum is its row's visible keys in order, however the rows were grouped.
+template <int GC, int DB>
+SS_ATTN_INLINE void weighted_values(const float* const* w, int first, const int* keys, int n, const float* v,
+                                    size_t v_stride, int d0, float* const* out, bool resume) {
+  f16v acc[GC][DB];
+  for (int g = 0; g < GC; ++g)
+    for (int b = 0; b < DB; ++b) acc[g][b] = resume ? vec::load(out[g] + d0 + b * kLanes) : f16v{};
+  for (int i = 0; i < n; ++i) {
+    const int key = keys ? keys[i] : first + i;
+    const float* vj = v + size_t(key) * v_stride + d0;
+    f16v vv[DB];
+    for (int b = 0; b < DB; ++b) vv[b] = vec::load(vj + b * kLanes);
+    for (int g = 0; g < GC; ++g) {
+      const f16v wg = vec::splat(w[g][first + i]);
+      for (int b = 0; b < DB; ++b) acc[g][b] += wg * vv[b];
+    }
+  }
+  for (int g = 0; g < GC; ++g)
+    for (int b = 0; b < DB; ++b) vec::store(out[g] + d0 + b * kLanes, acc[g][b]);
+}
+
+// The same over the whole head, DB vectors at a time (GC x DB accumulators up to 24).
+template <int GC>
+SS_ATTN_INLINE void values_for(const float* const* w, int first, const int* keys, int n, const float* v,
+                               size_t v_stride, int hd, float* const* out, bool resume) {
+  constexpr int kWide = GC <= 6 ? 4 : 2;
+  int d0 = 0;
+  for (; d0 + kWide * kLanes <= hd; d0 += kWide * kLanes)
+    weighted_values<GC, kWide>(w, first, keys, n, v, v_stride, d0, out, resume);
+  for (; d0 < hd; d0 += kLanes) weighted_values<GC, 1>(w, first, keys, n, v, v_stride, d0, out, resume);
+}
+
+// Any head_dim (not a multiple of 16): the same sums, element by element.
+void values_any(const float* const* w, int gc, int first, const int* keys, int n, const float* v, size_t v_stride,
+                int hd, float* const* out, bool resume) {
+  for (int g = 0; g < gc; ++g) {
+    if (!resume) std::fill(out[g], out[g] + hd, 0.f);
+    for (int i = 0; i < n; ++i) {
+      const float* vj = v + size_t(keys ? keys[i] : first + i) * v_stride;
+      const float wg = w[g][first + i];
+      for (int d = 0; d < hd; ++d) out[g][d] += wg * vj[d];
+    }
+  }
+}
+
+SS_ATTN_INLINE void scores_dispatch(int gc, const float* const* q, const AttentionArgs& a, const float* kt, float* sc,
+                                    size_t pad) {
+  const int hd = a.head_dim;
+  if (hd % kLanes) return scores_any(q, gc, kt, a.kt_stride, hd, a.keys, a.scale, sc, pad);
+  switch (gc) {
+    case 1: return scores_for<1>(q, kt, hd, a.keys, a.scale, sc, pad);
+    case 2: return scores_for<2>(q, kt, hd, a.keys, a.scale, sc, pad);
+    case 3: return scores_for<3>(q, kt, hd, a.keys, a.scale, sc, pad);
+    case 4: return scores_for<4>(q, kt, hd, a.keys, a.scale, sc, pad);
+    case 5: return scores_for<5>(q, kt, hd, a.keys, a.scale, sc, pad);
+    default: return scores_for<6>(q, kt, hd, a.keys, a.scale, sc, pad);
+  }
+}
+
+SS_ATTN_INLINE void values_dispatch(int gc, const float* const* w, int first, const int* keys, int n,
+                                    const AttentionArgs& a, const float* v, float* const* out, bool resume) {
+  const int hd = a.head_dim;
+  if (hd % kLanes) return values_any(w, gc, first, keys, n, v, a.v_stride, hd, out, resume);
+  switch (gc) {
+    case 1: return values_for<1>(w, first, keys, n, v, a.v_stride, hd, out, resume);
+    case 2: return values_for<2>(w, first, keys, n, v, a.v_stride, hd, out, resume);
+    case 3: return values_for<3>(w, first, keys, n, v, a.v_stride, hd, out, resume);
+    case 4: return values_for<4>(w, first, keys, n, v, a.v_stride, hd, out, resume);
+    case 5: return values_for<5>(w, first, keys, n, v, a.v_stride, hd, out, resume);
+    default: return values_for<6>(w, first, keys, n, v, a.v_stride, hd, out, resume);
+  }
+}
+
+// One task: KV head kvh for rows [r0, r0 + nrows), every query head of its group, in chunks of up to kMaxQ query
+// vectors (rows in order, heads in order). The rows of a chunk share each loaded key and value vector: their scores
+// in one pass over the keys, and their values over the prefix every one of them sees, then each row's own tail.
 SS_ATTN_CLONES
-void attend_group(const AttentionArgs& a, int row, int kvh) {
+void attend_block(const AttentionArgs& a, const VisibleKeys& vk, int kvh, int r0, int nrows) {
   const int hd = a.head_dim, group = a.heads / a.kv_heads;
   Scratch& s = scratch();
   const size_t pad = kt_stride_for(a.keys);
-  if (s.scores.size() < 4 * pad) s.scores.resize(4 * pad);
-  if (s.weights.size() < 4 * size_t(a.keys)) s.weights.resize(4 * size_t(a.keys));
-  if (s.vis.size() < size_t(a.keys)) s.vis.resize(size_t(a.keys));
-  int nv = 0;
-  const uint8_t* visible = a.visible + size_t(row) * size_t(a.keys);
-  for (int j = 0; j < a.keys; ++j)
-    if (visible[j]) s.vis[size_t(nv++)] = j;
+  if (s.scores.size() < kMaxQ * pad) s.scores.resize(kMaxQ * pad);
+  if (s.weights.size() < kMaxQ * size_t(a.keys)) s.weights.resize(kMaxQ * size_t(a.keys));
   const float* kt = a.kt + kt_index(kvh, 0, 0, hd, a.kt_stride);
   const float* v = a.v + size_t(kvh) * hd;
-  const bool tiled = hd % kLanes == 0 && (hd == 64 || hd == 128);
-  for (int g0 = 0; g0 < group; g0 += 4) {
-    const int gc = std::min(4, group - g0);
-    const float* q[4];
-    float* out[4];
-    float* w[4];
+  const int total = nrows * group;
+  for (int c0 = 0; c0 < total; c0 += kMaxQ) {
+    const int gc = std::min(kMaxQ, total - c0);
+    const float* q[kMaxQ];
+    float* out[kMaxQ];
+    float* w[kMaxQ];
+    int row_of[kMaxQ];
     for (int g = 0; g < gc; ++g) {
-      const int h = kvh * group + g0 + g;
+      const int row = r0 + (c0 + g) / group, h = kvh * group + (c0 + g) % group;
+      row_of[g] = row;
       q[g] = a.q + size_t(row) * a.q_stride + size_t(h) * hd;
       out[g] = a.out + size_t(row) * a.out_stride + size_t(h) * hd;
       w[g] = s.weights.data() + size_t(g) * size_t(a.keys);
     }
-    if (nv == 0) {  // nothing attendable: zeros, as the softmax of all -inf gives
-      for (int g = 0; g < gc; ++g) std::fill(out[g], out[g] + hd, 0.f);
-      continue;
-    }
     float* sc = s.scores.data();
-    if (hd % kLanes == 0) {
-      switch (gc) {
-        case 1: scores_for<1>(q, kt, a.kt_stride, hd, a.keys, a.scale, sc, pad); break;
-        case 2: scores_for<2>(q, kt, a.kt_stride, hd, a.keys, a.scale, sc, pad); break;
-        case 3: scores_for<3>(q, kt, a.kt_stride, hd, a.keys, a.scale, sc, pad); break;
-        default: scores_for<4>(q, kt, a.kt_stride, hd, a.keys, a.scale, sc, pad); break;
-      }
-    } else {
-      scores_any(q, gc, kt, a.kt_stride, hd, a.keys, a.scale, sc, pad);
+    scores_dispatch(gc, q, a, kt, sc, pad);
+    int shared = a.keys;  // the prefix every row of the chunk sees
+    for (int g = 0; g < gc; ++g) {
+      const int row = row_of[g];
+      packed_softmax(sc + size_t(g) * pad, vk.prefix[size_t(row)], vk.tail_of(row, a.keys), vk.count[size_t(row)],
+                     w[g]);
+      shared = std::min(shared, vk.prefix[size_t(row)]);
     }
-    for (int g = 0; g < gc; ++g) packed_softmax(sc + size_t(g) * pad, s.vis.data(), nv, w[g]);
-    if (tiled && hd == 64) {
-      switch (gc) {
-        case 1: weighted_values<1, 4>(w, s.vis.data(), nv, v, a.v_stride, out); break;
-        case 2: weighted_values<2, 4>(w, s.vis.data(), nv, v, a.v_stride, out); break;
-        case 3: weighted_values<3, 4>(w, s.vis.data(), nv, v, a.v_stride, out); break;
-        default: weighted_values<4, 4>(w, s.vis.data(), nv, v, a.v_stride, out); break;
+    values_dispatch(gc, w, 0, nullptr, shared, a, v, out, false);
+    // Each row's own keys after the shared prefix: its prefix beyond it, then its listed keys, resuming its sums.
+    for (int g0 = 0; g0 < gc;) {
+      int g1 = g0 + 1;
+      while (g1 < gc && row_of[g1] == row_of[g0]) ++g1;
+      const int row = row_of[g0], p = vk.prefix[size_t(row)], nv = vk.count[size_t(row)];
+      if (nv == 0) {  // nothing attendable: zeros, as the softmax of all -inf gives
+        for (int g = g0; g < g1; ++g) std::fill(out[g], out[g] + hd, 0.f);
+      } else {
+        if (p > shared) values_dispatch(g1 - g0, w + g0, shared, nullptr, p - shared, a, v, out + g0, true);
+        if (nv > p) values_dispatch(g1 - g0, w + g0, p, vk.tail_of(row, a.keys), nv - p, a, v, out + g0, true);
       }
-    } else if (tiled && hd == 128) {
-      for (int g = 0; g < gc; g += 2) {
-        if (gc - g >= 2) weighted_values<2, 8>(w + g, s.vis.data(), nv, v, a.v_stride, out + g);
-        else weighted_values<1, 8>(w + g, s.vis.data(), nv, v, a.v_stride, out + g);
-      }
-    } else {
-      weighted_values_any(w, gc, s.vis.data(), nv, v, a.v_stride, hd, out);
+      g0 = g1;
     }
   }
 }
@@ -181,11 +246,22 @@ void attend_group(const AttentionArgs& a, int row, int kvh) {
 }  // namespace
 
 void attention(const AttentionArgs& a) {
-  const int tasks = a.rows * a.kv_heads;
-  const size_t macs = size_t(tasks) * size_t(a.heads / a.kv_heads) * size_t(a.keys) * size_t(a.head_dim) * 2;
+  // The caller's lists, by reference: a thread_local named inside the lambda would be each worker's own (empty) one.
+  thread_local VisibleKeys callers;
+  VisibleKeys& vk = callers;
+  vk.build(a.visible, a.rows, a.keys);
+  const int group = a.heads / a.kv_heads;
+  // Two rows per task where their query vectors fit one chunk (the default base: 2 x 3 heads), sharing every key
+  // and value load; tasks are (KV head, row pair), so an 8-row step still gives each of two threads 4 tasks.
+  const int per_task = 2 * group <= kMaxQ ? 2 : 1;
+  const int blocks = (a.rows + per_task - 1) / per_task, tasks = blocks * a.kv_heads;
+  const size_t macs = size_t(a.rows) * size_t(a.heads) * size_t(a.keys) * size_t(a.head_dim) * 2;
   // Threads from ~32k multiply-adds: one-token decoding at context 128-192 gains from two threads already.
   run_team(tasks, macs, 32768, [&](int tid, int nt) {
-    for (int t = tasks * tid / nt; t < tasks * (tid + 1) / nt; ++t) attend_group(a, t / a.kv_heads, t % a.kv_heads);
+    for (int t = tasks * tid / nt; t < tasks * (tid + 1) / nt; ++t) {
+      const int r0 = (t / a.kv_heads) * per_task;
+      attend_block(a, vk, t % a.kv_heads, r0, std::min(per_task, a.rows - r0));
+    }
   });
 }
 
