@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "engine/cpu/matmul.h"
+#include "engine/cpu/thread_pool.h"
 #include "engine/util/median.h"
 #include "runs/step_cost.h"
 
@@ -43,17 +44,23 @@ std::vector<StepProfile> profile_steps(const Model& model, const cpu::Roofline& 
     for (int i = 0; i < n; ++i) b.tokens.push_back(prompt[size_t(i) % prompt.size()]);
     warm_up(*ctx, b, context);
     std::vector<cpu::OpProfile::Table> tables;
-    std::vector<double> ms;
+    std::vector<double> ms, forks, join_wait;
     for (int r = 1; r <= repeat; ++r) {
       cpu::OpProfile::Recording rec;
+      const cpu::ThreadingStats before = cpu::threading_stats();
       const auto t0 = std::chrono::steady_clock::now();
       ctx->forward(b, out);
       const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      const cpu::ThreadingStats after = cpu::threading_stats();
       ctx->truncate(context);
       ms.push_back(t);
+      forks.push_back(double(after.parallel_calls - before.parallel_calls));
+      join_wait.push_back(1e-6 * double(after.join_wait_ns - before.join_wait_ns));
       tables.push_back(rec.totals());
     }
     p.ms = median(ms);
+    p.forks = median(forks);
+    p.join_wait_ms = median(join_wait);
     for (int i = 0; i < int(cpu::Op::kCount); ++i) {
       const cpu::Op op = cpu::Op(i);
       std::vector<double> op_ms;

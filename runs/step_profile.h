@@ -26,6 +26,10 @@ struct StepProfile {
   double ms = 0;  // the whole forward, median
   std::vector<OpCost> ops;
   double bound_ms = 0;  // sum of the ops' bounds
+  // The thread team per forward (medians): forks, and the time the calling thread waited at their joins for the
+  // other threads' shares, which is inside the ops' times above.
+  double forks = 0;
+  double join_wait_ms = 0;
 };
 
 // Bytes of weights one forward streams: every layer's matrices and the LM head.

@@ -1,5 +1,5 @@
 // specscope-cli bench's --beside: the target's steps taking turns with a drafter, reported beside the same steps
-// alone; and its bad input.
+// alone; the step profile; and its bad input.
 #include <gtest/gtest.h>
 
 #include "tests/test_support.h"
@@ -28,6 +28,24 @@ TEST(BenchCli, BesideADrafterReportsEachStepInTurnsAndAlone) {
     EXPECT_GT(s["in_turns_ms"].get<double>(), 0);
     EXPECT_GT(s["alone_ms"].get<double>(), 0);
     EXPECT_GT(s["other_in_turns_ms"].get<double>(), 0);
+  }
+}
+
+// The step profile: per step size, each operation's time, and the thread team's forks and join waits.
+TEST(BenchCli, TheStepProfileReportsOperationsForksAndJoinWaits) {
+  const auto r = test::run_cli("bench --model '" + kTarget + "' --repeat 1 --prompt-tokens 16 --gen-tokens 4 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = test::json_in_output(r.out);
+  ASSERT_TRUE(j.contains("step_profile")) << r.out;
+  ASSERT_FALSE(j["step_profile"].empty());
+  for (const auto& p : j["step_profile"]) {
+    EXPECT_GT(p["ms"].get<double>(), 0);
+    EXPECT_GE(p["forks"].get<double>(), 0);
+    EXPECT_GE(p["join_wait_ms"].get<double>(), 0);
+    EXPECT_LE(p["join_wait_ms"].get<double>(), p["ms"].get<double>());  // inside the forward's own time
+    bool linear = false;
+    for (const auto& o : p["ops"]) linear = linear || o["op"] == "linear";
+    EXPECT_TRUE(linear) << p;
   }
 }
 

@@ -7,6 +7,7 @@
 #include <sched.h>
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -40,6 +41,27 @@ TEST(ThreadPool, EveryPartRunsExactlyOnceOverManyForks) {
     for (int i = 0; i < seen_nt; ++i) ASSERT_EQ(hits[size_t(i)].load(), 1) << "fork " << fork << " part " << i;
     for (int i = seen_nt; i < team; ++i) ASSERT_EQ(hits[size_t(i)].load(), 0);
   }
+}
+
+// The join-wait counter (bench's step profile reports it per forward) counts the caller's wait for a slower share and
+// not its own work.
+TEST(ThreadPool, TheCallersWaitAtAJoinIsCounted) {
+  Threads t(0);
+  if (cpu::team_size() < 2) GTEST_SKIP() << "one thread: no joins";
+  auto wait_of = [](int slow_tid) {
+    const cpu::ThreadingStats before = cpu::threading_stats();
+    int nt_seen = 0;
+    cpu::run_team(2, size_t(1) << 30, 1, [&](int tid, int nt) {
+      if (tid == 0) nt_seen = nt;
+      if (tid == slow_tid) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    });
+    const cpu::ThreadingStats after = cpu::threading_stats();
+    EXPECT_EQ(nt_seen, 2);
+    EXPECT_EQ(after.parallel_calls, before.parallel_calls + 1);
+    return 1e-6 * double(after.join_wait_ns - before.join_wait_ns);
+  };
+  EXPECT_GE(wait_of(1), 19.0);  // the worker's 20 ms, waited for
+  EXPECT_LT(wait_of(0), 15.0);  // the caller's own 20 ms are work, not waiting (the worker only has to finish)
 }
 
 TEST(ThreadPool, SmallWorkAndTheCapStayOnFewerThreads) {

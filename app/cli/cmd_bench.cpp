@@ -144,7 +144,8 @@ nlohmann::json profile_json(const std::vector<runs::StepProfile>& profile) {
                      {"bound_ms", o.bound_ms}, {"bound_by", o.bound_by},
                      {"fraction_of_bound", o.bound_ms > 0 && o.ms > 0 ? o.bound_ms / o.ms : 0}});
     out.push_back({{"tokens", p.tokens}, {"ms", p.ms}, {"bound_ms", p.bound_ms},
-                   {"fraction_of_bound", p.ms > 0 ? p.bound_ms / p.ms : 0}, {"ops", ops}});
+                   {"fraction_of_bound", p.ms > 0 ? p.bound_ms / p.ms : 0}, {"ops", ops}, {"forks", p.forks},
+                   {"join_wait_ms", p.join_wait_ms}});
   }
   return out;
 }
@@ -157,8 +158,8 @@ void print_profile(const cpu::Roofline& r, const std::vector<runs::StepProfile>&
   std::printf("\nstep profile (matrix products on the %s path; bound = max(bytes / bandwidth, MACs / peak)):\n",
               path.c_str());
   for (const auto& p : profile) {
-    std::printf("  n=%-3d %7.3f ms, bound %.3f ms (%.0f%% of the roofline)\n", p.tokens, p.ms, p.bound_ms,
-                p.ms > 0 ? 100.0 * p.bound_ms / p.ms : 0.0);
+    std::printf("  n=%-3d %7.3f ms, bound %.3f ms (%.0f%% of the roofline); %.0f forks, %.3f ms waiting at their joins\n",
+                p.tokens, p.ms, p.bound_ms, p.ms > 0 ? 100.0 * p.bound_ms / p.ms : 0.0, p.forks, p.join_wait_ms);
     for (const auto& o : p.ops) {
       std::printf("      %-12s %7.3f ms %5.1f%%", o.op.c_str(), o.ms, p.ms > 0 ? 100.0 * o.ms / p.ms : 0.0);
       if (o.bound_ms > 0) std::printf("   bound %.3f ms (%s), at %.0f%% of it", o.bound_ms, o.bound_by.c_str(), 100.0 * o.bound_ms / o.ms);

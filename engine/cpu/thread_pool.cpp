@@ -178,7 +178,7 @@ Pool& pool() {
 std::atomic<int> g_max_threads{0};  // 0: the pool's size
 
 ForkBackoff g_backoff;
-std::atomic<int64_t> g_stats_parallel{0}, g_stats_backed_off{0}, g_stats_backoffs{0};
+std::atomic<int64_t> g_stats_parallel{0}, g_stats_backed_off{0}, g_stats_backoffs{0}, g_stats_join_wait_ns{0};
 std::atomic<bool> g_backoff_on{[] {
   const char* e = std::getenv("SPECSCOPE_MATMUL_BACKOFF");
   return !(e && std::string(e) == "0");
@@ -218,8 +218,9 @@ void run_team(int units, size_t macs, size_t min_parallel_macs, const std::funct
     return;
   }
   g_stats_parallel.fetch_add(1, std::memory_order_relaxed);
-  if (!backoff) return;
   const int64_t end = nanos_now();
+  g_stats_join_wait_ns.fetch_add(end - master_done, std::memory_order_relaxed);
+  if (!backoff) return;
   const int64_t waited = (master_start - now) + (end - master_done), worked = master_done - master_start;
   if (g_backoff.on_join(end, waited, worked, nthreads)) g_stats_backoffs.fetch_add(1, std::memory_order_relaxed);
 }
@@ -239,7 +240,8 @@ bool step_off_cpu(int cpu) {
 int set_num_threads(int n) { return g_max_threads.exchange(std::max(n, 0)); }
 
 ThreadingStats threading_stats() {
-  return {g_stats_parallel.load(), g_stats_backed_off.load(), g_stats_backoffs.load(), g_stats_stepped_aside.load()};
+  return {g_stats_parallel.load(), g_stats_backed_off.load(), g_stats_backoffs.load(), g_stats_stepped_aside.load(),
+          g_stats_join_wait_ns.load()};
 }
 
 bool set_backoff(bool on) {

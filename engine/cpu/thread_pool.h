@@ -40,9 +40,13 @@ bool step_off_cpu(int cpu);
 int set_num_threads(int n);
 
 // Counters since start: calls that ran on several threads, calls kept on one thread by the fork/join back-off,
-// how many times the back-off started, and how many times a worker found itself on its caller's core and moved.
+// how many times the back-off started, how many times a worker found itself on its caller's core and moved, and the
+// time callers waited at joins.
 struct ThreadingStats {
   int64_t parallel_calls = 0, backed_off_calls = 0, backoffs = 0, stepped_aside = 0;
+  // Nanoseconds callers spent waiting at joins after finishing their own share (all calling threads together): the
+  // team's imbalance, which `bench`'s step profile reports per forward.
+  int64_t join_wait_ns = 0;
 };
 ThreadingStats threading_stats();
 // Turns the fork/join back-off on or off (and clears its state); returns the previous setting.
