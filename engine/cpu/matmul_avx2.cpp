@@ -209,7 +209,7 @@ void rows_impl(const LinearArgs& a, int r0, int r1, float* scratch) {
           pf.lines_per_row = int((size_t(nkl) * esz + 63) / 64) + 1;
           pf.rows_left = std::min(P, r1 - np0);
           const int64_t lines = int64_t(pf.lines_per_row) * pf.rows_left;
-          const int64_t steps = int64_t(ntiles - 1) * ((pr + 3) / 4) * std::max(1, kl / 8);
+          const int64_t steps = int64_t(ntiles) * ((pr + 3) / 4) * std::max(1, kl / 8);
           pf.per_step = int((lines + steps - 1) / steps);
         }
       }
@@ -226,7 +226,8 @@ void rows_impl(const LinearArgs& a, int r0, int r1, float* scratch) {
             call_tile<WF32>(R, T, x, ldx, kl, reinterpret_cast<const float*>(wsrc), size_t(k), b, y, ldy, kb > 0,
                             nullptr, 0, ti > 0 ? &pf : nullptr);
           else if (ti == 0)  // widen on the fly and keep the f32 block (rows at stride KC) for the other tiles
-            call_tile<L>(R, T, x, ldx, kl, wsrc, size_t(k), b, y, ldy, kb > 0, scratch + size_t(r) * KC, size_t(KC));
+            call_tile<L>(R, T, x, ldx, kl, wsrc, size_t(k), b, y, ldy, kb > 0, scratch + size_t(r) * KC, size_t(KC),
+                         &pf);
           else
             call_tile<WF32>(R, T, x, ldx, kl, scratch + size_t(r) * KC, size_t(KC), b, y, ldy, kb > 0, nullptr, 0, &pf);
         }
