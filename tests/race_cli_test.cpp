@@ -101,9 +101,11 @@ TEST(RaceCli, TreeAutoChoosesASizeAndStaysLossless) {
   EXPECT_TRUE(agg[1].at("options").contains("gamma")) << agg[1];
   EXPECT_FALSE(agg[1].at("options").contains("tree"));  // resolved to sizes before the run
   EXPECT_TRUE(agg[2].at("options").contains("total-tokens")) << agg[2];
-  // The curve and the choices were cached.
+  // The curve was cached, and so were the choices unless the machine was busy while they were calibrated (a loaded
+  // CI machine), which the run then says: a disturbed calibration is never cached.
   EXPECT_TRUE(std::filesystem::exists(dir / "cache" / "specscope" / "step_cost"));
-  EXPECT_TRUE(std::filesystem::exists(dir / "cache" / "specscope" / "tree_choice"));
+  if (!std::filesystem::exists(dir / "cache" / "specscope" / "tree_choice"))
+    EXPECT_NE(out.find("this choice is not cached"), std::string::npos) << out;
 }
 
 // A cached choice whose vanilla calibration was disturbed (slower than the curve allows) is not used: tree=auto

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <type_traits>
 
 #include "engine/sampling/top_k.h"
 
@@ -35,9 +36,16 @@ bool normalize(std::vector<double>& p) {
 // tokenizer). The drafters' one top-k, so ties order the same way everywhere (lower id first).
 template <class T>
 std::vector<TokenProb> top_bars(const std::vector<T>& p) {
-  const std::vector<float> pf(p.begin(), p.end());
+  std::vector<float> copy;  // only for a distribution kept in doubles
+  const float* pf = nullptr;
+  if constexpr (std::is_same_v<T, float>) {
+    pf = p.data();
+  } else {
+    copy.assign(p.begin(), p.end());
+    pf = copy.data();
+  }
   std::vector<TokenProb> out;
-  for (int i : top_k_indices(pf.data(), int(pf.size()), kWhyTopK))
+  for (int i : top_k_indices(pf, int(p.size()), kWhyTopK))
     if (pf[i] > 0) out.push_back({int32_t(i), {}, pf[i]});
   return out;
 }
@@ -78,7 +86,7 @@ VerifyResult verify_tree(DraftTree& tree, const ForwardOutput& out, const std::v
     if (sp.greedy()) {
       const int32_t best = argmax(logits, V);
       const std::vector<float> probs = softmax_probs(logits, V);  // for display only
-      mark_children(tree, children, VerifyRule::Greedy, top_bars(probs));
+      if (!children.empty()) mark_children(tree, children, VerifyRule::Greedy, top_bars(probs));  // none: no bars
       for (int c : children) {
         auto& n = tree.nodes[c];
         n.target_prob = probs[n.token];

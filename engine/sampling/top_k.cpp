@@ -25,7 +25,9 @@ std::vector<int> top_k_indices(const float* v, int n, int k) {
     std::vector<int> best;
     best.reserve(size_t(k) + 1);
     for (int i = 0; i < n; ++i) {
-      if (int(best.size()) == k && !before(i, best.back())) continue;
+      // Most entries are plainly below the current k-th best: one comparison rejects them (false for NaN on either
+      // side, which then takes the full order below).
+      if (int(best.size()) == k && (v[i] < v[best.back()] || !before(i, best.back()))) continue;
       best.insert(std::upper_bound(best.begin(), best.end(), i, before), i);
       if (int(best.size()) > k) best.pop_back();
     }
