@@ -14,6 +14,11 @@
 #                     and transformers' static-cache generate on the same directory
 #
 #   bash scripts/gpu-check.sh PART.tar.xz|PART_DIR OUT [--budget SECONDS] [--prompts N] [--no-8b]
+#                             [--methods LIST] [--shapes "1b 8b"|none] [--no-parity]
+#     --methods    the methods of the held-out run (default: the part's, from its manifest)
+#     --shapes     the random-weight shapes to benchmark (default: "1b 8b" for core, none for other parts; every
+#                  part carries the base's tokenizer, which is all a shape needs)
+#     --no-parity  skip the parity tests (when an earlier run on this commit passed them)
 #
 # On a machine without a GPU (the rehearsal here) the same script runs to its end: the CUDA tests report
 # SKIPPED, and the GPU runs and benchmarks record "no device" (the CLI's one-line "no usable CUDA device" error,
@@ -23,12 +28,15 @@ set -uo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 PART.tar.xz|PART_DIR OUT [--budget SECONDS] [--prompts N] [--no-8b]" >&2; exit 2; }
 src=$1 out=$2
 shift 2
-budget=540 prompts=80 big=1
+budget=540 prompts=80 big=1 methods_arg="" shapes_arg="" parity=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --budget) budget=$2; shift 2 ;;
     --prompts) prompts=$2; shift 2 ;;
     --no-8b) big=0; shift ;;
+    --methods) methods_arg=$2; shift 2 ;;
+    --shapes) shapes_arg=$2; shift 2 ;;
+    --no-parity) parity=0; shift ;;
     *) echo "gpu-check.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -52,7 +60,7 @@ else
     { say "gpu-check.sh: cannot unpack $src"; exit 1; }
 fi
 manifest() { sed -n "s/^$1=//p" "$B/manifest.txt"; }
-part=$(manifest part) methods=$(manifest methods)
+part=$(manifest part) methods=${methods_arg:-$(manifest methods)}
 
 # 2. cuBLAS from the machine: the CUDA toolkit's, or PyTorch's nvidia-cublas wheel.
 cublas_dir=""
@@ -75,6 +83,25 @@ export SPECSCOPE_FIXTURES_DIR=$B/fixtures XDG_CACHE_HOME=$B/cache XDG_DATA_HOME=
 cli=$B/run/specscope-cli
 device=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
 [ -n "$device" ] || device="no device (nvidia-smi found none)"
+# The device's own ceiling for memory-bound work: a 4 GiB device-to-device copy, bytes read plus bytes written,
+# the median of 20 after warm-ups (the bandwidth each benchmark's decode is set against).
+peak_copy=$(timeout 60 python3 - <<'PY' 2>>"$log"
+import torch
+if torch.cuda.is_available():
+    n = 1 << 31  # bf16 elements: 4 GiB
+    a = torch.randn(n, dtype=torch.bfloat16, device="cuda")
+    b = torch.empty_like(a)
+    for _ in range(3):
+        b.copy_(a)
+    times = []
+    for _ in range(20):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record(); b.copy_(a); e.record(); e.synchronize()
+        times.append(s.elapsed_time(e) / 1e3)
+    times.sort()
+    print(f"{2 * a.numel() * a.element_size() / times[len(times) // 2] / 1e9:.0f}")
+PY
+)
 
 {
   echo "# SpecScope on a GPU: part '$part'"
@@ -83,7 +110,8 @@ device=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,no
   echo "- host: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2 / 1048576}' /proc/meminfo); $(uname -r)"
   echo "- commit: $(manifest commit); packed $(manifest packed)"
   echo "- cuBLAS: ${cublas_dir:-not found}"
-  echo "- command: bash scripts/gpu-check.sh $(basename "$src") OUT --budget $budget --prompts $prompts$([ $big = 0 ] && echo ' --no-8b')"
+  echo "- device-to-device copy (4 GiB, read + written, median of 20): ${peak_copy:-not measured} GB/s"
+  echo "- command: bash scripts/gpu-check.sh $(basename "$src") OUT --budget $budget --prompts $prompts$([ $big = 0 ] && echo ' --no-8b')${methods_arg:+ --methods $methods_arg}${shapes_arg:+ --shapes \"$shapes_arg\"}$([ $parity = 0 ] && echo ' --no-parity')"
   echo
   echo "| task | command | exit | seconds | result |"
   echo "|---|---|---|---|---|"
@@ -91,17 +119,20 @@ device=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,no
 
 # task NAME SECONDS_NEEDED RESULT_CMD -- COMMAND...: runs COMMAND under the time left (skipped when less than
 # SECONDS_NEEDED is left), logs it, and adds a row whose result column RESULT_CMD prints (given the exit code).
+# No task may take more than TASK_CAP seconds (default 2 x SECONDS_NEEDED), so that code hanging on a device it
+# has never run on cannot eat the tasks after it.
 task() {
   local name=$1 need=$2 summarize=$3
   shift 4
-  local t0=$SECONDS rc
+  local t0=$SECONDS rc cap=$(( ${TASK_CAP:-$(( need * 2 ))} ))
   if [ "$(left)" -lt "$need" ]; then
     say "== $name: skipped, $(left) s left of the budget (needs ~$need s)"
     echo "| $name | \`${*//"$B/"/}\` | - | - | skipped: out of time |" >> "$md"
     return 0
   fi
+  [ "$cap" -lt "$(left)" ] || cap=$(left)
   say "== $name: $*"
-  timeout --kill-after=10 "$(left)" "$@" >> "$log" 2>&1
+  timeout --kill-after=10 "$cap" "$@" >> "$log" 2>&1
   rc=$?
   local result
   result=$($summarize $rc 2>/dev/null | tr '\n' ' ')
@@ -146,7 +177,7 @@ PY
 }
 
 # 3. Parity tests (core): the CPU references, each kernel against its reference, the backend against the CPU.
-if [ "$(manifest fixtures)" = yes ]; then
+if [ "$(manifest fixtures)" = yes ] && [ $parity = 1 ]; then
   task parity 60 parity_result -- sh -c "rc=0; for t in kernel_refs_test:refs cuda_kernels_test:kernels cuda_parity_test:backend; do '$B/run/'\${t%%:*} --gtest_output=json:'$out/parity_'\${t##*:}.json || rc=1; done; exit \$rc"
   # One JSON file back, not three (the device tool brings back at most 8).
   python3 - "$out/parity.json" "$out"/parity_*.json <<'PY' 2>>"$log"
@@ -173,12 +204,17 @@ bench_file() {  # RC FILE: the figures, or why there are none
 base_result() { bench_file "$1" "$out/bench_base.json"; }
 task bench_base 30 base_result -- "$cli" bench --backend cuda --model "$B/share/specscope/models/base" --repeat 5 --out "$out/bench_base.json"
 
+shapes=none
 if [ "$part" = core ]; then
   shapes="1b"
   [ $big = 1 ] && shapes="1b 8b"
+fi
+[ -z "$shapes_arg" ] || shapes=$shapes_arg
+if [ "$shapes" != none ]; then
   for shape in $shapes; do
     dir=${SPECSCOPE_GPU_WORK:-/tmp/specscope-gpu}/syn$shape
-    need=$([ $shape = 8b ] && echo 240 || echo 90)
+    need=$([ $shape = 8b ] && echo 150 || echo 60)
+    run_need=$([ $shape = 8b ] && echo 120 || echo 60)  # a 16 GB load for the 8B shape
     torch_rc=0
     python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 3)" 2>/dev/null || torch_rc=$?
     if [ $torch_rc != 0 ]; then
@@ -192,18 +228,22 @@ if [ "$part" = core ]; then
     task "make_$shape" "$need" made -- python3 "$repo/bench/make_synthetic_llama.py" --shape "$shape" --dtype bf16 --device cuda --tokenizer-from "$B/share/specscope/models/base" "$dir"
     [ -f "$dir/config.json" ] || continue
     spec_result() { bench_file "$1" "$out/bench_$shape.json"; }
-    task "specscope_$shape" 60 spec_result -- "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 64 --repeat 5 --step-sizes 1,2,4,8,16,32,64,128 --out "$out/bench_$shape.json"
+    task "specscope_$shape" "$run_need" spec_result -- "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 64 --repeat 5 --step-sizes 1,2,4,8,16,32,64,128 --out "$out/bench_$shape.json"
     hf_result() { [ "$1" = 3 ] && echo "no device" || python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(f\"transformers {j['transformers']} static cache: decode {j['decode_tokens_per_second']:.1f} tok/s\")" "$out/hf_$shape.json"; }
-    task "transformers_$shape" 60 hf_result -- python3 "$repo/bench/transformers_bench.py" "$dir" --dtype bf16 --prompt-tokens 1024 --gen-tokens 64 --repeat 5 --out "$out/hf_$shape.json"
+    task "transformers_$shape" "$run_need" hf_result -- python3 "$repo/bench/transformers_bench.py" "$dir" --dtype bf16 --prompt-tokens 1024 --gen-tokens 64 --repeat 5 --out "$out/hf_$shape.json"
     # The peer's figures join SpecScope's file (the device tool brings back at most 8 files).
-    python3 - "$out/bench_$shape.json" "$out/hf_$shape.json" <<'PY' 2>>"$log"
+    python3 - "$out/bench_$shape.json" "$out/hf_$shape.json" "${peak_copy:-}" <<'PY' 2>>"$log"
 import json, os, sys
-a, b = sys.argv[1:3]
-if os.path.exists(a) and os.path.exists(b):
+a, b, peak = sys.argv[1:4]
+if os.path.exists(a):
     ja = json.load(open(a))
-    ja["peer_transformers"] = json.load(open(b))
+    if os.path.exists(b):
+        ja["peer_transformers"] = json.load(open(b))
+        os.remove(b)
+    if peak and ja.get("decode_bandwidth_gb_per_s"):
+        ja["peak_copy_gb_per_s"] = float(peak)
+        ja["decode_bandwidth_fraction_of_peak"] = ja["decode_bandwidth_gb_per_s"] / float(peak)
     json.dump(ja, open(a, "w"), indent=2)
-    os.remove(b)
 PY
     rm -rf "$dir"  # 16 GB for the 8B shape; the disk is 64 GB
   done
