@@ -3,6 +3,7 @@
 #include <cublas_v2.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -12,10 +13,17 @@
 #include "kernels/cuda_check.h"
 #include "kernels/device_model.h"
 #include "kernels/llama_kernels.h"
+#include "kernels/op_timer.h"
 
 namespace specscope::cuda {
 
 namespace {
+
+bool env_flag(const char* name, bool fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  return !(std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 || std::strcmp(v, "false") == 0);
+}
 
 // A device buffer that grows to the largest size asked for.
 struct Buffer {
@@ -74,11 +82,15 @@ class CudaContext final : public Context {
   std::string backend_name() const override { return "cuda"; }
 
  private:
-  // Y[n, m] = X[n, k] W^T (+ bias), X and Y f32 on the device.
+  // Y[n, m] = X[n, k] W^T (+ bias), X and Y f32 on the device: gemv.cu for up to kGemvMaxRows rows of 16-bit
+  // or f32 weights, cuBLAS for more rows, GGUF blocks dequantized in panels for cuBLAS.
   void linear(const float* X, int n, const DeviceMatrix& W, const float* bias, float* Y);
 
   std::shared_ptr<const Model> model_;
   std::shared_ptr<const DeviceModel> dm_;
+  // SPECSCOPE_CUDA_GEMV=0 sends every product to cuBLAS, so one run can measure both (bench/results).
+  const bool use_gemv_ = env_flag("SPECSCOPE_CUDA_GEMV", true);
+  OpTimer timer_{env_flag("SPECSCOPE_CUDA_PROFILE", false)};
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
   int n_ctx_ = 0, n_past_ = 0, kv_dim_ = 0;
@@ -92,7 +104,10 @@ void CudaContext::linear(const float* X, int n, const DeviceMatrix& W, const flo
   const float alpha = 1.f, beta = 0.f;
   const int m = W.rows, k = W.cols;
   // Row-major Y = X W^T is column-major Y^T (m x n) = W (k x m)^T X^T (k x n).
-  if (W.type == WType::F32) {
+  const bool small = use_gemv_ && n <= kGemvMaxRows;
+  if (W.type == WType::F32 && small && gemv_fits(W.type, n, k, W.data, X)) {
+    gemv(W.data, W.type, X, n, m, k, Y, stream_);
+  } else if (W.type == WType::F32) {
     CUDA_CHECK(cublasGemmEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, W.data, CUDA_R_32F, k, X, CUDA_R_32F, k,
                             &beta, Y, CUDA_R_32F, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   } else if (is_block(W.type)) {
@@ -110,6 +125,11 @@ void CudaContext::linear(const float* X, int n, const DeviceMatrix& W, const flo
     const cudaDataType t = W.type == WType::F16 ? CUDA_R_16F : CUDA_R_16BF;
     void* xh = half_.get<uint16_t>(size_t(n) * k);
     to_half(X, xh, W.type, int64_t(n) * k, stream_);
+    if (small && gemv_fits(W.type, n, k, W.data, xh)) {
+      gemv(W.data, W.type, xh, n, m, k, Y, stream_);
+      if (bias) add_bias(Y, bias, n, m, stream_);
+      return;
+    }
     CUDA_CHECK(cublasGemmEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, W.data, t, k, xh, t, k, &beta, Y,
                             CUDA_R_32F, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
@@ -145,6 +165,7 @@ void CudaContext::forward(const Batch& b, ForwardOutput& out) {
   float* att = att_.get<float>(size_t(n) * q_dim);
   float* gate = gate_.get<float>(size_t(n) * F);
   float* up = up_.get<float>(size_t(n) * F);
+  timer_.mark("embed", stream_);
   embed_gather(dm_->embed.data, dm_->embed.type, d_tokens, n, H, x, stream_);
 
   out.reset(c.vocab_size, H, b.taps.size());
@@ -160,28 +181,39 @@ void CudaContext::forward(const Batch& b, ForwardOutput& out) {
   for (int l = 0; l < c.num_layers; ++l) {
     const DeviceLayer& L = dm_->layers[l];
     capture(HiddenTap::LayerInput, l, x);
+    timer_.mark("norms+adds", stream_);
     rmsnorm(x, L.input_norm, h, n, H, c.rms_norm_eps, stream_);
+    timer_.mark("qkv", stream_);
     linear(h, n, L.wq, L.bq, q);
     linear(h, n, L.wk, L.bk, k);
     linear(h, n, L.wv, L.bv, v);
+    timer_.mark("rope+cache", stream_);
     rope(q, n, nh, hd, d_pos, dm_->inv_freq, stream_);
     rope(k, n, nkv, hd, d_pos, dm_->inv_freq, stream_);
     CUDA_CHECK(cudaMemcpyAsync(k_cache_[l] + size_t(base) * kv_dim_, k, sizeof(float) * size_t(n) * kv_dim_,
                                cudaMemcpyDeviceToDevice, stream_));
     CUDA_CHECK(cudaMemcpyAsync(v_cache_[l] + size_t(base) * kv_dim_, v, sizeof(float) * size_t(n) * kv_dim_,
                                cudaMemcpyDeviceToDevice, stream_));
+    timer_.mark("attention", stream_);
     attention(q, k_cache_[l], v_cache_[l], slot_pos_, d_mask, d_pos, n, base, nh, nkv, hd, window, att, stream_);
+    timer_.mark("o_proj", stream_);
     linear(att, n, L.wo, L.bo, h);
+    timer_.mark("norms+adds", stream_);
     add(h, x, int64_t(n) * H, stream_);
     rmsnorm(x, L.post_attn_norm, h, n, H, c.rms_norm_eps, stream_);
+    timer_.mark("gate_up", stream_);
     linear(h, n, L.w_gate, L.b_gate, gate);
     linear(h, n, L.w_up, L.b_up, up);
+    timer_.mark("norms+adds", stream_);
     silu_mul(gate, up, gate, int64_t(n) * F, stream_);
+    timer_.mark("down", stream_);
     linear(gate, n, L.w_down, L.b_down, h);
+    timer_.mark("norms+adds", stream_);
     add(h, x, int64_t(n) * H, stream_);
   }
   rmsnorm(x, dm_->final_norm, h, n, H, c.rms_norm_eps, stream_);
   capture(HiddenTap::FinalNorm, 0, h);
+  timer_.mark("lm_head", stream_);
 
   out.logit_rows = b.logit_rows;
   if (out.logit_rows.empty()) {
@@ -198,9 +230,12 @@ void CudaContext::forward(const Batch& b, ForwardOutput& out) {
   float* logits = logits_.get<float>(size_t(nr) * c.vocab_size);
   linear(sel, nr, dm_->lm_head, nullptr, logits);
   out.logits.resize(size_t(nr) * c.vocab_size);
+  timer_.mark("logits_to_host", stream_);
   CUDA_CHECK(cudaMemcpyAsync(out.logits.data(), logits, sizeof(float) * out.logits.size(), cudaMemcpyDeviceToHost,
                              stream_));
+  timer_.mark("end", stream_);
   CUDA_CHECK(cudaStreamSynchronize(stream_));
+  timer_.collect(n);
 
   n_past_ += n;
   last_batch_start_ = base;

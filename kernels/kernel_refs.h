@@ -27,6 +27,9 @@ void add(const float* x, float* y, int64_t n);
 void add_bias(float* y, const float* bias, int rows, int cols);
 void gather_rows(const float* x, const int32_t* rows, int nr, int dim, float* out);
 
+// gemv_ref.cpp (kernels/gemv.cu): X in W's type (f32, or f16/bf16 bits)
+void gemv(const void* W, WType t, const void* X, int n, int m, int k, float* Y);
+
 // attention_ref.cpp (kernels/attention.cu, both paths: single block and attention_split.cu)
 void attention(const float* q, const float* k_cache, const float* v_cache, const int32_t* slot_pos,
                const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window,

@@ -41,6 +41,17 @@ void add_bias(float* y, const float* bias, int rows, int cols, cudaStream_t stre
 // out[r, :] = x[rows[r], :].
 void gather_rows(const float* x, const int32_t* rows, int nr, int dim, float* out, cudaStream_t stream);
 
+// --- kernels/gemv.cu: matrix products of a few rows ---------------------------------------------------------
+
+// The most rows gemv takes: past it a GEMM's tiles reuse each weight over enough rows to beat one pass per row.
+inline constexpr int kGemvMaxRows = 8;
+// Whether gemv takes this product: 1..kGemvMaxRows rows of f32/f16/bf16 weights, k a whole number of 16-byte
+// vectors, W and X 16-byte aligned.
+bool gemv_fits(WType t, int n, int k, const void* W, const void* X);
+// Y [n, m] = X [n, k] W [m, k]^T in f32, each product exact and summed in f32 in an order that does not depend on
+// n. X is in W's type: f32 for f32 weights, else the f16/bf16 bits to_half makes (as the GEMM path takes them).
+void gemv(const void* W, WType t, const void* X, int n, int m, int k, float* Y, cudaStream_t stream);
+
 // --- kernels/attention.cu: attention over the KV cache ----------------------------------------------------
 
 // Attention of n new rows (queries q [n, nh*hd]) over a KV cache holding `base` earlier entries and the n new

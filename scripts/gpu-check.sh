@@ -177,8 +177,11 @@ PY
 }
 
 # 3. Parity tests (core): the CPU references, each kernel against its reference, the backend against the CPU.
-if [ "$(manifest fixtures)" = yes ] && [ $parity = 1 ]; then
-  task parity 60 parity_result -- sh -c "rc=0; for t in kernel_refs_test:refs cuda_kernels_test:kernels cuda_parity_test:backend; do '$B/run/'\${t%%:*} --gtest_output=json:'$out/parity_'\${t##*:}.json || rc=1; done; exit \$rc"
+# Without the fixtures (a part that carries none) the backend's parity test stays out; the kernel tests need none.
+if [ $parity = 1 ]; then
+  suites="kernel_refs_test:refs cuda_kernels_test:kernels"
+  [ "$(manifest fixtures)" = yes ] && suites="$suites cuda_parity_test:backend"
+  task parity 60 parity_result -- sh -c "rc=0; for t in $suites; do '$B/run/'\${t%%:*} --gtest_output=json:'$out/parity_'\${t##*:}.json || rc=1; done; exit \$rc"
   # One JSON file back, not three (the device tool brings back at most 8).
   python3 - "$out/parity.json" "$out"/parity_*.json <<'PY' 2>>"$log"
 import json, os, sys
@@ -196,6 +199,26 @@ fi
 head -n "$prompts" "$B/share/specscope/prompts/heldout.jsonl" > "$B/prompts.jsonl"
 task heldout 120 heldout_result -- sh -c "'$cli' compare --backend cuda --chat --prompt-file '$B/prompts.jsonl' --methods '$methods' --max-tokens 96 --no-record --json > '$out/heldout.json'"
 [ -s "$out/heldout.json" ] || rm -f "$out/heldout.json"
+
+# 4b. The CUDA backend's greedy outputs against the CPU backend's, prompt by prompt, by the digest of each
+# output's tokens (compare's output_sha256): vanilla on the CPU over the same prompts, joined to heldout.json.
+cpu_result() {
+  python3 - "$out/heldout.json" "$B/cpu_vanilla.json" <<'PY'
+import json, sys
+cuda, cpu = (json.load(open(f)) for f in sys.argv[1:3])
+def digests(j):
+    return {p["prompt"]: r["output_sha256"] for p in j["prompts"] for r in p["runs"] if r["lane"] == "vanilla"}
+a, b = digests(cuda), digests(cpu)
+same = sum(1 for p in a if a[p] == b.get(p))
+cuda["cpu_vanilla"] = {"output_sha256": b, "identical_to_cuda_vanilla": same, "prompts": len(a),
+                       "aggregate": cpu["aggregate"]}
+json.dump(cuda, open(sys.argv[1], "w"), indent=1)
+print(f"CUDA vanilla identical to CPU vanilla on {same}/{len(a)} prompts")
+PY
+}
+if [ -s "$out/heldout.json" ]; then
+  task cuda_vs_cpu 30 cpu_result -- sh -c "'$cli' compare --backend cpu --chat --prompt-file '$B/prompts.jsonl' --methods vanilla --max-tokens 96 --no-record --json > '$B/cpu_vanilla.json'"
+fi
 
 # 5. Benchmarks: the shipped base, then (core) the 1B and 8B shapes beside transformers.
 bench_file() {  # RC FILE: the figures, or why there are none
@@ -229,17 +252,25 @@ if [ "$shapes" != none ]; then
     [ -f "$dir/config.json" ] || continue
     spec_result() { bench_file "$1" "$out/bench_$shape.json"; }
     task "specscope_$shape" "$run_need" spec_result -- "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 64 --repeat 5 --step-sizes 1,2,4,8,16,32,64,128 --out "$out/bench_$shape.json"
+    # The same with every product on cuBLAS (no gemv.cu), joined to the file below, and where a forward's time
+    # goes at 1, 8 and 64 rows (SPECSCOPE_CUDA_PROFILE: CUDA events between ops, summary in log.txt).
+    cublas_result() { bench_file "$1" "$B/bench_${shape}_cublas.json"; }
+    task "cublas_$shape" "$run_need" cublas_result -- env SPECSCOPE_CUDA_GEMV=0 "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 64 --repeat 5 --step-sizes 1,2,4,8,16,32,64,128 --out "$B/bench_${shape}_cublas.json"
+    profile_result() { grep "cuda profile" "$log" | tail -n 3 | sed 's/.*cuda profile: //' | tr '\n' ';'; }
+    task "profile_$shape" 30 profile_result -- env SPECSCOPE_CUDA_PROFILE=1 SPECSCOPE_LOG=info "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 8 --repeat 3 --step-sizes 1,8,64 --out "$B/profile_$shape.json"
     hf_result() { [ "$1" = 3 ] && echo "no device" || python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(f\"transformers {j['transformers']} static cache: decode {j['decode_tokens_per_second']:.1f} tok/s\")" "$out/hf_$shape.json"; }
     task "transformers_$shape" "$run_need" hf_result -- python3 "$repo/bench/transformers_bench.py" "$dir" --dtype bf16 --prompt-tokens 1024 --gen-tokens 64 --repeat 5 --out "$out/hf_$shape.json"
     # The peer's figures join SpecScope's file (the device tool brings back at most 8 files).
-    python3 - "$out/bench_$shape.json" "$out/hf_$shape.json" "${peak_copy:-}" <<'PY' 2>>"$log"
+    python3 - "$out/bench_$shape.json" "$out/hf_$shape.json" "${peak_copy:-}" "$B/bench_${shape}_cublas.json" <<'PY' 2>>"$log"
 import json, os, sys
-a, b, peak = sys.argv[1:4]
+a, b, peak, c = sys.argv[1:5]
 if os.path.exists(a):
     ja = json.load(open(a))
     if os.path.exists(b):
         ja["peer_transformers"] = json.load(open(b))
         os.remove(b)
+    if os.path.exists(c):
+        ja["cublas_only"] = json.load(open(c))
     if peak and ja.get("decode_bandwidth_gb_per_s"):
         ja["peak_copy_gb_per_s"] = float(peak)
         ja["decode_bandwidth_fraction_of_peak"] = ja["decode_bandwidth_gb_per_s"] / float(peak)

@@ -3,16 +3,19 @@
 # shared libraries they load that a bare CUDA image lacks, the parity tests' fixtures, the shipped family and the
 # held-out prompts, in parts that each fit the 64 MiB a device call may carry beside the source tree.
 #
-#   bash scripts/gpu-pack.sh [--build DIR] [--out DIR] [--limit-mib N]
+#   bash scripts/gpu-pack.sh [--build DIR] [--out DIR] [--limit-mib N] [--parts "core drafters"|all]
 #     --build      a build directory configured with the CUDA backend (default build/; scripts/build.sh makes it)
 #     --out        where the parts go (default gpu-bundle/, ignored by git)
 #     --limit-mib  the most one part may weigh (default 56: 64 MiB less the ~8 MiB of source that travels with it)
+#     --parts      which parts to make (default "core drafters")
 #
 # Parts (each a .tar.xz holding bin/, lib/, share/specscope/, and what its tasks read; manifest.txt lists them):
 #   core      the CUDA tests (backend parity and its fixtures, each kernel against its CPU reference, the
 #             references themselves); the base, the EAGLE-1 and EAGLE-3 heads and the streaming model (methods
 #             vanilla, eagle1, eagle2, eagle3, streaming, lookahead, pld); benchmarks
 #   drafters  the base, the SpS draft model and the Medusa heads (methods vanilla, sps, medusa)
+#   all       the whole family and no fixtures (every method but streaming, which CUDA refuses): 57 MiB, so it
+#             fits only when nearly all of the source tree stays behind (move all but scripts/ and bench/ out)
 # The family is 67 MB and the fixtures 17 MB, so one part cannot hold everything; the base travels in both, since
 # every method is measured against vanilla on its own target in the same run.
 #
@@ -21,12 +24,13 @@
 # binaries built here run there), and the CUDA runtime (linked statically).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-build=$here/build out=$here/gpu-bundle limit_mib=56
+build=$here/build out=$here/gpu-bundle limit_mib=56 parts="core drafters"
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$(cd "$2" && pwd); shift 2 ;;
     --out) out=$2; shift 2 ;;
     --limit-mib) limit_mib=$2; shift 2 ;;
+    --parts) parts=$2; shift 2 ;;
     *) echo "gpu-pack.sh: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -64,12 +68,15 @@ models_of() {  # PART -> the family directories it carries
   case "$1" in
     core) echo base eagle1 eagle3 streaming tokenizer ;;
     drafters) echo base draft medusa tokenizer ;;
+    all) echo base eagle1 eagle3 streaming draft medusa tokenizer ;;
+    *) die "unknown part $1 (core, drafters, all)" ;;
   esac
 }
 methods_of() {
   case "$1" in
     core) echo vanilla,eagle1,eagle2,eagle3,streaming,lookahead,pld ;;
     drafters) echo vanilla,sps,medusa ;;
+    all) echo vanilla,sps,eagle1,eagle2,eagle3,medusa,lookahead,pld ;;
   esac
 }
 fixtures_core=(models/llama_bytelevel_f32 models/llama_bytelevel_bf16 models/llama_spm_tied_f32 models/qwen2_bf16
@@ -79,7 +86,7 @@ fixtures_core=(models/llama_bytelevel_f32 models/llama_bytelevel_bf16 models/lla
 
 mkdir -p "$out"
 status=0
-for part in core drafters; do
+for part in $parts; do
   dir=$stage/$part
   cp -a "$common" "$dir"
   mkdir -p "$dir/share/specscope/models"

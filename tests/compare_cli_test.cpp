@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -60,11 +61,21 @@ TEST(CompareCli, JsonGreedyEveryMethodIdenticalToVanilla) {
   EXPECT_EQ(agg[0].at("tau").get<double>(), 1.0);  // vanilla: one token per forward
   EXPECT_EQ(agg[0].at("target_forwards"), agg[0].at("new_tokens"));
   // Per prompt: one run per method, each flagged identical.
+  // ... and carrying its output's digest (what runs on two backends are compared by): the same for every run
+  // of a prompt, since their outputs are identical, and different between the prompts.
   ASSERT_EQ(j.at("prompts").size(), size_t(kPrompts));
+  std::set<std::string> digests;
   for (auto& p : j.at("prompts")) {
     ASSERT_EQ(p.at("runs").size(), 3u);
-    for (auto& run : p.at("runs")) EXPECT_EQ(run.at("identical_to_vanilla"), true);
+    const std::string digest = p.at("runs")[0].at("output_sha256");
+    EXPECT_EQ(digest.size(), 64u);
+    digests.insert(digest);
+    for (auto& run : p.at("runs")) {
+      EXPECT_EQ(run.at("identical_to_vanilla"), true);
+      EXPECT_EQ(run.at("output_sha256"), digest);
+    }
   }
+  EXPECT_EQ(digests.size(), size_t(kPrompts));
 }
 
 TEST(CompareCli, SelfDraftChainHasTauGammaPlusOne) {

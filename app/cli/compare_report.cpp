@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "engine/methods/step_record_json.h"
+#include "engine/util/sha256.h"
 
 namespace specscope::cli {
 
@@ -26,6 +27,16 @@ std::string depth_str(const std::vector<double>& a) {
 
 bool same_target(const ModelIdentity& a, const ModelIdentity& b) {
   return a.path == b.path && a.config_sha256 == b.config_sha256 && a.weights_index_sha256 == b.weights_index_sha256;
+}
+
+// The SHA-256 of a run's output tokens (each step's committed tokens, int32 little-endian, in order): equal
+// digests mean token-for-token equal outputs, so runs on two backends or machines compare without the tokens.
+std::string output_digest(const std::vector<StepRecord>& steps) {
+  std::string bytes;
+  for (const auto& s : steps)
+    for (int32_t t : s.committed)
+      for (int b = 0; b < 4; ++b) bytes.push_back(char((uint32_t(t) >> (8 * b)) & 0xffu));
+  return sha256_hex(bytes);
 }
 
 nlohmann::json identity_json(const ModelIdentity& m) {
@@ -83,6 +94,7 @@ int print_compare_report(const CompareReport& rep, bool json) {
     rj["lane"] = rep.rows[r.row].label;
     rj["target"] = rep.rows[r.row].target_index;
     rj["identical_to_vanilla"] = r.identical;
+    rj["output_sha256"] = output_digest(r.steps);
     out_json["prompts"][r.prompt]["runs"].push_back(rj);
   }
 

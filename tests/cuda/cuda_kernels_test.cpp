@@ -139,6 +139,70 @@ TEST_F(CudaKernels, ToHalfRoundsLikeTheCpu) {
   }
 }
 
+TEST_F(CudaKernels, GemvAtModelWidthsAgainstTheDefinition) {
+  // The widths of the 1B and 8B projections (hidden, FFN) and one that ends mid-way through the unrolled loop,
+  // for 1..8 rows; 101 output columns (a block's 8 warps do not divide it) and, once, all 14336 of the 8B FFN.
+  struct Case {
+    int m, k;
+  };
+  const Case cases[] = {{101, kLlama1B.hidden}, {101, kLlama8B.hidden}, {101, kLlama8B.ffn}, {101, 2056},
+                        {kLlama8B.ffn, kLlama8B.hidden}};
+  uint32_t seed = 300;
+  for (WType t : {WType::F32, WType::F16, WType::BF16})
+    for (const Case& c : cases)
+      for (int n : {1, 2, 5, 8}) {
+        if (c.m > 1000 && n != 8) continue;  // the large case once per type: its reference takes a second
+        const std::vector<uint8_t> w = random_rows(t, c.m, c.k, seed++);
+        const std::vector<uint8_t> x = random_rows(t, n, c.k, seed++);  // activations in W's type
+        ASSERT_TRUE(cuda::gemv_fits(t, n, c.k, reinterpret_cast<const void*>(16), reinterpret_cast<const void*>(32)));
+        DeviceArray<uint8_t> dw(w), dx(x);
+        DeviceArray<float> dy(size_t(n) * c.m);
+        cuda::gemv(dw.get(), t, dx.get(), n, c.m, c.k, dy.get(), kStream);
+        std::vector<float> want(size_t(n) * c.m);
+        cuda::ref::gemv(w.data(), t, x.data(), n, c.m, c.k, want.data());
+        EXPECT_LT(max_rel_diff(dy.to_host(), want), 1e-5)
+            << type_name(t) << " m " << c.m << " k " << c.k << " n " << n;
+      }
+}
+
+TEST_F(CudaKernels, GemvRowIsTheSameAloneAndAmongOthers) {
+  // Losslessness of tree verification rests on a row's logits not depending on its batch: each row of an
+  // 8-row product, bit for bit, against the same row computed alone and in a batch of 3.
+  const int m = 333, k = kLlama8B.hidden;
+  uint32_t seed = 400;
+  for (WType t : {WType::F32, WType::F16, WType::BF16}) {
+    const std::vector<uint8_t> w = random_rows(t, m, k, seed++);
+    const std::vector<uint8_t> x = random_rows(t, 8, k, seed++);
+    const size_t row_bytes_x = x.size() / 8;
+    DeviceArray<uint8_t> dw(w), dx(x);
+    DeviceArray<float> all(size_t(8) * m);
+    cuda::gemv(dw.get(), t, dx.get(), 8, m, k, all.get(), kStream);
+    const std::vector<float> batch = all.to_host();
+    for (int r = 0; r < 8; ++r) {
+      const std::vector<uint8_t> xr(x.begin() + long(r * row_bytes_x), x.begin() + long((r + 1) * row_bytes_x));
+      DeviceArray<uint8_t> dxr(xr);
+      DeviceArray<float> alone{size_t(m)};
+      cuda::gemv(dw.get(), t, dxr.get(), 1, m, k, alone.get(), kStream);
+      expect_identical(alone.to_host(), std::vector<float>(batch.begin() + long(r) * m, batch.begin() + long(r + 1) * m),
+                       std::string(type_name(t)) + " row " + std::to_string(r) + " alone");
+    }
+    DeviceArray<float> three(size_t(3) * m);
+    cuda::gemv(dw.get(), t, dx.get(), 3, m, k, three.get(), kStream);
+    expect_identical(three.to_host(), std::vector<float>(batch.begin(), batch.begin() + 3 * m),
+                     std::string(type_name(t)) + " rows 0-2 as a batch of 3");
+  }
+}
+
+TEST_F(CudaKernels, GemvRefusesWhatItDoesNotTake) {
+  const void* aligned = reinterpret_cast<const void*>(256);
+  EXPECT_FALSE(cuda::gemv_fits(WType::BF16, cuda::kGemvMaxRows + 1, 4096, aligned, aligned));
+  EXPECT_FALSE(cuda::gemv_fits(WType::BF16, 0, 4096, aligned, aligned));
+  EXPECT_FALSE(cuda::gemv_fits(WType::Q8_0, 1, 4096, aligned, aligned));
+  EXPECT_FALSE(cuda::gemv_fits(WType::BF16, 1, 4100, aligned, aligned));  // not whole 16-byte vectors
+  EXPECT_FALSE(cuda::gemv_fits(WType::F32, 1, 4096, reinterpret_cast<const void*>(260), aligned));
+  EXPECT_TRUE(cuda::gemv_fits(WType::F32, 1, 4100, aligned, aligned));
+}
+
 TEST_F(CudaKernels, RmsNormAtModelShapes) {
   uint32_t seed = 100;
   for (const Shape& s : kShapes)

@@ -190,3 +190,21 @@ TEST(KernelRefs, RowAndElementwiseOpsFollowTheirDefinitions) {
   for (size_t r = 0; r < pick.size(); ++r)
     EXPECT_TRUE(std::equal(g.begin() + r * dim, g.begin() + (r + 1) * dim, x.begin() + pick[r] * dim)) << r;
 }
+
+TEST(KernelRefs, GemvIsEachRowDotEachWeightRow) {
+  // 2 rows x 3 columns over k = 4, values exact in bf16 and f16: Y[r, j] = sum_c X[r, c] W[j, c].
+  const std::vector<float> w = {1, 2, 3, 4, -1, 0.5f, 0, 2, 0.25f, 0.25f, 0.25f, 0.25f};
+  const std::vector<float> x = {1, 1, 1, 1, 2, -1, 0.5f, 4};
+  const std::vector<float> want = {10, 1.5f, 1, 17.5f, 5.5f, 1.375f};
+  std::vector<float> y(6);
+  cuda::ref::gemv(w.data(), WType::F32, x.data(), 2, 3, 4, y.data());
+  EXPECT_EQ(y, want);
+  for (WType t : {WType::F16, WType::BF16}) {
+    std::vector<uint16_t> wh(w.size()), xh(x.size());
+    cuda::ref::to_half(w.data(), wh.data(), t, int64_t(w.size()));
+    cuda::ref::to_half(x.data(), xh.data(), t, int64_t(x.size()));
+    std::fill(y.begin(), y.end(), 0.f);
+    cuda::ref::gemv(wh.data(), t, xh.data(), 2, 3, 4, y.data());
+    EXPECT_EQ(y, want) << (t == WType::F16 ? "f16" : "bf16");
+  }
+}
