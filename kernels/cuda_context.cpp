@@ -82,14 +82,18 @@ class CudaContext final : public Context {
   std::string backend_name() const override { return "cuda"; }
 
  private:
-  // Y[n, m] = X[n, k] W^T (+ bias), X and Y f32 on the device: gemv.cu for up to kGemvMaxRows rows of 16-bit
-  // or f32 weights, cuBLAS for more rows, GGUF blocks dequantized in panels for cuBLAS.
+  // Y[n, m] = X[n, k] W^T (+ bias), X and Y f32 on the device: cuBLAS (gemv.cu for up to kGemvMaxRows rows when
+  // SPECSCOPE_CUDA_GEMV=1), GGUF blocks dequantized in panels for cuBLAS.
   void linear(const float* X, int n, const DeviceMatrix& W, const float* bias, float* Y);
 
   std::shared_ptr<const Model> model_;
   std::shared_ptr<const DeviceModel> dm_;
-  // SPECSCOPE_CUDA_GEMV=0 sends every product to cuBLAS, so one run can measure both (bench/results).
-  const bool use_gemv_ = env_flag("SPECSCOPE_CUDA_GEMV", true);
+  // SPECSCOPE_CUDA_GEMV=1 sends products of up to kGemvMaxRows rows to gemv.cu. Off by default: on the H200 it
+  // gave 3.1 TB/s on the 8B FFN's matrices but only 4% more decode speed (attention dominates), and its sums differ
+  // from cuBLAS's, so a vanilla step (gemv) and a tree of more rows (cuBLAS) could round a near-tie differently:
+  // greedy trees matched vanilla on 75 of 80 held-out prompts with it, 80 of 80 without
+  // (bench/results/gpu_h200_2026-11-28b and c). Losslessness first: one product path for every batch size.
+  const bool use_gemv_ = env_flag("SPECSCOPE_CUDA_GEMV", false);
   OpTimer timer_{env_flag("SPECSCOPE_CUDA_PROFILE", false)};
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;

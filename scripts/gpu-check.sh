@@ -197,7 +197,7 @@ fi
 
 # 4. Every method of this part on the GPU, against vanilla, on the held-out prompts.
 head -n "$prompts" "$B/share/specscope/prompts/heldout.jsonl" > "$B/prompts.jsonl"
-task heldout 120 heldout_result -- sh -c "'$cli' compare --backend cuda --chat --prompt-file '$B/prompts.jsonl' --methods '$methods' --max-tokens 96 --no-record --json > '$out/heldout.json'"
+task heldout 60 heldout_result -- sh -c "'$cli' compare --backend cuda --chat --prompt-file '$B/prompts.jsonl' --methods '$methods' --max-tokens 96 --no-record --json > '$out/heldout.json'"
 [ -s "$out/heldout.json" ] || rm -f "$out/heldout.json"
 
 # 4b. The CUDA backend's greedy outputs against the CPU backend's, prompt by prompt, by the digest of each
@@ -252,16 +252,16 @@ if [ "$shapes" != none ]; then
     [ -f "$dir/config.json" ] || continue
     spec_result() { bench_file "$1" "$out/bench_$shape.json"; }
     task "specscope_$shape" "$run_need" spec_result -- "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 64 --repeat 5 --step-sizes 1,2,4,8,16,32,64,128 --out "$out/bench_$shape.json"
-    # The same with every product on cuBLAS (no gemv.cu), joined to the file below, and where a forward's time
-    # goes at 1, 8 and 64 rows (SPECSCOPE_CUDA_PROFILE: CUDA events between ops, summary in log.txt).
-    cublas_result() { bench_file "$1" "$B/bench_${shape}_cublas.json"; }
-    task "cublas_$shape" "$run_need" cublas_result -- env SPECSCOPE_CUDA_GEMV=0 "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 64 --repeat 5 --step-sizes 1,2,4,8,16,32,64,128 --out "$B/bench_${shape}_cublas.json"
+    # The same with products of up to 8 rows on gemv.cu (SPECSCOPE_CUDA_GEMV=1), joined to the file below, and
+    # where a forward's time goes at 1, 8 and 64 rows (SPECSCOPE_CUDA_PROFILE: CUDA events between ops, in log.txt).
+    gemv_result() { bench_file "$1" "$B/bench_${shape}_gemv.json"; }
+    task "gemv_$shape" "$run_need" gemv_result -- env SPECSCOPE_CUDA_GEMV=1 "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 64 --repeat 5 --step-sizes 1,2,4,8,16,32,64,128 --out "$B/bench_${shape}_gemv.json"
     profile_result() { grep "cuda profile" "$log" | tail -n 3 | sed 's/.*cuda profile: //' | tr '\n' ';'; }
     task "profile_$shape" 30 profile_result -- env SPECSCOPE_CUDA_PROFILE=1 SPECSCOPE_LOG=info "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 8 --repeat 3 --step-sizes 1,8,64 --out "$B/profile_$shape.json"
     hf_result() { [ "$1" = 3 ] && echo "no device" || python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(f\"transformers {j['transformers']} static cache: decode {j['decode_tokens_per_second']:.1f} tok/s\")" "$out/hf_$shape.json"; }
     task "transformers_$shape" "$run_need" hf_result -- python3 "$repo/bench/transformers_bench.py" "$dir" --dtype bf16 --prompt-tokens 1024 --gen-tokens 64 --repeat 5 --out "$out/hf_$shape.json"
     # The peer's figures join SpecScope's file (the device tool brings back at most 8 files).
-    python3 - "$out/bench_$shape.json" "$out/hf_$shape.json" "${peak_copy:-}" "$B/bench_${shape}_cublas.json" <<'PY' 2>>"$log"
+    python3 - "$out/bench_$shape.json" "$out/hf_$shape.json" "${peak_copy:-}" "$B/bench_${shape}_gemv.json" <<'PY' 2>>"$log"
 import json, os, sys
 a, b, peak, c = sys.argv[1:5]
 if os.path.exists(a):
@@ -270,7 +270,7 @@ if os.path.exists(a):
         ja["peer_transformers"] = json.load(open(b))
         os.remove(b)
     if os.path.exists(c):
-        ja["cublas_only"] = json.load(open(c))
+        ja["with_gemv"] = json.load(open(c))
     if peak and ja.get("decode_bandwidth_gb_per_s"):
         ja["peak_copy_gb_per_s"] = float(peak)
         ja["decode_bandwidth_fraction_of_peak"] = ja["decode_bandwidth_gb_per_s"] / float(peak)

@@ -48,6 +48,9 @@ TEST(CompareCli, JsonGreedyEveryMethodIdenticalToVanilla) {
   json j = test::json_in_output(r.out);
   ASSERT_TRUE(j.is_object()) << r.out;
   EXPECT_EQ(j.at("all_identical"), true);
+  // Where it ran: the backend and the device, as bench's JSON names them.
+  EXPECT_EQ(j.at("backend"), "cpu");
+  EXPECT_FALSE(j.at("device").get<std::string>().empty());
   const json& agg = j.at("aggregate");
   // Vanilla runs first although not listed: it is the reference.
   EXPECT_EQ(methods_of(agg), (std::vector<std::string>{"vanilla", "sps", "pld"}));

@@ -70,7 +70,8 @@ int cmd_compare(Args& args) {
                            result.targets[size_t(r.key.target)].identity, r.summary, r.identical.value_or(false),
                            std::move(r.steps)});
   const auto report = make_compare_report(job.options.sampling.describe(), job.options.max_tokens,
-                                          job.options.sampling.greedy(), std::move(report_runs));
+                                          job.options.sampling.greedy(), std::move(report_runs), result.backend,
+                                          result.device);
   const int rc = print_compare_report(report, json);
   std::fflush(stdout);
   report_recording(result, job.record);

@@ -123,7 +123,9 @@ int replay_compare(sessions::SessionReader& reader, const sessions::SessionRow& 
     runs.push_back(std::move(rr));
   }
   if (runs.empty()) throw InputError("session " + std::to_string(s.id), "has no runs");
-  return print_compare_report(make_compare_report(sampling, max_tokens, greedy, std::move(runs)), json);
+  return print_compare_report(make_compare_report(sampling, max_tokens, greedy, std::move(runs), s.meta.backend,
+                                                  s.meta.device),
+                              json);
 }
 
 }  // namespace

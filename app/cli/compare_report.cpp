@@ -47,8 +47,10 @@ nlohmann::json identity_json(const ModelIdentity& m) {
 }  // namespace
 
 CompareReport make_compare_report(const std::string& sampling, int max_tokens, bool greedy,
-                                  std::vector<ReportRun> runs) {
+                                  std::vector<ReportRun> runs, std::string backend, std::string device) {
   CompareReport rep;
+  rep.backend = std::move(backend);
+  rep.device = std::move(device);
   rep.sampling = sampling;
   rep.max_tokens = max_tokens;
   rep.greedy = greedy;
@@ -76,6 +78,8 @@ int print_compare_report(const CompareReport& rep, bool json) {
   std::vector<Totals> totals(rep.rows.size());
   nlohmann::json out_json = {{"model", rep.model}, {"sampling", rep.sampling}, {"prompts", nlohmann::json::array()},
                              {"targets", nlohmann::json::array()}};
+  if (!rep.backend.empty()) out_json["backend"] = rep.backend;
+  if (!rep.device.empty()) out_json["device"] = rep.device;
   for (const auto& t : rep.targets) out_json["targets"].push_back(identity_json(t));
   for (size_t p = 0; p < rep.prompts.size(); ++p)
     out_json["prompts"].push_back({{"prompt", rep.prompts[p]}, {"runs", nlohmann::json::array()}});
@@ -106,8 +110,8 @@ int print_compare_report(const CompareReport& rep, bool json) {
   const bool many_targets = rep.targets.size() > 1;
   nlohmann::json agg = nlohmann::json::array();
   if (!json) {
-    std::printf("%zu prompt(s), %s, max %d tokens, model %s\n", rep.prompts.size(), rep.sampling.c_str(),
-                rep.max_tokens, rep.model.c_str());
+    std::printf("%zu prompt(s), %s, max %d tokens, model %s%s%s\n", rep.prompts.size(), rep.sampling.c_str(),
+                rep.max_tokens, rep.model.c_str(), rep.device.empty() ? "" : ", on ", rep.device.c_str());
     if (many_targets) {
       std::printf("targets:");
       for (size_t t = 0; t < rep.targets.size(); ++t) std::printf(" [%zu] %s", t + 1, rep.targets[t].path.c_str());

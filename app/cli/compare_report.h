@@ -41,6 +41,7 @@ struct CompareRun {
 
 struct CompareReport {
   std::string model, sampling;  // model: the first target's path
+  std::string backend, device;  // where the runs ran (the recorded session's for a replay; empty if unknown)
   int max_tokens = 0;
   bool greedy = true;
   std::vector<ModelIdentity> targets;  // in the order the rows name them
@@ -50,7 +51,7 @@ struct CompareReport {
 };
 
 CompareReport make_compare_report(const std::string& sampling, int max_tokens, bool greedy,
-                                  std::vector<ReportRun> runs);
+                                  std::vector<ReportRun> runs, std::string backend = {}, std::string device = {});
 // Prints the report to stdout; returns the command's exit code (1 when greedy outputs differ).
 int print_compare_report(const CompareReport& report, bool json);
 
