@@ -74,7 +74,7 @@ void attention(const float* q, const float* kc, const float* vc, const int32_t* 
   const int total = base + n;
   if (total > attention_paths::kSplitAboveSlots)  // long context: split it (attention_paths.h says why there)
     attention_paths::split_context(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window,
-                                   attention_paths::split_count(n, nh, total), out, s);
+                                   attention_paths::split_count(n, nh, nkv, total), out, s);
   else
     attention_paths::single_block(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window, out, s);
 }

@@ -14,6 +14,9 @@ namespace specscope::cuda::attention_paths {
 // it, the single-block path's serial work per block and its shared memory grow with the context: beyond 12k slots
 // it needs the shared-memory opt-in, and beyond ~25k it cannot launch at all on sm_86/sm_89 (99 KiB per block).
 inline constexpr int kSplitAboveSlots = 1024;
+// The largest head dimension the split path takes (each lane of a warp holds 4 of a row's dims); the CUDA context
+// refuses models with larger heads.
+inline constexpr int kMaxHeadDim = 128;
 
 // kernels/attention.cu: one block per (new row, query head), every slot's score in shared memory (base + n
 // floats). Valid while those fit the device's shared memory per block.
@@ -21,16 +24,16 @@ void single_block(const float* q, const float* k_cache, const float* v_cache, co
                   const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window,
                   float* out, cudaStream_t stream);
 
-// kernels/attention_split.cu: the context cut into at most `splits` contiguous chunks (whole tiles of
-// kSplitTileSlots; fewer chunks when there are fewer tiles), one block per (new row, query head, chunk) running an
-// online softmax over its chunk tile by tile in fixed shared memory, then a combine kernel that rescales the
-// chunks' partial results (FlashDecoding). splits == 1 writes the output directly with no scratch. Valid at any
-// context length.
+// kernels/attention_split.cu: the context cut into at most `splits` contiguous chunks (whole tiles of 64 slots;
+// fewer chunks when there are fewer tiles), one block per (new row, group of query heads sharing a KV head, chunk)
+// running an online softmax over its chunk tile by tile in fixed shared memory, then a combine kernel that rescales
+// the chunks' partial results (FlashDecoding). splits == 1 writes the output directly with no scratch. Valid at any
+// context length, for head_dim up to kMaxHeadDim.
 void split_context(const float* q, const float* k_cache, const float* v_cache, const int32_t* slot_pos,
                    const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window,
                    int splits, float* out, cudaStream_t stream);
 
 // The number of chunks the launcher asks split_context for (attention_split.cu says why).
-int split_count(int n, int nh, int total_slots);
+int split_count(int n, int nh, int nkv, int total_slots);
 
 }  // namespace specscope::cuda::attention_paths

@@ -1,10 +1,20 @@
 // The split-context path of llama_kernels.h's `attention` (attention_paths.h), for long contexts, as
-// FlashDecoding does it: the slots are cut into contiguous chunks, one block per (new row, query head, chunk)
-// computes its chunk's maximum score m, sum of exponentials l and unnormalised weighted values o with an online
-// softmax (tile by tile, so its shared memory does not grow with the context), writes (m, l, o) to scratch, and a
-// combine kernel rescales each chunk by exp(m_chunk - m_max) and normalises. Same contract, same visibility rule
-// (attention_visibility.cuh) and same CPU reference (attention_ref.cpp) as the single-block path.
+// FlashDecoding does it: the slots are cut into contiguous chunks, one block per (new row, group of query heads
+// sharing a KV head, chunk) computes its chunk's maximum score m, sum of exponentials l and unnormalised weighted
+// values o per head with an online softmax (tile by tile, so its shared memory does not grow with the context),
+// writes (m, l, o) to scratch, and a combine kernel rescales each chunk by exp(m_chunk - m_max) and normalises.
+// Same contract, same visibility rule (attention_visibility.cuh) and same CPU reference (attention_ref.cpp) as the
+// single-block path.
+//
+// Why it is shaped so (bench/results/gpu_h200_2026-11-28b, SPECSCOPE_CUDA_PROFILE): the first version ran one
+// block per query head whose threads walked the chunk's slots one after another (a dot product per warp, then one
+// value row per step), so each step waited on one load from L2: attention took 5.3 of a 12.7 ms Llama-3.1-8B
+// decode step at 1k positions and 35 of 51 ms with 64 tree rows. Here each key and value row is loaded once for
+// all the heads of its KV head, and each warp has its 8 rows of a tile in flight before it uses any.
 #include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
 
 #include "kernels/attention_paths.h"
 #include "kernels/attention_visibility.cuh"
@@ -15,85 +25,185 @@ namespace specscope::cuda {
 
 namespace {
 
-constexpr int kThreads = 128;  // 4 warps: one slot's dot product per warp at a time
-// Slots scored per step of the online softmax: their scores sit in 1 KiB of shared memory, and a chunk is a whole
-// number of tiles.
-constexpr int kSplitTileSlots = 256;
-// How many blocks the launcher aims at: about what an H100 (132 SMs) keeps resident at once with 128-thread
-// blocks, so one decode row over a long context still fills the device. A constant rather than a device query so
-// that the same inputs give the same chunks, hence the same bits, on every GPU.
-constexpr int64_t kTargetBlocks = 2048;
+constexpr int kThreads = 256;  // 8 warps
+constexpr int kWarps = kThreads / 32;
+// Slots per step of the online softmax: 8 per warp, each warp's 8 key (then value) rows loaded before any is used.
+constexpr int kSplitTileSlots = 64;
+constexpr int kSlotsPerWarp = kSplitTileSlots / kWarps;
+constexpr int kMaxDimsPerLane = 4;  // head_dim <= 128: lane l holds dims l, l + 32, l + 64, l + 96
+constexpr int kMaxGroup = 8;        // query heads per block
+// How many blocks the launcher aims at: a few per SM of an H100/H200 (132 SMs) with 256-thread blocks, so one
+// decode row over a long context still fills the device. A constant rather than a device query so that the same
+// inputs give the same chunks, hence the same bits, on every GPU.
+constexpr int64_t kTargetBlocks = 1024;
 
-// One block per (row i, head h, chunk c) over slots [c * chunk, min(total, (c + 1) * chunk)). Shared memory:
-// the query (hd floats), the running output (hd floats, entry d owned by thread d % blockDim) and one tile's
-// scores, then its weights (kSplitTileSlots floats). The running maximum m and sum l are the same in every thread
-// (each comes out of block_reduce). With gridDim.z == 1 the block holds the whole context and writes the
-// normalised output; otherwise it writes its chunk's (m, l) to part_ml and o to part_o for combine_k.
-__global__ void split_partial_k(const float* q, const float* kc, const float* vc, const int32_t* slot_pos,
-                                const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd,
-                                int window, int chunk, float* part_o, float* part_ml, float* out) {
+// The query heads one block serves: all G = nh / nkv heads of its KV head when G <= kMaxGroup, else the largest
+// divisor of G that is (so every block's heads share one KV head). Each key and value row a block loads is used
+// by all of them: grouped-query attention's whole point, which a block per query head threw away.
+int heads_per_block(int nh, int nkv) {
+  const int g = nh / nkv;
+  for (int b = std::min(g, kMaxGroup); b > 1; --b)
+    if (g % b == 0) return b;
+  return 1;
+}
+
+// One block per (row i, group of GB query heads of one KV head, chunk c) over slots [c * chunk, min(total,
+// (c + 1) * chunk)), a tile of kSplitTileSlots at a time:
+//  1. scores: warp w takes slots w, w + 8, ...; its lanes hold the GB queries' dims l + 32e in registers, load
+//     the 8 key rows (coalesced) first, then reduce each of GB dot products across the warp;
+//  2. per head, the tile's maximum and (after exponentiating) its sum, each reduced by one warp;
+//  3. values: warp w again takes slots w, w + 8, ..., loads its 8 value rows, and adds weight x value into its own
+//     accumulators (GB x dims-per-lane registers), rescaled by exp(m_old - m_new) when a head's maximum grows.
+// At the end the 8 warps' accumulators are added in warp order through shared memory. The running maximum m and
+// sum l of each head are the same in every thread. With gridDim.z == 1 the block holds the whole context and
+// writes the normalised output; otherwise each head's (m, l) goes to part_ml and o to part_o for combine_k.
+// Shared memory: scores/weights [GB][kSplitTileSlots], per-head tile max and sum [2][GB], and the warps'
+// accumulators [kWarps][GB][hd] for the final sum.
+template <int GB>
+__global__ void __launch_bounds__(kThreads)
+    split_partial_k(const float* q, const float* kc, const float* vc, const int32_t* slot_pos, const uint8_t* mask,
+                    const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, int chunk,
+                    float* part_o, float* part_ml, float* out) {
   extern __shared__ float smem[];
-  float* q_s = smem;
-  float* o_s = smem + hd;
-  float* sc = smem + 2 * hd;
-  const int i = blockIdx.x, h = blockIdx.y, c = blockIdx.z, kvh = h / (nh / nkv);
+  float* sc = smem;                            // [GB][kSplitTileSlots]
+  float* tile_stat = sc + GB * kSplitTileSlots;  // [GB]: the tile's max, then its sum
+  float* red = tile_stat + GB;                 // [kWarps][GB][hd]
+  const int i = blockIdx.x, h0 = blockIdx.y * GB, c = blockIdx.z, kvh = h0 / (nh / nkv);
   const int total = base + n, kv_dim = nkv * hd;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int c0 = c * chunk, c1 = min(total, c0 + chunk);
   const float scale = rsqrtf(float(hd));
-  for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-    q_s[d] = q[(int64_t(i) * nh + h) * hd + d];
-    o_s[d] = 0.f;
+  const float* kbase = kc + int64_t(kvh) * hd;
+  const float* vbase = vc + int64_t(kvh) * hd;
+
+  float qr[GB][kMaxDimsPerLane], acc[GB][kMaxDimsPerLane], m[GB], l[GB];
+#pragma unroll
+  for (int g = 0; g < GB; ++g) {
+    m[g] = -FLT_MAX, l[g] = 0.f;  // -FLT_MAX: nothing visible yet
+#pragma unroll
+    for (int e = 0; e < kMaxDimsPerLane; ++e) {
+      const int d = lane + 32 * e;
+      qr[g][e] = d < hd ? q[(int64_t(i) * nh + h0 + g) * hd + d] : 0.f;
+      acc[g][e] = 0.f;
+    }
   }
-  __syncthreads();
-  float m = -FLT_MAX, l = 0.f;  // -FLT_MAX: nothing visible yet
+
   for (int t0 = c0; t0 < c1; t0 += kSplitTileSlots) {
     const int tl = min(kSplitTileSlots, c1 - t0);
-    // Scores: a warp per slot, its lanes over the head's dimensions (contiguous, so the key row is read coalesced).
-    for (int t = warp; t < tl; t += warps) {
-      const int j = t0 + t;
-      float s = -FLT_MAX;
-      if (slot_visible(i, j, n, base, mask, positions, slot_pos, window)) {  // the same for the whole warp
-        const float* kj = kc + int64_t(j) * kv_dim + int64_t(kvh) * hd;
-        float acc = 0.f;
-        for (int d = lane; d < hd; d += 32) acc += q_s[d] * kj[d];
-        for (int o = 16; o > 0; o /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-        s = acc * scale;
+    // 1. Scores of this warp's slots (-FLT_MAX where the row does not see the slot).
+    {
+      float kr[kSlotsPerWarp][kMaxDimsPerLane];
+      bool seen[kSlotsPerWarp];
+#pragma unroll
+      for (int u = 0; u < kSlotsPerWarp; ++u) {
+        const int t = warp + kWarps * u, j = t0 + t;
+        seen[u] = t < tl && slot_visible(i, j, n, base, mask, positions, slot_pos, window);  // warp-uniform
+#pragma unroll
+        for (int e = 0; e < kMaxDimsPerLane; ++e) {
+          const int d = lane + 32 * e;
+          kr[u][e] = seen[u] && d < hd ? kbase[int64_t(j) * kv_dim + d] : 0.f;
+        }
       }
-      if (lane == 0) sc[t] = s;
+#pragma unroll
+      for (int u = 0; u < kSlotsPerWarp; ++u) {
+        const int t = warp + kWarps * u;
+#pragma unroll
+        for (int g = 0; g < GB; ++g) {
+          float s = 0.f;
+#pragma unroll
+          for (int e = 0; e < kMaxDimsPerLane; ++e) s = fmaf(qr[g][e], kr[u][e], s);
+          for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
+          if (lane == 0 && t < kSplitTileSlots) sc[g * kSplitTileSlots + t] = seen[u] ? s * scale : -FLT_MAX;
+        }
+      }
     }
     __syncthreads();
-    float local_max = -FLT_MAX;
-    for (int t = threadIdx.x; t < tl; t += blockDim.x) local_max = fmaxf(local_max, sc[t]);
-    const float new_m = fmaxf(m, block_reduce<true>(local_max));  // block_reduce ends with a barrier: sc is read
-    if (new_m == -FLT_MAX) continue;  // nothing visible so far (the same in every thread): o and l stay 0
-    // Online softmax: what was summed against the old maximum is rescaled to the new one (0 when there was none).
-    const float alpha = m == -FLT_MAX ? 0.f : __expf(m - new_m);
-    float local_sum = 0.f;
-    for (int t = threadIdx.x; t < tl; t += blockDim.x) {
-      const float e = sc[t] == -FLT_MAX ? 0.f : __expf(sc[t] - new_m);
-      sc[t] = e;
-      local_sum += e;
+    // 2. Per head: the tile's maximum, the new running maximum, the weights and their sum.
+    if (warp < GB) {
+      float mx = -FLT_MAX;
+      for (int t = lane; t < tl; t += 32) mx = fmaxf(mx, sc[warp * kSplitTileSlots + t]);
+      for (int o = 16; o > 0; o /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+      if (lane == 0) tile_stat[warp] = mx;
     }
-    l = l * alpha + block_reduce<false>(local_sum);  // its barriers also publish the weights in sc
-    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-      float acc = o_s[d] * alpha;
-      for (int t = 0; t < tl; ++t)
-        if (sc[t] != 0.f) acc += sc[t] * vc[int64_t(t0 + t) * kv_dim + int64_t(kvh) * hd + d];
-      o_s[d] = acc;
+    __syncthreads();
+    float alpha[GB], new_m[GB];
+#pragma unroll
+    for (int g = 0; g < GB; ++g) {
+      new_m[g] = fmaxf(m[g], tile_stat[g]);
+      // What was summed against the old maximum is rescaled to the new one (0 when there was none).
+      alpha[g] = m[g] == -FLT_MAX ? 0.f : __expf(m[g] - new_m[g]);
     }
-    m = new_m;
-    __syncthreads();  // every thread is done with sc before the next tile's scores overwrite it
+    __syncthreads();  // every thread has read tile_stat before it is reused for the sums
+#pragma unroll
+    for (int g = 0; g < GB; ++g)
+      if (warp == g) {  // (a loop over g, not new_m[warp], keeps new_m in registers)
+        float sum = 0.f;
+        for (int t = lane; t < tl; t += 32) {
+          float& w = sc[g * kSplitTileSlots + t];
+          w = w == -FLT_MAX ? 0.f : __expf(w - new_m[g]);
+          sum += w;
+        }
+        for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        if (lane == 0) tile_stat[g] = sum;
+      }
+    __syncthreads();
+#pragma unroll
+    for (int g = 0; g < GB; ++g) {
+      l[g] = l[g] * alpha[g] + tile_stat[g];
+      m[g] = new_m[g];
+#pragma unroll
+      for (int e = 0; e < kMaxDimsPerLane; ++e) acc[g][e] *= alpha[g];
+    }
+    // 3. Weighted values of this warp's slots.
+    {
+      float vr[kSlotsPerWarp][kMaxDimsPerLane];
+#pragma unroll
+      for (int u = 0; u < kSlotsPerWarp; ++u) {
+        const int t = warp + kWarps * u, j = t0 + t;
+#pragma unroll
+        for (int e = 0; e < kMaxDimsPerLane; ++e) {
+          const int d = lane + 32 * e;
+          vr[u][e] = t < tl && d < hd ? vbase[int64_t(j) * kv_dim + d] : 0.f;
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kSlotsPerWarp; ++u) {
+        const int t = warp + kWarps * u;
+        if (t >= tl) continue;
+#pragma unroll
+        for (int g = 0; g < GB; ++g) {
+          const float w = sc[g * kSplitTileSlots + t];
+          if (w == 0.f) continue;  // an unseen slot adds nothing, whatever its value row holds
+#pragma unroll
+          for (int e = 0; e < kMaxDimsPerLane; ++e) acc[g][e] = fmaf(w, vr[u][e], acc[g][e]);
+        }
+      }
+    }
+    __syncthreads();  // every warp is done with sc and tile_stat before the next tile overwrites them
   }
-  const int64_t row_head = int64_t(i) * nh + h;
-  if (gridDim.z == 1) {  // one chunk holds the whole context: normalise here (nothing visible: zeros)
-    const float inv = l > 0.f ? 1.f / l : 0.f;
-    for (int d = threadIdx.x; d < hd; d += blockDim.x) out[row_head * hd + d] = o_s[d] * inv;
-    return;
+
+  // The warps' accumulators, added in warp order.
+#pragma unroll
+  for (int g = 0; g < GB; ++g)
+#pragma unroll
+    for (int e = 0; e < kMaxDimsPerLane; ++e) {
+      const int d = lane + 32 * e;
+      if (d < hd) red[(warp * GB + g) * hd + d] = acc[g][e];
+    }
+  __syncthreads();
+  for (int x = threadIdx.x; x < GB * hd; x += kThreads) {
+    const int g = x / hd, d = x % hd;
+    float o = 0.f;
+    for (int w = 0; w < kWarps; ++w) o += red[(w * GB + g) * hd + d];
+    const int64_t row_head = int64_t(i) * nh + h0 + g;
+    if (gridDim.z == 1) {  // one chunk holds the whole context: normalise here (nothing visible: zeros)
+      out[row_head * hd + d] = l[g] > 0.f ? o / l[g] : 0.f;
+    } else {
+      const int64_t part = row_head * gridDim.z + c;
+      part_o[part * hd + d] = o;
+      if (d == 0) part_ml[2 * part] = m[g], part_ml[2 * part + 1] = l[g];
+    }
   }
-  const int64_t part = row_head * gridDim.z + c;
-  for (int d = threadIdx.x; d < hd; d += blockDim.x) part_o[part * hd + d] = o_s[d];
-  if (threadIdx.x == 0) part_ml[2 * part] = m, part_ml[2 * part + 1] = l;
 }
 
 // One block per (row, head): out = sum_c w_c o_c / sum_c w_c l_c with w_c = exp(m_c - max_c m_c), over the
@@ -126,45 +236,67 @@ __global__ void combine_k(const float* part_o, const float* part_ml, int nh, int
 
 namespace attention_paths {
 
-// Enough chunks that rows x heads x chunks reaches kTargetBlocks, never more than one per tile. Rows x heads at or
-// above it (a tree of 64 rows over 32 heads, a long prefill) give one chunk: no scratch, no combine, and the
-// blocks already fill the device. This also bounds the scratch: rows x heads x chunks <= kTargetBlocks whenever
-// there is more than one chunk, so at most 2048 x (hd + 2) floats (about 1 MiB at hd 128).
-int split_count(int n, int nh, int total_slots) {
+// Enough chunks that rows x head groups x chunks reaches kTargetBlocks, never more than one per tile. Rows x head
+// groups at or above it (a long prefill) give one chunk: no scratch, no combine, and the blocks already fill the
+// device. This also bounds the scratch: rows x heads x chunks <= kTargetBlocks x kMaxGroup whenever there is more
+// than one chunk, so at most 8192 x (hd + 2) floats (about 4 MiB at hd 128).
+int split_count(int n, int nh, int nkv, int total_slots) {
   const int64_t tiles = (int64_t(total_slots) + kSplitTileSlots - 1) / kSplitTileSlots;
-  const int64_t wanted = std::max<int64_t>(1, kTargetBlocks / std::max<int64_t>(1, int64_t(n) * nh));
+  const int64_t groups = int64_t(n) * (nh / heads_per_block(nh, nkv));
+  const int64_t wanted = std::max<int64_t>(1, kTargetBlocks / std::max<int64_t>(1, groups));
   return int(std::max<int64_t>(1, std::min(tiles, wanted)));
 }
+
+namespace {
+
+template <int GB>
+void launch_partial(dim3 grid, cudaStream_t s, const float* q, const float* kc, const float* vc,
+                    const int32_t* slot_pos, const uint8_t* mask, const int32_t* positions, int n, int base, int nh,
+                    int nkv, int hd, int window, int chunk, float* part_o, float* part_ml, float* out) {
+  const size_t shmem = sizeof(float) * (size_t(GB) * kSplitTileSlots + GB + size_t(kWarps) * GB * hd);
+  split_partial_k<GB><<<grid, kThreads, shmem, s>>>(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd,
+                                                    window, chunk, part_o, part_ml, out);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
 
 // Scratch for the chunks' partials comes from the stream-ordered allocator (cudaMallocAsync / cudaFreeAsync on
 // `s`): no host synchronisation, no state kept between calls (so concurrent streams and devices need no care),
 // the pool reuses the memory from one call to the next, and both calls can be captured into a CUDA graph. A cached
-// growable buffer would need an owner per stream and device for at most ~1 MiB (split_count bounds it).
+// growable buffer would need an owner per stream and device for a few MiB (split_count bounds it).
 void split_context(const float* q, const float* kc, const float* vc, const int32_t* slot_pos, const uint8_t* mask,
                    const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, int splits,
                    float* out, cudaStream_t s) {
   if (n <= 0) return;  // no rows: nothing to write (a grid of 0 blocks is a launch error)
+  if (hd > kMaxHeadDim) throw std::invalid_argument("attention: head_dim above " + std::to_string(kMaxHeadDim));
   const int total = base + n;
   const int tiles = (total + kSplitTileSlots - 1) / kSplitTileSlots;
   const int chunk_tiles = (tiles + std::max(1, splits) - 1) / std::max(1, splits);
   const int chunks = (tiles + chunk_tiles - 1) / chunk_tiles;  // no empty chunk (3 splits of 4 tiles: 2 + 2)
   const int chunk = chunk_tiles * kSplitTileSlots;
-  const size_t shmem = sizeof(float) * (size_t(2) * hd + kSplitTileSlots);
-  const dim3 grid(n, nh, chunks);
-  if (chunks == 1) {
-    split_partial_k<<<grid, kThreads, shmem, s>>>(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window,
-                                                  chunk, nullptr, nullptr, out);
-    CUDA_CHECK(cudaGetLastError());
-    return;
-  }
-  const size_t parts = size_t(n) * nh * chunks;
+  const int gb = heads_per_block(nh, nkv);
+  const dim3 grid(n, nh / gb, chunks);
   float* scratch = nullptr;  // part_o [n, nh, chunks, hd], then part_ml [n, nh, chunks, 2]
-  CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&scratch), sizeof(float) * parts * (hd + 2), s));
+  const size_t parts = size_t(n) * nh * chunks;
+  if (chunks > 1) CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&scratch), sizeof(float) * parts * (hd + 2), s));
   float* part_o = scratch;
-  float* part_ml = scratch + parts * hd;
-  split_partial_k<<<grid, kThreads, shmem, s>>>(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window,
-                                                chunk, part_o, part_ml, out);
-  CUDA_CHECK(cudaGetLastError());
+  float* part_ml = scratch ? scratch + parts * hd : nullptr;
+  auto launch = [&](auto group) {
+    launch_partial<decltype(group)::value>(grid, s, q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd,
+                                           window, chunk, part_o, part_ml, out);
+  };
+  switch (gb) {
+    case 1: launch(std::integral_constant<int, 1>{}); break;
+    case 2: launch(std::integral_constant<int, 2>{}); break;
+    case 3: launch(std::integral_constant<int, 3>{}); break;
+    case 4: launch(std::integral_constant<int, 4>{}); break;
+    case 5: launch(std::integral_constant<int, 5>{}); break;
+    case 6: launch(std::integral_constant<int, 6>{}); break;
+    case 7: launch(std::integral_constant<int, 7>{}); break;
+    default: launch(std::integral_constant<int, 8>{}); break;
+  }
+  if (chunks == 1) return;
   combine_k<<<dim3(n, nh), kThreads, sizeof(float) * chunks, s>>>(part_o, part_ml, nh, hd, chunks, out);
   CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cudaFreeAsync(scratch, s));

@@ -10,6 +10,7 @@
 #include "engine/model/batch_checks.h"
 #include "engine/model/model.h"
 #include "engine/util/error.h"
+#include "kernels/attention_paths.h"
 #include "kernels/cuda_check.h"
 #include "kernels/device_model.h"
 #include "kernels/llama_kernels.h"
@@ -48,6 +49,10 @@ class CudaContext final : public Context {
  public:
   CudaContext(std::shared_ptr<const Model> model, int n_ctx) : model_(std::move(model)) {
     const auto& c = model_->config();
+    if (c.head_dim > attention_paths::kMaxHeadDim)
+      throw InputError(model_->path(), "the CUDA backend's attention takes head_dim up to " +
+                                           std::to_string(attention_paths::kMaxHeadDim) + ", this model's is " +
+                                           std::to_string(c.head_dim) + "; use --backend cpu");
     n_ctx_ = n_ctx > 0 ? n_ctx : std::min(c.max_position_embeddings, 4096);
     kv_dim_ = c.num_kv_heads * c.head_dim;
     dm_ = DeviceModel::of(*model_);
@@ -82,17 +87,18 @@ class CudaContext final : public Context {
   std::string backend_name() const override { return "cuda"; }
 
  private:
-  // Y[n, m] = X[n, k] W^T (+ bias), X and Y f32 on the device: cuBLAS (gemv.cu for up to kGemvMaxRows rows when
-  // SPECSCOPE_CUDA_GEMV=1), GGUF blocks dequantized in panels for cuBLAS.
+  // Y[n, m] = X[n, k] W^T (+ bias), X and Y f32 on the device: cuBLAS, or gemv.cu in groups of kGemvMaxRows rows
+  // when SPECSCOPE_CUDA_GEMV=1; GGUF blocks dequantized in panels for cuBLAS.
   void linear(const float* X, int n, const DeviceMatrix& W, const float* bias, float* Y);
 
   std::shared_ptr<const Model> model_;
   std::shared_ptr<const DeviceModel> dm_;
-  // SPECSCOPE_CUDA_GEMV=1 sends products of up to kGemvMaxRows rows to gemv.cu. Off by default: on the H200 it
-  // gave 3.1 TB/s on the 8B FFN's matrices but only 4% more decode speed (attention dominates), and its sums differ
-  // from cuBLAS's, so a vanilla step (gemv) and a tree of more rows (cuBLAS) could round a near-tie differently:
-  // greedy trees matched vanilla on 75 of 80 held-out prompts with it, 80 of 80 without
-  // (bench/results/gpu_h200_2026-11-28b and c). Losslessness first: one product path for every batch size.
+  // SPECSCOPE_CUDA_GEMV=1 sends every product of 16-bit or f32 weights to gemv.cu, in groups of kGemvMaxRows rows:
+  // one product path for every batch size, and each row's sums independent of its batch. On the H200 gemv.cu gave
+  // 3.1 TB/s on the 8B FFN's matrices and the shipped base 1,240 tok/s against cuBLAS's 714-771 (launch-bound),
+  // but a tree of 64 rows reads the weights 8 times, and with gemv.cu on up to 8 rows only (cuBLAS beyond), greedy
+  // trees matched vanilla on 75 of 80 held-out prompts, 80 of 80 with cuBLAS alone (bench/results/
+  // gpu_h200_2026-11-28b and c). Off by default until the every-size mode is measured on a GPU.
   const bool use_gemv_ = env_flag("SPECSCOPE_CUDA_GEMV", false);
   OpTimer timer_{env_flag("SPECSCOPE_CUDA_PROFILE", false)};
   cudaStream_t stream_ = nullptr;
@@ -108,9 +114,15 @@ void CudaContext::linear(const float* X, int n, const DeviceMatrix& W, const flo
   const float alpha = 1.f, beta = 0.f;
   const int m = W.rows, k = W.cols;
   // Row-major Y = X W^T is column-major Y^T (m x n) = W (k x m)^T X^T (k x n).
-  const bool small = use_gemv_ && n <= kGemvMaxRows;
-  if (W.type == WType::F32 && small && gemv_fits(W.type, n, k, W.data, X)) {
-    gemv(W.data, W.type, X, n, m, k, Y, stream_);
+  // gemv.cu over row groups: each group's rows are contiguous in X and Y (rows of k and m elements).
+  auto gemv_groups = [&](const void* x, size_t elem) {
+    for (int r0 = 0; r0 < n; r0 += kGemvMaxRows)
+      gemv(W.data, W.type, static_cast<const char*>(x) + size_t(r0) * k * elem, std::min(kGemvMaxRows, n - r0), m, k,
+           Y + size_t(r0) * m, stream_);
+  };
+  const bool via_gemv = use_gemv_ && gemv_fits(W.type, std::min(n, kGemvMaxRows), k, W.data, X);
+  if (W.type == WType::F32 && via_gemv) {
+    gemv_groups(X, sizeof(float));
   } else if (W.type == WType::F32) {
     CUDA_CHECK(cublasGemmEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, W.data, CUDA_R_32F, k, X, CUDA_R_32F, k,
                             &beta, Y, CUDA_R_32F, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
@@ -129,8 +141,8 @@ void CudaContext::linear(const float* X, int n, const DeviceMatrix& W, const flo
     const cudaDataType t = W.type == WType::F16 ? CUDA_R_16F : CUDA_R_16BF;
     void* xh = half_.get<uint16_t>(size_t(n) * k);
     to_half(X, xh, W.type, int64_t(n) * k, stream_);
-    if (small && gemv_fits(W.type, n, k, W.data, xh)) {
-      gemv(W.data, W.type, xh, n, m, k, Y, stream_);
+    if (via_gemv && gemv_fits(W.type, std::min(n, kGemvMaxRows), k, W.data, xh)) {
+      gemv_groups(xh, sizeof(uint16_t));
       if (bias) add_bias(Y, bias, n, m, stream_);
       return;
     }

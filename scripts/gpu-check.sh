@@ -7,11 +7,15 @@
 #   parity.json       gtest JSON of tests/cuda/cuda_parity_test.cpp (the backend against the CPU backend),
 #                     cuda_kernels_test.cpp (each kernel against its CPU reference) and kernel_refs_test.cpp (core)
 #   heldout.json      compare --backend cuda over the 80 held-out prompts, greedy, chat, 96 tokens: this part's
-#                     methods against vanilla on the GPU
-#   bench_base.json   specscope-cli bench --backend cuda on the shipped base
-#   bench_1b.json, bench_8b.json   (core) random-weight Llama-3.2-1B / Llama-3.1-8B shapes in bf16, drawn on the
-#                     GPU: SpecScope's decode, achieved bandwidth and step-cost curve at context 1k (n = 1..128),
-#                     and transformers' static-cache generate on the same directory
+#                     methods against vanilla on the GPU; with "cpu_vanilla" (the CPU backend's vanilla outputs
+#                     compared prompt by prompt by their tokens' digest) and "with_gemv" (the same run with
+#                     SPECSCOPE_CUDA_GEMV=1)
+#   bench_base.json   specscope-cli bench --backend cuda on the shipped base (and "with_gemv")
+#   bench_1b.json, bench_8b.json   random-weight Llama-3.2-1B / Llama-3.1-8B shapes in bf16, drawn on the GPU:
+#                     SpecScope's decode, achieved bandwidth against the device's measured copy bandwidth and
+#                     step-cost curve at context 1k (n = 1..128), "with_gemv", and transformers' static-cache
+#                     generate on the same directory; log.txt also holds each shape's op profile at 1, 8 and 64
+#                     rows (SPECSCOPE_CUDA_PROFILE=1)
 #
 #   bash scripts/gpu-check.sh PART.tar.xz|PART_DIR OUT [--budget SECONDS] [--prompts N] [--no-8b]
 #                             [--methods LIST] [--shapes "1b 8b"|none] [--no-parity]
@@ -220,12 +224,44 @@ if [ -s "$out/heldout.json" ]; then
   task cuda_vs_cpu 30 cpu_result -- sh -c "'$cli' compare --backend cpu --chat --prompt-file '$B/prompts.jsonl' --methods vanilla --max-tokens 96 --no-record --json > '$B/cpu_vanilla.json'"
 fi
 
+# 4c. The same prompts with every product on gemv.cu (SPECSCOPE_CUDA_GEMV=1, one path for every batch size),
+# joined to heldout.json as "with_gemv": its speedups, identity, and its vanilla against the default's.
+gemv_heldout_result() {
+  python3 - "$out/heldout.json" "$B/heldout_gemv.json" <<'PY'
+import json, sys
+base, gemv = (json.load(open(f)) for f in sys.argv[1:3])
+def digests(j):
+    return {p["prompt"]: r["output_sha256"] for p in j["prompts"] for r in p["runs"] if r["lane"] == "vanilla"}
+a, b = digests(base), digests(gemv)
+same = sum(1 for p in a if a[p] == b.get(p))
+base["with_gemv"] = {"aggregate": gemv["aggregate"], "all_identical": gemv.get("all_identical"),
+                     "vanilla_identical_to_default_vanilla": same}
+json.dump(base, open(sys.argv[1], "w"), indent=1)
+print("; ".join(f"{x['lane']} {x['tokens_per_second']:.0f} tok/s {x['speedup_vs_vanilla']:.2f}x identical "
+                f"{x['identical_to_vanilla']}/{x['prompts']}" for x in gemv["aggregate"])
+      + f"; vanilla = default vanilla on {same}/{len(a)}")
+PY
+}
+if [ -s "$out/heldout.json" ]; then
+  task heldout_gemv 60 gemv_heldout_result -- sh -c "SPECSCOPE_CUDA_GEMV=1 '$cli' compare --backend cuda --chat --prompt-file '$B/prompts.jsonl' --methods '$methods' --max-tokens 96 --no-record --json > '$B/heldout_gemv.json'"
+fi
+
 # 5. Benchmarks: the shipped base, then (core) the 1B and 8B shapes beside transformers.
 bench_file() {  # RC FILE: the figures, or why there are none
   if [ -s "$2" ]; then bench_result "$2"; else no_device "$1" || echo "failed: see log.txt"; fi
 }
 base_result() { bench_file "$1" "$out/bench_base.json"; }
 task bench_base 30 base_result -- "$cli" bench --backend cuda --model "$B/share/specscope/models/base" --repeat 5 --out "$out/bench_base.json"
+base_gemv_result() { bench_file "$1" "$B/bench_base_gemv.json"; }
+task bench_base_gemv 30 base_gemv_result -- env SPECSCOPE_CUDA_GEMV=1 "$cli" bench --backend cuda --model "$B/share/specscope/models/base" --repeat 5 --out "$B/bench_base_gemv.json"
+python3 - "$out/bench_base.json" "$B/bench_base_gemv.json" <<'PY' 2>>"$log"
+import json, os, sys
+a, b = sys.argv[1:3]
+if os.path.exists(a) and os.path.exists(b):
+    ja = json.load(open(a))
+    ja["with_gemv"] = json.load(open(b))
+    json.dump(ja, open(a, "w"), indent=2)
+PY
 
 shapes=none
 if [ "$part" = core ]; then

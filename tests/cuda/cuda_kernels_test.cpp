@@ -379,6 +379,28 @@ TEST_F(CudaKernels, AttentionSplitPathAgreesWithSingleBlockPath) {
       }
 }
 
+TEST_F(CudaKernels, AttentionSplitPathAtOtherHeadShapes) {
+  // The split path serves a block of query heads per KV head (all of them up to 8, else the largest divisor of
+  // the group up to 8): groups of 3 (Llama-3.2-3B), 7 (Qwen2-0.5B), 1 (multi-head), 12 (two blocks of 6 per KV
+  // head) and 16 (two of 8), and head dims that are not a multiple of 32 (80) or are small (32), each against the
+  // reference, a decode row and a 16-row tree, in 1 and 5 chunks.
+  struct Heads {
+    int nh, nkv, hd;
+  };
+  uint32_t seed = 900;
+  for (const Heads& h : {Heads{24, 8, 128}, Heads{14, 2, 64}, Heads{8, 8, 128}, Heads{24, 2, 128}, Heads{32, 2, 80},
+                         Heads{12, 4, 32}})
+    for (const auto& [n, tree] : {std::pair{1, false}, std::pair{16, true}}) {
+      const AttentionCase c = attention_case(h.nh, h.nkv, h.hd, 3000 - n, n, tree, 0, seed += 10);
+      const std::string what = std::to_string(h.nh) + "/" + std::to_string(h.nkv) + " heads of " +
+                               std::to_string(h.hd) + ", n " + std::to_string(n);
+      check_attention(c, what);
+      for (int splits : {1, 5})
+        EXPECT_LT(max_rel_diff(split_attention(c, splits, what), attention_reference(c)), 1e-4)
+            << what << " split " << splits;
+    }
+}
+
 TEST_F(CudaKernels, AttentionTreeMasksOf1To64Rows) {
   uint32_t seed = 600;
   for (const Shape& s : kShapes)
