@@ -52,8 +52,9 @@ struct Step {
     }
   }
 
-  // rows [r0, r0 + n) as their own call: their queries, their visibility, the same cache.
-  std::vector<float> run(int r0, int n, int threads) const {
+  // rows [r0, r0 + n) as their own call: their queries, their visibility, the same cache; with `packed`, the
+  // visibility also handed over packed by the caller (as the forward does once per forward).
+  std::vector<float> run(int r0, int n, int threads, bool packed = false) const {
     const int qd = s.heads * s.head_dim;
     std::vector<float> out(size_t(n) * qd, -1.f);
     cpu::AttentionArgs a;
@@ -69,6 +70,11 @@ struct Step {
     a.v_stride = size_t(s.kv_heads) * s.head_dim;
     a.keys = keys;
     a.visible = visible.data() + size_t(r0) * keys;
+    cpu::VisibleKeys seen;
+    if (packed) {
+      seen.build(a.visible, n, keys);
+      a.seen = &seen;
+    }
     a.scale = 1.f / std::sqrt(float(s.head_dim));
     a.out = out.data();
     a.out_stride = size_t(qd);
@@ -114,6 +120,9 @@ TEST_P(AttentionShapes, EveryRowMatchesDoublePrecisionAndItselfAlone) {
     for (int threads : {1, 2}) {
       SCOPED_TRACE(testing::Message() << threads << " threads");
       const std::vector<float> all = step.run(0, s.rows, threads);
+      const std::vector<float> packed = step.run(0, s.rows, threads, /*packed=*/true);
+      EXPECT_EQ(std::memcmp(packed.data(), all.data(), sizeof(float) * all.size()), 0)
+          << "the caller's packed visibility gives other bits than attention()'s own";
       for (int r = 0; r < s.rows; ++r) {
         const std::vector<float> alone = step.run(r, 1, threads);
         EXPECT_EQ(std::memcmp(alone.data(), all.data() + size_t(r) * qd, sizeof(float) * size_t(qd)), 0)

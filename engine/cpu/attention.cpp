@@ -24,31 +24,6 @@ namespace {
 using vec::f16v;
 using vec::kLanes;
 
-// Which keys each row sees, packed once per call and shared by every KV head's tasks: row r sees keys [0, prefix[r])
-// (the cache before a step: every row sees it) and then the keys listed in tail[r], in key order.
-struct VisibleKeys {
-  std::vector<int> prefix, count;   // per row: the all-visible prefix, and how many keys it sees in all
-  std::vector<int> tail;            // per row, at r * keys: its visible keys from prefix[r] on
-  void build(const uint8_t* visible, int rows, int keys) {
-    prefix.resize(size_t(rows));
-    count.resize(size_t(rows));
-    if (tail.size() < size_t(rows) * size_t(keys)) tail.resize(size_t(rows) * size_t(keys));
-    for (int r = 0; r < rows; ++r) {
-      const uint8_t* vis = visible + size_t(r) * size_t(keys);
-      const void* zero = std::memchr(vis, 0, size_t(keys));
-      const int p = zero ? int(static_cast<const uint8_t*>(zero) - vis) : keys;
-      int* t = tail.data() + size_t(r) * size_t(keys);
-      int n = 0;
-      for (int j = p; j < keys; ++j)
-        if (vis[j]) t[n++] = j;
-      prefix[size_t(r)] = p;
-      count[size_t(r)] = p + n;
-    }
-  }
-  // Key of packed position i (>= prefix) of row r.
-  const int* tail_of(int r, int keys) const { return tail.data() + size_t(r) * size_t(keys); }
-};
-
 // Per-thread scratch of one task: scores [query vectors][padded keys] and packed weights [query vectors][keys].
 struct Scratch {
   std::vector<float> scores, weights;
@@ -83,12 +58,15 @@ SS_ATTN_INLINE void score_blocks(const float* const* q, const float* kt, int hd,
     for (int b = 0; b < KB; ++b) vec::store(scores + size_t(g) * score_stride + j0 + b * kLanes, acc[g][b] * scale);
 }
 
-// Blocks of keys as wide as the registers allow: GC x KB accumulators up to 24, enough FMA chains in flight to cover
-// the latency, with each loaded key vector reused by all GC query vectors.
+// Blocks of kWideBlocks key vectors: GC x kWideBlocks accumulators, at most 24 (GC <= kMaxQ), enough FMA chains in
+// flight to cover the latency, with each loaded key vector reused by all GC query vectors.
+constexpr int kWideBlocks = 4;
+static_assert(kMaxQ * kWideBlocks <= 24, "the accumulators of a wide block must fit the vector registers");
+
 template <int GC>
 SS_ATTN_INLINE void scores_for(const float* const* q, const float* kt, int hd, int keys, float scale, float* scores,
                                size_t score_stride) {
-  constexpr int kWide = GC <= 6 ? 4 : 2;
+  constexpr int kWide = kWideBlocks;
   int j0 = 0;
   for (; j0 + kWide * kLanes <= keys; j0 += kWide * kLanes)
     score_blocks<GC, kWide>(q, kt, hd, j0, scale, scores, score_stride);
@@ -139,11 +117,11 @@ SS_ATTN_INLINE void weighted_values(const float* const* w, int first, const int*
     for (int b = 0; b < DB; ++b) vec::store(out[g] + d0 + b * kLanes, acc[g][b]);
 }
 
-// The same over the whole head, DB vectors at a time (GC x DB accumulators up to 24).
+// The same over the whole head, kWideBlocks vectors at a time.
 template <int GC>
 SS_ATTN_INLINE void values_for(const float* const* w, int first, const int* keys, int n, const float* v,
                                size_t v_stride, int hd, float* const* out, bool resume) {
-  constexpr int kWide = GC <= 6 ? 4 : 2;
+  constexpr int kWide = kWideBlocks;
   int d0 = 0;
   for (; d0 + kWide * kLanes <= hd; d0 += kWide * kLanes)
     weighted_values<GC, kWide>(w, first, keys, n, v, v_stride, d0, out, resume);
@@ -222,7 +200,7 @@ void attend_block(const AttentionArgs& a, const VisibleKeys& vk, int kvh, int r0
     int shared = a.keys;  // the prefix every row of the chunk sees
     for (int g = 0; g < gc; ++g) {
       const int row = row_of[g];
-      packed_softmax(sc + size_t(g) * pad, vk.prefix[size_t(row)], vk.tail_of(row, a.keys), vk.count[size_t(row)],
+      packed_softmax(sc + size_t(g) * pad, vk.prefix[size_t(row)], vk.tail_of(row), vk.count[size_t(row)],
                      w[g]);
       shared = std::min(shared, vk.prefix[size_t(row)]);
     }
@@ -236,7 +214,7 @@ void attend_block(const AttentionArgs& a, const VisibleKeys& vk, int kvh, int r0
         for (int g = g0; g < g1; ++g) std::fill(out[g], out[g] + hd, 0.f);
       } else {
         if (p > shared) values_dispatch(g1 - g0, w + g0, shared, nullptr, p - shared, a, v, out + g0, true);
-        if (nv > p) values_dispatch(g1 - g0, w + g0, p, vk.tail_of(row, a.keys), nv - p, a, v, out + g0, true);
+        if (nv > p) values_dispatch(g1 - g0, w + g0, p, vk.tail_of(row), nv - p, a, v, out + g0, true);
       }
       g0 = g1;
     }
@@ -245,11 +223,30 @@ void attend_block(const AttentionArgs& a, const VisibleKeys& vk, int kvh, int r0
 
 }  // namespace
 
+void VisibleKeys::build(const uint8_t* visible, int rows, int n_keys) {
+  keys = n_keys;
+  prefix.resize(size_t(rows));
+  count.resize(size_t(rows));
+  if (tail.size() < size_t(rows) * size_t(keys)) tail.resize(size_t(rows) * size_t(keys));
+  for (int r = 0; r < rows; ++r) {
+    const uint8_t* vis = visible + size_t(r) * size_t(keys);
+    const void* zero = std::memchr(vis, 0, size_t(keys));
+    const int p = zero ? int(static_cast<const uint8_t*>(zero) - vis) : keys;
+    int* t = tail.data() + size_t(r) * size_t(keys);
+    int n = 0;
+    for (int j = p; j < keys; ++j)
+      if (vis[j]) t[n++] = j;
+    prefix[size_t(r)] = p;
+    count[size_t(r)] = p + n;
+  }
+}
+
 void attention(const AttentionArgs& a) {
-  // The caller's lists, by reference: a thread_local named inside the lambda would be each worker's own (empty) one.
-  thread_local VisibleKeys callers;
-  VisibleKeys& vk = callers;
-  vk.build(a.visible, a.rows, a.keys);
+  // The caller's packed lists, or this thread's own (by reference: a thread_local named inside the lambda would be
+  // each worker's own, empty, one).
+  thread_local VisibleKeys own;
+  if (!a.seen) own.build(a.visible, a.rows, a.keys);
+  const VisibleKeys& vk = a.seen ? *a.seen : own;
   const int group = a.heads / a.kv_heads;
   // Two rows per task where their query vectors fit one chunk (the default base: 2 x 3 heads), sharing every key
   // and value load; tasks are (KV head, row pair), so an 8-row step still gives each of two threads 4 tasks.

@@ -12,8 +12,22 @@
 // keys in between change nothing), and the output adds the visible values in key order.
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace specscope::cpu {
+
+// Which keys each row sees, packed: row r sees keys [0, prefix[r]) (the cache before a step: every row sees it) and
+// then the keys listed in its tail, in key order. The same for every layer of a forward, so the caller packs it once
+// per forward (and again after pruning rows) rather than attention() once per layer.
+struct VisibleKeys {
+  std::vector<int> prefix, count;  // per row: the all-visible prefix, and how many keys it sees in all
+  std::vector<int> tail;           // per row, at r * keys: its visible keys from prefix[r] on
+  int keys = 0;
+  // From visible [rows][keys] (nonzero: seen).
+  void build(const uint8_t* visible, int rows, int keys);
+  // Key of packed position i (>= prefix) of row r.
+  const int* tail_of(int r) const { return tail.data() + size_t(r) * size_t(keys); }
+};
 
 struct AttentionArgs {
   const float* q = nullptr;  // [rows][heads * head_dim] at q_stride
@@ -26,6 +40,7 @@ struct AttentionArgs {
   int keys = 0;  // keys 0 .. keys-1 exist
   // visible(row, j): whether row may attend to key j. Called once per (row, key) from the calling thread.
   const uint8_t* visible = nullptr;  // [rows][keys]
+  const VisibleKeys* seen = nullptr;  // `visible` packed (VisibleKeys::build); null: attention() packs it itself
   float scale = 1.f;
   float* out = nullptr;  // [rows][heads * head_dim] at out_stride
   size_t out_stride = 0;

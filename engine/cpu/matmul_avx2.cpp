@@ -80,9 +80,7 @@ void tile(const float* x, size_t ldx, int k, const typename L::T* w, size_t ldw,
       SS_UNROLL for (int t = 0; t < T; ++t) acc[r][t] = _mm256_mul_ps(wv, xv[t]);
     }
   }
-  // The prefetch state as a local copy through the loop (written back after it): read through the pointer, its
-  // fields were loaded and stored at every step, ~30% of a cached tile's time (perf, f16 at n = 32).
-  RowPrefetch lpf = pf ? *pf : RowPrefetch{};
+  TileRowPrefetch lpf(pf);  // the prefetch state in registers through the loop (written back when the tile ends)
   for (; kk < k; kk += 8) {
     lpf.step();
     __m256 xv[T];
@@ -93,7 +91,6 @@ void tile(const float* x, size_t ldx, int k, const typename L::T* w, size_t ldw,
       SS_UNROLL for (int t = 0; t < T; ++t) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
     }
   }
-  if (pf) *pf = lpf;
   const __m256 z = _mm256_setzero_ps();
   const __m128i rmask = _mm256_castsi256_si128(tail_mask(R));
   const __m128 b = bias ? _mm_maskload_ps(bias, rmask) : _mm_setzero_ps();

@@ -77,9 +77,7 @@ void tile(const float* x, size_t ldx, int k, const typename L::T* w, size_t ldw,
       SS_UNROLL for (int t = 0; t < T; ++t) acc[r][t] = _mm512_mul_ps(wv, xv[t]);
     }
   }
-  // The prefetch state as a local copy through the loop (written back after it): read through the pointer, its
-  // fields were loaded and stored at every step, ~30% of a cached tile's time (perf, f16 at n = 32).
-  RowPrefetch lpf = pf ? *pf : RowPrefetch{};
+  TileRowPrefetch lpf(pf);  // the prefetch state in registers through the loop (written back when the tile ends)
   for (; kk < k; kk += 16) {
     lpf.step();
     __m512 xv[T];
@@ -90,7 +88,6 @@ void tile(const float* x, size_t ldx, int k, const typename L::T* w, size_t ldw,
       SS_UNROLL for (int t = 0; t < T; ++t) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
     }
   }
-  if (pf) *pf = lpf;
   const __mmask8 rm = __mmask8((1u << R) - 1u);
   const __m128 b = bias ? _mm_maskz_loadu_ps(rm, bias) : _mm_setzero_ps();
   const __m512 z = _mm512_setzero_ps();

@@ -253,6 +253,7 @@ void CpuContext::attention(int layer, int na, const int32_t* pos, const uint8_t*
   a.v_stride = size_t(kv_dim_);
   a.keys = total;
   a.visible = visible_.data();
+  a.seen = &visible_keys_;
   a.scale = 1.0f / std::sqrt(float(hd));
   a.out = att_.data();
   a.out_stride = size_t(q_dim);
@@ -275,6 +276,7 @@ void CpuContext::compute_visible(int na, const int32_t* pos, const uint8_t* mask
       vis[j] = visible ? 1 : 0;
     }
   }
+  visible_keys_.build(visible_.data(), na, total);
   visible_current_ = true;
 }
 

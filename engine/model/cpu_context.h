@@ -3,6 +3,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/cpu/attention.h"
 #include "engine/cpu/rope_table.h"
 
 #include "engine/model/forward.h"
@@ -68,6 +69,7 @@ class CpuContext final : public Context {
   // Scratch, grown to the largest batch seen.
   std::vector<float> x_, h_, q_, k_, v_, att_, ffn_gate_, ffn_up_, scores_;
   std::vector<uint8_t> visible_;  // [active rows][keys] for attention
+  cpu::VisibleKeys visible_keys_;  // visible_ packed, once per forward (attention.h)
   std::vector<size_t> kt_offsets_;  // put_kt_rows: each active row's place in a dimension's tile row
   // Whether visible_ holds this forward's active rows: the same for every layer until rows are pruned.
   bool visible_current_ = false;
