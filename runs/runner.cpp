@@ -139,7 +139,8 @@ void finish_run(JobState& js, RunResult& rr, const RunResult* reference) {
     rr.identical = rr.gen.tokens == reference->gen.tokens;
   }
   if (rr.key.lane >= 0) rr.tree = js.result.trees[size_t(rr.key.lane)];
-  rr.summary_json = sessions::run_summary_json(rr.summary, rr.gen, js.job.options.sampling.describe(), js.result.backend);
+  rr.summary_json = sessions::run_summary_json(rr.summary, rr.gen, js.job.options.sampling.describe(), js.result.backend,
+                                               js.result.device);
   if (rr.tree)
     // Expected beside measured: the model's tokens/s and speedup next to the run's own (tokens_per_second, and
     // speedup_vs_vanilla where a reference ran).

@@ -1,6 +1,6 @@
 #pragma once
 // The summary a run records (RunOutcome::summary_json) and `run --json` prints last: the RunSummary plus the
-// generation's prompt size, prefill/decode speeds, sampling and backend. One function for every recorder (CLI
+// generation's prompt size, prefill/decode speeds, sampling, backend and device (e.g. "CUDA (NVIDIA H200, ...)"). One function for every recorder (CLI
 // and app), so any recorded run replays through the same report code.
 #include <nlohmann/json.hpp>
 #include <string>
@@ -11,6 +11,6 @@
 namespace specscope::sessions {
 
 nlohmann::json run_summary_json(const RunSummary& s, const GenerateResult& gen, const std::string& sampling,
-                                const std::string& backend);
+                                const std::string& backend, const std::string& device = {});
 
 }  // namespace specscope::sessions

@@ -2,6 +2,9 @@
 // is asked for but absent — in the library and through the CLI's --backend flag.
 #include <gtest/gtest.h>
 
+#include <sstream>
+#include <string>
+
 #include "engine/model/backend.h"
 #include "engine/model/model.h"
 #include "engine/util/error.h"
@@ -39,4 +42,22 @@ TEST(Backend, CliReportsAMissingCudaDeviceAsBadInput) {
   }
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("--backend"), std::string::npos) << r.out;
+}
+
+TEST(Backend, RunJsonNamesTheBackendAndTheDevice) {
+  // --backend auto on a machine without a GPU: the CPU, and the summary says so and on what (the CPU model).
+  auto r = test::run_cli("run --model " + test::fixture("models/llama_bytelevel_f32") +
+                         " --prompt hi --max-tokens 2 --no-record --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  nlohmann::json j;  // the summary: the JSON line whose type is "summary" (the step records come before it)
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty() && line[0] == '{') {
+      const auto parsed = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (parsed.is_object() && parsed.value("type", "") == "summary") j = parsed;
+    }
+  ASSERT_TRUE(j.is_object()) << r.out;
+  if (j.at("backend") == "cuda") GTEST_SKIP() << "a CUDA device is visible here";
+  EXPECT_EQ(j.at("backend"), "cpu");
+  EXPECT_FALSE(j.at("device").get<std::string>().empty()) << r.out;
 }

@@ -133,8 +133,12 @@ TEST(RaceCli, TreeAutoCalibratesAgainOverADisturbedCachedChoice) {
       for (const auto& e : std::filesystem::directory_iterator(choices)) cached = e.path();
   }
   ASSERT_FALSE(cached.empty()) << "no undisturbed calibration in four runs";
+  // A sound cached choice is used. Under a load that changes from run to run, a cached calibration can itself look
+  // disturbed beside a quieter moment and is then redone (and cached again), so one of three runs must use it.
+  bool used = false;
+  for (int attempt = 0; attempt < 3 && !used; ++attempt) used = run().find("calibrating again") == std::string::npos;
+  EXPECT_TRUE(used) << "three runs in a row calibrated again over the cached choice";
   json j = json::parse(std::ifstream(cached));
-  EXPECT_EQ(run().find("calibrating again"), std::string::npos);  // a sound cached choice is used
   j["vanilla_ms"] = 1000.0;  // as if calibrated while a build ran
   std::ofstream(cached) << j.dump();
   const std::string out = run();
