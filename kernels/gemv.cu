@@ -32,35 +32,28 @@ __device__ __forceinline__ int4 load_weights(const int4* p) {
   return v;
 }
 
-// The elements of a 16-byte vector widened to f32, in memory order.
+// A 16-bit weight or activation (bf16 or f16 bits) widened to f32, exactly.
 template <WType T>
-struct Vec;
+__device__ __forceinline__ float widen16(uint32_t bits) {
+  if constexpr (T == WType::BF16) return __uint_as_float(bits << 16);
+  else return __half2float(__ushort_as_half(static_cast<unsigned short>(bits)));
+}
+
+// The elements of a 16-byte vector widened to f32, in memory order: 8 f16/bf16 values, or 4 f32.
+template <WType T>
+struct Vec {
+  static constexpr int kElems = 8;
+  __device__ static void widen(const int4& v, float* f) {
+    const uint32_t u[4] = {uint32_t(v.x), uint32_t(v.y), uint32_t(v.z), uint32_t(v.w)};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) f[2 * i] = widen16<T>(u[i] & 0xffffu), f[2 * i + 1] = widen16<T>(u[i] >> 16);
+  }
+};
 template <>
 struct Vec<WType::F32> {
   static constexpr int kElems = 4;
   __device__ static void widen(const int4& v, float* f) {
     f[0] = __int_as_float(v.x), f[1] = __int_as_float(v.y), f[2] = __int_as_float(v.z), f[3] = __int_as_float(v.w);
-  }
-};
-template <>
-struct Vec<WType::BF16> {
-  static constexpr int kElems = 8;
-  __device__ static void widen(const int4& v, float* f) {
-    const uint32_t u[4] = {uint32_t(v.x), uint32_t(v.y), uint32_t(v.z), uint32_t(v.w)};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) f[2 * i] = __uint_as_float(u[i] << 16), f[2 * i + 1] = __uint_as_float(u[i] & 0xffff0000u);
-  }
-};
-template <>
-struct Vec<WType::F16> {
-  static constexpr int kElems = 8;
-  __device__ static void widen(const int4& v, float* f) {
-    const uint32_t u[4] = {uint32_t(v.x), uint32_t(v.y), uint32_t(v.z), uint32_t(v.w)};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      f[2 * i] = __half2float(__ushort_as_half(static_cast<unsigned short>(u[i] & 0xffffu)));
-      f[2 * i + 1] = __half2float(__ushort_as_half(static_cast<unsigned short>(u[i] >> 16)));
-    }
   }
 };
 

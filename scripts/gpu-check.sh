@@ -204,44 +204,36 @@ head -n "$prompts" "$B/share/specscope/prompts/heldout.jsonl" > "$B/prompts.json
 task heldout 60 heldout_result -- sh -c "'$cli' compare --backend cuda --chat --prompt-file '$B/prompts.jsonl' --methods '$methods' --max-tokens 96 --no-record --json > '$out/heldout.json'"
 [ -s "$out/heldout.json" ] || rm -f "$out/heldout.json"
 
-# 4b. The CUDA backend's greedy outputs against the CPU backend's, prompt by prompt, by the digest of each
-# output's tokens (compare's output_sha256): vanilla on the CPU over the same prompts, joined to heldout.json.
-cpu_result() {
-  python3 - "$out/heldout.json" "$B/cpu_vanilla.json" <<'PY'
+# join_compare KEY FILE: another compare run over the same prompts (FILE), joined to heldout.json under KEY: its
+# aggregate, its vanilla outputs' token digests (compare's output_sha256), and on how many prompts its vanilla
+# output is token for token this run's.
+join_compare() {
+  python3 - "$out/heldout.json" "$2" "$1" <<'PY'
 import json, sys
-cuda, cpu = (json.load(open(f)) for f in sys.argv[1:3])
+path, other_path, key = sys.argv[1:4]
+main, other = json.load(open(path)), json.load(open(other_path))
 def digests(j):
     return {p["prompt"]: r["output_sha256"] for p in j["prompts"] for r in p["runs"] if r["lane"] == "vanilla"}
-a, b = digests(cuda), digests(cpu)
+a, b = digests(main), digests(other)
 same = sum(1 for p in a if a[p] == b.get(p))
-cuda["cpu_vanilla"] = {"output_sha256": b, "identical_to_cuda_vanilla": same, "prompts": len(a),
-                       "aggregate": cpu["aggregate"]}
-json.dump(cuda, open(sys.argv[1], "w"), indent=1)
-print(f"CUDA vanilla identical to CPU vanilla on {same}/{len(a)} prompts")
+main[key] = {"backend": other.get("backend"), "device": other.get("device"), "aggregate": other["aggregate"],
+             "all_identical": other.get("all_identical"), "vanilla_output_sha256": b,
+             "vanilla_identical_to_this_run": same, "prompts": len(a)}
+json.dump(main, open(path, "w"), indent=1)
+print("; ".join(f"{x['lane']} {x['tokens_per_second']:.0f} tok/s {x['speedup_vs_vanilla']:.2f}x identical "
+                f"{x['identical_to_vanilla']}/{x['prompts']}" for x in other["aggregate"])
+      + f"; its vanilla = this run's vanilla on {same}/{len(a)} prompts")
 PY
 }
+
+# 4b. The CUDA backend's greedy outputs against the CPU backend's, prompt by prompt: vanilla on the CPU.
+cpu_result() { join_compare cpu_vanilla "$B/cpu_vanilla.json"; }
 if [ -s "$out/heldout.json" ]; then
   task cuda_vs_cpu 30 cpu_result -- sh -c "'$cli' compare --backend cpu --chat --prompt-file '$B/prompts.jsonl' --methods vanilla --max-tokens 96 --no-record --json > '$B/cpu_vanilla.json'"
 fi
 
-# 4c. The same prompts with every product on gemv.cu (SPECSCOPE_CUDA_GEMV=1, one path for every batch size),
-# joined to heldout.json as "with_gemv": its speedups, identity, and its vanilla against the default's.
-gemv_heldout_result() {
-  python3 - "$out/heldout.json" "$B/heldout_gemv.json" <<'PY'
-import json, sys
-base, gemv = (json.load(open(f)) for f in sys.argv[1:3])
-def digests(j):
-    return {p["prompt"]: r["output_sha256"] for p in j["prompts"] for r in p["runs"] if r["lane"] == "vanilla"}
-a, b = digests(base), digests(gemv)
-same = sum(1 for p in a if a[p] == b.get(p))
-base["with_gemv"] = {"aggregate": gemv["aggregate"], "all_identical": gemv.get("all_identical"),
-                     "vanilla_identical_to_default_vanilla": same}
-json.dump(base, open(sys.argv[1], "w"), indent=1)
-print("; ".join(f"{x['lane']} {x['tokens_per_second']:.0f} tok/s {x['speedup_vs_vanilla']:.2f}x identical "
-                f"{x['identical_to_vanilla']}/{x['prompts']}" for x in gemv["aggregate"])
-      + f"; vanilla = default vanilla on {same}/{len(a)}")
-PY
-}
+# 4c. The same prompts with every product on gemv.cu (SPECSCOPE_CUDA_GEMV=1, one path for every batch size).
+gemv_heldout_result() { join_compare with_gemv "$B/heldout_gemv.json"; }
 if [ -s "$out/heldout.json" ]; then
   task heldout_gemv 60 gemv_heldout_result -- sh -c "SPECSCOPE_CUDA_GEMV=1 '$cli' compare --backend cuda --chat --prompt-file '$B/prompts.jsonl' --methods '$methods' --max-tokens 96 --no-record --json > '$B/heldout_gemv.json'"
 fi
