@@ -289,18 +289,20 @@ JobResult JobRunner::run(const Job& job, JobObserver& observer) {
     auto& target = result.targets[size_t(js.lane_target[l])];
     if (job.references && lane.method.name == "vanilla" && target.reference_lane < 0) target.reference_lane = int(l);
   }
-  // tree=auto: each such lane's size is chosen for this machine, calibrated on the job's first prompts, and its
-  // method built again with the chosen sizes.
+  // tree=auto: each such lane's size is chosen for this machine, calibrated on the job's first kCalibrationPrompts
+  // prompts (tree_tuner.h says why that many), and its method built again with the chosen sizes.
   for (size_t l = 0; l < js.lanes.size(); ++l) {
     if (!tune[l]) continue;
     auto& spec = js.lanes[l].method;
     observer.tree_tuning(int(l), js.lanes[l].label, nullptr);
     const Model& target = *js.models[size_t(js.lane_target[l])];
     std::vector<std::vector<int32_t>> calibration;
-    for (size_t p = 0; p < job.prompts.size() && p < 2; ++p)
-      calibration.push_back(fit_prompt(target, job.prompts[p], job.chat, target.config().max_position_embeddings, 32).ids);
+    for (size_t p = 0; p < job.prompts.size() && p < size_t(kCalibrationPrompts); ++p)
+      calibration.push_back(
+          fit_prompt(target, job.prompts[p], job.chat, target.config().max_position_embeddings, kCalibrationTokens)
+              .ids);
     try {
-      result.trees[l] = tune_tree(target, spec, job.backend, calibration);
+      result.trees[l] = tune_tree(target, spec, job.backend, calibration, kCalibrationTokens);
     } catch (const InputError& e) {
       throw InputError(lane_name(int(l), js.lanes[l].label), e.what());
     }
