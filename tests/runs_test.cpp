@@ -503,8 +503,11 @@ TEST(JobRunner, SpeedupIsAgainstTheTargetsVanillaReferenceNotLaneOne) {
         EXPECT_TRUE(*run->identical);
         EXPECT_EQ(run->gen.tokens, ref->gen.tokens);
       }
-      // Lane 1 is pld, not the reference: its speedup is not 1 by construction.
-      EXPECT_NE(result.find(p, 0)->summary.speedup_vs_vanilla, 1.0);
+      // Lane 1 is pld, a run of its own beside the reference (its speedup is its rate over the reference's, above,
+      // which can come out at exactly 1 when pld drafts nothing on these short prompts and the two runs' steps sum
+      // to the same microseconds, so the value itself is not checked against 1).
+      EXPECT_NE(result.find(p, 0), ref);
+      EXPECT_EQ(result.find(p, 0)->method.name, "pld");
     }
     EXPECT_EQ(obs.finished.size(), result.runs.size());
   }
