@@ -10,7 +10,8 @@
 #                     methods against vanilla on the GPU; with "cpu_vanilla" (the CPU backend's vanilla outputs
 #                     compared prompt by prompt by their tokens' digest) and "with_gemv" (the same run with
 #                     SPECSCOPE_CUDA_GEMV=1)
-#   bench_base.json   specscope-cli bench --backend cuda on the shipped base (and "with_gemv")
+#   bench_base.json   specscope-cli bench --backend cuda on the shipped base (and "with_gemv"); results.md also says
+#                     which backend `run` picks with no --backend (auto)
 #   bench_1b.json, bench_8b.json   random-weight Llama-3.2-1B / Llama-3.1-8B shapes in bf16, drawn on the GPU:
 #                     SpecScope's decode, achieved bandwidth against the device's measured copy bandwidth and
 #                     step-cost curve at context 1k (n = 1..128), "with_gemv", and transformers' static-cache
@@ -237,6 +238,16 @@ gemv_heldout_result() { join_compare with_gemv "$B/heldout_gemv.json"; }
 if [ -s "$out/heldout.json" ]; then
   task heldout_gemv 60 gemv_heldout_result -- sh -c "SPECSCOPE_CUDA_GEMV=1 '$cli' compare --backend cuda --chat --prompt-file '$B/prompts.jsonl' --methods '$methods' --max-tokens 96 --no-record --json > '$B/heldout_gemv.json'"
 fi
+
+# 4d. With no --backend (auto), a GPU must be picked: `run --json`'s summary names the backend and the device.
+auto_result() {
+  python3 - "$B/auto_run.jsonl" <<'PY'
+import json, sys
+summary = [j for j in (json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")) if j.get("type") == "summary"][-1]
+print(f"--backend auto picked {summary.get('backend')} on {summary.get('device')}")
+PY
+}
+task auto_backend 10 auto_result -- sh -c "'$cli' run --model '$B/share/specscope/models/base' --chat --prompt 'Name three colours.' --max-tokens 8 --no-record --json > '$B/auto_run.jsonl'"
 
 # 5. Benchmarks: the shipped base, then (core) the 1B and 8B shapes beside transformers.
 bench_file() {  # RC FILE: the figures, or why there are none
