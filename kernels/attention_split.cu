@@ -57,8 +57,8 @@ int heads_per_block(int nh, int nkv) {
 // At the end the 8 warps' accumulators are added in warp order through shared memory. The running maximum m and
 // sum l of each head are the same in every thread. With gridDim.z == 1 the block holds the whole context and
 // writes the normalised output; otherwise each head's (m, l) goes to part_ml and o to part_o for combine_k.
-// Shared memory: scores/weights [GB][kSplitTileSlots], per-head tile max and sum [2][GB], and the warps'
-// accumulators [kWarps][GB][hd] for the final sum.
+// Shared memory: scores/weights [GB][kSplitTileSlots], per head the tile's max then (reused) its sum [GB], and the
+// warps' accumulators [kWarps][GB][hd] for the final sum.
 template <int GB>
 __global__ void __launch_bounds__(kThreads)
     split_partial_k(const float* q, const float* kc, const float* vc, const int32_t* slot_pos, const uint8_t* mask,

@@ -114,19 +114,7 @@ void CudaContext::linear(const float* X, int n, const DeviceMatrix& W, const flo
   const float alpha = 1.f, beta = 0.f;
   const int m = W.rows, k = W.cols;
   // Row-major Y = X W^T is column-major Y^T (m x n) = W (k x m)^T X^T (k x n).
-  // gemv.cu over row groups: each group's rows are contiguous in X and Y (rows of k and m elements).
-  auto gemv_groups = [&](const void* x, size_t elem) {
-    for (int r0 = 0; r0 < n; r0 += kGemvMaxRows)
-      gemv(W.data, W.type, static_cast<const char*>(x) + size_t(r0) * k * elem, std::min(kGemvMaxRows, n - r0), m, k,
-           Y + size_t(r0) * m, stream_);
-  };
-  const bool via_gemv = use_gemv_ && gemv_fits(W.type, std::min(n, kGemvMaxRows), k, W.data, X);
-  if (W.type == WType::F32 && via_gemv) {
-    gemv_groups(X, sizeof(float));
-  } else if (W.type == WType::F32) {
-    CUDA_CHECK(cublasGemmEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, W.data, CUDA_R_32F, k, X, CUDA_R_32F, k,
-                            &beta, Y, CUDA_R_32F, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-  } else if (is_block(W.type)) {
+  if (is_block(W.type)) {
     // GGUF blocks: panels of at most 16 MB of rows dequantized exactly to f32, each multiplied at once (the model
     // itself is never expanded). Columns p0.. of Y^T (column-major, leading dimension m) are Y + p0.
     const int panel = std::max(1, std::min(m, int((size_t(16) << 20) / (sizeof(float) * size_t(std::max(k, 1))))));
@@ -138,16 +126,26 @@ void CudaContext::linear(const float* X, int n, const DeviceMatrix& W, const flo
                               &beta, Y + p0, CUDA_R_32F, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     }
   } else {
-    const cudaDataType t = W.type == WType::F16 ? CUDA_R_16F : CUDA_R_16BF;
-    void* xh = half_.get<uint16_t>(size_t(n) * k);
-    to_half(X, xh, W.type, int64_t(n) * k, stream_);
-    if (via_gemv && gemv_fits(W.type, std::min(n, kGemvMaxRows), k, W.data, xh)) {
-      gemv_groups(xh, sizeof(uint16_t));
-      if (bias) add_bias(Y, bias, n, m, stream_);
-      return;
+    // The product's input in the weights' type: the activations themselves for f32 weights, a 16-bit copy for
+    // f16/bf16 ones (both paths multiply 16-bit weights by 16-bit activations, summing in f32).
+    const void* x = X;
+    size_t elem = sizeof(float);
+    if (W.type != WType::F32) {
+      void* xh = half_.get<uint16_t>(size_t(n) * k);
+      to_half(X, xh, W.type, int64_t(n) * k, stream_);
+      x = xh;
+      elem = sizeof(uint16_t);
     }
-    CUDA_CHECK(cublasGemmEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, W.data, t, k, xh, t, k, &beta, Y,
-                            CUDA_R_32F, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    if (use_gemv_ && gemv_fits(W.type, std::min(n, kGemvMaxRows), k, W.data, x)) {
+      // In groups of kGemvMaxRows rows, each group's rows contiguous in x and Y.
+      for (int r0 = 0; r0 < n; r0 += kGemvMaxRows)
+        gemv(W.data, W.type, static_cast<const char*>(x) + size_t(r0) * k * elem, std::min(kGemvMaxRows, n - r0), m,
+             k, Y + size_t(r0) * m, stream_);
+    } else {
+      const cudaDataType t = W.type == WType::F32 ? CUDA_R_32F : W.type == WType::F16 ? CUDA_R_16F : CUDA_R_16BF;
+      CUDA_CHECK(cublasGemmEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, W.data, t, k, x, t, k, &beta, Y,
+                              CUDA_R_32F, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    }
   }
   if (bias) add_bias(Y, bias, n, m, stream_);
 }

@@ -62,12 +62,6 @@ TreeChoice choose_tree(std::vector<TreeTrial> trials, const StepCost& cost, doub
 // a build read vanilla at 1.75 ms a token against the curve's 0.37, and chose a tree it expected at 2.19x).
 bool calibration_disturbed(double vanilla_ms, const StepCost& cost);
 
-// Calibrates `spec` (its other options kept) on `prompts` (token ids, `new_tokens` each, greedy) and chooses.
-// The choice is cached per target, drafter, method, backend and thread count, unless the calibration was disturbed;
-// either way this process remembers it for kRememberCalibration, so that a busy machine does not pay a calibration
-// (about a second on the shipped family) before every run of a long-lived process such as the app's chat.
-TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backend,
-                     const std::vector<std::vector<int32_t>>& prompts, int new_tokens = 32);
 // How a job calibrates: its first kCalibrationPrompts prompts, kCalibrationTokens new tokens each. Two prompts of 32
 // were too few: on the shipped family (SpS, greedy, chat) the held-out set's first two gave tau 3.65 at gamma 4 and
 // 3.94 at gamma 5, its first eight 2.86 and 2.99, all forty 2.89 and 3.07; calibrated on the two, tree=auto chose
@@ -76,6 +70,13 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
 // chosen.)
 inline constexpr int kCalibrationPrompts = 8;
 inline constexpr int kCalibrationTokens = 24;
+
+// Calibrates `spec` (its other options kept) on `prompts` (token ids, `new_tokens` each, greedy) and chooses.
+// The choice is cached per target, drafter, method, backend and thread count, unless the calibration was disturbed;
+// either way this process remembers it for kRememberCalibration, so that a busy machine does not pay a calibration
+// (about 1.5 s a lane on the shipped family) before every run of a long-lived process such as the app's chat.
+TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backend,
+                     const std::vector<std::vector<int32_t>>& prompts, int new_tokens = kCalibrationTokens);
 inline constexpr std::chrono::minutes kRememberCalibration{10};
 
 }  // namespace specscope::runs
