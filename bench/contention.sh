@@ -4,6 +4,9 @@
 # process, with the same binary; writes the two tables and how much of each method's quiet speedup it kept.
 # Usage: bash bench/contention.sh [CLI] [OUT] [-- extra compare arguments]
 # CLI defaults to build/app/specscope-cli; OUT to bench/results/cpu_contention.txt.
+# Both runs share a fresh XDG_CACHE_HOME (the step-cost curve and tree=auto's choices are measured in the quiet run and
+# reused beside the busy process, as a user's cache would be), never the user's own: a cache from another build or
+# another hour would decide the trees otherwise.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cli=${1:-$here/build/app/specscope-cli}
@@ -13,10 +16,11 @@ shift $(( $# > 2 ? 2 : $# ))
 prompts=$(mktemp)
 head -5 "$here/assets/prompts/heldout.jsonl" > "$prompts"
 cmd=("$cli" compare --chat --prompt-file "$prompts" --methods "${METHODS:-vanilla,sps,eagle2,pld}" --max-tokens 64 --no-record --json "$@")
-run() { "${cmd[@]}" 2>/dev/null; }
+cache=$(mktemp -d)
+run() { XDG_CACHE_HOME="$cache" "${cmd[@]}" 2>/dev/null; }
 quiet=$(mktemp)
 loaded=$(mktemp)
-trap 'kill ${busy:-} 2>/dev/null || true; rm -f "$prompts" "$quiet" "$loaded"' EXIT
+trap 'kill ${busy:-} 2>/dev/null || true; rm -rf "$prompts" "$quiet" "$loaded" "$cache"' EXIT
 run > "$quiet"
 yes > /dev/null &
 busy=$!

@@ -88,6 +88,9 @@ def add_common_args(ap, defaults):
     ap.add_argument("--log-every", type=int, default=10)
     ap.add_argument("--ckpt-every", type=int, default=500, help="steps between checkpoints (0: only at the end)")
     add_resume_args(ap)
+    ap.add_argument("--init-from", default=None, metavar="MODEL_DIR",
+                    help="start from an exported model's weights instead of random ones (every tensor whose name and "
+                         "shape match; layers beyond --layers are dropped, so a deep model can seed a shallower one)")
     ap.add_argument("--export-dtype", choices=["bfloat16", "float16", "float32"], default="bfloat16")
     ap.add_argument("--max-shard-size", default="15MB")
     ap.add_argument("--compile", choices=["auto", "on", "off"], default="auto",
@@ -403,6 +406,25 @@ def export(model, args, tok_dir, out, ids, summary, log_path):
 
 
 # ----------------------------------------------------------------------------------------------- main loop
+def init_from(model, model_dir):
+    """Copies every tensor of model_dir's export whose name and shape match (a truncated copy keeps the first layers,
+    the embeddings, the final norm and the head); says what it took and what it left at its random start."""
+    import torch
+    from safetensors.torch import load_file
+    src = {}
+    for f in sorted(os.listdir(model_dir)):
+        if f.endswith(".safetensors"):
+            src.update(load_file(os.path.join(model_dir, f)))
+    own = model.state_dict()
+    taken = {k: v.to(own[k].dtype) for k, v in src.items() if k in own and own[k].shape == v.shape}
+    with torch.no_grad():
+        for k, v in taken.items():
+            own[k].copy_(v)
+    fresh = [k for k in own if k not in taken and not (k == "lm_head.weight" and model.config.tie_word_embeddings)]
+    log(f"init from {model_dir}: {len(taken)} tensors taken, {len(src) - len(taken)} of its dropped, "
+        f"{len(fresh)} left at their random start{': ' + ', '.join(fresh[:4]) if fresh else ''}")
+
+
 def run(args, role, teacher_dir=None):
     import numpy as np
     import torch
@@ -459,6 +481,8 @@ def run(args, role, teacher_dir=None):
     config = make_config(args, vocab, ids)
     torch.manual_seed(args.seed)
     model = LlamaForCausalLM(config).to(device)
+    if args.init_from and not args.resume:
+        init_from(model, args.init_from)
     n_params = param_count(model)
     log(f"model: {n_params / 1e6:.2f} M parameters (hidden {args.hidden}, layers {args.layers}, heads "
         f"{args.heads}/{args.kv_heads}, ffn {args.intermediate}, context {args.context}, "

@@ -262,6 +262,26 @@ class Recipes(unittest.TestCase):
         # The distilled draft drives sps in the C++ engine: lossless, and it gets tokens accepted.
         self.assertGreater(engine_tau(self, self.base, "sps", ["--draft", d2, "--gamma", "4"]), 1.0)
 
+    def test_init_from_truncates_a_deeper_model(self):
+        import torch
+        import train_draft
+        from transformers import AutoModelForCausalLM
+
+        # A one-layer draft seeded from the two-layer base, no training step: it holds the base's first layer,
+        # embeddings and final norm exactly (as exported), and nothing of its second layer.
+        d = os.path.join(self.tmp, "draft-init")
+        quiet(train_draft.main, self.small + [
+            "--out", d, "--init-from", self.base, "--hidden", "64", "--layers", "1", "--heads", "4", "--kv-heads", "2",
+            "--intermediate", "128", "--max-steps", "1", "--lr", "1e-12", "--warmup-steps", "1", "--ckpt-every", "0",
+            "--export-dtype", "float32"])
+        base = AutoModelForCausalLM.from_pretrained(self.base, dtype=torch.float32).state_dict()
+        draft = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32).state_dict()
+        self.assertEqual(AutoModelForCausalLM.from_pretrained(d).config.num_hidden_layers, 1)
+        self.assertFalse(any(k.startswith("model.layers.1.") for k in draft))
+        for k in ("model.embed_tokens.weight", "model.norm.weight", "model.layers.0.mlp.down_proj.weight",
+                  "model.layers.0.self_attn.q_proj.weight"):
+            self.assertTrue(torch.allclose(draft[k], base[k], rtol=0, atol=1e-6), k)
+
 
 class HeadRecipes(unittest.TestCase):
     """EAGLE-1, EAGLE-3 and Medusa-1 heads on a tiny 3-layer base (EAGLE-3 needs 3 distinct layers:
