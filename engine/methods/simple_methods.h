@@ -11,7 +11,7 @@ class VanillaMethod final : public Method {
   void draft(const DecodeState&, DraftTree&, int) override {}
 };
 
-// Prompt lookup decoding (Saxena 2023): find the most recent earlier occurrence of the sequence's last n
+// Prompt lookup decoding (Saxena 2023): find the earliest occurrence of the sequence's last n
 // tokens (n from max_ngram down to min_ngram) and propose the tokens that followed it, as a chain.
 struct PldOptions {
   int max_ngram = 3;
