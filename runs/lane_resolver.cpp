@@ -136,6 +136,8 @@ std::vector<Lane> resolve_lanes(const std::vector<LaneRequest>& requests, const 
       if (lane.method.draft_path.empty())
         throw InputError(where, "needs a draft model: give draft=PATH, --draft PATH, or a family.json next to the "
                                 "target that names one");
+      // The family's other drafters, for tree=auto to choose among; a drafter the user named is the one that runs.
+      if (key("draft").empty() && d.draft.empty() && fam) lane.method.draft_alternatives = fam->alternatives;
     } else if (wants == "head") {
       lane.method.head_path =
           !key("head").empty() ? key("head") : !d.head.empty() ? d.head : fam ? fam->path_for(info->needs) : "";

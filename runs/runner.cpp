@@ -148,7 +148,8 @@ void finish_run(JobState& js, RunResult& rr, const RunResult* reference) {
                                     {"expected_speedup", rr.tree->expected_speedup},
                                     {"expected_tokens_per_second", rr.tree->expected_tokens_per_second},
                                     {"expected_vanilla_tokens_per_second", rr.tree->vanilla_tokens_per_second},
-                                    {"why", rr.tree->summary}};
+                                    {"why", rr.tree->summary},
+                                    {"trials", tree_trials_json(*rr.tree)}};
   if (js.writer && rr.run_id)
     js.writer->finish_run(rr.run_id, {rr.summary, rr.gen.text, rr.identical,
                                       rr.summary_json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
@@ -306,7 +307,7 @@ JobResult JobRunner::run(const Job& job, JobObserver& observer) {
     } catch (const InputError& e) {
       throw InputError(lane_name(int(l), js.lanes[l].label), e.what());
     }
-    for (const auto& [k, v] : result.trees[l]->options) spec.options[k] = v;
+    apply_tree_options(spec, result.trees[l]->options);
     observer.tree_tuning(int(l), js.lanes[l].label, &*result.trees[l]);
     js.methods[l] = make_method(spec, target);
   }

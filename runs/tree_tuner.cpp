@@ -58,11 +58,38 @@ std::vector<std::map<std::string, std::string>> tree_candidates(const std::strin
   return out;
 }
 
+std::vector<std::map<std::string, std::string>> tree_candidates(const MethodSpec& spec) {
+  auto sizes = tree_candidates(spec.name);
+  if (spec.name != "sps" || spec.draft_alternatives.empty()) return sizes;
+  std::vector<std::string> drafters = {spec.draft_path};
+  for (const auto& a : spec.draft_alternatives)
+    if (std::find(drafters.begin(), drafters.end(), a) == drafters.end()) drafters.push_back(a);
+  std::vector<std::map<std::string, std::string>> out;
+  for (const auto& d : drafters)
+    for (auto c : sizes) {
+      c["draft"] = d;
+      out.push_back(std::move(c));
+    }
+  return out;
+}
+
+void apply_tree_options(MethodSpec& spec, const std::map<std::string, std::string>& options) {
+  for (const auto& [k, v] : options) {
+    if (k == "draft") {
+      spec.draft_path = v;
+      spec.draft_alternatives.clear();
+    } else {
+      spec.options[k] = v;
+    }
+  }
+}
+
 namespace {
 
+// A drafter is named by its folder, not its whole path.
 std::string options_text(const std::map<std::string, std::string>& o) {
   std::string s;
-  for (const auto& [k, v] : o) s += (s.empty() ? "" : ",") + k + "=" + v;
+  for (const auto& [k, v] : o) s += (s.empty() ? "" : ",") + k + "=" + (k == "draft" ? fs::path(v).filename().string() : v);
   return s;
 }
 
@@ -138,6 +165,15 @@ TreeTrial calibrate(const Model& target, Method& method, Backend b, const std::v
 
 }  // namespace
 
+nlohmann::json tree_trials_json(const TreeChoice& choice) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& t : choice.trials)
+    out.push_back({{"options", t.options}, {"tau", t.tau}, {"verify_tokens", t.verify_tokens},
+                   {"verify_ms", t.verify_ms}, {"curve_verify_ms", t.curve_verify_ms}, {"draft_ms", t.draft_ms},
+                   {"tokens_per_second", t.tokens_per_second}});
+  return out;
+}
+
 TreeChoice choose_tree(std::vector<TreeTrial> trials, const StepCost& cost, double vanilla_ms) {
   TreeChoice c;
   const double cost1 = vanilla_ms > 0 ? vanilla_ms : cost.at(1);
@@ -184,10 +220,12 @@ struct Remembered {
 std::mutex g_remembered_mutex;
 std::map<std::string, Remembered> g_remembered;
 
-// A trial naming a tree file of the cache folder (Medusa's sparse trees) that is gone: its choice cannot run.
+// A trial naming a tree file of the cache folder (Medusa's sparse trees) or a drafter that is gone: its choice cannot
+// run.
 bool tree_file_gone(const TreeTrial& t) {
-  const auto f = t.options.find("tree-choices");
-  return f != t.options.end() && !fs::exists(f->second);
+  for (const char* key : {"tree-choices", "draft"})
+    if (const auto f = t.options.find(key); f != t.options.end() && !fs::exists(f->second)) return true;
+  return false;
 }
 
 }  // namespace
@@ -200,6 +238,7 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
   std::string fixed;
   for (const auto& [k, v] : spec.options)
     if (k != "tree") fixed += k + "=" + v + ";";
+  for (const auto& a : spec.draft_alternatives) fixed += "alternative=" + a + ";";
   const auto& id = target.identity();
   const std::string key = sha256_hex(id.config_sha256 + "|" + id.weights_index_sha256 + "|" + spec.name + "|" +
                                      spec.draft_path + "|" + spec.head_path + "|" + fixed + "|" +
@@ -253,7 +292,7 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
     source = "calibrated";
     GenerateOptions opts;
     opts.max_tokens = new_tokens;
-    auto candidates = tree_candidates(spec.name);
+    auto candidates = tree_candidates(spec);
     if (spec.name == "medusa")  // sparse trees from the heads' measured accuracies, written next to the choice
       candidates = medusa_candidates(target, spec.head_path, prompts, fs::path(cache_dir()) / "medusa_tree" / key.substr(0, 24));
     if (spec.name == "eagle1") candidates = eagle1_candidates(fs::path(cache_dir()) / "eagle1_tree");
@@ -268,7 +307,7 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
     for (const auto& cand : candidates) {
       MethodSpec s = spec;
       s.options.erase("tree");
-      for (const auto& [k, v] : cand) s.options[k] = v;
+      apply_tree_options(s, cand);
       methods.push_back(make_method(s, target));
     }
     const auto vanilla = make_method(MethodSpec{}, target);

@@ -14,6 +14,7 @@
 // beside the measured one in each trial (curve_verify_ms).
 #include <chrono>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,16 @@ bool tree_tunable(const std::string& method);
 bool tree_size_given(const MethodSpec& spec);
 // The sizes tried, smallest first.
 std::vector<std::map<std::string, std::string>> tree_candidates(const std::string& method);
+// The candidates of `spec`: its method's sizes, and with spec.draft_alternatives each size with each drafter (the
+// spec's own first), the drafter under the key "draft".
+std::vector<std::map<std::string, std::string>> tree_candidates(const MethodSpec& spec);
+// Puts a choice's (or a candidate's) options into `spec`: "draft" becomes its draft_path (and clears the
+// alternatives: the choice is made), every other key a method option.
+void apply_tree_options(MethodSpec& spec, const std::map<std::string, std::string>& options);
+
+// Every candidate as calibrated, for reports: options (a drafter by its path), tau, verify_tokens, verify_ms,
+// curve_verify_ms, draft_ms and tokens_per_second (expected), in the order tried.
+nlohmann::json tree_trials_json(const TreeChoice& choice);
 
 // Picks the candidate with the most expected tokens per second (pure: the trials are given). `vanilla_ms`: vanilla's
 // measured time per token in the same calibration (0: cost(1) from the curve).

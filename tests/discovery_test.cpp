@@ -207,6 +207,7 @@ TEST_F(Discovery_, ADiscoveredTargetGetsItsDraftersAsAFamily) {
   EXPECT_TRUE(same_path(m.entry("eagle3")->head, by_name("specscope/tv_eagle3").path));
   EXPECT_TRUE(same_path(m.entry("medusa")->head, by_name("specscope/tv_medusa").path));
   EXPECT_TRUE(same_path(m.entry("sps")->draft, by_name("specscope/tinyvocab_draft_small").path));
+  EXPECT_TRUE(m.entry("eagle2")->alternatives.empty());  // heads have none
   EXPECT_EQ(m.entry("streaming"), nullptr);
   // Through FamilyManifest::find_for, as the lane resolver asks, with the stores as the user's environment.
   stores().use_as_environment();
@@ -215,6 +216,24 @@ TEST_F(Discovery_, ADiscoveredTargetGetsItsDraftersAsAFamily) {
   EXPECT_EQ(via->servable_methods(), m.servable_methods());
   // A folder outside every store is never scanned for.
   EXPECT_FALSE(FamilyManifest::find_for(test::fixture("models/tinyvocab_target")).has_value());
+}
+
+// Every draft model that fits a target beyond the preferred one is an alternative for tree=auto to choose among.
+TEST_F(Discovery_, EveryOtherFittingDraftModelIsAnAlternative) {
+  int targets_with_alternatives = 0;
+  for (size_t t = 0; t < found().models.size(); ++t) {
+    const FamilyManifest m = family_from_discovery(found(), t);
+    const FamilyEntry* sps = m.entry("sps");
+    if (!sps) continue;
+    std::vector<std::string> others;
+    for (const Pairing* p : found().drafters_of(t))
+      if (std::find(p->methods.begin(), p->methods.end(), "sps") != p->methods.end() &&
+          found().models[p->drafter].path != sps->draft)
+        others.push_back(found().models[p->drafter].path);
+    EXPECT_EQ(sps->alternatives, others) << found().models[t].name;
+    targets_with_alternatives += !others.empty();
+  }
+  EXPECT_GT(targets_with_alternatives, 0);  // the stores hold a target with several drafters
 }
 
 // Discovery and resolution only read: every file, link and folder is as it was (content hashes of every file,

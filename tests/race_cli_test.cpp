@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "tests/session_test_support.h"
@@ -106,6 +107,47 @@ TEST(RaceCli, TreeAutoChoosesASizeAndStaysLossless) {
   EXPECT_TRUE(std::filesystem::exists(dir / "cache" / "specscope" / "step_cost"));
   if (!std::filesystem::exists(dir / "cache" / "specscope" / "tree_choice"))
     EXPECT_NE(out.find("this choice is not cached"), std::string::npos) << out;
+}
+
+// A family that lists another drafter beside its own: tree=auto calibrates every gamma with each and runs the pair it
+// expects fastest, and the run reports the drafter it ran and every pair it tried.
+TEST(RaceCli, TreeAutoChoosesAmongTheFamilysDrafters) {
+  auto dir = test::fresh_dir("tree-auto-drafters");
+  std::filesystem::create_directory_symlink(kFamily + "/base", dir / "base");
+  std::filesystem::create_directory_symlink(kFamily + "/draft", dir / "draft");
+  // The same weights in another folder (its files linked: the manifest's paths are resolved, links and all).
+  std::filesystem::create_directory(dir / "draft-again");
+  for (const auto& f : std::filesystem::directory_iterator(kFamily + "/draft"))
+    std::filesystem::create_symlink(f.path(), dir / "draft-again" / f.path().filename());
+  test::write_bytes(dir / "family.json", R"({"specscope_family": 1, "target": "base",
+      "methods": {"sps": {"draft": "draft", "alternatives": ["draft-again"]}}})");
+  const std::string cmd = "XDG_CACHE_HOME=" + (dir / "cache").string() + " " + std::string(SPECSCOPE_CLI) +
+                          " run --chat --model " + (dir / "base").string() +
+                          " --method sps --tree auto --prompt 'Name three colours.' --max-tokens 16 --json --no-record"
+                          " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  ASSERT_EQ(pclose(p), 0) << out;
+  // The choice names its drafter by folder.
+  EXPECT_NE(out.find("[tree auto] lane 1 (sps): draft=draft"), std::string::npos) << out;
+  json summary;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("{", 0) == 0 && line.find("\"tree_auto\"") != std::string::npos) summary = json::parse(line);
+  ASSERT_TRUE(summary.is_object()) << out;
+  const json& tree = summary.at("tree_auto");
+  // Each gamma with each drafter, calibrated.
+  std::map<std::string, int> gammas_of;
+  for (const auto& t : tree.at("trials"))
+    ++gammas_of[std::filesystem::path(t.at("options").at("draft").get<std::string>()).filename().string()];
+  EXPECT_EQ(gammas_of["draft"], 6) << tree;
+  EXPECT_EQ(gammas_of["draft-again"], 6) << tree;
+  const std::string chosen = tree.at("options").at("draft").get<std::string>();
+  EXPECT_TRUE(std::filesystem::exists(chosen)) << tree;
+  EXPECT_TRUE(tree.at("options").contains("gamma")) << tree;
 }
 
 // A cached choice whose vanilla calibration was disturbed (slower than the curve allows) is not used: tree=auto

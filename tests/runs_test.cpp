@@ -114,6 +114,12 @@ TEST(FamilyManifest, BadManifestsNameTheFileAndTheProblem) {
       {R"({"specscope_family": 1, "target": "base", "methods": {"eagle2": {"hed": "heads"}}})", "unknown key"},
       {R"({"specscope_family": 1, "target": "base", "methods": {"eagle2": {"options": {"gamma": 3}}}})",
        "'gamma' is not an option of eagle2"},
+      {R"({"specscope_family": 1, "target": "base", "methods": {"eagle2": {"head": "h", "alternatives": ["g"]}}})",
+       "only a draft model's entry"},
+      {R"({"specscope_family": 1, "target": "base", "methods": {"sps": {"draft": "d", "alternatives": "e"}}})",
+       "must be an array of paths"},
+      {R"({"specscope_family": 1, "target": "base", "methods": {"sps": {"alternatives": ["e"]}}})",
+       "alternatives to what?"},
   };
   int i = 0;
   for (const auto& [text, want] : cases) {
@@ -134,6 +140,41 @@ TEST(FamilyManifest, AppliesOnlyToItsTargetAndResolvesRelativePaths) {
   EXPECT_EQ(m->entry("eagle2")->options.at("total-tokens"), "30");
   fs::create_directories(dir / "other");
   EXPECT_FALSE(FamilyManifest::find_for((dir / "other").string()).has_value());
+}
+
+TEST(FamilyManifest, AlternativeDraftersReachTheLaneUnlessADraftIsNamed) {
+  auto dir = family_dir("family-alternatives", R"({"specscope_family": 1, "target": "base",
+      "methods": {"sps": {"draft": "big", "alternatives": ["small", "tiny"]}}})");
+  auto m = FamilyManifest::find_for((dir / "base").string());
+  ASSERT_TRUE(m.has_value());
+  ASSERT_EQ(m->entry("sps")->alternatives.size(), 2u);
+  EXPECT_TRUE(same_path(m->entry("sps")->alternatives[0], (dir / "small").string()));
+  runs::LaneDefaults d;
+  d.target = (dir / "base").string();
+  auto lanes = runs::resolve_lanes({runs::parse_lane("sps"), runs::parse_lane("sps:draft=/x/d")}, d);
+  ASSERT_EQ(lanes.size(), 2u);
+  EXPECT_TRUE(same_path(lanes[0].method.draft_path, (dir / "big").string()));
+  EXPECT_EQ(lanes[0].method.draft_alternatives.size(), 2u);
+  EXPECT_TRUE(lanes[1].method.draft_alternatives.empty());  // the drafter the user named is the one that runs
+  d.draft = "/x/d";
+  EXPECT_TRUE(runs::resolve_lanes({runs::parse_lane("sps")}, d)[0].method.draft_alternatives.empty());
+}
+
+TEST(TreeTuner, EverySizeWithEveryDrafterAndTheChoiceSetsTheDrafter) {
+  MethodSpec spec{"sps", "/m/big", "", {}, {"/m/small", "/m/big"}};
+  const auto c = runs::tree_candidates(spec);
+  ASSERT_EQ(c.size(), 2 * runs::tree_candidates("sps").size());  // the spec's own drafter listed again counts once
+  EXPECT_EQ(c.front().at("draft"), "/m/big");
+  EXPECT_EQ(c.back().at("draft"), "/m/small");
+  EXPECT_EQ(c.back().at("gamma"), runs::tree_candidates("sps").back().at("gamma"));
+  runs::apply_tree_options(spec, c.back());
+  EXPECT_EQ(spec.draft_path, "/m/small");
+  EXPECT_TRUE(spec.draft_alternatives.empty());
+  EXPECT_FALSE(spec.options.count("draft"));
+  EXPECT_EQ(spec.options.at("gamma"), c.back().at("gamma"));
+  // Without alternatives (or for another method) the candidates are the sizes alone.
+  EXPECT_EQ(runs::tree_candidates(MethodSpec{"sps", "/m/big", "", {}}).front().count("draft"), 0u);
+  EXPECT_EQ(runs::tree_candidates(MethodSpec{"pld", "", "", {}, {"/m/small"}}).front().count("draft"), 0u);
 }
 
 // ---- lanes ---------------------------------------------------------------------------------------------------

@@ -16,11 +16,17 @@ FamilyManifest family_from_discovery(const Discovery& d, size_t target) {
   m.target = d.models[target].path;
   for (const Pairing* p : d.drafters_of(target))
     for (const auto& method : p->methods) {
-      if (m.methods.count(method)) continue;  // an earlier (preferred) drafter already serves it
-      FamilyEntry e;
       const MethodInfo* info = find_method_info(method);
       if (!info) continue;
-      (info->needs == MethodNeed::DraftModel ? e.draft : e.head) = d.models[p->drafter].path;
+      const std::string& path = d.models[p->drafter].path;
+      if (auto it = m.methods.find(method); it != m.methods.end()) {
+        // An earlier (preferred) drafter already serves it; another draft model is an alternative tree=auto may
+        // choose on the device (family_manifest.h), another head is not offered.
+        if (info->needs == MethodNeed::DraftModel) it->second.alternatives.push_back(path);
+        continue;
+      }
+      FamilyEntry e;
+      (info->needs == MethodNeed::DraftModel ? e.draft : e.head) = path;
       m.methods[method] = std::move(e);
     }
   return m;

@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/methods/method.h"
 #include "engine/methods/method_registry.h"
@@ -15,6 +16,9 @@ struct MethodSpec {
   std::string draft_path;        // sps: the draft model directory
   std::string head_path;         // eagle1/2/3, medusa: the head directory; streaming: default the model's
   std::map<std::string, std::string> options;  // registry keys, e.g. gamma=4, branching=2,2,1, max-ngram=3
+  // sps: other drafters tree=auto may run instead (a family's "alternatives"; runs/tree_tuner.h). make_method ignores
+  // them: a lane runs draft_path, which the tuner sets to the drafter it chose.
+  std::vector<std::string> draft_alternatives;
 };
 
 // Throws InputError for unknown methods, missing paths, options the method does not take and bad values.

@@ -73,8 +73,18 @@ FamilyManifest FamilyManifest::parse(const std::string& text, const std::string&
         }
         continue;
       }
+      if (key == "alternatives") {
+        if (wants != "draft")
+          throw InputError(file, where + ": only a draft model's entry (sps) lists alternatives to choose among");
+        if (!v.is_array()) throw InputError(file, where + " must be an array of paths");
+        for (const auto& a : v) {
+          if (!a.is_string() || a.get<std::string>().empty()) throw InputError(file, where + ": each must be a path");
+          entry.alternatives.push_back(resolve(dir, a.get<std::string>()));
+        }
+        continue;
+      }
       if (key != "draft" && key != "head" && key != "model")
-        throw InputError(file, where + ": unknown key (draft, head, model or options)");
+        throw InputError(file, where + ": unknown key (draft, head, model, alternatives or options)");
       if (key != wants)
         throw InputError(file, where + ": " + name + " needs " + need_description(info->needs) +
                                    (wants.empty() ? "" : " (key \"" + wants + "\")") + ", not a \"" + key + "\"");
@@ -82,6 +92,8 @@ FamilyManifest FamilyManifest::parse(const std::string& text, const std::string&
       const std::string path = resolve(dir, v.get<std::string>());
       (key == "draft" ? entry.draft : key == "head" ? entry.head : entry.model) = path;
     }
+    if (!entry.alternatives.empty() && entry.draft.empty())
+      throw InputError(file, "methods." + name + ".alternatives: alternatives to what? (no \"draft\")");
     m.methods[name] = std::move(entry);
   }
   return m;

@@ -7,6 +7,11 @@
 //    "methods": {"sps": {"draft": "draft"}, "eagle2": {"head": "eagle1"}, "streaming": {"model": "streaming"},
 //                "eagle3": {"head": "eagle3", "options": {"total-tokens": 60}}}}
 //
+// A draft-model entry may list other drafters beside its own, "sps": {"draft": "draft", "alternatives":
+// ["draft-small"]}: where tree=auto sizes the lane (runs/tree_tuner.h), it calibrates each drafter with each gamma and
+// runs the pair with the most expected tokens/s on this device (a smaller drafter that is accepted less can still
+// win where every drafted token's forward costs, as on a CPU); elsewhere the entry's own drafter runs.
+//
 // Paths are relative to the manifest's folder. It is looked for next to the target (inside a model folder, or
 // beside it: assets/models/family.json serves assets/models/base) and applies only to the target it names.
 // The format is documented in docs/family-manifest.md.
@@ -21,6 +26,7 @@ namespace specscope {
 
 struct FamilyEntry {
   std::string draft, head, model;              // absolute paths; empty when not given
+  std::vector<std::string> alternatives;       // other drafters of the draft's kind, absolute (tree=auto chooses)
   std::map<std::string, std::string> options;  // method options (registry keys) the family recommends
   // The path given for what `need` asks for (draft, head or model); empty for Nothing or when not given.
   const std::string& path_for(MethodNeed need) const;
