@@ -83,16 +83,11 @@ TEST(RaceCli, LanesCarryTheirOwnOptionsAndMethodsAllUsesTheManifest) {
 // output stays identical to vanilla, and the recorded summary says what was chosen and what it should gain.
 TEST(RaceCli, TreeAutoChoosesASizeAndStaysLossless) {
   auto dir = test::fresh_dir("tree-auto");
-  const std::string env = "XDG_CACHE_HOME=" + (dir / "cache").string() + " ";
-  const std::string cli = std::string(SPECSCOPE_CLI);
-  const std::string cmd = env + cli + " compare --chat --methods sps,eagle2 --tree auto --prompt 'Name three colours.'"
-                                      " --max-tokens 16 --json --no-record 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  ASSERT_EQ(pclose(p), 0) << out;
+  const auto r = test::run_cli("compare --chat --methods sps,eagle2 --tree auto --prompt 'Name three colours.'"
+                               " --max-tokens 16 --json --no-record",
+                               "XDG_CACHE_HOME=" + (dir / "cache").string());
+  const std::string& out = r.out;
+  ASSERT_EQ(r.exit_code, 0) << out;
   EXPECT_NE(out.find("[tree auto] lane 1 (sps): gamma="), std::string::npos) << out;
   EXPECT_NE(out.find("[tree auto] lane 2 (eagle2): depth="), std::string::npos) << out;
   json j = test::json_in_output(out);
@@ -121,16 +116,12 @@ TEST(RaceCli, TreeAutoChoosesAmongTheFamilysDrafters) {
     std::filesystem::create_symlink(f.path(), dir / "draft-again" / f.path().filename());
   test::write_bytes(dir / "family.json", R"({"specscope_family": 1, "target": "base",
       "methods": {"sps": {"draft": "draft", "alternatives": ["draft-again"]}}})");
-  const std::string cmd = "XDG_CACHE_HOME=" + (dir / "cache").string() + " " + std::string(SPECSCOPE_CLI) +
-                          " run --chat --model " + (dir / "base").string() +
-                          " --method sps --tree auto --prompt 'Name three colours.' --max-tokens 16 --json --no-record"
-                          " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  ASSERT_EQ(pclose(p), 0) << out;
+  const auto r = test::run_cli("run --chat --model " + (dir / "base").string() +
+                                   " --method sps --tree auto --prompt 'Name three colours.' --max-tokens 16 --json"
+                                   " --no-record",
+                               "XDG_CACHE_HOME=" + (dir / "cache").string());
+  const std::string& out = r.out;
+  ASSERT_EQ(r.exit_code, 0) << out;
   // The choice names its drafter by folder.
   EXPECT_NE(out.find("[tree auto] lane 1 (sps): draft=draft"), std::string::npos) << out;
   json summary;

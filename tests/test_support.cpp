@@ -73,8 +73,8 @@ std::string fixture(const std::string& rel) {
   return std::string(moved && *moved ? moved : SPECSCOPE_FIXTURES) + "/" + rel;
 }
 
-CommandResult run_cli(const std::string& args) {
-  std::string cmd = std::string(SPECSCOPE_CLI) + " " + args + " 2>&1";
+CommandResult run_cli(const std::string& args, const std::string& env) {
+  std::string cmd = (env.empty() ? "" : env + " ") + std::string(SPECSCOPE_CLI) + " " + args + " 2>&1";
   CommandResult r{-1, {}};
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;

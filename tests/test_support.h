@@ -16,8 +16,9 @@ struct CommandResult {
   int exit_code;
   std::string out;  // stdout and stderr together
 };
-// Runs specscope-cli with the given arguments (already shell-quoted as needed).
-CommandResult run_cli(const std::string& args);
+// Runs specscope-cli with the given arguments (already shell-quoted as needed); `env`: assignments put before the
+// command ("XDG_CACHE_HOME=/x SPECSCOPE_LOG=info").
+CommandResult run_cli(const std::string& args, const std::string& env = "");
 // The JSON document in a command's merged output: from the first line that opens an object (progress lines on
 // stderr come first) to the end of that value. Null when there is none or it does not parse.
 nlohmann::json json_in_output(const std::string& out);
