@@ -186,7 +186,10 @@ PY
 if [ $parity = 1 ]; then
   suites="kernel_refs_test:refs cuda_kernels_test:kernels"
   [ "$(manifest fixtures)" = yes ] && suites="$suites cuda_parity_test:backend"
-  task parity 60 parity_result -- sh -c "rc=0; for t in $suites; do '$B/run/'\${t%%:*} --gtest_output=json:'$out/parity_'\${t##*:}.json || rc=1; done; exit \$rc"
+  # Every method's sampling test with the target on the GPU (tests/method_sampling_test.cpp; a bundle from before it
+  # travelled has no binary).
+  [ "$(manifest fixtures)" = yes ] && [ -x "$B/run/method_sampling_test" ] && suites="$suites method_sampling_test:sampling"
+  task parity 120 parity_result -- sh -c "rc=0; for t in $suites; do SPECSCOPE_TEST_BACKEND=cuda '$B/run/'\${t%%:*} --gtest_output=json:'$out/parity_'\${t##*:}.json || rc=1; done; exit \$rc"
   # One JSON file back, not three (the device tool brings back at most 8).
   python3 - "$out/parity.json" "$out"/parity_*.json <<'PY' 2>>"$log"
 import json, os, sys

@@ -11,7 +11,7 @@
 #
 # Parts (each a .tar.xz holding bin/, lib/, share/specscope/, and what its tasks read; manifest.txt lists them):
 #   core      the CUDA tests (backend parity and its fixtures, each kernel against its CPU reference, the
-#             references themselves); the base, the EAGLE-1 and EAGLE-3 heads and the streaming model (methods
+#             references themselves, every method's sampling test with the target on the GPU); the base, the EAGLE-1 and EAGLE-3 heads and the streaming model (methods
 #             vanilla, eagle1, eagle2, eagle3, streaming, lookahead, pld); benchmarks
 #   drafters  the base, the SpS draft model and the Medusa heads (methods vanilla, sps, medusa)
 #   all       the whole family and no fixtures (every method but streaming, which CUDA refuses): 57 MiB, so it
@@ -40,7 +40,7 @@ grep -q '^SPECSCOPE_HAVE_CUDA:INTERNAL=1' "$build/CMakeCache.txt" 2>/dev/null ||
   grep -q 'SPECSCOPE_CUDA:STRING=ON\|SPECSCOPE_CUDA:STRING=AUTO' "$build/CMakeCache.txt" 2>/dev/null ||
   die "$build is not a CMake build directory with the CUDA backend (run scripts/build.sh with nvcc on PATH)"
 echo "gpu-pack: building the CLI and the CUDA tests in $build" >&2
-tests=(cuda_parity_test cuda_kernels_test kernel_refs_test)
+tests=(cuda_parity_test cuda_kernels_test kernel_refs_test method_sampling_test)
 cmake --build "$build" --target specscope-cli "${tests[@]}" -j "$(nproc)" >&2 ||
   die "the build failed"
 ldd "$build/app/specscope-cli" | grep -q libcublas || die "$build/app/specscope-cli was built without the CUDA backend"
@@ -82,7 +82,8 @@ methods_of() {
 fixtures_core=(models/llama_bytelevel_f32 models/llama_bytelevel_bf16 models/llama_spm_tied_f32 models/qwen2_bf16
   models/mistral_f32 gguf_models/llama_bytelevel_f32.q8_0.gguf gguf_models/llama_bytelevel_f32.q4_0.gguf
   gguf_models/llama_spm_tied_f32.q4_1.gguf gguf_models/llama_spm_tied_f32.q5_0.gguf
-  gguf_models/llama_spm_tied_f32.q5_1.gguf gguf_kquant/tiny.q4_k_m.gguf gguf_kquant/tiny.q5_k_m.gguf)
+  gguf_models/llama_spm_tied_f32.q5_1.gguf gguf_kquant/tiny.q4_k_m.gguf gguf_kquant/tiny.q5_k_m.gguf
+  models/tinyvocab_target models/tinyvocab_draft models/tinyvocab_heads heads/eagle1_fitted heads/medusa_fitted)
 
 mkdir -p "$out"
 status=0
