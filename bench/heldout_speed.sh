@@ -26,7 +26,10 @@ j = json.load(open(out + ".json"))
 lines = [f"command: {cmd}", f"cpu: {cpu}", "",
          "| lane | target | options | tau | tok/s | speedup vs vanilla | identical |", "|---|---|---|---|---|---|---|"]
 for a in j["aggregate"]:
-    opts = ",".join(f"{k}={os.path.basename(v)}" for k, v in sorted(a.get("options", {}).items()))
+    options = dict(a.get("options", {}))
+    if a.get("draft"):  # the drafter tree=auto chose among a family's alternatives, or the one given
+        options["draft"] = a["draft"]
+    opts = ",".join(f"{k}={os.path.basename(v.rstrip('/'))}" for k, v in sorted(options.items()))
     target = os.path.basename(a["target"]["path"])
     lines.append(f"| {a['lane']} | {target} | {opts} | {a['tau']:.2f} | {a['tokens_per_second']:.1f} | {a['speedup_vs_vanilla']:.2f}x | "
                  f"{a['identical_to_vanilla']}/{a['prompts']} |")

@@ -100,6 +100,8 @@ TEST(FamilyManifest, ShippedFamilyServesEveryMethod) {
   EXPECT_TRUE(same_path(m->entry("eagle3")->head, SPECSCOPE_SOURCE_DIR "/assets/models/eagle3"));
   EXPECT_TRUE(same_path(m->entry("streaming")->model, SPECSCOPE_SOURCE_DIR "/assets/models/streaming"));
   EXPECT_TRUE(same_path(m->entry("sps")->draft, SPECSCOPE_SOURCE_DIR "/assets/models/draft"));
+  ASSERT_EQ(m->entry("sps")->alternatives.size(), 1u);  // the two-layer drafter tree=auto may choose on a CPU
+  EXPECT_TRUE(same_path(m->entry("sps")->alternatives[0], SPECSCOPE_SOURCE_DIR "/assets/models/draft-small"));
   // It serves base only: the streaming model next to it has no manifest of its own.
   EXPECT_FALSE(FamilyManifest::find_for(SPECSCOPE_SOURCE_DIR "/assets/models/streaming").has_value());
 }

@@ -710,6 +710,7 @@ def run(args, role, teacher_dir=None):
         "epochs": round(batches.epoch + batches.pos / max(batches.rows, 1), 2),
         "train_tokens_per_epoch": n_tok, "wall_s": round(time.time() - T_START, 1),
         "distilled_from": os.path.abspath(teacher_dir) if teacher_dir else None,
+        "init_from": os.path.abspath(args.init_from) if args.init_from else None,
         "config": {k: getattr(args, k) for k in ("hidden", "layers", "heads", "kv_heads", "intermediate", "context",
                                                   "batch_size", "lr", "warmup_steps", "seed")},
     }
