@@ -1,12 +1,12 @@
+// Parsing a family manifest (no file access but path resolution: fuzz/fuzz_family_manifest.cpp fuzzes it). Finding
+// the one that applies to a target, and a discovered family where none does, is family_lookup.cpp.
 #include "engine/model/family_manifest.h"
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "engine/discovery/discovered_family.h"
 #include "engine/methods/method_registry.h"
 #include "engine/util/error.h"
-#include "engine/util/mapped_file.h"
 
 namespace specscope {
 
@@ -97,21 +97,6 @@ FamilyManifest FamilyManifest::parse(const std::string& text, const std::string&
     m.methods[name] = std::move(entry);
   }
   return m;
-}
-
-std::optional<FamilyManifest> FamilyManifest::find_for(const std::string& target_path) {
-  std::error_code ec;
-  const fs::path target(target_path);
-  std::vector<fs::path> candidates;
-  if (fs::is_directory(target, ec)) candidates.push_back(target / "family.json");
-  candidates.push_back(target.lexically_normal().parent_path() / "family.json");
-  for (const auto& c : candidates) {
-    if (!fs::is_regular_file(c, ec)) continue;
-    FamilyManifest m = parse(read_text_file(c.string()), c.string());
-    if (same_path(m.target, target_path)) return m;
-  }
-  // A target in another tool's model store (Ollama, LM Studio, the hub cache): the drafters found beside it.
-  return discovery::discovered_family(target_path);
 }
 
 const std::string& FamilyEntry::path_for(MethodNeed need) const {
