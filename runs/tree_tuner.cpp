@@ -84,14 +84,13 @@ void apply_tree_options(MethodSpec& spec, const std::map<std::string, std::strin
   }
 }
 
-namespace {
-
-// A drafter is named by its folder, not its whole path.
-std::string options_text(const std::map<std::string, std::string>& o) {
+std::string tree_options_text(const std::map<std::string, std::string>& o) {
   std::string s;
   for (const auto& [k, v] : o) s += (s.empty() ? "" : ",") + k + "=" + (k == "draft" ? fs::path(v).filename().string() : v);
   return s;
 }
+
+namespace {
 
 // A candidate that names a tree_choices file: `choices` (JSON) written to dir/NAME.json.
 std::map<std::string, std::string> tree_choices_option(const fs::path& dir, const std::string& name,
@@ -196,7 +195,7 @@ TreeChoice choose_tree(std::vector<TreeTrial> trials, const StepCost& cost, doub
   char buf[512];
   std::snprintf(buf, sizeof buf, "%s: tau %.2f per step for %.2f ms of verification (%.1f tokens) + %.2f ms of drafting, "
                                  "against %.2f ms per vanilla token: %.2fx expected",
-                options_text(best->options).c_str(), best->tau, best->verify_ms, best->verify_tokens, best->draft_ms,
+                tree_options_text(best->options).c_str(), best->tau, best->verify_ms, best->verify_tokens, best->draft_ms,
                 cost1, c.expected_speedup);
   c.summary = buf;
   if (c.expected_speedup < 1.0) {
@@ -334,7 +333,7 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
       t.options = candidates[i];
       trials.push_back(t);
       spdlog::info("tree auto {} {}: tau {:.2f}, {:.1f} tokens verified in {:.3f} ms, {:.3f} ms drafting per step",
-                   spec.name, options_text(candidates[i]), t.tau, t.verify_tokens, t.verify_ms, t.draft_ms);
+                   spec.name, tree_options_text(candidates[i]), t.tau, t.verify_tokens, t.verify_ms, t.draft_ms);
     }
     nlohmann::json j = {{"model", id.path}, {"method", spec.name}, {"vanilla_ms", vanilla_ms}, {"trials", nlohmann::json::array()}};
     for (const auto& t : trials)

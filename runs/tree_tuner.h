@@ -59,6 +59,9 @@ std::vector<std::map<std::string, std::string>> tree_candidates(const MethodSpec
 // Puts a choice's (or a candidate's) options into `spec`: "draft" becomes its draft_path (and clears the
 // alternatives: the choice is made), every other key a method option.
 void apply_tree_options(MethodSpec& spec, const std::map<std::string, std::string>& options);
+// Options as one line for people: "key=value,..." in key order, a drafter by its folder's name (the run reports and
+// logs, the app's status line).
+std::string tree_options_text(const std::map<std::string, std::string>& options);
 
 // Every candidate as calibrated, for reports: options (a drafter by its path), tau, verify_tokens, verify_ms,
 // curve_verify_ms, draft_ms and tokens_per_second (expected), in the order tried.

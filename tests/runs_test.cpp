@@ -169,6 +169,7 @@ TEST(TreeTuner, EverySizeWithEveryDrafterAndTheChoiceSetsTheDrafter) {
   EXPECT_EQ(c.front().at("draft"), "/m/big");
   EXPECT_EQ(c.back().at("draft"), "/m/small");
   EXPECT_EQ(c.back().at("gamma"), runs::tree_candidates("sps").back().at("gamma"));
+  EXPECT_EQ(runs::tree_options_text(c.back()), "draft=small,gamma=" + c.back().at("gamma"));  // the folder's name
   runs::apply_tree_options(spec, c.back());
   EXPECT_EQ(spec.draft_path, "/m/small");
   EXPECT_TRUE(spec.draft_alternatives.empty());

@@ -1,6 +1,5 @@
 #include "ui/engine/engine_worker.h"
 
-#include <QFileInfo>
 #include <QMetaType>
 
 #include "engine/model/model.h"
@@ -68,9 +67,7 @@ class SignalObserver : public runs::JobObserver {
     LaneOutcome outcome{run.summary, QString::fromStdString(run.gen.text), run.identical, run.key.target, run.context,
                         {}, 0, 0};
     if (run.tree) {
-      for (const auto& [k, v] : run.tree->options)  // a chosen drafter by its folder's name
-        outcome.tree_options += QString("%1%2=%3").arg(outcome.tree_options.isEmpty() ? "" : ",").arg(k.c_str())
-                                    .arg(k == "draft" ? QFileInfo(QString::fromStdString(v)).fileName() : QString::fromStdString(v));
+      outcome.tree_options = QString::fromStdString(runs::tree_options_text(run.tree->options));
       outcome.expected_speedup = run.tree->expected_speedup;
       outcome.expected_tokens_per_second = run.tree->expected_tokens_per_second;
     }
