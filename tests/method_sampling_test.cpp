@@ -104,6 +104,9 @@ SamplingCase make_case(const std::string& label) {
          return c;
        }},
       {"sps_other_tree", [&] { return with(tiny, "sps", "models/tinyvocab_draft", "", {{"gamma", "2"}, {"branching", "3,2"}}); }},
+      // A chain cut where the drafter is unsure (confidence-threshold) is a shorter chain: still exact.
+      {"sps_other_confident",
+       [&] { return with(tiny, "sps", "models/tinyvocab_draft", "", {{"gamma", "4"}, {"confidence-threshold", "0.2"}}); }},
       {"pld", [&] {
          auto c = with(tiny, "pld", "", "", {{"max-ngram", "2"}});
          c.min_accepted = 15;  // prompt lookup's n-grams rarely match a random model's samples (27 at T=1)
@@ -252,9 +255,9 @@ TEST_P(EveryMethod, CommittedTokensFollowTheTarget) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sampling, EveryMethod,
-                         ::testing::Values("sps_self_chain", "sps_other_tree", "pld", "lookahead", "eagle1", "eagle2",
-                                           "eagle3", "medusa", "streaming", "eagle1_fitted", "eagle2_fitted",
-                                           "medusa_fitted"),
+                         ::testing::Values("sps_self_chain", "sps_other_tree", "sps_other_confident", "pld", "lookahead",
+                                           "eagle1", "eagle2", "eagle3", "medusa", "streaming", "eagle1_fitted",
+                                           "eagle2_fitted", "medusa_fitted"),
                          [](const auto& info) { return info.param; });
 
 // A real method whose drafter's distribution q is rewritten before verification reads it: verification bugs

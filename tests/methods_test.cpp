@@ -12,6 +12,7 @@
 #include "engine/methods/factory.h"
 #include "engine/methods/speculative_generator.h"
 #include "engine/model/model.h"
+#include "engine/util/error.h"
 #include "tests/test_support.h"
 
 using namespace specscope;
@@ -101,6 +102,9 @@ std::vector<MethodCase> method_cases() {
       {"sps_self_tree", spec("sps", kTarget, {{"gamma", "3"}, {"branching", "3,2,1"}})},
       {"sps_other_chain", spec("sps", kOtherDraft, {{"gamma", "5"}})},
       {"sps_other_tree", spec("sps", kOtherDraft, {{"gamma", "4"}, {"branching", "2,2"}})},
+      {"sps_other_confident", spec("sps", kOtherDraft, {{"gamma", "8"}, {"confidence-threshold", "0.6"}})},
+      {"sps_other_tree_confident",
+       spec("sps", kOtherDraft, {{"gamma", "3"}, {"branching", "3,2"}, {"confidence-threshold", "0.3"}})},
       // The drafter on int8 per-row copies of its weights (ignored where the CPU lacks the kernel): drafts change,
       // the output must not; a self-drafter stays close enough to keep long paths accepted.
       {"sps_self_int8", spec("sps", kTarget, {{"gamma", "4"}, {"draft-weights", "int8"}})},
@@ -160,4 +164,42 @@ TEST(Methods, SelfDraftAcceptsEverythingGreedy) {
   EXPECT_NEAR(res.summary.tau, 5.0, 1e-9);
   // Chains: n-α is defined, and a drafter equal to the target is accepted at every depth.
   EXPECT_EQ(res.summary.n_alpha, (std::vector<double>{1.0, 1.0, 1.0, 1.0}));
+}
+
+// transformers' assistant_confidence_threshold: a chain stops after the first draft the drafter gives less than the
+// threshold (that draft included), and otherwise runs gamma deep; the output stays vanilla's.
+TEST(Methods, SpsConfidenceThresholdCutsChainsAfterAnUnsureDraft) {
+  auto model = Model::load(test::fixture(kTarget));
+  const float threshold = 0.97f;
+  MethodSpec s;
+  s.name = "sps";
+  s.draft_path = test::fixture(kOtherDraft);
+  s.options = {{"gamma", "6"}, {"confidence-threshold", "0.97"}};
+  auto method = make_method(s, *model);
+  GenerateOptions opts;
+  opts.max_tokens = 48;
+  opts.stop_at_eos = false;
+  int cut = 0, full = 0;
+  for (const auto& p : prompts(*model, 6)) {
+    auto vctx = model->new_cpu_context(256);
+    auto ref = generate(*model, *vctx, p, opts);
+    auto ctx = model->new_cpu_context(256);
+    auto res = generate_speculative(*model, *ctx, *method, p, opts);
+    ASSERT_EQ(res.gen.tokens, ref.tokens);
+    for (const auto& step : res.steps) {
+      if (step.nodes.empty()) continue;  // the prefill's step, or one with no room left to draft
+      for (size_t i = 0; i + 1 < step.nodes.size(); ++i) EXPECT_GE(step.nodes[i].draft_prob, threshold) << i;
+      if (step.nodes.size() < 6) {
+        // Cut short: by an unsure last draft, or by the end of the run's room.
+        if (step.nodes.back().draft_prob < threshold) ++cut;
+      } else {
+        ++full;
+      }
+    }
+  }
+  // Both kinds occur on these prompts, or the test proves little.
+  EXPECT_GT(cut, 5);
+  EXPECT_GT(full, 0);
+  s.options["confidence-threshold"] = "1.5";
+  EXPECT_THROW(make_method(s, *model), InputError);
 }

@@ -13,6 +13,7 @@
 #include <map>
 #include <sstream>
 
+#include "runs/tree_tuner.h"
 #include "tests/session_test_support.h"
 #include "tests/test_support.h"
 
@@ -88,8 +89,9 @@ TEST(RaceCli, TreeAutoChoosesASizeAndStaysLossless) {
                                "XDG_CACHE_HOME=" + (dir / "cache").string());
   const std::string& out = r.out;
   ASSERT_EQ(r.exit_code, 0) << out;
-  // sps: the shipped family lists a second drafter, so the choice names the drafter before gamma.
-  EXPECT_NE(out.find("[tree auto] lane 1 (sps): draft="), std::string::npos) << out;
+  // sps: the shipped family lists a second drafter, so the choice names the drafter beside its sizes.
+  EXPECT_NE(out.find("[tree auto] lane 1 (sps): confidence-threshold="), std::string::npos) << out;
+  EXPECT_NE(out.find(",draft=draft"), std::string::npos) << out;
   EXPECT_NE(out.find("[tree auto] lane 2 (eagle2): depth="), std::string::npos) << out;
   json j = test::json_in_output(out);
   ASSERT_TRUE(j.is_object()) << out;
@@ -124,19 +126,21 @@ TEST(RaceCli, TreeAutoChoosesAmongTheFamilysDrafters) {
   const std::string& out = r.out;
   ASSERT_EQ(r.exit_code, 0) << out;
   // The choice names its drafter by folder.
-  EXPECT_NE(out.find("[tree auto] lane 1 (sps): draft=draft"), std::string::npos) << out;
+  EXPECT_NE(out.find("[tree auto] lane 1 (sps): confidence-threshold="), std::string::npos) << out;
+  EXPECT_NE(out.find(",draft=draft"), std::string::npos) << out;
   json summary;
   std::istringstream lines(out);
   for (std::string line; std::getline(lines, line);)
     if (line.rfind("{", 0) == 0 && line.find("\"tree_auto\"") != std::string::npos) summary = json::parse(line);
   ASSERT_TRUE(summary.is_object()) << out;
   const json& tree = summary.at("tree_auto");
-  // Each gamma with each drafter, calibrated.
+  // Each size (a gamma, and how confident a draft must be to go on) with each drafter, calibrated.
   std::map<std::string, int> gammas_of;
   for (const auto& t : tree.at("trials"))
     ++gammas_of[std::filesystem::path(t.at("options").at("draft").get<std::string>()).filename().string()];
-  EXPECT_EQ(gammas_of["draft"], 6) << tree;
-  EXPECT_EQ(gammas_of["draft-again"], 6) << tree;
+  const int sizes = int(runs::tree_candidates("sps").size());
+  EXPECT_EQ(gammas_of["draft"], sizes) << tree;
+  EXPECT_EQ(gammas_of["draft-again"], sizes) << tree;
   const std::string chosen = tree.at("options").at("draft").get<std::string>();
   EXPECT_TRUE(std::filesystem::exists(chosen)) << tree;
   EXPECT_TRUE(tree.at("options").contains("gamma")) << tree;

@@ -169,7 +169,8 @@ TEST(TreeTuner, EverySizeWithEveryDrafterAndTheChoiceSetsTheDrafter) {
   EXPECT_EQ(c.front().at("draft"), "/m/big");
   EXPECT_EQ(c.back().at("draft"), "/m/small");
   EXPECT_EQ(c.back().at("gamma"), runs::tree_candidates("sps").back().at("gamma"));
-  EXPECT_EQ(runs::tree_options_text(c.back()), "draft=small,gamma=" + c.back().at("gamma"));  // the folder's name
+  EXPECT_EQ(runs::tree_options_text(c.back()),  // the drafter by its folder's name
+            "confidence-threshold=" + c.back().at("confidence-threshold") + ",draft=small,gamma=" + c.back().at("gamma"));
   runs::apply_tree_options(spec, c.back());
   EXPECT_EQ(spec.draft_path, "/m/small");
   EXPECT_TRUE(spec.draft_alternatives.empty());
@@ -448,7 +449,11 @@ TEST(TreeTuner, ChoosesTheMostExpectedTokensPerSecondAndSaysWhatLoses) {
   e1.options["tree-choices"] = "my_tree.json";
   EXPECT_TRUE(runs::tree_size_given(e1));
   EXPECT_FALSE(runs::tree_tunable("streaming"));
-  EXPECT_EQ(runs::tree_candidates("sps").size(), 6u);
+  EXPECT_EQ(runs::tree_candidates("sps").size(), 7u);  // gamma 1-4, then gamma 8 cut at three confidences
+  MethodSpec sps{"sps", "/m/draft", "", {}};
+  EXPECT_FALSE(runs::tree_size_given(sps));
+  sps.options["confidence-threshold"] = "0.5";  // a size the tuner would choose: given, so tree=auto is not implied
+  EXPECT_TRUE(runs::tree_size_given(sps));
 }
 
 // ---- the trace store -----------------------------------------------------------------------------------------

@@ -13,6 +13,8 @@ namespace specscope {
 DraftModelMethod::DraftModelMethod(std::shared_ptr<const Model> draft, const Model& target, SpsOptions o)
     : draft_(std::move(draft)), o_(std::move(o)) {
   if (o_.gamma < 1 || o_.gamma > 64) throw InputError("--gamma", "must be in 1..64");
+  if (!(o_.confidence_threshold >= 0.f && o_.confidence_threshold < 1.f))
+    throw InputError("--confidence-threshold", "must be in [0, 1)");
   for (int b : o_.branching)
     if (b < 1 || b > 16) throw InputError("--branching", "each branching factor must be in 1..16");
   if (draft_->tokenizer().vocab_size() != target.tokenizer().vocab_size())
@@ -92,6 +94,9 @@ void DraftModelMethod::draft(const DecodeState& st, DraftTree& tree, int budget)
         info.child_dist = std::move(q);
       }
     }
+    // A drafted token below the confidence threshold is kept but not drafted on from: the target is likely to reject
+    // it, and whatever follows it with it.
+    std::erase_if(added, [&](int id) { return tree.nodes[size_t(id)].draft_prob < o_.confidence_threshold; });
     if (depth == o_.gamma || added.empty() || tree.size() >= budget) break;
     if (chain) {
       Batch b;

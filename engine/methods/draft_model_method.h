@@ -12,6 +12,10 @@ struct SpsOptions {
   int gamma = 4;                 // chain length (depth of the tree)
   std::vector<int> branching;    // children per node at each depth; empty: a chain (all 1)
   bool int8_weights = false;     // the drafter's linear layers on int8 per-row copies (engine/cpu/int8_panels.h)
+  // Dynamic draft length (transformers' assistant_confidence_threshold, after Mamou et al. 2024, "Dynamic
+  // Speculation Lookahead"): a drafted token the drafter gives less than this probability ends its branch, itself
+  // included. 0: off, every branch gamma deep. Only the draft's length changes, so the output does not.
+  float confidence_threshold = 0.f;
 };
 
 class DraftModelMethod final : public Method {

@@ -94,6 +94,7 @@ std::unique_ptr<Method> make_method(const MethodSpec& spec, const Model& target)
     o.gamma = opt_int(spec, "gamma", o.gamma);
     o.branching = opt_list(spec, "branching");
     o.int8_weights = opt_int8_weights(spec, "draft-weights");
+    o.confidence_threshold = opt_float(spec, "confidence-threshold", o.confidence_threshold);
     return std::make_unique<DraftModelMethod>(Model::load(spec.draft_path), target, o);
   }
   if (spec.name == "eagle1" || spec.name == "eagle2" || spec.name == "eagle3") {

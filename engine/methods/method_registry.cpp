@@ -40,6 +40,9 @@ std::vector<MethodInfo> build() {
                "Leviathan et al. 2023, Chen et al. 2023 (tree variant: SpecInfer)", MethodNeed::DraftModel,
                {{"gamma", K::Int, "4", "draft tokens per step (the chain's length)"},
                 {"branching", K::IntList, "", "children per node at each depth, e.g. 2,2,1 (default: a chain)"},
+                {"confidence-threshold", K::Number, "0",
+                 "stop a branch after a draft the drafter gives less than this probability (transformers' "
+                 "assistant_confidence_threshold; 0: off, always gamma deep)"},
                 {"draft-weights", K::Choice, "as-loaded",
                  "as-loaded, or int8: the drafter requantized per row (half of bf16's bytes; drafts change, output not)"},
                 tree_option()}});
