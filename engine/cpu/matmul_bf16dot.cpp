@@ -36,6 +36,11 @@ constexpr int kTmax = 6;  // tokens per tile: 4 rows x 6 tokens = 24 accumulator
 
 SS_INLINE __m512bh as_bh(__m512i v) { return (__m512bh)v; }
 
+// Keeps a loaded weight vector in a register for all the tile's tokens. GCC allocated some tiles (4 rows x 3 tokens)
+// in zmm0-15 alone and loaded each weight vector again from memory for every token; the value opaque to it, it keeps
+// the one load.
+SS_INLINE void keep_in_register(__m512i& v) { __asm__("" : "+v"(v)); }
+
 // Y[t, r] = sum_k xb[t, k] w[r, k] (+ bias[r]) for R <= 4 weight rows and T tokens. xb rows are zero-padded to
 // kp (a multiple of 32) elements; the weights' last partial chunk is read with a mask.
 template <int R, int T>
@@ -48,7 +53,10 @@ void tile(const uint16_t* xb, size_t kp, int k, const uint16_t* w, size_t ldw, c
   for (; kk + 32 <= k; kk += 32) {
     if (prefetch) SS_UNROLL for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(prefetch + size_t(r) * ldw + kk), _MM_HINT_T1);
     __m512i wv[R];
-    SS_UNROLL for (int r = 0; r < R; ++r) wv[r] = _mm512_loadu_si512(w + size_t(r) * ldw + kk);
+    SS_UNROLL for (int r = 0; r < R; ++r) {
+      wv[r] = _mm512_loadu_si512(w + size_t(r) * ldw + kk);
+      keep_in_register(wv[r]);
+    }
     SS_UNROLL for (int t = 0; t < T; ++t) {
       const __m512i xv = _mm512_loadu_si512(xb + size_t(t) * kp + kk);
       SS_UNROLL for (int r = 0; r < R; ++r) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], as_bh(wv[r]), as_bh(xv));
@@ -101,7 +109,10 @@ void panel_tile(const uint16_t* xb, size_t kp, const uint16_t* panels, size_t pa
       SS_UNROLL for (int p = 0; p < P; ++p)
         _mm_prefetch(reinterpret_cast<const char*>(prefetch + size_t(p) * panel_elems + size_t(j) * 32), _MM_HINT_T1);
     __m512i wv[P];
-    SS_UNROLL for (int p = 0; p < P; ++p) wv[p] = _mm512_load_si512(panels + size_t(p) * panel_elems + size_t(j) * 32);
+    SS_UNROLL for (int p = 0; p < P; ++p) {
+      wv[p] = _mm512_load_si512(panels + size_t(p) * panel_elems + size_t(j) * 32);
+      keep_in_register(wv[p]);
+    }
     SS_UNROLL for (int t = 0; t < T; ++t) {
       int32_t pair;
       __builtin_memcpy(&pair, xb + size_t(t) * kp + size_t(j) * 2, sizeof pair);
