@@ -89,10 +89,11 @@ TEST(DefaultFamily, ShippedEagleHeadIsLosslessAndAccepts) {
 }
 
 // The shipped EAGLE-3 head (trained on this CPU, official EAGLE-3 layout with d2t/t2d): lossless with EAGLE-2's
-// dynamic trees, and accepting drafts on held-out prompts (2.48 on these 6 at 48 tokens, 2.62 over all 80 at 96).
+// dynamic trees, and accepting drafts on held-out prompts (3.15 on these 6 at 48 tokens, 3.24 over all 80 at 96;
+// the head before its second training stage had 2.48 and 2.62, and fails this bound).
 TEST(DefaultFamily, ShippedEagle3HeadIsLosslessAndAccepts) {
   auto base = Model::load(kModels + "base");
-  EXPECT_GT(lossless_tau_on_heldout(*base, head_spec("eagle3", "eagle3"), 6), 1.8);
+  EXPECT_GT(lossless_tau_on_heldout(*base, head_spec("eagle3", "eagle3"), 6), 2.8);
 }
 
 // The shipped Medusa heads: lossless with their static tree, and accepting drafts on held-out prompts.
