@@ -135,12 +135,12 @@ TEST(RaceCli, TreeAutoChoosesAmongTheFamilysDrafters) {
   ASSERT_TRUE(summary.is_object()) << out;
   const json& tree = summary.at("tree_auto");
   // Each size (a gamma, and how confident a draft must be to go on) with each drafter, calibrated.
-  std::map<std::string, int> gammas_of;
+  std::map<std::string, int> trials_of;
   for (const auto& t : tree.at("trials"))
-    ++gammas_of[std::filesystem::path(t.at("options").at("draft").get<std::string>()).filename().string()];
+    ++trials_of[std::filesystem::path(t.at("options").at("draft").get<std::string>()).filename().string()];
   const int sizes = int(runs::tree_candidates("sps").size());
-  EXPECT_EQ(gammas_of["draft"], sizes) << tree;
-  EXPECT_EQ(gammas_of["draft-again"], sizes) << tree;
+  EXPECT_EQ(trials_of["draft"], sizes) << tree;
+  EXPECT_EQ(trials_of["draft-again"], sizes) << tree;
   const std::string chosen = tree.at("options").at("draft").get<std::string>();
   EXPECT_TRUE(std::filesystem::exists(chosen)) << tree;
   EXPECT_TRUE(tree.at("options").contains("gamma")) << tree;
