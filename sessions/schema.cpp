@@ -130,6 +130,11 @@ ALTER TABLE nodes ADD COLUMN tested_prob REAL;
 ALTER TABLE steps ADD COLUMN verified BLOB;
 ALTER TABLE steps ADD COLUMN residual_top_k BLOB;
 )sql",
+    // 4 -> 5: SpS's confidence cut (sps:confidence-threshold), so that the panel can say why a chain stopped short of
+    // gamma. NULL: no cut, or recorded before.
+    R"sql(
+ALTER TABLE steps ADD COLUMN draft_cut REAL;
+)sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 

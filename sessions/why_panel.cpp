@@ -80,8 +80,10 @@ std::string WhyPanel::text() const {
   return out;
 }
 
-WhyPanel explain_node(const StepRecord& step, int id, const TokenShow& show_arg) {
-  const TokenShow show = show_arg ? show_arg : TokenShow(default_show);
+namespace {
+
+// How the node's verification went (explain_node adds what drafting decided).
+WhyPanel explain_verification(const StepRecord& step, int id, const TokenShow& show) {
   WhyPanel w;
   if (id < 0 || id >= int(step.nodes.size())) {
     w.title = "No such node";
@@ -218,6 +220,25 @@ WhyPanel explain_node(const StepRecord& step, int id, const TokenShow& show_arg)
                                      std::to_string(step.residual_top_k.size());
     w.residual = bars(step.residual_top_k, step.bonus_token);
     if (step.residual_top_k.empty()) w.missing = "The residual's top tokens are not recorded for this step.";
+  }
+  return w;
+}
+
+}  // namespace
+
+WhyPanel explain_node(const StepRecord& step, int id, const TokenShow& show_arg) {
+  const TokenShow show = show_arg ? show_arg : TokenShow(default_show);
+  WhyPanel w = explain_verification(step, id, show);
+  if (id < 0 || id >= int(step.nodes.size())) return w;
+  // SpS's confidence cut: a draft the drafter was unsure of ends its branch, so the tree is shorter than gamma here
+  // by the drafter's choice, not by chance. Said for every such node, whatever verification then made of it.
+  const DraftNode& n = step.nodes[size_t(id)];
+  if (!std::isnan(step.draft_cut) && n.source == NodeSource::DraftModel && n.draft_prob < step.draft_cut) {
+    w.rows.push_back({"cut", "confidence cut", format_prob(step.draft_cut), double(step.draft_cut)});
+    w.verdict += " The drafter stopped this branch here: its q(x) = " + format_prob(n.draft_prob) +
+                 " is below the confidence cut " + format_prob(step.draft_cut) +
+                 " (sps:confidence-threshold), so nothing was drafted after " + show(n.text) +
+                 " and the target verified a shorter chain.";
   }
   return w;
 }

@@ -15,7 +15,7 @@
 namespace specscope::sessions {
 
 struct WhyRow {
-  // Stable names for tests and tools: drafted, q, p, tested_p, accept, u, outcome, argmax, threshold, drawn.
+  // Stable names for tests and tools: drafted, q, p, tested_p, accept, u, outcome, argmax, threshold, drawn, cut.
   std::string key;
   std::string label;  // as shown: "q(x)", "min(1, p/q)", ...
   std::string value;  // as shown

@@ -217,6 +217,34 @@ TEST(HtmlExportBrowser, ARaceShowsEveryLaneAndTheSharedCursorFindsEachLanesStep)
   EXPECT_GT(fs::file_size(png), 30000u) << "a blank page compresses to far less";
 }
 
+// SpS's confidence cut: the panel of a draft the drafter was unsure of says its branch stopped there, and the panel of a
+// draft above the cut does not.
+TEST(HtmlExportBrowser, ADraftBelowTheConfidenceCutSaysItsBranchStoppedThere) {
+  REQUIRE_CHROMIUM(chromium);
+  auto dir = test::fresh_dir("browser-cut");
+  const fs::path db = dir / "s.db";
+  test::html::record_sps_cut(db);
+  sessions::SessionReader reader(db.string());
+  const auto run_row = reader.session(1).runs.at(0);
+  int step = -1, unsure = -1, sure_step = -1, sure = -1;
+  reader.for_each_step(run_row.id, 0, run_row.step_count, [&](sessions::RecordedStep&& st) {
+    for (const auto& n : st.record.nodes) {
+      if (unsure < 0 && n.draft_prob < 0.6f) step = st.record.step, unsure = n.id;
+      if (sure < 0 && n.draft_prob >= 0.6f) sure_step = st.record.step, sure = n.id;
+    }
+  });
+  ASSERT_GE(unsure, 0) << "no chain was cut in 32 tokens";
+  ASSERT_GE(sure, 0);
+  const fs::path file = write_page(dir, "cut.html", sessions::session_html(reader, 1));
+  const Page cut = open(chromium, file, "#step=" + std::to_string(step) + "&node=" + std::to_string(unsure));
+  EXPECT_PAGE_OK(cut, file);
+  EXPECT_NE(why_panel(cut).find("is below the confidence cut 0.6000"), std::string::npos) << why_panel(cut);
+  const Page kept = open(chromium, file, "#step=" + std::to_string(sure_step) + "&node=" + std::to_string(sure));
+  EXPECT_PAGE_OK(kept, file);
+  EXPECT_NE(why_panel(kept).find("Draft node " + std::to_string(sure)), std::string::npos) << why_panel(kept);
+  EXPECT_EQ(why_panel(kept).find("confidence cut"), std::string::npos) << why_panel(kept);
+}
+
 TEST(HtmlExportBrowser, SampledStepsExplainMinPOverQWithTheDrawAndTheResidualOrSayTheyAreMissing) {
   REQUIRE_CHROMIUM(chromium);
   auto dir = test::fresh_dir("browser-sampled");

@@ -38,6 +38,13 @@ inline void record_race(const std::filesystem::path& db) {
 inline void record_sampled(const std::filesystem::path& db) {
   cli_ok("run --chat --method sps --prompt '" + kPrompt + "' --max-tokens 32 --temperature 0.8 --seed 5", db);
 }
+// Greedy SpS with the confidence cut (sps:confidence-threshold): chains that stop after an unsure draft.
+inline void record_sps_cut(const std::filesystem::path& db) {
+  cli_ok("run --chat --method sps --draft " + std::string(SPECSCOPE_SOURCE_DIR) +
+             "/assets/models/draft-small --gamma 5 --confidence-threshold 0.6 --prompt '" + kPrompt +
+             "' --max-tokens 32",
+         db);
+}
 
 // A session of `steps` synthetic steps (test::synthetic_step: up to 40 nodes, odd texts, NaNs) in one run.
 inline int64_t record_synthetic(const std::filesystem::path& db, int steps) {

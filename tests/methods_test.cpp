@@ -187,6 +187,7 @@ TEST(Methods, SpsConfidenceThresholdCutsChainsAfterAnUnsureDraft) {
     auto res = generate_speculative(*model, *ctx, *method, p, opts);
     ASSERT_EQ(res.gen.tokens, ref.tokens);
     for (const auto& step : res.steps) {
+      if (step.step > 0) EXPECT_FLOAT_EQ(step.draft_cut, threshold) << "the why panel reads the cut from each step";
       if (step.nodes.empty()) continue;  // the prefill's step, or one with no room left to draft
       for (size_t i = 0; i + 1 < step.nodes.size(); ++i) EXPECT_GE(step.nodes[i].draft_prob, threshold) << i;
       if (step.nodes.size() < 6) {

@@ -361,5 +361,43 @@ TEST(WhyPanelTypical, TheThresholdAndTheVerdictMatchTheTargetsEntropy) {
   EXPECT_LT(passed, checked);
 }
 
+// SpS's confidence cut (sps:confidence-threshold): the panel of every draft the drafter gave less than the cut says the
+// branch stopped there, and no other node's does. Greedy, the shipped family, so the chains both reach gamma and stop
+// short of it.
+TEST(WhyPanelCut, EveryBranchTheDrafterCutSaysSoAndNoOtherDoes) {
+  auto target = Model::load(kModels + "base");
+  const float cut = 0.6f;
+  GenerateOptions opts;
+  opts.max_tokens = 40;
+  const auto prompt = encode_prompt(*target, kPrompt, true);
+  int cut_nodes = 0, full_chains = 0;
+  for (const char* threshold : {"0.6", "0"}) {
+    MethodSpec spec{"sps", kModels + "draft-small", "", {{"gamma", "5"}, {"confidence-threshold", threshold}}};
+    auto method = make_method(spec, *target);
+    auto ctx = target->new_cpu_context(0);
+    const auto res = generate_speculative(*target, *ctx, *method, prompt, opts);
+    const bool with_cut = std::string(threshold) != "0";
+    for (const StepRecord& st : res.steps) {
+      if (st.step == 0) continue;
+      EXPECT_EQ(std::isnan(st.draft_cut), !with_cut);
+      for (const auto& n : st.nodes) {
+        const auto w = sessions::explain_node(st, n.id);
+        const bool unsure = with_cut && n.draft_prob < cut;
+        ASSERT_EQ(w.row("cut") != nullptr, unsure) << w.text();
+        const bool leaf = std::none_of(st.nodes.begin(), st.nodes.end(), [&](const auto& m) { return m.parent == n.id; });
+        if (unsure) {
+          EXPECT_TRUE(leaf) << "a cut branch has nothing drafted after it";
+          EXPECT_NEAR(row(w, "cut"), cut, 1e-7);
+          EXPECT_NE(w.verdict.find("below the confidence cut 0.6000"), std::string::npos) << w.verdict;
+          ++cut_nodes;
+        }
+      }
+      if (with_cut && st.nodes.size() == 5) ++full_chains;
+    }
+  }
+  EXPECT_GT(cut_nodes, 2) << "no chain was cut: the test proved nothing";
+  EXPECT_GT(full_chains, 0) << "every chain was cut: the threshold is not what decides";
+}
+
 }  // namespace
 }  // namespace specscope

@@ -45,7 +45,10 @@ StepRecord step_with_why() {
   int b = node(-1, 8, std::string("a\0b", 3), VerifyRule::Sampled, NodeDecision::Accepted);
   int c = node(b, 4, "dock", VerifyRule::Deterministic, NodeDecision::Rejected);
   int d = node(b, 5, "quay", VerifyRule::Deterministic, NodeDecision::Rejected);
-  node(c, 6, "never", VerifyRule::Unrecorded, NodeDecision::NotReached);  // its parent was rejected
+  const int e = node(c, 6, "never", VerifyRule::Unrecorded, NodeDecision::NotReached);  // its parent was rejected
+  // SpS's confidence cut (schema 5): the one draft below it ended its branch.
+  r.draft_cut = 0.2f;
+  r.nodes[size_t(e)].draft_prob = 0.125f;
   for (int id : {a, b}) r.nodes[size_t(id)].target_top_k = root_top;
   for (int id : {c, d}) r.nodes[size_t(id)].target_top_k = inner_top;
   r.nodes[size_t(a)].u = 0.875f, r.nodes[size_t(a)].tested_prob = 0.125f, r.nodes[size_t(a)].accept_prob = 0.5f;
@@ -74,6 +77,8 @@ void expect_same_why(const StepRecord& got, const StepRecord& want) {
     EXPECT_EQ(std::isnan(g.tested_prob), std::isnan(w.tested_prob)) << "node " << i;
   }
   EXPECT_EQ(got.residual_top_k, want.residual_top_k);
+  EXPECT_EQ(std::isnan(got.draft_cut), std::isnan(want.draft_cut));
+  if (!std::isnan(want.draft_cut)) EXPECT_EQ(got.draft_cut, want.draft_cut);
 }
 
 }  // namespace
@@ -100,6 +105,8 @@ TEST(WhyStore, RecordsAndReadsBackTheWhyOfEveryNodeExactly) {
   // The panel reads the same from the replayed record as from the live one.
   for (size_t i = 0; i < want.nodes.size(); ++i)
     EXPECT_EQ(explain_node(got, int(i)).text(), explain_node(want, int(i)).text()) << "node " << i;
+  EXPECT_NE(explain_node(got, 4).row("cut"), nullptr) << "the cut node's panel says so after replay too";
+  EXPECT_EQ(explain_node(got, 0).row("cut"), nullptr) << "a draft above the cut did not end its branch";
 }
 
 // The panel of the replayed record says what the record shows: the later sibling met what the rejection left,
@@ -148,7 +155,7 @@ TEST(WhyStore, AVersion3StoreReplaysWithThePanelSayingWhatItLacks) {
   {
     Database d(db, Database::Mode::ReadOnly);
     EXPECT_EQ(d.scalar_int("PRAGMA user_version"), kSchemaVersion);
-    EXPECT_EQ(kSchemaVersion, 4);
+    EXPECT_EQ(kSchemaVersion, 5);
   }
   const StepRecord s = r.step(1, 0).record;
   ASSERT_EQ(s.nodes.size(), 2u);
@@ -159,6 +166,7 @@ TEST(WhyStore, AVersion3StoreReplaysWithThePanelSayingWhatItLacks) {
     EXPECT_TRUE(n.target_top_k.empty());
   }
   EXPECT_TRUE(s.residual_top_k.empty());
+  EXPECT_TRUE(std::isnan(s.draft_cut)) << "no cut recorded before schema 5";
   EXPECT_FLOAT_EQ(s.nodes[1].accept_prob, 0.2f) << "what schema 3 had is kept";
   const auto j = to_json(s);
   EXPECT_TRUE(j["nodes"][1]["u"].is_null());

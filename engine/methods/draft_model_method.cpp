@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "engine/model/model.h"
 #include "engine/sampling/top_k.h"
@@ -38,6 +39,10 @@ std::pair<int, int> DraftModelMethod::take_draft_counts() {
   std::pair<int, int> r{forwards_, tokens_};
   forwards_ = tokens_ = 0;
   return r;
+}
+
+float DraftModelMethod::draft_cut() const {
+  return o_.confidence_threshold > 0.f ? o_.confidence_threshold : std::numeric_limits<float>::quiet_NaN();
 }
 
 void DraftModelMethod::draft(const DecodeState& st, DraftTree& tree, int budget) {

@@ -26,6 +26,7 @@ class DraftModelMethod final : public Method {
   void prefill(const DecodeState& st, const ForwardOutput& out) override;
   void draft(const DecodeState& st, DraftTree& tree, int budget) override;
   std::pair<int, int> take_draft_counts() override;
+  float draft_cut() const override;
 
  private:
   int branch_at(int depth) const;  // depth 1-based

@@ -190,6 +190,7 @@ SpeculativeResult generate_speculative(const Model& model, Context& ctx, Method&
     rec.method = method.name();
     rec.step = step++;
     rec.lossy = method.lossy();
+    rec.draft_cut = method.draft_cut();
     rec.root_token = st.tokens.back();
     rec.position = ctx.n_past();
     const int room = ctx.n_ctx() - ctx.n_past() - 1;

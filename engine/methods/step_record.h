@@ -86,6 +86,9 @@ struct StepRecord {
   StepTimings timings;
   int target_forwards = 0, target_tokens = 0, draft_forwards = 0, draft_tokens = 0;
   bool lossy = false;                  // verification was not distribution-preserving (typical acceptance)
+  // SpS's confidence cut (sps:confidence-threshold; schema 5): a branch stopped after the first draft the drafter
+  // gave less than this probability. NaN: the method cuts nothing (or the step was recorded before schema 5).
+  float draft_cut = kNoValue;
 
   int accepted_count() const { return int(accepted_path.size()); }
   int verified_count() const;  // nodes that entered verification (not pruned)

@@ -68,7 +68,8 @@ nlohmann::json to_json(const StepRecord& r) {
           {"target_tokens", r.target_tokens},
           {"draft_forwards", r.draft_forwards},
           {"draft_tokens", r.draft_tokens},
-          {"lossy", r.lossy}};
+          {"lossy", r.lossy},
+          {"draft_cut", num(r.draft_cut)}};
 }
 
 nlohmann::json to_json(const RunSummary& s) {
