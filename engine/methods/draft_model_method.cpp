@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "engine/model/model.h"
 #include "engine/sampling/top_k.h"
@@ -42,7 +41,7 @@ std::pair<int, int> DraftModelMethod::take_draft_counts() {
 }
 
 float DraftModelMethod::draft_cut() const {
-  return o_.confidence_threshold > 0.f ? o_.confidence_threshold : std::numeric_limits<float>::quiet_NaN();
+  return o_.confidence_threshold > 0.f ? o_.confidence_threshold : kNoValue;
 }
 
 void DraftModelMethod::draft(const DecodeState& st, DraftTree& tree, int budget) {

@@ -2,7 +2,6 @@
 // A decoding method proposes a draft tree each step and learns what was committed. The runner
 // (speculative_generator.h) owns the target forward, verification, KV updates and the StepRecords, so a
 // method contains only what makes it different.
-#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -64,7 +63,7 @@ class Method {
   virtual std::optional<TypicalAcceptance> typical_acceptance() const { return std::nullopt; }
   bool lossy() const { return typical_acceptance().has_value(); }
   // The drafter's confidence below which a branch stops (StepRecord::draft_cut); NaN when the method has none.
-  virtual float draft_cut() const { return std::numeric_limits<float>::quiet_NaN(); }
+  virtual float draft_cut() const { return kNoValue; }
 };
 
 }  // namespace specscope
