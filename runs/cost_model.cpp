@@ -34,6 +34,29 @@ std::string describe_step(const StepCostBreakdown& b) {
   return buf;
 }
 
+namespace {
+
+// Least squares of drafting time on drafter forwards over the steps that drafted: time = a + b * forwards; the
+// first forward costs a + b, each later one b. False when the steps cannot tell the two apart.
+bool fit_draft_forwards(const std::vector<StepRecord>& steps, double* first_ms, double* later_ms) {
+  double n = 0, sf = 0, sd = 0, sff = 0, sfd = 0;
+  for (const auto& s : steps) {
+    if (s.root_token < 0 || s.draft_forwards < 1) continue;
+    const double f = s.draft_forwards, d = double(s.timings.draft_us) / 1000.0;
+    n += 1, sf += f, sd += d, sff += f * f, sfd += f * d;
+  }
+  if (n < kMinStepsForForwardFit) return false;
+  const double var = sff - sf * sf / n;
+  if (var < 1e-9 * n) return false;  // every step with the same number of forwards
+  const double b = (sfd - sf * sd / n) / var, a = (sd - b * sf) / n;
+  if (!(b > 0) || !(a + b > 0)) return false;
+  *first_ms = a + b;
+  *later_ms = b;
+  return true;
+}
+
+}  // namespace
+
 RunCostModel model_run_cost(const std::vector<StepRecord>& steps, const StepCost& cost) {
   RunCostModel m;
   m.cost1_ms = cost.at(1);
@@ -61,6 +84,7 @@ RunCostModel model_run_cost(const std::vector<StepRecord>& steps, const StepCost
     m.mean_measured_verify_ms = measured / n;
     m.verify_vs_curve = m.mean_verify_ms > 0 ? m.mean_measured_verify_ms / m.mean_verify_ms : 0;
   }
+  fit_draft_forwards(steps, &m.first_draft_forward_ms, &m.later_draft_forward_ms);
   const double step_ms = m.mean_verify_ms + m.mean_draft_ms;
   m.expected_speedup = step_ms > 0 && m.cost1_ms > 0 ? m.tau / (step_ms / m.cost1_ms) : 0;
   if (m.drafted && m.expected_speedup > 0) {
@@ -81,6 +105,13 @@ RunCostModel model_run_cost(const std::vector<StepRecord>& steps, const StepCost
                     "with the target alone, and between its forwards here the drafter ran while the target's weights "
                     "left the cache (bench --beside measures it).",
                     m.mean_measured_verify_ms, m.verify_vs_curve, m.mean_verify_ms);
+      m.verdict += buf;
+    }
+    if (m.later_draft_forward_ms > 0 && m.first_draft_forward_ms >= kColdDrafter * m.later_draft_forward_ms) {
+      std::snprintf(buf, sizeof buf,
+                    " The drafter's first forward of a step took about %.2f ms and each one after it %.2f ms: the "
+                    "target's forward pushes the drafter's weights out of the cache, and every step brings them back.",
+                    m.first_draft_forward_ms, m.later_draft_forward_ms);
       m.verdict += buf;
     }
   }

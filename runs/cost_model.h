@@ -33,9 +33,17 @@ struct RunCostModel {
   // The target's forwards as they were timed in the run (StepTimings::verify_forward_us), mean per step, and their
   // ratio to the curve's cost for the same sizes; 0 when the steps carry no timings (older sessions).
   double mean_measured_verify_ms = 0, verify_vs_curve = 0;
+  // The drafter's forwards as the steps timed them, split by a least-squares line through each step's drafting time
+  // against its drafter forwards (StepRecord::draft_forwards): the first forward of a step, and each one after it.
+  // 0 when the steps do not tell them apart (fewer than kMinStepsForForwardFit drafting steps, or every step with
+  // the same number of forwards). On a CPU whose cache the target's weights fill, the first one is the dear one: the
+  // drafter's weights left the cache during the target's forward (SpS on the shipped family, 2026-11-29: ~0.17 ms
+  // against ~0.06-0.09 ms for the chain's next forwards, bench/results/cpu_sps_step_anatomy_2026-11-29/).
+  double first_draft_forward_ms = 0, later_draft_forward_ms = 0;
   // One sentence for a run that drafted: "Expected 0.65x (...): it loses on drafting: ..." naming the losing term
   // (losing_term) when the expected speedup is below 1, else "...: it wins, committing tau tokens in ...". When the
-  // run's verifications took at least kColdVerification times the curve's cost, a second sentence says so and why.
+  // run's verifications took at least kColdVerification times the curve's cost, a second sentence says so and why;
+  // when the drafter's first forward of a step cost at least kColdDrafter times its later ones, another says that.
   // Empty for vanilla and for no steps.
   std::string verdict;
 };
@@ -46,6 +54,11 @@ struct RunCostModel {
 // then (bench --beside: 84-95% of the extra cost is that time away, runs/model_turns.h). Below 1.25 the gap is
 // within this machine's run-to-run spread.
 constexpr double kColdVerification = 1.25;
+
+// From this ratio of the drafter's first forward of a step to its later ones up, the verdict says that the drafter
+// starts each step cold, and why.
+constexpr double kColdDrafter = 1.5;
+constexpr int kMinStepsForForwardFit = 8;
 
 // The one definition of the losing term (choose_tree's summary and the run verdict both use it): each step must
 // commit tau tokens in less than tau vanilla tokens' time; drafting loses when it exceeds what verification

@@ -162,20 +162,21 @@ TEST(RaceCli, TreeAutoCalibratesAgainOverADisturbedCachedChoice) {
     EXPECT_EQ(p ? pclose(p) : -1, 0) << out;
     return out;
   };
-  // A calibration the machine disturbed is not cached: run until one is (a busy CI machine may need a second).
+  // A calibration the machine disturbed is not cached: run until one is (a busy CI machine may need several).
   const auto choices = dir / "cache" / "specscope" / "tree_choice";
   std::filesystem::path cached;
-  for (int attempt = 0; attempt < 4 && cached.empty(); ++attempt) {
+  for (int attempt = 0; attempt < 6 && cached.empty(); ++attempt) {
     run();
     if (std::filesystem::exists(choices))
       for (const auto& e : std::filesystem::directory_iterator(choices)) cached = e.path();
   }
-  ASSERT_FALSE(cached.empty()) << "no undisturbed calibration in four runs";
+  ASSERT_FALSE(cached.empty()) << "no undisturbed calibration in six runs";
   // A sound cached choice is used. Under a load that changes from run to run, a cached calibration can itself look
-  // disturbed beside a quieter moment and is then redone (and cached again), so one of three runs must use it.
+  // disturbed beside a quieter moment and is then redone (and cached again), so one of five runs must use it
+  // (ctest -j2 beside the heavier tests once needed more than three).
   bool used = false;
-  for (int attempt = 0; attempt < 3 && !used; ++attempt) used = run().find("calibrating again") == std::string::npos;
-  EXPECT_TRUE(used) << "three runs in a row calibrated again over the cached choice";
+  for (int attempt = 0; attempt < 5 && !used; ++attempt) used = run().find("calibrating again") == std::string::npos;
+  EXPECT_TRUE(used) << "five runs in a row calibrated again over the cached choice";
   json j = json::parse(std::ifstream(cached));
   j["vanilla_ms"] = 1000.0;  // as if calibrated while a build ran
   std::ofstream(cached) << j.dump();
