@@ -11,10 +11,8 @@
 namespace specscope::runs {
 
 size_t forward_weight_bytes(const Model& model) {
-  const auto& w = model.weights();
-  size_t bytes = w.lm_head.nbytes();
-  for (const auto& L : w.layers)
-    for (const TensorView* t : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) bytes += t->nbytes();
+  size_t bytes = 0;
+  for_each_linear(model.weights(), [&](const TensorView& t) { bytes += t.nbytes(); });
   return bytes;
 }
 

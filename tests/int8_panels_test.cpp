@@ -110,5 +110,25 @@ TEST(Int8Panels, OnlyTheContextThatAskedUsesThem) {
   EXPECT_LT(diff, 0.1 * mag);  // close: the same model, 8-bit weights
 }
 
+// A drafter gets a context per prompt: the requantized copy is made once per model and shared, and a later context
+// on it computes the same bits as the first.
+TEST(Int8Panels, OneRequantizedCopyPerModel) {
+  if (!cpu::int8_panels_supported()) GTEST_SKIP() << "no AVX-512 VNNI: the int8 panels are never used here";
+  auto model = Model::load(test::fixture("models/llama_bytelevel_bf16"));
+  const auto first = model->int8_weights();
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(first, model->int8_weights());
+  EXPECT_NE(first->lm_head.requantized, nullptr);
+  for (const auto& L : first->layers) EXPECT_NE(L.w_down.requantized, nullptr);
+  EXPECT_EQ(model->weights().lm_head.requantized, nullptr);  // the model's own weights untouched
+  Batch b = Batch::causal(std::vector<int32_t>{5, 17, 99, 3});
+  ForwardOutput o1, o2;
+  model->new_cpu_context(64, true)->forward(b, o1);
+  model->new_cpu_context(64, true)->forward(b, o2);
+  ASSERT_EQ(o1.logits.size(), o2.logits.size());
+  EXPECT_EQ(0, std::memcmp(o1.logits.data(), o2.logits.data(), o1.logits.size() * sizeof(float)));
+  EXPECT_EQ(model->int8_weights()->lm_head.requantized, first->lm_head.requantized);  // still the one copy
+}
+
 }  // namespace
 }  // namespace specscope

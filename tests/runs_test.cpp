@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 
+#include "engine/cpu/int8_panels.h"
 #include "engine/methods/factory.h"
 #include "engine/methods/method_registry.h"
 #include "engine/model/backend.h"
@@ -165,20 +166,61 @@ TEST(FamilyManifest, AlternativeDraftersReachTheLaneUnlessADraftIsNamed) {
 TEST(TreeTuner, EverySizeWithEveryDrafterAndTheChoiceSetsTheDrafter) {
   MethodSpec spec{"sps", "/m/big", "", {}, {"/m/small", "/m/big"}};
   const auto c = runs::tree_candidates(spec);
-  ASSERT_EQ(c.size(), 2 * runs::tree_candidates("sps").size());  // the spec's own drafter listed again counts once
+  const auto one = runs::tree_candidates(MethodSpec{"sps", "/m/big", "", {}});  // one drafter's candidates
+  ASSERT_EQ(c.size(), 2 * one.size());  // the spec's own drafter listed again counts once
   EXPECT_EQ(c.front().at("draft"), "/m/big");
   EXPECT_EQ(c.back().at("draft"), "/m/small");
-  EXPECT_EQ(c.back().at("gamma"), runs::tree_candidates("sps").back().at("gamma"));
-  EXPECT_EQ(runs::tree_options_text(c.back()),  // the drafter by its folder's name
-            "confidence-threshold=" + c.back().at("confidence-threshold") + ",draft=small,gamma=" + c.back().at("gamma"));
-  runs::apply_tree_options(spec, c.back());
+  const auto sizes = runs::tree_candidates("sps");
+  const auto last_size = sizes.back();
+  const auto small = c[c.size() / 2 + sizes.size() - 1];  // the small drafter's last size, as loaded
+  EXPECT_EQ(small.at("draft"), "/m/small");
+  EXPECT_EQ(small.at("gamma"), last_size.at("gamma"));
+  EXPECT_EQ(runs::tree_options_text(small),  // the drafter by its folder's name
+            "confidence-threshold=" + small.at("confidence-threshold") + ",draft=small,gamma=" + small.at("gamma"));
+  runs::apply_tree_options(spec, small);
   EXPECT_EQ(spec.draft_path, "/m/small");
   EXPECT_TRUE(spec.draft_alternatives.empty());
   EXPECT_FALSE(spec.options.count("draft"));
-  EXPECT_EQ(spec.options.at("gamma"), c.back().at("gamma"));
+  EXPECT_EQ(spec.options.at("gamma"), small.at("gamma"));
   // Without alternatives (or for another method) the candidates are the sizes alone.
   EXPECT_EQ(runs::tree_candidates(MethodSpec{"sps", "/m/big", "", {}}).front().count("draft"), 0u);
   EXPECT_EQ(runs::tree_candidates(MethodSpec{"pld", "", "", {}, {"/m/small"}}).front().count("draft"), 0u);
+}
+
+// Where the CPU has the int8 kernel, the chains cut by confidence are tried again with the drafter requantized; a
+// spec that says which weights to use keeps them.
+TEST(TreeTuner, SpsTriesTheDrafterInInt8WhereTheCpuHasTheKernel) {
+  const auto sizes = runs::tree_candidates("sps");
+  size_t cut = 0;
+  for (const auto& s : sizes) cut += s.at("confidence-threshold") != "0";
+  ASSERT_GT(cut, 0u);
+  const auto c = runs::tree_candidates(MethodSpec{"sps", "/m/d", "", {}});
+  std::vector<std::map<std::string, std::string>> int8;
+  for (const auto& x : c)
+    if (x.count("draft-weights")) int8.push_back(x);
+  if (!cpu::int8_panels_supported()) {
+    EXPECT_TRUE(int8.empty());
+    EXPECT_EQ(c.size(), sizes.size());
+    return;
+  }
+  ASSERT_EQ(int8.size(), cut);
+  EXPECT_EQ(c.size(), sizes.size() + cut);
+  for (const auto& x : int8) {
+    EXPECT_EQ(x.at("draft-weights"), "int8");
+    EXPECT_NE(x.at("confidence-threshold"), "0");
+    auto plain = x;
+    plain.erase("draft-weights");
+    EXPECT_NE(std::find(sizes.begin(), sizes.end(), plain), sizes.end());  // the same size, as loaded
+  }
+  EXPECT_EQ(runs::tree_options_text(int8.front()), "confidence-threshold=" + int8.front().at("confidence-threshold") +
+                                                       ",draft-weights=int8,gamma=" + int8.front().at("gamma"));
+  MethodSpec applied{"sps", "/m/d", "", {}};
+  runs::apply_tree_options(applied, int8.front());
+  EXPECT_EQ(applied.options.at("draft-weights"), "int8");
+  // Fixed by the spec: no int8 candidates (whichever form it named).
+  for (const char* form : {"as-loaded", "int8"})
+    EXPECT_EQ(runs::tree_candidates(MethodSpec{"sps", "/m/d", "", {{"draft-weights", form}}}).size(), sizes.size());
+  EXPECT_EQ(runs::tree_candidates(MethodSpec{"pld", "", "", {}}).size(), runs::tree_candidates("pld").size());
 }
 
 // ---- lanes ---------------------------------------------------------------------------------------------------

@@ -7,7 +7,6 @@
 #include <cstring>
 #include <limits>
 
-#include "engine/cpu/int8_panels.h"
 #include "engine/cpu/matmul.h"
 #include "engine/cpu/attention.h"
 #include "engine/cpu/op_profile.h"
@@ -30,17 +29,9 @@ CpuContext::CpuContext(std::shared_ptr<const Model> model, int n_ctx, bool int8_
   kt_cache_.assign(c.num_layers, std::vector<float>(size_t(kv_dim_) * kt_stride_));
   slot_pos_.assign(n_ctx_, 0);
   rope_ = cpu::RopeTable(rope_inv_freq(c), c.head_dim);
-  // Every linear layer's weight, once: requantized for this context when asked, and its kernel copy made now.
-  auto each_linear = [](auto& w, auto&& f) {
-    for (auto& L : w.layers)
-      for (auto* W : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) f(*W);
-    f(w.lm_head);
-  };
-  if (int8_weights && cpu::int8_panels_supported()) {
-    int8_weights_ = std::make_unique<ModelWeights>(model_->weights());
-    each_linear(*int8_weights_, [](TensorView& W) { cpu::use_int8_panels(W); });
-  }
-  each_linear(weights(), [](const TensorView& W) { cpu::prepare_linear(W); });
+  if (int8_weights) int8_weights_ = model_->int8_weights();  // the model's one requantized copy, when asked for
+  // Every linear layer's weight: its kernel copy made now, once per weight.
+  for_each_linear(weights(), [](const TensorView& W) { cpu::prepare_linear(W); });
 }
 
 const ModelWeights& CpuContext::weights() const { return int8_weights_ ? *int8_weights_ : model_->weights(); }

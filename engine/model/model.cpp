@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "engine/cpu/int8_panels.h"
 #include "engine/discovery/model_probe.h"
 #include "engine/formats/safetensors.h"
 #include "engine/model/cpu_context.h"
@@ -214,6 +215,16 @@ uint64_t Model::parameter_count() const {
 
 std::unique_ptr<Context> Model::new_cpu_context(int n_ctx, bool int8_weights) const {
   return std::make_unique<CpuContext>(shared_from_this(), n_ctx, int8_weights);
+}
+
+std::shared_ptr<const ModelWeights> Model::int8_weights() const {
+  std::call_once(int8_once_, [this] {
+    if (!cpu::int8_panels_supported()) return;
+    auto w = std::make_shared<ModelWeights>(weights_);
+    for_each_linear(*w, [](TensorView& W) { cpu::use_int8_panels(W); });
+    int8_weights_ = std::move(w);
+  });
+  return int8_weights_;
 }
 
 }  // namespace specscope

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,6 +63,11 @@ class Model : public std::enable_shared_from_this<Model> {
   // A new sequence on the CPU backend.
   // int8_weights: see CpuContext (engine/model/cpu_context.h).
   std::unique_ptr<Context> new_cpu_context(int n_ctx = 0, bool int8_weights = false) const;
+  // The weights with every linear layer requantized to int8 per row (engine/cpu/int8_panels.h), made on the first
+  // call and shared by every context that asks after it: a drafter gets a context per prompt, and packing a copy for
+  // each put the packing and a cold copy of the weights before every prompt's first draft. Null where the CPU has no
+  // int8 kernel.
+  std::shared_ptr<const ModelWeights> int8_weights() const;
 
  private:
   // A Hugging Face directory; tokenizer*.json and generation_config.json are taken from `files_dir` where it has
@@ -81,6 +87,8 @@ class Model : public std::enable_shared_from_this<Model> {
   // GGUF models: no TensorStore (the views keep their mapping or buffers alive themselves), so the totals are kept.
   uint64_t n_params_ = 0;
   std::string stored_dtype_;  // e.g. "q8_0" for a mostly-Q8_0 file; empty: the embedding's dtype
+  mutable std::once_flag int8_once_;
+  mutable std::shared_ptr<const ModelWeights> int8_weights_;  // int8_weights(), once made
 
   friend std::shared_ptr<const Model> load_gguf_model(const std::string& path, const LoadOptions& opts);
 };

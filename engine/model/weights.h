@@ -22,6 +22,15 @@ struct ModelWeights {
   TensorView lm_head;             // [V, H]; the embedding itself when tied
 };
 
+// Calls f on every matrix a forward multiplies by (each layer's seven, then the LM head), for the passes over all of
+// them: kernel copies, requantized copies, byte counts. `W` is ModelWeights or const ModelWeights.
+template <class W, class F>
+void for_each_linear(W& w, F&& f) {
+  for (auto& L : w.layers)
+    for (auto* t : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) f(*t);
+  f(w.lm_head);
+}
+
 inline const float* bias_or_null(const std::vector<float>& b) { return b.empty() ? nullptr : b.data(); }
 
 }  // namespace specscope
