@@ -158,13 +158,14 @@ std::vector<std::map<std::string, std::string>> eagle1_candidates(const fs::path
   return out;
 }
 
-// One calibration: `method` on `prompts` (greedy, opts.max_tokens each); tau, verified tokens, drafting and
-// verification as measured per decoding step. Vanilla's time per token is its verify_ms.
-TreeTrial calibrate(const Model& target, Method& method, Backend b, const std::vector<std::vector<int32_t>>& prompts,
-                    const GenerateOptions& opts) {
+// What a calibration measures of one method, summed over its prompts: decoding steps, tokens, tokens verified, and
+// the time of drafting and of verification (the target's forward, verification and the KV update) as they ran.
+struct CalibrationSums {
   long steps = 0, tokens = 0, verified = 0;
   double draft_ms = 0, verify_ms = 0;
-  for (const auto& ids : prompts) {
+
+  // `method` on one prompt (greedy, opts.max_tokens).
+  void run(const Model& target, Method& method, Backend b, const std::vector<int32_t>& ids, const GenerateOptions& opts) {
     auto ctx = new_context(target, b, 0);
     const auto res = generate_speculative(target, *ctx, method, ids, opts);
     for (const auto& st : res.steps) {
@@ -173,16 +174,19 @@ TreeTrial calibrate(const Model& target, Method& method, Backend b, const std::v
       tokens += st.accepted_count() + 1;
       verified += st.target_tokens;
       draft_ms += st.timings.draft_us * 1e-3;
-      verify_ms += (st.timings.total_us() - st.timings.draft_us) * 1e-3;  // the target's forward, verify, KV update
+      verify_ms += (st.timings.total_us() - st.timings.draft_us) * 1e-3;
     }
   }
-  TreeTrial t;
-  t.tau = steps ? double(tokens) / steps : 1;
-  t.verify_tokens = steps ? double(verified) / steps : 1;
-  t.draft_ms = steps ? draft_ms / steps : 0;
-  t.verify_ms = steps ? verify_ms / steps : 0;
-  return t;
-}
+  // Per decoding step: tau, tokens verified, drafting and verification ms. Vanilla's time per token is its verify_ms.
+  TreeTrial trial() const {
+    TreeTrial t;
+    t.tau = steps ? double(tokens) / steps : 1;
+    t.verify_tokens = steps ? double(verified) / steps : 1;
+    t.draft_ms = steps ? draft_ms / steps : 0;
+    t.verify_ms = steps ? verify_ms / steps : 0;
+    return t;
+  }
+};
 
 }  // namespace
 
@@ -334,13 +338,22 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
       methods.push_back(make_method(s, target));
     }
     const auto vanilla = make_method(MethodSpec{}, target);
-    calibrate(target, *vanilla, b, prompts, opts);
+    for (const auto& ids : prompts) CalibrationSums{}.run(target, *vanilla, b, ids, opts);
     std::vector<std::vector<TreeTrial>> rounds(methods.size());
     std::vector<double> vanilla_rounds;
     const auto t0 = std::chrono::steady_clock::now();
     for (int round = 0; round < kCalibrationRounds; ++round) {
-      vanilla_rounds.push_back(calibrate(target, *vanilla, b, prompts, opts).verify_ms);
-      for (size_t i = 0; i < methods.size(); ++i) rounds[i].push_back(calibrate(target, *methods[i], b, prompts, opts));
+      // Prompt by prompt, vanilla and then every candidate on it, as an interleaved race runs its lanes: a drift of
+      // the machine within the round lands on all of them alike (calibrated candidate after candidate, the round's
+      // last ones met another spell than vanilla did, and with twenty candidates a round is often all there is).
+      CalibrationSums v;
+      std::vector<CalibrationSums> c(methods.size());
+      for (const auto& ids : prompts) {
+        v.run(target, *vanilla, b, ids, opts);
+        for (size_t i = 0; i < methods.size(); ++i) c[i].run(target, *methods[i], b, ids, opts);
+      }
+      vanilla_rounds.push_back(v.trial().verify_ms);
+      for (size_t i = 0; i < methods.size(); ++i) rounds[i].push_back(c[i].trial());
       if (round == 0 && std::chrono::steady_clock::now() - t0 > std::chrono::seconds(2)) break;
     }
     vanilla_ms = median(vanilla_rounds);
