@@ -1,8 +1,9 @@
 #pragma once
 // Dense weights requantized to 8 bits with one scale per output row, for small models that share the CPU's cache
 // with another (a speculative drafter beside its target): half the bytes of bf16, and vpdpbusd adds four products
-// of 16 rows per instruction where vdpbf16ps adds two. Opt-in (`sps:draft-weights=int8`): the drafter's outputs
-// change by the quantization, its drafts with them; the target still verifies every token, so the output does not.
+// of 16 rows per instruction where vdpbf16ps adds two. Asked for per drafter (`sps:draft-weights=int8`, which
+// tree=auto also tries, runs/tree_tuner.cpp; one copy per model, Model::int8_weights): the drafter's outputs change by
+// the quantization, its drafts with them; the target still verifies every token, so the output does not.
 //
 // Layout: panels of 16 output rows; panel p, quad j (k = 4j .. 4j + 3), lane r % 16 holds the four codes of row r as
 // one dword: codes[((p * quads + j) * 16 + r % 16) * 4 + i] = w_code(r, 4j + i). Rows past m and k past the end are
