@@ -1,114 +1,50 @@
 #include "kernels/cuda_context.h"
 
-#include <cublas_v2.h>
-
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 
+#include "engine/heads/streaming_weights.h"
 #include "engine/model/batch_checks.h"
 #include "engine/model/model.h"
+#include "engine/model/streaming_rows.h"
 #include "engine/util/error.h"
 #include "kernels/attention_paths.h"
 #include "kernels/cuda_check.h"
+#include "kernels/cuda_context_impl.h"
 #include "kernels/device_model.h"
 #include "kernels/llama_kernels.h"
-#include "kernels/op_timer.h"
 
 namespace specscope::cuda {
 
-namespace {
-
-bool env_flag(const char* name, bool fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  return !(std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 || std::strcmp(v, "false") == 0);
+CudaContext::CudaContext(std::shared_ptr<const Model> model, int n_ctx) : model_(std::move(model)) {
+  const auto& c = model_->config();
+  if (c.head_dim > attention_paths::kMaxHeadDim)
+    throw InputError(model_->path(), "the CUDA backend's attention takes head_dim up to " +
+                                         std::to_string(attention_paths::kMaxHeadDim) + ", this model's is " +
+                                         std::to_string(c.head_dim) + "; use --backend cpu");
+  n_ctx_ = n_ctx > 0 ? n_ctx : std::min(c.max_position_embeddings, 4096);
+  kv_dim_ = c.num_kv_heads * c.head_dim;
+  dm_ = DeviceModel::of(*model_);
+  CUDA_CHECK(cudaStreamCreate(&stream_));
+  CUDA_CHECK(cublasCreate(&blas_));
+  CUDA_CHECK(cublasSetStream(blas_, stream_));
+  k_cache_.resize(c.num_layers);
+  v_cache_.resize(c.num_layers);
+  for (int l = 0; l < c.num_layers; ++l) {
+    CUDA_CHECK(cudaMalloc(&k_cache_[l], sizeof(float) * size_t(n_ctx_) * kv_dim_));
+    CUDA_CHECK(cudaMalloc(&v_cache_[l], sizeof(float) * size_t(n_ctx_) * kv_dim_));
+  }
+  CUDA_CHECK(cudaMalloc(&slot_pos_, sizeof(int32_t) * size_t(n_ctx_)));
 }
 
-// A device buffer that grows to the largest size asked for.
-struct Buffer {
-  void* p = nullptr;
-  size_t bytes = 0;
-  ~Buffer() {
-    if (p) cudaFree(p);
-  }
-  template <class T>
-  T* get(size_t count) {
-    const size_t need = count * sizeof(T);
-    if (need > bytes) {
-      if (p) CUDA_CHECK(cudaFree(p));
-      CUDA_CHECK(cudaMalloc(&p, need));
-      bytes = need;
-    }
-    return static_cast<T*>(p);
-  }
-};
-
-class CudaContext final : public Context {
- public:
-  CudaContext(std::shared_ptr<const Model> model, int n_ctx) : model_(std::move(model)) {
-    const auto& c = model_->config();
-    if (c.head_dim > attention_paths::kMaxHeadDim)
-      throw InputError(model_->path(), "the CUDA backend's attention takes head_dim up to " +
-                                           std::to_string(attention_paths::kMaxHeadDim) + ", this model's is " +
-                                           std::to_string(c.head_dim) + "; use --backend cpu");
-    n_ctx_ = n_ctx > 0 ? n_ctx : std::min(c.max_position_embeddings, 4096);
-    kv_dim_ = c.num_kv_heads * c.head_dim;
-    dm_ = DeviceModel::of(*model_);
-    CUDA_CHECK(cudaStreamCreate(&stream_));
-    CUDA_CHECK(cublasCreate(&blas_));
-    CUDA_CHECK(cublasSetStream(blas_, stream_));
-    k_cache_.resize(c.num_layers);
-    v_cache_.resize(c.num_layers);
-    for (int l = 0; l < c.num_layers; ++l) {
-      CUDA_CHECK(cudaMalloc(&k_cache_[l], sizeof(float) * size_t(n_ctx_) * kv_dim_));
-      CUDA_CHECK(cudaMalloc(&v_cache_[l], sizeof(float) * size_t(n_ctx_) * kv_dim_));
-    }
-    CUDA_CHECK(cudaMalloc(&slot_pos_, sizeof(int32_t) * size_t(n_ctx_)));
-  }
-  ~CudaContext() override {
-    for (auto* p : k_cache_) cudaFree(p);
-    for (auto* p : v_cache_) cudaFree(p);
-    cudaFree(slot_pos_);
-    cublasDestroy(blas_);
-    cudaStreamDestroy(stream_);
-  }
-
-  void forward(const Batch& b, ForwardOutput& out) override;
-  void keep(std::span<const int> rows) override;
-  void truncate(int n_past) override {
-    if (n_past < 0 || n_past > n_past_) throw std::out_of_range("truncate(): beyond the cache");
-    n_past_ = n_past;
-    last_batch_start_ = -1;
-  }
-  int n_past() const override { return n_past_; }
-  int n_ctx() const override { return n_ctx_; }
-  std::string backend_name() const override { return "cuda"; }
-
- private:
-  // Y[n, m] = X[n, k] W^T (+ bias), X and Y f32 on the device: cuBLAS, or gemv.cu in groups of kGemvMaxRows rows
-  // when SPECSCOPE_CUDA_GEMV=1; GGUF blocks dequantized in panels for cuBLAS.
-  void linear(const float* X, int n, const DeviceMatrix& W, const float* bias, float* Y);
-
-  std::shared_ptr<const Model> model_;
-  std::shared_ptr<const DeviceModel> dm_;
-  // SPECSCOPE_CUDA_GEMV=1 sends every product of 16-bit or f32 weights to gemv.cu, in groups of kGemvMaxRows rows:
-  // one product path for every batch size, and each row's sums independent of its batch. On the H200 gemv.cu gave
-  // 3.1 TB/s on the 8B FFN's matrices and the shipped base 1,240 tok/s against cuBLAS's 714-771 (launch-bound),
-  // but a tree of 64 rows reads the weights 8 times, and with gemv.cu on up to 8 rows only (cuBLAS beyond), greedy
-  // trees matched vanilla on 75 of 80 held-out prompts, 80 of 80 with cuBLAS alone (bench/results/
-  // gpu_h200_2026-11-28b and c). Off by default until the every-size mode is measured on a GPU.
-  const bool use_gemv_ = env_flag("SPECSCOPE_CUDA_GEMV", false);
-  OpTimer timer_{env_flag("SPECSCOPE_CUDA_PROFILE", false)};
-  cudaStream_t stream_ = nullptr;
-  cublasHandle_t blas_ = nullptr;
-  int n_ctx_ = 0, n_past_ = 0, kv_dim_ = 0;
-  int last_batch_start_ = -1, last_batch_size_ = 0;
-  std::vector<float*> k_cache_, v_cache_;
-  int32_t* slot_pos_ = nullptr;
-  Buffer x_, h_, q_, k_, v_, att_, gate_, up_, half_, panel_, tokens_, pos_, mask_, rows_, sel_, logits_;
-};
+CudaContext::~CudaContext() {
+  for (auto* p : k_cache_) cudaFree(p);
+  for (auto* p : v_cache_) cudaFree(p);
+  cudaFree(slot_pos_);
+  cublasDestroy(blas_);
+  cudaStreamDestroy(stream_);
+}
 
 void CudaContext::linear(const float* X, int n, const DeviceMatrix& W, const float* bias, float* Y) {
   const float alpha = 1.f, beta = 0.f;
@@ -153,9 +89,8 @@ void CudaContext::linear(const float* X, int n, const DeviceMatrix& W, const flo
 void CudaContext::forward(const Batch& b, ForwardOutput& out) {
   const auto& c = model_->config();
   const int n = b.size();
-  if (b.streaming)
-    throw InputError("--backend", "Speculative Streaming's multi-stream forward is not implemented on CUDA yet; "
-                                  "use --backend cpu");
+  const StreamingRequest* sr = b.streaming ? &*b.streaming : nullptr;
+  if (sr) check_streaming(*sr, c, n);
   const std::vector<int32_t> pos = checked_positions(b, c, n_past_, n_ctx_);
 
   const int H = c.hidden_size, hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads;
@@ -165,6 +100,11 @@ void CudaContext::forward(const Batch& b, ForwardOutput& out) {
   CUDA_CHECK(cudaMemcpyAsync(d_tokens, b.tokens.data(), sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
   CUDA_CHECK(cudaMemcpyAsync(d_pos, pos.data(), sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
   CUDA_CHECK(cudaMemcpyAsync(slot_pos_ + base, pos.data(), sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
+  batch_n_ = n;
+  batch_base_ = base;
+  alive_.assign(size_t(n), 1);
+  stream_src_.clear();
+  n_streams_ = 0;
   const uint8_t* d_mask = nullptr;
   if (!b.mask.empty()) {
     uint8_t* m = mask_.get<uint8_t>(b.mask.size());
@@ -192,8 +132,11 @@ void CudaContext::forward(const Batch& b, ForwardOutput& out) {
     }
   };
   const int window = c.sliding_window.value_or(0);
+  const int stream_start = sr ? c.num_layers - sr->msa_layers : c.num_layers;
+  const int prune_layer = sr && !sr->parent_row.empty() ? sr->weights->config().prune_layer : -1;
   for (int l = 0; l < c.num_layers; ++l) {
     const DeviceLayer& L = dm_->layers[l];
+    if (sr && l == stream_start) begin_streams(*sr, b, x, pos);
     capture(HiddenTap::LayerInput, l, x);
     timer_.mark("norms+adds", stream_);
     rmsnorm(x, L.input_norm, h, n, H, c.rms_norm_eps, stream_);
@@ -210,20 +153,9 @@ void CudaContext::forward(const Batch& b, ForwardOutput& out) {
                                cudaMemcpyDeviceToDevice, stream_));
     timer_.mark("attention", stream_);
     attention(q, k_cache_[l], v_cache_[l], slot_pos_, d_mask, d_pos, n, base, nh, nkv, hd, window, att, stream_);
-    timer_.mark("o_proj", stream_);
-    linear(att, n, L.wo, L.bo, h);
-    timer_.mark("norms+adds", stream_);
-    add(h, x, int64_t(n) * H, stream_);
-    rmsnorm(x, L.post_attn_norm, h, n, H, c.rms_norm_eps, stream_);
-    timer_.mark("gate_up", stream_);
-    linear(h, n, L.w_gate, L.b_gate, gate);
-    linear(h, n, L.w_up, L.b_up, up);
-    timer_.mark("norms+adds", stream_);
-    silu_mul(gate, up, gate, int64_t(n) * F, stream_);
-    timer_.mark("down", stream_);
-    linear(gate, n, L.w_down, L.b_down, h);
-    timer_.mark("norms+adds", stream_);
-    add(h, x, int64_t(n) * H, stream_);
+    finish_layer(L, x, n, att, LayerScratch{h, gate, up});
+    if (n_streams_ > 0) stream_layer(l);
+    if (l == prune_layer) d_mask = prune_rows(*sr, b, x);
   }
   rmsnorm(x, dm_->final_norm, h, n, H, c.rms_norm_eps, stream_);
   capture(HiddenTap::FinalNorm, 0, h);
@@ -247,15 +179,36 @@ void CudaContext::forward(const Batch& b, ForwardOutput& out) {
   timer_.mark("logits_to_host", stream_);
   CUDA_CHECK(cudaMemcpyAsync(out.logits.data(), logits, sizeof(float) * out.logits.size(), cudaMemcpyDeviceToHost,
                              stream_));
+  if (n_streams_ > 0) finish_streams(*sr, out);
   timer_.mark("end", stream_);
   CUDA_CHECK(cudaStreamSynchronize(stream_));
   timer_.collect(n);
+  if (sr) mark_pruned(b, out);
 
   n_past_ += n;
   last_batch_start_ = base;
   last_batch_size_ = n;
   forwards += 1;
   forward_tokens += uint64_t(n);
+}
+
+void CudaContext::finish_layer(const DeviceLayer& L, float* x, int rows, const float* att, const LayerScratch& s) {
+  const auto& c = model_->config();
+  const int H = c.hidden_size, F = c.intermediate_size;
+  timer_.mark("o_proj", stream_);
+  linear(att, rows, L.wo, L.bo, s.h);
+  timer_.mark("norms+adds", stream_);
+  add(s.h, x, int64_t(rows) * H, stream_);
+  rmsnorm(x, L.post_attn_norm, s.h, rows, H, c.rms_norm_eps, stream_);
+  timer_.mark("gate_up", stream_);
+  linear(s.h, rows, L.w_gate, L.b_gate, s.gate);
+  linear(s.h, rows, L.w_up, L.b_up, s.up);
+  timer_.mark("norms+adds", stream_);
+  silu_mul(s.gate, s.up, s.gate, int64_t(rows) * F, stream_);
+  timer_.mark("down", stream_);
+  linear(s.gate, rows, L.w_down, L.b_down, s.h);
+  timer_.mark("norms+adds", stream_);
+  add(s.h, x, int64_t(rows) * H, stream_);
 }
 
 void CudaContext::keep(std::span<const int> rows) {
@@ -280,8 +233,6 @@ void CudaContext::keep(std::span<const int> rows) {
   n_past_ = base + int(rows.size());
   last_batch_start_ = -1;
 }
-
-}  // namespace
 
 bool device_available() {
   int count = 0;

@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 
+#include "engine/heads/streaming_weights.h"
 #include "engine/model/model.h"
 #include "engine/util/error.h"
 #include "kernels/cuda_check.h"
@@ -16,7 +17,7 @@ std::mutex g_mutex;
 std::map<const Model*, std::weak_ptr<const DeviceModel>> g_cache;
 }  // namespace
 
-const void* DeviceModel::upload(const void* host, size_t n) {
+const void* DeviceUploads::upload(const void* host, size_t n) {
   void* d = nullptr;
   CUDA_CHECK(cudaMalloc(&d, n));
   allocations_.push_back(d);
@@ -25,7 +26,7 @@ const void* DeviceModel::upload(const void* host, size_t n) {
   return d;
 }
 
-DeviceMatrix DeviceModel::matrix(const TensorView& t) {
+DeviceMatrix DeviceUploads::matrix(const TensorView& t) {
   DeviceMatrix m;
   m.rows = int(t.rows());
   m.cols = int(t.cols());
@@ -49,7 +50,7 @@ DeviceMatrix DeviceModel::matrix(const TensorView& t) {
   return m;
 }
 
-const float* DeviceModel::vector(const std::vector<float>& v) {
+const float* DeviceUploads::vector(const std::vector<float>& v) {
   if (v.empty()) return nullptr;
   return static_cast<const float*>(upload(v.data(), v.size() * sizeof(float)));
 }
@@ -81,8 +82,16 @@ std::shared_ptr<const DeviceModel> DeviceModel::of(const Model& model) {
   return dm;
 }
 
-DeviceModel::~DeviceModel() {
+DeviceUploads::~DeviceUploads() {
   for (void* p : allocations_) cudaFree(p);
+}
+
+DeviceStreaming::DeviceStreaming(const StreamingWeights& w) : source(&w) {
+  stream_down = matrix(w.stream_down);
+  stream_up = matrix(w.stream_up);
+  prune_down = matrix(w.prune_down);
+  prune_up = matrix(w.prune_up);
+  embeddings = vector(w.embeddings);
 }
 
 }  // namespace specscope::cuda

@@ -1,6 +1,7 @@
 #pragma once
 // A model's weights on the GPU, uploaded once and shared by every CUDA context of that model (compare lanes,
-// drafts): matrices in their stored type (f32, f16 or bf16), norms and biases in f32, RoPE frequencies.
+// drafts): matrices in their stored type (f32, f16, bf16 or GGUF blocks), norms and biases in f32, RoPE
+// frequencies; and Speculative Streaming's extra tensors.
 #include <memory>
 #include <vector>
 
@@ -8,6 +9,7 @@
 
 namespace specscope {
 class Model;
+class StreamingWeights;
 struct TensorView;
 }  // namespace specscope
 
@@ -26,23 +28,43 @@ struct DeviceLayer {
   const float *b_gate = nullptr, *b_up = nullptr, *b_down = nullptr;
 };
 
-class DeviceModel {
+// Device memory uploaded once and freed together: the base of the device copies below.
+class DeviceUploads {
+ public:
+  DeviceUploads() = default;
+  DeviceUploads(const DeviceUploads&) = delete;
+  DeviceUploads& operator=(const DeviceUploads&) = delete;
+  ~DeviceUploads();
+  size_t bytes = 0;  // device memory held
+
+ protected:
+  const void* upload(const void* host, size_t bytes);
+  DeviceMatrix matrix(const TensorView& t);
+  const float* vector(const std::vector<float>& v);
+
+ private:
+  std::vector<void*> allocations_;
+};
+
+class DeviceModel : public DeviceUploads {
  public:
   // The device copy of `model`, uploading it on first use (thread-safe; freed with the last user).
   static std::shared_ptr<const DeviceModel> of(const Model& model);
-  ~DeviceModel();
 
   DeviceMatrix embed, lm_head;
   std::vector<DeviceLayer> layers;
   const float* final_norm = nullptr;
   const float* inv_freq = nullptr;
-  size_t bytes = 0;  // device memory held
+};
 
- private:
-  std::vector<void*> allocations_;
-  const void* upload(const void* host, size_t bytes);
-  DeviceMatrix matrix(const TensorView& t);
-  const float* vector(const std::vector<float>& v);
+// Speculative Streaming's tensors (engine/heads/streaming_weights.h) on the GPU: a few MB, so each CUDA context
+// uploads its own copy of the set it is asked to run (kernels/cuda_streaming.cpp).
+class DeviceStreaming : public DeviceUploads {
+ public:
+  explicit DeviceStreaming(const StreamingWeights& w);
+  const StreamingWeights* source = nullptr;  // the host set this copies
+  DeviceMatrix stream_down, stream_up, prune_down, prune_up;
+  const float* embeddings = nullptr;  // [num_streams, H]
 };
 
 }  // namespace specscope::cuda

@@ -18,10 +18,10 @@ __global__ void add_k(const float* x, float* y, int64_t n) {
     y[i] += x[i];
 }
 
-__global__ void add_bias_k(float* y, const float* b, int rows, int cols) {
+__global__ void add_bias_k(float* y, const float* b, int rows, int cols, int bias_rows) {
   const int64_t n = int64_t(rows) * cols;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-    y[i] += b[i % cols];
+    y[i] += b[(i / cols) % bias_rows * cols + i % cols];
 }
 
 __global__ void gather_rows_k(const float* x, const int32_t* rows, int dim, float* out) {
@@ -39,8 +39,8 @@ void add(const float* x, float* y, int64_t n, cudaStream_t s) {
   add_k<<<grid_for(n, 256), 256, 0, s>>>(x, y, n);
   CUDA_CHECK(cudaGetLastError());
 }
-void add_bias(float* y, const float* b, int rows, int cols, cudaStream_t s) {
-  add_bias_k<<<grid_for(int64_t(rows) * cols, 256), 256, 0, s>>>(y, b, rows, cols);
+void add_bias(float* y, const float* b, int rows, int cols, cudaStream_t s, int bias_rows) {
+  add_bias_k<<<grid_for(int64_t(rows) * cols, 256), 256, 0, s>>>(y, b, rows, cols, bias_rows);
   CUDA_CHECK(cudaGetLastError());
 }
 void gather_rows(const float* x, const int32_t* rows, int nr, int dim, float* out, cudaStream_t s) {

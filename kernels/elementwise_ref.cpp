@@ -11,8 +11,8 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n) { cpu::
 
 void add(const float* x, float* y, int64_t n) { cpu::add(x, y, n); }
 
-void add_bias(float* y, const float* bias, int rows, int cols) {
-  for (int r = 0; r < rows; ++r) cpu::add(bias, y + int64_t(r) * cols, cols);
+void add_bias(float* y, const float* bias, int rows, int cols, int bias_rows) {
+  for (int r = 0; r < rows; ++r) cpu::add(bias + int64_t(r % bias_rows) * cols, y + int64_t(r) * cols, cols);
 }
 
 void gather_rows(const float* x, const int32_t* rows, int nr, int dim, float* out) {

@@ -24,7 +24,7 @@ void rope(float* v, int rows, int n_heads, int head_dim, const int32_t* position
 // elementwise_ref.cpp (kernels/elementwise.cu)
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);
 void add(const float* x, float* y, int64_t n);
-void add_bias(float* y, const float* bias, int rows, int cols);
+void add_bias(float* y, const float* bias, int rows, int cols, int bias_rows = 1);
 void gather_rows(const float* x, const int32_t* rows, int nr, int dim, float* out);
 
 // gemv_ref.cpp (kernels/gemv.cu): X in W's type (f32, or f16/bf16 bits)

@@ -36,8 +36,9 @@ void rope(float* v, int rows, int n_heads, int head_dim, const int32_t* position
 void silu_mul(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream);
 // y += x, element-wise.
 void add(const float* x, float* y, int64_t n, cudaStream_t stream);
-// y[r, c] += bias[c].
-void add_bias(float* y, const float* bias, int rows, int cols, cudaStream_t stream);
+// y[r, c] += bias[r % bias_rows, c]: one bias row for every row, or bias_rows of them in turn (Speculative
+// Streaming's stream embeddings, one per stream, over rows ordered source by source, stream by stream).
+void add_bias(float* y, const float* bias, int rows, int cols, cudaStream_t stream, int bias_rows = 1);
 // out[r, :] = x[rows[r], :].
 void gather_rows(const float* x, const int32_t* rows, int nr, int dim, float* out, cudaStream_t stream);
 

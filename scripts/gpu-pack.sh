@@ -14,7 +14,7 @@
 #             references themselves, every method's sampling test with the target on the GPU); the base, the EAGLE-1 and EAGLE-3 heads and the streaming model (methods
 #             vanilla, eagle1, eagle2, eagle3, streaming, lookahead, pld); benchmarks
 #   drafters  the base, the SpS draft model and the Medusa heads (methods vanilla, sps, medusa)
-#   all       the whole family and no fixtures (every method but streaming, which CUDA refuses): 57 MiB, so it
+#   all       the whole family and no fixtures (every method): 57 MiB, so it
 #             fits only when nearly all of the source tree stays behind (move all but scripts/ and bench/ out)
 # The family is 67 MB and the fixtures 17 MB, so one part cannot hold everything; the base travels in both, since
 # every method is measured against vanilla on its own target in the same run.
@@ -76,14 +76,15 @@ methods_of() {
   case "$1" in
     core) echo vanilla,eagle1,eagle2,eagle3,streaming,lookahead,pld ;;
     drafters) echo vanilla,sps,medusa ;;
-    all) echo vanilla,sps,eagle1,eagle2,eagle3,medusa,lookahead,pld ;;
+    all) echo vanilla,sps,eagle1,eagle2,eagle3,medusa,streaming,lookahead,pld ;;
   esac
 }
 fixtures_core=(models/llama_bytelevel_f32 models/llama_bytelevel_bf16 models/llama_spm_tied_f32 models/qwen2_bf16
   models/mistral_f32 gguf_models/llama_bytelevel_f32.q8_0.gguf gguf_models/llama_bytelevel_f32.q4_0.gguf
   gguf_models/llama_spm_tied_f32.q4_1.gguf gguf_models/llama_spm_tied_f32.q5_0.gguf
   gguf_models/llama_spm_tied_f32.q5_1.gguf gguf_kquant/tiny.q4_k_m.gguf gguf_kquant/tiny.q5_k_m.gguf
-  models/tinyvocab_target models/tinyvocab_draft models/tinyvocab_heads heads/eagle1_fitted heads/medusa_fitted)
+  models/tinyvocab_target models/tinyvocab_draft models/tinyvocab_heads heads/eagle1_fitted heads/medusa_fitted
+  streaming/tiny)
 
 mkdir -p "$out"
 status=0

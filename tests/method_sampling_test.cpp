@@ -233,8 +233,6 @@ class EveryMethod : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EveryMethod, CommittedTokensFollowTheTarget) {
   if (!backend_missing().empty()) GTEST_SKIP() << backend_missing();
-  if (test_backend() == Backend::Cuda && GetParam() == "streaming")
-    GTEST_SKIP() << "Speculative Streaming does not run on CUDA yet";
   const SamplingCase c = make_case(GetParam());
   const auto model = Model::load(test::fixture(c.target));
   const auto prompts = case_prompts(c, *model);

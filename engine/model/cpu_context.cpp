@@ -13,6 +13,7 @@
 #include "engine/cpu/ops.h"
 #include "engine/heads/streaming_weights.h"
 #include "engine/model/batch_checks.h"
+#include "engine/model/streaming_rows.h"
 #include "engine/model/model.h"
 #include "engine/util/error.h"
 #include "engine/util/interrupt.h"
@@ -52,7 +53,7 @@ void CpuContext::forward(const Batch& b, ForwardOutput& out) {
   // bits it would get alone (cpu::BatchVariantKernels).
   const cpu::BatchVariantKernels variant(n_past_ == 0);
   const StreamingRequest* sr = b.streaming ? &*b.streaming : nullptr;
-  if (sr) check_streaming(*sr, n);
+  if (sr) check_streaming(*sr, c, n);
 
   const int H = c.hidden_size;
   grow(x_, size_t(n) * H);

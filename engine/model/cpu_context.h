@@ -34,7 +34,6 @@ class CpuContext final : public Context {
   void project_qkv(const LayerWeights& L, const float* x, int rows);
   void finish_layer(const LayerWeights& L, float* x, int rows);
   // Speculative Streaming (cpu_streaming.cpp).
-  void check_streaming(const StreamingRequest& sr, int n) const;
   int prune_rows(const StreamingRequest& sr, const Batch& b, int na);  // returns the surviving row count
   void begin_streams(const StreamingRequest& sr, int na);
   void stream_layer(int l, const StreamingRequest& sr, const int32_t* pos, const uint8_t* mask);

@@ -20,6 +20,7 @@
 #include "engine/heads/streaming_weights.h"
 #include "engine/model/cpu_context.h"
 #include "engine/model/model.h"
+#include "engine/model/streaming_rows.h"
 #include "engine/util/error.h"
 
 namespace specscope {
@@ -30,43 +31,15 @@ void grow(std::vector<float>& v, size_t n) {
 }
 }  // namespace
 
-void CpuContext::check_streaming(const StreamingRequest& sr, int n) const {
-  const auto& c = model_->config();
-  if (!sr.weights) throw InputError("batch", "streaming request without streaming weights");
-  const auto& sc = sr.weights->config();
-  if (sr.streams < 1 || sr.streams > sc.num_streams)
-    throw InputError("batch", "streams must be in 1.." + std::to_string(sc.num_streams));
-  if (sr.msa_layers < 1 || sr.msa_layers > c.num_layers)
-    throw InputError("batch", "msa_layers must be in 1.." + std::to_string(c.num_layers));
-  for (int r : sr.stream_rows)
-    if (r < 0 || r >= n) throw InputError("batch", "stream row out of range");
-  if (!sr.parent_row.empty()) {
-    if (int(sr.parent_row.size()) != n) throw InputError("batch", "parent_row must have one entry per row");
-    for (int i = 0; i < n; ++i)
-      if (sr.parent_row[i] >= i) throw InputError("batch", "a row's parent must come before it");
-    if (sc.prune_layer >= c.num_layers - sr.msa_layers)
-      throw InputError("batch", "pruning (after layer " + std::to_string(sc.prune_layer) +
-                                    ") must happen before the streams start (layer " +
-                                    std::to_string(c.num_layers - sr.msa_layers) + ")");
-  }
-}
-
 int CpuContext::prune_rows(const StreamingRequest& sr, const Batch& b, int na) {
   const auto& c = model_->config();
   const auto& w = weights();
   const StreamingWeights& sw = *sr.weights;
-  const int H = c.hidden_size, V = c.vocab_size, r = sw.config().prune_rank, n = batch_n_;
+  const int H = c.hidden_size, V = c.vocab_size, r = sw.config().prune_rank;
   // Early-exit distributions of the rows that are parents of some active row.
   const std::vector<int> index = active_index(na);
-  std::vector<int> parents;
-  std::vector<uint8_t> is_parent(n, 0);
-  for (int i = 0; i < na; ++i) {
-    const int p = sr.parent_row[active_[i]];
-    if (p >= 0 && !is_parent[p]) {
-      is_parent[p] = 1;
-      parents.push_back(p);
-    }
-  }
+  const std::span<const int> rows(active_.data(), size_t(na));
+  const std::vector<int> parents = prune_parents(sr, rows);
   if (parents.empty()) return na;
   const int np = int(parents.size());
   std::vector<float> e(size_t(np) * H), t(size_t(np) * r), u(size_t(np) * H), lg(size_t(np) * V);
@@ -80,24 +53,13 @@ int CpuContext::prune_rows(const StreamingRequest& sr, const Batch& b, int na) {
   cpu::add(u.data(), e.data(), int64_t(np) * H);  // e = h + up(down(h))
   cpu::rmsnorm(e.data(), w.final_norm.data(), e.data(), np, H, c.rms_norm_eps);
   cpu::linear(e.data(), np, w.lm_head, nullptr, lg.data());
-  std::vector<int> slot_of_parent(n, -1);
-  for (int k = 0; k < np; ++k) {
-    slot_of_parent[parents[k]] = k;
-    cpu::softmax(lg.data() + size_t(k) * V, V);
-  }
-  // Parents precede children, so one pass settles every row.
+  for (int k = 0; k < np; ++k) cpu::softmax(lg.data() + size_t(k) * V, V);
+  settle_pruning(sr, b.tokens, rows, parents, lg.data(), V, alive_);
+  // Compact the survivors in x_ and active_, in batch order.
   int kept = 0;
   for (int i = 0; i < na; ++i) {
-    const int row = active_[i], p = sr.parent_row[row];
-    bool keep = true;
-    if (p >= 0) {
-      const float prob = lg[size_t(slot_of_parent[p]) * V + b.tokens[row]];
-      keep = alive_[p] && prob >= sr.prune_threshold;
-    }
-    if (!keep) {
-      alive_[row] = 0;
-      continue;
-    }
+    const int row = active_[i];
+    if (!alive_[row]) continue;
     if (kept != i) std::memcpy(x_.data() + size_t(kept) * H, x_.data() + size_t(i) * H, sizeof(float) * H);
     active_[kept++] = row;
   }
@@ -111,13 +73,7 @@ void CpuContext::begin_streams(const StreamingRequest& sr, int na) {
   const StreamingWeights& sw = *sr.weights;
   const int H = c.hidden_size, G = sr.streams, eta = sw.config().stream_rank;
   const std::vector<int> index = active_index(na);
-  stream_src_.clear();
-  if (sr.stream_rows.empty()) {
-    stream_src_.assign(active_.begin(), active_.begin() + na);
-  } else {
-    for (int row : sr.stream_rows)
-      if (index[row] >= 0) stream_src_.push_back(row);
-  }
+  stream_src_ = stream_sources(sr, std::span<const int>(active_.data(), size_t(na)), alive_);
   const int S = int(stream_src_.size());
   n_streams_ = S * G;
   if (S == 0) return;

@@ -269,6 +269,16 @@ TEST_F(CudaKernels, AddBiasAndGatherRowsAtModelShapes) {
     cuda::ref::add_bias(y.data(), b.data(), rows, cols);
     expect_identical(dy.to_host(), y, "add_bias cols " + std::to_string(cols));
   }
+  // Rows taking bias rows in turn (streams' embeddings: 5 sources x 3 streams).
+  for (int cols : {kLlama1B.hidden, kLlama8B.hidden}) {
+    const int rows = 15, bias_rows = 3;
+    std::vector<float> y = uniform(size_t(rows) * cols, -2.f, 2.f, seed++);
+    const std::vector<float> b = uniform(size_t(bias_rows) * cols, -1.f, 1.f, seed++);
+    DeviceArray<float> dy(y), db(b);
+    cuda::add_bias(dy.get(), db.get(), rows, cols, kStream, bias_rows);
+    cuda::ref::add_bias(y.data(), b.data(), rows, cols, bias_rows);
+    expect_identical(dy.to_host(), y, "add_bias in turn, cols " + std::to_string(cols));
+  }
   for (const Shape& s : kShapes)
     for (int nr : {1, 5, 64}) {
       const std::vector<float> x = uniform(size_t(64) * s.hidden, -2.f, 2.f, seed++);

@@ -4,6 +4,7 @@
 //  - greedy 48-token outputs identical on the fixtures;
 //  - the tree-mask property: a tree batch gives each row the logits of its own root path;
 //  - KV compaction: keep() then decoding equals decoding the kept path from scratch;
+//  - Speculative Streaming's forward (pruning, streams, taps) against the CPU's, and the method lossless on the GPU;
 //  - GGUF block weights (Q8_0, Q4_0/Q4_1/Q5_0/Q5_1, and llama.cpp's Q4_K_M / Q5_K_M files): panels dequantized
 //    exactly on the GPU and multiplied in f32, so the logits match the CPU's to f32 accumulation order (1e-4).
 #include <gtest/gtest.h>
@@ -12,6 +13,9 @@
 
 #include "engine/cpu/matmul.h"
 #include "engine/generate/generator.h"
+#include "engine/heads/streaming_weights.h"
+#include "engine/methods/factory.h"
+#include "engine/methods/speculative_generator.h"
 #include "engine/model/backend.h"
 #include "engine/model/model.h"
 #include "kernels/cuda_backend.h"
@@ -144,5 +148,149 @@ TEST_F(CudaParity, QuantizedGgufFilesMatchTheCpuBackend) {
     auto c2 = model->new_cpu_context(128);
     auto g2 = new_context(*model, Backend::Cuda, 128);
     EXPECT_EQ(generate(*model, *c2, prompt, opts).tokens, generate(*model, *g2, prompt, opts).tokens) << rel;
+  }
+}
+
+// Speculative Streaming's forward on the GPU (kernels/cuda_streaming.cpp) against the CPU backend's
+// (engine/model/cpu_streaming.cpp, itself held to the reference forward by streaming_test.cpp), on the tiny streaming
+// fixture: the same rows pruned, the same rows given streams, the streams' final states and the main logits within
+// f32 accumulation order, NaN logits and zero taps for pruned rows, and a cache the streams never entered.
+namespace {
+
+const std::string kStreamingDir = "streaming/tiny";
+
+struct StreamingCase {
+  std::string label;
+  Batch prefix, batch;  // prefix: a plain forward first (empty: none)
+};
+
+std::vector<float> row_vec(const ForwardOutput& f, int i) { return {f.row_logits(i), f.row_logits(i) + f.vocab}; }
+
+void expect_same_streaming_output(const ForwardOutput& cpu, const ForwardOutput& gpu, const std::string& label) {
+  ASSERT_EQ(cpu.pruned, gpu.pruned) << label;
+  ASSERT_EQ(cpu.stream_rows, gpu.stream_rows) << label;
+  ASSERT_EQ(cpu.streams, gpu.streams) << label;
+  ASSERT_EQ(cpu.logit_rows, gpu.logit_rows) << label;
+  for (size_t r = 0; r < cpu.logit_rows.size(); ++r) {
+    const auto a = row_vec(cpu, int(r)), b = row_vec(gpu, int(r));
+    if (std::isnan(a[0])) {
+      EXPECT_TRUE(std::isnan(b[0])) << label << ": row " << r << " is pruned on the CPU, not on the GPU";
+      continue;
+    }
+    EXPECT_LT(max_rel_diff(a, b), 1e-3f) << label << ": main logits of row " << r;
+  }
+  ASSERT_EQ(cpu.stream_hidden.size(), gpu.stream_hidden.size()) << label;
+  EXPECT_LT(max_rel_diff(cpu.stream_hidden, gpu.stream_hidden), 1e-3f) << label << ": the streams' states";
+  ASSERT_EQ(cpu.hiddens.size(), gpu.hiddens.size()) << label;
+  for (size_t t = 0; t < cpu.hiddens.size(); ++t) {
+    ASSERT_EQ(cpu.hiddens[t].size(), gpu.hiddens[t].size()) << label << ": tap " << t;
+    const int H = cpu.hidden;
+    for (size_t i = 0; i < cpu.pruned.size(); ++i)
+      if (cpu.pruned[i])
+        for (int d = 0; d < H; ++d) ASSERT_EQ(gpu.hiddens[t][i * H + d], 0.f) << label << ": a pruned row's tap";
+    EXPECT_LT(max_rel_diff(cpu.hiddens[t], gpu.hiddens[t]), 1e-3f) << label << ": tap " << t;
+  }
+}
+
+}  // namespace
+
+TEST_F(CudaParity, StreamingForwardMatchesTheCpuBackend) {
+  auto model = Model::load(test::fixture(kStreamingDir));
+  auto sw = StreamingWeights::load(test::fixture(kStreamingDir), *model);
+  const int V = model->config().vocab_size, G = sw->config().num_streams;
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 20; ++i) prompt.push_back(int32_t((i * 53 + 9) % (V - 10)));
+  auto request = [&] {
+    StreamingRequest r;
+    r.weights = sw.get();
+    r.streams = G;
+    r.msa_layers = sw->config().msa_layers;
+    return r;
+  };
+  std::vector<StreamingCase> cases;
+  {  // every row of one batch gets streams
+    StreamingCase c{"one batch", {}, Batch::causal(prompt)};
+    c.batch.streaming = request();
+    cases.push_back(c);
+  }
+  {  // after a cache, chosen rows, fewer streams than trained
+    StreamingCase c{"after a cache", Batch::causal({prompt.begin(), prompt.begin() + 7}),
+                    Batch::causal({prompt.begin() + 7, prompt.end()})};
+    c.batch.streaming = request();
+    c.batch.streaming->stream_rows = {3, 1};
+    c.batch.streaming->streams = 2;
+    cases.push_back(c);
+  }
+  {  // a tree: root with children {a, x}; b under a, y under x
+    StreamingCase c{"tree", Batch::causal({prompt.begin(), prompt.begin() + 8}), {}};
+    c.batch.tokens = {prompt[8], prompt[9], int32_t((prompt[9] + 17) % V), prompt[10], int32_t((prompt[10] + 5) % V)};
+    c.batch.positions = {8, 9, 9, 10, 10};
+    const std::vector<int> parent = {-1, 0, 0, 1, 2};
+    c.batch.mask.assign(25, 0);
+    for (int i = 0; i < 5; ++i)
+      for (int a = i; a >= 0; a = parent[size_t(a)]) c.batch.mask[size_t(i) * 5 + size_t(a)] = 1;
+    c.batch.streaming = request();
+    c.batch.streaming->parent_row = parent;
+    c.batch.streaming->prune_threshold = 1e-3f;
+    cases.push_back(c);
+  }
+  // A chain with pruning at thresholds from none to most, with a tap after the pruning layer and one before it.
+  for (float threshold : {0.f, 1e-4f, 1e-3f, 1e-2f, 5e-2f, 0.2f}) {
+    StreamingCase c{"chain, threshold " + std::to_string(threshold), Batch::causal({prompt.begin(), prompt.begin() + 4}),
+                    Batch::causal({prompt.begin() + 4, prompt.end()})};
+    c.batch.streaming = request();
+    const int n = c.batch.size();
+    c.batch.streaming->parent_row.resize(size_t(n));
+    for (int r = 0; r < n; ++r) c.batch.streaming->parent_row[size_t(r)] = r - 1;
+    c.batch.streaming->prune_threshold = threshold;
+    c.batch.taps = {HiddenTap::final_norm(), HiddenTap::layer_input(0), HiddenTap::layer_input(model->config().num_layers - 1)};
+    cases.push_back(c);
+  }
+  int pruned_cases = 0;
+  for (const auto& c : cases) {
+    auto cpu = model->new_cpu_context(64);
+    auto gpu = new_context(*model, Backend::Cuda, 64);
+    ForwardOutput a, b;
+    if (!c.prefix.tokens.empty()) {
+      cpu->forward(c.prefix, a);
+      gpu->forward(c.prefix, b);
+    }
+    cpu->forward(c.batch, a);
+    gpu->forward(c.batch, b);
+    expect_same_streaming_output(a, b, c.label);
+    bool any = false;
+    for (uint8_t p : a.pruned) any = any || p;
+    pruned_cases += any ? 1 : 0;
+    // The streams never entered the cache: the next plain forward agrees.
+    ASSERT_EQ(cpu->n_past(), gpu->n_past()) << c.label;
+    cpu->forward(Batch::causal(std::vector<int32_t>{5}), a);
+    gpu->forward(Batch::causal(std::vector<int32_t>{5}), b);
+    EXPECT_LT(max_rel_diff(a.logits, b.logits), 1e-3f) << c.label << ": the forward after";
+  }
+  EXPECT_GT(pruned_cases, 0) << "no case pruned a row: the thresholds no longer exercise pruning";
+}
+
+// The streaming method on the GPU is lossless: greedy output equals vanilla's token for token, with pruning on.
+TEST_F(CudaParity, StreamingGreedyEqualsVanilla) {
+  auto model = Model::load(test::fixture(kStreamingDir));
+  const int V = model->config().vocab_size;
+  for (const auto& opts : std::vector<std::map<std::string, std::string>>{
+           {}, {{"prune-threshold", "0.05"}}, {{"gamma", "1"}, {"stream-top-k", "4"}}}) {
+    MethodSpec spec;
+    spec.name = "streaming";
+    spec.options = opts;
+    auto method = make_method(spec, *model);
+    for (int p = 0; p < 8; ++p) {
+      std::vector<int32_t> prompt;
+      for (int i = 0; i < 4 + p; ++i) prompt.push_back(int32_t((p * 131 + i * 29 + 3) % (V - 10)));
+      GenerateOptions g;
+      g.max_tokens = 40;
+      g.stop_at_eos = false;
+      auto vctx = model->new_cpu_context(128);
+      const auto ref = generate(*model, *vctx, prompt, g);
+      auto gctx = new_context(*model, Backend::Cuda, 128);
+      const auto res = generate_speculative(*model, *gctx, *method, prompt, g);
+      ASSERT_EQ(res.gen.tokens, ref.tokens) << "prompt " << p << ", " << opts.size() << " options";
+    }
   }
 }

@@ -184,6 +184,13 @@ TEST(KernelRefs, RowAndElementwiseOpsFollowTheirDefinitions) {
   for (int r = 0; r < rows; ++r)
     for (int i = 0; i < dim; ++i) want[size_t(r) * dim + i] = x[size_t(r) * dim + i] + w[i];
   EXPECT_EQ(bit_diff(y, want).count, 0u);
+  // With two bias rows, taken in turn: rows 0, 2, 4 get bias row 0 and rows 1, 3 bias row 1.
+  const std::vector<float> two = uniform(size_t(2) * dim, -1.f, 1.f, 24);
+  y = x;
+  cuda::ref::add_bias(y.data(), two.data(), rows, dim, 2);
+  for (int r = 0; r < rows; ++r)
+    for (int i = 0; i < dim; ++i) want[size_t(r) * dim + i] = x[size_t(r) * dim + i] + two[size_t(r % 2) * dim + i];
+  EXPECT_EQ(bit_diff(y, want).count, 0u);
   const std::vector<int32_t> pick = {4, 0, 4};
   std::vector<float> g(pick.size() * dim);
   cuda::ref::gather_rows(x.data(), pick.data(), int(pick.size()), dim, g.data());

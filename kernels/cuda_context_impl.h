@@ -1,0 +1,138 @@
+#pragma once
+// The CUDA Context's class (kernels/cuda_context.h has its public face), shared by the files that implement it:
+// cuda_context.cpp (the Llama forward, keep, the products) and cuda_streaming.cpp (Speculative Streaming's pruning
+// and streams inside the forward), as the CPU backend splits cpu_context.cpp and cpu_streaming.cpp. Nothing outside
+// kernels/ includes this.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/model/forward.h"
+#include "kernels/cuda_check.h"
+#include "kernels/device_model.h"
+#include "kernels/op_timer.h"
+
+namespace specscope {
+class Model;
+}
+
+namespace specscope::cuda {
+
+inline bool env_flag(const char* name, bool fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  return !(std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 || std::strcmp(v, "false") == 0);
+}
+
+// A device buffer that grows to the largest size asked for. Growing frees the old memory, so a forward asks each
+// buffer for its size once and keeps the pointer.
+struct Buffer {
+  void* p = nullptr;
+  size_t bytes = 0;
+  Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() {
+    if (p) cudaFree(p);
+  }
+  template <class T>
+  T* get(size_t count) {
+    const size_t need = count * sizeof(T);
+    if (need > bytes) {
+      if (p) CUDA_CHECK(cudaFree(p));
+      CUDA_CHECK(cudaMalloc(&p, need));
+      bytes = need;
+    }
+    return static_cast<T*>(p);
+  }
+};
+
+class CudaContext final : public Context {
+ public:
+  CudaContext(std::shared_ptr<const Model> model, int n_ctx);
+  ~CudaContext() override;
+
+  void forward(const Batch& b, ForwardOutput& out) override;
+  void keep(std::span<const int> rows) override;
+  void truncate(int n_past) override {
+    if (n_past < 0 || n_past > n_past_) throw std::out_of_range("truncate(): beyond the cache");
+    n_past_ = n_past;
+    last_batch_start_ = -1;
+  }
+  int n_past() const override { return n_past_; }
+  int n_ctx() const override { return n_ctx_; }
+  std::string backend_name() const override { return "cuda"; }
+
+ private:
+  // Y[n, m] = X[n, k] W^T (+ bias), X and Y f32 on the device: cuBLAS, or gemv.cu in groups of kGemvMaxRows rows
+  // when SPECSCOPE_CUDA_GEMV=1; GGUF blocks dequantized in panels for cuBLAS.
+  void linear(const float* X, int n, const DeviceMatrix& W, const float* bias, float* Y);
+  // A decoder layer's scratch for `rows` rows: the normed input, and the MLP's gate and up halves.
+  struct LayerScratch {
+    float *h = nullptr, *gate = nullptr, *up = nullptr;
+  };
+  // Once `att` holds the attention output of `rows` rows: the output projection, the MLP and both residual adds
+  // into x (the main rows and the streams alike).
+  void finish_layer(const DeviceLayer& L, float* x, int rows, const float* att, const LayerScratch& s);
+
+  // Speculative Streaming (cuda_streaming.cpp; the same rows as the CPU backend's, engine/model/streaming_rows.h).
+  // After the pruning adapter's layer: decides which rows survive (alive_) and returns the mask the later layers
+  // use (pruned rows no longer visible to any row).
+  const uint8_t* prune_rows(const StreamingRequest& sr, const Batch& b, const float* x);
+  // The request's streaming tensors on the GPU (uploaded when a new set is asked for).
+  const DeviceStreaming& streaming_tensors(const StreamingRequest& sr);
+  // At the first multi-stream layer: the streams' residual states from their rows' states in x.
+  void begin_streams(const StreamingRequest& sr, const Batch& b, const float* x, const std::vector<int32_t>& pos);
+  // In each multi-stream layer, after the main rows' layer: the streams through the same layer.
+  void stream_layer(int l);
+  // After the last layer: the streams' final-normed states, copied to out (asynchronously; the forward syncs).
+  void finish_streams(const StreamingRequest& sr, ForwardOutput& out);
+  // After the forward's sync: what the CPU backend gives pruned rows (NaN logits, zero taps after pruning).
+  void mark_pruned(const Batch& b, ForwardOutput& out) const;
+
+  std::shared_ptr<const Model> model_;
+  std::shared_ptr<const DeviceModel> dm_;
+  // SPECSCOPE_CUDA_GEMV=1 sends every product of 16-bit or f32 weights to gemv.cu, in groups of kGemvMaxRows rows:
+  // one product path for every batch size, and each row's sums independent of its batch. On the H200 gemv.cu gave
+  // 3.1 TB/s on the 8B FFN's matrices and the shipped base 1,240 tok/s against cuBLAS's 714-771 (launch-bound),
+  // but a tree of 64 rows reads the weights 8 times, and with gemv.cu on up to 8 rows only (cuBLAS beyond), greedy
+  // trees matched vanilla on 75 of 80 held-out prompts, 80 of 80 with cuBLAS alone (bench/results/
+  // gpu_h200_2026-11-28b and c). Off by default until the every-size mode is measured on a GPU.
+  const bool use_gemv_ = env_flag("SPECSCOPE_CUDA_GEMV", false);
+  OpTimer timer_{env_flag("SPECSCOPE_CUDA_PROFILE", false)};
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  int n_ctx_ = 0, n_past_ = 0, kv_dim_ = 0;
+  int last_batch_start_ = -1, last_batch_size_ = 0;
+  std::vector<float*> k_cache_, v_cache_;
+  int32_t* slot_pos_ = nullptr;
+  Buffer x_, h_, q_, k_, v_, att_, gate_, up_, half_, panel_, tokens_, pos_, mask_, rows_, sel_, logits_;
+
+  // Speculative Streaming state of the current forward.
+  std::unique_ptr<DeviceStreaming> ds_;  // the streaming tensors last asked for
+  const void* ds_host_data_ = nullptr;   // ... and the host tensor they came from (a set at a reused address)
+  int batch_n_ = 0, batch_base_ = 0;
+  std::vector<uint8_t> alive_;      // per batch row: not pruned
+  std::vector<uint8_t> host_mask_;  // the batch's mask after pruning (n x n)
+  std::vector<int> stream_src_;     // the rows that got streams, as batch rows
+  int n_streams_ = 0;               // stream rows: sources x streams, source by source
+  // The stream rows' attention reuses the batch attention kernel over an extended batch: the n main rows (their
+  // queries zero, their outputs unused) then the stream rows, with the cache and the batch's keys/values copied
+  // and the streams' own appended after them, and a mask that gives each stream its row's keys and its lower
+  // streams'. Pointers into the buffers below, taken once per forward by begin_streams.
+  struct StreamBuffers {
+    float *xs = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *att = nullptr;
+    LayerScratch scratch;
+    int32_t *slot_pos = nullptr, *positions = nullptr;
+    uint8_t* mask = nullptr;
+  } sb_;
+  Buffer xs_, s_h_, s_gate_, s_up_, ext_q_, ext_k_, ext_v_, ext_att_, ext_slot_pos_, ext_pos_, ext_mask_, s_rows_;
+  Buffer p_rows_, p_e_, p_t_, p_u_, p_logits_;
+};
+
+}  // namespace specscope::cuda
