@@ -1,5 +1,7 @@
 #include "kernels/cuda_context.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -29,6 +31,11 @@ CudaContext::CudaContext(std::shared_ptr<const Model> model, int n_ctx) : model_
   CUDA_CHECK(cudaStreamCreate(&stream_));
   CUDA_CHECK(cublasCreate(&blas_));
   CUDA_CHECK(cublasSetStream(blas_, stream_));
+  if (use_graphs_) {
+    // cuBLAS's own workspace, given up front: a capture must not allocate (cuBLAS's advice for graph capture).
+    CUDA_CHECK(cudaMalloc(&blas_workspace_, kBlasWorkspaceBytes));
+    CUDA_CHECK(cublasSetWorkspace(blas_, blas_workspace_, kBlasWorkspaceBytes));
+  }
   k_cache_.resize(c.num_layers);
   v_cache_.resize(c.num_layers);
   for (int l = 0; l < c.num_layers; ++l) {
@@ -39,9 +46,11 @@ CudaContext::CudaContext(std::shared_ptr<const Model> model, int n_ctx) : model_
 }
 
 CudaContext::~CudaContext() {
+  for (auto& [key, exec] : graphs_) cudaGraphExecDestroy(exec);
   for (auto* p : k_cache_) cudaFree(p);
   for (auto* p : v_cache_) cudaFree(p);
   cudaFree(slot_pos_);
+  if (blas_workspace_) cudaFree(blas_workspace_);
   cublasDestroy(blas_);
   cudaStreamDestroy(stream_);
 }
@@ -92,75 +101,7 @@ void CudaContext::forward(const Batch& b, ForwardOutput& out) {
   const StreamingRequest* sr = b.streaming ? &*b.streaming : nullptr;
   if (sr) check_streaming(*sr, c, n);
   const std::vector<int32_t> pos = checked_positions(b, c, n_past_, n_ctx_);
-
-  const int H = c.hidden_size, hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads;
-  const int q_dim = nh * hd, F = c.intermediate_size, base = n_past_;
-  int32_t* d_tokens = tokens_.get<int32_t>(n);
-  int32_t* d_pos = pos_.get<int32_t>(n);
-  CUDA_CHECK(cudaMemcpyAsync(d_tokens, b.tokens.data(), sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
-  CUDA_CHECK(cudaMemcpyAsync(d_pos, pos.data(), sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
-  CUDA_CHECK(cudaMemcpyAsync(slot_pos_ + base, pos.data(), sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
-  batch_n_ = n;
-  batch_base_ = base;
-  alive_.assign(size_t(n), 1);
-  stream_src_.clear();
-  n_streams_ = 0;
-  const uint8_t* d_mask = nullptr;
-  if (!b.mask.empty()) {
-    uint8_t* m = mask_.get<uint8_t>(b.mask.size());
-    CUDA_CHECK(cudaMemcpyAsync(m, b.mask.data(), b.mask.size(), cudaMemcpyHostToDevice, stream_));
-    d_mask = m;
-  }
-  float* x = x_.get<float>(size_t(n) * H);
-  float* h = h_.get<float>(size_t(n) * H);
-  float* q = q_.get<float>(size_t(n) * q_dim);
-  float* k = k_.get<float>(size_t(n) * kv_dim_);
-  float* v = v_.get<float>(size_t(n) * kv_dim_);
-  float* att = att_.get<float>(size_t(n) * q_dim);
-  float* gate = gate_.get<float>(size_t(n) * F);
-  float* up = up_.get<float>(size_t(n) * F);
-  timer_.mark("embed", stream_);
-  embed_gather(dm_->embed.data, dm_->embed.type, d_tokens, n, H, x, stream_);
-
-  out.reset(c.vocab_size, H, b.taps.size());
-  auto capture = [&](HiddenTap::Kind kind, int layer, const float* src) {
-    for (size_t t = 0; t < b.taps.size(); ++t) {
-      if (b.taps[t].kind != kind || (kind == HiddenTap::LayerInput && b.taps[t].layer != layer)) continue;
-      out.hiddens[t].resize(size_t(n) * H);
-      CUDA_CHECK(cudaMemcpyAsync(out.hiddens[t].data(), src, sizeof(float) * size_t(n) * H, cudaMemcpyDeviceToHost,
-                                 stream_));
-    }
-  };
-  const int window = c.sliding_window.value_or(0);
-  const int stream_start = sr ? c.num_layers - sr->msa_layers : c.num_layers;
-  const int prune_layer = sr && !sr->parent_row.empty() ? sr->weights->config().prune_layer : -1;
-  for (int l = 0; l < c.num_layers; ++l) {
-    const DeviceLayer& L = dm_->layers[l];
-    if (sr && l == stream_start) begin_streams(*sr, b, x, pos);
-    capture(HiddenTap::LayerInput, l, x);
-    timer_.mark("norms+adds", stream_);
-    rmsnorm(x, L.input_norm, h, n, H, c.rms_norm_eps, stream_);
-    timer_.mark("qkv", stream_);
-    linear(h, n, L.wq, L.bq, q);
-    linear(h, n, L.wk, L.bk, k);
-    linear(h, n, L.wv, L.bv, v);
-    timer_.mark("rope+cache", stream_);
-    rope(q, n, nh, hd, d_pos, dm_->inv_freq, stream_);
-    rope(k, n, nkv, hd, d_pos, dm_->inv_freq, stream_);
-    CUDA_CHECK(cudaMemcpyAsync(k_cache_[l] + size_t(base) * kv_dim_, k, sizeof(float) * size_t(n) * kv_dim_,
-                               cudaMemcpyDeviceToDevice, stream_));
-    CUDA_CHECK(cudaMemcpyAsync(v_cache_[l] + size_t(base) * kv_dim_, v, sizeof(float) * size_t(n) * kv_dim_,
-                               cudaMemcpyDeviceToDevice, stream_));
-    timer_.mark("attention", stream_);
-    attention(q, k_cache_[l], v_cache_[l], slot_pos_, d_mask, d_pos, n, base, nh, nkv, hd, window, att, stream_);
-    finish_layer(L, x, n, att, LayerScratch{h, gate, up});
-    if (n_streams_ > 0) stream_layer(l);
-    if (l == prune_layer) d_mask = prune_rows(*sr, b, x);
-  }
-  rmsnorm(x, dm_->final_norm, h, n, H, c.rms_norm_eps, stream_);
-  capture(HiddenTap::FinalNorm, 0, h);
-  timer_.mark("lm_head", stream_);
-
+  out.reset(c.vocab_size, c.hidden_size, b.taps.size());
   out.logit_rows = b.logit_rows;
   if (out.logit_rows.empty()) {
     out.logit_rows.resize(n);
@@ -169,16 +110,61 @@ void CudaContext::forward(const Batch& b, ForwardOutput& out) {
   const int nr = int(out.logit_rows.size());
   for (int r : out.logit_rows)
     if (r < 0 || r >= n) throw InputError("batch", "logit row out of range");
-  int32_t* d_rows = rows_.get<int32_t>(nr);
-  CUDA_CHECK(cudaMemcpyAsync(d_rows, out.logit_rows.data(), sizeof(int32_t) * nr, cudaMemcpyHostToDevice, stream_));
-  float* sel = sel_.get<float>(size_t(nr) * H);
-  gather_rows(h, d_rows, nr, H, sel, stream_);
-  float* logits = logits_.get<float>(size_t(nr) * c.vocab_size);
-  linear(sel, nr, dm_->lm_head, nullptr, logits);
+
+  // Everything the host sends goes first, so that the device work after it can be one CUDA graph.
+  const int H = c.hidden_size, q_dim = c.num_heads * c.head_dim, F = c.intermediate_size, base = n_past_;
+  ForwardBuffers fb;
+  fb.tokens = tokens_.get<int32_t>(n);
+  fb.pos = pos_.get<int32_t>(n);
+  fb.rows = rows_.get<int32_t>(nr);
+  CUDA_CHECK(cudaMemcpyAsync(fb.tokens, b.tokens.data(), sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
+  CUDA_CHECK(cudaMemcpyAsync(fb.pos, pos.data(), sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
+  CUDA_CHECK(cudaMemcpyAsync(slot_pos_ + base, pos.data(), sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
+  CUDA_CHECK(cudaMemcpyAsync(fb.rows, out.logit_rows.data(), sizeof(int32_t) * nr, cudaMemcpyHostToDevice, stream_));
+  if (!b.mask.empty()) {
+    uint8_t* m = mask_.get<uint8_t>(b.mask.size());
+    CUDA_CHECK(cudaMemcpyAsync(m, b.mask.data(), b.mask.size(), cudaMemcpyHostToDevice, stream_));
+    fb.mask = m;
+  }
+  fb.x = x_.get<float>(size_t(n) * H);
+  fb.h = h_.get<float>(size_t(n) * H);
+  fb.q = q_.get<float>(size_t(n) * q_dim);
+  fb.k = k_.get<float>(size_t(n) * kv_dim_);
+  fb.v = v_.get<float>(size_t(n) * kv_dim_);
+  fb.att = att_.get<float>(size_t(n) * q_dim);
+  fb.gate = gate_.get<float>(size_t(n) * F);
+  fb.up = up_.get<float>(size_t(n) * F);
+  fb.sel = sel_.get<float>(size_t(nr) * H);
+  fb.logits = logits_.get<float>(size_t(nr) * c.vocab_size);
+  fb.taps = b.taps.empty() ? nullptr : taps_.get<float>(b.taps.size() * size_t(n) * H);
+  batch_n_ = n;
+  batch_base_ = base;
+  alive_.assign(size_t(n), 1);
+  stream_src_.clear();
+  n_streams_ = 0;
+
+  // A CUDA graph (SPECSCOPE_CUDA_GRAPHS=1) once a batch of this shape has run once without one (so that no buffer
+  // grows while capturing); streaming (it reads pruning's results on the host mid-forward) and the op profiler
+  // (events) always run op by op.
+  GraphKey key{n, nr, b.mask.empty() ? 0 : 1, {}};
+  for (const auto& t : b.taps) key.taps.push_back(t.kind == HiddenTap::FinalNorm ? -1 : t.layer);
+  const bool graph = use_graphs_ && !sr && !timer_.on();
+  if (graph && warm_shapes_.count(key)) {
+    launch_as_graph(key, [&] { device_forward(b, fb, pos); });
+  } else {
+    device_forward(b, fb, pos);
+    if (graph) warm_shapes_.insert(key);
+  }
+
   out.logits.resize(size_t(nr) * c.vocab_size);
   timer_.mark("logits_to_host", stream_);
-  CUDA_CHECK(cudaMemcpyAsync(out.logits.data(), logits, sizeof(float) * out.logits.size(), cudaMemcpyDeviceToHost,
+  CUDA_CHECK(cudaMemcpyAsync(out.logits.data(), fb.logits, sizeof(float) * out.logits.size(), cudaMemcpyDeviceToHost,
                              stream_));
+  for (size_t t = 0; t < b.taps.size(); ++t) {
+    out.hiddens[t].resize(size_t(n) * H);
+    CUDA_CHECK(cudaMemcpyAsync(out.hiddens[t].data(), fb.taps + t * size_t(n) * H, sizeof(float) * size_t(n) * H,
+                               cudaMemcpyDeviceToHost, stream_));
+  }
   if (n_streams_ > 0) finish_streams(*sr, out);
   timer_.mark("end", stream_);
   CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -190,6 +176,93 @@ void CudaContext::forward(const Batch& b, ForwardOutput& out) {
   last_batch_size_ = n;
   forwards += 1;
   forward_tokens += uint64_t(n);
+}
+
+void CudaContext::device_forward(const Batch& b, const ForwardBuffers& fb, const std::vector<int32_t>& pos) {
+  const auto& c = model_->config();
+  const int n = b.size(), nr = b.logit_rows.empty() ? n : int(b.logit_rows.size());
+  const int H = c.hidden_size, hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads, base = n_past_;
+  const StreamingRequest* sr = b.streaming ? &*b.streaming : nullptr;
+  float* x = fb.x;
+  timer_.mark("embed", stream_);
+  embed_gather(dm_->embed.data, dm_->embed.type, fb.tokens, n, H, x, stream_);
+  // Taps go to device memory here (fb.taps, one [n][H] block per tap); the forward copies them to the host after.
+  auto capture = [&](HiddenTap::Kind kind, int layer, const float* src) {
+    for (size_t t = 0; t < b.taps.size(); ++t) {
+      if (b.taps[t].kind != kind || (kind == HiddenTap::LayerInput && b.taps[t].layer != layer)) continue;
+      CUDA_CHECK(cudaMemcpyAsync(fb.taps + t * size_t(n) * H, src, sizeof(float) * size_t(n) * H,
+                                 cudaMemcpyDeviceToDevice, stream_));
+    }
+  };
+  const uint8_t* mask = fb.mask;
+  const int window = c.sliding_window.value_or(0);
+  const int stream_start = sr ? c.num_layers - sr->msa_layers : c.num_layers;
+  const int prune_layer = sr && !sr->parent_row.empty() ? sr->weights->config().prune_layer : -1;
+  for (int l = 0; l < c.num_layers; ++l) {
+    const DeviceLayer& L = dm_->layers[l];
+    if (sr && l == stream_start) begin_streams(*sr, b, x, pos);
+    capture(HiddenTap::LayerInput, l, x);
+    timer_.mark("norms+adds", stream_);
+    rmsnorm(x, L.input_norm, fb.h, n, H, c.rms_norm_eps, stream_);
+    timer_.mark("qkv", stream_);
+    linear(fb.h, n, L.wq, L.bq, fb.q);
+    linear(fb.h, n, L.wk, L.bk, fb.k);
+    linear(fb.h, n, L.wv, L.bv, fb.v);
+    timer_.mark("rope+cache", stream_);
+    rope(fb.q, n, nh, hd, fb.pos, dm_->inv_freq, stream_);
+    rope(fb.k, n, nkv, hd, fb.pos, dm_->inv_freq, stream_);
+    CUDA_CHECK(cudaMemcpyAsync(k_cache_[l] + size_t(base) * kv_dim_, fb.k, sizeof(float) * size_t(n) * kv_dim_,
+                               cudaMemcpyDeviceToDevice, stream_));
+    CUDA_CHECK(cudaMemcpyAsync(v_cache_[l] + size_t(base) * kv_dim_, fb.v, sizeof(float) * size_t(n) * kv_dim_,
+                               cudaMemcpyDeviceToDevice, stream_));
+    timer_.mark("attention", stream_);
+    attention(fb.q, k_cache_[l], v_cache_[l], slot_pos_, mask, fb.pos, n, base, nh, nkv, hd, window, fb.att, stream_);
+    finish_layer(L, x, n, fb.att, LayerScratch{fb.h, fb.gate, fb.up});
+    if (n_streams_ > 0) stream_layer(l);
+    if (l == prune_layer) mask = prune_rows(*sr, b, x);
+  }
+  rmsnorm(x, dm_->final_norm, fb.h, n, H, c.rms_norm_eps, stream_);
+  capture(HiddenTap::FinalNorm, 0, fb.h);
+  timer_.mark("lm_head", stream_);
+  gather_rows(fb.h, fb.rows, nr, H, fb.sel, stream_);
+  linear(fb.sel, nr, dm_->lm_head, nullptr, fb.logits);
+}
+
+void CudaContext::launch_as_graph(const GraphKey& key, const std::function<void()>& body) {
+  cudaGraph_t g = nullptr;
+  CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  try {
+    body();
+  } catch (const std::exception& e) {
+    // Something in the forward cannot be captured: end the capture, and run op by op from now on.
+    cudaStreamEndCapture(stream_, &g);
+    if (g) cudaGraphDestroy(g);
+    cudaGetLastError();
+    spdlog::warn("CUDA graphs off for this context: capturing a forward failed ({})", e.what());
+    use_graphs_ = false;
+    body();
+    return;
+  }
+  CUDA_CHECK(cudaStreamEndCapture(stream_, &g));
+  auto it = graphs_.find(key);
+  if (it != graphs_.end()) {
+    // The same shape as before: only kernel arguments (the cache length, pointers) differ, so the executable graph is
+    // updated in place rather than instantiated again (which costs far more than the launches it saves).
+    cudaGraphExecUpdateResultInfo info{};
+    if (cudaGraphExecUpdate(it->second, g, &info) != cudaSuccess) {
+      cudaGetLastError();
+      CUDA_CHECK(cudaGraphExecDestroy(it->second));
+      graphs_.erase(it);
+      it = graphs_.end();
+    }
+  }
+  if (it == graphs_.end()) {
+    cudaGraphExec_t exec = nullptr;
+    CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+    it = graphs_.emplace(key, exec).first;
+  }
+  CUDA_CHECK(cudaGraphDestroy(g));
+  CUDA_CHECK(cudaGraphLaunch(it->second, stream_));
 }
 
 void CudaContext::finish_layer(const DeviceLayer& L, float* x, int rows, const float* att, const LayerScratch& s) {

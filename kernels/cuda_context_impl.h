@@ -6,9 +6,13 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <compare>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -72,6 +76,26 @@ class CudaContext final : public Context {
   // Y[n, m] = X[n, k] W^T (+ bias), X and Y f32 on the device: cuBLAS, or gemv.cu in groups of kGemvMaxRows rows
   // when SPECSCOPE_CUDA_GEMV=1; GGUF blocks dequantized in panels for cuBLAS.
   void linear(const float* X, int n, const DeviceMatrix& W, const float* bias, float* Y);
+  // One forward's device buffers, taken before any device work (growing a buffer frees its memory).
+  struct ForwardBuffers {
+    int32_t *tokens = nullptr, *pos = nullptr, *rows = nullptr;  // tokens, positions, logit rows
+    const uint8_t* mask = nullptr;                               // the batch's mask (null: causal)
+    float *x = nullptr, *h = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *att = nullptr;
+    float *gate = nullptr, *up = nullptr, *sel = nullptr, *logits = nullptr;
+    float* taps = nullptr;  // [taps][n][H]
+  };
+  // The device work of a forward, from the embedding to the logits on the device: nothing in it waits for the host
+  // (except Speculative Streaming's pruning), so without streaming it can be captured as a CUDA graph.
+  void device_forward(const Batch& b, const ForwardBuffers& fb, const std::vector<int32_t>& pos);
+  // Batches of one shape (rows, logit rows, mask or causal, taps) share one executable graph.
+  struct GraphKey {
+    int n = 0, logit_rows = 0, masked = 0;
+    std::vector<int> taps;  // per tap: its layer, -1 for the final norm
+    auto operator<=>(const GraphKey&) const = default;
+  };
+  // Captures body() on the stream, updates (or instantiates) the shape's executable graph and launches it; if the
+  // capture fails, turns graphs off for this context and runs body() op by op.
+  void launch_as_graph(const GraphKey& key, const std::function<void()>& body);
   // A decoder layer's scratch for `rows` rows: the normed input, and the MLP's gate and up halves.
   struct LayerScratch {
     float *h = nullptr, *gate = nullptr, *up = nullptr;
@@ -104,6 +128,14 @@ class CudaContext final : public Context {
   // trees matched vanilla on 75 of 80 held-out prompts, 80 of 80 with cuBLAS alone (bench/results/
   // gpu_h200_2026-11-28b and c). Off by default until the every-size mode is measured on a GPU.
   const bool use_gemv_ = env_flag("SPECSCOPE_CUDA_GEMV", false);
+  // SPECSCOPE_CUDA_GRAPHS=1: each forward's device work as one CUDA graph (captured every step and updated in place:
+  // the shipped base's forward is ~120 launches, and on the H200 it ran launch-bound at ~750 tok/s). Off by default
+  // until it is measured on a GPU.
+  bool use_graphs_ = env_flag("SPECSCOPE_CUDA_GRAPHS", false);
+  static constexpr size_t kBlasWorkspaceBytes = size_t(32) << 20;
+  void* blas_workspace_ = nullptr;
+  std::set<GraphKey> warm_shapes_;                 // shapes that have run once op by op (their buffers are grown)
+  std::map<GraphKey, cudaGraphExec_t> graphs_;     // one executable graph per shape
   OpTimer timer_{env_flag("SPECSCOPE_CUDA_PROFILE", false)};
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
@@ -111,7 +143,7 @@ class CudaContext final : public Context {
   int last_batch_start_ = -1, last_batch_size_ = 0;
   std::vector<float*> k_cache_, v_cache_;
   int32_t* slot_pos_ = nullptr;
-  Buffer x_, h_, q_, k_, v_, att_, gate_, up_, half_, panel_, tokens_, pos_, mask_, rows_, sel_, logits_;
+  Buffer x_, h_, q_, k_, v_, att_, gate_, up_, half_, panel_, tokens_, pos_, mask_, rows_, sel_, logits_, taps_;
 
   // Speculative Streaming state of the current forward.
   std::unique_ptr<DeviceStreaming> ds_;  // the streaming tensors last asked for

@@ -242,6 +242,12 @@ if [ -s "$out/heldout.json" ]; then
   task heldout_gemv 60 gemv_heldout_result -- sh -c "SPECSCOPE_CUDA_GEMV=1 '$cli' compare --backend cuda --chat --prompt-file '$B/prompts.jsonl' --methods '$methods' --max-tokens 96 --no-record --json > '$B/heldout_gemv.json'"
 fi
 
+# 4c'. The same prompts with each forward's device work as one CUDA graph (SPECSCOPE_CUDA_GRAPHS=1).
+graphs_heldout_result() { join_compare with_graphs "$B/heldout_graphs.json"; }
+if [ -s "$out/heldout.json" ]; then
+  task heldout_graphs 60 graphs_heldout_result -- sh -c "SPECSCOPE_CUDA_GRAPHS=1 '$cli' compare --backend cuda --chat --prompt-file '$B/prompts.jsonl' --methods '$methods' --max-tokens 96 --no-record --json > '$B/heldout_graphs.json'"
+fi
+
 # 4d. With no --backend (auto), a GPU must be picked: `run --json`'s summary names the backend and the device.
 auto_result() {
   python3 - "$B/auto_run.jsonl" <<'PY'
@@ -260,12 +266,17 @@ base_result() { bench_file "$1" "$out/bench_base.json"; }
 task bench_base 30 base_result -- "$cli" bench --backend cuda --model "$B/share/specscope/models/base" --repeat 5 --out "$out/bench_base.json"
 base_gemv_result() { bench_file "$1" "$B/bench_base_gemv.json"; }
 task bench_base_gemv 30 base_gemv_result -- env SPECSCOPE_CUDA_GEMV=1 "$cli" bench --backend cuda --model "$B/share/specscope/models/base" --repeat 5 --out "$B/bench_base_gemv.json"
-python3 - "$out/bench_base.json" "$B/bench_base_gemv.json" <<'PY' 2>>"$log"
+base_graphs_result() { bench_file "$1" "$B/bench_base_graphs.json"; }
+task bench_base_graphs 30 base_graphs_result -- env SPECSCOPE_CUDA_GRAPHS=1 "$cli" bench --backend cuda --model "$B/share/specscope/models/base" --repeat 5 --out "$B/bench_base_graphs.json"
+python3 - "$out/bench_base.json" "$B/bench_base_gemv.json" "$B/bench_base_graphs.json" <<'PY' 2>>"$log"
 import json, os, sys
-a, b = sys.argv[1:3]
-if os.path.exists(a) and os.path.exists(b):
+a, b, g = sys.argv[1:4]
+if os.path.exists(a):
     ja = json.load(open(a))
-    ja["with_gemv"] = json.load(open(b))
+    if os.path.exists(b):
+        ja["with_gemv"] = json.load(open(b))
+    if os.path.exists(g):
+        ja["with_graphs"] = json.load(open(g))
     json.dump(ja, open(a, "w"), indent=2)
 PY
 

@@ -50,6 +50,8 @@ trap 'rm -rf "$stage"' EXIT
 common=$stage/common
 mkdir -p "$common/bin" "$common/lib" "$common/share/specscope/prompts"
 cp "$build/app/specscope-cli" "${tests[@]/#/$build/tests/}" "$common/bin/"
+# Without their symbol tables (4 MB of 45): the core part has to fit beside the checkout in one call.
+strip --strip-unneeded "$common"/bin/*
 # The libraries to carry: everything the binaries load but the C library family, libgcc and CUDA's own.
 for bin in "$common"/bin/*; do
   ldd "$bin" | awk '/=> \//{print $3}'
@@ -110,7 +112,7 @@ for part in $parts; do
   } > "$dir/manifest.txt"
   tarball=$out/specscope-gpu-$part.tar.xz
   echo "gpu-pack: compressing $part" >&2
-  tar -C "$dir" -cf - . | xz -T "$(nproc)" -6 > "$tarball"
+  tar -C "$dir" -cf - . | xz -T "$(nproc)" -9 > "$tarball"
   bytes=$(stat -c %s "$tarball")
   mib=$(( (bytes + 1048575) / 1048576 ))
   echo "$tarball: $mib MiB ($(du -sh "$dir" | cut -f1) unpacked; models: $(models_of $part))"

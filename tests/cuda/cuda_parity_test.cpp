@@ -294,3 +294,49 @@ TEST_F(CudaParity, StreamingGreedyEqualsVanilla) {
     }
   }
 }
+
+// SPECSCOPE_CUDA_GRAPHS=1 (kernels/cuda_context.cpp): the same forwards captured as CUDA graphs, updated step by step,
+// give what op-by-op launches give: decoding (one shape, updated every step), trees of two shapes, taps, and a
+// keep() between them; greedy output identical.
+TEST_F(CudaParity, GraphsGiveWhatOpByOpLaunchesGive) {
+  auto model = Model::load(test::fixture("models/llama_bytelevel_bf16"));
+  const auto prompt = prompt_for(*model);
+  setenv("SPECSCOPE_CUDA_GRAPHS", "1", 1);
+  auto graphs = new_context(*model, Backend::Cuda, 256);
+  setenv("SPECSCOPE_CUDA_GRAPHS", "0", 1);
+  auto plain = new_context(*model, Backend::Cuda, 256);
+  ForwardOutput a, b;
+  auto both = [&](const Batch& batch, const std::string& what) {
+    plain->forward(batch, a);
+    graphs->forward(batch, b);
+    ASSERT_EQ(a.logits.size(), b.logits.size()) << what;
+    EXPECT_LT(max_rel_diff(a.logits, b.logits), 1e-5f) << what;
+    ASSERT_EQ(a.hiddens.size(), b.hiddens.size()) << what;
+    for (size_t t = 0; t < a.hiddens.size(); ++t) EXPECT_LT(max_rel_diff(a.hiddens[t], b.hiddens[t]), 1e-5f) << what;
+  };
+  both(Batch::causal(prompt), "prefill");
+  for (int step = 0; step < 12; ++step) {
+    Batch one = Batch::causal(std::vector<int32_t>{int32_t((step * 71 + 3) % 200)});
+    if (step % 3 == 0) one.taps = {HiddenTap::final_norm(), HiddenTap::layer_input(1)};
+    both(one, "decode step " + std::to_string(step));
+  }
+  for (int round = 0; round < 4; ++round) {
+    Batch t;
+    t.tokens = {5, 6, 7, 8};
+    const int p = graphs->n_past();
+    t.positions = {p, p + 1, p + 1, p + 2};
+    t.mask = {1, 0, 0, 0, /**/ 1, 1, 0, 0, /**/ 1, 0, 1, 0, /**/ 1, 1, 0, 1};
+    if (round % 2) t.logit_rows = {1, 3};
+    both(t, "tree round " + std::to_string(round));
+    plain->keep(std::vector<int>{0, 1, 3});
+    graphs->keep(std::vector<int>{0, 1, 3});
+  }
+  GenerateOptions opts;
+  opts.max_tokens = 32;
+  opts.stop_at_eos = false;
+  setenv("SPECSCOPE_CUDA_GRAPHS", "1", 1);
+  auto g2 = new_context(*model, Backend::Cuda, 128);
+  unsetenv("SPECSCOPE_CUDA_GRAPHS");
+  auto p2 = new_context(*model, Backend::Cuda, 128);
+  EXPECT_EQ(generate(*model, *p2, prompt, opts).tokens, generate(*model, *g2, prompt, opts).tokens);
+}
