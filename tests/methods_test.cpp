@@ -205,3 +205,53 @@ TEST(Methods, SpsConfidenceThresholdCutsChainsAfterAnUnsureDraft) {
   s.options["confidence-threshold"] = "1.5";
   EXPECT_THROW(make_method(s, *model), InputError);
 }
+
+// A tree whose other branches end below the cut (top-2 at the first depth: the runner-up is mostly unsure) drafts
+// the one branch that goes on as a chain does, one row per forward on the cached path, not the whole tree at each
+// depth; the output stays vanilla's.
+TEST(Methods, SpsTreeWithOneLiveBranchDraftsItAsAChain) {
+  auto model = Model::load(test::fixture(kTarget));
+  MethodSpec s;
+  s.name = "sps";
+  s.draft_path = test::fixture(kOtherDraft);
+  const float cut = 0.6f;
+  s.options = {{"gamma", "6"}, {"branching", "2"}, {"confidence-threshold", "0.6"}};
+  auto method = make_method(s, *model);
+  GenerateOptions opts;
+  opts.max_tokens = 48;
+  opts.stop_at_eos = false;
+  int long_chains = 0;
+  for (const auto& p : prompts(*model, 6)) {
+    auto vctx = model->new_cpu_context(256);
+    auto ref = generate(*model, *vctx, p, opts);
+    auto ctx = model->new_cpu_context(256);
+    auto res = generate_speculative(*model, *ctx, *method, p, opts);
+    ASSERT_EQ(res.gen.tokens, ref.tokens);
+    int prev_accepted = 0;
+    for (const auto& step : res.steps) {
+      // Drafts extended (drafted from), per depth; the first depth has two children.
+      std::map<int, int> extended;
+      int first_depth = 0;
+      for (const auto& n : step.nodes) {
+        first_depth += n.depth == 1;
+        if (n.depth < 6 && n.draft_prob >= cut) ++extended[n.depth];
+      }
+      bool one_branch = true;
+      int e = 0;
+      for (auto [depth, count] : extended) {
+        one_branch = one_branch && count == 1;
+        e += count;
+      }
+      if (!step.nodes.empty() && one_branch) {
+        EXPECT_EQ(first_depth, 2) << "top-2 at the first depth";
+        // The catch-up runs at most the last step's accepted drafts and the new token; then one row per extension.
+        EXPECT_EQ(step.draft_forwards, 1 + e) << "step " << step.step;
+        if (step.step > 1)  // (the first drafting step's catch-up runs the whole prompt)
+          EXPECT_LE(step.draft_tokens, prev_accepted + 1 + e) << "step " << step.step;
+        long_chains += e >= 2;
+      }
+      prev_accepted = step.accepted_count();
+    }
+  }
+  EXPECT_GT(long_chains, 3) << "too few branches went two deep for the test to say much";
+}

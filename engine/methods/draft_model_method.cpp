@@ -67,11 +67,13 @@ void DraftModelMethod::draft(const DecodeState& st, DraftTree& tree, int budget)
     tokens_ += b.size();
     cached_.insert(cached_.end(), b.tokens.begin(), b.tokens.end());
   }
-  // A chain (one draft per depth, classic SpS) runs each new draft alone on top of the cache, which then holds the
-  // chain: one row a forward instead of the whole tree so far, and next step's catch-up starts after the accepted
-  // drafts. A tree is run whole at each depth over the committed prefix (in the cache a node would see its cousins).
-  bool chain = true;
-  for (int depth = 1; depth < o_.gamma; ++depth) chain = chain && branch_at(depth) == 1;
+  // While the drafts still to be drafted from form one path (a chain, classic SpS; or a tree whose other branches
+  // ended below the confidence cut, as a top-2 first depth's runner-up mostly does), each new draft runs alone on top
+  // of the cache, which then holds that path: one row a forward instead of the whole tree so far, and next step's
+  // catch-up starts after the accepted drafts. Once two branches go on, the tree is run whole at each depth over the
+  // committed prefix (in the cache a node would see its cousins). Batch invariance makes both give the same logits.
+  int cached_path_end = -1;  // the node whose path from the root the cache holds after `len` (-1: none yet)
+  bool tree_mode = false;
   // Frontier: (node id or -1 for the root, logits row in `out`).
   std::vector<std::pair<int, int>> frontier = {{-1, 0}};
   for (int depth = 1; depth <= o_.gamma && !frontier.empty(); ++depth) {
@@ -102,7 +104,8 @@ void DraftModelMethod::draft(const DecodeState& st, DraftTree& tree, int budget)
     // it, and whatever follows it with it.
     std::erase_if(added, [&](int id) { return tree.nodes[size_t(id)].draft_prob < o_.confidence_threshold; });
     if (depth == o_.gamma || added.empty() || tree.size() >= budget) break;
-    if (chain) {
+    if (!tree_mode && added.size() == 1 && tree.nodes[size_t(added[0])].parent == cached_path_end) {
+      cached_path_end = added[0];
       Batch b;
       b.tokens = {tree.nodes[size_t(added[0])].token};
       b.logit_rows = {0};
@@ -115,6 +118,7 @@ void DraftModelMethod::draft(const DecodeState& st, DraftTree& tree, int budget)
     }
     // Forward the whole tree so far over the committed prefix (the cache must not let a node see its
     // cousins, so the tree is re-run each depth; draft models are small and trees shallow).
+    tree_mode = true;
     ctx_->truncate(len);
     std::vector<int> row_of_node;
     Batch tb = tree_batch(tree, st.tokens.back(), len - 1, row_of_node);
@@ -133,7 +137,7 @@ void DraftModelMethod::draft(const DecodeState& st, DraftTree& tree, int budget)
     frontier.clear();
     for (size_t i = 0; i < added.size(); ++i) frontier.push_back({added[i], int(i)});
   }
-  if (!chain) {
+  if (tree_mode) {
     ctx_->truncate(len);
     cached_.resize(size_t(len));
   }
