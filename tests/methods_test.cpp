@@ -71,6 +71,17 @@ void check_invariants(const SpeculativeResult& r) {
 }
 
 // A method spec with a draft model (fixture-relative path, or none) and options.
+// Speculative decoding of `prompt` beside vanilla's, each on a fresh context: the outputs must be identical.
+SpeculativeResult speculate_beside_vanilla(const Model& m, Method& method, const std::vector<int32_t>& prompt,
+                                           const GenerateOptions& opts) {
+  auto vctx = m.new_cpu_context(256);
+  const auto ref = generate(m, *vctx, prompt, opts);
+  auto ctx = m.new_cpu_context(256);
+  auto res = generate_speculative(m, *ctx, method, prompt, opts);
+  EXPECT_EQ(res.gen.tokens, ref.tokens) << "the output differs from vanilla's";
+  return res;
+}
+
 MethodSpec spec(std::string name, std::string draft, std::map<std::string, std::string> o) {
   MethodSpec s;
   s.name = std::move(name);
@@ -181,11 +192,7 @@ TEST(Methods, SpsConfidenceThresholdCutsChainsAfterAnUnsureDraft) {
   opts.stop_at_eos = false;
   int cut = 0, full = 0;
   for (const auto& p : prompts(*model, 6)) {
-    auto vctx = model->new_cpu_context(256);
-    auto ref = generate(*model, *vctx, p, opts);
-    auto ctx = model->new_cpu_context(256);
-    auto res = generate_speculative(*model, *ctx, *method, p, opts);
-    ASSERT_EQ(res.gen.tokens, ref.tokens);
+    const auto res = speculate_beside_vanilla(*model, *method, p, opts);
     for (const auto& step : res.steps) {
       if (step.step > 0) EXPECT_FLOAT_EQ(step.draft_cut, threshold) << "the why panel reads the cut from each step";
       if (step.nodes.empty()) continue;  // the prefill's step, or one with no room left to draft
@@ -222,11 +229,7 @@ TEST(Methods, SpsTreeWithOneLiveBranchDraftsItAsAChain) {
   opts.stop_at_eos = false;
   int long_chains = 0;
   for (const auto& p : prompts(*model, 6)) {
-    auto vctx = model->new_cpu_context(256);
-    auto ref = generate(*model, *vctx, p, opts);
-    auto ctx = model->new_cpu_context(256);
-    auto res = generate_speculative(*model, *ctx, *method, p, opts);
-    ASSERT_EQ(res.gen.tokens, ref.tokens);
+    const auto res = speculate_beside_vanilla(*model, *method, p, opts);
     int prev_accepted = 0;
     for (const auto& step : res.steps) {
       // Drafts extended (drafted from), per depth; the first depth has two children.
