@@ -117,6 +117,7 @@ void CudaContext::forward(const Batch& b, ForwardOutput& out) {
   fb.tokens = tokens_.get<int32_t>(n);
   fb.pos = pos_.get<int32_t>(n);
   fb.rows = rows_.get<int32_t>(nr);
+  fb.logit_rows = nr;
   CUDA_CHECK(cudaMemcpyAsync(fb.tokens, b.tokens.data(), sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
   CUDA_CHECK(cudaMemcpyAsync(fb.pos, pos.data(), sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
   CUDA_CHECK(cudaMemcpyAsync(slot_pos_ + base, pos.data(), sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
@@ -146,14 +147,17 @@ void CudaContext::forward(const Batch& b, ForwardOutput& out) {
   // A CUDA graph (SPECSCOPE_CUDA_GRAPHS=1) once a batch of this shape has run once without one (so that no buffer
   // grows while capturing); streaming (it reads pruning's results on the host mid-forward) and the op profiler
   // (events) always run op by op.
-  GraphKey key{n, nr, b.mask.empty() ? 0 : 1, {}};
-  for (const auto& t : b.taps) key.taps.push_back(t.kind == HiddenTap::FinalNorm ? -1 : t.layer);
-  const bool graph = use_graphs_ && !sr && !timer_.on();
-  if (graph && warm_shapes_.count(key)) {
-    launch_as_graph(key, [&] { device_forward(b, fb, pos); });
+  if (use_graphs_ && !sr && !timer_.on()) {
+    GraphKey key{n, nr, b.mask.empty() ? 0 : 1, {}};
+    for (const auto& t : b.taps) key.taps.push_back(t.kind == HiddenTap::FinalNorm ? -1 : t.layer);
+    if (warm_shapes_.count(key)) {
+      launch_as_graph(key, [&] { device_forward(b, fb, pos); });
+    } else {
+      device_forward(b, fb, pos);
+      warm_shapes_.insert(std::move(key));
+    }
   } else {
     device_forward(b, fb, pos);
-    if (graph) warm_shapes_.insert(key);
   }
 
   out.logits.resize(size_t(nr) * c.vocab_size);
@@ -180,7 +184,7 @@ void CudaContext::forward(const Batch& b, ForwardOutput& out) {
 
 void CudaContext::device_forward(const Batch& b, const ForwardBuffers& fb, const std::vector<int32_t>& pos) {
   const auto& c = model_->config();
-  const int n = b.size(), nr = b.logit_rows.empty() ? n : int(b.logit_rows.size());
+  const int n = b.size(), nr = fb.logit_rows;
   const int H = c.hidden_size, hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads, base = n_past_;
   const StreamingRequest* sr = b.streaming ? &*b.streaming : nullptr;
   float* x = fb.x;

@@ -83,6 +83,7 @@ class CudaContext final : public Context {
     float *x = nullptr, *h = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *att = nullptr;
     float *gate = nullptr, *up = nullptr, *sel = nullptr, *logits = nullptr;
     float* taps = nullptr;  // [taps][n][H]
+    int logit_rows = 0;     // rows whose logits the forward computes (fb.rows holds them)
   };
   // The device work of a forward, from the embedding to the logits on the device: nothing in it waits for the host
   // (except Speculative Streaming's pruning), so without streaming it can be captured as a CUDA graph.
@@ -147,7 +148,6 @@ class CudaContext final : public Context {
 
   // Speculative Streaming state of the current forward.
   std::unique_ptr<DeviceStreaming> ds_;  // the streaming tensors last asked for
-  const void* ds_host_data_ = nullptr;   // ... and the host tensor they came from (a set at a reused address)
   int batch_n_ = 0, batch_base_ = 0;
   std::vector<uint8_t> alive_;      // per batch row: not pruned
   std::vector<uint8_t> host_mask_;  // the batch's mask after pruning (n x n)

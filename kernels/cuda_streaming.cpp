@@ -33,10 +33,7 @@ std::vector<int> all_rows(int n) {
 }  // namespace
 
 const DeviceStreaming& CudaContext::streaming_tensors(const StreamingRequest& sr) {
-  if (!ds_ || ds_->source != sr.weights || ds_host_data_ != sr.weights->stream_down.data) {
-    ds_ = std::make_unique<DeviceStreaming>(*sr.weights);
-    ds_host_data_ = sr.weights->stream_down.data;
-  }
+  if (!ds_ || !ds_->copies(*sr.weights)) ds_ = std::make_unique<DeviceStreaming>(*sr.weights);
   return *ds_;
 }
 
@@ -68,10 +65,11 @@ const uint8_t* CudaContext::prune_rows(const StreamingRequest& sr, const Batch& 
     settle_pruning(sr, b.tokens, rows, parents, probs.data(), V, alive_);
   }
   // The later layers' mask: the batch's own (or causal), with the pruned rows' columns cleared.
+  const uint8_t* batch_mask = b.mask.empty() ? nullptr : b.mask.data();
   host_mask_.assign(size_t(n) * n, 0);
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < n; ++j)
-      host_mask_[size_t(i) * n + j] = alive_[size_t(j)] && (b.mask.empty() ? j <= i : b.mask[size_t(i) * n + j] != 0);
+      host_mask_[size_t(i) * n + j] = batch_row_sees(i, j, n, batch_mask, alive_);
   uint8_t* m = mask_.get<uint8_t>(host_mask_.size());
   CUDA_CHECK(cudaMemcpyAsync(m, host_mask_.data(), host_mask_.size(), cudaMemcpyHostToDevice, stream_));
   return m;
@@ -128,12 +126,13 @@ void CudaContext::begin_streams(const StreamingRequest& sr, const Batch& b, cons
                              stream_));
   CUDA_CHECK(cudaMemcpyAsync(sb_.slot_pos + base + n, stream_pos.data(), sizeof(int32_t) * size_t(m),
                              cudaMemcpyHostToDevice, stream_));
+  const uint8_t* batch_mask = b.mask.empty() ? nullptr : b.mask.data();
   std::vector<uint8_t> mask(size_t(ext) * ext, 0);  // the main rows see no batch key (their outputs are unused)
   for (int i = 0; i < m; ++i) {
     const int s = i / G, j = i % G, row = stream_src_[size_t(s)];
     uint8_t* mi = mask.data() + size_t(n + i) * ext;
     for (int tcol = 0; tcol < n; ++tcol)
-      mi[tcol] = alive_[size_t(tcol)] && (b.mask.empty() ? tcol <= row : b.mask[size_t(row) * n + tcol] != 0);
+      mi[tcol] = batch_row_sees(row, tcol, n, batch_mask, alive_);
     for (int jj = 0; jj <= j; ++jj) mi[n + s * G + jj] = 1;
   }
   CUDA_CHECK(cudaMemcpyAsync(sb_.mask, mask.data(), mask.size(), cudaMemcpyHostToDevice, stream_));

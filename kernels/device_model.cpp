@@ -86,7 +86,11 @@ DeviceUploads::~DeviceUploads() {
   for (void* p : allocations_) cudaFree(p);
 }
 
-DeviceStreaming::DeviceStreaming(const StreamingWeights& w) : source(&w) {
+bool DeviceStreaming::copies(const StreamingWeights& w) const {
+  return source == &w && source_data == w.stream_down.data;
+}
+
+DeviceStreaming::DeviceStreaming(const StreamingWeights& w) : source(&w), source_data(w.stream_down.data) {
   stream_down = matrix(w.stream_down);
   stream_up = matrix(w.stream_up);
   prune_down = matrix(w.prune_down);

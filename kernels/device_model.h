@@ -63,6 +63,9 @@ class DeviceStreaming : public DeviceUploads {
  public:
   explicit DeviceStreaming(const StreamingWeights& w);
   const StreamingWeights* source = nullptr;  // the host set this copies
+  const void* source_data = nullptr;         // ... and its tensors' data then (a new set may reuse the address)
+  // Whether this copy is of `w` as it is now.
+  bool copies(const StreamingWeights& w) const;
   DeviceMatrix stream_down, stream_up, prune_down, prune_up;
   const float* embeddings = nullptr;  // [num_streams, H]
 };

@@ -23,6 +23,7 @@ ModelTurns measure_model_turns(Context& target, const std::vector<int32_t>& targ
     Batch step;
     for (int i = 0; i < n; ++i) step.tokens.push_back(target_tokens[size_t(i) % target_tokens.size()]);
     std::vector<double> target_ms, other_ms, gap_ms;
+    std::vector<std::vector<double>> by_position(static_cast<size_t>(other_forwards));
     auto time_target = [&](std::vector<double>& into) {
       const auto t0 = clock::now();
       target.forward(step, out);
@@ -37,6 +38,7 @@ ModelTurns measure_model_turns(Context& target, const std::vector<int32_t>& targ
         const auto t0 = clock::now();
         other.forward(one, out);
         other_ms.push_back(ms_since(t0));
+        by_position[size_t(g)].push_back(other_ms.back());
       }
       other.truncate(other_base);
       const double turn_ms = ms_since(turn0);
@@ -49,6 +51,7 @@ ModelTurns measure_model_turns(Context& target, const std::vector<int32_t>& targ
     s.in_turns_ms = median(target_ms);
     s.other_in_turns_ms = median(other_ms);
     s.after_gap_ms = median(gap_ms);
+    for (const auto& p : by_position) s.other_by_position_ms.push_back(median(p));
     result.steps.push_back(s);
   }
   return result;

@@ -21,6 +21,9 @@ struct TurnStep {
   double alone_ms = 0;       // median, the target alone (time_steps: warmed up)
   double in_turns_ms = 0;    // median, right after `other_forwards` forwards of the other model
   double other_in_turns_ms = 0;  // median of the other model's one-token forwards in these rounds
+  // The same by place in the round: [0] the first after the target's forward, [1] the second, ... A drafter's first
+  // forward of a step starts on the target's leftovers; the later ones show whether its own bytes stayed near.
+  std::vector<double> other_by_position_ms;
   // Median, after the calling thread waited (spinning) as long as that round's forwards of the other model took,
   // right after the target's own forward: only time away, nothing else of ours in the caches.
   double after_gap_ms = 0;

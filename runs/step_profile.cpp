@@ -23,8 +23,8 @@ std::string linear_path(const Model& model) {
 }
 
 std::vector<StepProfile> profile_steps(const Model& model, const cpu::Roofline& roof, const std::vector<int>& sizes,
-                                       int context, int repeat) {
-  auto ctx = new_context(model, Backend::Cpu, 0);
+                                       int context, int repeat, cpu::WeightForm form) {
+  auto ctx = model.new_cpu_context(0, form);
   context = std::max(1, std::min(context, ctx->n_ctx() - *std::max_element(sizes.begin(), sizes.end()) - 1));
   const std::vector<int32_t> prompt = benchmark_tokens(model.config().vocab_size, context);
   ForwardOutput out;

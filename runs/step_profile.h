@@ -37,8 +37,8 @@ size_t forward_weight_bytes(const Model& model);
 // The roofline path the model's matrix products run on this CPU ("bf16 dot", "f32 fma", "int8 dot").
 std::string linear_path(const Model& model);
 // Profiles `repeat` forwards of each size in `sizes` at context `context` (CPU backend only: the per-operation
-// timers live in the CPU forward).
+// timers live in the CPU forward), with the model's weights in `form` (engine/cpu/weight_form.h).
 std::vector<StepProfile> profile_steps(const Model& model, const cpu::Roofline& roof, const std::vector<int>& sizes,
-                                       int context, int repeat);
+                                       int context, int repeat, cpu::WeightForm form = cpu::WeightForm::AsLoaded);
 
 }  // namespace specscope::runs

@@ -11,7 +11,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
-#include "engine/cpu/int8_panels.h"
+#include "engine/cpu/weight_form.h"
 #include "engine/cpu/thread_pool.h"
 #include "engine/methods/speculative_generator.h"
 #include "engine/util/error.h"
@@ -68,19 +68,23 @@ std::vector<std::map<std::string, std::string>> tree_candidates(const std::strin
 std::vector<std::map<std::string, std::string>> tree_candidates(const MethodSpec& spec) {
   auto sizes = tree_candidates(spec.name);
   if (spec.name != "sps") return sizes;
-  // The drafter's weights requantized to int8 (draft-weights=int8, where this CPU has the kernel and the spec does not
-  // say which): half of bf16's bytes, so a cheaper first forward of each step and fewer of the target's lines pushed
-  // out of the shared L3, for drafts that differ a little. On the shipped family (80 held-out prompts, the two forms
-  // alternated in one race, tree=auto each) int8 ran 1.39 / 1.39x against 1.34 / 1.32x. Tried on the chains cut by
-  // confidence, the sizes that win on a CPU, to keep the calibration short.
-  if (cpu::int8_panels_supported() && !spec.options.count("draft-weights")) {
+  // The drafter's weights requantized (draft-weights=int8 / int4, where this CPU has the kernels and the spec does
+  // not say which): half / 0.28 of bf16's bytes, so a cheaper forward and fewer of the target's lines pushed out of
+  // the shared L3, for drafts that differ a little. On the shipped family (80 held-out prompts, the forms alternated
+  // in one race, gamma 8 cut at 0.4) as loaded / int8 / int4 ran 1.25 / 1.36 / 1.42x and 1.25 / 1.42 / 1.46x
+  // (bench/results/cpu_int4_drafter_2026-11-29/). Tried on the chains cut by confidence, the sizes that win on a CPU,
+  // to keep the calibration short.
+  if (!spec.options.count("draft-weights")) {
     const size_t n = sizes.size();
-    for (size_t i = 0; i < n; ++i)
-      if (const auto c = sizes[i].find("confidence-threshold"); c != sizes[i].end() && c->second != "0") {
-        auto q = sizes[i];
-        q["draft-weights"] = "int8";
-        sizes.push_back(std::move(q));
-      }
+    for (auto form : {cpu::WeightForm::Int8, cpu::WeightForm::Int4}) {
+      if (!cpu::weight_form_supported(form)) continue;
+      for (size_t i = 0; i < n; ++i)
+        if (const auto c = sizes[i].find("confidence-threshold"); c != sizes[i].end() && c->second != "0") {
+          auto q = sizes[i];
+          q["draft-weights"] = cpu::weight_form_name(form);
+          sizes.push_back(std::move(q));
+        }
+    }
   }
   if (spec.draft_alternatives.empty()) return sizes;
   std::vector<std::string> drafters = {spec.draft_path};

@@ -53,8 +53,9 @@ bool tree_tunable(const std::string& method);
 bool tree_size_given(const MethodSpec& spec);
 // The sizes tried, smallest first.
 std::vector<std::map<std::string, std::string>> tree_candidates(const std::string& method);
-// The candidates of `spec`: its method's sizes; for SpS where the CPU has the int8 kernel and the spec does not fix
-// draft-weights, the chains cut by confidence again with draft-weights=int8; and with spec.draft_alternatives each
+// The candidates of `spec`: its method's sizes; for SpS where the CPU has the kernels and the spec does not fix
+// draft-weights, the chains cut by confidence again with draft-weights=int8 and again with int4; and with
+// spec.draft_alternatives each
 // of those with each drafter (the spec's own first), the drafter under the key "draft".
 std::vector<std::map<std::string, std::string>> tree_candidates(const MethodSpec& spec);
 // Puts a choice's (or a candidate's) options into `spec`: "draft" becomes its draft_path (and clears the

@@ -96,7 +96,7 @@ TEST(Int8Panels, ErrorAgainstTheF32ProductIsWithinTheQuantizationBound) {
 TEST(Int8Panels, OnlyTheContextThatAskedUsesThem) {
   if (!cpu::int8_panels_supported()) GTEST_SKIP() << "no AVX-512 VNNI: the int8 panels are never used here";
   auto model = Model::load(test::fixture("models/llama_bytelevel_bf16"));
-  auto plain = model->new_cpu_context(64), int8 = model->new_cpu_context(64, true), again = model->new_cpu_context(64);
+  auto plain = model->new_cpu_context(64), int8 = model->new_cpu_context(64, cpu::WeightForm::Int8), again = model->new_cpu_context(64);
   Batch b = Batch::causal(std::vector<int32_t>{5, 17, 99, 3});
   ForwardOutput o1, o2, o3;
   plain->forward(b, o1);
@@ -115,19 +115,19 @@ TEST(Int8Panels, OnlyTheContextThatAskedUsesThem) {
 TEST(Int8Panels, OneRequantizedCopyPerModel) {
   if (!cpu::int8_panels_supported()) GTEST_SKIP() << "no AVX-512 VNNI: the int8 panels are never used here";
   auto model = Model::load(test::fixture("models/llama_bytelevel_bf16"));
-  const auto first = model->int8_weights();
+  const auto first = model->requantized_weights(cpu::WeightForm::Int8);
   ASSERT_NE(first, nullptr);
-  EXPECT_EQ(first, model->int8_weights());
+  EXPECT_EQ(first, model->requantized_weights(cpu::WeightForm::Int8));
   EXPECT_NE(first->lm_head.requantized, nullptr);
   for (const auto& L : first->layers) EXPECT_NE(L.w_down.requantized, nullptr);
   EXPECT_EQ(model->weights().lm_head.requantized, nullptr);  // the model's own weights untouched
   Batch b = Batch::causal(std::vector<int32_t>{5, 17, 99, 3});
   ForwardOutput o1, o2;
-  model->new_cpu_context(64, true)->forward(b, o1);
-  model->new_cpu_context(64, true)->forward(b, o2);
+  model->new_cpu_context(64, cpu::WeightForm::Int8)->forward(b, o1);
+  model->new_cpu_context(64, cpu::WeightForm::Int8)->forward(b, o2);
   ASSERT_EQ(o1.logits.size(), o2.logits.size());
   EXPECT_EQ(0, std::memcmp(o1.logits.data(), o2.logits.data(), o1.logits.size() * sizeof(float)));
-  EXPECT_EQ(model->int8_weights()->lm_head.requantized, first->lm_head.requantized);  // still the one copy
+  EXPECT_EQ(model->requantized_weights(cpu::WeightForm::Int8)->lm_head.requantized, first->lm_head.requantized);  // still the one copy
 }
 
 }  // namespace

@@ -13,7 +13,7 @@
 #include <mutex>
 #include <optional>
 
-#include "engine/cpu/int8_panels.h"
+#include "engine/cpu/weight_form.h"
 #include "engine/methods/factory.h"
 #include "engine/methods/method_registry.h"
 #include "engine/model/backend.h"
@@ -187,38 +187,44 @@ TEST(TreeTuner, EverySizeWithEveryDrafterAndTheChoiceSetsTheDrafter) {
   EXPECT_EQ(runs::tree_candidates(MethodSpec{"pld", "", "", {}, {"/m/small"}}).front().count("draft"), 0u);
 }
 
-// Where the CPU has the int8 kernel, the chains cut by confidence are tried again with the drafter requantized; a
-// spec that says which weights to use keeps them.
-TEST(TreeTuner, SpsTriesTheDrafterInInt8WhereTheCpuHasTheKernel) {
+// Where the CPU has the kernels, the chains cut by confidence are tried again with the drafter requantized to int8
+// and again to int4; a spec that says which weights to use keeps them.
+TEST(TreeTuner, SpsTriesTheDrafterRequantizedWhereTheCpuHasTheKernels) {
   const auto sizes = runs::tree_candidates("sps");
   size_t cut = 0;
   for (const auto& s : sizes) cut += s.at("confidence-threshold") != "0";
   ASSERT_GT(cut, 0u);
   const auto c = runs::tree_candidates(MethodSpec{"sps", "/m/d", "", {}});
-  std::vector<std::map<std::string, std::string>> int8;
+  std::map<std::string, std::vector<std::map<std::string, std::string>>> by_form;
   for (const auto& x : c)
-    if (x.count("draft-weights")) int8.push_back(x);
-  if (!cpu::int8_panels_supported()) {
-    EXPECT_TRUE(int8.empty());
-    EXPECT_EQ(c.size(), sizes.size());
-    return;
+    if (x.count("draft-weights")) by_form[x.at("draft-weights")].push_back(x);
+  size_t forms = 0;
+  for (auto form : {cpu::WeightForm::Int8, cpu::WeightForm::Int4}) {
+    const auto it = by_form.find(cpu::weight_form_name(form));
+    const auto got = it == by_form.end() ? std::vector<std::map<std::string, std::string>>{} : it->second;
+    if (!cpu::weight_form_supported(form)) {
+      EXPECT_TRUE(got.empty());
+      continue;
+    }
+    ++forms;
+    ASSERT_EQ(got.size(), cut);
+    for (const auto& x : got) {
+      EXPECT_NE(x.at("confidence-threshold"), "0");
+      auto plain = x;
+      plain.erase("draft-weights");
+      EXPECT_NE(std::find(sizes.begin(), sizes.end(), plain), sizes.end());  // the same size, as loaded
+    }
+    EXPECT_EQ(runs::tree_options_text(got.front()),
+              "confidence-threshold=" + got.front().at("confidence-threshold") + ",draft-weights=" +
+                  cpu::weight_form_name(form) + ",gamma=" + got.front().at("gamma"));
+    MethodSpec applied{"sps", "/m/d", "", {}};
+    runs::apply_tree_options(applied, got.front());
+    EXPECT_EQ(applied.options.at("draft-weights"), cpu::weight_form_name(form));
   }
-  ASSERT_EQ(int8.size(), cut);
-  EXPECT_EQ(c.size(), sizes.size() + cut);
-  for (const auto& x : int8) {
-    EXPECT_EQ(x.at("draft-weights"), "int8");
-    EXPECT_NE(x.at("confidence-threshold"), "0");
-    auto plain = x;
-    plain.erase("draft-weights");
-    EXPECT_NE(std::find(sizes.begin(), sizes.end(), plain), sizes.end());  // the same size, as loaded
-  }
-  EXPECT_EQ(runs::tree_options_text(int8.front()), "confidence-threshold=" + int8.front().at("confidence-threshold") +
-                                                       ",draft-weights=int8,gamma=" + int8.front().at("gamma"));
-  MethodSpec applied{"sps", "/m/d", "", {}};
-  runs::apply_tree_options(applied, int8.front());
-  EXPECT_EQ(applied.options.at("draft-weights"), "int8");
-  // Fixed by the spec: no int8 candidates (whichever form it named).
-  for (const char* form : {"as-loaded", "int8"})
+  EXPECT_EQ(by_form.size(), forms);  // no other form
+  EXPECT_EQ(c.size(), sizes.size() + forms * cut);
+  // Fixed by the spec: no requantized candidates (whichever form it named).
+  for (const char* form : {"as-loaded", "int8", "int4"})
     EXPECT_EQ(runs::tree_candidates(MethodSpec{"sps", "/m/d", "", {{"draft-weights", form}}}).size(), sizes.size());
   EXPECT_EQ(runs::tree_candidates(MethodSpec{"pld", "", "", {}}).size(), runs::tree_candidates("pld").size());
 }

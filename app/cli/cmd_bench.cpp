@@ -187,7 +187,17 @@ int cmd_bench(Args& args) {
   const bool contention = args.has("--contention");
   const auto beside_path = args.get("--beside");
   const int beside_forwards = args.get_int("--beside-forwards", 3);
+  const std::string weights = args.get_or("--weights", "as-loaded");
+  const std::string beside_weights = args.get_or("--beside-weights", "as-loaded");
   args.finish();
+  const auto form = cpu::parse_weight_form(weights), beside_form = cpu::parse_weight_form(beside_weights);
+  if (!form) throw InputError("--weights", "expected as-loaded, int8 or int4, got '" + weights + "'");
+  if (!beside_form) throw InputError("--beside-weights", "expected as-loaded, int8 or int4, got '" + beside_weights + "'");
+  // A context with the weights in the form asked for: requantized forms are CPU kernels (a drafter's), so a form
+  // other than as-loaded takes the CPU backend.
+  auto make_context = [&](const Model& m, cpu::WeightForm f) {
+    return f != cpu::WeightForm::AsLoaded ? m.new_cpu_context(0, f) : new_context(m, backend, 0);
+  };
   if (beside_forwards < 1 || beside_forwards > 64) throw InputError("--beside-forwards", "expected 1 to 64");
   if (prompt_tokens < 1 || gen_tokens < 1 || repeat < 1)
     throw InputError("bench", "--prompt-tokens, --gen-tokens and --repeat must be >= 1");
@@ -195,7 +205,7 @@ int cmd_bench(Args& args) {
   check_model_memory(path, 0, backend);  // before it loads: refuse what will not fit
   auto model = Model::load(path);
   const int V = model->config().vocab_size;
-  auto ctx = new_context(*model, backend, 0);
+  auto ctx = make_context(*model, *form);
   int max_step = *std::max_element(sizes.begin(), sizes.end());
   if (prompt_tokens + std::max(gen_tokens, max_step) > ctx->n_ctx())
     throw InputError("--prompt-tokens", "prompt + generated tokens exceed the model's context");
@@ -213,7 +223,7 @@ int cmd_bench(Args& args) {
   if (ctx->backend_name() == "cpu") {
     std::fprintf(stderr, "[bench] roofline and step profile\n");
     roof = cpu::measure_roofline(runs::forward_weight_bytes(*model));
-    profile = runs::profile_steps(*model, *roof, profile_sizes, prompt_tokens, repeat);
+    profile = runs::profile_steps(*model, *roof, profile_sizes, prompt_tokens, repeat, *form);
   }
   std::optional<Figures> busy;
   if (contention) {
@@ -223,7 +233,7 @@ int cmd_bench(Args& args) {
   std::optional<runs::ModelTurns> turns;
   if (other) {
     std::fprintf(stderr, "[bench] taking turns with %s\n", beside_path->c_str());
-    auto other_ctx = new_context(*other, backend, 0);
+    auto other_ctx = make_context(*other, *beside_form);
     const auto other_prompt = runs::benchmark_tokens(other->config().vocab_size, prompt_tokens);
     ForwardOutput out;
     ctx->truncate(0);
@@ -235,6 +245,7 @@ int cmd_bench(Args& args) {
   nlohmann::json j = {{"model", path},
                       {"parameters", model->parameter_count()},
                       {"weights_dtype", model->weights_dtype()},
+                      {"weights", weights},
                       {"backend", ctx->backend_name()},
                       {"device", backend_description(resolve_backend(backend))},
                       {"threads", cpu::team_size()},
@@ -255,8 +266,9 @@ int cmd_bench(Args& args) {
     nlohmann::json steps = nlohmann::json::array();
     for (const auto& t : turns->steps)
       steps.push_back({{"tokens", t.tokens}, {"alone_ms", t.alone_ms}, {"in_turns_ms", t.in_turns_ms},
-                       {"other_in_turns_ms", t.other_in_turns_ms}, {"after_gap_ms", t.after_gap_ms}});
-    j["beside"] = {{"model", *beside_path}, {"other_forwards_per_step", turns->other_forwards},
+                       {"other_in_turns_ms", t.other_in_turns_ms}, {"other_by_position_ms", t.other_by_position_ms},
+                       {"after_gap_ms", t.after_gap_ms}});
+    j["beside"] = {{"model", *beside_path}, {"weights", beside_weights}, {"other_forwards_per_step", turns->other_forwards},
                    {"other_alone_ms", turns->other_alone_ms}, {"steps", steps}};
   }
   if (busy) {
@@ -273,9 +285,10 @@ int cmd_bench(Args& args) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("model    %s (%.2fM parameters, %s, %s backend, %d threads)\n", path.c_str(),
-              double(model->parameter_count()) / 1e6, model->weights_dtype().c_str(), ctx->backend_name().c_str(),
-              cpu::team_size());
+  std::printf("model    %s (%.2fM parameters, %s%s%s, %s backend, %d threads)\n", path.c_str(),
+              double(model->parameter_count()) / 1e6, model->weights_dtype().c_str(),
+              *form == cpu::WeightForm::AsLoaded ? "" : " requantized to ", *form == cpu::WeightForm::AsLoaded ? "" : weights.c_str(),
+              ctx->backend_name().c_str(), cpu::team_size());
   auto print = [&](const char* label, const Figures& f) {
     std::printf("%s\n", label);
     std::printf("  prefill  %.1f tok/s (%d tokens, median of %d)\n", median(f.prefill_tps), prompt_tokens, repeat);
@@ -288,8 +301,8 @@ int cmd_bench(Args& args) {
   print("quiet", quiet);
   if (roof) print_profile(*roof, profile, runs::linear_path(*model));
   if (turns) {
-    std::printf("taking turns with %s (%d one-token forwards of it before each step), medians:\n", beside_path->c_str(),
-                turns->other_forwards);
+    std::printf("taking turns with %s (weights %s; %d one-token forwards of it before each step), medians:\n",
+                beside_path->c_str(), beside_weights.c_str(), turns->other_forwards);
     double extra = 0, extra_after_gap = 0;
     for (const auto& t : turns->steps) {
       std::printf("    n=%-4d %8.3f ms in turns, %.3f alone (%.2fx), %.3f after an idle gap as long (%.2fx); "
@@ -297,6 +310,9 @@ int cmd_bench(Args& args) {
                   t.tokens, t.in_turns_ms, t.alone_ms, t.in_turns_ms / t.alone_ms, t.after_gap_ms,
                   t.after_gap_ms / t.alone_ms, t.other_in_turns_ms, turns->other_alone_ms,
                   t.other_in_turns_ms / turns->other_alone_ms);
+      std::printf("             its forwards by place in the round:");
+      for (double p : t.other_by_position_ms) std::printf(" %.3f", p);
+      std::printf(" ms\n");
       extra += t.in_turns_ms - t.alone_ms;
       extra_after_gap += t.after_gap_ms - t.alone_ms;
     }

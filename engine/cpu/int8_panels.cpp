@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/cpu/matmul.h"
+#include "engine/cpu/panel_act.h"
 #include "engine/cpu/thread_pool.h"
 #include "engine/util/huge_page_arena.h"
 
@@ -23,33 +24,13 @@ struct ActU8 {
   std::vector<float> s;    // [n]
 };
 
-void quantize_rows(const float* X, int n, int k, int quads, ActU8& a) {
+// `scalar`: the reference's loop (the kernel's gives the same bits, panel_act.h).
+void quantize_rows(const float* X, int n, int k, int quads, ActU8& a, bool scalar = false) {
   const size_t kp = size_t(quads) * 4;
-  a.q.assign(size_t(n) * kp, 128);
-  a.s.assign(size_t(n), 0.f);
-  for (int t = 0; t < n; ++t) {
-    const float* x = X + size_t(t) * size_t(k);
-    float amax = 0.f;
-    bool finite = true;
-    for (int i = 0; i < k; ++i) {
-      const float v = std::fabs(x[i]);
-      finite = finite && v <= std::numeric_limits<float>::max();
-      amax = std::max(amax, v);
-    }
-    if (!finite) {  // the outputs turn NaN, as the exact product's would be non-finite
-      a.s[size_t(t)] = std::numeric_limits<float>::quiet_NaN();
-      continue;
-    }
-    const float sx = amax / 127.f;
-    if (!(sx >= std::numeric_limits<float>::min())) continue;  // all (near) zero: codes 0, scale 0
-    const float inv = 1.f / sx;
-    uint8_t* q = a.q.data() + size_t(t) * kp;
-    for (int i = 0; i < k; ++i) {
-      const int c = std::clamp(int(std::nearbyint(x[i] * inv)), -127, 127);
-      q[i] = uint8_t(c + 128);
-    }
-    a.s[size_t(t)] = sx;
-  }
+  a.q.resize(size_t(n) * kp);
+  a.s.resize(size_t(n));
+  (scalar ? detail::quantize_token_rows_scalar : detail::quantize_token_rows)(X, n, k, int(kp), 128, a.q.data(),
+                                                                              a.s.data());
 }
 
 // The float formula, with the bias added by one fused multiply-add: written out, so that the compiler's contraction
@@ -173,7 +154,7 @@ void linear_int8_panels(const float* X, int n, const Int8Panels& w, const float*
   thread_local ActU8 buffer;
   quantize_rows(X, n, w.k, w.quads, buffer);
   const ActU8& a = buffer;
-  run_team(w.panels, size_t(w.m) * size_t(w.k) * size_t(n), size_t(1) << 16, [&](int tid, int nt) {
+  run_team(w.panels, size_t(w.m) * size_t(w.k) * size_t(n), detail::kPanelMinParallelMacs, [&](int tid, int nt) {
     const int p0 = int(int64_t(w.panels) * tid / nt), p1 = int(int64_t(w.panels) * (tid + 1) / nt);
     if (p0 < p1) run_panels(w, a, n, bias, Y, p0, p1);
   });
@@ -181,7 +162,7 @@ void linear_int8_panels(const float* X, int n, const Int8Panels& w, const float*
 
 void linear_int8_panels_reference(const float* X, int n, const Int8Panels& w, const float* bias, float* Y) {
   ActU8 a;
-  quantize_rows(X, n, w.k, w.quads, a);
+  quantize_rows(X, n, w.k, w.quads, a, true);
   const size_t kp = size_t(w.quads) * 4;
   for (int t = 0; t < n; ++t)
     for (int r = 0; r < w.m; ++r) {
@@ -192,10 +173,6 @@ void linear_int8_panels_reference(const float* X, int n, const Int8Panels& w, co
         for (int i = 0; i < 4; ++i) acc += int32_t(lane[size_t(j) * kRows * 4 + size_t(i)]) * int32_t(x[4 * j + i]);
       Y[size_t(t) * size_t(w.m) + size_t(r)] = finish(acc, w.sum[r], w.scale[r], a.s[size_t(t)], bias, r);
     }
-}
-
-void use_int8_panels(TensorView& W) {
-  if (!dtype_is_block(W.dtype) && int8_panels_supported()) W.requantized = pack_int8_panels(W);
 }
 
 }  // namespace specscope::cpu

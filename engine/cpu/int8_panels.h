@@ -2,8 +2,9 @@
 // Dense weights requantized to 8 bits with one scale per output row, for small models that share the CPU's cache
 // with another (a speculative drafter beside its target): half the bytes of bf16, and vpdpbusd adds four products
 // of 16 rows per instruction where vdpbf16ps adds two. Asked for per drafter (`sps:draft-weights=int8`, which
-// tree=auto also tries, runs/tree_tuner.cpp; one copy per model, Model::int8_weights): the drafter's outputs change by
-// the quantization, its drafts with them; the target still verifies every token, so the output does not.
+// tree=auto also tries, runs/tree_tuner.cpp; one copy per model, Model::requantized_weights; weight_form.h): the
+// drafter's outputs change by the quantization, its drafts with them; the target still verifies every token, so the
+// output does not.
 //
 // Layout: panels of 16 output rows; panel p, quad j (k = 4j .. 4j + 3), lane r % 16 holds the four codes of row r as
 // one dword: codes[((p * quads + j) * 16 + r % 16) * 4 + i] = w_code(r, 4j + i). Rows past m and k past the end are
@@ -35,9 +36,6 @@ struct Int8Panels {
 bool int8_panels_supported();
 // Requantizes a dense (f32/f16/bf16) weight [m, k]. Throws std::invalid_argument for other dtypes.
 std::shared_ptr<const Int8Panels> pack_int8_panels(const TensorView& W);
-// Gives W int8 panels (W.requantized) when this CPU runs the kernel and W is dense; block-quantized weights keep
-// their own integer kernels. What a context or head asked for int8 weights does to each of its linear weights.
-void use_int8_panels(TensorView& W);
 
 // Y [n][m] = X [n][k] . W^T (+ bias) through the panels, on the engine's thread team. Needs int8_panels_supported().
 void linear_int8_panels(const float* X, int n, const Int8Panels& w, const float* bias, float* Y);

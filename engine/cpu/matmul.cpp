@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "engine/cpu/bf16_panels.h"
-#include "engine/cpu/int8_panels.h"
+#include "engine/cpu/weight_form.h"
 #include "engine/cpu/matmul_bf16dot.h"
 #include "engine/cpu/matmul_kernels.h"
 #include "engine/cpu/op_profile.h"
@@ -364,11 +364,7 @@ bool linear_int8_shared_input(const float* X, int n, std::span<const LinearOutpu
 }  // namespace
 
 void linear(const float* X, int n, const TensorView& W, const float* bias, float* Y) {
-  if (W.requantized) {  // int8 per-row weights a context asked for (int8_panels.h)
-    const auto& p = *static_cast<const Int8Panels*>(W.requantized.get());
-    const ProfileScope profile(Op::Linear, double(W.numel()) * std::max(n, 0), double(p.m) * double(p.k));
-    return linear_int8_panels(X, n, p, bias, Y);
-  }
+  if (W.requantized) return linear_requantized(X, n, W, bias, Y);  // a form a context asked for (weight_form.h)
   const ProfileScope profile(Op::Linear, double(W.numel()) * std::max(n, 0), double(W.nbytes()));
   if (dtype_is_block(W.dtype)) return linear_quant(X, n, W, bias, Y);  // GGUF weights (matmul_quant.h)
   int k = 0;

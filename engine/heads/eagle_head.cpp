@@ -7,7 +7,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "engine/cpu/int8_panels.h"
+#include "engine/cpu/weight_form.h"
 #include "engine/cpu/matmul.h"
 #include "engine/cpu/ops.h"
 #include "engine/heads/head_files.h"
@@ -43,7 +43,7 @@ void log_softmax_rows(float* x, int rows, int n) {
 
 }  // namespace
 
-std::shared_ptr<const EagleHead> EagleHead::load(const std::string& dir, const Model& target, bool int8_weights) {
+std::shared_ptr<const EagleHead> EagleHead::load(const std::string& dir, const Model& target, cpu::WeightForm form) {
   auto head = std::make_shared<EagleHead>();
   std::string text = read_head_config(dir);
   const std::string cfg_path = dir + "/config.json";
@@ -135,7 +135,7 @@ std::shared_ptr<const EagleHead> EagleHead::load(const std::string& dir, const M
   for (TensorView* W :
        {&head->fc_, &hl.wq, &hl.wk, &hl.wv, &hl.wo, &hl.w_gate, &hl.w_up, &hl.w_down, &head->lm_head_}) {
     const bool own = W != &head->lm_head_ || eagle3;
-    if (int8_weights && own) cpu::use_int8_panels(*W);
+    if (own) cpu::requantize(*W, form);
     cpu::prepare_linear(*W);
   }
   spdlog::info("loaded {} head from {} ({:.2f}M parameters)", eagle3 ? "EAGLE-3" : "EAGLE-1", dir,

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/cpu/weight_form.h"
 #include "engine/heads/head_layer.h"
 #include "engine/model/config.h"
 #include "engine/model/forward.h"
@@ -25,9 +26,11 @@ class EagleHead {
  public:
   enum class Kind { Eagle1, Eagle3 };
   // Throws InputError naming the file and the problem (missing tensors, shapes that do not fit `target`).
-  // int8_weights: the head's own dense layers run on int8 per-row copies (engine/cpu/int8_panels.h; where the CPU
-  // has the kernel): half the bytes beside the target in the cache; the drafts change, the verified output not.
-  static std::shared_ptr<const EagleHead> load(const std::string& dir, const Model& target, bool int8_weights = false);
+  // form: the head's own dense layers run on requantized copies (int8 per row or int4 per group of 32,
+  // engine/cpu/weight_form.h; where the CPU has the kernel): fewer bytes beside the target in the caches; the drafts
+  // change, the verified output not.
+  static std::shared_ptr<const EagleHead> load(const std::string& dir, const Model& target,
+                                               cpu::WeightForm form = cpu::WeightForm::AsLoaded);
 
   Kind kind() const { return kind_; }
   const ModelConfig& config() const { return cfg_; }

@@ -30,7 +30,7 @@ int DraftModelMethod::branch_at(int depth) const {
 }
 
 void DraftModelMethod::prefill(const DecodeState& st, const ForwardOutput&) {
-  ctx_ = draft_->new_cpu_context(st.target->config().max_position_embeddings, o_.int8_weights);
+  ctx_ = draft_->new_cpu_context(st.target->config().max_position_embeddings, o_.weights);
   cached_.clear();
 }
 

@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/cpu/weight_form.h"
 #include "engine/methods/method.h"
 
 namespace specscope {
@@ -11,7 +12,7 @@ namespace specscope {
 struct SpsOptions {
   int gamma = 4;                 // chain length (depth of the tree)
   std::vector<int> branching;    // children per node at each depth; empty: a chain (all 1)
-  bool int8_weights = false;     // the drafter's linear layers on int8 per-row copies (engine/cpu/int8_panels.h)
+  cpu::WeightForm weights = cpu::WeightForm::AsLoaded;  // the drafter's linear layers' form (engine/cpu/weight_form.h)
   // Dynamic draft length (transformers' assistant_confidence_threshold, after Mamou et al. 2024, "Dynamic
   // Speculation Lookahead"): a drafted token the drafter gives less than this probability ends its branch, itself
   // included. 0: off, every branch gamma deep. Only the draft's length changes, so the output does not.

@@ -33,12 +33,13 @@ float opt_float(const MethodSpec& s, const std::string& key, float def) {
   return v;
 }
 
-// "as-loaded" (the default) or "int8": whether a drafter's own weights are requantized (engine/cpu/int8_panels.h).
-bool opt_int8_weights(const MethodSpec& s, const std::string& key) {
+// "as-loaded" (the default), "int8" or "int4": the form of a drafter's own weights (engine/cpu/weight_form.h).
+cpu::WeightForm opt_weight_form(const MethodSpec& s, const std::string& key) {
   auto it = s.options.find(key);
-  if (it == s.options.end() || it->second == "as-loaded") return false;
-  if (it->second != "int8") throw InputError("--" + key, "expected as-loaded or int8, got '" + it->second + "'");
-  return true;
+  if (it == s.options.end()) return cpu::WeightForm::AsLoaded;
+  const auto f = cpu::parse_weight_form(it->second);
+  if (!f) throw InputError("--" + key, "expected as-loaded, int8 or int4, got '" + it->second + "'");
+  return *f;
 }
 
 std::vector<int> opt_list(const MethodSpec& s, const std::string& key) {
@@ -93,13 +94,13 @@ std::unique_ptr<Method> make_method(const MethodSpec& spec, const Model& target)
     SpsOptions o;
     o.gamma = opt_int(spec, "gamma", o.gamma);
     o.branching = opt_list(spec, "branching");
-    o.int8_weights = opt_int8_weights(spec, "draft-weights");
+    o.weights = opt_weight_form(spec, "draft-weights");
     o.confidence_threshold = opt_float(spec, "confidence-threshold", o.confidence_threshold);
     return std::make_unique<DraftModelMethod>(Model::load(spec.draft_path), target, o);
   }
   if (spec.name == "eagle1" || spec.name == "eagle2" || spec.name == "eagle3") {
     if (spec.head_path.empty()) throw InputError("--head", spec.name + " needs a head directory (--head PATH)");
-    auto head = EagleHead::load(spec.head_path, target, opt_int8_weights(spec, "head-weights"));
+    auto head = EagleHead::load(spec.head_path, target, opt_weight_form(spec, "head-weights"));
     const bool is3 = head->kind() == EagleHead::Kind::Eagle3;
     if (spec.name == "eagle3" && !is3)
       throw InputError(spec.head_path, "is an EAGLE-1/2 head (fc over 2H); eagle3 needs an EAGLE-3 head");

@@ -18,11 +18,11 @@ MethodOption tree_option() {
           "default on CPU when no size is given)"};
 }
 
-// An EAGLE head's own weights as loaded or requantized to int8 (engine/cpu/int8_panels.h).
+// An EAGLE head's own weights as loaded or requantized (engine/cpu/weight_form.h).
 MethodOption head_weights_option() {
   return {"head-weights", K::Choice, "as-loaded",
-          "as-loaded, or int8: the head's own layers requantized per row (half of bf16's bytes; drafts change, output "
-          "not)"};
+          "as-loaded, int8 (the head's own layers requantized per row: half of bf16's bytes) or int4 (4 bits per 32 "
+          "weights: 0.28 of bf16's); drafts change, output not"};
 }
 
 // EAGLE-2/3 share the dynamic tree's three knobs (EAGLE-2 paper, Table 6 / the official ea_model defaults).
@@ -44,7 +44,8 @@ std::vector<MethodInfo> build() {
                  "stop a branch after a draft the drafter gives less than this probability (transformers' "
                  "assistant_confidence_threshold; 0: off, always gamma deep)"},
                 {"draft-weights", K::Choice, "as-loaded",
-                 "as-loaded, or int8: the drafter requantized per row (half of bf16's bytes; drafts change, output not)"},
+                 "as-loaded, int8 (the drafter requantized per row: half of bf16's bytes) or int4 (4 bits per 32 "
+                 "weights: 0.28 of bf16's); drafts change, output not"},
                 tree_option()}});
   r.push_back({"eagle1", "EAGLE-1 (static draft tree)", "Li et al. 2024, EAGLE; tree mc_sim_7b_63",
                MethodNeed::EagleHead,

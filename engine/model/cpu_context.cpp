@@ -20,7 +20,7 @@
 
 namespace specscope {
 
-CpuContext::CpuContext(std::shared_ptr<const Model> model, int n_ctx, bool int8_weights) : model_(std::move(model)) {
+CpuContext::CpuContext(std::shared_ptr<const Model> model, int n_ctx, cpu::WeightForm form) : model_(std::move(model)) {
   const auto& c = model_->config();
   n_ctx_ = n_ctx > 0 ? n_ctx : std::min(c.max_position_embeddings, 4096);
   kv_dim_ = c.num_kv_heads * c.head_dim;
@@ -30,12 +30,12 @@ CpuContext::CpuContext(std::shared_ptr<const Model> model, int n_ctx, bool int8_
   kt_cache_.assign(c.num_layers, std::vector<float>(size_t(kv_dim_) * kt_stride_));
   slot_pos_.assign(n_ctx_, 0);
   rope_ = cpu::RopeTable(rope_inv_freq(c), c.head_dim);
-  if (int8_weights) int8_weights_ = model_->int8_weights();  // the model's one requantized copy, when asked for
+  requantized_ = model_->requantized_weights(form);  // the model's one copy in that form, when asked for one
   // Every linear layer's weight: its kernel copy made now, once per weight.
   for_each_linear(weights(), [](const TensorView& W) { cpu::prepare_linear(W); });
 }
 
-const ModelWeights& CpuContext::weights() const { return int8_weights_ ? *int8_weights_ : model_->weights(); }
+const ModelWeights& CpuContext::weights() const { return requantized_ ? *requantized_ : model_->weights(); }
 
 static void grow(std::vector<float>& v, size_t n) {
   if (v.size() < n) v.resize(n);
@@ -262,8 +262,7 @@ void CpuContext::compute_visible(int na, const int32_t* pos, const uint8_t* mask
     const int row = active_[i];
     uint8_t* vis = visible_.data() + size_t(i) * size_t(total);
     for (int j = 0; j < total; ++j) {
-      bool visible = j < base || (alive_[j - base] &&
-                                  (mask ? mask[size_t(row) * n + (j - base)] != 0 : (j - base) <= row));
+      bool visible = j < base || batch_row_sees(row, j - base, n, mask, alive_);
       if (visible && window > 0 && pos[row] - slot_pos_[j] >= window) visible = false;
       vis[j] = visible ? 1 : 0;
     }

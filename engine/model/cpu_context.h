@@ -5,6 +5,7 @@
 
 #include "engine/cpu/attention.h"
 #include "engine/cpu/rope_table.h"
+#include "engine/cpu/weight_form.h"
 
 #include "engine/model/forward.h"
 #include "engine/model/weights.h"
@@ -15,10 +16,10 @@ class Model;
 
 class CpuContext final : public Context {
  public:
-  // int8_weights: the linear layers run on int8 per-row copies of the weights (engine/cpu/int8_panels.h), the
-  // model's one copy (Model::int8_weights; where the CPU has the kernel, else ignored). For drafters that share the
-  // cache with a target.
-  CpuContext(std::shared_ptr<const Model> model, int n_ctx, bool int8_weights = false);
+  // form: the linear layers run on requantized copies of the weights (int8 per row or int4 per group of 32,
+  // engine/cpu/weight_form.h), the model's one copy per form (Model::requantized_weights; where the CPU has the
+  // kernel, else ignored). For drafters that share the caches with a target.
+  CpuContext(std::shared_ptr<const Model> model, int n_ctx, cpu::WeightForm form = cpu::WeightForm::AsLoaded);
   void forward(const Batch& batch, ForwardOutput& out) override;
   void keep(std::span<const int> rows) override;
   void truncate(int n_past) override;
@@ -47,7 +48,7 @@ class CpuContext final : public Context {
   void move_kt(int layer, int dst, int src);
 
   std::shared_ptr<const Model> model_;
-  std::shared_ptr<const ModelWeights> int8_weights_;  // the model's weights with requantized copies, when asked for
+  std::shared_ptr<const ModelWeights> requantized_;  // the model's weights with requantized copies, when asked for
   const ModelWeights& weights() const;
   int n_ctx_ = 0, n_past_ = 0, kv_dim_ = 0;
   int last_batch_start_ = -1, last_batch_size_ = 0;  // for keep()

@@ -120,8 +120,7 @@ void CpuContext::stream_layer(int l, const StreamingRequest& sr, const int32_t* 
     const float* q = q_.data() + size_t(i) * q_dim + size_t(h) * hd;
     // Keys: the cache and the batch rows this stream's row sees, then streams 0..j of the row.
     for (int t = 0; t < base + n; ++t) {
-      const bool visible = t < base || (alive_[t - base] &&
-                                        (mask ? mask[size_t(row) * n + (t - base)] != 0 : (t - base) <= row));
+      const bool visible = t < base || batch_row_sees(row, t - base, n, mask, alive_);
       sc[t] = visible ? cpu::dot(q, kc + size_t(t) * kv_dim_ + size_t(kvh) * hd, hd) * scale
                       : -std::numeric_limits<float>::infinity();
     }

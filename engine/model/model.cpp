@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "engine/cpu/int8_panels.h"
+#include "engine/cpu/weight_form.h"
 #include "engine/discovery/model_probe.h"
 #include "engine/formats/safetensors.h"
 #include "engine/model/cpu_context.h"
@@ -213,18 +213,19 @@ uint64_t Model::parameter_count() const {
   return n;
 }
 
-std::unique_ptr<Context> Model::new_cpu_context(int n_ctx, bool int8_weights) const {
-  return std::make_unique<CpuContext>(shared_from_this(), n_ctx, int8_weights);
+std::unique_ptr<Context> Model::new_cpu_context(int n_ctx, cpu::WeightForm form) const {
+  return std::make_unique<CpuContext>(shared_from_this(), n_ctx, form);
 }
 
-std::shared_ptr<const ModelWeights> Model::int8_weights() const {
-  std::call_once(int8_once_, [this] {
-    if (!cpu::int8_panels_supported()) return;
+std::shared_ptr<const ModelWeights> Model::requantized_weights(cpu::WeightForm form) const {
+  const auto i = size_t(form);
+  std::call_once(requant_once_[i], [this, form, i] {
+    if (form == cpu::WeightForm::AsLoaded || !cpu::weight_form_supported(form)) return;
     auto w = std::make_shared<ModelWeights>(weights_);
-    for_each_linear(*w, [](TensorView& W) { cpu::use_int8_panels(W); });
-    int8_weights_ = std::move(w);
+    for_each_linear(*w, [form](TensorView& W) { cpu::requantize(W, form); });
+    requantized_[i] = std::move(w);
   });
-  return int8_weights_;
+  return requantized_[i];
 }
 
 }  // namespace specscope

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/cpu/weight_form.h"
 #include "engine/model/config.h"
 #include "engine/model/forward.h"
 #include "engine/model/weights.h"
@@ -61,13 +62,13 @@ class Model : public std::enable_shared_from_this<Model> {
   const ModelIdentity& identity() const { return identity_; }
 
   // A new sequence on the CPU backend.
-  // int8_weights: see CpuContext (engine/model/cpu_context.h).
-  std::unique_ptr<Context> new_cpu_context(int n_ctx = 0, bool int8_weights = false) const;
-  // The weights with every linear layer requantized to int8 per row (engine/cpu/int8_panels.h), made on the first
-  // call and shared by every context that asks after it: a drafter gets a context per prompt, and packing a copy for
-  // each put the packing and a cold copy of the weights before every prompt's first draft. Null where the CPU has no
-  // int8 kernel.
-  std::shared_ptr<const ModelWeights> int8_weights() const;
+  // form: see CpuContext (engine/model/cpu_context.h).
+  std::unique_ptr<Context> new_cpu_context(int n_ctx = 0, cpu::WeightForm form = cpu::WeightForm::AsLoaded) const;
+  // The weights with every linear layer requantized to `form` (engine/cpu/weight_form.h), made on the first call for
+  // that form and shared by every context that asks after it: a drafter gets a context per prompt, and packing a copy
+  // for each put the packing and a cold copy of the weights before every prompt's first draft. Null for AsLoaded and
+  // where the CPU has no kernel for the form.
+  std::shared_ptr<const ModelWeights> requantized_weights(cpu::WeightForm form) const;
 
  private:
   // A Hugging Face directory; tokenizer*.json and generation_config.json are taken from `files_dir` where it has
@@ -87,8 +88,8 @@ class Model : public std::enable_shared_from_this<Model> {
   // GGUF models: no TensorStore (the views keep their mapping or buffers alive themselves), so the totals are kept.
   uint64_t n_params_ = 0;
   std::string stored_dtype_;  // e.g. "q8_0" for a mostly-Q8_0 file; empty: the embedding's dtype
-  mutable std::once_flag int8_once_;
-  mutable std::shared_ptr<const ModelWeights> int8_weights_;  // int8_weights(), once made
+  mutable std::once_flag requant_once_[3];                           // per cpu::WeightForm
+  mutable std::shared_ptr<const ModelWeights> requantized_[3];        // requantized_weights(form), once made
 
   friend std::shared_ptr<const Model> load_gguf_model(const std::string& path, const LoadOptions& opts);
 };

@@ -26,6 +26,12 @@ std::vector<int> prune_parents(const StreamingRequest& sr, std::span<const int> 
 void settle_pruning(const StreamingRequest& sr, std::span<const int32_t> tokens, std::span<const int> rows,
                     std::span<const int> parents, const float* probs, int vocab, std::vector<uint8_t>& alive);
 
+// Whether batch row `row` sees batch row `col` in attention: `col` is not pruned (alive) and the batch's mask allows
+// it (n x n, row-major), or, without a mask, causality does. The one rule every backend's attention masks follow.
+inline bool batch_row_sees(int row, int col, int n, const uint8_t* mask, std::span<const uint8_t> alive) {
+  return alive[size_t(col)] && (mask ? mask[size_t(row) * size_t(n) + size_t(col)] != 0 : col <= row);
+}
+
 // The rows that get streams, as batch rows: every alive row of `rows` in order when the request lists none, else the
 // listed rows that are still alive, in the listed order.
 std::vector<int> stream_sources(const StreamingRequest& sr, std::span<const int> rows,

@@ -15,9 +15,11 @@ struct TensorView {
   std::vector<int64_t> shape;
   const void* data = nullptr;
   std::shared_ptr<const void> keep_alive;  // the mapping or buffer that owns `data`
-  // A requantized copy the CPU kernels use instead of `data` (a cpu::Int8Panels, engine/cpu/int8_panels.h), set by a
-  // context that was asked for int8 weights; null for everything else.
+  // A requantized copy the CPU kernels use instead of `data`, set by a context or head that was asked for one
+  // (engine/cpu/weight_form.h): a cpu::Int8Panels when requantized_bits is 8, a cpu::Int4Panels when 4; null for
+  // everything else.
   std::shared_ptr<const void> requantized;
+  int8_t requantized_bits = 0;
 
   int64_t numel() const {
     int64_t n = 1;
