@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -65,8 +66,36 @@ std::vector<std::map<std::string, std::string>> tree_candidates(const std::strin
   return out;
 }
 
+namespace {
+// Appends to `candidates` each one `which` picks again with `key` (draft-weights, head-weights) set to each of
+// `forms` this CPU has the kernel for, unless the spec already says which weights.
+void add_weight_forms(std::vector<std::map<std::string, std::string>>& candidates, const MethodSpec& spec,
+                      const std::string& key, std::initializer_list<cpu::WeightForm> forms,
+                      const std::function<bool(const std::map<std::string, std::string>&)>& which) {
+  if (spec.options.count(key)) return;  // the spec says which weights
+  const size_t n = candidates.size();
+  for (auto form : forms) {
+    if (!cpu::weight_form_supported(form)) continue;
+    for (size_t i = 0; i < n; ++i)
+      if (which(candidates[i])) {
+        auto q = candidates[i];
+        q[key] = cpu::weight_form_name(form);
+        candidates.push_back(std::move(q));
+      }
+  }
+}
+}  // namespace
+
 std::vector<std::map<std::string, std::string>> tree_candidates(const MethodSpec& spec) {
   auto sizes = tree_candidates(spec.name);
+  // EAGLE-2/3's head on int4 weights (head-weights=int4), tried on the small trees, the sizes that win on a CPU. On
+  // the shipped family (80 held-out prompts, one race, tree=auto in each lane) eagle3 ran 1.26x with an int4 head
+  // against 1.03x as loaded, eagle2 1.10x against 1.04x (int8: 1.04x, so int8 is not tried). EAGLE-3's head has its
+  // own LM head and the fc over three taps, so most of its bytes are requantized; EAGLE-1/2's LM head is the
+  // target's and stays as loaded.
+  if (spec.name == "eagle2" || spec.name == "eagle3")
+    add_weight_forms(sizes, spec, "head-weights", {cpu::WeightForm::Int4},
+                     [](const auto& c) { return std::stoi(c.at("total-tokens")) <= 8; });
   if (spec.name != "sps") return sizes;
   // The drafter's weights requantized (draft-weights=int8 / int4, where this CPU has the kernels and the spec does
   // not say which): half / 0.28 of bf16's bytes, so a cheaper forward and fewer of the target's lines pushed out of
@@ -74,18 +103,8 @@ std::vector<std::map<std::string, std::string>> tree_candidates(const MethodSpec
   // in one race, gamma 8 cut at 0.4) as loaded / int8 / int4 ran 1.25 / 1.36 / 1.42x and 1.25 / 1.42 / 1.46x
   // (bench/results/cpu_int4_drafter_2026-11-29/). Tried on the chains cut by confidence, the sizes that win on a CPU,
   // to keep the calibration short.
-  if (!spec.options.count("draft-weights")) {
-    const size_t n = sizes.size();
-    for (auto form : {cpu::WeightForm::Int8, cpu::WeightForm::Int4}) {
-      if (!cpu::weight_form_supported(form)) continue;
-      for (size_t i = 0; i < n; ++i)
-        if (const auto c = sizes[i].find("confidence-threshold"); c != sizes[i].end() && c->second != "0") {
-          auto q = sizes[i];
-          q["draft-weights"] = cpu::weight_form_name(form);
-          sizes.push_back(std::move(q));
-        }
-    }
-  }
+  add_weight_forms(sizes, spec, "draft-weights", {cpu::WeightForm::Int8, cpu::WeightForm::Int4},
+                   [](const auto& c) { return c.at("confidence-threshold") != "0"; });
   if (spec.draft_alternatives.empty()) return sizes;
   std::vector<std::string> drafters = {spec.draft_path};
   for (const auto& a : spec.draft_alternatives)
@@ -326,7 +345,14 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
     auto candidates = tree_candidates(spec);
     if (spec.name == "medusa")  // sparse trees from the heads' measured accuracies, written next to the choice
       candidates = medusa_candidates(target, spec.head_path, prompts, fs::path(cache_dir()) / "medusa_tree" / key.substr(0, 24));
-    if (spec.name == "eagle1") candidates = eagle1_candidates(fs::path(cache_dir()) / "eagle1_tree");
+    if (spec.name == "eagle1") {
+      candidates = eagle1_candidates(fs::path(cache_dir()) / "eagle1_tree");
+      // The chains (the sizes that win on a CPU) also with an int4 head, as EAGLE-2/3's small trees.
+      add_weight_forms(candidates, spec, "head-weights", {cpu::WeightForm::Int4}, [](const auto& c) {
+        const auto t = c.find("tree-choices");
+        return t != c.end() && fs::path(t->second).filename().string().rfind("chain_", 0) == 0;
+      });
+    }
     // Vanilla and every candidate in rounds, each round running them all once, and the median of each one's
     // times over the rounds: drift on the machine (another process, the host, the CPU's clock) then lands on
     // all of them alike instead of on whichever ran during it (one pass measured vanilla at 0.28-0.65 ms a token in

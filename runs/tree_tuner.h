@@ -54,7 +54,8 @@ bool tree_size_given(const MethodSpec& spec);
 // The sizes tried, smallest first.
 std::vector<std::map<std::string, std::string>> tree_candidates(const std::string& method);
 // The candidates of `spec`: its method's sizes; for SpS where the CPU has the kernels and the spec does not fix
-// draft-weights, the chains cut by confidence again with draft-weights=int8 and again with int4; and with
+// draft-weights, the chains cut by confidence again with draft-weights=int8 and again with int4; for EAGLE-2/3 the
+// trees of at most 8 nodes again with head-weights=int4 (EAGLE-1: its chains, in tune_tree); and with
 // spec.draft_alternatives each
 // of those with each drafter (the spec's own first), the drafter under the key "draft".
 std::vector<std::map<std::string, std::string>> tree_candidates(const MethodSpec& spec);

@@ -229,6 +229,28 @@ TEST(TreeTuner, SpsTriesTheDrafterRequantizedWhereTheCpuHasTheKernels) {
   EXPECT_EQ(runs::tree_candidates(MethodSpec{"pld", "", "", {}}).size(), runs::tree_candidates("pld").size());
 }
 
+// EAGLE-2/3: the small trees (at most 8 nodes) are tried again with the head's own layers on int4, where the CPU has
+// the kernel; a spec that names the head's weights keeps them.
+TEST(TreeTuner, EagleTriesItsSmallTreesWithAnInt4Head) {
+  for (const char* m : {"eagle2", "eagle3"}) {
+    const auto sizes = runs::tree_candidates(m);
+    size_t small = 0;
+    for (const auto& s : sizes) small += std::stoi(s.at("total-tokens")) <= 8;
+    ASSERT_EQ(small, 4u);
+    const auto c = runs::tree_candidates(MethodSpec{m, "", "/h", {}});
+    size_t int4 = 0;
+    for (const auto& x : c)
+      if (x.count("head-weights")) {
+        EXPECT_EQ(x.at("head-weights"), "int4");
+        EXPECT_LE(std::stoi(x.at("total-tokens")), 8);
+        ++int4;
+      }
+    EXPECT_EQ(int4, cpu::weight_form_supported(cpu::WeightForm::Int4) ? small : 0u) << m;
+    EXPECT_EQ(c.size(), sizes.size() + int4);
+    EXPECT_EQ(runs::tree_candidates(MethodSpec{m, "", "/h", {{"head-weights", "as-loaded"}}}).size(), sizes.size());
+  }
+}
+
 // ---- lanes ---------------------------------------------------------------------------------------------------
 
 TEST(Lanes, ParseKeepsCommasInsideValues) {
