@@ -116,16 +116,22 @@ std::vector<MethodCase> method_cases() {
       {"sps_other_confident", spec("sps", kOtherDraft, {{"gamma", "8"}, {"confidence-threshold", "0.6"}})},
       {"sps_other_tree_confident",
        spec("sps", kOtherDraft, {{"gamma", "3"}, {"branching", "3,2"}, {"confidence-threshold", "0.3"}})},
-      // The drafter on int8 per-row copies of its weights (ignored where the CPU lacks the kernel): drafts change,
-      // the output must not; a self-drafter stays close enough to keep long paths accepted.
+      // The drafter on int8 per-row or int4 per-group copies of its weights (ignored where the CPU lacks the
+      // kernels): drafts change, the output must not; a self-drafter stays close enough to keep long paths accepted.
       {"sps_self_int8", spec("sps", kTarget, {{"gamma", "4"}, {"draft-weights", "int8"}})},
       {"sps_other_int8", spec("sps", kOtherDraft, {{"gamma", "3"}, {"branching", "2,1"}, {"draft-weights", "int8"}})},
+      {"sps_self_int4", spec("sps", kTarget, {{"gamma", "4"}, {"draft-weights", "int4"}})},
+      {"sps_other_int4",
+       spec("sps", kOtherDraft, {{"gamma", "8"}, {"confidence-threshold", "0.4"}, {"draft-weights", "int4"}})},
       {"eagle1_random", head("eagle1", "heads/eagle1_bin", {})},
       {"eagle1_fitted", head("eagle1", "heads/eagle1_fitted", {})},
       {"eagle2_fitted", head("eagle2", "heads/eagle1_fitted", {})},
       {"eagle2_small", head("eagle2", "heads/eagle1_fitted", {{"total-tokens", "10"}, {"depth", "3"}, {"draft-top-k", "4"}})},
       {"eagle2_fitted_int8", head("eagle2", "heads/eagle1_fitted", {{"head-weights", "int8"}})},
       {"eagle3_random_int8", head("eagle3", "heads/eagle3", {{"head-weights", "int8"}})},
+      {"eagle2_fitted_int4", head("eagle2", "heads/eagle1_fitted", {{"head-weights", "int4"}})},
+      {"eagle3_random_int4", head("eagle3", "heads/eagle3", {{"head-weights", "int4"}})},
+      {"medusa_fitted_int4", head("medusa", "heads/medusa_fitted", {{"head-weights", "int4"}})},
       {"eagle3_random", head("eagle3", "heads/eagle3", {})},
       {"medusa_random", head("medusa", "heads/medusa_st", {})},
       {"medusa_fitted", head("medusa", "heads/medusa_fitted", {})},
@@ -152,8 +158,10 @@ TEST(Methods, GreedyOutputEqualsVanillaForEveryMethod) {
       check_invariants(res);
       for (auto& s : res.steps) accepted += s.accepted_count();
     }
-    // A drafter equal to the target must get long paths accepted; otherwise the test proves little.
-    if (mc.label.rfind("sps_self", 0) == 0) EXPECT_GT(accepted, 20 * 20) << mc.label;
+    // A drafter equal to the target must get long paths accepted; otherwise the test proves little. (On int4 the
+    // self-drafter of this random 64-wide model drifts from the target more: 398 accepted where int8 keeps > 400.)
+    const bool int4 = mc.label.size() > 5 && mc.label.compare(mc.label.size() - 5, 5, "_int4") == 0;
+    if (mc.label.rfind("sps_self", 0) == 0) EXPECT_GT(accepted, (int4 ? 15 : 20) * 20) << mc.label;
     if (mc.label.find("fitted") != std::string::npos) EXPECT_GT(accepted, 60) << mc.label;
   }
 }

@@ -12,7 +12,7 @@
 
 namespace specscope {
 
-std::shared_ptr<const MedusaHeads> MedusaHeads::load(const std::string& dir, const Model& target) {
+std::shared_ptr<const MedusaHeads> MedusaHeads::load(const std::string& dir, const Model& target, cpu::WeightForm form) {
   auto m = std::make_shared<MedusaHeads>();
   const std::string cfg_path = dir + "/config.json";
   nlohmann::json j;
@@ -52,8 +52,9 @@ std::shared_ptr<const MedusaHeads> MedusaHeads::load(const std::string& dir, con
     h.out = check(store->get(std::to_string(i) + "." + std::to_string(m->num_layers_) + ".weight"), {V, H});
     m->heads_.push_back(std::move(h));
   }
-  for (const auto& h : m->heads_) {  // heads run on the CPU: their kernels' weight copies are made now
-    for (const auto& w : h.w) cpu::prepare_linear(w);
+  for (auto& h : m->heads_) {  // heads run on the CPU: requantized when asked, their kernels' copies made now
+    for (auto& w : h.w) cpu::requantize(w, form), cpu::prepare_linear(w);
+    cpu::requantize(h.out, form);
     cpu::prepare_linear(h.out);
   }
   spdlog::info("loaded {} Medusa heads from {}", n_heads, dir);

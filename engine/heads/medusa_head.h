@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/cpu/weight_form.h"
 #include "engine/util/tensor.h"
 
 namespace specscope {
@@ -16,7 +17,11 @@ class TensorStore;
 
 class MedusaHeads {
  public:
-  static std::shared_ptr<const MedusaHeads> load(const std::string& dir, const Model& target);
+  // form: the heads' layers on requantized copies (int8 per row or int4 per group of 32, engine/cpu/weight_form.h;
+  // where the CPU has the kernel): five heads with their own LM heads are 17 MB as bf16 on the shipped family, more
+  // than half the target's bytes, read every step; as int4 4.8 MB. The drafts change, the verified output not.
+  static std::shared_ptr<const MedusaHeads> load(const std::string& dir, const Model& target,
+                                                 cpu::WeightForm form = cpu::WeightForm::AsLoaded);
   int num_heads() const { return int(heads_.size()); }
   int num_layers() const { return num_layers_; }
   uint64_t parameter_count() const;

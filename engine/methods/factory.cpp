@@ -126,7 +126,8 @@ std::unique_ptr<Method> make_method(const MethodSpec& spec, const Model& target)
       ta.posterior_alpha = opt_float(spec, "posterior-alpha", ta.posterior_alpha);
       o.typical = ta;
     }
-    return std::make_unique<MedusaMethod>(MedusaHeads::load(spec.head_path, target), o);
+    return std::make_unique<MedusaMethod>(MedusaHeads::load(spec.head_path, target, opt_weight_form(spec, "head-weights")),
+                                          o);
   }
   if (spec.name == "streaming") {
     // The streams live in the fine-tuned model's own directory unless --head points elsewhere.

@@ -18,7 +18,7 @@ MethodOption tree_option() {
           "default on CPU when no size is given)"};
 }
 
-// An EAGLE head's own weights as loaded or requantized (engine/cpu/weight_form.h).
+// An EAGLE or Medusa head's own weights as loaded or requantized (engine/cpu/weight_form.h).
 MethodOption head_weights_option() {
   return {"head-weights", K::Choice, "as-loaded",
           "as-loaded, int8 (the head's own layers requantized per row: half of bf16's bytes) or int4 (4 bits per 32 "
@@ -61,7 +61,7 @@ std::vector<MethodInfo> build() {
                 {"lossy-typical", K::Flag, "", "Medusa-2's typical acceptance instead of lossless verification"},
                 {"posterior-threshold", K::Number, "0.09", "typical acceptance: epsilon"},
                 {"posterior-alpha", K::Number, "0.3", "typical acceptance: delta (alpha)"},
-                tree_option()}});
+                head_weights_option(), tree_option()}});
   r.push_back({"streaming", "Speculative Streaming (multi-stream attention)", "Bhendawade et al. 2024",
                MethodNeed::StreamingTarget,
                {{"gamma", K::Int, "", "streams per step (default: the model's streaming_config.json)"},
