@@ -12,36 +12,21 @@
 #include "engine/cpu/panel_act.h"
 #include "engine/cpu/weight_form.h"
 #include "engine/model/model.h"
+#include "tests/panel_test_support.h"
 #include "tests/test_support.h"
 
 namespace specscope {
 namespace {
 
-struct Dense {
-  std::vector<float> w;
-  TensorView view(int m, int k) const {
-    TensorView v;
-    v.name = "w";
-    v.dtype = DType::F32;
-    v.shape = {m, k};
-    v.data = w.data();
-    return v;
-  }
-};
-
-std::vector<float> normal(size_t n, std::mt19937& rng) {
-  std::normal_distribution<float> d(0.f, 1.f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using test::DenseWeight;
+using test::normal_floats;
 
 // Each group's scale is its value of largest magnitude over -8 (in f16), and that value's code is 0: the same
 // codes as ggml's Q4_0 up to rounding at exact halves.
 TEST(Int4Panels, PackingKeepsEachGroupsExtremeExactlyAndEveryWeightWithinHalfAStep) {
   std::mt19937 rng(3);
   const int m = 19, k = 70;  // a partial panel and a partial group
-  Dense d{normal(size_t(m) * k, rng)};
+  DenseWeight d{normal_floats(size_t(m) * k, rng)};
   const auto p = cpu::pack_int4_panels(d.view(m, k));
   ASSERT_EQ(p->groups, 3);
   ASSERT_EQ(p->panels, 2);
@@ -64,27 +49,14 @@ TEST(Int4Panels, PackingKeepsEachGroupsExtremeExactlyAndEveryWeightWithinHalfASt
 
 TEST(Int4Panels, KernelEqualsReferenceAndIsBatchInvariant) {
   if (!cpu::int4_panels_supported()) GTEST_SKIP() << "no AVX-512 VNNI: the int4 panels are never used here";
-  std::mt19937 rng(11);
-  for (int m : {1, 16, 37, 256}) {
-    for (int k : {3, 64, 130, 768}) {
-      Dense d{normal(size_t(m) * k, rng)};
-      const auto p = cpu::pack_int4_panels(d.view(m, k));
-      for (int n : {1, 2, 3, 4, 5, 9}) {
-        const auto X = normal(size_t(n) * k, rng);
-        const auto bias = normal(size_t(m), rng);
-        const float* b = n % 2 ? bias.data() : nullptr;
-        std::vector<float> want(size_t(n) * m), got(size_t(n) * m, -1.f);
-        cpu::linear_int4_panels_reference(X.data(), n, *p, b, want.data());
-        cpu::linear_int4_panels(X.data(), n, *p, b, got.data());
-        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << m << "x" << k << " n " << n;
-        for (int t = 0; t < n; ++t) {  // each token alone gives the bits it got in the batch
-          std::vector<float> one(static_cast<size_t>(m));
-          cpu::linear_int4_panels(X.data() + size_t(t) * k, 1, *p, b, one.data());
-          ASSERT_EQ(0, std::memcmp(one.data(), got.data() + size_t(t) * m, size_t(m) * sizeof(float))) << t;
-        }
-      }
-    }
-  }
+  test::expect_kernel_equals_reference_and_batch_invariant(
+      [](const TensorView& W) {
+        const auto p = cpu::pack_int4_panels(W);
+        return test::PanelPair{
+            [p](const float* X, int n, const float* b, float* Y) { cpu::linear_int4_panels(X, n, *p, b, Y); },
+            [p](const float* X, int n, const float* b, float* Y) { cpu::linear_int4_panels_reference(X, n, *p, b, Y); }};
+      },
+      11);
 }
 
 TEST(Int4Panels, ErrorAgainstTheF32ProductIsWithinTheQuantizationBound) {
@@ -93,9 +65,9 @@ TEST(Int4Panels, ErrorAgainstTheF32ProductIsWithinTheQuantizationBound) {
   // plus float rounding, checked with a 1e-5 relative slack on sum |w_i x_i|.
   std::mt19937 rng(5);
   const int m = 40, k = 300, n = 3;
-  Dense d{normal(size_t(m) * k, rng)};
+  DenseWeight d{normal_floats(size_t(m) * k, rng)};
   const auto p = cpu::pack_int4_panels(d.view(m, k));
-  const auto X = normal(size_t(n) * k, rng);
+  const auto X = normal_floats(size_t(n) * k, rng);
   std::vector<float> y(size_t(n) * m);
   cpu::linear_int4_panels_reference(X.data(), n, *p, nullptr, y.data());
   double worst_fraction = 0;
@@ -155,7 +127,7 @@ TEST(PanelActivations, VectorQuantizerEqualsTheScalarOneOnEdgeRows) {
   std::mt19937 rng(7);
   for (int k : {1, 15, 16, 17, 70, 256}) {
     const int n = 5, kp = (k + 31) / 32 * 32;
-    auto X = normal(size_t(n) * k, rng);
+    auto X = normal_floats(size_t(n) * k, rng);
     X[size_t(1) * k + size_t(k / 2)] = std::nanf("");
     X[size_t(2) * k] = -INFINITY;
     for (int i = 0; i < k; ++i) X[size_t(3) * k + i] = 0.f, X[size_t(4) * k + i] = 1e-39f;
@@ -176,9 +148,9 @@ TEST(PanelActivations, VectorQuantizerEqualsTheScalarOneOnEdgeRows) {
   }
   if (!cpu::int4_panels_supported()) return;
   const int m = 20, k = 64, n = 3;
-  Dense d{normal(size_t(m) * k, rng)};
+  DenseWeight d{normal_floats(size_t(m) * k, rng)};
   const auto p = cpu::pack_int4_panels(d.view(m, k));
-  auto X = normal(size_t(n) * k, rng);
+  auto X = normal_floats(size_t(n) * k, rng);
   X[size_t(1) * k + 5] = std::nanf("");
   std::vector<float> y(size_t(n) * m), want(size_t(n) * m);
   cpu::linear_int4_panels(X.data(), n, *p, nullptr, y.data());

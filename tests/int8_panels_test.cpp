@@ -11,54 +11,25 @@
 #include "engine/cpu/int8_panels.h"
 #include "engine/cpu/matmul.h"
 #include "engine/model/model.h"
+#include "tests/panel_test_support.h"
 #include "tests/test_support.h"
 
 namespace specscope {
 namespace {
 
-struct Dense {
-  std::vector<float> w;
-  TensorView view(int m, int k) const {
-    TensorView v;
-    v.name = "w";
-    v.dtype = DType::F32;
-    v.shape = {m, k};
-    v.data = w.data();
-    return v;
-  }
-};
-
-std::vector<float> normal(size_t n, std::mt19937& rng) {
-  std::normal_distribution<float> d(0.f, 1.f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using test::DenseWeight;
+using test::normal_floats;
 
 TEST(Int8Panels, KernelEqualsReferenceAndIsBatchInvariant) {
   if (!cpu::int8_panels_supported()) GTEST_SKIP() << "no AVX-512 VNNI: the int8 panels are never used here";
-  std::mt19937 rng(11);
-  for (int m : {1, 16, 37, 256}) {
-    for (int k : {3, 64, 130, 768}) {
-      Dense d{normal(size_t(m) * k, rng)};
-      const auto p = cpu::pack_int8_panels(d.view(m, k));
-      for (int n : {1, 2, 3, 4, 5, 9}) {
-        const auto X = normal(size_t(n) * k, rng);
-        const auto bias = normal(size_t(m), rng);
-        const float* b = n % 2 ? bias.data() : nullptr;
-        std::vector<float> want(size_t(n) * m), got(size_t(n) * m, -1.f);
-        cpu::linear_int8_panels_reference(X.data(), n, *p, b, want.data());
-        cpu::linear_int8_panels(X.data(), n, *p, b, got.data());
-        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << m << "x" << k << " n " << n;
-        // Each token alone gives the bits it got in the batch.
-        for (int t = 0; t < n; ++t) {
-          std::vector<float> one(static_cast<size_t>(m));
-          cpu::linear_int8_panels(X.data() + size_t(t) * k, 1, *p, b, one.data());
-          ASSERT_EQ(0, std::memcmp(one.data(), got.data() + size_t(t) * m, size_t(m) * sizeof(float))) << t;
-        }
-      }
-    }
-  }
+  test::expect_kernel_equals_reference_and_batch_invariant(
+      [](const TensorView& W) {
+        const auto p = cpu::pack_int8_panels(W);
+        return test::PanelPair{
+            [p](const float* X, int n, const float* b, float* Y) { cpu::linear_int8_panels(X, n, *p, b, Y); },
+            [p](const float* X, int n, const float* b, float* Y) { cpu::linear_int8_panels_reference(X, n, *p, b, Y); }};
+      },
+      11);
 }
 
 TEST(Int8Panels, ErrorAgainstTheF32ProductIsWithinTheQuantizationBound) {
@@ -66,9 +37,9 @@ TEST(Int8Panels, ErrorAgainstTheF32ProductIsWithinTheQuantizationBound) {
   // float rounding; checked with a 1e-5 relative slack on sum |w_i x_i|.
   std::mt19937 rng(5);
   const int m = 40, k = 300, n = 3;
-  Dense d{normal(size_t(m) * k, rng)};
+  DenseWeight d{normal_floats(size_t(m) * k, rng)};
   const auto p = cpu::pack_int8_panels(d.view(m, k));
-  const auto X = normal(size_t(n) * k, rng);
+  const auto X = normal_floats(size_t(n) * k, rng);
   std::vector<float> y(size_t(n) * m);
   cpu::linear_int8_panels_reference(X.data(), n, *p, nullptr, y.data());
   double worst_fraction = 0;

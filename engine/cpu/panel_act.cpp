@@ -9,18 +9,10 @@
 #include <immintrin.h>
 #endif
 
+#include "engine/cpu/round_even.h"
+
 namespace specscope::cpu::detail {
 namespace {
-
-// Round to nearest, ties to even (the default rounding mode), without a libm call per element: cvtss2si is in
-// baseline x86-64, where std::nearbyint is a function call.
-inline int round_even(float v) {
-#if defined(__x86_64__)
-  return _mm_cvtss_si32(_mm_set_ss(v));
-#else
-  return int(std::nearbyint(v));
-#endif
-}
 
 // The token's scale and 1/scale; false when the row holds a NaN or infinity.
 bool token_scale(float amax, bool finite, float* s, float* inv) {

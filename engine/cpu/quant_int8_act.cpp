@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "engine/cpu/quant_int8.h"
+#include "engine/cpu/round_even.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -15,16 +16,6 @@
 
 namespace specscope::cpu::detail {
 namespace {
-
-// Round to nearest, ties to even (the default rounding mode), without a libm call per element: cvtss2si is in
-// baseline x86-64, where std::nearbyint is a function call.
-inline int round_even(float v) {
-#if defined(__x86_64__)
-  return _mm_cvtss_si32(_mm_set_ss(v));
-#else
-  return int(std::nearbyint(v));
-#endif
-}
 
 // One block of 32 activations: codes into q (interleaved, ActQ8::code_offset), scale and sums; false when the block
 // holds a NaN or infinity (then nothing is written: codes 0, scale NaN by the caller).
