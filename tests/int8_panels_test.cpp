@@ -33,35 +33,14 @@ TEST(Int8Panels, KernelEqualsReferenceAndIsBatchInvariant) {
 }
 
 TEST(Int8Panels, ErrorAgainstTheF32ProductIsWithinTheQuantizationBound) {
-  // |y - exact| <= sum_i (|w_i| sx / 2 + |x_i| sw / 2 + sw sx / 4) (each factor off by at most half its step) plus
-  // float rounding; checked with a 1e-5 relative slack on sum |w_i x_i|.
-  std::mt19937 rng(5);
-  const int m = 40, k = 300, n = 3;
-  DenseWeight d{normal_floats(size_t(m) * k, rng)};
-  const auto p = cpu::pack_int8_panels(d.view(m, k));
-  const auto X = normal_floats(size_t(n) * k, rng);
-  std::vector<float> y(size_t(n) * m);
-  cpu::linear_int8_panels_reference(X.data(), n, *p, nullptr, y.data());
-  double worst_fraction = 0;
-  for (int t = 0; t < n; ++t) {
-    float xmax = 0;
-    for (int i = 0; i < k; ++i) xmax = std::max(xmax, std::fabs(X[size_t(t) * k + i]));
-    const double sx = xmax / 127.0;
-    for (int r = 0; r < m; ++r) {
-      double exact = 0, bound = 0, scale = 0;
-      const double sw = p->scale[r];
-      for (int i = 0; i < k; ++i) {
-        const double w = d.w[size_t(r) * k + i], x = X[size_t(t) * k + i];
-        exact += w * x;
-        bound += std::fabs(w) * sx / 2 + std::fabs(x) * sw / 2 + sw * sx / 4;
-        scale += std::fabs(w * x);
-      }
-      const double err = std::fabs(y[size_t(t) * m + r] - exact);
-      EXPECT_LE(err, bound + 1e-5 * scale) << "token " << t << " row " << r;
-      worst_fraction = std::max(worst_fraction, err / scale);
-    }
-  }
-  EXPECT_LT(worst_fraction, 0.05);  // on normal data, a few percent of the output's scale at most
+  // Each weight is off by at most half its row's step.
+  const double worst = test::expect_within_quantization_bound([](const TensorView& W) {
+    const auto p = cpu::pack_int8_panels(W);
+    return test::PackedForBound{
+        [p](const float* X, int n, const float* b, float* Y) { cpu::linear_int8_panels_reference(X, n, *p, b, Y); },
+        [p](int r, int) { return double(p->scale[r]) / 2; }};
+  });
+  EXPECT_LT(worst, 0.05);  // on normal data, a few percent of the output's scale at most
 }
 
 TEST(Int8Panels, OnlyTheContextThatAskedUsesThem) {

@@ -3,6 +3,8 @@
 // data, and the check that a panel kernel gives its scalar reference's bits and is batch invariant.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -63,6 +65,45 @@ inline void expect_kernel_equals_reference_and_batch_invariant(const std::functi
       }
     }
   }
+}
+
+// A packed weight's reference product and the bound on each of its weights' error (row r, column i).
+struct PackedForBound {
+  PanelLinear reference;
+  std::function<double(int r, int i)> weight_error;
+};
+
+// The reference product of a 40 x 300 normal weight for 3 tokens against the f32 product: each weight off by at most
+// its bound e_w, each activation by half its token's step sx, so
+//   |y - exact| <= sum_i (e_w |x_i| + |w_i| sx / 2 + e_w sx / 2)
+// plus float rounding (a 1e-5 relative slack on sum |w_i x_i|). Returns the worst error as a fraction of that sum.
+inline double expect_within_quantization_bound(const std::function<PackedForBound(const TensorView&)>& pack) {
+  std::mt19937 rng(5);
+  const int m = 40, k = 300, n = 3;
+  DenseWeight d{normal_floats(size_t(m) * k, rng)};
+  const PackedForBound p = pack(d.view(m, k));
+  const auto X = normal_floats(size_t(n) * k, rng);
+  std::vector<float> y(size_t(n) * m);
+  p.reference(X.data(), n, nullptr, y.data());
+  double worst_fraction = 0;
+  for (int t = 0; t < n; ++t) {
+    float xmax = 0;
+    for (int i = 0; i < k; ++i) xmax = std::max(xmax, std::fabs(X[size_t(t) * k + i]));
+    const double sx = xmax / 127.0;
+    for (int r = 0; r < m; ++r) {
+      double exact = 0, bound = 0, scale = 0;
+      for (int i = 0; i < k; ++i) {
+        const double w = d.w[size_t(r) * k + i], x = X[size_t(t) * k + i], ew = p.weight_error(r, i);
+        exact += w * x;
+        bound += ew * std::fabs(x) + std::fabs(w) * sx / 2 + ew * sx / 2;
+        scale += std::fabs(w * x);
+      }
+      const double err = std::fabs(y[size_t(t) * m + r] - exact);
+      EXPECT_LE(err, bound + 1e-5 * scale) << "token " << t << " row " << r;
+      worst_fraction = std::max(worst_fraction, err / scale);
+    }
+  }
+  return worst_fraction;
 }
 
 }  // namespace specscope::test
