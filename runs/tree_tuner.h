@@ -46,8 +46,8 @@ struct TreeChoice {
   std::string source;
 };
 
-// Whether `method` has sizes to tune (sps, pld, eagle1's static trees, eagle2, eagle3, lookahead, medusa); streaming
-// keeps its own.
+// Whether `method` has sizes to tune (sps, pld, eagle1's static trees, eagle2, eagle3, lookahead, medusa, and
+// streaming's streams and candidates per stream).
 bool tree_tunable(const std::string& method);
 // Whether the spec fixes one of the sizes the tuner would choose (e.g. gamma for sps): then tree=auto is not implied.
 bool tree_size_given(const MethodSpec& spec);

@@ -518,7 +518,15 @@ TEST(TreeTuner, ChoosesTheMostExpectedTokensPerSecondAndSaysWhatLoses) {
   EXPECT_FALSE(runs::tree_size_given(e1));
   e1.options["tree-choices"] = "my_tree.json";
   EXPECT_TRUE(runs::tree_size_given(e1));
-  EXPECT_FALSE(runs::tree_tunable("streaming"));
+  EXPECT_TRUE(runs::tree_tunable("streaming"));  // streams per step and candidates per stream
+  EXPECT_FALSE(runs::tree_tunable("vanilla"));
+  const auto st = runs::tree_candidates("streaming");
+  ASSERT_FALSE(st.empty());
+  EXPECT_TRUE(st.back().empty());  // the model's own, last
+  MethodSpec streaming{"streaming", "", "", {}};
+  EXPECT_FALSE(runs::tree_size_given(streaming));
+  streaming.options["gamma"] = "2";
+  EXPECT_TRUE(runs::tree_size_given(streaming));
   EXPECT_EQ(runs::tree_candidates("sps").size(), 7u);  // gamma 1-4, then gamma 8 cut at three confidences
   MethodSpec sps{"sps", "/m/draft", "", {}};
   EXPECT_FALSE(runs::tree_size_given(sps));

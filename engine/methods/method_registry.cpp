@@ -67,7 +67,8 @@ std::vector<MethodInfo> build() {
                {{"gamma", K::Int, "", "streams per step (default: the model's streaming_config.json)"},
                 {"stream-top-k", K::Int, "", "candidates per stream (default: the model's)"},
                 {"msa-layers", K::Int, "", "layers with multi-stream attention (default: the trained value)"},
-                {"prune-threshold", K::Number, "", "early-exit pruning threshold (default: calibrated; 0: off)"}}});
+                {"prune-threshold", K::Number, "", "early-exit pruning threshold (default: calibrated; 0: off)"},
+                tree_option()}});
   r.push_back({"lookahead", "Lookahead decoding (Jacobi n-grams)", "Fu et al. 2024", MethodNeed::Nothing,
                {{"window", K::Int, "15", "W: Jacobi window"},
                 {"ngram", K::Int, "5", "N: n-gram length"},
