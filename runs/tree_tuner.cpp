@@ -286,6 +286,25 @@ bool tree_file_gone(const TreeTrial& t) {
 
 }  // namespace
 
+std::vector<std::unique_ptr<Method>> build_candidates(const MethodSpec& spec, const Model& target,
+                                                      std::vector<std::map<std::string, std::string>>& candidates) {
+  std::vector<std::unique_ptr<Method>> methods;
+  for (size_t i = 0; i < candidates.size();) {
+    MethodSpec s = spec;
+    s.options.erase("tree");
+    apply_tree_options(s, candidates[i]);
+    try {
+      methods.push_back(make_method(s, target));
+      ++i;
+    } catch (const InputError& e) {  // a size this model cannot run (more streams than it has): not a candidate
+      if (candidates[i].empty()) throw;  // the method's own defaults must build
+      spdlog::info("tree auto {} {}: skipped ({})", spec.name, tree_options_text(candidates[i]), e.what());
+      candidates.erase(candidates.begin() + ptrdiff_t(i));
+    }
+  }
+  return methods;
+}
+
 TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backend,
                      const std::vector<std::vector<int32_t>>& prompts, int new_tokens) {
   const Backend b = resolve_backend(backend);
@@ -368,20 +387,7 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
     // page faults. Tau and the tokens verified are the same every round (greedy); only the times vary. Fewer
     // rounds when one takes long (a large model on this CPU), where a step's milliseconds dwarf the drift.
     // Each candidate's method is built once (an SpS candidate loads its drafter) and runs every round.
-    std::vector<std::unique_ptr<Method>> methods;
-    for (size_t i = 0; i < candidates.size();) {
-      MethodSpec s = spec;
-      s.options.erase("tree");
-      apply_tree_options(s, candidates[i]);
-      try {
-        methods.push_back(make_method(s, target));
-        ++i;
-      } catch (const InputError& e) {  // a size this model cannot run (more streams than it has): not a candidate
-        if (candidates[i].empty()) throw;  // the method's own defaults must build
-        spdlog::info("tree auto {} {}: skipped ({})", spec.name, tree_options_text(candidates[i]), e.what());
-        candidates.erase(candidates.begin() + ptrdiff_t(i));
-      }
-    }
+    auto methods = build_candidates(spec, target, candidates);
     const auto vanilla = make_method(MethodSpec{}, target);
     for (const auto& ids : prompts) CalibrationSums{}.run(target, *vanilla, b, ids, opts);
     std::vector<std::vector<TreeTrial>> rounds(methods.size());

@@ -59,6 +59,11 @@ std::vector<std::map<std::string, std::string>> tree_candidates(const std::strin
 // spec.draft_alternatives each
 // of those with each drafter (the spec's own first), the drafter under the key "draft".
 std::vector<std::map<std::string, std::string>> tree_candidates(const MethodSpec& spec);
+// Each candidate's method for `target` (a calibration runs them all): a candidate the target cannot run (InputError,
+// e.g. more streams than a streaming model has) is dropped from `candidates`, with a log line; the method's own
+// defaults (an empty candidate) must build, or the error propagates.
+std::vector<std::unique_ptr<Method>> build_candidates(const MethodSpec& spec, const Model& target,
+                                                      std::vector<std::map<std::string, std::string>>& candidates);
 // Puts a choice's (or a candidate's) options into `spec`: "draft" becomes its draft_path (and clears the
 // alternatives: the choice is made), every other key a method option.
 void apply_tree_options(MethodSpec& spec, const std::map<std::string, std::string>& options);

@@ -478,6 +478,32 @@ TEST(TreeTuner, ADisturbedCalibrationIsRememberedByTheProcessNotCached) {
   EXPECT_EQ(second.options, first.options);
 }
 
+// Streaming's candidates on a model with 3 streams: the ones it can run are built, one asking for more streams than
+// the model has is dropped, and the model's own defaults always build. A calibration then picks one of them.
+TEST(TreeTuner, StreamingCandidatesAModelCannotRunAreSkipped) {
+  const ScopedCacheHome cache("tree-streaming");
+  auto model = Model::load(test::fixture("streaming/tiny"));
+  MethodSpec spec{"streaming", "", "", {}};
+  auto candidates = runs::tree_candidates("streaming");
+  const size_t n = candidates.size();
+  candidates.insert(candidates.begin() + 1,
+                    std::map<std::string, std::string>{{"gamma", "9"}, {"stream-top-k", "1"}});  // more than it has
+  const auto methods = runs::build_candidates(spec, *model, candidates);
+  EXPECT_EQ(methods.size(), n);
+  ASSERT_EQ(candidates.size(), n);
+  for (const auto& c : candidates) EXPECT_TRUE(!c.count("gamma") || c.at("gamma") != "9");
+  EXPECT_TRUE(candidates.back().empty());
+  using Options = std::map<std::string, std::string>;
+  std::vector<Options> broken = {Options{{"gamma", "9"}}, Options{{"stream-top-k", "99"}}};
+  EXPECT_TRUE(runs::build_candidates(spec, *model, broken).empty());
+  EXPECT_TRUE(broken.empty());
+  const std::vector<std::vector<int32_t>> prompts = {{1, 2, 3, 4, 5, 6, 7}};
+  const runs::TreeChoice choice = runs::tune_tree(*model, spec, Backend::Cpu, prompts, 6);
+  const auto all = runs::tree_candidates("streaming");
+  EXPECT_NE(std::find(all.begin(), all.end(), choice.options), all.end()) << runs::tree_options_text(choice.options);
+  EXPECT_EQ(choice.trials.size(), all.size());
+}
+
 TEST(TreeTuner, ADisturbedCalibrationIsToldFromTheSteadyStateCurve) {
   runs::StepCost c;
   c.ms = {{1, 0.37}, {2, 0.42}};
