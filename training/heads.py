@@ -377,6 +377,8 @@ def load_export(head, recipe, path):
     f = export_tensors_path(recipe, path)
     sd = load_file(f)
     own = head.state_dict()
+    if hasattr(recipe, "adapt_export"):  # e.g. EAGLE-3's widened draft vocabulary
+        sd = recipe.adapt_export(sd, own)
     bad = sorted(set(own) ^ set(sd)) + [k for k in own if k in sd and tuple(own[k].shape) != tuple(sd[k].shape)]
     if bad:
         raise SystemExit(f"--init-from {f}: not this head's tensors ({', '.join(bad[:6])})")

@@ -30,6 +30,7 @@ import torch  # noqa: E402
 
 import heads  # noqa: E402
 
+DEFAULT_DRAFT_VOCAB = 2048
 DEFAULTS = dict(context=256, batch_size=8, lr=1e-3, warmup=50, eval_every=100, grad_clip=0.5)
 
 
@@ -50,19 +51,33 @@ class Eagle3(heads.Recipe):
             raise SystemExit("the checkpoint's draft vocabulary differs from this data's")
 
     def build(self, base, train_convs):
-        if self.args.draft_vocab > base.V:
+        if (self.args.draft_vocab or 0) > base.V:
             raise SystemExit(f"--draft-vocab {self.args.draft_vocab} > vocab {base.V}")
         counts = np.zeros(base.V, dtype=np.int64)
         for ids, m in train_convs:
             np.add.at(counts, ids[m].astype(np.int64), 1)
-        if self.args.init_from:  # continuing an exported head: its draft vocabulary, whatever the data now is
+        self.widened_from = None
+        if self.args.init_from:  # continuing an exported head: its draft vocabulary, or a wider one that keeps it
             from safetensors import safe_open
             with safe_open(heads.export_tensors_path(self, self.args.init_from), "pt") as f:
                 self.d2t, self.t2d = f.get_tensor("d2t").to(torch.int64), f.get_tensor("t2d").to(torch.bool)
-            if len(self.d2t) != self.args.draft_vocab:
-                heads.log(f"draft vocabulary: {len(self.d2t)} tokens, from --init-from (not --draft-vocab)")
+            asked = self.args.draft_vocab
+            if asked is not None and asked < len(self.d2t):
+                raise SystemExit(f"--draft-vocab {asked} is smaller than the --init-from head's {len(self.d2t)}: "
+                                 f"a draft vocabulary can only be widened")
+            if asked is not None and asked > len(self.d2t):
+                # The head's tokens rank first, so every one of them stays; the rest by frequency in this data.
+                # Tokens outside a draft vocabulary can never be drafted: on the base's own answers the shipped
+                # 2,048 cover ~93%, so ~7% of target tokens were out of the head's reach at every depth.
+                ranked = counts.copy()
+                ranked[self.t2d.numpy()] += counts.sum() + 1
+                self.widened_from = self.t2d.clone()
+                heads.log(f"draft vocabulary: widening the --init-from head's {len(self.d2t)} tokens to {asked}")
+                self.d2t, self.t2d = heads.draft_vocab(ranked, base.V, asked)
+            else:
                 self.args.draft_vocab = len(self.d2t)
         else:
+            self.args.draft_vocab = self.args.draft_vocab or DEFAULT_DRAFT_VOCAB
             self.d2t, self.t2d = heads.draft_vocab(counts, base.V, self.args.draft_vocab)
         cover = counts[self.t2d.numpy()].sum() / max(counts.sum(), 1)
         heads.log(f"draft vocabulary: {self.args.draft_vocab} of {base.V} tokens cover {cover:.2%} of the "
@@ -73,6 +88,18 @@ class Eagle3(heads.Recipe):
         with torch.no_grad():
             head.lm_head.weight.copy_(base.lm_head[self.t2d.to(base.lm_head.device)].float().cpu())
         return head
+
+    def adapt_export(self, sd, own):
+        """--init-from with a widened draft vocabulary: the exported lm_head rows move to their tokens' new draft
+        ids; the new tokens keep the base's LM-head rows build() gave them; d2t/t2d are the widened ones."""
+        if self.widened_from is None:
+            return sd
+        old_ids = torch.nonzero(self.widened_from).squeeze(1)            # target ids, ascending = old draft order
+        new_pos = torch.cumsum(self.t2d.to(torch.int64), 0) - 1          # target id -> new draft id
+        lm = own["lm_head.weight"].clone()
+        lm[new_pos[old_ids]] = sd["lm_head.weight"].to(lm.dtype)
+        sd = dict(sd, **{"lm_head.weight": lm, "d2t": own["d2t"].clone(), "t2d": own["t2d"].clone()})
+        return sd
 
     def _steps(self, head, base, T, M):
         """-> list over steps of (draft logits [B,L,dv], base logits over the draft vocab [B,L,dv], base argmax
@@ -133,7 +160,9 @@ class Eagle3(heads.Recipe):
 
 
 def extra(ap):
-    ap.add_argument("--draft-vocab", type=int, default=2048, help="draft vocabulary size (d2t/t2d)")
+    ap.add_argument("--draft-vocab", type=int, default=None,
+                    help=f"draft vocabulary size (d2t/t2d; default {DEFAULT_DRAFT_VOCAB}, or the --init-from head's; "
+                         f"larger than that head's widens it)")
     ap.add_argument("--ttt-steps", type=int, default=7, help="unrolled training-time-test steps")
     ap.add_argument("--step-decay", type=float, default=0.8, help="loss weight of step j = decay^j")
 

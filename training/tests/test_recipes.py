@@ -391,15 +391,37 @@ class HeadRecipes(unittest.TestCase):
         self.assertNotIn("target_hidden_size", cfg)
         self.assertGreater(engine_tau(self, self.base, "eagle3", ["--head", d]), 1.0)
         # --init-from continues an exported head: loaded back into the module (with its draft vocabulary, whatever
-        # the data and --draft-vocab now say), so that with a learning rate of 0 the new export is the same tensors
+        # the data now says), so that with a learning rate of 0 the new export is the same tensors
         d2 = os.path.join(self.tmp, "eagle3-cont")
         s = quiet(train_eagle3.main, self.head_args + ["--out", d2, "--max-steps", "2", "--init-from", d, "--lr", "0",
-                                                       "--max-train-convs", "100", "--draft-vocab", "128"])
+                                                       "--max-train-convs", "100"])
         self.assertEqual(s["init_from"], os.path.abspath(d))
         t2 = self.tensors(os.path.join(d2, "model.safetensors"))
         self.assertEqual(set(t2), set(t))
         for k in t:
             self.assertTrue(torch.equal(t[k], t2[k]), k)
+        # a draft vocabulary can be widened, never narrowed
+        with self.assertRaises(SystemExit):
+            quiet(train_eagle3.main, self.head_args + ["--out", os.path.join(self.tmp, "narrow"), "--max-steps", "1",
+                                                       "--init-from", d, "--draft-vocab", "128"])
+        # widened: every old token stays, its lm_head row moves to its new draft id unchanged, the other tensors
+        # are the same; the engine loads the wider head
+        d3 = os.path.join(self.tmp, "eagle3-wide")
+        quiet(train_eagle3.main, self.head_args + ["--out", d3, "--max-steps", "2", "--init-from", d, "--lr", "0",
+                                                   "--max-train-convs", "100", "--draft-vocab", "384"])
+        t3 = self.tensors(os.path.join(d3, "model.safetensors"))
+        self.assertEqual(tuple(t3["lm_head.weight"].shape), (384, self.H))
+        self.assertEqual(int(t3["t2d"].sum()), 384)
+        self.assertTrue(bool(t3["t2d"][t["t2d"]].all()))
+        new_id = torch.cumsum(t3["t2d"].to(torch.int64), 0) - 1
+        self.assertTrue(torch.equal(t3["lm_head.weight"][new_id[used]], t["lm_head.weight"]))
+        self.assertTrue(torch.equal(torch.arange(384) + t3["d2t"], torch.nonzero(t3["t2d"]).squeeze(1)))
+        for k in t:
+            if k not in ("lm_head.weight", "d2t", "t2d"):
+                self.assertTrue(torch.equal(t[k], t3[k]), k)
+        cfg3 = read_json(os.path.join(d3, "config.json"))
+        self.assertEqual(cfg3["draft_vocab_size"], 384)
+        self.assertGreater(engine_tau(self, self.base, "eagle3", ["--head", d3]), 1.0)
         # another recipe's export is refused
         import train_eagle
         with self.assertRaises(SystemExit):
