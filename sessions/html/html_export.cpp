@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "engine/util/error.h"
+#include "engine/util/markup_escape.h"
 
 extern const unsigned char specscope_html_template[];
 extern const std::size_t specscope_html_template_size;
@@ -17,20 +18,6 @@ constexpr std::string_view kDataSlot = "{{SESSION_JSON}}";
 
 std::string_view page_template() {
   return {reinterpret_cast<const char*>(specscope_html_template), specscope_html_template_size};
-}
-
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
 }
 
 // JSON inside <script>: "</script>" or "<!--" in a token's text would end or confuse the element. '<' only
@@ -90,7 +77,7 @@ std::string html_page(const nlohmann::json& blob) {
   const std::string data = script_safe_json(blob);
   std::string page;
   page.reserve(t.size() + data.size() + 256);
-  page.append(t.substr(0, title_at)).append(html_escape(page_title(blob)));
+  page.append(t.substr(0, title_at)).append(markup_escape(page_title(blob)));
   page.append(t.substr(title_at + kTitleSlot.size(), data_at - title_at - kTitleSlot.size())).append(data);
   page.append(t.substr(data_at + kDataSlot.size()));
   return page;

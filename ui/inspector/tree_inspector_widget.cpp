@@ -25,6 +25,7 @@
 #include <string>
 
 #include "imgui_impl_opengl3.h"
+#include "engine/util/markup_escape.h"
 #include "runs/cost_model.h"
 #include "ui/inspector/colormap.h"
 #include "ui/inspector/imgui_qt_input.h"
@@ -342,22 +343,6 @@ std::string fitText(ImFont* font, float size, const std::string& s, float max_w,
 
 // ---------------------------------------------------------------------------------------------------------
 // SVG
-
-std::string xmlEscape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 std::string svgColor(const Rgb& c) {
   char buf[8];
@@ -1598,7 +1583,7 @@ bool TreeInspectorWidget::exportSvg(const QString& path) const {
     << svgColor(th.pruned) << "\" stroke-opacity=\"0.55\" stroke-width=\"1\"/></pattern></defs>\n"
     << "<rect width=\"100%\" height=\"100%\" fill=\"" << svgColor(th.canvas) << "\"/>\n";
   o << "<text x=\"" << margin << "\" y=\"" << (margin + 4) << "\" font-size=\"14\" fill=\"" << svgColor(th.text)
-    << "\">" << xmlEscape(headerTitle().toStdString() + " \xC2\xB7 " +
+    << "\">" << markup_escape(headerTitle().toStdString() + " \xC2\xB7 " +
                           step.method + " \xC2\xB7 " + std::to_string(step.nodes.size()) + " drafted, " +
                           std::to_string(step.accepted_count()) + " accepted" + (bonus_committed(step) ? " + bonus" : ""))
     << "</text>\n";
@@ -1617,7 +1602,7 @@ bool TreeInspectorWidget::exportSvg(const QString& path) const {
       << "\" stroke-width=\"" << (onPath ? 2.6 : 1.3) << '"' << (pruned ? " stroke-dasharray=\"4 3\"" : "") << "/>\n";
     if (li.kind == LayoutKind::Draft && !std::isnan(step.nodes[size_t(li.node)].draft_prob))
       o << "<text x=\"" << (x3 - 3) << "\" y=\"" << (y3 - 3) << "\" font-size=\"10.5\" text-anchor=\"end\" fill=\""
-        << svgColor(th.dim) << "\">" << xmlEscape(fmtProb(step.nodes[size_t(li.node)].draft_prob)) << "</text>\n";
+        << svgColor(th.dim) << "\">" << markup_escape(fmtProb(step.nodes[size_t(li.node)].draft_prob)) << "</text>\n";
   }
   o << "</g>\n";
 
@@ -1669,7 +1654,7 @@ bool TreeInspectorWidget::exportSvg(const QString& path) const {
     }
     o << "<text x=\"" << cx(li) << "\" y=\"" << cy(li) << "\" font-size=\"13\" text-anchor=\"middle\" "
       << "dominant-baseline=\"central\" fill=\"" << svgColor(st.text) << '"'
-      << (st.strike ? " text-decoration=\"line-through\"" : "") << '>' << xmlEscape(shown) << "</text>";
+      << (st.strike ? " text-decoration=\"line-through\"" : "") << '>' << markup_escape(shown) << "</text>";
     if (st.tag) {
       if (li.kind == LayoutKind::Bonus)
         o << "<text x=\"" << (x + w + 9) << "\" y=\"" << cy(li) << "\" font-size=\"10\" dominant-baseline=\"central\" fill=\""
@@ -1678,7 +1663,7 @@ bool TreeInspectorWidget::exportSvg(const QString& path) const {
         o << "<text x=\"" << x << "\" y=\"" << (y - 3) << "\" font-size=\"10\" fill=\"" << svgColor(st.outline) << "\">"
           << st.tag << "</text>";
     }
-    o << "<title>" << xmlEscape(label) << "</title></g>\n";
+    o << "<title>" << markup_escape(label) << "</title></g>\n";
   }
   o << "</svg>\n";
 

@@ -7,6 +7,7 @@
 #include "engine/tokenizer/jinja/builtins.h"
 #include "engine/tokenizer/jinja/interpreter.h"
 #include "engine/tokenizer/jinja/text.h"
+#include "engine/util/markup_escape.h"
 
 namespace specscope::jinja {
 
@@ -258,7 +259,7 @@ Value apply_filter(Interpreter& in, const std::string& name, const Value& v, con
   }
   if (name == "safe") return v.is_markup() ? v : Value::markup(to_str(v));
   if (name == "e" || name == "escape" || name == "forceescape")
-    return v.is_markup() && name != "forceescape" ? v : Value::markup(text::html_escape(to_str(v)));
+    return v.is_markup() && name != "forceescape" ? v : Value::markup(markup_escape(to_str(v)));
   if (name == "indent") {
     const Value* w = arg(a, 0, "width");
     std::string pad = "    ";

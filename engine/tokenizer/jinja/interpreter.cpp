@@ -8,6 +8,7 @@
 #include "engine/tokenizer/jinja/builtins.h"
 #include "engine/tokenizer/jinja/errors.h"
 #include "engine/tokenizer/jinja/text.h"
+#include "engine/util/markup_escape.h"
 
 namespace specscope::jinja {
 
@@ -77,8 +78,8 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b, int line
   }
   if (op == "+" && a.is_string() && b.is_string()) {
     if (a.is_markup() || b.is_markup())  // Markup + str escapes the plain side, as markupsafe does
-      return Value::markup((a.is_markup() ? a.str() : text::html_escape(a.str())) +
-                           (b.is_markup() ? b.str() : text::html_escape(b.str())));
+      return Value::markup((a.is_markup() ? a.str() : markup_escape(a.str())) +
+                           (b.is_markup() ? b.str() : markup_escape(b.str())));
     return Value(a.str() + b.str());
   }
   if (op == "+" && a.is_list() && b.is_list()) {

@@ -33,7 +33,5 @@ std::vector<std::string> rsplit(const std::string& s, const std::optional<std::s
 // Throws std::invalid_argument when the result would exceed kMaxStringBytes.
 std::string replace(const std::string& s, const std::string& from, const std::string& to, int64_t count);
 std::vector<std::string> splitlines(const std::string& s);
-// markupsafe.escape: & < > " ' as HTML entities.
-std::string html_escape(const std::string& s);
 
 }  // namespace specscope::jinja::text
