@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
+#include <vector>
 
 namespace specscope::runs {
 
@@ -31,6 +33,26 @@ bool write_cache_file(const fs::path& file, const std::string& text) {
     return false;
   }
   return true;
+}
+
+std::string files_stamp(const std::string& path) {
+  std::error_code ec;
+  if (path.empty() || !fs::exists(path, ec)) return {};
+  std::vector<fs::path> files;
+  if (fs::is_directory(path, ec)) {
+    for (const auto& e : fs::directory_iterator(path, ec))
+      if (e.is_regular_file(ec)) files.push_back(e.path());
+  } else {
+    files.push_back(path);
+  }
+  std::sort(files.begin(), files.end());  // directory order is the file system's, not ours
+  std::string stamp;
+  for (const auto& f : files) {
+    const auto size = fs::file_size(f, ec);
+    const auto when = fs::last_write_time(f, ec).time_since_epoch().count();
+    stamp += f.filename().string() + ":" + std::to_string(size) + ":" + std::to_string(when) + ";";
+  }
+  return stamp;
 }
 
 }  // namespace specscope::runs

@@ -12,4 +12,10 @@ namespace specscope::runs {
 // first. False, with nothing left behind, when any of it fails.
 bool write_cache_file(const std::filesystem::path& file, const std::string& text);
 
+// What a cached calibration saw of the model files at `path` (a folder's regular files, not recursive, or the file
+// itself): each one's name, size and modification time, as a build system stamps its inputs; empty for an empty or
+// missing path. Cheap where hashing a drafter's weights is not, and it changes when a head or drafter is retrained in
+// place (same folder, same tensor names and shapes), so a tree choice calibrated on the old weights is not reused.
+std::string files_stamp(const std::string& path);
+
 }  // namespace specscope::runs

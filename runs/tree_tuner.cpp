@@ -317,9 +317,11 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
   // And the sizes tried: a choice cached before a candidate was added would never try it.
   for (const auto& c : tree_candidates(spec)) fixed += "candidate=" + tree_options_text(c) + ";";
   const auto& id = target.identity();
+  // The drafter's and the target's files as stamped now: a head retrained in place is calibrated again.
+  const std::string files = files_stamp(id.path) + "|" + files_stamp(spec.draft_path) + "|" + files_stamp(spec.head_path);
   const std::string key = sha256_hex(id.config_sha256 + "|" + id.weights_index_sha256 + "|" + spec.name + "|" +
                                      spec.draft_path + "|" + spec.head_path + "|" + fixed + "|" +
-                                     compute_identity(target, b));
+                                     compute_identity(target, b) + "|" + files);
   const fs::path file = fs::path(cache_dir()) / "tree_choice" / (key.substr(0, 24) + ".json");
   std::vector<TreeTrial> trials;
   double vanilla_ms = 0;

@@ -2,7 +2,10 @@
 // same file, as two SpecScope processes deriving the same tree do, only ever see one complete version.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -69,6 +72,33 @@ TEST(CacheFile, TestsRunWithTheirOwnXdgFolders) {
     ASSERT_NE(v, nullptr) << var;
     EXPECT_NE(std::string(v).find("/tests/xdg-"), std::string::npos) << var << "=" << v;
   }
+}
+
+// A head retrained in place (same folder, same tensor names and shapes) must not reuse the tree choice calibrated on
+// its old weights: the stamp the choice's cache key includes changes with any of the folder's files.
+TEST(CacheFile, FilesStampChangesWhenAFileIsRewritten) {
+  const fs::path dir = fs::temp_directory_path() / ("ss-stamp-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "sub");
+  auto write = [&](const std::string& name, const std::string& text) { std::ofstream(dir / name) << text; };
+  write("config.json", "{}");
+  write("model.safetensors", "weights v1");
+  EXPECT_EQ(runs::files_stamp(""), "");
+  EXPECT_EQ(runs::files_stamp((dir / "missing").string()), "");
+  const std::string before = runs::files_stamp(dir.string());
+  EXPECT_NE(before.find("config.json:2:"), std::string::npos) << before;
+  EXPECT_NE(before.find("model.safetensors:10:"), std::string::npos) << before;
+  EXPECT_EQ(before.find("sub"), std::string::npos) << "folders are not stamped: " << before;
+  EXPECT_EQ(runs::files_stamp(dir.string()), before) << "untouched files stamp the same";
+  // Same size, later modification time (as a retrained head of the same shapes).
+  fs::last_write_time(dir / "model.safetensors", fs::last_write_time(dir / "model.safetensors") + std::chrono::seconds(5));
+  const std::string touched = runs::files_stamp(dir.string());
+  EXPECT_NE(touched, before);
+  write("model.safetensors", "weights v2, longer");
+  EXPECT_NE(runs::files_stamp(dir.string()), touched);
+  // A single file (a GGUF) is stamped by itself.
+  EXPECT_EQ(runs::files_stamp((dir / "config.json").string()).rfind("config.json:2:", 0), 0u);
+  fs::remove_all(dir);
 }
 
 }  // namespace
