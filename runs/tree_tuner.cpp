@@ -221,6 +221,17 @@ struct CalibrationSums {
 
 }  // namespace
 
+std::vector<int32_t> calibration_window(const std::vector<int32_t>& prompt, const std::vector<int32_t>& answer,
+                                        size_t i, int new_tokens, int n_ctx) {
+  long offset = long(i % size_t(kCalibrationWindows)) * new_tokens;
+  offset = std::min(offset, long(answer.size()) - new_tokens / 2);         // half a window of the answer left
+  offset = std::min(offset, long(n_ctx) - long(prompt.size()) - new_tokens);  // the window fits the context
+  offset = std::max(offset, 0L);
+  std::vector<int32_t> out = prompt;
+  out.insert(out.end(), answer.begin(), answer.begin() + offset);
+  return out;
+}
+
 nlohmann::json tree_trials_json(const TreeChoice& choice) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& t : choice.trials)
@@ -316,6 +327,8 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
   for (const auto& a : spec.draft_alternatives) fixed += "alternative=" + a + ";";
   // And the sizes tried: a choice cached before a candidate was added would never try it.
   for (const auto& c : tree_candidates(spec)) fixed += "candidate=" + tree_options_text(c) + ";";
+  // And where in the answers it reads (a choice calibrated on the answers' first tokens alone is not reused).
+  fixed += "windows=" + std::to_string(kCalibrationWindows) + ";";
   const auto& id = target.identity();
   // The drafter's and the target's files as stamped now: a head retrained in place is calibrated again.
   const std::string files = files_stamp(id.path) + "|" + files_stamp(spec.draft_path) + "|" + files_stamp(spec.head_path);
@@ -391,7 +404,15 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
     // Each candidate's method is built once (an SpS candidate loads its drafter) and runs every round.
     auto methods = build_candidates(spec, target, candidates);
     const auto vanilla = make_method(MethodSpec{}, target);
-    for (const auto& ids : prompts) CalibrationSums{}.run(target, *vanilla, b, ids, opts);
+    // Vanilla's answers (the untimed pass) place the calibration windows in them (calibration_window).
+    std::vector<std::vector<int32_t>> windows;
+    GenerateOptions answer_opts = opts;
+    answer_opts.max_tokens = (kCalibrationWindows - 1) * new_tokens;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      auto ctx = new_context(target, b, 0);
+      const auto answer = generate_speculative(target, *ctx, *vanilla, prompts[i], answer_opts);
+      windows.push_back(calibration_window(prompts[i], answer.gen.tokens, i, new_tokens, ctx->n_ctx()));
+    }
     std::vector<std::vector<TreeTrial>> rounds(methods.size());
     std::vector<double> vanilla_rounds;
     const auto t0 = std::chrono::steady_clock::now();
@@ -401,7 +422,7 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
       // last ones met another spell than vanilla did, and with twenty candidates a round is often all there is).
       CalibrationSums v;
       std::vector<CalibrationSums> c(methods.size());
-      for (const auto& ids : prompts) {
+      for (const auto& ids : windows) {
         v.run(target, *vanilla, b, ids, opts);
         for (size_t i = 0; i < methods.size(); ++i) c[i].run(target, *methods[i], b, ids, opts);
       }

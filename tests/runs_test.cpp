@@ -504,6 +504,32 @@ TEST(TreeTuner, StreamingCandidatesAModelCannotRunAreSkipped) {
   EXPECT_EQ(choice.trials.size(), all.size());
 }
 
+// The calibration windows tile the answers (an answer's first tokens are the easiest to draft), start early enough
+// to keep half a window of a short answer, and never run past the context.
+TEST(TreeTuner, CalibrationWindowsTileTheAnswers) {
+  static_assert(runs::kCalibrationWindows == 3);
+  const std::vector<int32_t> prompt = {100, 101, 102};
+  std::vector<int32_t> answer(48);
+  for (size_t t = 0; t < answer.size(); ++t) answer[t] = int32_t(t);
+  auto offset = [&](size_t i, const std::vector<int32_t>& a, int n_ctx) {
+    const auto w = runs::calibration_window(prompt, a, i, 24, n_ctx);
+    EXPECT_TRUE(std::equal(prompt.begin(), prompt.end(), w.begin())) << "the prompt comes first";
+    EXPECT_TRUE(std::equal(w.begin() + 3, w.end(), a.begin())) << "then the answer's first tokens";
+    return int(w.size()) - 3;
+  };
+  EXPECT_EQ(offset(0, answer, 512), 0);
+  EXPECT_EQ(offset(1, answer, 512), 24);
+  EXPECT_EQ(offset(2, answer, 512), 36) << "half a window (12 tokens) of the 48-token answer left";
+  EXPECT_EQ(offset(3, answer, 512), 0) << "the windows repeat from the answers' start";
+  EXPECT_EQ(offset(4, answer, 512), 24);
+  const std::vector<int32_t> short_answer(10, 7);  // ended early: its start is the only window
+  EXPECT_EQ(offset(1, short_answer, 512), 0);
+  EXPECT_EQ(offset(2, short_answer, 512), 0);
+  EXPECT_EQ(offset(1, {}, 512), 0);
+  EXPECT_EQ(offset(1, answer, 40), 13) << "3 prompt + 13 + 24 new tokens fill a 40-token context";
+  EXPECT_EQ(offset(1, answer, 20), 0) << "no room: the window starts at the answer's start";
+}
+
 TEST(TreeTuner, ADisturbedCalibrationIsToldFromTheSteadyStateCurve) {
   runs::StepCost c;
   c.ms = {{1, 0.37}, {2, 0.42}};
