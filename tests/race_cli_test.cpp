@@ -263,6 +263,21 @@ TEST(RaceCli, ARecordedRaceReplaysExactlyWhatTheLiveRacePrinted) {
     ASSERT_EQ(replay.exit_code, 0) << replay.out;
     EXPECT_FALSE(report_only(live.out).empty());
     EXPECT_EQ(report_only(replay.out), report_only(live.out));
+    // tree=auto sized every lane here (the CPU's default): its expectation is reported beside what each measured,
+    // live and replayed alike.
+    if (mode.empty()) {
+      EXPECT_NE(live.out.find("tree auto eagle2: expected tau "), std::string::npos) << live.out;
+      EXPECT_NE(live.out.find("tree auto medusa: expected tau "), std::string::npos) << live.out;
+    } else {
+      const auto j = test::json_in_output(live.out);
+      ASSERT_TRUE(j.is_object()) << live.out;
+      for (const auto& a : j.at("aggregate"))
+        if (a.at("method") != "vanilla") {
+          ASSERT_TRUE(a.contains("tree_auto")) << a.dump();
+          EXPECT_GT(a["tree_auto"].at("expected_tau").get<double>(), 0.9) << a.dump();
+          EXPECT_GT(a["tree_auto"].at("expected_speedup").get<double>(), 0.0) << a.dump();
+        }
+    }
   }
 }
 

@@ -68,7 +68,7 @@ int cmd_compare(Args& args) {
   for (auto& r : result.runs)
     report_runs.push_back({job.prompts[size_t(r.key.prompt)].text, r.label, r.method,
                            result.targets[size_t(r.key.target)].identity, r.summary, r.identical.value_or(false),
-                           std::move(r.steps)});
+                           std::move(r.steps), r.summary_json.value("tree_auto", nlohmann::json())});
   const auto report = make_compare_report(job.options.sampling.describe(), job.options.max_tokens,
                                           job.options.sampling.greedy(), std::move(report_runs), result.backend,
                                           result.device);

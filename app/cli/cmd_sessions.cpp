@@ -116,7 +116,11 @@ int replay_compare(sessions::SessionReader& reader, const sessions::SessionRow& 
     max_tokens = r.meta.max_tokens;
     greedy = r.meta.sampling.greedy();
     ReportRun rr{r.meta.prompt, r.meta.label, r.meta.method, r.meta.target, r.outcome->summary,
-                 r.outcome->identical_to_reference.value_or(false), {}};
+                 r.outcome->identical_to_reference.value_or(false), {}, nullptr};
+    // The lane's tree=auto choice, as the live report read it from the same recorded summary.
+    if (const auto summary = nlohmann::json::parse(r.outcome->summary_json, nullptr, false);
+        summary.is_object() && summary.contains("tree_auto"))
+      rr.tree_auto = summary["tree_auto"];
     reader.for_each_step(r.id, 0, r.step_count, [&](sessions::RecordedStep&& st) {
       rr.steps.push_back(std::move(st.record));
     });

@@ -39,6 +39,18 @@ std::string output_digest(const std::vector<StepRecord>& steps) {
   return sha256_hex(bytes);
 }
 
+// A tree=auto choice's expectation: its options, expected speedup and the tau its calibration measured (the chosen
+// trial's); null when there is no choice or it names no trial.
+nlohmann::json expected_json(const nlohmann::json& tree_auto) {
+  if (!tree_auto.is_object() || !tree_auto.contains("options")) return nullptr;
+  nlohmann::json out = {{"options", tree_auto["options"]},
+                        {"expected_speedup", tree_auto.value("expected_speedup", 0.0)},
+                        {"expected_tokens_per_second", tree_auto.value("expected_tokens_per_second", 0.0)}};
+  for (const auto& t : tree_auto.value("trials", nlohmann::json::array()))
+    if (t.value("options", nlohmann::json()) == tree_auto["options"]) out["expected_tau"] = t.value("tau", 0.0);
+  return out;
+}
+
 nlohmann::json identity_json(const ModelIdentity& m) {
   return {{"path", m.path}, {"architecture", m.architecture}, {"config_sha256", m.config_sha256},
           {"weights_index_sha256", m.weights_index_sha256}};
@@ -63,7 +75,8 @@ CompareReport make_compare_report(const std::string& sampling, int max_tokens, b
     if (row == rep.rows.size()) {
       bool has_reference = false;
       for (const auto& x : rep.rows) has_reference |= x.reference && x.target_index == int(t);
-      rep.rows.push_back({r.label, r.method, r.target, int(t), r.method.name == "vanilla" && !has_reference});
+      rep.rows.push_back({r.label, r.method, r.target, int(t), r.method.name == "vanilla" && !has_reference,
+                          r.tree_auto});
     }
     size_t p = 0;
     while (p < rep.prompts.size() && rep.prompts[p] != r.prompt) ++p;
@@ -144,6 +157,7 @@ int print_compare_report(const CompareReport& rep, bool json) {
                    {"speedup_vs_vanilla", ref > 0 ? tps / ref : 0},
                    {"identical_to_vanilla", t.identical},
                    {"prompts", t.compared}});
+    if (const auto e = expected_json(row.tree_auto); !e.is_null()) agg.back()["tree_auto"] = e;
     if (!json) {
       std::string label = row.label.size() > 22 ? row.label.substr(0, 21) + "~" : row.label;
       std::printf("%-22s ", label.c_str());
@@ -154,6 +168,15 @@ int print_compare_report(const CompareReport& rep, bool json) {
       std::printf("\n");
     }
   }
+  // tree=auto's expectation beside what the lane measured: the calibration's tau and speedup against the race's.
+  if (!json)
+    for (const auto& a : agg)
+      if (a.contains("tree_auto")) {
+        const auto& e = a["tree_auto"];
+        std::printf("tree auto %s: expected tau %.2f and %.2fx, measured %.2f and %.2fx\n",
+                    a["lane"].get<std::string>().c_str(), e.value("expected_tau", 0.0), e.value("expected_speedup", 0.0),
+                    a["tau"].get<double>(), a["speedup_vs_vanilla"].get<double>());
+      }
   if (json) {
     out_json["aggregate"] = agg;
     if (rep.greedy) out_json["all_identical"] = all_same;

@@ -3,6 +3,7 @@
 // replays to exactly the same report: the live command and `sessions replay` both build it with
 // make_compare_report() from the same fields.
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ struct ReportRun {
   RunSummary summary;      // speedup_vs_vanilla against its own target's reference
   bool identical = false;  // greedy output equal to its target's reference
   std::vector<StepRecord> steps;
+  // The lane's tree=auto choice as its run's summary records it ("tree_auto": options, expected_speedup, trials);
+  // null when the lane's sizes were given.
+  nlohmann::json tree_auto;
 };
 
 // One line of the table: a target's reference or a lane, over every prompt.
@@ -30,6 +34,7 @@ struct CompareRow {
   ModelIdentity target;
   int target_index = 0;
   bool reference = false;  // the first vanilla row of its target: the others' speedups are against it
+  nlohmann::json tree_auto;  // its runs' tree=auto choice (ReportRun::tree_auto), null when none
 };
 
 struct CompareRun {
