@@ -407,7 +407,7 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
     // Vanilla's answers (the untimed pass) place the calibration windows in them (calibration_window).
     std::vector<std::vector<int32_t>> windows;
     GenerateOptions answer_opts = opts;
-    answer_opts.max_tokens = (kCalibrationWindows - 1) * new_tokens;
+    answer_opts.max_tokens = calibration_answer_tokens(new_tokens);
     for (size_t i = 0; i < prompts.size(); ++i) {
       auto ctx = new_context(target, b, 0);
       const auto answer = generate_speculative(target, *ctx, *vanilla, prompts[i], answer_opts);

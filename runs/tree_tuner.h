@@ -101,8 +101,13 @@ inline constexpr int kCalibrationTokens = 24;
 // kCalibrationWindows x new_tokens tokens. A window that would start past an answer's last tokens starts so as to
 // keep at least half a window of them; no window runs past n_ctx.
 inline constexpr int kCalibrationWindows = 3;
+// How many tokens of vanilla's answer the calibration asks for: enough for the last window's start and the half
+// window after it, so that an answer this long was cut there, not ended, and its window starts where it should.
+inline constexpr int calibration_answer_tokens(int new_tokens) {
+  return (kCalibrationWindows - 1) * new_tokens + new_tokens / 2;
+}
 // The prompt of calibration window i: `prompt` followed by the first tokens of `answer` (vanilla's greedy answer to
-// it, at least (kCalibrationWindows - 1) x new_tokens long unless it ended), as described above.
+// it, calibration_answer_tokens(new_tokens) long unless it ended), as described above.
 std::vector<int32_t> calibration_window(const std::vector<int32_t>& prompt, const std::vector<int32_t>& answer,
                                         size_t i, int new_tokens, int n_ctx);
 

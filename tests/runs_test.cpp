@@ -528,6 +528,9 @@ TEST(TreeTuner, CalibrationWindowsTileTheAnswers) {
   EXPECT_EQ(offset(1, {}, 512), 0);
   EXPECT_EQ(offset(1, answer, 40), 13) << "3 prompt + 13 + 24 new tokens fill a 40-token context";
   EXPECT_EQ(offset(1, answer, 20), 0) << "no room: the window starts at the answer's start";
+  // An answer as long as the calibration asks for was cut, not ended: the last window starts at 2 x 24.
+  const std::vector<int32_t> cut(size_t(runs::calibration_answer_tokens(24)), 5);
+  EXPECT_EQ(offset(2, cut, 512), 48);
 }
 
 TEST(TreeTuner, ADisturbedCalibrationIsToldFromTheSteadyStateCurve) {
