@@ -575,5 +575,40 @@ class HeadRecipes(unittest.TestCase):
         self.assertEqual(convs[0]["messages"][-1]["role"], "assistant")
 
 
+class AverageHeads(unittest.TestCase):
+    """training/average_heads.py: float tensors are averaged, index maps must agree, config comes from the last."""
+
+    def _head(self, folder, w, d2t, note):
+        import torch
+        from safetensors.torch import save_file
+        os.makedirs(folder)
+        save_file({"fc.weight": torch.tensor(w, dtype=torch.bfloat16), "d2t": torch.tensor(d2t, dtype=torch.int64)},
+                  os.path.join(folder, "model.safetensors"))
+        with open(os.path.join(folder, "config.json"), "w") as f:
+            json.dump({"note": note}, f)
+
+    def test_average_and_refusals(self):
+        import torch
+        from safetensors.torch import load_file
+        import average_heads
+        with tempfile.TemporaryDirectory() as tmp:
+            a, b, c, out = (os.path.join(tmp, n) for n in ("a", "b", "c", "out"))
+            self._head(a, [[1.0, 2.0], [3.0, -4.0]], [0, 1, 2], "a")
+            self._head(b, [[3.0, 2.0], [5.0, 4.0]], [0, 1, 2], "b")
+            self._head(c, [[3.0, 2.0], [5.0, 4.0]], [0, 2, 1], "c")
+            average_heads.main(["--out", out, a, b])
+            t = load_file(os.path.join(out, "model.safetensors"))
+            self.assertEqual(t["fc.weight"].dtype, torch.bfloat16)
+            self.assertTrue(torch.equal(t["fc.weight"].float(), torch.tensor([[2.0, 2.0], [4.0, 0.0]])))
+            self.assertTrue(torch.equal(t["d2t"], torch.tensor([0, 1, 2])))
+            with open(os.path.join(out, "config.json")) as f:
+                self.assertEqual(json.load(f)["note"], "b")
+            with open(os.path.join(out, "averaged_from.json")) as f:
+                self.assertEqual(len(json.load(f)["sources"]), 2)
+            with self.assertRaises(SystemExit) as e:
+                average_heads.main(["--out", os.path.join(tmp, "bad"), a, c])
+            self.assertIn("d2t", str(e.exception))
+
+
 if __name__ == "__main__":
     unittest.main()
