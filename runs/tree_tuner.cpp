@@ -221,14 +221,34 @@ struct CalibrationSums {
 
 }  // namespace
 
-std::vector<int32_t> calibration_window(const std::vector<int32_t>& prompt, const std::vector<int32_t>& answer,
-                                        size_t i, int new_tokens, int n_ctx) {
-  long offset = long(i % size_t(kCalibrationWindows)) * new_tokens;
-  offset = std::min(offset, long(answer.size()) - new_tokens / 2);         // half a window of the answer left
-  offset = std::min(offset, long(n_ctx) - long(prompt.size()) - new_tokens);  // the window fits the context
-  offset = std::max(offset, 0L);
+std::vector<CalibrationWindow> calibration_windows(const std::vector<int>& answer_lengths, size_t count,
+                                                   int new_tokens) {
+  long total = 0;
+  for (int n : answer_lengths) total += std::max(n, 0);
+  std::vector<CalibrationWindow> out;
+  if (total == 0) {  // nothing to spread over: each prompt's start
+    for (size_t i = 0; i < answer_lengths.size() && i < count; ++i) out.push_back({i, 0});
+    return out;
+  }
+  size_t i = 0;
+  long answer_start = 0;  // where answer i starts in the answers laid end to end
+  for (size_t k = 0; k < count; ++k) {
+    const long centre = long((double(k) + 0.5) * double(total) / double(count));
+    while (centre >= answer_start + std::max(answer_lengths[i], 0)) answer_start += std::max(answer_lengths[i++], 0);
+    const long length = answer_lengths[i];
+    const long offset = std::clamp(centre - answer_start - new_tokens / 2, 0L, std::max(length - new_tokens, 0L));
+    out.push_back({i, int(offset)});
+  }
+  return out;
+}
+
+std::vector<int32_t> calibration_window_prompt(const std::vector<int32_t>& prompt, const std::vector<int32_t>& answer,
+                                               int offset, int new_tokens, int n_ctx) {
+  long n = std::min<long>(offset, long(answer.size()));
+  n = std::min(n, long(n_ctx) - long(prompt.size()) - new_tokens);  // the window fits the context
+  n = std::max(n, 0L);
   std::vector<int32_t> out = prompt;
-  out.insert(out.end(), answer.begin(), answer.begin() + offset);
+  out.insert(out.end(), answer.begin(), answer.begin() + n);
   return out;
 }
 
@@ -317,7 +337,7 @@ std::vector<std::unique_ptr<Method>> build_candidates(const MethodSpec& spec, co
 }
 
 TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backend,
-                     const std::vector<std::vector<int32_t>>& prompts, int new_tokens) {
+                     const std::vector<std::vector<int32_t>>& prompts, int new_tokens, int answer_tokens) {
   const Backend b = resolve_backend(backend);
   const StepCost cost = cached_step_cost(target, b);
   // The choice's cache key: what the calibration depends on.
@@ -327,8 +347,9 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
   for (const auto& a : spec.draft_alternatives) fixed += "alternative=" + a + ";";
   // And the sizes tried: a choice cached before a candidate was added would never try it.
   for (const auto& c : tree_candidates(spec)) fixed += "candidate=" + tree_options_text(c) + ";";
-  // And where in the answers it reads (a choice calibrated on the answers' first tokens alone is not reused).
-  fixed += "windows=" + std::to_string(kCalibrationWindows) + ";";
+  // And where in the answers it reads: windows spread over answers this long (a choice calibrated at fixed offsets,
+  // or for other lengths, is not reused).
+  fixed += "windows=spread;answer=" + std::to_string(answer_tokens) + ";";
   const auto& id = target.identity();
   // The drafter's and the target's files as stamped now: a head retrained in place is calibrated again.
   const std::string files = files_stamp(id.path) + "|" + files_stamp(spec.draft_path) + "|" + files_stamp(spec.head_path);
@@ -404,15 +425,21 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
     // Each candidate's method is built once (an SpS candidate loads its drafter) and runs every round.
     auto methods = build_candidates(spec, target, candidates);
     const auto vanilla = make_method(MethodSpec{}, target);
-    // Vanilla's answers (the untimed pass) place the calibration windows in them (calibration_window).
-    std::vector<std::vector<int32_t>> windows;
+    // Vanilla's answers (the untimed pass) place the calibration windows in them (calibration_windows).
+    std::vector<std::vector<int32_t>> answers;
+    std::vector<int> answer_lengths;
     GenerateOptions answer_opts = opts;
-    answer_opts.max_tokens = calibration_answer_tokens(new_tokens);
-    for (size_t i = 0; i < prompts.size(); ++i) {
+    answer_opts.max_tokens = answer_tokens;
+    int n_ctx = 0;
+    for (const auto& prompt : prompts) {
       auto ctx = new_context(target, b, 0);
-      const auto answer = generate_speculative(target, *ctx, *vanilla, prompts[i], answer_opts);
-      windows.push_back(calibration_window(prompts[i], answer.gen.tokens, i, new_tokens, ctx->n_ctx()));
+      n_ctx = ctx->n_ctx();
+      answers.push_back(generate_speculative(target, *ctx, *vanilla, prompt, answer_opts).gen.tokens);
+      answer_lengths.push_back(int(answers.back().size()));
     }
+    std::vector<std::vector<int32_t>> windows;
+    for (const auto& w : calibration_windows(answer_lengths, prompts.size(), new_tokens))
+      windows.push_back(calibration_window_prompt(prompts[w.prompt], answers[w.prompt], w.offset, new_tokens, n_ctx));
     std::vector<std::vector<TreeTrial>> rounds(methods.size());
     std::vector<double> vanilla_rounds;
     const auto t0 = std::chrono::steady_clock::now();

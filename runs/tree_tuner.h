@@ -93,31 +93,46 @@ bool calibration_disturbed(double vanilla_ms, const StepCost& cost);
 inline constexpr int kCalibrationPrompts = 8;
 inline constexpr int kCalibrationTokens = 24;
 
-// Where in the answers a calibration reads. An answer's first tokens are the easiest to draft (they open with the
-// same few phrases: "Another word for ..."), so a calibration on every answer's first 24 tokens saw EAGLE-3's
-// 6-node tree at tau 3.30 where the same 8 prompts gave 2.69 over their whole answers (96 tokens at most, 64 on
-// average) and the 80-prompt race 2.72. So prompt i is continued by vanilla's own greedy answer up to offset
-// (i mod kCalibrationWindows) x new_tokens before the calibrated window starts: the windows tile the answers' first
-// kCalibrationWindows x new_tokens tokens. A window that would start past an answer's last tokens starts so as to
-// keep at least half a window of them; no window runs past n_ctx.
-inline constexpr int kCalibrationWindows = 3;
-// How many tokens of vanilla's answer the calibration asks for: enough for the last window's start and the half
-// window after it, so that an answer this long was cut there, not ended, and its window starts where it should.
-inline constexpr int calibration_answer_tokens(int new_tokens) {
-  return (kCalibrationWindows - 1) * new_tokens + new_tokens / 2;
+// Where in the answers a calibration reads. Drafting is easier in some answers and in some parts of an answer than in
+// others (on the shipped family an answer's first 24 tokens run at SpS tau 3.4, its next 48 at 1.9-2.0), and a run's
+// tau weighs every answer by its tokens: a long, hard answer counts four times as much as a short, easy one. So the
+// calibration first asks vanilla for its greedy answers to the prompts, as long as the job's (answer_tokens), and
+// spreads its windows evenly over all their tokens, as a systematic sample: the k-th window (of one per prompt)
+// centred on token (k + 1/2) x total / count of the answers laid end to end. A long answer may hold two windows and a
+// short one none. Replayed from a recorded race over ten sets of eight held-out prompts
+// (bench/calibration_windows_replay.py), windows at fixed offsets in every answer (0, 24 or 48 tokens, one per
+// prompt) read tau 2-12% above what the same prompts raced at on average (SpS 12%, EAGLE-3 9%; one set 38% above);
+// spread, 0.5-2.6% below, each set within -13..+12%. What remains is which eight prompts a job starts with: against
+// all 80 prompts' tau, single sets read -20..+26%.
+struct CalibrationWindow {
+  size_t prompt = 0;  // which prompt's answer
+  int offset = 0;     // the answer's tokens before the window (appended to the prompt)
+};
+// `count` windows of new_tokens over answers of the given lengths, in order; a window starts where a whole one fits in
+// its answer when one does (else at the answer's start). No answers: one window at the start of each prompt.
+std::vector<CalibrationWindow> calibration_windows(const std::vector<int>& answer_lengths, size_t count, int new_tokens);
+// The prompt of a window: `prompt` followed by the first `offset` tokens of `answer`, fewer where the window's
+// new_tokens would otherwise run past n_ctx.
+std::vector<int32_t> calibration_window_prompt(const std::vector<int32_t>& prompt, const std::vector<int32_t>& answer,
+                                               int offset, int new_tokens, int n_ctx);
+// How long vanilla's answers are for a job that asks `max_tokens` a run: as long, up to kCalibrationAnswerCap (the
+// answer pass costs vanilla's time for count x that many tokens at most: about 0.3 s for eight answers of up to 96
+// on the shipped family).
+inline constexpr int kCalibrationAnswerCap = 128;
+inline constexpr int calibration_answer_tokens(int max_tokens, int new_tokens) {
+  return max_tokens < new_tokens ? new_tokens : (max_tokens > kCalibrationAnswerCap ? kCalibrationAnswerCap : max_tokens);
 }
-// The prompt of calibration window i: `prompt` followed by the first tokens of `answer` (vanilla's greedy answer to
-// it, calibration_answer_tokens(new_tokens) long unless it ended), as described above.
-std::vector<int32_t> calibration_window(const std::vector<int32_t>& prompt, const std::vector<int32_t>& answer,
-                                        size_t i, int new_tokens, int n_ctx);
+// A caller that does not know its runs' length (tests, tools): answers of this many tokens.
+inline constexpr int kCalibrationAnswerTokens = 96;
 
-// Calibrates `spec` (its other options kept) on `prompts` (token ids; `new_tokens` each, greedy, in the windows
-// above) and chooses.
+// Calibrates `spec` (its other options kept) on `prompts` (token ids; windows of `new_tokens`, greedy, spread over
+// vanilla's answers of `answer_tokens` as above) and chooses.
 // The choice is cached per target, drafter, method, backend and thread count, unless the calibration was disturbed;
 // either way this process remembers it for kRememberCalibration, so that a busy machine does not pay a calibration
 // (about 1.5 s a lane on the shipped family) before every run of a long-lived process such as the app's chat.
 TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backend,
-                     const std::vector<std::vector<int32_t>>& prompts, int new_tokens = kCalibrationTokens);
+                     const std::vector<std::vector<int32_t>>& prompts, int new_tokens = kCalibrationTokens,
+                     int answer_tokens = kCalibrationAnswerTokens);
 inline constexpr std::chrono::minutes kRememberCalibration{10};
 
 }  // namespace specscope::runs

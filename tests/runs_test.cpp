@@ -504,33 +504,44 @@ TEST(TreeTuner, StreamingCandidatesAModelCannotRunAreSkipped) {
   EXPECT_EQ(choice.trials.size(), all.size());
 }
 
-// The calibration windows tile the answers (an answer's first tokens are the easiest to draft), start early enough
-// to keep half a window of a short answer, and never run past the context.
-TEST(TreeTuner, CalibrationWindowsTileTheAnswers) {
-  static_assert(runs::kCalibrationWindows == 3);
+// The calibration windows are a systematic sample of the answers' tokens: a long answer holds more of them than a short
+// one, each starts where a whole window fits in its answer, and a window's prompt never runs past the context.
+TEST(TreeTuner, CalibrationWindowsSpreadOverTheAnswersTokens) {
+  using W = std::vector<std::pair<size_t, int>>;
+  auto windows = [](const std::vector<int>& lengths, size_t count) {
+    W out;
+    for (const auto& w : runs::calibration_windows(lengths, count, 24)) out.emplace_back(w.prompt, w.offset);
+    return out;
+  };
+  // 96 + 96 + 0 + 32 = 224 tokens, four windows centred on tokens 28, 84, 140 and 196 of them.
+  EXPECT_EQ(windows({96, 96, 0, 32}, 4), (W{{0, 16}, {0, 72}, {1, 32}, {3, 0}}))
+      << "two windows in each long answer, the empty one none, the short one a window that fits it";
+  // Equal answers: one window each, at offsets spread over their length.
+  EXPECT_EQ(windows({48, 48, 48}, 3), (W{{0, 12}, {1, 12}, {2, 12}}));
+  EXPECT_EQ(windows({10, 96}, 2), (W{{1, 4}, {1, 57}})) << "the 10-token answer is 10 of 106 tokens: no window";
+  EXPECT_EQ(windows({10}, 1), (W{{0, 0}})) << "shorter than a window: at its start";
+  EXPECT_EQ(windows({0, 0, 0}, 2), (W{{0, 0}, {1, 0}})) << "no answers at all: the prompts' starts";
+  const auto many = runs::calibration_windows({96, 96, 96, 96, 96, 96, 96, 96}, 8, 24);
+  ASSERT_EQ(many.size(), 8u);
+  for (size_t k = 0; k < many.size(); ++k) EXPECT_EQ(many[k].prompt, k);
+
   const std::vector<int32_t> prompt = {100, 101, 102};
   std::vector<int32_t> answer(48);
   for (size_t t = 0; t < answer.size(); ++t) answer[t] = int32_t(t);
-  auto offset = [&](size_t i, const std::vector<int32_t>& a, int n_ctx) {
-    const auto w = runs::calibration_window(prompt, a, i, 24, n_ctx);
+  auto offset = [&](int want, int n_ctx) {
+    const auto w = runs::calibration_window_prompt(prompt, answer, want, 24, n_ctx);
     EXPECT_TRUE(std::equal(prompt.begin(), prompt.end(), w.begin())) << "the prompt comes first";
-    EXPECT_TRUE(std::equal(w.begin() + 3, w.end(), a.begin())) << "then the answer's first tokens";
+    EXPECT_TRUE(std::equal(w.begin() + 3, w.end(), answer.begin())) << "then the answer's first tokens";
     return int(w.size()) - 3;
   };
-  EXPECT_EQ(offset(0, answer, 512), 0);
-  EXPECT_EQ(offset(1, answer, 512), 24);
-  EXPECT_EQ(offset(2, answer, 512), 36) << "half a window (12 tokens) of the 48-token answer left";
-  EXPECT_EQ(offset(3, answer, 512), 0) << "the windows repeat from the answers' start";
-  EXPECT_EQ(offset(4, answer, 512), 24);
-  const std::vector<int32_t> short_answer(10, 7);  // ended early: its start is the only window
-  EXPECT_EQ(offset(1, short_answer, 512), 0);
-  EXPECT_EQ(offset(2, short_answer, 512), 0);
-  EXPECT_EQ(offset(1, {}, 512), 0);
-  EXPECT_EQ(offset(1, answer, 40), 13) << "3 prompt + 13 + 24 new tokens fill a 40-token context";
-  EXPECT_EQ(offset(1, answer, 20), 0) << "no room: the window starts at the answer's start";
-  // An answer as long as the calibration asks for was cut, not ended: the last window starts at 2 x 24.
-  const std::vector<int32_t> cut(size_t(runs::calibration_answer_tokens(24)), 5);
-  EXPECT_EQ(offset(2, cut, 512), 48);
+  EXPECT_EQ(offset(24, 512), 24);
+  EXPECT_EQ(offset(60, 512), 48) << "never past the answer";
+  EXPECT_EQ(offset(24, 40), 13) << "3 prompt + 13 + 24 new tokens fill a 40-token context";
+  EXPECT_EQ(offset(24, 20), 0) << "no room: the window starts at the answer's start";
+
+  EXPECT_EQ(runs::calibration_answer_tokens(96, 24), 96) << "as long as the job's runs";
+  EXPECT_EQ(runs::calibration_answer_tokens(2048, 24), runs::kCalibrationAnswerCap);
+  EXPECT_EQ(runs::calibration_answer_tokens(8, 24), 24) << "at least one window";
 }
 
 TEST(TreeTuner, ADisturbedCalibrationIsToldFromTheSteadyStateCurve) {
