@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <array>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -279,6 +281,55 @@ TEST(RaceCli, ARecordedRaceReplaysExactlyWhatTheLiveRacePrinted) {
         }
     }
   }
+}
+
+// tree=auto calibrates on a job's first eight prompts; a race over more reports the lane measured on just those beside
+// its expectation, so that a gap is seen to be the other prompts' or the estimate's.
+TEST(RaceCli, TreeAutoIsAlsoMeasuredOnThePromptsItCalibratedOn) {
+  auto dir = test::fresh_dir("race-calibration-prompts");
+  std::string prompts;
+  for (const char* p : {"What does the word harbor mean?", "Name three colours.", "How do birds fly?",
+                        "What is a verb?", "Define the word ocean.", "What does abandon mean?", "Name a fruit.",
+                        "What is rain?", "What does the word anchor mean?", "Describe a tree."})
+    prompts += std::string(p) + "\n";
+  test::write_bytes(dir / "prompts.txt", prompts);
+  const std::string args = "compare --chat --methods pld --prompt-file " + (dir / "prompts.txt").string() +
+                           " --max-tokens 12 --no-record";
+  auto r = test::run_cli(args + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const json j = test::json_in_output(r.out);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  ASSERT_EQ(j.at("prompts").size(), 10u);
+  // The first eight prompts' runs, summed as the report sums a lane.
+  std::map<std::string, std::array<double, 4>> first;  // lane: tau x steps, steps, new tokens, decode seconds
+  for (size_t p = 0; p < 8; ++p)
+    for (const auto& run : j["prompts"][p].at("runs")) {
+      auto& f = first[run.at("lane").get<std::string>()];
+      f[0] += std::round(run.at("tau").get<double>() * run.at("steps").get<double>());
+      f[1] += run.at("steps").get<double>();
+      f[2] += run.at("new_tokens").get<double>();
+      f[3] += run.at("decode_seconds").get<double>();
+    }
+  for (const auto& a : j.at("aggregate")) {
+    if (a.at("method") != "pld") continue;
+    ASSERT_TRUE(a.contains("tree_auto")) << a.dump();
+    ASSERT_TRUE(a["tree_auto"].contains("calibration_prompts")) << a.dump();
+    const auto& c = a["tree_auto"]["calibration_prompts"];
+    const auto& lane = first.at(a.at("lane").get<std::string>());
+    const auto& ref = first.at("vanilla");
+    EXPECT_EQ(c.at("prompts").get<int>(), 8);
+    EXPECT_NEAR(c.at("tau").get<double>(), lane[0] / lane[1], 1e-9);
+    EXPECT_NEAR(c.at("speedup_vs_vanilla").get<double>(), (lane[2] / lane[3]) / (ref[2] / ref[3]), 1e-9);
+  }
+  auto text = test::run_cli(args);
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_NE(text.out.find("on the 8 prompts it calibrated on)"), std::string::npos) << text.out;
+  // Eight prompts or fewer: the calibration's prompts are the race's, and nothing more is said.
+  auto three = test::run_cli("compare --chat --methods pld --prompt-file " + prompts_file("race-calibration-three") +
+                             " --max-tokens 12 --no-record");
+  ASSERT_EQ(three.exit_code, 0) << three.out;
+  EXPECT_NE(three.out.find("tree auto pld: expected tau "), std::string::npos) << three.out;
+  EXPECT_EQ(three.out.find("prompts it calibrated on"), std::string::npos) << three.out;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "engine/methods/step_record_json.h"
 #include "engine/util/sha256.h"
+#include "runs/tree_tuner.h"
 
 namespace specscope::cli {
 
@@ -17,6 +18,11 @@ struct Totals {
   double decode_seconds = 0;
   int identical = 0, compared = 0;
   std::vector<StepRecord> steps_all;  // every prompt's steps, for the aggregate acceptance by depth
+  // The same over the job's first kCalibrationPrompts prompts, the ones tree=auto calibrates on: its expectation is
+  // for those, and beside them the rest of the gap is the other prompts.
+  long calibration_new_tokens = 0, calibration_steps = 0, calibration_decode_tokens = 0;
+  double calibration_decode_seconds = 0;
+  int calibration_prompts = 0;
 };
 
 std::string depth_str(const std::vector<double>& a) {
@@ -107,6 +113,13 @@ int print_compare_report(const CompareReport& rep, bool json) {
     t.compared++;
     t.identical += r.identical;
     t.steps_all.insert(t.steps_all.end(), r.steps.begin(), r.steps.end());
+    if (r.prompt < size_t(runs::kCalibrationPrompts)) {
+      t.calibration_new_tokens += s.new_tokens;
+      t.calibration_steps += s.steps;
+      t.calibration_decode_tokens += std::lround(s.tau * s.steps);
+      t.calibration_decode_seconds += s.decode_seconds;
+      t.calibration_prompts++;
+    }
     nlohmann::json rj = to_json(s);
     rj["lane"] = rep.rows[r.row].label;
     rj["target"] = rep.rows[r.row].target_index;
@@ -116,10 +129,15 @@ int print_compare_report(const CompareReport& rep, bool json) {
   }
 
   // Each row's speedup is against its own target's reference row.
-  std::vector<double> reference_tps(rep.targets.size(), 0.0);
-  for (size_t i = 0; i < rep.rows.size(); ++i)
-    if (rep.rows[i].reference && totals[i].decode_seconds > 0)
-      reference_tps[size_t(rep.rows[i].target_index)] = totals[i].new_tokens / totals[i].decode_seconds;
+  std::vector<double> reference_tps(rep.targets.size(), 0.0), reference_calibration_tps(rep.targets.size(), 0.0);
+  for (size_t i = 0; i < rep.rows.size(); ++i) {
+    if (!rep.rows[i].reference) continue;
+    const auto& t = totals[i];
+    const size_t target = size_t(rep.rows[i].target_index);
+    if (t.decode_seconds > 0) reference_tps[target] = t.new_tokens / t.decode_seconds;
+    if (t.calibration_decode_seconds > 0)
+      reference_calibration_tps[target] = t.calibration_new_tokens / t.calibration_decode_seconds;
+  }
   const bool many_targets = rep.targets.size() > 1;
   nlohmann::json agg = nlohmann::json::array();
   if (!json) {
@@ -157,7 +175,18 @@ int print_compare_report(const CompareReport& rep, bool json) {
                    {"speedup_vs_vanilla", ref > 0 ? tps / ref : 0},
                    {"identical_to_vanilla", t.identical},
                    {"prompts", t.compared}});
-    if (const auto e = expected_json(row.tree_auto); !e.is_null()) agg.back()["tree_auto"] = e;
+    if (auto e = expected_json(row.tree_auto); !e.is_null()) {
+      // Measured on the prompts the calibration read, when the race has others too.
+      const double ref_calibration = reference_calibration_tps[size_t(row.target_index)];
+      if (t.calibration_prompts > 0 && t.calibration_prompts < t.compared && t.calibration_steps > 0 &&
+          t.calibration_decode_seconds > 0 && ref_calibration > 0) {
+        const double calibration_tps = t.calibration_new_tokens / t.calibration_decode_seconds;
+        e["calibration_prompts"] = {{"prompts", t.calibration_prompts},
+                                    {"tau", double(t.calibration_decode_tokens) / t.calibration_steps},
+                                    {"speedup_vs_vanilla", calibration_tps / ref_calibration}};
+      }
+      agg.back()["tree_auto"] = e;
+    }
     if (!json) {
       std::string label = row.label.size() > 22 ? row.label.substr(0, 21) + "~" : row.label;
       std::printf("%-22s ", label.c_str());
@@ -173,9 +202,15 @@ int print_compare_report(const CompareReport& rep, bool json) {
     for (const auto& a : agg)
       if (a.contains("tree_auto")) {
         const auto& e = a["tree_auto"];
-        std::printf("tree auto %s: expected tau %.2f and %.2fx, measured %.2f and %.2fx\n",
+        std::printf("tree auto %s: expected tau %.2f and %.2fx, measured %.2f and %.2fx",
                     a["lane"].get<std::string>().c_str(), e.value("expected_tau", 0.0), e.value("expected_speedup", 0.0),
                     a["tau"].get<double>(), a["speedup_vs_vanilla"].get<double>());
+        if (e.contains("calibration_prompts")) {
+          const auto& c = e["calibration_prompts"];
+          std::printf(" (%.2f and %.2fx on the %d prompts it calibrated on)", c["tau"].get<double>(),
+                      c["speedup_vs_vanilla"].get<double>(), c["prompts"].get<int>());
+        }
+        std::printf("\n");
       }
   if (json) {
     out_json["aggregate"] = agg;
