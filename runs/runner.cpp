@@ -303,8 +303,7 @@ JobResult JobRunner::run(const Job& job, JobObserver& observer) {
           fit_prompt(target, job.prompts[p], job.chat, target.config().max_position_embeddings, kCalibrationTokens)
               .ids);
     try {
-      result.trees[l] = tune_tree(target, spec, job.backend, calibration, kCalibrationTokens,
-                                  calibration_answer_tokens(job.options.max_tokens, kCalibrationTokens));
+      result.trees[l] = tune_tree(target, spec, job.backend, calibration);
     } catch (const InputError& e) {
       throw InputError(lane_name(int(l), js.lanes[l].label), e.what());
     }

@@ -337,7 +337,7 @@ std::vector<std::unique_ptr<Method>> build_candidates(const MethodSpec& spec, co
 }
 
 TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backend,
-                     const std::vector<std::vector<int32_t>>& prompts, int new_tokens, int answer_tokens) {
+                     const std::vector<std::vector<int32_t>>& prompts, int new_tokens) {
   const Backend b = resolve_backend(backend);
   const StepCost cost = cached_step_cost(target, b);
   // The choice's cache key: what the calibration depends on.
@@ -347,9 +347,9 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
   for (const auto& a : spec.draft_alternatives) fixed += "alternative=" + a + ";";
   // And the sizes tried: a choice cached before a candidate was added would never try it.
   for (const auto& c : tree_candidates(spec)) fixed += "candidate=" + tree_options_text(c) + ";";
-  // And where in the answers it reads: windows spread over answers this long (a choice calibrated at fixed offsets,
-  // or for other lengths, is not reused).
-  fixed += "windows=spread;answer=" + std::to_string(answer_tokens) + ";";
+  // And where in the answers it reads: windows spread over answers this long (a choice calibrated at fixed offsets
+  // is not reused).
+  fixed += "windows=spread;answer=" + std::to_string(kCalibrationAnswerTokens) + ";";
   const auto& id = target.identity();
   // The drafter's and the target's files as stamped now: a head retrained in place is calibrated again.
   const std::string files = files_stamp(id.path) + "|" + files_stamp(spec.draft_path) + "|" + files_stamp(spec.head_path);
@@ -429,7 +429,7 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
     std::vector<std::vector<int32_t>> answers;
     std::vector<int> answer_lengths;
     GenerateOptions answer_opts = opts;
-    answer_opts.max_tokens = answer_tokens;
+    answer_opts.max_tokens = kCalibrationAnswerTokens;
     int n_ctx = 0;
     for (const auto& prompt : prompts) {
       auto ctx = new_context(target, b, 0);

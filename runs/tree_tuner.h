@@ -96,7 +96,7 @@ inline constexpr int kCalibrationTokens = 24;
 // Where in the answers a calibration reads. Drafting is easier in some answers and in some parts of an answer than in
 // others (on the shipped family an answer's first 24 tokens run at SpS tau 3.4, its next 48 at 1.9-2.0), and a run's
 // tau weighs every answer by its tokens: a long, hard answer counts four times as much as a short, easy one. So the
-// calibration first asks vanilla for its greedy answers to the prompts, as long as the job's (answer_tokens), and
+// calibration first asks vanilla for its greedy answers to the prompts (kCalibrationAnswerTokens long), and
 // spreads its windows evenly over all their tokens, as a systematic sample: the k-th window (of one per prompt)
 // centred on token (k + 1/2) x total / count of the answers laid end to end. A long answer may hold two windows and a
 // short one none. Replayed from a recorded race over ten sets of eight held-out prompts
@@ -115,24 +115,19 @@ std::vector<CalibrationWindow> calibration_windows(const std::vector<int>& answe
 // new_tokens would otherwise run past n_ctx.
 std::vector<int32_t> calibration_window_prompt(const std::vector<int32_t>& prompt, const std::vector<int32_t>& answer,
                                                int offset, int new_tokens, int n_ctx);
-// How long vanilla's answers are for a job that asks `max_tokens` a run: as long, up to kCalibrationAnswerCap (the
-// answer pass costs vanilla's time for count x that many tokens at most: about 0.3 s for eight answers of up to 96
-// on the shipped family).
-inline constexpr int kCalibrationAnswerCap = 128;
-inline constexpr int calibration_answer_tokens(int max_tokens, int new_tokens) {
-  return max_tokens < new_tokens ? new_tokens : (max_tokens > kCalibrationAnswerCap ? kCalibrationAnswerCap : max_tokens);
-}
-// A caller that does not know its runs' length (tests, tools): answers of this many tokens.
+// How long vanilla's answers are: the same for every job, so that one calibration serves a process whatever its runs'
+// max_tokens (the app's chat asks 8 tokens of its first answer and 256 of the next; a choice keyed by the length
+// calibrated again before the second, 1.9 s before its first words). 96 is the held-out races' length; the answer
+// pass costs vanilla's time for count x 96 tokens at most (about 0.3 s for eight answers on the shipped family).
 inline constexpr int kCalibrationAnswerTokens = 96;
 
 // Calibrates `spec` (its other options kept) on `prompts` (token ids; windows of `new_tokens`, greedy, spread over
-// vanilla's answers of `answer_tokens` as above) and chooses.
+// vanilla's answers as above) and chooses.
 // The choice is cached per target, drafter, method, backend and thread count, unless the calibration was disturbed;
 // either way this process remembers it for kRememberCalibration, so that a busy machine does not pay a calibration
 // (about 1.5 s a lane on the shipped family) before every run of a long-lived process such as the app's chat.
 TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backend,
-                     const std::vector<std::vector<int32_t>>& prompts, int new_tokens = kCalibrationTokens,
-                     int answer_tokens = kCalibrationAnswerTokens);
+                     const std::vector<std::vector<int32_t>>& prompts, int new_tokens = kCalibrationTokens);
 inline constexpr std::chrono::minutes kRememberCalibration{10};
 
 }  // namespace specscope::runs
