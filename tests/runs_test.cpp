@@ -538,7 +538,6 @@ TEST(TreeTuner, CalibrationWindowsSpreadOverTheAnswersTokens) {
   EXPECT_EQ(offset(60, 512), 48) << "never past the answer";
   EXPECT_EQ(offset(24, 40), 13) << "3 prompt + 13 + 24 new tokens fill a 40-token context";
   EXPECT_EQ(offset(24, 20), 0) << "no room: the window starts at the answer's start";
-
 }
 
 TEST(TreeTuner, ADisturbedCalibrationIsToldFromTheSteadyStateCurve) {

@@ -13,16 +13,30 @@ namespace specscope::cli {
 
 namespace {
 
-struct Totals {
-  long new_tokens = 0, target_forwards = 0, steps = 0, decode_tokens = 0;
+// A lane's tau and tokens/s over some of its runs: decoding tokens and steps, new tokens and decode seconds.
+struct RateSums {
+  long new_tokens = 0, steps = 0, decode_tokens = 0;
   double decode_seconds = 0;
-  int identical = 0, compared = 0;
+  int runs = 0;
+  void add(const RunSummary& s) {
+    new_tokens += s.new_tokens;
+    steps += s.steps;
+    decode_tokens += std::lround(s.tau * s.steps);
+    decode_seconds += s.decode_seconds;
+    ++runs;
+  }
+  double tau() const { return steps ? double(decode_tokens) / steps : 0; }
+  double tokens_per_second() const { return decode_seconds > 0 ? new_tokens / decode_seconds : 0; }
+};
+
+struct Totals {
+  RateSums all;
+  // Over the job's first kCalibrationPrompts prompts, the ones tree=auto calibrates on: its expectation is for those,
+  // and beside them the rest of the gap is the other prompts.
+  RateSums calibration;
+  long target_forwards = 0;
+  int identical = 0;
   std::vector<StepRecord> steps_all;  // every prompt's steps, for the aggregate acceptance by depth
-  // The same over the job's first kCalibrationPrompts prompts, the ones tree=auto calibrates on: its expectation is
-  // for those, and beside them the rest of the gap is the other prompts.
-  long calibration_new_tokens = 0, calibration_steps = 0, calibration_decode_tokens = 0;
-  double calibration_decode_seconds = 0;
-  int calibration_prompts = 0;
 };
 
 std::string depth_str(const std::vector<double>& a) {
@@ -105,21 +119,11 @@ int print_compare_report(const CompareReport& rep, bool json) {
   for (const auto& r : rep.runs) {
     const auto& s = r.summary;
     auto& t = totals[r.row];
-    t.new_tokens += s.new_tokens;
+    t.all.add(s);
+    if (r.prompt < size_t(runs::kCalibrationPrompts)) t.calibration.add(s);
     t.target_forwards += s.target_forwards;
-    t.steps += s.steps;
-    t.decode_tokens += std::lround(s.tau * s.steps);
-    t.decode_seconds += s.decode_seconds;
-    t.compared++;
     t.identical += r.identical;
     t.steps_all.insert(t.steps_all.end(), r.steps.begin(), r.steps.end());
-    if (r.prompt < size_t(runs::kCalibrationPrompts)) {
-      t.calibration_new_tokens += s.new_tokens;
-      t.calibration_steps += s.steps;
-      t.calibration_decode_tokens += std::lround(s.tau * s.steps);
-      t.calibration_decode_seconds += s.decode_seconds;
-      t.calibration_prompts++;
-    }
     nlohmann::json rj = to_json(s);
     rj["lane"] = rep.rows[r.row].label;
     rj["target"] = rep.rows[r.row].target_index;
@@ -132,11 +136,9 @@ int print_compare_report(const CompareReport& rep, bool json) {
   std::vector<double> reference_tps(rep.targets.size(), 0.0), reference_calibration_tps(rep.targets.size(), 0.0);
   for (size_t i = 0; i < rep.rows.size(); ++i) {
     if (!rep.rows[i].reference) continue;
-    const auto& t = totals[i];
     const size_t target = size_t(rep.rows[i].target_index);
-    if (t.decode_seconds > 0) reference_tps[target] = t.new_tokens / t.decode_seconds;
-    if (t.calibration_decode_seconds > 0)
-      reference_calibration_tps[target] = t.calibration_new_tokens / t.calibration_decode_seconds;
+    reference_tps[target] = totals[i].all.tokens_per_second();
+    reference_calibration_tps[target] = totals[i].calibration.tokens_per_second();
   }
   const bool many_targets = rep.targets.size() > 1;
   nlohmann::json agg = nlohmann::json::array();
@@ -155,11 +157,11 @@ int print_compare_report(const CompareReport& rep, bool json) {
   for (size_t i = 0; i < rep.rows.size(); ++i) {
     const auto& row = rep.rows[i];
     auto& t = totals[i];
-    const double tau = t.steps ? double(t.decode_tokens) / t.steps : 0;
-    const double tps = t.decode_seconds > 0 ? t.new_tokens / t.decode_seconds : 0;
+    const double tau = t.all.tau();
+    const double tps = t.all.tokens_per_second();
     const double ref = reference_tps[size_t(row.target_index)];
     const std::vector<double> acc = summarize(row.method.name, t.steps_all).acceptance_by_depth;
-    all_same &= t.identical == t.compared;
+    all_same &= t.identical == t.all.runs;
     agg.push_back({{"lane", row.label},
                    {"method", row.method.name},
                    {"reference", row.reference},
@@ -167,33 +169,31 @@ int print_compare_report(const CompareReport& rep, bool json) {
                    {"options", row.method.options},
                    {"draft", row.method.draft_path},
                    {"head", row.method.head_path},
-                   {"new_tokens", t.new_tokens},
+                   {"new_tokens", t.all.new_tokens},
                    {"target_forwards", t.target_forwards},
                    {"tau", tau},
                    {"acceptance_by_depth", acc},
                    {"tokens_per_second", tps},
                    {"speedup_vs_vanilla", ref > 0 ? tps / ref : 0},
                    {"identical_to_vanilla", t.identical},
-                   {"prompts", t.compared}});
+                   {"prompts", t.all.runs}});
     if (auto e = expected_json(row.tree_auto); !e.is_null()) {
       // Measured on the prompts the calibration read, when the race has others too.
       const double ref_calibration = reference_calibration_tps[size_t(row.target_index)];
-      if (t.calibration_prompts > 0 && t.calibration_prompts < t.compared && t.calibration_steps > 0 &&
-          t.calibration_decode_seconds > 0 && ref_calibration > 0) {
-        const double calibration_tps = t.calibration_new_tokens / t.calibration_decode_seconds;
-        e["calibration_prompts"] = {{"prompts", t.calibration_prompts},
-                                    {"tau", double(t.calibration_decode_tokens) / t.calibration_steps},
-                                    {"speedup_vs_vanilla", calibration_tps / ref_calibration}};
-      }
+      const RateSums& c = t.calibration;
+      if (c.runs > 0 && c.runs < t.all.runs && c.steps > 0 && c.decode_seconds > 0 && ref_calibration > 0)
+        e["calibration_prompts"] = {{"prompts", c.runs},
+                                    {"tau", c.tau()},
+                                    {"speedup_vs_vanilla", c.tokens_per_second() / ref_calibration}};
       agg.back()["tree_auto"] = e;
     }
     if (!json) {
       std::string label = row.label.size() > 22 ? row.label.substr(0, 21) + "~" : row.label;
       std::printf("%-22s ", label.c_str());
       if (many_targets) std::printf("[%d] ", row.target_index + 1);
-      std::printf("%8ld %8ld %6.2f %-20s %9.1f %7.2fx", t.new_tokens, t.target_forwards, tau, depth_str(acc).c_str(), tps,
+      std::printf("%8ld %8ld %6.2f %-20s %9.1f %7.2fx", t.all.new_tokens, t.target_forwards, tau, depth_str(acc).c_str(), tps,
                   ref > 0 ? tps / ref : 0);
-      if (rep.greedy) std::printf(" %d/%d", t.identical, t.compared);
+      if (rep.greedy) std::printf(" %d/%d", t.identical, t.all.runs);
       std::printf("\n");
     }
   }
