@@ -19,6 +19,7 @@
 
 #include "engine/cpu/bf16_panels.h"
 #include "engine/cpu/matmul.h"
+#include "engine/cpu/matmul_kernels.h"
 #include "engine/util/dtype.h"
 #include "engine/util/error.h"
 #include "engine/util/tensor.h"
@@ -578,6 +579,40 @@ TEST(Bf16FastPath, WithinStatedBoundAndBatchInvariant) {
         }
       }
     }
+  cpu::set_quant_exact(old);
+}
+
+// The one-row kernels' prefetch setting (matmul_kernels.h: every N-th line, 0 never, -1 each kernel's default) only
+// moves memory traffic: one token's outputs are the same bits under every setting and thread count, for the bf16 dot
+// kernel and the f16 one, whose rows (k = 2081, 4 KB and more) take the one-row path at n = 1.
+TEST(OneRowKernels, PrefetchSettingsDoNotChangeABit) {
+  const bool old = cpu::set_quant_exact(false);
+  std::mt19937 rng(29);
+  for (DType t : {DType::BF16, DType::F16}) {
+    const int m = 77, k = 2081;
+    const Weights w = make_weights(t, m, k, rng, false);
+    const std::vector<float> bias = random_vec(size_t(m), rng, false), x = random_vec(size_t(k), rng, false);
+    std::vector<float> first;
+    for (int threads : {1, 2})
+      for (int lines : {-1, 0, 1, 2, 4, 7}) {
+        const int old_threads = cpu::set_num_threads(threads);
+        const bool old_backoff = cpu::set_backoff(false);
+        cpu::detail::set_one_row_prefetch_lines(lines);
+        std::vector<float> y(static_cast<size_t>(m));
+        cpu::linear(x.data(), 1, w.view(), bias.data(), y.data());
+        cpu::detail::set_one_row_prefetch_lines(-1);
+        cpu::set_backoff(old_backoff);
+        cpu::set_num_threads(old_threads);
+        if (first.empty()) first = y;
+        ASSERT_EQ(0, std::memcmp(first.data(), y.data(), y.size() * sizeof(float)))
+            << dtype_str(t) << " threads=" << threads << " lines=" << lines;
+      }
+    EXPECT_EQ(cpu::detail::one_row_prefetch_lines(cpu::detail::kBf16OneRowPrefetchLines),
+              cpu::detail::kBf16OneRowPrefetchLines);
+    cpu::detail::set_one_row_prefetch_lines(0);
+    EXPECT_EQ(cpu::detail::one_row_prefetch_lines(cpu::detail::kF16OneRowPrefetchLines), 0);
+    cpu::detail::set_one_row_prefetch_lines(-1);
+  }
   cpu::set_quant_exact(old);
 }
 

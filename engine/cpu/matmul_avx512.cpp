@@ -28,9 +28,10 @@ namespace {
 // One token, one long f16 row (one_row_stream, matmul_kernels.h): y = x . w (+ bias), summed exactly as the 4-row
 // tiles sum a row (the k blocks of k_block(k), each one accumulator from its k % 16 tail on, the same reduction, the
 // blocks' sums added in order through y), but in one call and one sequential stream, with the line
-// kOneRowPrefetchBytes ahead prefetched when `prefetch`. Per row, through the tiles, each 1 KB block cost a call, a
-// reduction and a store: one row at a time that way measured slower than 4 rows, while this loop streams faster.
-void one_row_f16(const float* x, int k, const uint16_t* w, const float* bias, float* y, bool prefetch) {
+// kOneRowPrefetchBytes ahead prefetched at each element k where (k & pf_mask) == 0 (pf_mask < 0: none). Per row,
+// through the tiles, each 1 KB block cost a call, a reduction and a store: one row at a time that way measured
+// slower than 4 rows, while this loop streams faster.
+void one_row_f16(const float* x, int k, const uint16_t* w, const float* bias, float* y, int pf_mask) {
   const int KC = k_block(k);
   const __m512 z = _mm512_setzero_ps();
   float sum = 0.f;
@@ -45,7 +46,7 @@ void one_row_f16(const float* x, int k, const uint16_t* w, const float* bias, fl
       acc = _mm512_mul_ps(Avx512::F16::load(wb, m), _mm512_maskz_loadu_ps(m, xb));
     }
     for (; kk < kl; kk += 16) {
-      if (prefetch && ((kb + kk) & 31) == 0) _mm_prefetch(reinterpret_cast<const char*>(wb + kk) + kOneRowPrefetchBytes, _MM_HINT_T1);
+      if (pf_mask >= 0 && ((kb + kk) & pf_mask) == 0) _mm_prefetch(reinterpret_cast<const char*>(wb + kk) + kOneRowPrefetchBytes, _MM_HINT_T1);
       acc = _mm512_fmadd_ps(Avx512::F16::load(wb + kk), _mm512_loadu_ps(xb + kk), acc);
     }
     float s = _mm_cvtss_f32(reduce4(acc, z, z, z));
@@ -61,8 +62,9 @@ void rows_avx512(const LinearArgs& a, int r0, int r1, float* scratch) {
   if (a.wtype == DType::F16 && a.n == 1 && one_row_stream(a.k, sizeof(uint16_t))) {
     const uint16_t* W = static_cast<const uint16_t*>(a.W);
     const int ahead = one_row_prefetch_rows(a.k, sizeof(uint16_t));
+    const int lines = one_row_prefetch_lines(kF16OneRowPrefetchLines);
     for (int r = r0; r < r1; ++r)
-      one_row_f16(a.X, a.k, W + size_t(r) * a.k, a.bias ? a.bias + r : nullptr, a.Y + r, r + ahead < r1);
+      one_row_f16(a.X, a.k, W + size_t(r) * a.k, a.bias ? a.bias + r : nullptr, a.Y + r, lines > 0 && r + ahead < r1 ? lines * 32 - 1 : -1);
     return;
   }
   rows_for<Avx512>(a, r0, r1, scratch);

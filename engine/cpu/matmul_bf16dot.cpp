@@ -42,16 +42,18 @@ SS_INLINE __m512bh as_bh(__m512i v) { return (__m512bh)v; }
 SS_INLINE void keep_in_register(__m512i& v) { __asm__("" : "+v"(v)); }
 
 // Y[t, r] = sum_k xb[t, k] w[r, k] (+ bias[r]) for R <= 4 weight rows and T tokens. xb rows are zero-padded to
-// kp (a multiple of 32) elements; the weights' last partial chunk is read with a mask.
+// kp (a multiple of 32) elements; the weights' last partial chunk is read with a mask. With `prefetch`, the lines of
+// the rows there are prefetched at each element kk where (kk & pf_mask) == 0 (0: every line).
 template <int R, int T>
 void tile(const uint16_t* xb, size_t kp, int k, const uint16_t* w, size_t ldw, const float* bias, float* y, size_t ldy,
-          const uint16_t* prefetch) {
+          const uint16_t* prefetch, int pf_mask) {
   __m512 acc[R][T];
   SS_UNROLL for (int r = 0; r < R; ++r)
     SS_UNROLL for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
   int kk = 0;
   for (; kk + 32 <= k; kk += 32) {
-    if (prefetch) SS_UNROLL for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(prefetch + size_t(r) * ldw + kk), _MM_HINT_T1);
+    if (prefetch && (kk & pf_mask) == 0)
+      SS_UNROLL for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(prefetch + size_t(r) * ldw + kk), _MM_HINT_T1);
     __m512i wv[R];
     SS_UNROLL for (int r = 0; r < R; ++r) {
       wv[r] = _mm512_loadu_si512(w + size_t(r) * ldw + kk);
@@ -85,7 +87,7 @@ void tile(const uint16_t* xb, size_t kp, int k, const uint16_t* w, size_t ldw, c
 }
 
 using TileFn = void (*)(const uint16_t*, size_t, int, const uint16_t*, size_t, const float*, float*, size_t,
-                        const uint16_t*);
+                        const uint16_t*, int);
 template <size_t... I>
 constexpr auto make_tiles(std::index_sequence<I...>) {
   return std::array<TileFn, sizeof...(I)>{&tile<int(I / kTmax) + 1, int(I % kTmax) + 1>...};
@@ -170,9 +172,11 @@ void rows_bf16dot(const float* /*X*/, const uint16_t* xb, size_t kp, int n, int 
     // tiles do (one accumulator per row, the same reduction). Measured, the 1B model's linear layers at n = 1 with
     // the two kernels alternated call by call: 34.0 / 52.3 / 52.7 / 57.5 ms against 39.0 / 58.5 / 53.4 / 59.2.
     const int ahead = one_row_prefetch_rows(k, sizeof(uint16_t));
+    const int lines = one_row_prefetch_lines(kBf16OneRowPrefetchLines);
+    const int mask = lines * 32 - 1;
     for (int r = r0; r < r1; ++r)
       kTiles[0](xb, kp, k, W + size_t(r) * k, size_t(k), bias ? bias + r : nullptr, Y + r, size_t(m),
-                r + ahead < r1 ? W + size_t(r + ahead) * k : nullptr);
+                lines > 0 && r + ahead < r1 ? W + size_t(r + ahead) * k : nullptr, mask);
     return;
   }
   const int ntiles = (n + kTmax - 1) / kTmax;
@@ -189,7 +193,7 @@ void rows_bf16dot(const float* /*X*/, const uint16_t* xb, size_t kp, int n, int 
       const int T = tbase + (ti < textra ? 1 : 0);
       kTiles[size_t((R - 1) * kTmax + (T - 1))](xb + size_t(t0) * kp, kp, k, W + size_t(r) * k, size_t(k),
                                                 bias ? bias + r : nullptr, Y + size_t(t0) * m + r, size_t(m),
-                                                ti == 0 ? pf : nullptr);
+                                                ti == 0 ? pf : nullptr, 0);
       t0 += T;
     }
   }

@@ -92,6 +92,17 @@ inline int one_row_prefetch_rows(int k, size_t elem_size) {
   return int(std::max<size_t>(1, kOneRowPrefetchBytes / (size_t(k) * elem_size)));
 }
 
+// Every how many 64-byte lines of a row the one-row kernels prefetch the line kOneRowPrefetchBytes ahead (0: never).
+// Measured on the 1B-shaped files in one process, the settings alternated round by round (bench/prefetch_ab.cpp,
+// 40 rounds; bench/results/cpu_one_row_prefetch_2026-11-30/): the bf16 dot kernel, one instruction per line,
+// decodes 1.088x faster prefetching every 4th line than every line (faster in 36 of 40 rounds; none at all: 1.032x),
+// the adjacent-line and stream prefetchers bringing the rest; the f16 kernel, two conversions and two FMAs per
+// line, is fastest with every line (every 4th: 0.82x, none: 0.90x). SPECSCOPE_ONE_ROW_PREFETCH=N, or
+// set_one_row_prefetch_lines(N), sets both (N = 0: never); -1 restores these defaults.
+inline constexpr int kBf16OneRowPrefetchLines = 4, kF16OneRowPrefetchLines = 1;
+int one_row_prefetch_lines(int kernel_default);
+void set_one_row_prefetch_lines(int lines);
+
 // The f32/f16/bf16 row kernel linear() uses now (the instruction set picked at run time, or set_isa()'s).
 RowsFn active_rows();
 
