@@ -7,7 +7,6 @@
 // --lines: the settings to alternate, prefetch every N-th line (0: never, -1: each kernel's default). Prints each
 // setting's median tok/s, every round, and against the first setting round by round.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +17,9 @@
 
 #include "engine/cpu/matmul_kernels.h"
 #include "engine/model/model.h"
+#include "engine/sampling/sampler.h"
+#include "engine/util/median.h"
+#include "runs/step_cost.h"
 
 using namespace specscope;
 
@@ -40,11 +42,14 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (settings.empty()) {
+    std::fprintf(stderr, "prefetch_ab: --lines needs at least one setting\n");
+    return 2;
+  }
   auto model = Model::load(argv[1]);
   const int V = model->config().vocab_size;
   auto ctx = model->new_cpu_context(512);
-  std::vector<int32_t> prompt(128);
-  for (int i = 0; i < 128; ++i) prompt[size_t(i)] = int32_t((i * 7919 + 13) % V);
+  const std::vector<int32_t> prompt = runs::benchmark_tokens(V, 128);
   ForwardOutput out;
   std::vector<std::vector<double>> tps(settings.size());
   for (int r = 0; r < rounds; ++r) {
@@ -55,16 +60,7 @@ int main(int argc, char** argv) {
       Batch b = Batch::causal(prompt);
       b.logit_rows = {int(prompt.size()) - 1};
       ctx->forward(b, out);
-      int32_t tok = 1;
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int g = 0; g < tokens; ++g) {
-        Batch nb;
-        nb.tokens = {tok};
-        ctx->forward(nb, out);
-        const float* l = out.row_logits(0);
-        tok = int32_t(std::max_element(l, l + V) - l);
-      }
-      tps[s].push_back(tokens / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      tps[s].push_back(runs::decode_tokens_per_second(*ctx, argmax(out.row_logits(0), V), tokens, V));
     }
   }
   std::fprintf(stderr, "\n");
@@ -72,21 +68,20 @@ int main(int argc, char** argv) {
   std::printf("decode tok/s, %d tokens after a 128-token prompt, %d rounds; settings alternated within each round\n",
               tokens, rounds);
   for (size_t s = 0; s < settings.size(); ++s) {
-    auto v = tps[s];
-    std::sort(v.begin(), v.end());
+    const auto& v = tps[s];
     // Against the first setting round by round: how often faster, and the geometric mean of the ratios (the
     // host's fast and slow spells come in bursts, so medians over the rounds move with them; ratios within a round
     // do not).
     int beat_first = 0;
     double log_ratio = 0;
     for (size_t i = 0; i < v.size(); ++i) {
-      beat_first += tps[s][i] > tps[0][i];
-      log_ratio += std::log(tps[s][i] / tps[0][i]);
+      beat_first += v[i] > tps[0][i];
+      log_ratio += std::log(v[i] / tps[0][i]);
     }
     std::printf("  every %2d lines: median %6.2f (min %6.2f, max %6.2f); against 'every %d': faster in %d of %d rounds, "
                 "%.3fx (geometric mean)\n",
-                settings[s], v[v.size() / 2], v.front(), v.back(), settings[0], beat_first, rounds,
-                std::exp(log_ratio / rounds));
+                settings[s], median(v), *std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end()),
+                settings[0], beat_first, rounds, std::exp(log_ratio / rounds));
   }
   std::printf("rounds:");
   for (int r = 0; r < rounds; ++r) {

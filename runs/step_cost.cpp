@@ -13,6 +13,7 @@
 
 #include "engine/cpu/matmul.h"
 #include "engine/cpu/thread_pool.h"
+#include "engine/sampling/sampler.h"
 #include "engine/util/median.h"
 #include "engine/util/sha256.h"
 #include "runs/cache_file.h"
@@ -72,6 +73,19 @@ std::vector<double> time_steps(Context& ctx, const std::vector<int32_t>& tokens,
     ctx.truncate(base);
   }
   return ms;
+}
+
+double decode_tokens_per_second(Context& ctx, int32_t first, int tokens, int vocab) {
+  ForwardOutput out;
+  int32_t tok = first;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int g = 0; g < tokens; ++g) {
+    Batch b;
+    b.tokens = {tok};
+    ctx.forward(b, out);
+    tok = argmax(out.row_logits(0), vocab);
+  }
+  return tokens / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 namespace {

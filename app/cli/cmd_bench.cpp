@@ -81,15 +81,7 @@ Figures measure(Context& ctx, const std::vector<int32_t>& prompt, const std::vec
       const auto ms = runs::time_steps(ctx, prompt, n, prompt_tokens, 3);
       step_ms[n].insert(step_ms[n].end(), ms.begin(), ms.end());
     }
-    int32_t tok = argmax(out.row_logits(0), V);
-    auto d0 = clock::now();
-    for (int g = 0; g < gen_tokens; ++g) {
-      Batch nb;
-      nb.tokens = {tok};
-      ctx.forward(nb, out);
-      tok = argmax(out.row_logits(0), V);
-    }
-    decode_tps.push_back(gen_tokens / std::chrono::duration<double>(clock::now() - d0).count());
+    decode_tps.push_back(runs::decode_tokens_per_second(ctx, argmax(out.row_logits(0), V), gen_tokens, V));
   }
   if (isatty(2)) std::fprintf(stderr, "\r");
   return f;

@@ -62,9 +62,9 @@ void rows_avx512(const LinearArgs& a, int r0, int r1, float* scratch) {
   if (a.wtype == DType::F16 && a.n == 1 && one_row_stream(a.k, sizeof(uint16_t))) {
     const uint16_t* W = static_cast<const uint16_t*>(a.W);
     const int ahead = one_row_prefetch_rows(a.k, sizeof(uint16_t));
-    const int lines = one_row_prefetch_lines(kF16OneRowPrefetchLines);
+    const int mask = one_row_prefetch_mask(one_row_prefetch_lines(kF16OneRowPrefetchLines), sizeof(uint16_t));
     for (int r = r0; r < r1; ++r)
-      one_row_f16(a.X, a.k, W + size_t(r) * a.k, a.bias ? a.bias + r : nullptr, a.Y + r, lines > 0 && r + ahead < r1 ? lines * 32 - 1 : -1);
+      one_row_f16(a.X, a.k, W + size_t(r) * a.k, a.bias ? a.bias + r : nullptr, a.Y + r, r + ahead < r1 ? mask : -1);
     return;
   }
   rows_for<Avx512>(a, r0, r1, scratch);

@@ -102,6 +102,11 @@ inline int one_row_prefetch_rows(int k, size_t elem_size) {
 inline constexpr int kBf16OneRowPrefetchLines = 4, kF16OneRowPrefetchLines = 1;
 int one_row_prefetch_lines(int kernel_default);
 void set_one_row_prefetch_lines(int lines);
+// The one-row kernels prefetch at each element k of a row where (k & mask) == 0: every `lines`-th 64-byte line of
+// `elem_size`-byte elements. -1 when `lines` is 0 (never).
+inline int one_row_prefetch_mask(int lines, size_t elem_size) {
+  return lines > 0 ? lines * int(64 / elem_size) - 1 : -1;
+}
 
 // The f32/f16/bf16 row kernel linear() uses now (the instruction set picked at run time, or set_isa()'s).
 RowsFn active_rows();
