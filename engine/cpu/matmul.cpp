@@ -4,8 +4,8 @@
 //  * n < blas_min_tokens(dtype): the m output columns (weight rows) are split into one contiguous range per
 //    member of the engine's thread team (thread_pool.h, in units of 4 rows); each thread streams its weight rows from memory exactly once for
 //    all n tokens with register tiles (matmul_avx512.cpp / matmul_avx2.cpp, or rows_scalar below). With
-//    several token tiles, a panel of rows is widened to f32 once into a thread-private scratch buffer and
-//    reused from cache by every tile.
+//    several token tiles, a panel of rows is reused from cache by every tile (f16/bf16 widened in registers
+//    each time; f32 with many tiles from a compact copy in a thread-private scratch buffer).
 //  * n >= blas_min_tokens(dtype) (prefill, and only with an OpenBLAS that has kernels for this CPU):
 //    cblas_sgemm, on W directly when f32, else on panels of rows widened to f32 into a scratch buffer.
 #include "engine/cpu/matmul.h"
@@ -37,11 +37,23 @@
 namespace specscope::cpu {
 namespace detail {
 
+namespace {
+// Tuning overrides of k_block() and panel_rows() (0: the defaults below); from the environment, or set in-process by
+// bench/kernel_ab.cpp, which alternates settings within one process because this VM's memory speed swings too much
+// between processes to compare them. Changing one between forwards is safe; changing it during one is not.
+int env_setting(const char* name) {
+  const char* e = std::getenv(name);
+  return e ? std::max(0, std::atoi(e)) : 0;
+}
+std::atomic<int> g_k_block{env_setting("SPECSCOPE_MATMUL_KBLOCK")};
+std::atomic<int> g_panel_rows{env_setting("SPECSCOPE_MATMUL_PANEL_ROWS")};
+}  // namespace
+
+void set_k_block(int kc) { g_k_block.store(std::max(0, kc)); }
+void set_panel_rows(int rows) { g_panel_rows.store(std::max(0, rows)); }
+
 int k_block(int k) {
-  static const int forced = [] {
-    const char* e = std::getenv("SPECSCOPE_MATMUL_KBLOCK");
-    return e ? std::max(0, std::atoi(e)) : 0;
-  }();
+  const int forced = g_k_block.load(std::memory_order_relaxed);
   const int kc = forced > 0 ? std::max(16, forced / 16 * 16) : 512;
   return k <= kc + kc / 2 ? k : kc;  // don't leave a short last block
 }
@@ -51,10 +63,7 @@ int panel_rows(int k, int ntiles) {
   // while each token tile is reused by the P / 4 row groups. Few tiles: small panels, so the weight stream
   // restarts sooner (measured, 26M f16 stack, one thread: n = 8 about 1.5x faster with 8 rows than 16);
   // many tiles: bigger panels, fewer passes over X. Overridable for tuning: SPECSCOPE_MATMUL_PANEL_ROWS.
-  static const int forced = [] {
-    const char* e = std::getenv("SPECSCOPE_MATMUL_PANEL_ROWS");
-    return e ? std::max(0, std::atoi(e)) : 0;
-  }();
+  const int forced = g_panel_rows.load(std::memory_order_relaxed);
   if (forced > 0) return std::max(4, (std::min(forced, 64) + 3) / 4 * 4);
   const int by_k = std::clamp(8192 / std::max(1, std::min(k, k_block(k))), 4, 32) / 4 * 4;
   return std::min(by_k, ntiles <= 2 ? 8 : ntiles <= 5 ? 16 : 32);

@@ -93,7 +93,7 @@ inline int one_row_prefetch_rows(int k, size_t elem_size) {
 }
 
 // Every how many 64-byte lines of a row the one-row kernels prefetch the line kOneRowPrefetchBytes ahead (0: never).
-// Measured on the 1B-shaped files in one process, the settings alternated round by round (bench/prefetch_ab.cpp,
+// Measured on the 1B-shaped files in one process, the settings alternated round by round (bench/kernel_ab.cpp,
 // 40 rounds; bench/results/cpu_one_row_prefetch_2026-11-30/): the bf16 dot kernel, one instruction per line,
 // decodes 1.088x faster prefetching every 4th line than every line (faster in 36 of 40 rounds; none at all: 1.032x),
 // the adjacent-line and stream prefetchers bringing the rest; the f16 kernel, two conversions and two FMAs per
@@ -116,5 +116,8 @@ RowsFn active_rows();
 int panel_rows(int k, int ntiles);
 // Length of the k blocks the multi-tile path splits the dot products into (a multiple of 16).
 int k_block(int k);
+// Tuning: force k_block()'s block length / panel_rows()'s rows (0: the defaults again). Only between forwards.
+void set_k_block(int kc);
+void set_panel_rows(int rows);
 
 }  // namespace specscope::cpu::detail

@@ -146,15 +146,18 @@ void rows_impl(const LinearArgs& a, int r0, int r1, float* scratch) {
     }
     return;
   }
-  // Several token tiles: a panel of P weight rows (widened to f32 once, when not f32) is kept in cache and
-  // every token tile runs over it; tiles are balanced (n = 8 on AVX-512 -> 4 + 4, not 6 + 2).
+  // Several token tiles: a panel of P weight rows is kept in cache and every token tile runs over it; tiles are balanced (n = 8 on AVX-512 -> 4 + 4, not 6 + 2).
   const int ntiles = (n + S::kMaxTokens - 1) / S::kMaxTokens;
   const int tbase = n / ntiles, textra = n % ntiles;
   const int P = panel_rows(k, ntiles);
   const int KC = k_block(k);
-  // f16/bf16 rows are widened once into the scratch panel by the first token tile. f32 rows are used in
-  // place, except with many tiles, where a compact copy in the scratch panel measured faster.
-  const bool copy = !std::is_same_v<L, F32> || ntiles >= 4;
+  // f16/bf16 rows are widened in registers by every token tile, from L1/L2 after the first: a widened f32 copy in
+  // the scratch panel, read back by the other tiles, measured 10-11% slower at 16 and 32 tokens on the 1B-shaped
+  // F16 file (matmul_bench --model 1b --dtypes f16 --ns 16,32, alternated; bench/results/cpu_f16_in_place_2026-11-30/):
+  // it doubles the bytes each tile reads and adds a store per weight vector, while the widening itself is one
+  // instruction on a port the FMAs leave free. f32 rows are used in place, except with many tiles, where a compact
+  // copy in the scratch panel measured faster.
+  const bool copy = std::is_same_v<L, F32> && ntiles >= 4;
   for (int p0 = r0; p0 < r1; p0 += P) {
     const int pr = std::min(P, r1 - p0);
     // k in blocks of KC so that a token tile's slice of X and the panel's slice of W stay in L1 together;
@@ -187,10 +190,9 @@ void rows_impl(const LinearArgs& a, int r0, int r1, float* scratch) {
           const float* b = a.bias && kb == 0 ? a.bias + p0 + r : nullptr;
           float* y = a.Y + size_t(t0) * ldy + p0 + r;
           const T_* wsrc = W + size_t(p0 + r) * k + kb;
-          if (!copy)  // (only ever true for f32)
-            call_tile<S, F32>(R, T, x, ldx, kl, reinterpret_cast<const float*>(wsrc), size_t(k), b, y, ldy, kb > 0,
-                              nullptr, 0, ti > 0 ? &pf : nullptr);
-          else if (ti == 0)  // widen on the fly and keep the f32 block (rows at stride KC) for the other tiles
+          if (!copy)
+            call_tile<S, L>(R, T, x, ldx, kl, wsrc, size_t(k), b, y, ldy, kb > 0, nullptr, 0, ti > 0 ? &pf : nullptr);
+          else if (ti == 0)  // copy the f32 block (rows at stride KC) for the other tiles on the way
             call_tile<S, L>(R, T, x, ldx, kl, wsrc, size_t(k), b, y, ldy, kb > 0, scratch + size_t(r) * KC,
                             size_t(KC), &pf);
           else
