@@ -52,20 +52,24 @@ std::atomic<int> g_panel_rows{env_setting("SPECSCOPE_MATMUL_PANEL_ROWS")};
 void set_k_block(int kc) { g_k_block.store(std::max(0, kc)); }
 void set_panel_rows(int rows) { g_panel_rows.store(std::max(0, rows)); }
 
-int k_block(int k) {
+int k_block(int k, size_t weight_bytes) {
+  // 2-byte weights are widened in registers from the cached panel block, which is then half the bytes of an f32
+  // one: blocks of 2048 measured 9-17% faster than 512 at 8, 16 and 32 tokens on the 1B-shaped F16 file (fewer
+  // reductions, one per 2048 products instead of 512), in one process, alternated (bench/kernel_ab.cpp;
+  // bench/results/cpu_f16_in_place_2026-11-30/). f32 rows keep 512.
   const int forced = g_k_block.load(std::memory_order_relaxed);
-  const int kc = forced > 0 ? std::max(16, forced / 16 * 16) : 512;
+  const int kc = forced > 0 ? std::max(16, forced / 16 * 16) : weight_bytes == 2 ? 2048 : 512;
   return k <= kc + kc / 2 ? k : kc;  // don't leave a short last block
 }
 
-int panel_rows(int k, int ntiles) {
-  // Rows of W whose k-block (P x k_block(k) f32, up to ~32 KB) is reused from L1/L2 by every token tile,
+int panel_rows(int k, int ntiles, size_t weight_bytes) {
+  // Rows of W whose k-block (P x k_block(k) weights, up to ~32 KB) is reused from L1/L2 by every token tile,
   // while each token tile is reused by the P / 4 row groups. Few tiles: small panels, so the weight stream
   // restarts sooner (measured, 26M f16 stack, one thread: n = 8 about 1.5x faster with 8 rows than 16);
   // many tiles: bigger panels, fewer passes over X. Overridable for tuning: SPECSCOPE_MATMUL_PANEL_ROWS.
   const int forced = g_panel_rows.load(std::memory_order_relaxed);
   if (forced > 0) return std::max(4, (std::min(forced, 64) + 3) / 4 * 4);
-  const int by_k = std::clamp(8192 / std::max(1, std::min(k, k_block(k))), 4, 32) / 4 * 4;
+  const int by_k = std::clamp(8192 / std::max(1, std::min(k, k_block(k, weight_bytes))), 4, 32) / 4 * 4;
   return std::min(by_k, ntiles <= 2 ? 8 : ntiles <= 5 ? 16 : 32);
 }
 
@@ -124,7 +128,7 @@ void convert_scalar(DType t, const void* src, float* dst, size_t count) {
 void rows_scalar(const LinearArgs& a, int r0, int r1, float* scratch) {
   const int k = a.k, m = a.m;
   const size_t esz = dtype_size(a.wtype);
-  const int P = panel_rows(k, 1);
+  const int P = panel_rows(k, 1, esz);
   for (int p0 = r0; p0 < r1; p0 += P) {
     const int pr = std::min(P, r1 - p0);
     const float* wp;

@@ -111,11 +111,12 @@ inline int one_row_prefetch_mask(int lines, size_t elem_size) {
 // The f32/f16/bf16 row kernel linear() uses now (the instruction set picked at run time, or set_isa()'s).
 RowsFn active_rows();
 
-// Rows per weight panel the tiled kernels widen/reuse at once (a multiple of 4), for a given k and number
-// of token tiles.
-int panel_rows(int k, int ntiles);
-// Length of the k blocks the multi-tile path splits the dot products into (a multiple of 16).
-int k_block(int k);
+// Rows per weight panel the tiled kernels reuse at once (a multiple of 4), for a given k, number of token tiles
+// and weight size in bytes.
+int panel_rows(int k, int ntiles, size_t weight_bytes);
+// Length of the k blocks the tiles split the dot products of `weight_bytes`-byte weights into (a multiple of 16).
+// A function of the weights alone, never of the number of tokens: batch invariance rests on it.
+int k_block(int k, size_t weight_bytes);
 // Tuning: force k_block()'s block length / panel_rows()'s rows (0: the defaults again). Only between forwards.
 void set_k_block(int kc);
 void set_panel_rows(int rows);

@@ -3,8 +3,9 @@
 // after simd_map.h, so it compiles for that file's target there.
 //
 // Every weight vector is widened to f32 exactly and multiplied in f32, so results equal the dequantized model's.
-// A token's outputs are summed in the same k blocks (k_block) whatever the number of tokens in the call, so a
-// draft-tree row gets exactly the logits it would get alone (batch invariance, which greedy losslessness rests on).
+// A token's outputs are summed in the same k blocks (k_block, a function of k and the weight type) whatever the
+// number of tokens in the call, so a draft-tree row gets exactly the logits it would get alone (batch invariance,
+// which greedy losslessness rests on).
 #pragma once
 
 #include <algorithm>
@@ -138,7 +139,7 @@ void rows_impl(const LinearArgs& a, int r0, int r1, float* scratch) {
         pf.per_step = (pf.lines_per_row * pf.rows_left + steps - 1) / steps;
       }
       // In the same k blocks as the multi-tile path below (batch invariance).
-      const int KC = k_block(k);
+      const int KC = k_block(k, sizeof(T_));
       for (int kb = 0; kb < k; kb += KC)
         call_tile<S, L>(R, n, a.X + kb, ldx, std::min(KC, k - kb), W + size_t(r) * k + kb, size_t(k),
                         a.bias && kb == 0 ? a.bias + r : nullptr, a.Y + r, ldy, kb > 0, nullptr, 0,
@@ -149,8 +150,8 @@ void rows_impl(const LinearArgs& a, int r0, int r1, float* scratch) {
   // Several token tiles: a panel of P weight rows is kept in cache and every token tile runs over it; tiles are balanced (n = 8 on AVX-512 -> 4 + 4, not 6 + 2).
   const int ntiles = (n + S::kMaxTokens - 1) / S::kMaxTokens;
   const int tbase = n / ntiles, textra = n % ntiles;
-  const int P = panel_rows(k, ntiles);
-  const int KC = k_block(k);
+  const int P = panel_rows(k, ntiles, sizeof(T_));
+  const int KC = k_block(k, sizeof(T_));
   // f16/bf16 rows are widened in registers by every token tile, from L1/L2 after the first: a widened f32 copy in
   // the scratch panel, read back by the other tiles, measured 10-11% slower at 16 and 32 tokens on the 1B-shaped
   // F16 file (matmul_bench --model 1b --dtypes f16 --ns 16,32, alternated; bench/results/cpu_f16_in_place_2026-11-30/):
