@@ -616,6 +616,39 @@ TEST(OneRowKernels, PrefetchSettingsDoNotChangeABit) {
   cpu::set_quant_exact(old);
 }
 
+// Panel rows only schedule the work (which rows share a cached k block); the k block sets the summation order and is a
+// function of the weights alone (k_block). So forcing panel rows (bench/kernel_ab.cpp's panel=N) must not change a bit,
+// for any token count, on the widening tiles of every 2- and 4-byte type.
+TEST(WideningTiles, PanelRowsDoNotChangeABit) {
+  const bool old = cpu::set_quant_exact(true);  // bf16 on the widening tiles, not the vdpbf16ps kernel
+  std::mt19937 rng(31);
+  for (DType t : {DType::F16, DType::BF16, DType::F32})
+    for (int k : {2081, 8192}) {
+      const int m = 45;
+      const Weights w = make_weights(t, m, k, rng, false);
+      const std::vector<float> bias = random_vec(size_t(m), rng, false);
+      for (int n : {1, 7, 16, 33}) {
+        const std::vector<float> x = random_vec(size_t(n) * k, rng, false);
+        std::vector<float> first;
+        for (int rows : {0, 4, 8, 20, 64}) {
+          cpu::detail::set_panel_rows(rows);
+          std::vector<float> y(size_t(n) * m);
+          cpu::linear(x.data(), n, w.view(), bias.data(), y.data());
+          cpu::detail::set_panel_rows(0);
+          if (first.empty()) first = y;
+          ASSERT_EQ(0, std::memcmp(first.data(), y.data(), y.size() * sizeof(float)))
+              << dtype_str(t) << " k=" << k << " n=" << n << " panel rows=" << rows;
+        }
+      }
+    }
+  // The block follows the weight size: 2048 for 2-byte weights (widened in registers), 512 for f32; a k up to 1.5
+  // blocks is one block.
+  EXPECT_EQ(cpu::detail::k_block(8192, 2), 2048);
+  EXPECT_EQ(cpu::detail::k_block(8192, 4), 512);
+  EXPECT_EQ(cpu::detail::k_block(3000, 2), 3000);
+  cpu::set_quant_exact(old);
+}
+
 // Packed panels live as long as the weights' owner: weights freed and new ones allocated (often at the same address)
 // are packed again, never computed with the old panels.
 TEST(Bf16FastPath, PanelsFollowTheWeightsLifetime) {
