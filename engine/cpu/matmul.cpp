@@ -56,7 +56,8 @@ int k_block(int k, size_t weight_bytes) {
   // 2-byte weights are widened in registers from the cached panel block, which is then half the bytes of an f32
   // one: blocks of 2048 measured 9-17% faster than 512 at 8, 16 and 32 tokens on the 1B-shaped F16 file (fewer
   // reductions, one per 2048 products instead of 512), in one process, alternated (bench/kernel_ab.cpp;
-  // bench/results/cpu_f16_in_place_2026-11-30/). f32 rows keep 512.
+  // bench/results/cpu_f16_in_place_2026-11-30/; measured with the AVX-512 tiles only, the AVX2 ones share it).
+  // f32 rows keep 512.
   const int forced = g_k_block.load(std::memory_order_relaxed);
   const int kc = forced > 0 ? std::max(16, forced / 16 * 16) : weight_bytes == 2 ? 2048 : 512;
   return k <= kc + kc / 2 ? k : kc;  // don't leave a short last block

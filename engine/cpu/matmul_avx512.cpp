@@ -29,7 +29,7 @@ namespace {
 // tiles sum a row (the k blocks of k_block(k, 2), each one accumulator from its k % 16 tail on, the same reduction, the
 // blocks' sums added in order through y), but in one call and one sequential stream, with the line
 // kOneRowPrefetchBytes ahead prefetched at each element k where (k & pf_mask) == 0 (pf_mask < 0: none). Per row,
-// through the tiles, each 1 KB block cost a call, a reduction and a store: one row at a time that way measured
+// through the tiles, each k block cost a call, a reduction and a store: one row at a time that way measured
 // slower than 4 rows, while this loop streams faster.
 void one_row_f16(const float* x, int k, const uint16_t* w, const float* bias, float* y, int pf_mask) {
   const int KC = k_block(k, sizeof(uint16_t));
