@@ -1,13 +1,14 @@
 // The CPU kernels' tuning settings A/B'd inside one process: the one-row kernels' software prefetch
 // (one_row_prefetch_lines), the widening tiles' k block (k_block) and panel rows (panel_rows), all in
-// matmul_kernels.h. Short decodes, or forwards of n new tokens, alternated setting by setting within every round,
+// matmul_kernels.h, and where the weights are read from (engine/model/resident_weights.h: the file's mapping or a
+// copy in huge pages; each memory setting loads the model once more and keeps its own context). Short decodes, or forwards of n new tokens, alternated setting by setting within every round,
 // so that the host's memory speed, which on this virtual machine swings by a third from one minute to the next,
 // reaches every setting alike. Separate processes could not tell a 10% difference apart
 // (bench/results/cpu_one_row_prefetch_2026-11-30/).
 //
 //   kernel_ab MODEL [--rounds 15] [--tokens 16 | --step N] [--settings 'default;prefetch=4;kblock=2048,panel=8']
 // --settings: ';'-separated settings, each 'default' or a ','-list of prefetch=N (every N-th line, 0: never),
-// kblock=N and panel=N (0: the default). --tokens: decode that many tokens after a 128-token prompt (tok/s, higher
+// kblock=N and panel=N (0: the default), and memory=map|copy. --tokens: decode that many tokens after a 128-token prompt (tok/s, higher
 // is better); --step N: instead one forward of N new tokens on top of the prompt, all logits (ms, lower is better).
 // Prints each setting's median, every round, and each setting against the first round by round.
 #include <algorithm>
@@ -24,6 +25,7 @@
 
 #include "engine/cpu/matmul_kernels.h"
 #include "engine/model/model.h"
+#include "engine/model/resident_weights.h"
 #include "engine/sampling/sampler.h"
 #include "engine/util/median.h"
 #include "runs/step_cost.h"
@@ -35,6 +37,7 @@ namespace {
 struct Setting {
   std::string label;
   int prefetch_lines = -1, k_block = 0, panel_rows = 0;  // -1 / 0: the kernels' defaults
+  std::optional<WeightMemory> memory;                     // none: the process's setting
   void apply() const {
     cpu::detail::set_one_row_prefetch_lines(prefetch_lines);
     cpu::detail::set_k_block(k_block);
@@ -51,6 +54,11 @@ std::optional<Setting> parse_setting(const std::string& text) {
     const size_t eq = item.find('=');
     if (eq == std::string::npos) return std::nullopt;
     const std::string key = item.substr(0, eq);
+    if (key == "memory") {
+      s.memory = parse_weight_memory(item.substr(eq + 1));
+      if (!s.memory || *s.memory == WeightMemory::Auto) return std::nullopt;
+      continue;
+    }
     char* end = nullptr;
     const long value = std::strtol(item.c_str() + eq + 1, &end, 10);
     if (end == item.c_str() + eq + 1 || *end || value < 0) return std::nullopt;
@@ -86,7 +94,7 @@ int main(int argc, char** argv) {
       for (std::string item; std::getline(ss, item, ';');) {
         const auto s = parse_setting(item);
         if (!s) {
-          std::fprintf(stderr, "kernel_ab: bad setting '%s' (want default, or prefetch=N,kblock=N,panel=N)\n",
+          std::fprintf(stderr, "kernel_ab: bad setting '%s' (want default, or prefetch=N,kblock=N,panel=N,memory=map|copy)\n",
                        item.c_str());
           return 2;
         }
@@ -101,15 +109,29 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kernel_ab: --settings needs at least one setting\n");
     return 2;
   }
-  std::shared_ptr<const Model> model;
-  try {
-    model = Model::load(argv[1]);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "kernel_ab: %s\n", e.what());
-    return 2;
+  // One model and context per weight-memory setting: a model makes its huge-page copy (or not) once, at its first
+  // context, so a second setting needs a second load.
+  std::vector<std::shared_ptr<const Model>> models;
+  std::vector<std::unique_ptr<Context>> contexts;
+  std::vector<int> context_of(settings.size());
+  std::vector<std::optional<WeightMemory>> memory_of;
+  for (size_t s = 0; s < settings.size(); ++s) {
+    const auto it = std::find(memory_of.begin(), memory_of.end(), settings[s].memory);
+    context_of[s] = int(it - memory_of.begin());
+    if (it != memory_of.end()) continue;
+    memory_of.push_back(settings[s].memory);
+    const WeightMemory before = weight_memory();
+    if (settings[s].memory) set_weight_memory(*settings[s].memory);
+    try {
+      models.push_back(Model::load(argv[1]));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "kernel_ab: %s\n", e.what());
+      return 2;
+    }
+    contexts.push_back(models.back()->new_cpu_context(512));
+    set_weight_memory(before);
   }
-  const int V = model->config().vocab_size;
-  auto ctx = model->new_cpu_context(512);
+  const int V = models.front()->config().vocab_size;
   const std::vector<int32_t> prompt = runs::benchmark_tokens(V, 128);
   ForwardOutput out;
   // One figure per setting and round: decode tok/s, or the step's milliseconds.
@@ -118,6 +140,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "\r[kernel_ab] round %d/%d", r + 1, rounds);
     for (size_t s = 0; s < settings.size(); ++s) {
       settings[s].apply();
+      Context* ctx = contexts[size_t(context_of[s])].get();
       ctx->truncate(0);
       Batch b = Batch::causal(prompt);
       b.logit_rows = {int(prompt.size()) - 1};

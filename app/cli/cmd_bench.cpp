@@ -234,10 +234,17 @@ int cmd_bench(Args& args) {
     turns = runs::measure_model_turns(*ctx, prompt, prompt_tokens, *other_ctx, other_prompt, prompt_tokens,
                                       {1, 2, 4, 8}, beside_forwards, 40 * repeat);
   }
+  // Where the CPU read the weights from (asked only of CPU contexts, which made the copy already if there is one).
+  const std::string weights_memory =
+      ctx->backend_name() != "cpu"            ? "device"
+      : *form != cpu::WeightForm::AsLoaded    ? "requantized copy"
+      : model->resident_weights()             ? "huge-page copy"
+                                              : "file mapping";
   nlohmann::json j = {{"model", path},
                       {"parameters", model->parameter_count()},
                       {"weights_dtype", model->weights_dtype()},
                       {"weights", weights},
+                      {"weights_memory", weights_memory},
                       {"backend", ctx->backend_name()},
                       {"device", backend_description(resolve_backend(backend))},
                       {"threads", cpu::team_size()},
@@ -277,10 +284,10 @@ int cmd_bench(Args& args) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("model    %s (%.2fM parameters, %s%s%s, %s backend, %d threads)\n", path.c_str(),
+  std::printf("model    %s (%.2fM parameters, %s%s%s, %s backend, weights from %s, %d threads)\n", path.c_str(),
               double(model->parameter_count()) / 1e6, model->weights_dtype().c_str(),
               *form == cpu::WeightForm::AsLoaded ? "" : " requantized to ", *form == cpu::WeightForm::AsLoaded ? "" : weights.c_str(),
-              ctx->backend_name().c_str(), cpu::team_size());
+              ctx->backend_name().c_str(), weights_memory.c_str(), cpu::team_size());
   auto print = [&](const char* label, const Figures& f) {
     std::printf("%s\n", label);
     std::printf("  prefill  %.1f tok/s (%d tokens, median of %d)\n", median(f.prefill_tps), prompt_tokens, repeat);

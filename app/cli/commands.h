@@ -21,5 +21,6 @@ int cmd_models(Args& args);
 // The model path from --model, or the embedded default model.
 std::string model_path(Args& args);
 void setup_logging();
+void apply_global_options(Args& args);  // --weights-memory
 
 }  // namespace specscope::cli

@@ -6,6 +6,8 @@
 #include "app/cli/commands.h"
 #include "engine/discovery/model_spec.h"
 #include "engine/model/default_model.h"
+#include "engine/model/resident_weights.h"
+#include "engine/util/error.h"
 
 namespace specscope::cli {
 
@@ -23,6 +25,16 @@ void setup_logging() {
   spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
   const char* lvl = std::getenv("SPECSCOPE_LOG");
   spdlog::set_level(lvl ? spdlog::level::from_str(lvl) : spdlog::level::warn);
+}
+
+// Options every command takes, applied before it runs. --weights-memory: where the CPU reads weight matrices from
+// (engine/model/resident_weights.h).
+void apply_global_options(Args& args) {
+  if (auto m = args.get("--weights-memory")) {
+    const auto setting = parse_weight_memory(*m);
+    if (!setting) throw InputError("--weights-memory", "expected auto, copy or map, got '" + *m + "'");
+    set_weight_memory(*setting);
+  }
 }
 
 }  // namespace specscope::cli

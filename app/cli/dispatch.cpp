@@ -37,6 +37,8 @@ void print_usage(FILE* out) {
                "ollama:NAME[:TAG], hf:ORG/NAME[@REV][/FILE] or lmstudio:PUBLISHER/REPO[/FILE] (see `models`).\n"
                "--chat renders prompts with the model's own chat template; --system TEXT adds a system message and\n"
                "--messages FILE.json gives a whole conversation ([{\"role\": ..., \"content\": \"...\"}, ...]); both imply --chat.\n"
+               "--weights-memory auto|copy|map (any command): the CPU reads weight matrices from a copy in huge pages\n"
+               "(copy; auto: when it fits in MemAvailable with 1 GiB to spare) or from the file's mapping (map).\n"
                "--model defaults to the embedded default model. run and compare record to the session store\n"
                "(default $XDG_DATA_HOME/specscope/sessions.db, i.e. ~/.local/share/specscope/sessions.db).\n");
   std::fputs(text.c_str(), out);

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
 #endif
   try {
     Args args(argc - 2, argv + 2);
+    apply_global_options(args);
     return dispatch(sub, args);
   } catch (const specscope::InputError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -30,12 +30,14 @@ CpuContext::CpuContext(std::shared_ptr<const Model> model, int n_ctx, cpu::Weigh
   kt_cache_.assign(c.num_layers, std::vector<float>(size_t(kv_dim_) * kt_stride_));
   slot_pos_.assign(n_ctx_, 0);
   rope_ = cpu::RopeTable(rope_inv_freq(c), c.head_dim);
-  requantized_ = model_->requantized_weights(form);  // the model's one copy in that form, when asked for one
+  // The model's one copy in that form, when asked for one; else its one copy in huge pages, where that is allowed.
+  own_weights_ = model_->requantized_weights(form);
+  if (!own_weights_) own_weights_ = model_->resident_weights();
   // Every linear layer's weight: its kernel copy made now, once per weight.
   for_each_linear(weights(), [](const TensorView& W) { cpu::prepare_linear(W); });
 }
 
-const ModelWeights& CpuContext::weights() const { return requantized_ ? *requantized_ : model_->weights(); }
+const ModelWeights& CpuContext::weights() const { return own_weights_ ? *own_weights_ : model_->weights(); }
 
 static void grow(std::vector<float>& v, size_t n) {
   if (v.size() < n) v.resize(n);

@@ -18,7 +18,8 @@ class CpuContext final : public Context {
  public:
   // form: the linear layers run on requantized copies of the weights (int8 per row or int4 per group of 32,
   // engine/cpu/weight_form.h), the model's one copy per form (Model::requantized_weights; where the CPU has the
-  // kernel, else ignored). For drafters that share the caches with a target.
+  // kernel, else ignored). For drafters that share the caches with a target. AsLoaded: the model's copy in huge
+  // pages (Model::resident_weights), where the weight-memory setting allows one.
   CpuContext(std::shared_ptr<const Model> model, int n_ctx, cpu::WeightForm form = cpu::WeightForm::AsLoaded);
   void forward(const Batch& batch, ForwardOutput& out) override;
   void keep(std::span<const int> rows) override;
@@ -48,7 +49,9 @@ class CpuContext final : public Context {
   void move_kt(int layer, int dst, int src);
 
   std::shared_ptr<const Model> model_;
-  std::shared_ptr<const ModelWeights> requantized_;  // the model's weights with requantized copies, when asked for
+  // The model's weights with requantized copies (when a form was asked for), or in huge pages
+  // (Model::resident_weights); null: the model's own, read from the file's mapping.
+  std::shared_ptr<const ModelWeights> own_weights_;
   const ModelWeights& weights() const;
   int n_ctx_ = 0, n_past_ = 0, kv_dim_ = 0;
   int last_batch_start_ = -1, last_batch_size_ = 0;  // for keep()

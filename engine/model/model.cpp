@@ -10,11 +10,13 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/cpu/weight_form.h"
+#include "engine/discovery/memory_estimate.h"
 #include "engine/discovery/model_probe.h"
 #include "engine/formats/safetensors.h"
 #include "engine/model/cpu_context.h"
 #include "engine/model/gguf_model.h"
 #include "engine/model/lora_adapter.h"
+#include "engine/model/resident_weights.h"
 #include "engine/model/weight_checks.h"
 #include "engine/tokenizer/chat_template.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -226,6 +228,13 @@ std::shared_ptr<const ModelWeights> Model::requantized_weights(cpu::WeightForm f
     requantized_[i] = std::move(w);
   });
   return requantized_[i];
+}
+
+std::shared_ptr<const ModelWeights> Model::resident_weights() const {
+  std::call_once(resident_once_, [this] {
+    resident_ = resident_copy(weights_, weight_memory(), discovery::mem_available_bytes(), path_);
+  });
+  return resident_;
 }
 
 }  // namespace specscope

@@ -69,6 +69,10 @@ class Model : public std::enable_shared_from_this<Model> {
   // for each put the packing and a cold copy of the weights before every prompt's first draft. Null for AsLoaded and
   // where the CPU has no kernel for the form.
   std::shared_ptr<const ModelWeights> requantized_weights(cpu::WeightForm form) const;
+  // The weights with the matrices the CPU kernels read in place copied into huge pages (resident_weights.h), made on
+  // the first call (the first CPU context) and shared after; null where the weight-memory setting, or the memory
+  // available, says to read the file's mapping. GPU backends never ask, so they never pay for the copy.
+  std::shared_ptr<const ModelWeights> resident_weights() const;
 
  private:
   // A Hugging Face directory; tokenizer*.json and generation_config.json are taken from `files_dir` where it has
@@ -90,6 +94,8 @@ class Model : public std::enable_shared_from_this<Model> {
   std::string stored_dtype_;  // e.g. "q8_0" for a mostly-Q8_0 file; empty: the embedding's dtype
   mutable std::once_flag requant_once_[3];                           // per cpu::WeightForm
   mutable std::shared_ptr<const ModelWeights> requantized_[3];        // requantized_weights(form), once made
+  mutable std::once_flag resident_once_;
+  mutable std::shared_ptr<const ModelWeights> resident_;              // resident_weights(), once made
 
   friend std::shared_ptr<const Model> load_gguf_model(const std::string& path, const LoadOptions& opts);
 };

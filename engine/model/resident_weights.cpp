@@ -1,0 +1,125 @@
+#include "engine/model/resident_weights.h"
+
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <vector>
+#include <algorithm>
+
+#include "engine/cpu/matmul.h"
+#include "engine/cpu/thread_pool.h"
+#include "engine/discovery/memory_estimate.h"
+#include "engine/util/huge_page_arena.h"
+
+namespace specscope {
+
+namespace {
+
+std::atomic<WeightMemory>& setting() {
+  static std::atomic<WeightMemory> s{[] {
+    const char* e = std::getenv("SPECSCOPE_WEIGHTS_MEMORY");
+    if (e == nullptr || *e == 0) return WeightMemory::Auto;
+    if (auto m = parse_weight_memory(e)) return *m;
+    spdlog::warn("SPECSCOPE_WEIGHTS_MEMORY={} is not one of auto, copy, map: using auto", e);
+    return WeightMemory::Auto;
+  }()};
+  return s;
+}
+
+// Whether the CPU kernels read W's own bytes on every product (and so gain from them being in huge pages).
+bool read_in_place(const TensorView& W) {
+  if (W.data == nullptr || W.requantized || W.shape.size() != 2) return false;
+  if (W.dtype == DType::BF16 && cpu::bf16_weights_repacked(int(W.cols()))) return false;  // its panels are the copy
+  return true;
+}
+
+// Every matrix of w once (the LM head is the embedding itself in tied models), in for_each_linear's order.
+template <class W, class F>
+void for_each_unique(W& w, F&& f) {
+  std::map<const void*, bool> seen;
+  for_each_linear(w, [&](auto& t) {
+    if (read_in_place(t) && seen.emplace(t.data, true).second) f(t);
+  });
+}
+
+}  // namespace
+
+const char* weight_memory_name(WeightMemory m) {
+  switch (m) {
+    case WeightMemory::Copy: return "copy";
+    case WeightMemory::Map: return "map";
+    default: return "auto";
+  }
+}
+
+std::optional<WeightMemory> parse_weight_memory(std::string_view name) {
+  if (name == "auto") return WeightMemory::Auto;
+  if (name == "copy") return WeightMemory::Copy;
+  if (name == "map") return WeightMemory::Map;
+  return std::nullopt;
+}
+
+WeightMemory set_weight_memory(WeightMemory m) { return setting().exchange(m); }
+WeightMemory weight_memory() { return setting().load(std::memory_order_relaxed); }
+
+uint64_t resident_copy_bytes(const ModelWeights& w) {
+  uint64_t bytes = 0;
+  for_each_unique(w, [&](const TensorView& t) { bytes += t.nbytes(); });
+  return bytes;
+}
+
+std::shared_ptr<const ModelWeights> resident_copy(const ModelWeights& w, WeightMemory s,
+                                                  std::optional<uint64_t> available, const std::string& what) {
+  if (s == WeightMemory::Map) return nullptr;
+  const uint64_t bytes = resident_copy_bytes(w);
+  if (bytes == 0) return nullptr;
+  constexpr uint64_t kSpare = uint64_t(1) << 30;
+  if (s == WeightMemory::Auto && available && bytes + kSpare > *available) {
+    spdlog::info("{}: weights read from the file's mapping: a copy ({}) would leave less than 1 GiB of {} available",
+                 what, discovery::human_bytes(bytes), discovery::human_bytes(*available));
+    return nullptr;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto copy = std::make_shared<ModelWeights>(w);
+  // Every matrix gets its place first; then the team copies the bytes, each thread its share of the whole (the
+  // time is mostly the kernel and the hypervisor backing fresh huge pages, which two cores do side by side).
+  struct Move {
+    const char* from;
+    char* to;
+    size_t bytes;
+  };
+  std::vector<Move> moves;
+  std::map<const void*, std::pair<const void*, std::shared_ptr<const void>>> moved;  // old data -> new data, owner
+  for_each_unique(*copy, [&](TensorView& t) {
+    std::shared_ptr<void> owner = huge_page_alloc(t.nbytes());
+    moves.push_back({static_cast<const char*>(t.data), static_cast<char*>(owner.get()), t.nbytes()});
+    moved[t.data] = {owner.get(), owner};
+  });
+  cpu::run_team(cpu::team_size(), size_t(-1) / 2, 0, [&](int tid, int nt) {
+    const uint64_t from = bytes * uint64_t(tid) / uint64_t(nt), to = bytes * uint64_t(tid + 1) / uint64_t(nt);
+    uint64_t at = 0;  // where the current move starts in the whole
+    for (const Move& m : moves) {
+      const uint64_t lo = std::max(from, at), hi = std::min(to, at + m.bytes);
+      if (lo < hi) std::memcpy(m.to + (lo - at), m.from + (lo - at), hi - lo);
+      at += m.bytes;
+    }
+  });
+  auto repoint = [&](TensorView& t) {
+    if (auto it = moved.find(t.data); it != moved.end()) {
+      t.data = it->second.first;
+      t.keep_alive = it->second.second;
+    }
+  };
+  for_each_linear(*copy, repoint);
+  repoint(copy->embed);  // tied models: the embedding and the LM head stay one copy
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  spdlog::info("{}: {} of weights copied into huge pages for the CPU in {:.0f} ms", what,
+               discovery::human_bytes(bytes), ms);
+  return copy;
+}
+
+}  // namespace specscope
