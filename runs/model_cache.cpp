@@ -16,13 +16,22 @@ std::string key_of(const std::string& path) {
 }  // namespace
 
 std::shared_ptr<const Model> ModelCache::get(const std::string& path, const Progress& progress,
-                                             const LoadProgress& load_progress) {
+                                             const LoadProgress& load_progress, bool cpu) {
   const std::string key = key_of(path);
   if (auto it = models_.find(key); it != models_.end()) return it->second;
   if (progress) progress(path, false);
   LoadOptions opts;
-  if (load_progress) opts.progress = [&](uint64_t done, uint64_t total) { load_progress(path, done, total); };
+  uint64_t load_total = 0;
+  if (load_progress)
+    opts.progress = [&](uint64_t done, uint64_t total) {
+      load_total = total;
+      load_progress(path, done, cpu ? 2 * total : total);
+    };
   auto model = Model::load(path, opts);
+  if (cpu)
+    model->resident_weights([&](uint64_t done, uint64_t total) {
+      if (load_progress && total > 0) load_progress(path, load_total + done * load_total / total, 2 * load_total);
+    });
   models_[key] = model;
   if (progress) progress(path, true);
   return model;

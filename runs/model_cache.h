@@ -20,9 +20,11 @@ class ModelCache {
   using Progress = std::function<void(const std::string& path, bool done)>;
   // Called during a load with the weight bytes bound and checked so far (LoadOptions::progress).
   using LoadProgress = std::function<void(const std::string& path, uint64_t done, uint64_t total)>;
-  // Throws InputError naming the path when the model cannot be loaded.
+  // Throws InputError naming the path when the model cannot be loaded. `cpu`: the model will run on the CPU, so its
+  // copy of the weights in huge pages (Model::resident_weights) is made now, as the second half of the load's
+  // progress (the loader's bytes count as the first half, the copy's as the second).
   std::shared_ptr<const Model> get(const std::string& path, const Progress& progress = {},
-                                   const LoadProgress& load_progress = {});
+                                   const LoadProgress& load_progress = {}, bool cpu = false);
   bool has(const std::string& path) const;
   // Frees every model not in `paths` (a new job on other models should not hold the old weights).
   void keep_only(const std::vector<std::string>& paths);

@@ -253,10 +253,12 @@ JobResult JobRunner::run(const Job& job, JobObserver& observer) {
     paths.push_back(t.path);
   }
   cache_.keep_only(paths);  // free models no lane uses before loading new ones
+  const bool cpu = resolve_backend(job.backend) == Backend::Cpu;
   for (auto& t : result.targets) {
     auto model = cache_.get(
         t.path, [&](const std::string& path, bool done) { if (!done) observer.model_loading(path); },
-        [&](const std::string& path, uint64_t done, uint64_t total) { observer.model_load_progress(path, done, total); });
+        [&](const std::string& path, uint64_t done, uint64_t total) { observer.model_load_progress(path, done, total); },
+        cpu);
     t.identity = model->identity();
     t.description = describe_model(*model);
     observer.model_loaded(t.path, *model);
@@ -267,7 +269,6 @@ JobResult JobRunner::run(const Job& job, JobObserver& observer) {
   // On CPU, tree=auto is the default for a tunable method whose lane fixes neither `tree` nor a size: the published
   // trees were sized for GPUs, where an extra verified token costs almost nothing (issue 22).
   result.trees.assign(js.lanes.size(), std::nullopt);
-  const bool cpu = resolve_backend(job.backend) == Backend::Cpu;
   std::vector<bool> tune(js.lanes.size(), false);
   for (size_t l = 0; l < js.lanes.size(); ++l) {
     auto& spec = js.lanes[l].method;

@@ -13,6 +13,7 @@
 #include "engine/model/model.h"
 #include "engine/model/resident_weights.h"
 #include "engine/util/huge_page_arena.h"
+#include "runs/model_cache.h"
 #include "tests/test_support.h"
 
 namespace specscope {
@@ -126,6 +127,28 @@ TEST(WeightMemory, OneCopyPerModelSharedByItsContexts) {
   ForwardOutput out;
   b->forward(Batch::causal(std::vector<int32_t>{5, 17, 9}), out);
   for (float v : out.logits) ASSERT_EQ(v, 0.0f);
+}
+
+// The run library makes the copy while it loads a model for the CPU, and reports it as the second half of the
+// load's progress: one bar from 0 to the end, never going back.
+TEST(WeightMemory, TheRunLibraryCopiesAtLoadAsTheSecondHalfOfItsProgress) {
+  WeightMemoryScope s(WeightMemory::Copy);
+  runs::ModelCache cache;
+  std::vector<std::pair<uint64_t, uint64_t>> seen;
+  auto model = cache.get(test::fixture("gguf_models/llama_bytelevel_f32.q8_0.gguf"), {},
+                         [&](const std::string&, uint64_t done, uint64_t total) { seen.emplace_back(done, total); },
+                         /*cpu=*/true);
+  ASSERT_GE(seen.size(), 3u);
+  const uint64_t total = seen.back().second;
+  EXPECT_EQ(seen.back().first, total);
+  bool second_half = false;
+  for (size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].second, total);
+    if (i) EXPECT_GE(seen[i].first, seen[i - 1].first);
+    second_half |= seen[i].first > total / 2 && seen[i].first < total;
+  }
+  EXPECT_TRUE(second_half || seen[seen.size() - 2].first == total / 2);  // small copies go in one slice
+  EXPECT_NE(model->resident_weights(), nullptr);
 }
 
 TEST(WeightMemory, TheCliRefusesABadSettingInOneLine) {

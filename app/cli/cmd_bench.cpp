@@ -24,6 +24,7 @@
 #include "engine/cpu/thread_pool.h"
 #include "engine/model/backend.h"
 #include "engine/model/model.h"
+#include "engine/model/resident_weights.h"
 #include "engine/sampling/sampler.h"
 #include "engine/util/error.h"
 #include "runs/step_cost.h"
@@ -239,6 +240,7 @@ int cmd_bench(Args& args) {
       ctx->backend_name() != "cpu"            ? "device"
       : *form != cpu::WeightForm::AsLoaded    ? "requantized copy"
       : model->resident_weights()             ? "huge-page copy"
+      : resident_copy_bytes(model->weights()) == 0 ? "repacked panels"
                                               : "file mapping";
   nlohmann::json j = {{"model", path},
                       {"parameters", model->parameter_count()},

@@ -4,8 +4,10 @@
 // killer ending the process mid-load (or mid-answer, when the KV cache is allocated).
 //
 // What is counted, per model (see the callers for how a job adds them up):
-//  - weights: the weight files' bytes. They are mapped, not read into the heap, but every forward touches all of
-//    them, so a run that is to be faster than the disk needs them resident; plus the bytes the loader copies out of
+//  - weights: the weight files' bytes. They are mapped, and on the CPU copied into huge pages at the first context
+//    where that fits (engine/model/resident_weights.h: the mapping's page cache is then reclaimable, so the copy
+//    takes the mapping's place); either way every forward touches all of them, so a run that is to be faster than
+//    the disk needs them resident. Plus the bytes the loader copies out of
 //    the mapping (GGUF llama files: the Q and K rows it reorders) and the copy the bf16 dot kernel packs of bf16
 //    weights on CPUs with AVX512-BF16 when the hidden size is below 2048 (cpu::bf16_weights_repacked).
 //  - the KV cache of a CPU context (cpu_context.cpp): f32 keys and values, [layers][n_ctx][kv_dim] each, plus the

@@ -230,9 +230,10 @@ std::shared_ptr<const ModelWeights> Model::requantized_weights(cpu::WeightForm f
   return requantized_[i];
 }
 
-std::shared_ptr<const ModelWeights> Model::resident_weights() const {
-  std::call_once(resident_once_, [this] {
-    resident_ = resident_copy(weights_, weight_memory(), discovery::mem_available_bytes(), path_);
+std::shared_ptr<const ModelWeights> Model::resident_weights(
+    const std::function<void(uint64_t done, uint64_t total)>& progress) const {
+  std::call_once(resident_once_, [&] {
+    resident_ = resident_copy(weights_, weight_memory(), discovery::mem_available_bytes(), path_, progress);
   });
   return resident_;
 }

@@ -72,7 +72,9 @@ class Model : public std::enable_shared_from_this<Model> {
   // The weights with the matrices the CPU kernels read in place copied into huge pages (resident_weights.h), made on
   // the first call (the first CPU context) and shared after; null where the weight-memory setting, or the memory
   // available, says to read the file's mapping. GPU backends never ask, so they never pay for the copy.
-  std::shared_ptr<const ModelWeights> resident_weights() const;
+  // `progress` (bytes copied of the total) is called only by the call that makes the copy.
+  std::shared_ptr<const ModelWeights> resident_weights(
+      const std::function<void(uint64_t done, uint64_t total)>& progress = {}) const;
 
  private:
   // A Hugging Face directory; tokenizer*.json and generation_config.json are taken from `files_dir` where it has

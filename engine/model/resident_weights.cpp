@@ -73,7 +73,8 @@ uint64_t resident_copy_bytes(const ModelWeights& w) {
 }
 
 std::shared_ptr<const ModelWeights> resident_copy(const ModelWeights& w, WeightMemory s,
-                                                  std::optional<uint64_t> available, const std::string& what) {
+                                                  std::optional<uint64_t> available, const std::string& what,
+                                                  const CopyProgress& progress) {
   if (s == WeightMemory::Map) return nullptr;
   const uint64_t bytes = resident_copy_bytes(w);
   if (bytes == 0) return nullptr;
@@ -99,15 +100,25 @@ std::shared_ptr<const ModelWeights> resident_copy(const ModelWeights& w, WeightM
     moves.push_back({static_cast<const char*>(t.data), static_cast<char*>(owner.get()), t.nbytes()});
     moved[t.data] = {owner.get(), owner};
   });
-  cpu::run_team(cpu::team_size(), size_t(-1) / 2, 0, [&](int tid, int nt) {
-    const uint64_t from = bytes * uint64_t(tid) / uint64_t(nt), to = bytes * uint64_t(tid + 1) / uint64_t(nt);
-    uint64_t at = 0;  // where the current move starts in the whole
-    for (const Move& m : moves) {
-      const uint64_t lo = std::max(from, at), hi = std::min(to, at + m.bytes);
-      if (lo < hi) std::memcpy(m.to + (lo - at), m.from + (lo - at), hi - lo);
-      at += m.bytes;
-    }
-  });
+  // In slices of 64 MiB, so that progress moves (a 16 GB model takes seconds); the team splits each slice.
+  constexpr uint64_t kSlice = uint64_t(64) << 20;
+  spdlog::info("{}: copying {} of weights into huge pages", what, discovery::human_bytes(bytes));
+  if (progress) progress(0, bytes);
+  for (uint64_t slice = 0; slice < bytes; slice += kSlice) {
+    const uint64_t slice_end = std::min(bytes, slice + kSlice);
+    cpu::run_team(cpu::team_size(), size_t(-1) / 2, 0, [&](int tid, int nt) {
+      const uint64_t from = slice + (slice_end - slice) * uint64_t(tid) / uint64_t(nt);
+      const uint64_t to = slice + (slice_end - slice) * uint64_t(tid + 1) / uint64_t(nt);
+      uint64_t at = 0;  // where the current move starts in the whole
+      for (const Move& m : moves) {
+        const uint64_t lo = std::max(from, at), hi = std::min(to, at + m.bytes);
+        if (lo < hi) std::memcpy(m.to + (lo - at), m.from + (lo - at), hi - lo);
+        at += m.bytes;
+        if (at >= to) break;
+      }
+    });
+    if (progress) progress(slice_end, bytes);
+  }
   auto repoint = [&](TensorView& t) {
     if (auto it = moved.find(t.data); it != moved.end()) {
       t.data = it->second.first;

@@ -18,6 +18,7 @@
 // 1 GiB to spare, which on a GPU run is never asked: only CPU contexts make the copy). From SPECSCOPE_WEIGHTS_MEMORY,
 // or the CLI's --weights-memory.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,10 +41,14 @@ WeightMemory weight_memory();
 // Bytes resident_copy would copy out of w.
 uint64_t resident_copy_bytes(const ModelWeights& w);
 
+// Called on the copying thread with the bytes copied so far, from (0, total) to (total, total).
+using CopyProgress = std::function<void(uint64_t done, uint64_t total)>;
+
 // A copy of w with those matrices in huge pages, or null where `setting` (for auto: `available`, MemAvailable in
 // bytes, nullopt when unknown) says to keep reading the mapping, or when nothing would be copied. `what` names the
 // model in the log line.
 std::shared_ptr<const ModelWeights> resident_copy(const ModelWeights& w, WeightMemory setting,
-                                                  std::optional<uint64_t> available, const std::string& what);
+                                                  std::optional<uint64_t> available, const std::string& what,
+                                                  const CopyProgress& progress = {});
 
 }  // namespace specscope
