@@ -2,13 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <vector>
-#include <algorithm>
 
 #include "engine/cpu/matmul.h"
 #include "engine/cpu/thread_pool.h"
@@ -40,9 +41,9 @@ bool read_in_place(const TensorView& W) {
 // Every matrix of w once (the LM head is the embedding itself in tied models), in for_each_linear's order.
 template <class W, class F>
 void for_each_unique(W& w, F&& f) {
-  std::map<const void*, bool> seen;
+  std::set<const void*> seen;
   for_each_linear(w, [&](auto& t) {
-    if (read_in_place(t) && seen.emplace(t.data, true).second) f(t);
+    if (read_in_place(t) && seen.insert(t.data).second) f(t);
   });
 }
 
@@ -57,9 +58,8 @@ const char* weight_memory_name(WeightMemory m) {
 }
 
 std::optional<WeightMemory> parse_weight_memory(std::string_view name) {
-  if (name == "auto") return WeightMemory::Auto;
-  if (name == "copy") return WeightMemory::Copy;
-  if (name == "map") return WeightMemory::Map;
+  for (auto m : {WeightMemory::Auto, WeightMemory::Copy, WeightMemory::Map})
+    if (name == weight_memory_name(m)) return m;
   return std::nullopt;
 }
 

@@ -6,8 +6,10 @@
 // memory streams depends on the pages it sits in. A file mapping is 4 KiB page-cache pages scattered over physical
 // memory; the hardware prefetchers stop at every 4 KiB boundary and every page costs a TLB walk (a two-level one in
 // a virtual machine). On the 2-core development VM (AMD EPYC, KVM), two threads summing 2 GiB, six alternating
-// rounds in one process (bench/memory_source.cpp): the GGUF file's mapping 35-38 GB/s, anonymous 4 KiB pages
-// 49-50 GB/s, anonymous huge pages 60-61 GB/s (bench/results/weight_memory_2026-11-30/).
+// rounds in one process, when its memory is in its fast state: the GGUF file's mapping 35-40 GB/s, anonymous 4 KiB
+// pages 45-50 GB/s, anonymous huge pages 55-61 GB/s; a 1B F16 decode 1.17x faster from the copy (in its slow state,
+// 28-34 GB/s from every source, 1.0-1.07x). bench/memory_source.cpp and kernel_ab's memory=map|copy measure it;
+// bench/results/weight_memory_2026-11-30/.
 //
 // What is copied: the matrices the kernels read in place (dense f32/f16/bf16 ones, except bf16 ones that the
 // bf16 dot kernel repacks into panels, which are already a copy in huge pages; block-quantized ones). Embedding
