@@ -1,16 +1,17 @@
 // The CPU kernels' tuning settings A/B'd inside one process: the one-row kernels' software prefetch
 // (one_row_prefetch_lines), the widening tiles' k block (k_block) and panel rows (panel_rows), all in
 // matmul_kernels.h, and where the weights are read from (engine/model/resident_weights.h: the file's mapping or a
-// copy in huge pages; each memory setting loads the model once more and keeps its own context). Short decodes, or forwards of n new tokens, alternated setting by setting within every round,
-// so that the host's memory speed, which on this virtual machine swings by a third from one minute to the next,
-// reaches every setting alike. Separate processes could not tell a 10% difference apart
-// (bench/results/cpu_one_row_prefetch_2026-11-30/).
+// copy in huge pages; each memory setting loads the model once more and keeps its own context). Short decodes, or
+// forwards of n new tokens, alternated setting by setting within every round, so that the host's memory speed,
+// which on this virtual machine swings by a third from one minute to the next, reaches every setting alike.
+// Separate processes could not tell a 10% difference apart (bench/results/cpu_one_row_prefetch_2026-11-30/).
 //
 //   kernel_ab MODEL [--rounds 15] [--tokens 16 | --step N] [--settings 'default;prefetch=4;kblock=2048,panel=8']
 // --settings: ';'-separated settings, each 'default' or a ','-list of prefetch=N (every N-th line, 0: never),
-// kblock=N and panel=N (0: the default), and memory=map|copy. --tokens: decode that many tokens after a 128-token prompt (tok/s, higher
-// is better); --step N: instead one forward of N new tokens on top of the prompt, all logits (ms, lower is better).
-// Prints each setting's median, every round, and each setting against the first round by round.
+// kblock=N and panel=N (0: the default), and memory=map|copy. --tokens: decode that many tokens after a 128-token
+// prompt (tok/s, higher is better); --step N: instead one forward of N new tokens on top of the prompt, all logits
+// (ms, lower is better). Prints each setting's median, every round, and each setting against the first round by
+// round.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -94,7 +95,8 @@ int main(int argc, char** argv) {
       for (std::string item; std::getline(ss, item, ';');) {
         const auto s = parse_setting(item);
         if (!s) {
-          std::fprintf(stderr, "kernel_ab: bad setting '%s' (want default, or prefetch=N,kblock=N,panel=N,memory=map|copy)\n",
+          std::fprintf(stderr,
+                       "kernel_ab: bad setting '%s' (want default, or prefetch=N,kblock=N,panel=N,memory=map|copy)\n",
                        item.c_str());
           return 2;
         }

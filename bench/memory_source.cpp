@@ -2,7 +2,7 @@
 // the engine reads a GGUF or safetensors file zero-copy), from anonymous 4 KiB pages, and from anonymous
 // transparent huge pages (engine/util/huge_page_arena.h, where Model::resident_weights copies them). Each source is
 // read two ways, alternated within every round in one process (this VM's memory speed drifts between processes):
-//   sum      every team thread sums its contiguous half with 512-bit loads: the read bound;
+//   sum      every team thread sums its contiguous part (cpu::read_bandwidth, as roofline.h's read bound);
 //   linear   cpu::linear of one token through 1B-shaped f16 matrices (hidden 2048, GQA 32/8, FFN 8192) cut out of
 //            the source one after another: what a decode step's matrix products get.
 //
@@ -10,7 +10,6 @@
 // FILE is any large file (a GGUF); its bytes are reinterpreted as f16 matrices whose non-finite values are replaced
 // in the anonymous copies only, so the linear pass over the mapping reads the file as it is (speed does not depend
 // on the values).
-#include <immintrin.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -24,6 +23,7 @@
 #include <vector>
 
 #include "engine/cpu/matmul.h"
+#include "engine/cpu/roofline.h"
 #include "engine/cpu/thread_pool.h"
 #include "engine/util/huge_page_arena.h"
 #include "engine/util/mapped_file.h"
@@ -37,27 +37,6 @@ using clock_type = std::chrono::steady_clock;
 
 double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
-
-__attribute__((target("avx512f"))) float sum_part(const char* p, size_t n) {
-  __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-  for (size_t i = 0; i + 256 <= n; i += 256) {
-    s0 = _mm512_add_ps(s0, _mm512_castsi512_ps(_mm512_loadu_si512(p + i)));
-    s1 = _mm512_add_ps(s1, _mm512_castsi512_ps(_mm512_loadu_si512(p + i + 64)));
-    s2 = _mm512_add_ps(s2, _mm512_castsi512_ps(_mm512_loadu_si512(p + i + 128)));
-    s3 = _mm512_add_ps(s3, _mm512_castsi512_ps(_mm512_loadu_si512(p + i + 192)));
-  }
-  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
-}
-
-double sum_gb_per_s(const char* p, size_t n) {
-  volatile float sink = 0;
-  const auto t0 = clock_type::now();
-  cpu::run_team(cpu::team_size(), size_t(-1) / 2, 0, [&](int tid, int nt) {
-    const size_t b = n * size_t(tid) / size_t(nt) / 256 * 256, e = n * size_t(tid + 1) / size_t(nt) / 256 * 256;
-    sink = sink + sum_part(p + b, e - b);
-  });
-  return double(n) / seconds_since(t0) / 1e9;
 }
 
 // A 1B decoder's matrices in forward order, as [rows, k], repeated until `bytes` are used.
@@ -139,8 +118,7 @@ int main(int argc, char** argv) {
   std::memcpy(huge.get(), mapped, n);
   make_finite_f16(static_cast<char*>(small), n);
   make_finite_f16(static_cast<char*>(huge.get()), n);
-  volatile float warm = sum_part(mapped, n);  // every page of the mapping faulted in before the first round
-  (void)warm;
+  cpu::read_bandwidth(reinterpret_cast<const float*>(mapped), n / 4, 1);  // the mapping's pages faulted in first
 
   cpu::set_backoff(false);  // every team thread on every call, as the read bound is measured (roofline.cpp)
   const char* names[] = {"file mapping", "anonymous 4 KiB", "anonymous huge"};
@@ -149,7 +127,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < rounds; ++r) {
     std::fprintf(stderr, "\r[memory_source] round %d/%d", r + 1, rounds);
     for (int s = 0; s < 3; ++s) {
-      sum[s].push_back(sum_gb_per_s(sources[s], n));
+      sum[s].push_back(cpu::read_bandwidth(reinterpret_cast<const float*>(sources[s]), n / 4, 1) / 1e9);
       lin[s].push_back(linear_gb_per_s(matrices_in(sources[s], n)));
     }
   }

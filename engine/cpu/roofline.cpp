@@ -90,7 +90,8 @@ double peak_of(Loop loop, double macs_per_call) {
   return best;
 }
 
-// Sums the buffer on every team thread (each its own contiguous part), best of `passes` passes.
+}  // namespace
+
 double read_bandwidth(const float* data, size_t floats, int passes) {
   double best = 0;
   volatile float sink = 0;
@@ -110,8 +111,6 @@ double read_bandwidth(const float* data, size_t floats, int passes) {
   }
   return best;
 }
-
-}  // namespace
 
 const PathPeak* Roofline::peak(const std::string& path_prefix) const {
   for (const auto& p : peaks)

@@ -24,4 +24,8 @@ struct Roofline {
 // stays in cache is measured against the cache's bandwidth, and a larger one against memory's.
 Roofline measure_roofline(size_t working_set_bytes);
 
+// Bytes per second of summing `floats` floats at `data` on every team thread, each its own contiguous part; the best
+// of `passes` passes. The read bound measure_roofline reports; bench/memory_source.cpp reads other memory with it.
+double read_bandwidth(const float* data, size_t floats, int passes);
+
 }  // namespace specscope::cpu
