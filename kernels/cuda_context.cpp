@@ -122,6 +122,22 @@ void CudaContext::forward(const Batch& b, ForwardOutput& out) {
   CUDA_CHECK(cudaMemcpyAsync(fb.pos, pos.data(), sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
   CUDA_CHECK(cudaMemcpyAsync(slot_pos_ + base, pos.data(), sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
   CUDA_CHECK(cudaMemcpyAsync(fb.rows, out.logit_rows.data(), sizeof(int32_t) * nr, cudaMemcpyHostToDevice, stream_));
+  // Summaries instead of logits (Batch::summaries_only) except with streaming, whose pruned rows are marked in the
+  // logits on the host after the forward.
+  const bool summarize = b.summaries_only && !sr;
+  if (b.summaries_only) check_probes(b, nr, c.vocab_size);
+  const bool probes = summarize && !b.probe_start.empty();
+  int32_t* probe_start = nullptr;
+  int32_t* probe_tokens = nullptr;
+  if (probes) {
+    probe_start = probe_start_.get<int32_t>(b.probe_start.size());
+    probe_tokens = probe_tokens_.get<int32_t>(std::max<size_t>(1, b.probe_tokens.size()));
+    CUDA_CHECK(cudaMemcpyAsync(probe_start, b.probe_start.data(), sizeof(int32_t) * b.probe_start.size(),
+                               cudaMemcpyHostToDevice, stream_));
+    if (!b.probe_tokens.empty())
+      CUDA_CHECK(cudaMemcpyAsync(probe_tokens, b.probe_tokens.data(), sizeof(int32_t) * b.probe_tokens.size(),
+                                 cudaMemcpyHostToDevice, stream_));
+  }
   if (!b.mask.empty()) {
     uint8_t* m = mask_.get<uint8_t>(b.mask.size());
     CUDA_CHECK(cudaMemcpyAsync(m, b.mask.data(), b.mask.size(), cudaMemcpyHostToDevice, stream_));
@@ -160,10 +176,27 @@ void CudaContext::forward(const Batch& b, ForwardOutput& out) {
     device_forward(b, fb, pos);
   }
 
-  out.logits.resize(size_t(nr) * c.vocab_size);
-  timer_.mark("logits_to_host", stream_);
-  CUDA_CHECK(cudaMemcpyAsync(out.logits.data(), fb.logits, sizeof(float) * out.logits.size(), cudaMemcpyDeviceToHost,
-                             stream_));
+  if (summarize) {
+    // Greedy verification's reads of the logits, made on the device: a few dozen bytes a row cross to the host.
+    timer_.mark("summaries", stream_);
+    LogitSummary* sums = summaries_.get<LogitSummary>(size_t(nr));
+    float* pp = probe_probs_.get<float>(std::max<size_t>(1, b.probe_tokens.size()));
+    logit_summaries(fb.logits, nr, c.vocab_size, probes ? probe_start : nullptr, probe_tokens, sums, pp, stream_);
+    out.summaries.resize(size_t(nr));
+    CUDA_CHECK(cudaMemcpyAsync(out.summaries.data(), sums, sizeof(LogitSummary) * size_t(nr), cudaMemcpyDeviceToHost,
+                               stream_));
+    out.probe_start = b.probe_start;
+    out.probe_tokens = b.probe_tokens;
+    out.probe_probs.resize(b.probe_tokens.size());
+    if (!out.probe_probs.empty())
+      CUDA_CHECK(cudaMemcpyAsync(out.probe_probs.data(), pp, sizeof(float) * out.probe_probs.size(),
+                                 cudaMemcpyDeviceToHost, stream_));
+  } else {
+    out.logits.resize(size_t(nr) * c.vocab_size);
+    timer_.mark("logits_to_host", stream_);
+    CUDA_CHECK(cudaMemcpyAsync(out.logits.data(), fb.logits, sizeof(float) * out.logits.size(), cudaMemcpyDeviceToHost,
+                               stream_));
+  }
   for (size_t t = 0; t < b.taps.size(); ++t) {
     out.hiddens[t].resize(size_t(n) * H);
     CUDA_CHECK(cudaMemcpyAsync(out.hiddens[t].data(), fb.taps + t * size_t(n) * H, sizeof(float) * size_t(n) * H,

@@ -145,6 +145,7 @@ class CudaContext final : public Context {
   std::vector<float*> k_cache_, v_cache_;
   int32_t* slot_pos_ = nullptr;
   Buffer x_, h_, q_, k_, v_, att_, gate_, up_, half_, panel_, tokens_, pos_, mask_, rows_, sel_, logits_, taps_;
+  Buffer summaries_, probe_start_, probe_tokens_, probe_probs_;  // Batch::summaries_only (kernels/sampling.cu)
 
   // Speculative Streaming state of the current forward.
   std::unique_ptr<DeviceStreaming> ds_;  // the streaming tensors last asked for

@@ -8,6 +8,7 @@
 // Plain C++ with no CUDA headers.
 #include <cstdint>
 
+#include "engine/sampling/logit_summary.h"
 #include "kernels/wtype.h"
 
 namespace specscope::cuda::ref {
@@ -34,5 +35,9 @@ void gemv(const void* W, WType t, const void* X, int n, int m, int k, float* Y);
 void attention(const float* q, const float* k_cache, const float* v_cache, const int32_t* slot_pos,
                const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window,
                float* out);
+
+// sampling_ref.cpp (kernels/sampling.cu)
+void logit_summaries(const float* logits, int rows, int vocab, const int32_t* probe_start, const int32_t* probe_tokens,
+                     LogitSummary* out, float* probe_probs);
 
 }  // namespace specscope::cuda::ref

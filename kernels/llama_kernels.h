@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "engine/sampling/logit_summary.h"
 #include "kernels/wtype.h"
 
 namespace specscope::cuda {
@@ -65,5 +66,15 @@ void gemv(const void* W, WType t, const void* X, int n, int m, int k, float* Y, 
 void attention(const float* q, const float* k_cache, const float* v_cache, const int32_t* slot_pos,
                const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window,
                float* out, cudaStream_t stream);
+
+// --- kernels/sampling.cu: verification's reads of the logits -------------------------------------------------
+
+// Per row of logits [rows, vocab]: out[row] as engine/sampling/logit_summary.h's summarize_logits makes it (the
+// argmax, its softmax probability, the softmax's top kSummaryTopK with p > 0), and the softmax probability of each
+// probe token of the row, probe_tokens[probe_start[row], probe_start[row + 1]), into probe_probs at the same index
+// (probe_start null: none). Probabilities are computed with expf in another order than the CPU's vector softmax:
+// equal within f32 rounding, and bars whose probabilities round equal may order differently.
+void logit_summaries(const float* logits, int rows, int vocab, const int32_t* probe_start, const int32_t* probe_tokens,
+                     LogitSummary* out, float* probe_probs, cudaStream_t stream);
 
 }  // namespace specscope::cuda

@@ -82,8 +82,9 @@ double decode_tokens_per_second(Context& ctx, int32_t first, int tokens, int voc
   for (int g = 0; g < tokens; ++g) {
     Batch b;
     b.tokens = {tok};
+    b.summaries_only = true;  // as greedy decoding asks (engine/generate/generator.cpp)
     ctx.forward(b, out);
-    tok = argmax(out.row_logits(0), vocab);
+    tok = out.row_argmax(0);
   }
   return tokens / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }

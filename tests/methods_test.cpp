@@ -3,6 +3,7 @@
 // (a different model), and the StepRecord invariants hold. At T > 0: method_sampling_test.cpp.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include "engine/methods/factory.h"
 #include "engine/methods/speculative_generator.h"
 #include "engine/model/model.h"
+#include "engine/sampling/logit_summary.h"
 #include "engine/util/error.h"
 #include "tests/test_support.h"
 
@@ -138,7 +140,119 @@ std::vector<MethodCase> method_cases() {
   };
 }
 
+// A backend that answers Batch::summaries_only as the CUDA backend does (kernels/sampling.cu): summaries and the
+// probes' probabilities, and no logits at all, made from the CPU backend's logits by the kernel's reference
+// (summarize_logits). Verification from these must record exactly what it records from the logits.
+class SummarizingContext final : public Context {
+ public:
+  explicit SummarizingContext(std::unique_ptr<Context> inner) : inner_(std::move(inner)) {}
+  void forward(const Batch& b, ForwardOutput& out) override {
+    inner_->forward(b, out);
+    forwards = inner_->forwards;
+    forward_tokens = inner_->forward_tokens;
+    if (!b.summaries_only) return;
+    ++summarized_forwards;
+    const int nr = int(out.logit_rows.size());
+    out.summaries.resize(size_t(nr));
+    out.probe_start = b.probe_start;
+    out.probe_tokens = b.probe_tokens;
+    out.probe_probs.assign(b.probe_tokens.size(), 0.f);
+    for (int r = 0; r < nr; ++r) {
+      const int begin = b.probe_start.empty() ? 0 : b.probe_start[size_t(r)];
+      const int end = b.probe_start.empty() ? 0 : b.probe_start[size_t(r) + 1];
+      summarize_logits(out.row_logits(r), out.vocab, b.probe_tokens.data() + begin, end - begin,
+                       out.summaries[size_t(r)], out.probe_probs.data() + begin);
+    }
+    out.logits.clear();
+    out.logits.shrink_to_fit();  // anything that still reads them is caught (ASan)
+  }
+  void keep(std::span<const int> rows) override { inner_->keep(rows); }
+  void truncate(int n_past) override { inner_->truncate(n_past); }
+  int n_past() const override { return inner_->n_past(); }
+  int n_ctx() const override { return inner_->n_ctx(); }
+  std::string backend_name() const override { return inner_->backend_name(); }
+  int summarized_forwards = 0;
+
+ private:
+  std::unique_ptr<Context> inner_;
+};
+
+// Two floats the same bit for bit (NaN included).
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// The verification fields of two runs' records, bit for bit.
+void expect_same_verification(const std::vector<StepRecord>& a, const std::vector<StepRecord>& b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t s = 0; s < a.size(); ++s) {
+    ASSERT_EQ(a[s].nodes.size(), b[s].nodes.size()) << what << " step " << s;
+    EXPECT_EQ(a[s].accepted_path, b[s].accepted_path) << what << " step " << s;
+    EXPECT_EQ(a[s].bonus_token, b[s].bonus_token) << what << " step " << s;
+    EXPECT_TRUE(same_bits(a[s].bonus_prob, b[s].bonus_prob)) << what << " step " << s;
+    for (size_t i = 0; i < a[s].nodes.size(); ++i) {
+      const DraftNode &x = a[s].nodes[i], &y = b[s].nodes[i];
+      EXPECT_TRUE(same_bits(x.target_prob, y.target_prob) && same_bits(x.accept_prob, y.accept_prob) &&
+                  x.decision == y.decision && x.rule == y.rule && x.target_top_k == y.target_top_k)
+          << what << " step " << s << " node " << i;
+    }
+  }
+}
+
 }  // namespace
+
+TEST(Methods, GreedyVerificationFromSummariesRecordsWhatItRecordsFromLogits) {
+  // What a device backend returns instead of logits at T = 0 (kernels/sampling.cu): every method must produce the
+  // same tokens and the same verification record from it, probing every drafted token.
+  auto model = Model::load(test::fixture(kTarget));
+  auto ps = prompts(*model, 6);
+  GenerateOptions opts;
+  opts.max_tokens = 24;
+  opts.stop_at_eos = false;
+  for (auto& mc : method_cases()) {
+    auto method = make_method(mc.spec, *model);
+    for (size_t i = 0; i < ps.size(); ++i) {
+      auto ctx = model->new_cpu_context(256);
+      const auto want = generate_speculative(*model, *ctx, *method, ps[i], opts);
+      SummarizingContext summarizing(model->new_cpu_context(256));
+      const auto got = generate_speculative(*model, summarizing, *method, ps[i], opts);
+      ASSERT_EQ(got.gen.tokens, want.gen.tokens) << mc.label << " prompt " << i;
+      // Every decoding step (the prefill's one row of logits comes back whole).
+      EXPECT_EQ(summarizing.summarized_forwards, int(got.steps.size()) - 1) << mc.label << ": every step summarized";
+      expect_same_verification(got.steps, want.steps, mc.label + " prompt " + std::to_string(i));
+    }
+  }
+  // Vanilla's greedy decoding reads the argmax from the summary too, one per token after the prompt.
+  for (size_t i = 0; i < ps.size(); ++i) {
+    auto ctx = model->new_cpu_context(256);
+    const auto want = generate(*model, *ctx, ps[i], opts);
+    SummarizingContext summarizing(model->new_cpu_context(256));
+    const auto got = generate(*model, summarizing, ps[i], opts);
+    EXPECT_EQ(got.tokens, want.tokens) << "vanilla, prompt " << i;
+    EXPECT_EQ(summarizing.summarized_forwards, int(got.tokens.size()) - 1) << "vanilla, prompt " << i;
+  }
+  // Sampling needs the whole distribution: no summaries are asked for at T > 0.
+  opts.sampling.temperature = 0.8f;
+  opts.sampling.seed = 5;
+  auto method = make_method(spec("sps", kOtherDraft, {{"gamma", "3"}}), *model);
+  SummarizingContext summarizing(model->new_cpu_context(256));
+  generate_speculative(*model, summarizing, *method, ps[0], opts);
+  EXPECT_EQ(summarizing.summarized_forwards, 0);
+}
+
+TEST(Methods, ProbesThatDoNotSpanTheLogitRowsAreRefused) {
+  auto model = Model::load(test::fixture(kTarget));
+  auto ctx = model->new_cpu_context(64);
+  ForwardOutput out;
+  Batch b = Batch::causal(std::vector<int32_t>{1, 2, 3});
+  b.summaries_only = true;
+  b.probe_start = {0, 1, 2};  // three rows need four offsets
+  b.probe_tokens = {5, 6};
+  EXPECT_THROW(ctx->forward(b, out), InputError);
+  b.probe_start = {0, 1, 1, 3};
+  b.probe_tokens = {5, 6, model->config().vocab_size};  // not a token
+  EXPECT_THROW(ctx->forward(b, out), InputError);
+  b.probe_tokens = {5, 6, 7};
+  EXPECT_NO_THROW(ctx->forward(b, out));
+}
 
 TEST(Methods, GreedyOutputEqualsVanillaForEveryMethod) {
   auto model = Model::load(test::fixture(kTarget));

@@ -86,7 +86,9 @@ GenerateResult generate(const Model& model, Context& ctx, const std::vector<int3
   r.prefill_seconds = std::chrono::duration<double>(t1 - t0).count();
   r.stop_reason = "max_tokens";
   for (int step = 0; step < opts.max_tokens; ++step) {
-    int32_t tok = sample_token(out.row_logits(0), V, opts.sampling, rng);
+    // Greedy decoding reads only the argmax: after the prompt, the forward may return it summarized (a device
+    // backend then sends one summary instead of the vocabulary's logits).
+    int32_t tok = out.summarized() ? out.row_argmax(0) : sample_token(out.row_logits(0), V, opts.sampling, rng);
     if (opts.stop_at_eos && std::find(eos.begin(), eos.end(), tok) != eos.end()) {
       r.stop_reason = "eos";
       break;
@@ -109,6 +111,7 @@ GenerateResult generate(const Model& model, Context& ctx, const std::vector<int3
     }
     Batch nb;
     nb.tokens = {tok};
+    nb.summaries_only = opts.sampling.greedy();
     ctx.forward(nb, out);
     ++r.target_forwards;
   }

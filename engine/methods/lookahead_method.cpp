@@ -77,7 +77,7 @@ void LookaheadMethod::observe_extra(const DecodeState&, const ForwardOutput& out
   const int W = o_.window, L = o_.ngram - 1;
   // One Jacobi iteration: each window token's prediction (greedy) is the next level's entry.
   std::vector<int32_t> next(W);
-  for (int w = 0; w < W; ++w) next[w] = argmax(out.row_logits(first_row + (L - 1) * W + w), vocab_);
+  for (int w = 0; w < W; ++w) next[w] = out.row_argmax(first_row + (L - 1) * W + w);
   // Each column's trajectory plus its new token is an n-gram.
   for (int w = 0; w < W; ++w) {
     std::vector<int32_t> g;

@@ -49,6 +49,22 @@ void mark_pruned_in_forward(DraftTree& tree, std::vector<int>& row_of_node, cons
 
 // The "why" lists' tokens get their texts here: verification has no tokenizer. Siblings share one list and the
 // lists share most tokens, so each token is decoded once per step.
+// Greedy verification reads only each row's summary and its children's probabilities: ask the backend for those
+// (a device backend then sends them instead of rows x vocab logits). Not with streaming, whose pruned rows are
+// marked in the logits, nor when the method picked its own logit rows.
+void request_summaries(Batch& b, const DraftTree& tree, const std::vector<int>& row_of_node) {
+  if (b.streaming || !b.logit_rows.empty()) return;
+  std::vector<std::vector<int32_t>> probes(size_t(b.size()));
+  for (const auto& n : tree.nodes)
+    if (!n.pruned) probes[size_t(n.parent < 0 ? 0 : row_of_node[size_t(n.parent)])].push_back(n.token);
+  b.summaries_only = true;
+  b.probe_start.assign(1, 0);
+  for (const auto& p : probes) {
+    b.probe_tokens.insert(b.probe_tokens.end(), p.begin(), p.end());
+    b.probe_start.push_back(int32_t(b.probe_tokens.size()));
+  }
+}
+
 void name_bars(StepRecord& rec, const Tokenizer& tok) {
   std::unordered_map<int32_t, std::string> texts;
   auto name = [&](std::vector<TokenProb>& bars) {
@@ -218,6 +234,7 @@ SpeculativeResult generate_speculative(const Model& model, Context& ctx, Method&
     if (extra.size() > 0) append_extra_rows(b, extra);
     b.taps = taps;
     method.shape_forward(st, b, &tree, &row_of_node);
+    if (opts.sampling.greedy()) request_summaries(b, tree, row_of_node);
     ctx.forward(b, out);
     if (extra.size() > 0) method.observe_extra(st, out, first_extra);
     mark_pruned_in_forward(tree, row_of_node, out);

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "engine/sampling/logit_summary.h"
 #include "engine/sampling/top_k.h"
 
 namespace specscope {
@@ -58,6 +59,50 @@ void mark_children(DraftTree& tree, const std::vector<int>& children, VerifyRule
   }
 }
 
+static_assert(kSummaryTopK == kWhyTopK, "a row's summary keeps the why panel's bars");
+
+std::vector<TokenProb> bars_of(const LogitSummary& s) {
+  std::vector<TokenProb> out;
+  for (int i = 0; i < s.top_count; ++i) out.push_back({s.top_ids[i], {}, s.top_probs[i]});
+  return out;
+}
+
+// What greedy verification reads of one row: the backend's summary when it returned summaries (the logits stayed
+// on its device), else one made here from the logits, for the rows verification visits and only those. Both give the
+// same bits (summarize_logits is what the backends' references compute).
+class GreedyRow {
+ public:
+  GreedyRow(const ForwardOutput& out, int row, const DraftTree& tree, const std::vector<int>& children) {
+    child_probs_.resize(children.size());
+    if (!out.summarized()) {
+      std::vector<int32_t> tokens;
+      for (int c : children) tokens.push_back(tree.nodes[c].token);
+      summarize_logits(logits_of_row(out, row), out.vocab, tokens.data(), int(tokens.size()), summary_,
+                       child_probs_.data());
+      return;
+    }
+    if (row >= int(out.summaries.size()) || out.logit_rows[row] != row)
+      throw std::logic_error("verify_tree: the forward did not summarize every tree row");
+    summary_ = out.summaries[row];
+    // Each drafted token's probability among the row's probes (the generator probes every child, in any order).
+    const int begin = out.probe_start.empty() ? 0 : out.probe_start[row];
+    const int end = out.probe_start.empty() ? 0 : out.probe_start[row + 1];
+    for (size_t i = 0; i < children.size(); ++i) {
+      const int32_t t = tree.nodes[children[i]].token;
+      int j = begin;
+      while (j < end && out.probe_tokens[j] != t) ++j;
+      if (j == end) throw std::logic_error("verify_tree: the forward did not probe a drafted token");
+      child_probs_[i] = out.probe_probs[j];
+    }
+  }
+  const LogitSummary& summary() const { return summary_; }
+  float child_prob(size_t i) const { return child_probs_[i]; }
+
+ private:
+  LogitSummary summary_;
+  std::vector<float> child_probs_;
+};
+
 int32_t draw(const std::vector<double>& p, Rng& rng) {
   double u = rng.uniform(), cum = 0;
   int32_t last = 0;
@@ -79,21 +124,21 @@ VerifyResult verify_tree(DraftTree& tree, const ForwardOutput& out, const std::v
   int cur = -1;  // the root
   for (;;) {
     const int row = cur < 0 ? 0 : row_of_node[cur];
-    const float* logits = logits_of_row(out, row);
     const std::vector<int> children = tree.children_of(cur);
     int accepted = -1;
 
     if (sp.greedy()) {
-      const int32_t best = argmax(logits, V);
-      const std::vector<float> probs = softmax_probs(logits, V);  // for display only
-      if (!children.empty()) mark_children(tree, children, VerifyRule::Greedy, top_bars(probs));  // none: no bars
-      for (int c : children) {
-        auto& n = tree.nodes[c];
-        n.target_prob = probs[n.token];
+      const GreedyRow target(out, row, tree, children);
+      const LogitSummary& sum = target.summary();
+      const int32_t best = sum.argmax;
+      if (!children.empty()) mark_children(tree, children, VerifyRule::Greedy, bars_of(sum));  // none: no bars
+      for (size_t i = 0; i < children.size(); ++i) {
+        auto& n = tree.nodes[children[i]];
+        n.target_prob = target.child_prob(i);
         n.accept_prob = n.token == best ? 1.f : 0.f;
         if (accepted < 0 && n.token == best) {
           n.decision = NodeDecision::Accepted;
-          accepted = c;
+          accepted = children[i];
         } else {
           n.decision = NodeDecision::Rejected;
         }
@@ -101,10 +146,10 @@ VerifyResult verify_tree(DraftTree& tree, const ForwardOutput& out, const std::v
       if (accepted < 0) {
         res.bonus_token = best;
         res.bonus_source = BonusSource::Target;
-        res.bonus_prob = probs[best];
+        res.bonus_prob = sum.argmax_prob;
       }
     } else {
-      const Distribution target = process_logits(logits, V, sp);
+      const Distribution target = process_logits(logits_of_row(out, row), V, sp);
       std::vector<double> p = dense(target, V);
       const DraftTree::ChildInfo* info =
           int(tree.child_info.size()) > cur + 1 ? &tree.child_info[cur + 1] : nullptr;

@@ -35,4 +35,18 @@ void check_keep_rows(std::span<const int> rows, int last_batch_start, int last_b
   }
 }
 
+void check_probes(const Batch& b, int logit_rows, int vocab) {
+  if (b.probe_start.empty()) {
+    if (!b.probe_tokens.empty()) throw InputError("batch", "probe tokens without probe offsets");
+    return;
+  }
+  if (int(b.probe_start.size()) != logit_rows + 1 || b.probe_start.front() != 0 ||
+      size_t(b.probe_start.back()) != b.probe_tokens.size())
+    throw InputError("batch", "probe offsets do not span the probe tokens over the logit rows");
+  for (size_t k = 1; k < b.probe_start.size(); ++k)
+    if (b.probe_start[k] < b.probe_start[k - 1]) throw InputError("batch", "probe offsets decrease");
+  for (int32_t t : b.probe_tokens)
+    if (t < 0 || t >= vocab) throw InputError("batch", "probe token id " + std::to_string(t) + " outside the vocabulary");
+}
+
 }  // namespace specscope

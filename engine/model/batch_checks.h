@@ -18,4 +18,9 @@ std::vector<int32_t> checked_positions(const Batch& b, const ModelConfig& c, int
 // invalid_argument: these rows come from the engine, never from a user.
 void check_keep_rows(std::span<const int> rows, int last_batch_start, int last_batch_size);
 
+// Batch::probe_start / probe_tokens against `logit_rows` logit rows and `vocab`: empty, or logit_rows + 1
+// nondecreasing offsets from 0 to probe_tokens.size() with every token an id. Throws InputError. The backends that
+// summarize check this before sending probes to a device.
+void check_probes(const Batch& b, int logit_rows, int vocab);
+
 }  // namespace specscope

@@ -56,6 +56,9 @@ void CpuContext::forward(const Batch& b, ForwardOutput& out) {
   const cpu::BatchVariantKernels variant(n_past_ == 0);
   const StreamingRequest* sr = b.streaming ? &*b.streaming : nullptr;
   if (sr) check_streaming(*sr, c, n);
+  // The CPU returns full logits (they are in host memory already) and leaves summaries to verification, which
+  // makes them only for the rows it visits; the probes are checked as a summarizing backend checks them.
+  if (b.summaries_only) check_probes(b, b.logit_rows.empty() ? n : int(b.logit_rows.size()), c.vocab_size);
 
   const int H = c.hidden_size;
   grow(x_, size_t(n) * H);

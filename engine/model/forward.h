@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/sampling/logit_summary.h"
+
 namespace specscope {
 
 class StreamingWeights;
@@ -47,6 +49,15 @@ struct Batch {
   std::vector<int> logit_rows;
   std::vector<HiddenTap> taps;
   std::optional<StreamingRequest> streaming;
+  // Greedy verification reads of each logit row only its summary (engine/sampling/logit_summary.h) and the
+  // probabilities of the tokens drafted from it: with summaries_only, a backend that keeps its logits elsewhere
+  // (CUDA) computes those there and may return ForwardOutput::summaries and probe_probs instead of `logits`. The
+  // CPU backend has its logits in host memory already and returns them as always (verification then summarizes the
+  // rows it visits, and only those). Probes of the k-th logit row: probe_tokens[probe_start[k], probe_start[k + 1]);
+  // probe_start empty: no probes.
+  bool summaries_only = false;
+  std::vector<int32_t> probe_tokens;
+  std::vector<int32_t> probe_start;
 
   static Batch causal(std::span<const int32_t> toks) {
     Batch b;
@@ -60,7 +71,12 @@ struct ForwardOutput {
   int vocab = 0;
   int hidden = 0;
   std::vector<int> logit_rows;                // which batch rows `logits` holds, in order
-  std::vector<float> logits;                  // logit_rows.size() x vocab
+  std::vector<float> logits;                  // logit_rows.size() x vocab (may be empty with summaries)
+  // With Batch::summaries_only, from a backend that summarizes where its logits are: one summary per logit row
+  // and the probes' probabilities, with the batch's probes they answer. Empty otherwise: then `logits` is full.
+  std::vector<LogitSummary> summaries;
+  std::vector<int32_t> probe_start, probe_tokens;  // Batch::probe_start / probe_tokens
+  std::vector<float> probe_probs;                  // aligned with probe_tokens
   std::vector<std::vector<float>> hiddens;    // per tap: n x hidden
   // With Batch::streaming: which rows were pruned (1) inside the forward (their logits are NaN), the rows that
   // got streams, and the streams' final hidden states (after the final norm: the LM head's input),
@@ -71,6 +87,9 @@ struct ForwardOutput {
   int streams = 0;
   std::vector<float> stream_hidden;
   const float* row_logits(int i) const { return logits.data() + size_t(i) * size_t(vocab); }
+  bool summarized() const { return !summaries.empty(); }
+  // The k-th logit row's argmax, from its summary or its logits, whichever the backend returned.
+  int32_t row_argmax(int k) const;
   // Clears what a previous forward left, for a batch with `taps` hidden-state taps.
   void reset(int vocab_size, int hidden_size, size_t taps) {
     vocab = vocab_size;
@@ -80,6 +99,10 @@ struct ForwardOutput {
     stream_rows.clear();
     stream_hidden.clear();
     streams = 0;
+    summaries.clear();
+    probe_start.clear();
+    probe_tokens.clear();
+    probe_probs.clear();
   }
   // Stream j (0-based: it predicts the token j + 2 positions after the row) of the k-th row in stream_rows.
   const float* stream_row_hidden(int k, int j) const {

@@ -8,6 +8,8 @@
 // Tolerances, as a kernel's error relative to the largest reference value (max |gpu - ref| / max |ref|):
 //  - bit for bit: dequant_rows, embed_gather (exact products; quant_decode.h), to_half (round to nearest even),
 //    add, add_bias, gather_rows (one rounding or none);
+//  - ids exactly and probabilities within 1e-5 of the row's largest (its own, for probes): logit_summaries (expf
+//    and another summation order against the CPU's vector softmax);
 //  - 1e-5: rmsnorm, rope, silu_mul (other summation orders, rsqrtf, sincosf and __expf against the CPU's libm and
 //    vector exp: a few ulp);
 //  - 1e-4: attention (scores summed over 64-128 dims and softmax sums over up to 32k slots in another order, and
@@ -450,4 +452,37 @@ TEST_F(CudaKernels, AttentionGivesZerosToARowThatSeesNothing) {
                             [](float f) { return f == 0.f; }))
         << "split " << splits << ": the row that sees nothing is not all zeros";
   }
+}
+
+TEST_F(CudaKernels, LogitSummariesAtLlamaVocabularies) {
+  // Llama-2's 32000 and Llama-3's 128256 tokens; one row (decode), a tree of 8 and of 64 rows.
+  uint32_t seed = 900;
+  for (int vocab : {32000, 128256})
+    for (int rows : {1, 8, 64}) {
+      const SummaryCase c = summary_case(rows, vocab, 10, seed += 10);
+      const std::string what = std::to_string(rows) + " rows of " + std::to_string(vocab);
+      std::vector<LogitSummary> want(static_cast<size_t>(rows));
+      std::vector<float> want_probes(c.probe_tokens.size());
+      cuda::ref::logit_summaries(c.logits.data(), rows, vocab, c.probe_start.data(), c.probe_tokens.data(),
+                                 want.data(), want_probes.data());
+      DeviceArray<float> logits(c.logits);
+      DeviceArray<int32_t> start(c.probe_start), tokens(c.probe_tokens);
+      DeviceArray<LogitSummary> sums(static_cast<size_t>(rows));
+      DeviceArray<float> probes(c.probe_tokens.size());
+      cuda::logit_summaries(logits.get(), rows, vocab, start.get(), tokens.get(), sums.get(), probes.get(), kStream);
+      const std::vector<LogitSummary> got = sums.to_host();
+      for (int r = 0; r < rows; ++r) {
+        const LogitSummary &g = got[size_t(r)], &w = want[size_t(r)];
+        EXPECT_EQ(g.argmax, w.argmax) << what << ", row " << r;
+        EXPECT_NEAR(g.argmax_prob, w.argmax_prob, 1e-5 * w.argmax_prob) << what << ", row " << r;
+        ASSERT_EQ(g.top_count, w.top_count) << what << ", row " << r;
+        for (int t = 0; t < w.top_count; ++t) {
+          EXPECT_EQ(g.top_ids[t], w.top_ids[t]) << what << ", row " << r << ", bar " << t;
+          EXPECT_NEAR(g.top_probs[t], w.top_probs[t], 1e-5 * w.argmax_prob) << what << ", row " << r;
+        }
+      }
+      const std::vector<float> got_probes = probes.to_host();
+      for (size_t j = 0; j < got_probes.size(); ++j)
+        EXPECT_NEAR(got_probes[j], want_probes[j], 1e-5 * std::max(want_probes[j], 1e-30f)) << what << ", probe " << j;
+    }
 }

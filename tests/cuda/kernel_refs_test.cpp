@@ -5,9 +5,12 @@
 //  - RoPE at each row's position: the rotation the CPU forward applies (cpu::RopeTable), bit for bit;
 //  - dequantization, embedding and f16/bf16 rounding: the engine's dequantizer against the block decoder the GPU
 //    runs (kernels/quant_decode.h), bit for bit, and round-to-nearest-even on the awkward values;
-//  - the row-wise and element-wise references against their one-line definitions.
+//  - the row-wise and element-wise references against their one-line definitions;
+//  - the logit summary (greedy verification's reads of a row) against the softmax in double and the definition's
+//    order (larger logit first, ties to the lower id).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "engine/cpu/rope_table.h"
@@ -214,4 +217,61 @@ TEST(KernelRefs, GemvIsEachRowDotEachWeightRow) {
     cuda::ref::gemv(wh.data(), t, xh.data(), 2, 3, 4, y.data());
     EXPECT_EQ(y, want) << (t == WType::F16 ? "f16" : "bf16");
   }
+}
+
+namespace {
+
+// The softmax of one row in double, for the summary's definition.
+std::vector<double> softmax_in_double(const float* x, int n) {
+  double mx = -1e300, sum = 0;
+  for (int j = 0; j < n; ++j) mx = std::max(mx, double(x[j]));
+  std::vector<double> p(static_cast<size_t>(n));
+  for (int j = 0; j < n; ++j) sum += (p[size_t(j)] = std::exp(double(x[j]) - mx));
+  for (double& v : p) v /= sum;
+  return p;
+}
+
+}  // namespace
+
+TEST(KernelRefs, LogitSummaryIsTheArgmaxTheSoftmaxsTopAndTheProbesProbabilities) {
+  const SummaryCase c = summary_case(4, 32000, 6, 900);
+  std::vector<LogitSummary> sums(static_cast<size_t>(c.rows));
+  std::vector<float> probe_probs(c.probe_tokens.size(), -1.f);
+  cuda::ref::logit_summaries(c.logits.data(), c.rows, c.vocab, c.probe_start.data(), c.probe_tokens.data(),
+                             sums.data(), probe_probs.data());
+  for (int r = 0; r < c.rows; ++r) {
+    const float* x = c.logits.data() + size_t(r) * c.vocab;
+    const std::vector<double> p = softmax_in_double(x, c.vocab);
+    // The definition's order: larger logit first, ties to the lower id.
+    std::vector<int> order(size_t(c.vocab));
+    for (int j = 0; j < c.vocab; ++j) order[size_t(j)] = j;
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return x[a] > x[b]; });
+    const LogitSummary& s = sums[size_t(r)];
+    EXPECT_EQ(s.argmax, order[0]) << "row " << r;
+    EXPECT_NEAR(s.argmax_prob, p[size_t(order[0])], 1e-6 * p[size_t(order[0])]) << "row " << r;
+    ASSERT_EQ(s.top_count, kSummaryTopK) << "row " << r;
+    for (int t = 0; t < kSummaryTopK; ++t) {
+      EXPECT_EQ(s.top_ids[t], order[size_t(t)]) << "row " << r << ", bar " << t;
+      EXPECT_NEAR(s.top_probs[t], p[size_t(order[size_t(t)])], 1e-6 * p[size_t(order[0])]) << "row " << r;
+    }
+    for (int j = c.probe_start[size_t(r)]; j < c.probe_start[size_t(r) + 1]; ++j)
+      EXPECT_NEAR(probe_probs[size_t(j)], p[size_t(c.probe_tokens[size_t(j)])], 1e-6 * p[size_t(order[0])])
+          << "row " << r << ", probe " << j;
+  }
+  // The planted ties: row 0's argmax is the lower of its two equal maxima; row 1's six equal tops go by id.
+  EXPECT_LT(sums[0].argmax, c.vocab - 1);
+  EXPECT_EQ(std::vector<int32_t>(sums[1].top_ids, sums[1].top_ids + kSummaryTopK), (std::vector<int32_t>{1, 3, 5, 7, 9}));
+  EXPECT_FLOAT_EQ(sums[1].top_probs[0], sums[1].top_probs[4]);
+}
+
+TEST(KernelRefs, LogitSummaryLeavesOutBarsThatUnderflow) {
+  // One token holds all the mass: the others' probabilities are 0 in f32 and get no bar, as in the why panel.
+  std::vector<float> x(1000, -200.f);
+  x[42] = 200.f;
+  LogitSummary s;
+  cuda::ref::logit_summaries(x.data(), 1, 1000, nullptr, nullptr, &s, nullptr);
+  EXPECT_EQ(s.argmax, 42);
+  EXPECT_EQ(s.argmax_prob, 1.f);
+  EXPECT_EQ(s.top_count, 1);
+  EXPECT_EQ(s.top_ids[0], 42);
 }

@@ -141,6 +141,37 @@ inline std::vector<float> inv_freq(int head_dim, double theta = 500000.0) {
   return f;
 }
 
+// Logits for the summary kernel (kernels/sampling.cu): `rows` rows of a vocabulary, log-normal-ish spreads as an LM
+// head gives (N(0, 3)), with what tests its order: row 0's largest value repeated at a higher id (ties go to the
+// lower id), a row whose top logits are all equal, and per row `probes` random probe tokens (repeats allowed).
+struct SummaryCase {
+  int rows = 0, vocab = 0;
+  std::vector<float> logits;
+  std::vector<int32_t> probe_start, probe_tokens;
+};
+inline SummaryCase summary_case(int rows, int vocab, int probes, uint32_t seed) {
+  SummaryCase c;
+  c.rows = rows;
+  c.vocab = vocab;
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.f, 3.f);
+  c.logits.resize(size_t(rows) * vocab);
+  for (auto& x : c.logits) x = d(rng);
+  if (rows > 0) {
+    const auto top = std::max_element(c.logits.begin(), c.logits.begin() + vocab);
+    c.logits[size_t(vocab - 1)] = *top;  // a tie for the argmax, at a higher id
+  }
+  if (rows > 1)
+    for (int j : {7, 3, 11, 5, 9, 1}) c.logits[size_t(vocab) + size_t(j)] = 40.f;  // six equal tops
+  std::uniform_int_distribution<int32_t> tok(0, vocab - 1);
+  c.probe_start.push_back(0);
+  for (int r = 0; r < rows; ++r) {
+    for (int j = 0; j < probes; ++j) c.probe_tokens.push_back(tok(rng));
+    c.probe_start.push_back(int32_t(c.probe_tokens.size()));
+  }
+  return c;
+}
+
 // max |a - b| over max |b|: the error relative to the output's scale (as cuda_parity_test.cpp measures logits).
 inline double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
   double scale = 1e-30, d = 0;

@@ -1,0 +1,109 @@
+// Greedy verification's reads of the logits, on the GPU (llama_kernels.h, "kernels/sampling.cu"): each logit row
+// summarized where it was computed, so that a step sends the host a few dozen bytes per row instead of the
+// vocabulary. One block per row: the argmax, the softmax's normalizer, the top kSummaryTopK (one block-wide
+// selection per bar, each pass over the row skipping what earlier passes took) and the probes' probabilities.
+// The CPU reference is sampling_ref.cpp (engine/sampling/logit_summary.h's summarize_logits).
+#include <cmath>
+
+#include "kernels/cuda_check.h"
+#include "kernels/device_common.cuh"
+#include "kernels/llama_kernels.h"
+
+namespace specscope::cuda {
+
+namespace {
+
+constexpr int kSummaryThreads = 256;
+
+// The selection order of top_k_indices (engine/sampling/top_k.h): larger value first, equal values by lower id,
+// NaN below every number. Whether (va, ia) comes before (vb, ib).
+__device__ bool before(float va, int ia, float vb, int ib) {
+  const bool na = isnan(va), nb = isnan(vb);
+  if (na != nb) return nb;
+  if (!na && va != vb) return va > vb;
+  return ia < ib;
+}
+
+// The first in that order among the block's (v, i) pairs (i < 0: no candidate); every thread gets it.
+__device__ void block_first(float& v, int& i) {
+  __shared__ float pv[32];
+  __shared__ int pi[32];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int o = 16; o > 0; o /= 2) {
+    const float ov = __shfl_xor_sync(0xffffffffu, v, o);
+    const int oi = __shfl_xor_sync(0xffffffffu, i, o);
+    if (oi >= 0 && (i < 0 || before(ov, oi, v, i))) v = ov, i = oi;
+  }
+  if (lane == 0) pv[warp] = v, pi[warp] = i;
+  __syncthreads();
+  if (warp == 0) {
+    const int warps = blockDim.x / 32;
+    v = lane < warps ? pv[lane] : 0.f;
+    i = lane < warps ? pi[lane] : -1;
+    for (int o = 16; o > 0; o /= 2) {
+      const float ov = __shfl_xor_sync(0xffffffffu, v, o);
+      const int oi = __shfl_xor_sync(0xffffffffu, i, o);
+      if (oi >= 0 && (i < 0 || before(ov, oi, v, i))) v = ov, i = oi;
+    }
+    if (lane == 0) pv[0] = v, pi[0] = i;
+  }
+  __syncthreads();
+  v = pv[0];
+  i = pi[0];
+  __syncthreads();  // pv / pi are reused by the next call
+}
+
+__global__ void logit_summaries_k(const float* logits, int vocab, const int32_t* probe_start,
+                                  const int32_t* probe_tokens, LogitSummary* out, float* probe_probs) {
+  const int row = blockIdx.x;
+  const float* x = logits + int64_t(row) * vocab;
+  // Pass 1: the argmax.
+  float best = 0.f;
+  int best_id = -1;
+  for (int j = threadIdx.x; j < vocab; j += blockDim.x)
+    if (best_id < 0 || before(x[j], j, best, best_id)) best = x[j], best_id = j;
+  block_first(best, best_id);
+  // Pass 2: the softmax's normalizer, sum exp(x - max).
+  float s = 0.f;
+  for (int j = threadIdx.x; j < vocab; j += blockDim.x) s += expf(x[j] - best);
+  const float sum = block_reduce<false>(s);
+  // Passes 3..: the top bars, each the first in the order after the previous one.
+  LogitSummary summary;
+  summary.argmax = best_id;
+  summary.argmax_prob = 1.f / sum;
+  float prev = best;
+  int prev_id = best_id;
+  for (int t = 0; t < kSummaryTopK && prev_id >= 0; ++t) {
+    if (t > 0) {
+      float v = 0.f;
+      int id = -1;
+      for (int j = threadIdx.x; j < vocab; j += blockDim.x)
+        if (before(prev, prev_id, x[j], j) && (id < 0 || before(x[j], j, v, id))) v = x[j], id = j;
+      block_first(v, id);
+      prev = v;
+      prev_id = id;
+      if (id < 0) break;
+    }
+    const float p = expf(prev - best) / sum;
+    if (p > 0.f) {  // as the host's bars: underflowed tokens are not shown
+      summary.top_ids[summary.top_count] = prev_id;
+      summary.top_probs[summary.top_count] = p;
+      ++summary.top_count;
+    }
+  }
+  if (threadIdx.x == 0) out[row] = summary;
+  if (probe_start)
+    for (int j = probe_start[row] + threadIdx.x; j < probe_start[row + 1]; j += blockDim.x)
+      probe_probs[j] = expf(x[probe_tokens[j]] - best) / sum;
+}
+
+}  // namespace
+
+void logit_summaries(const float* logits, int rows, int vocab, const int32_t* probe_start, const int32_t* probe_tokens,
+                     LogitSummary* out, float* probe_probs, cudaStream_t stream) {
+  if (rows <= 0) return;
+  logit_summaries_k<<<rows, kSummaryThreads, 0, stream>>>(logits, vocab, probe_start, probe_tokens, out, probe_probs);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace specscope::cuda
