@@ -8,7 +8,8 @@
 //
 //   kernel_ab MODEL [--rounds 15] [--tokens 16 | --step N] [--settings 'default;prefetch=4;kblock=2048,panel=8']
 // --settings: ';'-separated settings, each 'default' or a ','-list of prefetch=N (every N-th line, 0: never),
-// kblock=N and panel=N (0: the default), and memory=map|copy. --tokens: decode that many tokens after a 128-token
+// kblock=N and panel=N (0: the default), exact=1 (the exact path: f32 activations, dequantized weights), and
+// memory=map|copy. --tokens: decode that many tokens after a 128-token
 // prompt (tok/s, higher is better); --step N: instead one forward of N new tokens on top of the prompt, all logits
 // (ms, lower is better). Prints each setting's median, every round, and each setting against the first round by
 // round.
@@ -24,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/cpu/matmul.h"
 #include "engine/cpu/matmul_kernels.h"
 #include "engine/model/model.h"
 #include "engine/model/resident_weights.h"
@@ -38,8 +40,10 @@ namespace {
 struct Setting {
   std::string label;
   int prefetch_lines = -1, k_block = 0, panel_rows = 0;  // -1 / 0: the kernels' defaults
+  int exact = 0;                                          // 1: the exact path (cpu::set_quant_exact)
   std::optional<WeightMemory> memory;                     // none: the process's setting
   void apply() const {
+    cpu::set_quant_exact(exact != 0);
     cpu::detail::set_one_row_prefetch_lines(prefetch_lines);
     cpu::detail::set_k_block(k_block);
     cpu::detail::set_panel_rows(panel_rows);
@@ -66,6 +70,7 @@ std::optional<Setting> parse_setting(const std::string& text) {
     if (key == "prefetch") s.prefetch_lines = int(value);
     else if (key == "kblock") s.k_block = int(value);
     else if (key == "panel") s.panel_rows = int(value);
+    else if (key == "exact") s.exact = int(value);
     else return std::nullopt;
   }
   return s;

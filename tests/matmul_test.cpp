@@ -582,6 +582,61 @@ TEST(Bf16FastPath, WithinStatedBoundAndBatchInvariant) {
   cpu::set_quant_exact(old);
 }
 
+// The f16 fast path (matmul.h: activations rounded to f16 once per call, on CPUs with F16C; the scalar kernels keep
+// f32): within its stated bound, |fast - exact| <= 2^-11 sum|w x| plus f32 summation; a token row holding a value f16
+// cannot (|x| >= 65520) on the exact path's values, bit for bit; and each token's outputs the same bits alone (the
+// one-row kernel reading the f16 bits at k >= 2048) and among other tokens (the tiles reading them widened), also when
+// another token of the batch kept its f32 values.
+TEST(F16FastPath, RoundsActivationsWithinStatedBoundAndStaysBatchInvariant) {
+  if (std::string(cpu::active_isa()) == "scalar") GTEST_SKIP() << "no F16C: f16 weights take the exact path here";
+  const bool old = cpu::set_quant_exact(false);
+  std::mt19937 rng(23);
+  for (auto [m, k] : {std::pair{13, 31}, std::pair{21, 1000}, std::pair{37, 2081}, std::pair{9, 8192}}) {
+    const Weights w = make_weights(DType::F16, m, k, rng, false);
+    for (int n : {1, 3, 7, 9}) {
+      std::vector<float> x = random_vec(size_t(n) * k, rng, false);
+      if (n > 1) x[size_t(n - 1) * k + size_t(k / 2)] = 70000.f;  // the last token keeps its f32 values
+      std::vector<float> got(size_t(n) * m), ref(size_t(n) * m), exact(size_t(n) * m);
+      cpu::linear(x.data(), n, w.view(), nullptr, got.data());
+      cpu::linear_reference(x.data(), n, w.view(), nullptr, ref.data());
+      cpu::set_quant_exact(true);
+      cpu::linear(x.data(), n, w.view(), nullptr, exact.data());
+      cpu::set_quant_exact(false);
+      for (int t = 0; t < n; ++t)
+        for (int r = 0; r < m; ++r) {
+          double abs_sum = 0;
+          for (int i = 0; i < k; ++i) abs_sum += std::fabs(double(w.f32[size_t(r) * k + i]) * x[size_t(t) * k + i]);
+          const double bound = (std::ldexp(1.0, -11) + k * std::ldexp(1.0, -23)) * abs_sum + 1e-30;
+          ASSERT_LE(std::fabs(double(got[size_t(t) * m + r]) - ref[size_t(t) * m + r]), bound)
+              << "m=" << m << " k=" << k << " n=" << n << " t=" << t << " r=" << r;
+        }
+      if (n > 1)
+        EXPECT_EQ(0, std::memcmp(got.data() + size_t(n - 1) * m, exact.data() + size_t(n - 1) * m, sizeof(float) * m))
+            << "k=" << k << ": a row beyond f16's range is computed as on the exact path";
+      for (int t = 0; t < n; ++t) {  // alone == in the batch, bit for bit
+        std::vector<float> alone(static_cast<size_t>(m));
+        cpu::linear(x.data() + size_t(t) * k, 1, w.view(), nullptr, alone.data());
+        ASSERT_EQ(0, std::memcmp(alone.data(), got.data() + size_t(t) * m, sizeof(float) * m))
+            << "m=" << m << " k=" << k << " n=" << n << " t=" << t;
+      }
+    }
+  }
+  // The rounding itself: 1 + 2^-12 is below the midpoint between f16's 1 and 1 + 2^-10, so it rounds to 1, and a row
+  // of ones over k of them sums to exactly k on the fast path (the exact path keeps the 2^-12 of each).
+  for (int k : {40, 4096}) {
+    Weights ones{DType::F16, 1, k, std::vector<float>(size_t(k), 1.f), std::vector<uint16_t>(size_t(k), f32_to_f16(1.f))};
+    const std::vector<float> x(size_t(k), 1.f + std::ldexp(1.f, -12));
+    float fast = 0, exact = 0;
+    cpu::linear(x.data(), 1, ones.view(), nullptr, &fast);
+    cpu::set_quant_exact(true);
+    cpu::linear(x.data(), 1, ones.view(), nullptr, &exact);
+    cpu::set_quant_exact(false);
+    EXPECT_EQ(fast, float(k)) << "k=" << k;
+    EXPECT_NE(exact, float(k)) << "k=" << k;
+  }
+  cpu::set_quant_exact(old);
+}
+
 // The one-row kernels' prefetch setting (matmul_kernels.h: every N-th line, 0 never, -1 each kernel's default) only
 // moves memory traffic: one token's outputs are the same bits under every setting and thread count, for the bf16 dot
 // kernel and the f16 one, whose rows (k = 2081, 4 KB and more) take the one-row path at n = 1.

@@ -57,7 +57,14 @@ void embedding_row(const TensorView& E, int row, float* out);
 //    bound: each activation off by at most max|x_block| / 254);
 //  * bf16 weights go through vdpbf16ps on CPUs with AVX512-BF16 (matmul_bf16dot.cpp): each activation rounded to
 //    bf16 once per call, so off by at most 2^-8 |x| (round to nearest even, 8 significant bits), products and sums in f32:
-//    |fast - exact| <= 2^-8 sum_i |w_i x_i| + (f32 rounding of the sums).
+//    |fast - exact| <= 2^-8 sum_i |w_i x_i| + (f32 rounding of the sums);
+//  * f16 weights multiply activations rounded to f16 once per call (F16C, round to nearest even; as ggml's f16 dot
+//    product rounds them), widened back and multiplied and summed in f32 by the same tiles, so off by at most
+//    2^-11 |x| each: |fast - exact| <= 2^-11 sum_i |w_i x_i| + (f32 rounding of the sums). A token row with an
+//    activation f16 cannot hold (|x| >= 65520, or infinite) keeps its f32 values. The one-token kernel reads the f16
+//    bits, half the bytes beside the weight stream (1B-shaped F16 file, one-token products 8-10% faster in this
+//    machine's slow memory state: bench/results/cpu_f16_activations_2026-11-30/). Products of n >= the OpenBLAS
+//    crossover (a prompt only) keep f32 activations.
 // A token's outputs never depend on the other tokens of the call. The exact path computes with the weights widened
 // (or dequantized) to f32 and f32 activations (results equal to linear_reference up to f32 summation order, as
 // transformers computes): set_quant_exact(true), or SPECSCOPE_QUANT_EXACT=1 in the environment. Returns the
@@ -71,7 +78,7 @@ bool bf16_weights_repacked(int k);
 
 // Revision of the CPU kernels' speed: part of the key of every cached timing (runs/step_cost.h). Bump it when a kernel
 // change moves the step-cost curve, so that machines measure again instead of using stale curves.
-inline constexpr const char* kKernelRevision = "2026-11-30b";
+inline constexpr const char* kKernelRevision = "2026-11-30c";
 
 // The roofline path (engine/cpu/roofline.h: "f32 fma", "bf16 dot", "int8 dot") linear() computes weights of type
 // t on now: what its speed is to be measured against.

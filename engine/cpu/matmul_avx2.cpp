@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -22,6 +23,28 @@
 namespace specscope::cpu::detail {
 
 void rows_avx2(const LinearArgs& a, int r0, int r1, float* scratch) { rows_for<Avx2>(a, r0, r1, scratch); }
+
+bool to_f16_row_avx2(const float* x, int k, float* xr, uint16_t* xh) {
+  const __m256 limit = _mm256_set1_ps(65520.f), sign = _mm256_set1_ps(-0.f);
+  __m256 over = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 8 <= k; i += 8)
+    over = _mm256_or_ps(over, _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)), limit, _CMP_GE_OQ));
+  bool too_big = _mm256_movemask_ps(over) != 0;
+  for (; i < k; ++i) too_big = too_big || !(std::fabs(x[i]) < 65520.f || std::isnan(x[i]));
+  if (too_big) return false;
+  constexpr int kNearestEven = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  for (i = 0; i + 8 <= k; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), kNearestEven);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(xh + i), h);
+    _mm256_storeu_ps(xr + i, _mm256_cvtph_ps(h));
+  }
+  for (; i < k; ++i) {
+    xh[i] = _cvtss_sh(x[i], kNearestEven);
+    xr[i] = _cvtsh_ss(xh[i]);
+  }
+  return true;
+}
 
 void convert_avx2(DType t, const void* src, float* dst, size_t count) { convert_row<Avx2>(t, src, dst, count); }
 

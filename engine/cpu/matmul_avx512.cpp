@@ -30,24 +30,27 @@ namespace {
 // blocks' sums added in order through y), but in one call and one sequential stream, with the line
 // kOneRowPrefetchBytes ahead prefetched at each element k where (k & pf_mask) == 0 (pf_mask < 0: none). Per row,
 // through the tiles, each k block cost a call, a reduction and a store: one row at a time that way measured
-// slower than 4 rows, while this loop streams faster.
-void one_row_f16(const float* x, int k, const uint16_t* w, const float* bias, float* y, int pf_mask) {
+// slower than 4 rows, while this loop streams faster. x is f32, or (X) the f16 fast path's f16 bits, widened here
+// to the very values the tiles read as f32: half the bytes beside the weight stream in L1 and L2.
+template <class X>
+void one_row_f16(const X* x, int k, const uint16_t* w, const float* bias, float* y, int pf_mask) {
+  using Xs = std::conditional_t<std::is_same_v<X, float>, Avx512::F32, Avx512::F16>;
   const int KC = k_block(k, sizeof(uint16_t));
   const __m512 z = _mm512_setzero_ps();
   float sum = 0.f;
   for (int kb = 0; kb < k; kb += KC) {
     const int kl = std::min(KC, k - kb);
-    const float* xb = x + kb;
+    const X* xb = x + kb;
     const uint16_t* wb = w + kb;
     __m512 acc = z;
     int kk = kl & 15;
     if (kk) {
       const __mmask16 m = __mmask16((1u << kk) - 1u);
-      acc = _mm512_mul_ps(Avx512::F16::load(wb, m), _mm512_maskz_loadu_ps(m, xb));
+      acc = _mm512_mul_ps(Avx512::F16::load(wb, m), Xs::load(xb, m));
     }
     for (; kk < kl; kk += 16) {
       if (pf_mask >= 0 && ((kb + kk) & pf_mask) == 0) _mm_prefetch(reinterpret_cast<const char*>(wb + kk) + kOneRowPrefetchBytes, _MM_HINT_T1);
-      acc = _mm512_fmadd_ps(Avx512::F16::load(wb + kk), _mm512_loadu_ps(xb + kk), acc);
+      acc = _mm512_fmadd_ps(Avx512::F16::load(wb + kk), Xs::load(xb + kk), acc);
     }
     float s = _mm_cvtss_f32(reduce4(acc, z, z, z));
     s = s + (kb == 0 && bias ? *bias : 0.f);
@@ -62,9 +65,15 @@ void rows_avx512(const LinearArgs& a, int r0, int r1, float* scratch) {
   if (a.wtype == DType::F16 && a.n == 1 && one_row_stream(a.k, sizeof(uint16_t))) {
     const uint16_t* W = static_cast<const uint16_t*>(a.W);
     const int ahead = one_row_prefetch_rows(a.k, sizeof(uint16_t));
-    const int mask = one_row_prefetch_mask(one_row_prefetch_lines(kF16OneRowPrefetchLines), sizeof(uint16_t));
-    for (int r = r0; r < r1; ++r)
-      one_row_f16(a.X, a.k, W + size_t(r) * a.k, a.bias ? a.bias + r : nullptr, a.Y + r, r + ahead < r1 ? mask : -1);
+    const int lines = one_row_prefetch_lines(a.Xh ? kF16BitsOneRowPrefetchLines : kF16OneRowPrefetchLines);
+    const int mask = one_row_prefetch_mask(lines, sizeof(uint16_t));
+    for (int r = r0; r < r1; ++r) {
+      const int pf = r + ahead < r1 ? mask : -1;
+      float* y = a.Y + r;
+      const float* bias = a.bias ? a.bias + r : nullptr;
+      if (a.Xh) one_row_f16(a.Xh, a.k, W + size_t(r) * a.k, bias, y, pf);
+      else one_row_f16(a.X, a.k, W + size_t(r) * a.k, bias, y, pf);
+    }
     return;
   }
   rows_for<Avx512>(a, r0, r1, scratch);

@@ -23,11 +23,19 @@ struct LinearArgs {
   float* Y;           // [n, m]
   int m;
   const Bf16Panels* panels = nullptr;  // W repacked for the bf16 dot kernel (bf16_panels.h), or null
+  // F16 weights on the fast path: X holds the activations rounded to f16 (as f32), and Xh the same values' f16
+  // bits (row stride k), which the one-row kernel reads at half the bytes; null when a row kept its f32 values.
+  const uint16_t* Xh = nullptr;
 };
 
 // Computes output columns (weight rows) [r0, r1) of Y for all n tokens. `scratch` holds at least
 // scratch_floats(k) floats, 64-byte aligned, private to the calling thread.
 using RowsFn = void (*)(const LinearArgs& a, int r0, int r1, float* scratch);
+
+// One activation row rounded to f16 for the f16 fast path (matmul.h): xh its f16 bits (round to nearest even, F16C)
+// and xr their f32 values. False, writing nothing, when some |x| >= 65520 or is infinite (f16 would make it
+// infinite): that row keeps its f32 values. Needs AVX2 and F16C (matmul_avx2.cpp).
+bool to_f16_row_avx2(const float* x, int k, float* xr, uint16_t* xh);
 using ConvertFn = void (*)(DType t, const void* src, float* dst, size_t count);
 
 size_t scratch_floats(int k);
@@ -97,9 +105,11 @@ inline int one_row_prefetch_rows(int k, size_t elem_size) {
 // 40 rounds; bench/results/cpu_one_row_prefetch_2026-11-30/): the bf16 dot kernel, one instruction per line,
 // decodes 1.088x faster prefetching every 4th line than every line (faster in 36 of 40 rounds; none at all: 1.032x),
 // the adjacent-line and stream prefetchers bringing the rest; the f16 kernel, two conversions and two FMAs per
-// line, is fastest with every line (every 4th: 0.82x, none: 0.90x). SPECSCOPE_ONE_ROW_PREFETCH=N, or
-// set_one_row_prefetch_lines(N), sets both (N = 0: never); -1 restores these defaults.
-inline constexpr int kBf16OneRowPrefetchLines = 4, kF16OneRowPrefetchLines = 1;
+// line, is fastest with every line (every 4th: 0.82x, none: 0.90x) when it reads f32 activations (the exact path);
+// reading the f16 fast path's f16 activations, half the bytes, it is fastest with none (1.038x every line of the f32
+// kernel, better in 10 of 10 rounds; every line 0.96x of none: bench/results/cpu_f16_activations_2026-11-30/).
+// SPECSCOPE_ONE_ROW_PREFETCH=N, or set_one_row_prefetch_lines(N), sets all (N = 0: never); -1 restores these defaults.
+inline constexpr int kBf16OneRowPrefetchLines = 4, kF16OneRowPrefetchLines = 1, kF16BitsOneRowPrefetchLines = 0;
 int one_row_prefetch_lines(int kernel_default);
 void set_one_row_prefetch_lines(int lines);
 // The one-row kernels prefetch at each element k of a row where (k & mask) == 0: every `lines`-th 64-byte line of
