@@ -9,10 +9,9 @@
 //   kernel_ab MODEL [--rounds 15] [--tokens 16 | --step N] [--settings 'default;prefetch=4;kblock=2048,panel=8']
 // --settings: ';'-separated settings, each 'default' or a ','-list of prefetch=N (every N-th line, 0: never),
 // kblock=N and panel=N (0: the default), exact=1 (the exact path: f32 activations, dequantized weights), and
-// memory=map|copy. --tokens: decode that many tokens after a 128-token
-// prompt (tok/s, higher is better); --step N: instead one forward of N new tokens on top of the prompt, all logits
-// (ms, lower is better). Prints each setting's median, every round, and each setting against the first round by
-// round.
+// memory=map|copy. --tokens: decode that many tokens after a 128-token prompt (tok/s, higher is better); --step N:
+// instead one forward of N new tokens on top of the prompt, all logits (ms, lower is better). Prints each setting's
+// median, every round, and each setting against the first round by round.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -101,7 +100,7 @@ int main(int argc, char** argv) {
         const auto s = parse_setting(item);
         if (!s) {
           std::fprintf(stderr,
-                       "kernel_ab: bad setting '%s' (want default, or prefetch=N,kblock=N,panel=N,memory=map|copy)\n",
+                       "kernel_ab: bad setting '%s' (want default, or prefetch=N,kblock=N,panel=N,exact=1,memory=map|copy)\n",
                        item.c_str());
           return 2;
         }
@@ -156,7 +155,7 @@ int main(int argc, char** argv) {
         // time_steps warms up with forwards of the same size first, so the previous setting's forwards don't count.
         figure[s].push_back(median(runs::time_steps(*ctx, prompt, step, int(prompt.size()), 3)));
       } else {
-        figure[s].push_back(runs::decode_tokens_per_second(*ctx, argmax(out.row_logits(0), V), tokens, V));
+        figure[s].push_back(runs::decode_tokens_per_second(*ctx, argmax(out.row_logits(0), V), tokens));
       }
     }
   }

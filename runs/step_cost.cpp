@@ -75,7 +75,7 @@ std::vector<double> time_steps(Context& ctx, const std::vector<int32_t>& tokens,
   return ms;
 }
 
-double decode_tokens_per_second(Context& ctx, int32_t first, int tokens, int vocab) {
+double decode_tokens_per_second(Context& ctx, int32_t first, int tokens) {
   ForwardOutput out;
   int32_t tok = first;
   const auto t0 = std::chrono::steady_clock::now();

@@ -30,8 +30,9 @@ constexpr double kWarmMs = 8.0;
 void warm_up(Context& ctx, const Batch& b, int base);
 std::vector<double> time_steps(Context& ctx, const std::vector<int32_t>& tokens, int n, int base, int timed);
 // Greedy decoding's speed from where the cache is now: `tokens` one-token forwards, the first fed `first`, each next
-// one the argmax of the last logits (of a `vocab`-token model). Tokens per second; the tokens stay in the cache.
-double decode_tokens_per_second(Context& ctx, int32_t first, int tokens, int vocab);
+// one the argmax of the last logits (asked for as a summary, as greedy decoding asks). Tokens per second; the tokens
+// stay in the cache.
+double decode_tokens_per_second(Context& ctx, int32_t first, int tokens);
 
 // Medians of `repeat` timings per size (sizes interleaved round by round), after a prompt of benchmark_tokens().
 StepCost measure_step_cost(const Model& model, Backend backend, int context = 128, int repeat = 7);

@@ -82,7 +82,7 @@ Figures measure(Context& ctx, const std::vector<int32_t>& prompt, const std::vec
       const auto ms = runs::time_steps(ctx, prompt, n, prompt_tokens, 3);
       step_ms[n].insert(step_ms[n].end(), ms.begin(), ms.end());
     }
-    decode_tps.push_back(runs::decode_tokens_per_second(ctx, argmax(out.row_logits(0), V), gen_tokens, V));
+    decode_tps.push_back(runs::decode_tokens_per_second(ctx, argmax(out.row_logits(0), V), gen_tokens));
   }
   if (isatty(2)) std::fprintf(stderr, "\r");
   return f;

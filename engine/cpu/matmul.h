@@ -62,8 +62,8 @@ void embedding_row(const TensorView& E, int row, float* out);
 //    product rounds them), widened back and multiplied and summed in f32 by the same tiles, so off by at most
 //    2^-11 |x| each: |fast - exact| <= 2^-11 sum_i |w_i x_i| + (f32 rounding of the sums). A token row with an
 //    activation f16 cannot hold (|x| >= 65520, or infinite) keeps its f32 values. The one-token kernel reads the f16
-//    bits, half the bytes beside the weight stream (1B-shaped F16 file, one-token products 8-10% faster in this
-//    machine's slow memory state: bench/results/cpu_f16_activations_2026-11-30/). Products of n >= the OpenBLAS
+//    bits, half the bytes beside the weight stream (1B-shaped F16 file, decode 1.04-1.06x the f32 activations' in one
+//    process: bench/results/cpu_f16_activations_2026-11-30/). Products of n >= the OpenBLAS
 //    crossover (a prompt only) keep f32 activations.
 // A token's outputs never depend on the other tokens of the call. The exact path computes with the weights widened
 // (or dequantized) to f32 and f32 activations (results equal to linear_reference up to f32 summation order, as

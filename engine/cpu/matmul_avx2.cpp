@@ -31,7 +31,7 @@ bool to_f16_row_avx2(const float* x, int k, float* xr, uint16_t* xh) {
   for (; i + 8 <= k; i += 8)
     over = _mm256_or_ps(over, _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)), limit, _CMP_GE_OQ));
   bool too_big = _mm256_movemask_ps(over) != 0;
-  for (; i < k; ++i) too_big = too_big || !(std::fabs(x[i]) < 65520.f || std::isnan(x[i]));
+  for (; i < k; ++i) too_big = too_big || std::fabs(x[i]) >= 65520.f;  // false for NaN, as _CMP_GE_OQ
   if (too_big) return false;
   constexpr int kNearestEven = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
   for (i = 0; i + 8 <= k; i += 8) {

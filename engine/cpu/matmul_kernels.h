@@ -32,10 +32,6 @@ struct LinearArgs {
 // scratch_floats(k) floats, 64-byte aligned, private to the calling thread.
 using RowsFn = void (*)(const LinearArgs& a, int r0, int r1, float* scratch);
 
-// One activation row rounded to f16 for the f16 fast path (matmul.h): xh its f16 bits (round to nearest even, F16C)
-// and xr their f32 values. False, writing nothing, when some |x| >= 65520 or is infinite (f16 would make it
-// infinite): that row keeps its f32 values. Needs AVX2 and F16C (matmul_avx2.cpp).
-bool to_f16_row_avx2(const float* x, int k, float* xr, uint16_t* xh);
 using ConvertFn = void (*)(DType t, const void* src, float* dst, size_t count);
 
 size_t scratch_floats(int k);
@@ -44,6 +40,10 @@ void rows_scalar(const LinearArgs& a, int r0, int r1, float* scratch);
 void convert_scalar(DType t, const void* src, float* dst, size_t count);
 void rows_avx2(const LinearArgs& a, int r0, int r1, float* scratch);
 void convert_avx2(DType t, const void* src, float* dst, size_t count);
+// One activation row rounded to f16 for the f16 fast path (matmul.h): xh its f16 bits (round to nearest even, F16C)
+// and xr their f32 values. False, writing nothing, when some |x| >= 65520 or is infinite (f16 would make it
+// infinite): that row keeps its f32 values. Needs AVX2 and F16C (matmul_avx2.cpp).
+bool to_f16_row_avx2(const float* x, int k, float* xr, uint16_t* xh);
 void rows_avx512(const LinearArgs& a, int r0, int r1, float* scratch);
 void convert_avx512(DType t, const void* src, float* dst, size_t count);
 

@@ -47,24 +47,26 @@ void mark_pruned_in_forward(DraftTree& tree, std::vector<int>& row_of_node, cons
   }
 }
 
-// The "why" lists' tokens get their texts here: verification has no tokenizer. Siblings share one list and the
-// lists share most tokens, so each token is decoded once per step.
 // Greedy verification reads only each row's summary and its children's probabilities: ask the backend for those
 // (a device backend then sends them instead of rows x vocab logits). Not with streaming, whose pruned rows are
-// marked in the logits, nor when the method picked its own logit rows.
+// marked in the logits, nor when the method picked its own logit rows. The probes go row by row (counted, then
+// placed), every verified node under its parent's row.
 void request_summaries(Batch& b, const DraftTree& tree, const std::vector<int>& row_of_node) {
   if (b.streaming || !b.logit_rows.empty()) return;
-  std::vector<std::vector<int32_t>> probes(size_t(b.size()));
-  for (const auto& n : tree.nodes)
-    if (!n.pruned) probes[size_t(n.parent < 0 ? 0 : row_of_node[size_t(n.parent)])].push_back(n.token);
+  auto parent_row = [&](const DraftNode& n) { return n.parent < 0 ? 0 : row_of_node[size_t(n.parent)]; };
   b.summaries_only = true;
-  b.probe_start.assign(1, 0);
-  for (const auto& p : probes) {
-    b.probe_tokens.insert(b.probe_tokens.end(), p.begin(), p.end());
-    b.probe_start.push_back(int32_t(b.probe_tokens.size()));
-  }
+  b.probe_start.assign(size_t(b.size()) + 1, 0);
+  for (const auto& n : tree.nodes)
+    if (!n.pruned) ++b.probe_start[size_t(parent_row(n)) + 1];
+  for (size_t r = 1; r < b.probe_start.size(); ++r) b.probe_start[r] += b.probe_start[r - 1];
+  b.probe_tokens.resize(size_t(b.probe_start.back()));
+  std::vector<int32_t> next(b.probe_start.begin(), b.probe_start.end() - 1);
+  for (const auto& n : tree.nodes)
+    if (!n.pruned) b.probe_tokens[size_t(next[size_t(parent_row(n))]++)] = n.token;
 }
 
+// The "why" lists' tokens get their texts here: verification has no tokenizer. Siblings share one list and the
+// lists share most tokens, so each token is decoded once per step.
 void name_bars(StepRecord& rec, const Tokenizer& tok) {
   std::unordered_map<int32_t, std::string> texts;
   auto name = [&](std::vector<TokenProb>& bars) {
