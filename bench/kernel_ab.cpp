@@ -26,6 +26,7 @@
 
 #include "engine/cpu/matmul.h"
 #include "engine/cpu/matmul_kernels.h"
+#include "engine/cpu/quant_int8.h"
 #include "engine/model/model.h"
 #include "engine/model/resident_weights.h"
 #include "engine/sampling/sampler.h"
@@ -40,12 +41,14 @@ struct Setting {
   std::string label;
   int prefetch_lines = -1, k_block = 0, panel_rows = 0;  // -1 / 0: the kernels' defaults
   int exact = 0;                                          // 1: the exact path (cpu::set_quant_exact)
+  long int8_ahead = -1;                                   // the integer kernels' 1-2 token prefetch distance
   std::optional<WeightMemory> memory;                     // none: the process's setting
   void apply() const {
     cpu::set_quant_exact(exact != 0);
     cpu::detail::set_one_row_prefetch_lines(prefetch_lines);
     cpu::detail::set_k_block(k_block);
     cpu::detail::set_panel_rows(panel_rows);
+    cpu::detail::set_int8_direct_ahead(int8_ahead);
   }
 };
 
@@ -70,6 +73,7 @@ std::optional<Setting> parse_setting(const std::string& text) {
     else if (key == "kblock") s.k_block = int(value);
     else if (key == "panel") s.panel_rows = int(value);
     else if (key == "exact") s.exact = int(value);
+    else if (key == "qahead") s.int8_ahead = value;
     else return std::nullopt;
   }
   return s;

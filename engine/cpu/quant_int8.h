@@ -99,6 +99,12 @@ inline K4Words k4_scale_min_words(const uint8_t* q) {
 // Bytes of the weight blocks of one group (16 blocks of 32, or two super-blocks of 256).
 size_t int8_group_bytes(Int8Type t);
 
+// How far ahead (bytes) the 1-2 token kernels prefetch the weight stream: `kernel_default` unless
+// SPECSCOPE_INT8_AHEAD=N or set_int8_direct_ahead(N) forced N (0: no software prefetch; -1 restores the default).
+// A tuning knob for bench/kernel_ab.cpp.
+size_t int8_direct_ahead(size_t kernel_default);
+void set_int8_direct_ahead(long bytes);
+
 // The fast path of linear_quant: W checked by the caller (2-D, whole blocks).
 void linear_int8(Int8Type type, const float* X, int n, const TensorView& W, const float* bias, float* Y);
 

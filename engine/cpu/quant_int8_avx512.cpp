@@ -222,7 +222,14 @@ QI_INLINE void unpack(const uint8_t* gp, Group& G) {
 // Software prefetch of the weight stream, spread evenly over a chunk's arithmetic: a burst of prefetches fills the
 // miss buffers and stalls the core (measured: 16% of the time in prefetcht1), and without any the hardware
 // prefetchers leave the panel path waiting on memory (1.5x slower at 4-8 tokens).
-constexpr size_t kDirectAhead = 4096;  // bytes ahead of the 1-2 token path's reads
+// Bytes ahead of the 1-2 token path's reads, per type. Measured on the 1B-shaped files in one process
+// (bench/kernel_ab.cpp qahead=N, decode, settings alternated per round; bench/results/cpu_int8_ahead_2026-11-30/):
+// Q4_K_M (Q4_K + Q6_K, whose unpacking keeps the core busy between loads) decodes 1.055x faster at 32 KB than at
+// the former 4 KB, which sits too close (2 KB: 0.77x; it lands on lines the hardware streamer already has in
+// flight); 16 KB and 64 KB 0.96-0.97x, none 0.94x. Q8_0, whose unpacking is a xor, is fastest with none (1.035x
+// 32 KB in 10 of 10 rounds; 4 KB 0.84x): the hardware prefetchers keep up with it alone.
+template <Int8Type kType>
+constexpr size_t kDirectAhead = kType == Int8Type::Q8_0 ? 0 : 32768;
 constexpr int kChunksAhead = 2;         // row chunks ahead of the panel path's unpacking
 struct Prefetcher {
   const char* p = nullptr;
@@ -329,6 +336,7 @@ void rows_direct(const uint8_t* W, size_t row_bytes, const ActQ8& x, const float
   const size_t gb = int8_group_bytes(kType);
   const int groups = x.blocks() / kQ8Lanes;
   const uint8_t* W_end = W + size_t(m) * row_bytes;
+  const size_t ahead = int8_direct_ahead(kDirectAhead<kType>);
   for (int r = r0; r < r1; ++r) {
     const uint8_t* row = W + size_t(r) * row_bytes;
     __m512 acc[1][T];
@@ -336,8 +344,8 @@ void rows_direct(const uint8_t* W, size_t row_bytes, const ActQ8& x, const float
     // The weight stream kDirectAhead bytes on.
     Prefetcher pf;
     pf.end = reinterpret_cast<const char*>(W + size_t(r1) * row_bytes);
-    pf.p = std::min(pf.end, reinterpret_cast<const char*>(row) + kDirectAhead);
-    pf.per_step = int((gb + 63) / 64);
+    pf.p = std::min(pf.end, reinterpret_cast<const char*>(row) + ahead);
+    pf.per_step = ahead ? int((gb + 63) / 64) : 0;
     for (int g = 0; g < groups; ++g) {
       pf.step();
       Group G;
