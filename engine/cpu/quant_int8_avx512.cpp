@@ -223,7 +223,7 @@ QI_INLINE void unpack(const uint8_t* gp, Group& G) {
 // miss buffers and stalls the core (measured: 16% of the time in prefetcht1), and without any the hardware
 // prefetchers leave the panel path waiting on memory (1.5x slower at 4-8 tokens).
 // Bytes ahead of the 1-2 token path's reads, per type. Measured on the 1B-shaped files in one process
-// (bench/kernel_ab.cpp qahead=N, decode, settings alternated per round; bench/results/cpu_int8_ahead_2026-11-30/):
+// (bench/kernel_ab.cpp qahead=N, decode, settings alternated per round; bench/results/cpu_prefetch_ahead_2026-11-30/):
 // Q4_K_M (Q4_K + Q6_K, whose unpacking keeps the core busy between loads) decodes 1.055x faster at 32 KB than at
 // the former 4 KB, which sits too close (2 KB: 0.77x; it lands on lines the hardware streamer already has in
 // flight); 16 KB and 64 KB 0.96-0.97x, none 0.94x. Q8_0, whose unpacking is a xor, is fastest with none (1.035x
