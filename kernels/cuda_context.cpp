@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 #include <vector>
 
 #include "engine/heads/streaming_weights.h"
@@ -191,6 +192,20 @@ void CudaContext::forward(const Batch& b, ForwardOutput& out) {
     if (!out.probe_probs.empty())
       CUDA_CHECK(cudaMemcpyAsync(out.probe_probs.data(), pp, sizeof(float) * out.probe_probs.size(),
                                  cudaMemcpyDeviceToHost, stream_));
+  } else if (b.rows_on_demand && !sr) {
+    // Sampled verification: each row crosses when verification first reads it (about tau rows of a tree), from
+    // logits_, which stays as it is until this context's next forward (checked: the rows of an earlier forward
+    // would be another batch's).
+    const uint64_t forward_id = forwards + 1;  // this forward's number once it is counted below
+    const float* device_logits = fb.logits;
+    const int V = c.vocab_size;
+    out.rows_fetched_by(nr, [this, forward_id, device_logits, V](int k, float* dst) {
+      if (forwards != forward_id)
+        throw std::logic_error("CudaContext: a logit row of an earlier forward was asked for after the next one");
+      CUDA_CHECK(cudaMemcpyAsync(dst, device_logits + size_t(k) * size_t(V), sizeof(float) * size_t(V),
+                                 cudaMemcpyDeviceToHost, stream_));
+      CUDA_CHECK(cudaStreamSynchronize(stream_));
+    });
   } else {
     out.logits.resize(size_t(nr) * c.vocab_size);
     timer_.mark("logits_to_host", stream_);

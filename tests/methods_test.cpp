@@ -3,11 +3,13 @@
 // (a different model), and the StepRecord invariants hold. At T > 0: method_sampling_test.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <stdexcept>
 
 #include "engine/generate/generator.h"
 #include "engine/methods/factory.h"
@@ -177,6 +179,40 @@ class SummarizingContext final : public Context {
   std::unique_ptr<Context> inner_;
 };
 
+// A backend that answers Batch::rows_on_demand as the CUDA backend does: the logits stay with it and each row is
+// copied when verification first reads it (counted), and only until its next forward.
+class OnDemandRowsContext final : public Context {
+ public:
+  explicit OnDemandRowsContext(std::unique_ptr<Context> inner) : inner_(std::move(inner)) {}
+  void forward(const Batch& b, ForwardOutput& out) override {
+    inner_->forward(b, out);
+    forwards = inner_->forwards;
+    forward_tokens = inner_->forward_tokens;
+    if (!b.rows_on_demand) return;
+    ++on_demand_forwards;
+    const int nr = int(out.logit_rows.size());
+    rows_offered += nr;
+    held_.swap(out.logits);
+    const uint64_t id = forwards;
+    out.rows_fetched_by(nr, [this, id, V = out.vocab](int k, float* dst) {
+      if (forwards != id) throw std::logic_error("a row of an earlier forward");
+      std::copy_n(held_.data() + size_t(k) * size_t(V), size_t(V), dst);
+      ++rows_copied;
+    });
+  }
+  void keep(std::span<const int> rows) override { inner_->keep(rows); }
+  void truncate(int n_past) override { inner_->truncate(n_past); }
+  int n_past() const override { return inner_->n_past(); }
+  int n_ctx() const override { return inner_->n_ctx(); }
+  std::string backend_name() const override { return inner_->backend_name(); }
+  int on_demand_forwards = 0;
+  long rows_offered = 0, rows_copied = 0;
+
+ private:
+  std::unique_ptr<Context> inner_;
+  std::vector<float> held_;
+};
+
 // Two floats the same bit for bit (NaN included).
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
@@ -236,6 +272,51 @@ TEST(Methods, GreedyVerificationFromSummariesRecordsWhatItRecordsFromLogits) {
   SummarizingContext summarizing(model->new_cpu_context(256));
   generate_speculative(*model, summarizing, *method, ps[0], opts);
   EXPECT_EQ(summarizing.summarized_forwards, 0);
+}
+
+TEST(Methods, SampledVerificationReadsOnlyTheRowsItVisits) {
+  // At T > 0 the CUDA backend leaves the verification forward's logits on the device and sends a row when it is
+  // first read (Batch::rows_on_demand): every method must sample the same tokens and record the same verification,
+  // and a tree's rows must mostly stay where they are.
+  auto model = Model::load(test::fixture(kTarget));
+  auto ps = prompts(*model, 4);
+  GenerateOptions opts;
+  opts.max_tokens = 24;
+  opts.stop_at_eos = false;
+  opts.sampling.temperature = 0.8f;
+  opts.sampling.top_p = 0.95f;
+  long tree_offered = 0, tree_copied = 0;
+  for (auto& mc : method_cases()) {
+    auto method = make_method(mc.spec, *model);
+    for (size_t i = 0; i < ps.size(); ++i) {
+      opts.sampling.seed = 11 + i;
+      auto ctx = model->new_cpu_context(256);
+      const auto want = generate_speculative(*model, *ctx, *method, ps[i], opts);
+      OnDemandRowsContext lazy(model->new_cpu_context(256));
+      const auto got = generate_speculative(*model, lazy, *method, ps[i], opts);
+      ASSERT_EQ(got.gen.tokens, want.gen.tokens) << mc.label << " prompt " << i;
+      EXPECT_EQ(lazy.on_demand_forwards, int(got.steps.size()) - 1) << mc.label << ": every step on demand";
+      expect_same_verification(got.steps, want.steps, mc.label + " prompt " + std::to_string(i));
+      for (size_t s = 0; s < got.steps.size(); ++s)
+        for (size_t n = 0; n < got.steps[s].nodes.size(); ++n)
+          EXPECT_TRUE(same_bits(got.steps[s].nodes[n].u, want.steps[s].nodes[n].u)) << mc.label << " step " << s;
+      EXPECT_LE(lazy.rows_copied, lazy.rows_offered) << mc.label;
+      if (mc.label == "eagle2_fitted" || mc.label == "sps_other_tree") {
+        tree_offered += lazy.rows_offered;
+        tree_copied += lazy.rows_copied;
+      }
+    }
+  }
+  // Sampled verification walks one path: the rows of its nodes and their parents, not the whole tree's (192 of
+  // 4,200 rows here when written).
+  ASSERT_GT(tree_offered, 0);
+  EXPECT_LT(tree_copied * 5, tree_offered) << tree_copied << " of " << tree_offered << " rows crossed";
+  // Greedy decoding asks for summaries instead, never for rows on demand.
+  opts.sampling = SamplingParams{};
+  auto method = make_method(spec("sps", kOtherDraft, {{"gamma", "3"}}), *model);
+  OnDemandRowsContext lazy(model->new_cpu_context(256));
+  generate_speculative(*model, lazy, *method, ps[0], opts);
+  EXPECT_EQ(lazy.on_demand_forwards, 0);
 }
 
 TEST(Methods, ProbesThatDoNotSpanTheLogitRowsAreRefused) {

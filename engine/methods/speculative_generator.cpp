@@ -237,6 +237,7 @@ SpeculativeResult generate_speculative(const Model& model, Context& ctx, Method&
     b.taps = taps;
     method.shape_forward(st, b, &tree, &row_of_node);
     if (opts.sampling.greedy()) request_summaries(b, tree, row_of_node);
+    else b.rows_on_demand = !b.streaming && b.logit_rows.empty();  // sampled verification visits ~tau rows
     ctx.forward(b, out);
     if (extra.size() > 0) method.observe_extra(st, out, first_extra);
     mark_pruned_in_forward(tree, row_of_node, out);

@@ -4,6 +4,16 @@
 
 namespace specscope {
 
+const float* ForwardOutput::row_logits(int i) const {
+  float* row = logits.data() + size_t(i) * size_t(vocab);
+  if (fetch_row && !row_fetched[size_t(i)]) {
+    fetch_row(i, row);
+    row_fetched[size_t(i)] = 1;
+    ++rows_fetched;
+  }
+  return row;
+}
+
 int32_t ForwardOutput::row_argmax(int k) const {
   return summarized() ? summaries[size_t(k)].argmax : argmax(row_logits(k), vocab);
 }

@@ -3,6 +3,7 @@
 // explicit positions and an ancestor mask among them (tree attention), get logits and chosen hidden states,
 // then keep only the accepted rows. Prefill is the same call with a causal mask.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -58,6 +59,10 @@ struct Batch {
   bool summaries_only = false;
   std::vector<int32_t> probe_tokens;
   std::vector<int32_t> probe_start;
+  // Sampled verification reads whole rows, but only those of the nodes it visits (about tau of a tree's rows):
+  // with rows_on_demand a backend that keeps its logits elsewhere (CUDA) may leave them there and answer each
+  // ForwardOutput::row_logits on its first use. The CPU backend returns them all, as always.
+  bool rows_on_demand = false;
 
   static Batch causal(std::span<const int32_t> toks) {
     Batch b;
@@ -71,7 +76,9 @@ struct ForwardOutput {
   int vocab = 0;
   int hidden = 0;
   std::vector<int> logit_rows;                // which batch rows `logits` holds, in order
-  std::vector<float> logits;                  // logit_rows.size() x vocab (may be empty with summaries)
+  // logit_rows.size() x vocab (may be empty with summaries). Read rows through row_logits(): with on-demand rows
+  // (Batch::rows_on_demand) a row holds its values only once row_logits has fetched it (hence mutable: a cache).
+  mutable std::vector<float> logits;
   // With Batch::summaries_only, from a backend that summarizes where its logits are: one summary per logit row
   // and the probes' probabilities, with the batch's probes they answer. Empty otherwise: then `logits` is full.
   std::vector<LogitSummary> summaries;
@@ -86,7 +93,12 @@ struct ForwardOutput {
   std::vector<int> stream_rows;
   int streams = 0;
   std::vector<float> stream_hidden;
-  const float* row_logits(int i) const { return logits.data() + size_t(i) * size_t(vocab); }
+  // Set by a backend answering Batch::rows_on_demand: copies logit row k (vocab floats) to dst. Valid until the
+  // context's next forward (the backend checks, and throws std::logic_error after it).
+  std::function<void(int k, float* dst)> fetch_row;
+  mutable std::vector<uint8_t> row_fetched;  // with fetch_row: which rows `logits` holds
+  mutable int rows_fetched = 0;              // how many rows fetch_row copied (what crossed, for tests and timing)
+  const float* row_logits(int i) const;
   bool summarized() const { return !summaries.empty(); }
   // The k-th logit row's argmax, from its summary or its logits, whichever the backend returned.
   int32_t row_argmax(int k) const;
@@ -103,6 +115,15 @@ struct ForwardOutput {
     probe_start.clear();
     probe_tokens.clear();
     probe_probs.clear();
+    fetch_row = nullptr;
+    row_fetched.clear();
+    rows_fetched = 0;
+  }
+  // For a backend answering Batch::rows_on_demand: `rows` rows, none fetched yet, each copied by `fetch` on first use.
+  void rows_fetched_by(int rows, std::function<void(int k, float* dst)> fetch) {
+    logits.resize(size_t(rows) * size_t(vocab));
+    row_fetched.assign(size_t(rows), 0);
+    fetch_row = std::move(fetch);
   }
   // Stream j (0-based: it predicts the token j + 2 positions after the row) of the k-th row in stream_rows.
   const float* stream_row_hidden(int k, int j) const {

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <stdexcept>
 
 #include "engine/cpu/matmul.h"
 #include "engine/generate/generator.h"
@@ -119,6 +120,31 @@ TEST_F(CudaParity, TreeRowsGetTheirRootPathsLogitsAndKeepCompacts) {
   gpu->forward(Batch::causal(std::vector<int32_t>{9}), o);
   ref->forward(Batch::causal(std::vector<int32_t>{9}), r);
   EXPECT_LT(max_rel_diff(row(r, 0), row(o, 0)), 1e-4f);
+}
+
+// Batch::rows_on_demand (sampled verification): the rows stay on the device and each crosses when first read, the
+// same values the whole copy gives, counted once per row; after the next forward an old row is refused.
+TEST_F(CudaParity, RowsOnDemandEqualTheWholeCopyAndExpireAtTheNextForward) {
+  auto model = Model::load(test::fixture("models/llama_bytelevel_f32"));
+  const auto prompt = prompt_for(*model);
+  auto whole = new_context(*model, Backend::Cuda, 128);
+  auto lazy = new_context(*model, Backend::Cuda, 128);
+  ForwardOutput a, b;
+  whole->forward(Batch::causal(prompt), a);
+  Batch on_demand = Batch::causal(prompt);
+  on_demand.rows_on_demand = true;
+  lazy->forward(on_demand, b);
+  ASSERT_TRUE(bool(b.fetch_row));
+  EXPECT_EQ(b.rows_fetched, 0);
+  const int V = model->config().vocab_size;
+  for (int r : {23, 0, 23, 7}) {
+    const std::vector<float> want(a.row_logits(r), a.row_logits(r) + V), got(b.row_logits(r), b.row_logits(r) + V);
+    EXPECT_EQ(want, got) << "row " << r;
+  }
+  EXPECT_EQ(b.rows_fetched, 3) << "row 23 crossed once";
+  ForwardOutput next;
+  lazy->forward(Batch::causal(std::vector<int32_t>{5}), next);
+  EXPECT_THROW(b.row_logits(12), std::logic_error);
 }
 
 // GGUF block weights stay blocks on the GPU: the logits of every quantized fixture match the CPU backend's to f32
