@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <vector>
 
@@ -123,9 +124,8 @@ void CudaContext::forward(const Batch& b, ForwardOutput& out) {
   CUDA_CHECK(cudaMemcpyAsync(fb.pos, pos.data(), sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
   CUDA_CHECK(cudaMemcpyAsync(slot_pos_ + base, pos.data(), sizeof(int32_t) * n, cudaMemcpyHostToDevice, stream_));
   CUDA_CHECK(cudaMemcpyAsync(fb.rows, out.logit_rows.data(), sizeof(int32_t) * nr, cudaMemcpyHostToDevice, stream_));
-  // Summaries instead of logits (Batch::summaries_only) except with streaming, whose pruned rows are marked in the
-  // logits on the host after the forward.
-  const bool summarize = b.summaries_only && !sr;
+  // Summaries instead of logits (Batch::summaries_only); with streaming, mark_pruned then marks the pruned rows'.
+  const bool summarize = b.summaries_only;
   if (b.summaries_only) check_probes(b, nr, c.vocab_size);
   const bool probes = summarize && !b.probe_start.empty();
   int32_t* probe_start = nullptr;
@@ -192,16 +192,20 @@ void CudaContext::forward(const Batch& b, ForwardOutput& out) {
     if (!out.probe_probs.empty())
       CUDA_CHECK(cudaMemcpyAsync(out.probe_probs.data(), pp, sizeof(float) * out.probe_probs.size(),
                                  cudaMemcpyDeviceToHost, stream_));
-  } else if (b.rows_on_demand && !sr) {
+  } else if (b.rows_on_demand) {
     // Sampled verification: each row crosses when verification first reads it (about tau rows of a tree), from
     // logits_, which stays as it is until this context's next forward (checked: the rows of an earlier forward
-    // would be another batch's).
+    // would be another batch's). A row streaming pruned reads NaN, as a whole copy gives it (mark_pruned).
     const uint64_t forward_id = forwards + 1;  // this forward's number once it is counted below
     const float* device_logits = fb.logits;
     const int V = c.vocab_size;
-    out.rows_fetched_by(nr, [this, forward_id, device_logits, V](int k, float* dst) {
+    out.rows_fetched_by(nr, [this, forward_id, device_logits, V, rows = out.logit_rows](int k, float* dst) {
       if (forwards != forward_id)
         throw std::logic_error("CudaContext: a logit row of an earlier forward was asked for after the next one");
+      if (!alive_[size_t(rows[size_t(k)])]) {
+        std::fill_n(dst, V, std::numeric_limits<float>::quiet_NaN());
+        return;
+      }
       CUDA_CHECK(cudaMemcpyAsync(dst, device_logits + size_t(k) * size_t(V), sizeof(float) * size_t(V),
                                  cudaMemcpyDeviceToHost, stream_));
       CUDA_CHECK(cudaStreamSynchronize(stream_));

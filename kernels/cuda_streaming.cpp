@@ -183,9 +183,20 @@ void CudaContext::mark_pruned(const Batch& b, ForwardOutput& out) const {
   out.pruned.assign(size_t(n), 0);
   for (int i = 0; i < n; ++i) out.pruned[size_t(i)] = alive_[size_t(i)] ? 0 : 1;
   const int V = model_->config().vocab_size, H = model_->config().hidden_size;
-  for (size_t r = 0; r < out.logit_rows.size(); ++r)
-    if (!alive_[size_t(out.logit_rows[r])])
-      std::fill(out.logits.begin() + r * V, out.logits.begin() + (r + 1) * V, std::numeric_limits<float>::quiet_NaN());
+  // A pruned row's logits read NaN: in the whole copy here, in rows on demand when fetched (forward), and in a
+  // summary its probabilities (its argmax is whatever the stale buffer held; verification never reads it).
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (size_t r = 0; r < out.logit_rows.size(); ++r) {
+    if (alive_[size_t(out.logit_rows[r])]) continue;
+    if (out.summarized()) {
+      out.summaries[r].argmax_prob = nan;
+      out.summaries[r].top_count = 0;
+      if (!out.probe_start.empty())
+        std::fill(out.probe_probs.begin() + out.probe_start[r], out.probe_probs.begin() + out.probe_start[r + 1], nan);
+    } else if (!out.fetch_row) {
+      std::fill(out.logits.begin() + r * V, out.logits.begin() + (r + 1) * V, nan);
+    }
+  }
   // Taps taken after the pruning layer read zeros for pruned rows, as the CPU backend gives them.
   if (b.streaming->parent_row.empty()) return;
   const int prune_layer = b.streaming->weights->config().prune_layer;

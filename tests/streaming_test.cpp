@@ -12,6 +12,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -26,6 +27,7 @@
 #include "engine/methods/speculative_generator.h"
 #include "engine/model/model.h"
 #include "engine/util/error.h"
+#include "tests/device_like_contexts.h"
 #include "tests/test_support.h"
 
 using namespace specscope;
@@ -254,6 +256,42 @@ TEST(StreamingMethod, GreedyEqualsVanillaWithOneForwardPerStep) {
   }
   EXPECT_GT(accepted, steps / 10) << "the fitted streams should get drafts accepted";
   EXPECT_GT(pruned, 0) << "pruning never triggered";
+}
+
+TEST(StreamingMethod, VerifiesFromSummariesAndRowsOnDemandAsFromLogits) {
+  // What the CUDA backend returns with streaming: summaries at T = 0 and rows on demand at T > 0 (the pruned rows'
+  // marked there), made here from the CPU's logits: the same tokens and verification records as from the logits.
+  const auto& f = Fixture::get();
+  const auto& model = *f.model;
+  for (const auto& opts_of_case : std::vector<std::map<std::string, std::string>>{{}, {{"prune-threshold", "0.05"}}}) {
+    auto method = make_method(streaming_spec(opts_of_case), model);
+    for (float temperature : {0.f, 0.8f}) {
+      GenerateOptions opts;
+      opts.max_tokens = 32;
+      opts.stop_at_eos = false;
+      opts.sampling.temperature = temperature;
+      opts.sampling.seed = 3;
+      for (const auto& prompt : prompts(8, f.V)) {
+        auto ctx = model.new_cpu_context(128);
+        const auto want = generate_speculative(model, *ctx, *method, prompt, opts);
+        const std::string what = "T " + std::to_string(temperature);
+        if (temperature == 0.f) {
+          test::SummarizingContext summarizing(model.new_cpu_context(128));
+          const auto got = generate_speculative(model, summarizing, *method, prompt, opts);
+          ASSERT_EQ(got.gen.tokens, want.gen.tokens) << what;
+          EXPECT_EQ(summarizing.summarized_forwards, int(got.steps.size()) - 1) << what;
+          test::expect_same_verification(got.steps, want.steps, what);
+        } else {
+          test::OnDemandRowsContext lazy(model.new_cpu_context(128));
+          const auto got = generate_speculative(model, lazy, *method, prompt, opts);
+          ASSERT_EQ(got.gen.tokens, want.gen.tokens) << what;
+          EXPECT_EQ(lazy.on_demand_forwards, int(got.steps.size()) - 1) << what;
+          EXPECT_LT(lazy.rows_copied, lazy.rows_offered) << what;
+          test::expect_same_verification(got.steps, want.steps, what);
+        }
+      }
+    }
+  }
 }
 
 TEST(StreamingMethod, BadFilesAndOptionsAreClearErrors) {
