@@ -18,16 +18,39 @@
 
 namespace specscope::test {
 
-// A backend that answers Batch::summaries_only as the CUDA backend does (kernels/sampling.cu): summaries and the
-// probes' probabilities, and no logits at all, made from the CPU backend's logits by the kernel's reference
-// (summarize_logits). Verification from these must record exactly what it records from the logits.
-class SummarizingContext final : public Context {
+// The CPU backend's answer to a batch, then changed by answer() into what a device backend gives.
+class DeviceLikeContext : public Context {
  public:
-  explicit SummarizingContext(std::unique_ptr<Context> inner) : inner_(std::move(inner)) {}
-  void forward(const Batch& b, ForwardOutput& out) override {
+  explicit DeviceLikeContext(std::unique_ptr<Context> inner) : inner_(std::move(inner)) {}
+  void forward(const Batch& b, ForwardOutput& out) final {
     inner_->forward(b, out);
     forwards = inner_->forwards;
     forward_tokens = inner_->forward_tokens;
+    answer(b, out);
+  }
+  void keep(std::span<const int> rows) final { inner_->keep(rows); }
+  void truncate(int n_past) final { inner_->truncate(n_past); }
+  int n_past() const final { return inner_->n_past(); }
+  int n_ctx() const final { return inner_->n_ctx(); }
+  std::string backend_name() const final { return inner_->backend_name(); }
+
+ protected:
+  virtual void answer(const Batch& b, ForwardOutput& out) = 0;
+
+ private:
+  std::unique_ptr<Context> inner_;
+};
+
+// A backend that answers Batch::summaries_only as the CUDA backend does (kernels/sampling.cu): summaries and the
+// probes' probabilities, and no logits at all, made from the CPU backend's logits by the kernel's reference
+// (summarize_logits). Verification from these must record exactly what it records from the logits.
+class SummarizingContext final : public DeviceLikeContext {
+ public:
+  using DeviceLikeContext::DeviceLikeContext;
+  int summarized_forwards = 0;
+
+ private:
+  void answer(const Batch& b, ForwardOutput& out) override {
     if (!b.summaries_only) return;
     ++summarized_forwards;
     const int nr = int(out.logit_rows.size());
@@ -44,26 +67,18 @@ class SummarizingContext final : public Context {
     out.logits.clear();
     out.logits.shrink_to_fit();  // anything that still reads them is caught (ASan)
   }
-  void keep(std::span<const int> rows) override { inner_->keep(rows); }
-  void truncate(int n_past) override { inner_->truncate(n_past); }
-  int n_past() const override { return inner_->n_past(); }
-  int n_ctx() const override { return inner_->n_ctx(); }
-  std::string backend_name() const override { return inner_->backend_name(); }
-  int summarized_forwards = 0;
-
- private:
-  std::unique_ptr<Context> inner_;
 };
 
 // A backend that answers Batch::rows_on_demand as the CUDA backend does: the logits stay with it and each row is
 // copied when verification first reads it (counted), and only until its next forward.
-class OnDemandRowsContext final : public Context {
+class OnDemandRowsContext final : public DeviceLikeContext {
  public:
-  explicit OnDemandRowsContext(std::unique_ptr<Context> inner) : inner_(std::move(inner)) {}
-  void forward(const Batch& b, ForwardOutput& out) override {
-    inner_->forward(b, out);
-    forwards = inner_->forwards;
-    forward_tokens = inner_->forward_tokens;
+  using DeviceLikeContext::DeviceLikeContext;
+  int on_demand_forwards = 0;
+  long rows_offered = 0, rows_copied = 0;
+
+ private:
+  void answer(const Batch& b, ForwardOutput& out) override {
     if (!b.rows_on_demand) return;
     ++on_demand_forwards;
     const int nr = int(out.logit_rows.size());
@@ -76,16 +91,6 @@ class OnDemandRowsContext final : public Context {
       ++rows_copied;
     });
   }
-  void keep(std::span<const int> rows) override { inner_->keep(rows); }
-  void truncate(int n_past) override { inner_->truncate(n_past); }
-  int n_past() const override { return inner_->n_past(); }
-  int n_ctx() const override { return inner_->n_ctx(); }
-  std::string backend_name() const override { return inner_->backend_name(); }
-  int on_demand_forwards = 0;
-  long rows_offered = 0, rows_copied = 0;
-
- private:
-  std::unique_ptr<Context> inner_;
   std::vector<float> held_;
 };
 
