@@ -9,9 +9,10 @@
 #     1b     a Llama-3.2-1B-shaped synthetic (bench/make_synthetic_llama.py --shape 1b): F16, BF16, Q8_0, Q4_K_M
 #     spec   llama-speculative beside `specscope-cli run --method sps` (target base, draft draft; greedy, gamma 4)
 #   --quick: one repeat, 2 prompts of 64 tokens for spec (a smoke run; not figures to quote)
-#   --rounds K: the three engines take turns K times per file (each round --repeat runs of each), and each figure is
-#     the median over the rounds (bench/merge_rounds.py): this machine's speed drifts by up to 30% within minutes, and
-#     in one block per engine a slow spell lands on whichever engine it overlaps.
+#   --rounds K: the three engines take turns K times per file (each round --repeat runs of each; SpecScope and
+#     llama-bench swap places every round), and each figure is the median over the rounds (bench/merge_rounds.py):
+#     this machine's speed drifts by up to 30% within minutes, and in one block per engine a slow spell lands on
+#     whichever engine it overlaps.
 # llama.cpp is measured three ways per file: specscope-cli bench (SpecScope), llama.cpp's own llama-bench, and
 # bench/llamacpp_bench.py through the llama-cpp-python binding (the one that asks for all n rows' logits, as
 # verification does); all from the pinned sdist, built by bench/build_llamacpp.sh (run here, idempotent).
@@ -95,12 +96,23 @@ run() {  # NAME GROUP SPECSCOPE_MODEL GGUF
   for ((r = 1; r <= rounds; r++)); do
     dest="$out/$1"
     if [ "$rounds" -gt 1 ]; then mkdir -p "$out/rounds"; dest="$out/rounds/$1.r$r"; echo "  round $r of $rounds"; fi
-    { "$CLI" bench --model "$2" --repeat "$repeat" --out "$dest.specscope.json" 2>"$log" \
-        || die "specscope-cli bench failed: see $log"; } | sed 's/^/  specscope    /'
-    { python3 "$here/bench/llamacpp_tools.py" bench --bin "$BIN" "$3" --threads 2 --repeat "$repeat" \
-        --out "$dest.llamabench.json" 2>"$log" || die "llama-bench failed: see $log"; } | sed 's/^/  llama-bench  /'
-    { "$LPY" "$here/bench/llamacpp_bench.py" bench "$3" --threads 2 --repeat "$repeat" \
-        --out "$dest.llamacpp.json" 2>"$log" || die "the binding's bench failed: see $log"; } | sed 's/^/  binding      /'
+    # The order turns each round (SpecScope first in odd rounds, llama-bench first in even ones), so that a drift
+    # with the position in a round (the previous file's last engine, our start-up's 2 GB copy) reaches both alike.
+    local engine engines=(specscope llamabench binding)
+    [ $((r % 2)) -eq 0 ] && engines=(llamabench specscope binding)
+    for engine in "${engines[@]}"; do
+      case "$engine" in
+        specscope)
+          { "$CLI" bench --model "$2" --repeat "$repeat" --out "$dest.specscope.json" 2>"$log" \
+              || die "specscope-cli bench failed: see $log"; } | sed 's/^/  specscope    /' ;;
+        llamabench)
+          { python3 "$here/bench/llamacpp_tools.py" bench --bin "$BIN" "$3" --threads 2 --repeat "$repeat" \
+              --out "$dest.llamabench.json" 2>"$log" || die "llama-bench failed: see $log"; } | sed 's/^/  llama-bench  /' ;;
+        binding)
+          { "$LPY" "$here/bench/llamacpp_bench.py" bench "$3" --threads 2 --repeat "$repeat" \
+              --out "$dest.llamacpp.json" 2>"$log" || die "the binding's bench failed: see $log"; } | sed 's/^/  binding      /' ;;
+      esac
+    done
   done
   if [ "$rounds" -gt 1 ]; then
     for e in specscope llamabench llamacpp; do
