@@ -74,18 +74,17 @@ int panel_rows(int k, int ntiles, size_t weight_bytes) {
   return std::min(by_k, ntiles <= 2 ? 8 : ntiles <= 5 ? 16 : 32);
 }
 
+TuningOverride::TuningOverride(const char* env) : forced_(-1) {
+  const char* e = std::getenv(env);
+  if (e && *e) forced_.store(std::max(0L, std::atol(e)));
+}
+
 namespace {
-std::atomic<int> g_one_row_prefetch{[] {  // -1: each kernel's default
-  const char* e = std::getenv("SPECSCOPE_ONE_ROW_PREFETCH");
-  return e && *e ? std::max(0, std::atoi(e)) : -1;
-}()};
+TuningOverride g_one_row_prefetch{"SPECSCOPE_ONE_ROW_PREFETCH"};
 }  // namespace
 
-int one_row_prefetch_lines(int kernel_default) {
-  const int forced = g_one_row_prefetch.load(std::memory_order_relaxed);
-  return forced >= 0 ? forced : kernel_default;
-}
-void set_one_row_prefetch_lines(int lines) { g_one_row_prefetch.store(lines < 0 ? -1 : lines); }
+int one_row_prefetch_lines(int kernel_default) { return int(g_one_row_prefetch.value_or(kernel_default)); }
+void set_one_row_prefetch_lines(int lines) { g_one_row_prefetch.set(lines); }
 
 size_t scratch_floats(int k) { return size_t(64) * size_t(std::max(k, 1)) + 64; }
 

@@ -3,6 +3,7 @@
 // kernel family lives in its own .cpp compiled for its target (#pragma GCC target) and is only called after
 // a run-time CPU check.
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -110,6 +111,23 @@ inline int one_row_prefetch_rows(int k, size_t elem_size) {
 // kernel, better in 10 of 10 rounds; every line 0.96x of none: bench/results/cpu_f16_activations_2026-11-30/).
 // SPECSCOPE_ONE_ROW_PREFETCH=N, or set_one_row_prefetch_lines(N), sets all (N = 0: never); -1 restores these defaults.
 inline constexpr int kBf16OneRowPrefetchLines = 4, kF16OneRowPrefetchLines = 1, kF16BitsOneRowPrefetchLines = 0;
+
+// A kernel tuning value forced from the environment variable `env` (N >= 0) or in process (set; bench/kernel_ab.cpp
+// alternates settings within one process because this VM's memory speed swings too much between processes to compare
+// them), else each kernel's own default. Changing it between forwards is safe; during one it is not.
+class TuningOverride {
+ public:
+  explicit TuningOverride(const char* env);
+  long value_or(long kernel_default) const {
+    const long forced = forced_.load(std::memory_order_relaxed);
+    return forced >= 0 ? forced : kernel_default;
+  }
+  void set(long value) { forced_.store(value < 0 ? -1 : value); }  // negative: the defaults again
+
+ private:
+  std::atomic<long> forced_;
+};
+
 int one_row_prefetch_lines(int kernel_default);
 void set_one_row_prefetch_lines(int lines);
 // The one-row kernels prefetch at each element k of a row where (k & mask) == 0: every `lines`-th 64-byte line of

@@ -50,17 +50,11 @@ size_t int8_group_bytes(Int8Type t) {
 }
 
 namespace {
-std::atomic<long> g_direct_ahead{[] {  // -1: the kernel's default
-  const char* e = std::getenv("SPECSCOPE_INT8_AHEAD");
-  return e && *e ? std::max(0L, std::atol(e)) : -1L;
-}()};
+TuningOverride g_direct_ahead{"SPECSCOPE_INT8_AHEAD"};
 }  // namespace
 
-size_t int8_direct_ahead(size_t kernel_default) {
-  const long forced = g_direct_ahead.load(std::memory_order_relaxed);
-  return forced >= 0 ? size_t(forced) : kernel_default;
-}
-void set_int8_direct_ahead(long bytes) { g_direct_ahead.store(bytes < 0 ? -1 : bytes); }
+size_t int8_direct_ahead(size_t kernel_default) { return size_t(g_direct_ahead.value_or(long(kernel_default))); }
+void set_int8_direct_ahead(long bytes) { g_direct_ahead.set(bytes); }
 
 bool int8_isa_supported(Int8Isa isa) {
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
