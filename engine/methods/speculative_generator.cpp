@@ -48,11 +48,10 @@ void mark_pruned_in_forward(DraftTree& tree, std::vector<int>& row_of_node, cons
 }
 
 // Greedy verification reads only each row's summary and its children's probabilities: ask the backend for those
-// (a device backend then sends them instead of rows x vocab logits). Not when the method picked its own logit rows.
-// The probes go row by row (counted, then placed), every verified node under its parent's row. (Rows that
-// streaming's pruning drops inside the forward are never read: their nodes are marked pruned, and so their subtrees.)
+// (a device backend then sends them instead of rows x vocab logits). The probes go row by row (counted, then
+// placed), every verified node under its parent's row. (Rows that streaming's pruning drops inside the forward are
+// never read: their nodes are marked pruned, and so their subtrees.)
 void request_summaries(Batch& b, const DraftTree& tree, const std::vector<int>& row_of_node) {
-  if (!b.logit_rows.empty()) return;
   auto parent_row = [&](const DraftNode& n) { return n.parent < 0 ? 0 : row_of_node[size_t(n.parent)]; };
   b.summaries_only = true;
   b.probe_start.assign(size_t(b.size()) + 1, 0);
@@ -236,8 +235,12 @@ SpeculativeResult generate_speculative(const Model& model, Context& ctx, Method&
     if (extra.size() > 0) append_extra_rows(b, extra);
     b.taps = taps;
     method.shape_forward(st, b, &tree, &row_of_node);
-    if (opts.sampling.greedy()) request_summaries(b, tree, row_of_node);
-    else b.rows_on_demand = b.logit_rows.empty();  // sampled verification visits about tau rows
+    // What verification reads of the rows, asked for so that a device backend sends only that: summaries (greedy),
+    // or the rows it visits, about tau of them (sampled). Not when the method picked its own logit rows.
+    if (b.logit_rows.empty()) {
+      if (opts.sampling.greedy()) request_summaries(b, tree, row_of_node);
+      else b.rows_on_demand = true;
+    }
     ctx.forward(b, out);
     if (extra.size() > 0) method.observe_extra(st, out, first_extra);
     mark_pruned_in_forward(tree, row_of_node, out);

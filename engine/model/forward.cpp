@@ -9,7 +9,6 @@ const float* ForwardOutput::row_logits(int i) const {
   if (fetch_row && !row_fetched[size_t(i)]) {
     fetch_row(i, row);
     row_fetched[size_t(i)] = 1;
-    ++rows_fetched;
   }
   return row;
 }

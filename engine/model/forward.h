@@ -2,6 +2,7 @@
 // The one forward primitive every decoding method uses: append n new tokens to a sequence's KV cache with
 // explicit positions and an ancestor mask among them (tree attention), get logits and chosen hidden states,
 // then keep only the accepted rows. Prefill is the same call with a causal mask.
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -97,8 +98,9 @@ struct ForwardOutput {
   // context's next forward (the backend checks, and throws std::logic_error after it).
   std::function<void(int k, float* dst)> fetch_row;
   mutable std::vector<uint8_t> row_fetched;  // with fetch_row: which rows `logits` holds
-  mutable int rows_fetched = 0;              // how many rows fetch_row copied (what crossed, for tests and timing)
   const float* row_logits(int i) const;
+  // How many rows fetch_row has copied (what crossed).
+  int rows_fetched() const { return int(std::count(row_fetched.begin(), row_fetched.end(), uint8_t(1))); }
   bool summarized() const { return !summaries.empty(); }
   // The k-th logit row's argmax, from its summary or its logits, whichever the backend returned.
   int32_t row_argmax(int k) const;
@@ -117,7 +119,6 @@ struct ForwardOutput {
     probe_probs.clear();
     fetch_row = nullptr;
     row_fetched.clear();
-    rows_fetched = 0;
   }
   // For a backend answering Batch::rows_on_demand: `rows` rows, none fetched yet, each copied by `fetch` on first use.
   void rows_fetched_by(int rows, std::function<void(int k, float* dst)> fetch) {

@@ -135,13 +135,13 @@ TEST_F(CudaParity, RowsOnDemandEqualTheWholeCopyAndExpireAtTheNextForward) {
   on_demand.rows_on_demand = true;
   lazy->forward(on_demand, b);
   ASSERT_TRUE(bool(b.fetch_row));
-  EXPECT_EQ(b.rows_fetched, 0);
+  EXPECT_EQ(b.rows_fetched(), 0);
   const int V = model->config().vocab_size;
   for (int r : {23, 0, 23, 7}) {
     const std::vector<float> want(a.row_logits(r), a.row_logits(r) + V), got(b.row_logits(r), b.row_logits(r) + V);
     EXPECT_EQ(want, got) << "row " << r;
   }
-  EXPECT_EQ(b.rows_fetched, 3) << "row 23 crossed once";
+  EXPECT_EQ(b.rows_fetched(), 3) << "row 23 crossed once";
   ForwardOutput next;
   lazy->forward(Batch::causal(std::vector<int32_t>{5}), next);
   EXPECT_THROW(b.row_logits(12), std::logic_error);
