@@ -12,8 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "engine/methods/speculative_generator.h"
 #include "engine/methods/step_record.h"
 #include "engine/model/forward.h"
+#include "engine/model/model.h"
 #include "engine/sampling/logit_summary.h"
 
 namespace specscope::test {
@@ -98,7 +100,8 @@ class OnDemandRowsContext final : public DeviceLikeContext {
 inline bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
 // The verification fields of two runs' records (the uniform draws of sampled verification included), bit for bit.
-inline void expect_same_verification(const std::vector<StepRecord>& a, const std::vector<StepRecord>& b, const std::string& what) {
+inline void expect_same_verification(const std::vector<StepRecord>& a, const std::vector<StepRecord>& b,
+                                     const std::string& what) {
   ASSERT_EQ(a.size(), b.size()) << what;
   for (size_t s = 0; s < a.size(); ++s) {
     ASSERT_EQ(a[s].nodes.size(), b[s].nodes.size()) << what << " step " << s;
@@ -113,6 +116,18 @@ inline void expect_same_verification(const std::vector<StepRecord>& a, const std
           << what << " step " << s << " node " << i;
     }
   }
+}
+
+// Generates with `method` from `prompt` on a fresh CPU context (`n_ctx`) and through `device`, and expects the same
+// tokens (fatal: call it inside ASSERT_NO_FATAL_FAILURE) and the same verification records; *got: the device's run.
+inline void expect_same_run_through(Context& device, const Model& model, Method& method,
+                                    const std::vector<int32_t>& prompt, const GenerateOptions& opts, int n_ctx,
+                                    const std::string& what, SpeculativeResult* got) {
+  auto ctx = model.new_cpu_context(n_ctx);
+  const auto want = generate_speculative(model, *ctx, method, prompt, opts);
+  *got = generate_speculative(model, device, method, prompt, opts);
+  ASSERT_EQ(got->gen.tokens, want.gen.tokens) << what;
+  expect_same_verification(got->steps, want.steps, what);
 }
 
 }  // namespace specscope::test

@@ -21,7 +21,7 @@
 #include "tests/test_support.h"
 
 using namespace specscope;
-using test::expect_same_verification;
+using test::expect_same_run_through;
 using test::OnDemandRowsContext;
 using test::SummarizingContext;
 
@@ -159,14 +159,12 @@ TEST(Methods, GreedyVerificationFromSummariesRecordsWhatItRecordsFromLogits) {
   for (auto& mc : method_cases()) {
     auto method = make_method(mc.spec, *model);
     for (size_t i = 0; i < ps.size(); ++i) {
-      auto ctx = model->new_cpu_context(256);
-      const auto want = generate_speculative(*model, *ctx, *method, ps[i], opts);
       SummarizingContext summarizing(model->new_cpu_context(256));
-      const auto got = generate_speculative(*model, summarizing, *method, ps[i], opts);
-      ASSERT_EQ(got.gen.tokens, want.gen.tokens) << mc.label << " prompt " << i;
+      SpeculativeResult got;
+      ASSERT_NO_FATAL_FAILURE(expect_same_run_through(summarizing, *model, *method, ps[i], opts, 256,
+                                                      mc.label + " prompt " + std::to_string(i), &got));
       // Every decoding step (the prefill's one row of logits comes back whole).
       EXPECT_EQ(summarizing.summarized_forwards, int(got.steps.size()) - 1) << mc.label << ": every step summarized";
-      expect_same_verification(got.steps, want.steps, mc.label + " prompt " + std::to_string(i));
     }
   }
   // Vanilla's greedy decoding reads the argmax from the summary too, one per token after the prompt.
@@ -203,13 +201,11 @@ TEST(Methods, SampledVerificationReadsOnlyTheRowsItVisits) {
     auto method = make_method(mc.spec, *model);
     for (size_t i = 0; i < ps.size(); ++i) {
       opts.sampling.seed = 11 + i;
-      auto ctx = model->new_cpu_context(256);
-      const auto want = generate_speculative(*model, *ctx, *method, ps[i], opts);
       OnDemandRowsContext lazy(model->new_cpu_context(256));
-      const auto got = generate_speculative(*model, lazy, *method, ps[i], opts);
-      ASSERT_EQ(got.gen.tokens, want.gen.tokens) << mc.label << " prompt " << i;
+      SpeculativeResult got;
+      ASSERT_NO_FATAL_FAILURE(expect_same_run_through(lazy, *model, *method, ps[i], opts, 256,
+                                                      mc.label + " prompt " + std::to_string(i), &got));
       EXPECT_EQ(lazy.on_demand_forwards, int(got.steps.size()) - 1) << mc.label << ": every step on demand";
-      expect_same_verification(got.steps, want.steps, mc.label + " prompt " + std::to_string(i));
       EXPECT_LE(lazy.rows_copied, lazy.rows_offered) << mc.label;
       if (mc.label == "eagle2_fitted" || mc.label == "sps_other_tree") {
         tree_offered += lazy.rows_offered;

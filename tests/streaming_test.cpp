@@ -272,22 +272,18 @@ TEST(StreamingMethod, VerifiesFromSummariesAndRowsOnDemandAsFromLogits) {
       opts.sampling.temperature = temperature;
       opts.sampling.seed = 3;
       for (const auto& prompt : prompts(8, f.V)) {
-        auto ctx = model.new_cpu_context(128);
-        const auto want = generate_speculative(model, *ctx, *method, prompt, opts);
         const std::string what = "T " + std::to_string(temperature);
+        SpeculativeResult got;
         if (temperature == 0.f) {
           test::SummarizingContext summarizing(model.new_cpu_context(128));
-          const auto got = generate_speculative(model, summarizing, *method, prompt, opts);
-          ASSERT_EQ(got.gen.tokens, want.gen.tokens) << what;
+          ASSERT_NO_FATAL_FAILURE(
+              test::expect_same_run_through(summarizing, model, *method, prompt, opts, 128, what, &got));
           EXPECT_EQ(summarizing.summarized_forwards, int(got.steps.size()) - 1) << what;
-          test::expect_same_verification(got.steps, want.steps, what);
         } else {
           test::OnDemandRowsContext lazy(model.new_cpu_context(128));
-          const auto got = generate_speculative(model, lazy, *method, prompt, opts);
-          ASSERT_EQ(got.gen.tokens, want.gen.tokens) << what;
+          ASSERT_NO_FATAL_FAILURE(test::expect_same_run_through(lazy, model, *method, prompt, opts, 128, what, &got));
           EXPECT_EQ(lazy.on_demand_forwards, int(got.steps.size()) - 1) << what;
           EXPECT_LT(lazy.rows_copied, lazy.rows_offered) << what;
-          test::expect_same_verification(got.steps, want.steps, what);
         }
       }
     }
