@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <random>
 
 #include "engine/sampling/sampler.h"
 #include "engine/util/error.h"
@@ -141,4 +142,45 @@ TEST(Sampling, InvalidParametersAreInputErrors) {
   p = {};
   p.top_k = -2;
   EXPECT_THROW(p.validate(), InputError);
+}
+
+// A vocabulary-sized row with many tied logits (process_logits orders it with top_k_indices' radix pass): every id
+// once, in descending logit order with ties by lower id; top-k keeps exactly the ids at or above the k-th logit (ties
+// included, as transformers does), in that same order; probabilities are the tempered softmax over what is kept.
+TEST(Sampling, VocabularySizedRowsKeepTheStrictOrderAndTopKTies) {
+  std::mt19937 gen(3);
+  std::normal_distribution<float> g(0.f, 2.f);
+  const int n = 5000;
+  std::vector<float> l(n);
+  for (auto& x : l) x = gen() % 3 == 0 ? float(int(gen() % 5)) : g(gen);  // every 3rd on a few values: ties
+  auto check_order = [&](const Distribution& d) {
+    for (size_t i = 0; i + 1 < d.size(); ++i) {
+      const float a = l[size_t(d.ids[i])], b = l[size_t(d.ids[i + 1])];
+      ASSERT_TRUE(a > b || (a == b && d.ids[i] < d.ids[i + 1])) << "at " << i;
+      ASSERT_GE(d.probs[i], d.probs[i + 1]) << "at " << i;
+    }
+  };
+  SamplingParams p;
+  p.temperature = 0.8f;
+  const Distribution all = process_logits(l.data(), n, p);
+  ASSERT_EQ(all.size(), size_t(n));
+  check_order(all);
+  std::vector<bool> seen(n, false);
+  for (int32_t id : all.ids) seen[size_t(id)] = true;
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), true), n);
+
+  p.top_k = 300;
+  const Distribution top = process_logits(l.data(), n, p);
+  check_order(top);
+  std::vector<float> sorted = l;
+  std::sort(sorted.begin(), sorted.end(), std::greater<>());
+  const float kth = sorted[299];
+  const auto at_or_above = size_t(std::count_if(l.begin(), l.end(), [&](float x) { return x >= kth; }));
+  ASSERT_GT(at_or_above, 300u) << "the test row should tie at the k-th logit";
+  ASSERT_EQ(top.size(), at_or_above);
+  double z = 0;
+  for (float x : l)
+    if (x >= kth) z += std::exp(double(x) / 0.8);
+  for (size_t i = 0; i < top.size(); ++i)
+    ASSERT_NEAR(top.probs[i], std::exp(double(l[size_t(top.ids[i])]) / 0.8) / z, 1e-6) << "at " << i;
 }

@@ -67,4 +67,33 @@ TEST(TopK, MatchesStableSortOnRandomInputs) {
   }
 }
 
+// Vocabulary-sized inputs take the radix path (process_logits orders the whole vocabulary with it): the same order
+// as a stable comparison sort, over values of every kind a float has (signed zeros, infinities, subnormals, NaN, both
+// signs and many exponents) and with many ties.
+TEST(TopK, RadixPathMatchesStableSortOnVocabularySizedInputs) {
+  std::mt19937 rng(11);
+  const float specials[] = {0.f, -0.f, INFINITY, -INFINITY, NAN, 1e-40f, -1e-40f, 3.5f, -3.5f, 1e30f, -1e-30f};
+  for (int trial = 0; trial < 40; ++trial) {
+    const int n = 1024 + int(rng() % 9000);
+    std::vector<float> v(n);
+    std::normal_distribution<float> g(0.f, trial % 2 ? 3.f : 1e4f);
+    for (auto& x : v) {
+      const unsigned r = rng() % 10;
+      x = r == 0 ? specials[rng() % std::size(specials)] : r < 4 ? float(int(rng() % 7)) - 3.f : g(rng);
+    }
+    auto before = [&](int a, int b) {
+      const bool na = std::isnan(v[a]), nb = std::isnan(v[b]);
+      if (na != nb) return nb;
+      return !na && v[a] > v[b];
+    };
+    std::vector<int> ref(n);
+    std::iota(ref.begin(), ref.end(), 0);
+    std::stable_sort(ref.begin(), ref.end(), before);
+    for (int k : {n, n - 1, n / 2, n / 64 + 1, 100}) {
+      std::vector<int> want(ref.begin(), ref.begin() + k);
+      ASSERT_EQ(top_k_indices(v.data(), n, k), want) << "trial " << trial << " n=" << n << " k=" << k;
+    }
+  }
+}
+
 }  // namespace

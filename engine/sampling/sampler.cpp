@@ -8,6 +8,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "engine/sampling/top_k.h"
 #include "engine/util/error.h"
 
 namespace specscope {
@@ -61,21 +62,21 @@ Distribution process_logits(const float* logits, int n, const SamplingParams& p)
     d.probs = {1.f};
     return d;
   }
-  // Temperature-scaled log-probabilities, sorted descending (stable on id for reproducible ties).
-  std::vector<int32_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  auto by_logit = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
-  int keep = n;
+  // Temperature-scaled log-probabilities, sorted descending (ties by lower id, for reproducible ties), in the one
+  // order top_k_indices defines (a few linear passes over the vocabulary, not a comparison sort: this runs per token).
+  std::vector<int> order;
   if (p.top_k > 0 && p.top_k < n) {
-    keep = p.top_k;
-    std::partial_sort(order.begin(), order.begin() + keep, order.end(), by_logit);
-    // transformers keeps every token tied with the k-th logit (it masks logits < the k-th value).
-    const float kth = logits[order[keep - 1]];
-    std::sort(order.begin() + keep, order.end(), by_logit);
-    while (keep < n && logits[order[keep]] == kth) ++keep;
+    order = top_k_indices(logits, n, p.top_k);
+    // transformers keeps every token tied with the k-th logit (it masks logits < the k-th value). Those with a lower
+    // id are already among the k; the rest follow in id order, as they would in the full order.
+    const int last = order.back();
+    const float kth = logits[last];
+    for (int j = last + 1; j < n; ++j)
+      if (logits[j] == kth) order.push_back(j);
   } else {
-    std::sort(order.begin(), order.end(), by_logit);
+    order = top_k_indices(logits, n, n);
   }
+  int keep = int(order.size());
   const double inv_t = 1.0 / double(p.temperature);
   const double mx = double(logits[order[0]]) * inv_t;
   std::vector<double> w(keep);
