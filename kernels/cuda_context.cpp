@@ -199,10 +199,14 @@ void CudaContext::forward(const Batch& b, ForwardOutput& out) {
     const uint64_t forward_id = forwards + 1;  // this forward's number once it is counted below
     const float* device_logits = fb.logits;
     const int V = c.vocab_size;
-    out.rows_fetched_by(nr, [this, forward_id, device_logits, V, rows = out.logit_rows](int k, float* dst) {
+    // Whether row k is alive (not pruned by streaming), refusing a row of an earlier forward.
+    auto alive = [this, forward_id, rows = out.logit_rows](int k) {
       if (forwards != forward_id)
         throw std::logic_error("CudaContext: a logit row of an earlier forward was asked for after the next one");
-      if (!alive_[size_t(rows[size_t(k)])]) {
+      return alive_[size_t(rows[size_t(k)])] != 0;
+    };
+    out.rows_fetched_by(nr, [this, alive, device_logits, V](int k, float* dst) {
+      if (!alive(k)) {
         std::fill_n(dst, V, std::numeric_limits<float>::quiet_NaN());
         return;
       }
@@ -210,6 +214,23 @@ void CudaContext::forward(const Batch& b, ForwardOutput& out) {
                                  cudaMemcpyDeviceToHost, stream_));
       CUDA_CHECK(cudaStreamSynchronize(stream_));
     });
+    // What verification reads of a row is its processed distribution: made here (kernels/processed_rows.cu), only
+    // the kept tokens cross. A pruned row, or one the kernel declines, is fetched whole instead.
+    ProcessedRow* device_processed = processed_.get<ProcessedRow>(1);
+    out.fetch_distribution = [this, alive, device_logits, device_processed, V](int k, const SamplingParams& sp,
+                                                                               Distribution& d) {
+      if (sp.greedy() || !alive(k)) return false;
+      process_row(device_logits + size_t(k) * size_t(V), V, sp.temperature, sp.top_k, sp.top_p, sp.min_p,
+                  device_processed, stream_);
+      CUDA_CHECK(cudaMemcpyAsync(host_processed_.get(), device_processed, sizeof(ProcessedRow), cudaMemcpyDeviceToHost,
+                                 stream_));
+      CUDA_CHECK(cudaStreamSynchronize(stream_));
+      const ProcessedRow& r = *host_processed_;
+      if (r.count < 0) return false;
+      d.ids.assign(r.ids, r.ids + r.count);
+      d.probs.assign(r.probs, r.probs + r.count);
+      return true;
+    };
   } else {
     out.logits.resize(size_t(nr) * c.vocab_size);
     timer_.mark("logits_to_host", stream_);

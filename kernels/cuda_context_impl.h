@@ -20,6 +20,7 @@
 #include "kernels/cuda_check.h"
 #include "kernels/device_model.h"
 #include "kernels/op_timer.h"
+#include "kernels/processed_row.h"
 
 namespace specscope {
 class Model;
@@ -146,6 +147,8 @@ class CudaContext final : public Context {
   int32_t* slot_pos_ = nullptr;
   Buffer x_, h_, q_, k_, v_, att_, gate_, up_, half_, panel_, tokens_, pos_, mask_, rows_, sel_, logits_, taps_;
   Buffer summaries_, probe_start_, probe_tokens_, probe_probs_;  // Batch::summaries_only (kernels/sampling.cu)
+  Buffer processed_;  // Batch::rows_on_demand: a row's processed distribution (kernels/processed_rows.cu)
+  std::unique_ptr<ProcessedRow> host_processed_ = std::make_unique<ProcessedRow>();
 
   // Speculative Streaming state of the current forward.
   std::unique_ptr<DeviceStreaming> ds_;  // the streaming tensors last asked for

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "engine/sampling/logit_summary.h"
+#include "kernels/processed_row.h"
 #include "kernels/wtype.h"
 
 namespace specscope::cuda::ref {
@@ -39,5 +40,10 @@ void attention(const float* q, const float* k_cache, const float* v_cache, const
 // sampling_ref.cpp (kernels/sampling.cu)
 void logit_summaries(const float* logits, int rows, int vocab, const int32_t* probe_start, const int32_t* probe_tokens,
                      LogitSummary* out, float* probe_probs);
+
+// processed_rows_ref.cpp (kernels/processed_rows.cu): process_logits, with the launcher's output; count -1 when more
+// than kProcessedRowCap tokens are kept (the kernel may also decline a row whose candidates it cannot bound).
+void process_row(const float* logits, int vocab, float temperature, int top_k, float top_p, float min_p,
+                 ProcessedRow* out);
 
 }  // namespace specscope::cuda::ref

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "engine/sampling/logit_summary.h"
+#include "kernels/processed_row.h"
 #include "kernels/wtype.h"
 
 namespace specscope::cuda {
@@ -76,5 +77,15 @@ void attention(const float* q, const float* k_cache, const float* v_cache, const
 // equal within f32 rounding, and bars whose probabilities round equal may order differently.
 void logit_summaries(const float* logits, int rows, int vocab, const int32_t* probe_start, const int32_t* probe_tokens,
                      LogitSummary* out, float* probe_probs, cudaStream_t stream);
+
+// --- kernels/processed_rows.cu: sampled verification's read of a row -----------------------------------------
+
+// One row of logits [vocab] processed as engine/sampling/sampler.h's process_logits does at T = temperature > 0
+// (top_k 0: off, top_p 1: off, min_p 0: off), into *out. The order and the kept set are process_logits's; the
+// probabilities come from the same double-precision arithmetic in the same order over the kept tokens, with CUDA's
+// exp against the host's libm (each within an ulp) and the mass of the tokens outside the candidates added as one sum:
+// equal to the host's within a few double ulps before the final rounding to float.
+void process_row(const float* logits, int vocab, float temperature, int top_k, float top_p, float min_p,
+                 ProcessedRow* out, cudaStream_t stream);
 
 }  // namespace specscope::cuda

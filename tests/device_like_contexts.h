@@ -72,12 +72,16 @@ class SummarizingContext final : public DeviceLikeContext {
 };
 
 // A backend that answers Batch::rows_on_demand as the CUDA backend does: the logits stay with it and each row is
-// copied when verification first reads it (counted), and only until its next forward.
+// copied when verification first reads it (counted), and only until its next forward. With process_cap > 0 it also
+// processes a row where it is, as CUDA's kernels/processed_rows.cu does (by that kernel's reference, process_logits),
+// when at most process_cap tokens are kept, and declines otherwise (the row is then copied whole).
 class OnDemandRowsContext final : public DeviceLikeContext {
  public:
   using DeviceLikeContext::DeviceLikeContext;
   int on_demand_forwards = 0;
   long rows_offered = 0, rows_copied = 0;
+  int process_cap = 0;
+  long distributions_sent = 0, distributions_declined = 0;
 
  private:
   void answer(const Batch& b, ForwardOutput& out) override {
@@ -92,6 +96,18 @@ class OnDemandRowsContext final : public DeviceLikeContext {
       std::copy_n(held_.data() + size_t(k) * size_t(V), size_t(V), dst);
       ++rows_copied;
     });
+    if (process_cap <= 0) return;
+    out.fetch_distribution = [this, id, V = out.vocab](int k, const SamplingParams& sp, Distribution& d) {
+      if (forwards != id) throw std::logic_error("a row of an earlier forward");
+      Distribution p = process_logits(held_.data() + size_t(k) * size_t(V), V, sp);
+      if (int(p.size()) > process_cap) {
+        ++distributions_declined;
+        return false;
+      }
+      d = std::move(p);
+      ++distributions_sent;
+      return true;
+    };
   }
   std::vector<float> held_;
 };

@@ -217,6 +217,28 @@ TEST(Methods, SampledVerificationReadsOnlyTheRowsItVisits) {
   // 4,200 rows here when written).
   ASSERT_GT(tree_offered, 0);
   EXPECT_LT(tree_copied * 5, tree_offered) << tree_copied << " of " << tree_offered << " rows crossed";
+  // A backend that also processes rows where they are (CUDA's processed_rows.cu) sends only the kept tokens: the
+  // same tokens and records again, with rows copied whole only where it declines (here: more than 4 tokens kept).
+  long sent = 0, declined = 0;
+  for (auto& mc : method_cases()) {
+    auto method = make_method(mc.spec, *model);
+    for (size_t i = 0; i < ps.size(); ++i) {
+      opts.sampling.seed = 11 + i;
+      OnDemandRowsContext lazy(model->new_cpu_context(256));
+      lazy.process_cap = 4;
+      SpeculativeResult got;
+      ASSERT_NO_FATAL_FAILURE(expect_same_run_through(lazy, *model, *method, ps[i], opts, 256,
+                                                      mc.label + " processed, prompt " + std::to_string(i), &got));
+      sent += lazy.distributions_sent;
+      declined += lazy.distributions_declined;
+      // Lookahead also reads its Jacobi window's rows (their argmax) for itself.
+      if (mc.spec.name != "lookahead")
+        EXPECT_EQ(lazy.rows_copied, lazy.distributions_declined)
+            << mc.label << ": a row crosses whole exactly when its distribution was declined";
+    }
+  }
+  EXPECT_GT(sent, 0);
+  EXPECT_GT(declined, 0) << "the test should see rows declined too";
   // Greedy decoding asks for summaries instead, never for rows on demand.
   opts.sampling = SamplingParams{};
   auto method = make_method(spec("sps", kOtherDraft, {{"gamma", "3"}}), *model);

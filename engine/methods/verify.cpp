@@ -11,11 +11,22 @@ namespace specscope {
 
 namespace {
 
-const float* logits_of_row(const ForwardOutput& out, int row) {
+void check_row(const ForwardOutput& out, int row) {
   // Verification asks for all rows, so row r is logits row r; check rather than assume.
   if (row >= int(out.logit_rows.size()) || out.logit_rows[row] != row)
     throw std::logic_error("verify_tree: the forward did not return logits for every tree row");
+}
+
+const float* logits_of_row(const ForwardOutput& out, int row) {
+  check_row(out, row);
   return out.row_logits(row);
+}
+
+// The target's processed distribution at a row: where the backend processes rows where its logits are, only the kept
+// tokens cross (ForwardOutput::row_distribution).
+Distribution distribution_of_row(const ForwardOutput& out, int row, const SamplingParams& sp) {
+  check_row(out, row);
+  return out.row_distribution(row, sp);
 }
 
 // A dense copy of a sparse distribution, for residual arithmetic.
@@ -149,7 +160,7 @@ VerifyResult verify_tree(DraftTree& tree, const ForwardOutput& out, const std::v
         res.bonus_prob = sum.argmax_prob;
       }
     } else {
-      const Distribution target = process_logits(logits_of_row(out, row), V, sp);
+      const Distribution target = distribution_of_row(out, row, sp);
       std::vector<double> p = dense(target, V);
       const DraftTree::ChildInfo* info =
           int(tree.child_info.size()) > cur + 1 ? &tree.child_info[cur + 1] : nullptr;
@@ -212,7 +223,7 @@ VerifyResult verify_tree_typical(DraftTree& tree, const ForwardOutput& out, cons
   auto target_at = [&](int node) -> const std::vector<float>& {
     auto& d = dist_at[node + 1];
     if (d.empty()) {
-      Distribution p = process_logits(logits_of_row(out, node < 0 ? 0 : row_of_node[node]), V, sp);
+      Distribution p = distribution_of_row(out, node < 0 ? 0 : row_of_node[node], sp);
       d.assign(V, 0.f);
       for (size_t i = 0; i < p.ids.size(); ++i) d[p.ids[i]] = p.probs[i];
     }

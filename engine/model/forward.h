@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/sampling/logit_summary.h"
+#include "engine/sampling/sampler.h"
 
 namespace specscope {
 
@@ -99,6 +100,14 @@ struct ForwardOutput {
   std::function<void(int k, float* dst)> fetch_row;
   mutable std::vector<uint8_t> row_fetched;  // with fetch_row: which rows `logits` holds
   const float* row_logits(int i) const;
+  // Also set by a backend answering Batch::rows_on_demand, when it can process a row where the logits are (CUDA's
+  // kernels/processed_rows.cu): fills row k's process_logits(row, vocab, sp) and returns true, or returns false when
+  // it cannot (the kept set is too large for it; the row is then fetched whole and processed here). What sampled
+  // verification reads of a row is that distribution, so then only its kept tokens cross.
+  std::function<bool(int k, const SamplingParams& sp, Distribution& d)> fetch_distribution;
+  mutable int distributions_fetched = 0;  // how many rows fetch_distribution answered
+  // Row k's processed distribution (process_logits), from fetch_distribution where it answers, else from its logits.
+  Distribution row_distribution(int k, const SamplingParams& sp) const;
   // How many rows fetch_row has copied (what crossed).
   int rows_fetched() const { return int(std::count(row_fetched.begin(), row_fetched.end(), uint8_t(1))); }
   bool summarized() const { return !summaries.empty(); }
@@ -119,6 +128,8 @@ struct ForwardOutput {
     probe_probs.clear();
     fetch_row = nullptr;
     row_fetched.clear();
+    fetch_distribution = nullptr;
+    distributions_fetched = 0;
   }
   // For a backend answering Batch::rows_on_demand: `rows` rows, none fetched yet, each copied by `fetch` on first use.
   void rows_fetched_by(int rows, std::function<void(int k, float* dst)> fetch) {

@@ -22,6 +22,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <memory>
 #include <random>
 
 #include "kernels/attention_paths.h"
@@ -485,4 +487,53 @@ TEST_F(CudaKernels, LogitSummariesAtLlamaVocabularies) {
       for (size_t j = 0; j < got_probes.size(); ++j)
         EXPECT_NEAR(got_probes[j], want_probes[j], 1e-5 * std::max(want_probes[j], 1e-30f)) << what << ", probe " << j;
     }
+}
+
+TEST_F(CudaKernels, ProcessedRowsMatchProcessLogits) {
+  // A row processed where it is (kernels/processed_rows.cu) against process_logits: the same kept tokens in the same
+  // order, probabilities within 1e-6 of the largest (CUDA's exp against libm, and the mass outside the candidates
+  // added as one sum). Peaked rows, as a language model's are, must be answered; flat ones may be declined (-1), and
+  // then the host processes them. Rows on a grid of 0.25 put ties at top-k's boundary.
+  struct Config { float t; int k; float p; float min_p; bool peaked_must_answer; };
+  const Config configs[] = {{0.8f, 40, 1.f, 0.f, true},   {0.8f, 0, 0.95f, 0.f, true}, {1.f, 0, 1.f, 0.05f, true},
+                            {0.7f, 40, 0.9f, 0.05f, true}, {1.3f, 300, 0.99f, 0.f, true}, {0.8f, 0, 1.f, 0.f, false}};
+  auto row = std::make_unique<cuda::ProcessedRow>(), want = std::make_unique<cuda::ProcessedRow>();
+  DeviceArray<cuda::ProcessedRow> dout(1);
+  uint32_t seed = 1200;
+  for (int vocab : {2000, 32000, 128256})
+    for (int shape = 0; shape < 3; ++shape) {  // 0: peaked, 1: flat, 2: peaked on a grid (ties)
+      std::mt19937 gen(seed++);
+      std::normal_distribution<float> g(0.f, shape == 1 ? 3.f : 1.5f);
+      std::vector<float> x(static_cast<size_t>(vocab));
+      for (auto& v : x) v = g(gen);
+      if (shape != 1)
+        for (int i = 0; i < 6; ++i) x[gen() % unsigned(vocab)] += 16.f - 2.f * float(i);
+      if (shape == 2)
+        for (auto& v : x) v = std::round(v * 4.f) / 4.f;
+      DeviceArray<float> dx(x);
+      for (const Config& c : configs) {
+        const std::string what = "vocab " + std::to_string(vocab) + " shape " + std::to_string(shape) + " T=" +
+                                 std::to_string(c.t) + " k=" + std::to_string(c.k) + " p=" + std::to_string(c.p) +
+                                 " min_p=" + std::to_string(c.min_p);
+        cuda::process_row(dx.get(), vocab, c.t, c.k, c.p, c.min_p, dout.get(), kStream);
+        *row = dout.to_host()[0];
+        cuda::ref::process_row(x.data(), vocab, c.t, c.k, c.p, c.min_p, want.get());
+        if (row->count < 0) {
+          EXPECT_FALSE(shape != 1 && c.peaked_must_answer && want->count >= 0) << what << ": declined";
+          continue;
+        }
+        ASSERT_EQ(row->count, want->count) << what;
+        for (int i = 0; i < row->count; ++i) {
+          ASSERT_EQ(row->ids[i], want->ids[i]) << what << ", rank " << i;
+          EXPECT_NEAR(row->probs[i], want->probs[i], 1e-6 * want->probs[0]) << what << ", rank " << i;
+        }
+      }
+    }
+  // Temperature alone over a vocabulary larger than the cap is always declined; at or under it, always answered.
+  std::vector<float> x(4096, 0.5f);
+  DeviceArray<float> dx(x);
+  cuda::process_row(dx.get(), 4096, 0.8f, 0, 1.f, 0.f, dout.get(), kStream);
+  EXPECT_EQ(dout.to_host()[0].count, -1);
+  cuda::process_row(dx.get(), cuda::kProcessedRowCap, 0.8f, 0, 1.f, 0.f, dout.get(), kStream);
+  EXPECT_EQ(dout.to_host()[0].count, cuda::kProcessedRowCap);
 }

@@ -12,8 +12,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <random>
 
 #include "engine/cpu/rope_table.h"
+#include "engine/sampling/sampler.h"
 #include "engine/util/half_float.h"
 #include "kernels/kernel_refs.h"
 #include "tests/cuda/kernel_test_data.h"
@@ -274,4 +277,25 @@ TEST(KernelRefs, LogitSummaryLeavesOutBarsThatUnderflow) {
   EXPECT_EQ(s.argmax_prob, 1.f);
   EXPECT_EQ(s.top_count, 1);
   EXPECT_EQ(s.top_ids[0], 42);
+}
+
+TEST(KernelRefs, ProcessedRowIsProcessLogitsUpToTheCap) {
+  std::mt19937 gen(31);
+  std::normal_distribution<float> g(0.f, 2.f);
+  std::vector<float> x(5000);
+  for (auto& v : x) v = g(gen);
+  x[17] = 14.f;
+  auto row = std::make_unique<cuda::ProcessedRow>();
+  SamplingParams sp;
+  sp.temperature = 0.8f;
+  sp.top_k = 50;
+  cuda::ref::process_row(x.data(), int(x.size()), sp.temperature, sp.top_k, sp.top_p, sp.min_p, row.get());
+  const Distribution d = process_logits(x.data(), int(x.size()), sp);
+  ASSERT_EQ(row->count, int(d.size()));
+  EXPECT_EQ(std::vector<int32_t>(row->ids, row->ids + row->count), d.ids);
+  EXPECT_EQ(std::vector<float>(row->probs, row->probs + row->count), d.probs);
+  EXPECT_EQ(row->ids[0], 17);
+  // Temperature alone keeps all 5,000: more than the cap, so the host processes the row.
+  cuda::ref::process_row(x.data(), int(x.size()), 0.8f, 0, 1.f, 0.f, row.get());
+  EXPECT_EQ(row->count, -1);
 }
