@@ -196,47 +196,37 @@ TEST(Methods, SampledVerificationReadsOnlyTheRowsItVisits) {
   opts.stop_at_eos = false;
   opts.sampling.temperature = 0.8f;
   opts.sampling.top_p = 0.95f;
-  long tree_offered = 0, tree_copied = 0;
-  for (auto& mc : method_cases()) {
-    auto method = make_method(mc.spec, *model);
-    for (size_t i = 0; i < ps.size(); ++i) {
-      opts.sampling.seed = 11 + i;
-      OnDemandRowsContext lazy(model->new_cpu_context(256));
-      SpeculativeResult got;
-      ASSERT_NO_FATAL_FAILURE(expect_same_run_through(lazy, *model, *method, ps[i], opts, 256,
-                                                      mc.label + " prompt " + std::to_string(i), &got));
-      EXPECT_EQ(lazy.on_demand_forwards, int(got.steps.size()) - 1) << mc.label << ": every step on demand";
-      EXPECT_LE(lazy.rows_copied, lazy.rows_offered) << mc.label;
-      if (mc.label == "eagle2_fitted" || mc.label == "sps_other_tree") {
-        tree_offered += lazy.rows_offered;
-        tree_copied += lazy.rows_copied;
+  // process_cap 0: whole rows only. 4: a backend that also processes rows where they are (CUDA's processed_rows.cu)
+  // sends only the kept tokens, and copies a row whole only where it declines (here: more than 4 tokens kept).
+  long tree_offered = 0, tree_copied = 0, sent = 0, declined = 0;
+  for (int cap : {0, 4})
+    for (auto& mc : method_cases()) {
+      auto method = make_method(mc.spec, *model);
+      for (size_t i = 0; i < ps.size(); ++i) {
+        opts.sampling.seed = 11 + i;
+        OnDemandRowsContext lazy(model->new_cpu_context(256));
+        lazy.process_cap = cap;
+        const std::string what = mc.label + " prompt " + std::to_string(i) + " process cap " + std::to_string(cap);
+        SpeculativeResult got;
+        ASSERT_NO_FATAL_FAILURE(expect_same_run_through(lazy, *model, *method, ps[i], opts, 256, what, &got));
+        EXPECT_EQ(lazy.on_demand_forwards, int(got.steps.size()) - 1) << what << ": every step on demand";
+        EXPECT_LE(lazy.rows_copied, lazy.rows_offered) << what;
+        if (cap == 0 && (mc.label == "eagle2_fitted" || mc.label == "sps_other_tree")) {
+          tree_offered += lazy.rows_offered;
+          tree_copied += lazy.rows_copied;
+        }
+        sent += lazy.distributions_sent;
+        declined += lazy.distributions_declined;
+        // Lookahead also reads its Jacobi window's rows (their argmax) for itself.
+        if (cap > 0 && mc.spec.name != "lookahead")
+          EXPECT_EQ(lazy.rows_copied, lazy.distributions_declined)
+              << what << ": a row crosses whole exactly when its distribution was declined";
       }
     }
-  }
   // Sampled verification walks one path: the rows of its nodes and their parents, not the whole tree's (192 of
   // 4,200 rows here when written).
   ASSERT_GT(tree_offered, 0);
   EXPECT_LT(tree_copied * 5, tree_offered) << tree_copied << " of " << tree_offered << " rows crossed";
-  // A backend that also processes rows where they are (CUDA's processed_rows.cu) sends only the kept tokens: the
-  // same tokens and records again, with rows copied whole only where it declines (here: more than 4 tokens kept).
-  long sent = 0, declined = 0;
-  for (auto& mc : method_cases()) {
-    auto method = make_method(mc.spec, *model);
-    for (size_t i = 0; i < ps.size(); ++i) {
-      opts.sampling.seed = 11 + i;
-      OnDemandRowsContext lazy(model->new_cpu_context(256));
-      lazy.process_cap = 4;
-      SpeculativeResult got;
-      ASSERT_NO_FATAL_FAILURE(expect_same_run_through(lazy, *model, *method, ps[i], opts, 256,
-                                                      mc.label + " processed, prompt " + std::to_string(i), &got));
-      sent += lazy.distributions_sent;
-      declined += lazy.distributions_declined;
-      // Lookahead also reads its Jacobi window's rows (their argmax) for itself.
-      if (mc.spec.name != "lookahead")
-        EXPECT_EQ(lazy.rows_copied, lazy.distributions_declined)
-            << mc.label << ": a row crosses whole exactly when its distribution was declined";
-    }
-  }
   EXPECT_GT(sent, 0);
   EXPECT_GT(declined, 0) << "the test should see rows declined too";
   // Greedy decoding asks for summaries instead, never for rows on demand.
