@@ -167,7 +167,8 @@ VerifyResult verify_tree(DraftTree& tree, const ForwardOutput& out, const std::v
       const bool sampled = info && info->sampled;
       std::vector<double> q;
       if (sampled) q = dense(info->child_dist, V);
-      mark_children(tree, children, sampled ? VerifyRule::Sampled : VerifyRule::Deterministic, top_bars(p));
+      if (!children.empty())  // (a leaf's bars would go nowhere: vanilla's every step)
+        mark_children(tree, children, sampled ? VerifyRule::Sampled : VerifyRule::Deterministic, top_bars(p));
       bool tried = false;
       for (int c : children) {
         auto& n = tree.nodes[c];
