@@ -29,20 +29,78 @@ Distribution distribution_of_row(const ForwardOutput& out, int row, const Sampli
   return out.row_distribution(row, sp);
 }
 
-// A dense copy of a sparse distribution, for residual arithmetic.
-std::vector<double> dense(const Distribution& d, int vocab) {
-  std::vector<double> p(vocab, 0.0);
-  for (size_t i = 0; i < d.ids.size(); ++i) p[d.ids[i]] = d.probs[i];
-  return p;
-}
+// A distribution over the tokens it gives mass to, in ascending id order: sampled verification's p and q (their
+// supports are the kept tokens, a handful to a few hundred, and a residual max(p - q, 0) lies within p's), so its
+// arithmetic costs their size, not the vocabulary's (128,256 at Llama 3). Every sum runs in ascending id order, as
+// over a dense vector (whose zeros add nothing), and draws walk that order, so results are those of the dense form.
+class SparseDist {
+ public:
+  static SparseDist of(const Distribution& d) {
+    std::vector<std::pair<int32_t, double>> e;
+    e.reserve(d.ids.size());
+    for (size_t i = 0; i < d.ids.size(); ++i) e.push_back({d.ids[i], double(d.probs[i])});
+    return SparseDist(std::move(e));
+  }
+  // From a dense vector: its nonzero entries.
+  static SparseDist of(const std::vector<float>& dense) {
+    std::vector<std::pair<int32_t, double>> e;
+    for (size_t i = 0; i < dense.size(); ++i)
+      if (dense[i] != 0.f) e.push_back({int32_t(i), double(dense[i])});
+    return SparseDist(std::move(e));
+  }
+  double at(int32_t id) const {
+    const auto it = std::lower_bound(e_.begin(), e_.end(), id, [](const auto& x, int32_t v) { return x.first < v; });
+    return it != e_.end() && it->first == id ? it->second : 0.0;
+  }
+  void zero(int32_t id) {
+    const auto it = std::lower_bound(e_.begin(), e_.end(), id, [](const auto& x, int32_t v) { return x.first < v; });
+    if (it != e_.end() && it->first == id) it->second = 0.0;
+  }
+  // Divides by the total mass; false (and unchanged) when there is none.
+  bool normalize() {
+    double s = 0;
+    for (const auto& [id, x] : e_) s += x;
+    if (s <= 0) return false;
+    for (auto& [id, x] : e_) x /= s;
+    return true;
+  }
+  // max(this - q, 0), normalized; false when nothing is left (this == q: rejection had probability 0).
+  bool residual_against(const SparseDist& q, SparseDist& out) const {
+    out.e_.clear();
+    for (const auto& [id, x] : e_) out.e_.push_back({id, std::max(x - q.at(id), 0.0)});
+    return out.normalize();
+  }
+  // Inverse-CDF draw in ascending id order (id 0 when there is no mass at all, as over a dense vector of zeros).
+  int32_t draw(Rng& rng) const {
+    const double u = rng.uniform();
+    double cum = 0;
+    int32_t last = 0;
+    for (const auto& [id, x] : e_) {
+      if (x <= 0) continue;
+      cum += x;
+      last = id;
+      if (u < cum) return id;
+    }
+    return last;
+  }
+  // The why panel's top kWhyTopK, as top_bars gives them from the dense form (ties to the lower id).
+  std::vector<TokenProb> bars() const {
+    std::vector<float> v;
+    v.reserve(e_.size());
+    for (const auto& [id, x] : e_) v.push_back(float(x));
+    std::vector<TokenProb> out;
+    for (int i : top_k_indices(v.data(), int(v.size()), kWhyTopK))
+      if (v[size_t(i)] > 0) out.push_back({e_[size_t(i)].first, {}, v[size_t(i)]});
+    return out;
+  }
 
-bool normalize(std::vector<double>& p) {
-  double s = 0;
-  for (double x : p) s += x;
-  if (s <= 0) return false;
-  for (double& x : p) x /= s;
-  return true;
-}
+ private:
+  SparseDist() = default;
+  explicit SparseDist(std::vector<std::pair<int32_t, double>> e) : e_(std::move(e)) {
+    std::sort(e_.begin(), e_.end());
+  }
+  std::vector<std::pair<int32_t, double>> e_;  // (id, mass), ascending id
+};
 
 // The top kWhyTopK of a dense distribution, for the "why" panel (texts are filled in by the caller, which has the
 // tokenizer). The drafters' one top-k, so ties order the same way everywhere (lower id first).
@@ -114,24 +172,11 @@ class GreedyRow {
   std::vector<float> child_probs_;
 };
 
-int32_t draw(const std::vector<double>& p, Rng& rng) {
-  double u = rng.uniform(), cum = 0;
-  int32_t last = 0;
-  for (size_t i = 0; i < p.size(); ++i) {
-    if (p[i] <= 0) continue;
-    cum += p[i];
-    last = int32_t(i);
-    if (u < cum) return int32_t(i);
-  }
-  return last;
-}
-
 }  // namespace
 
 VerifyResult verify_tree(DraftTree& tree, const ForwardOutput& out, const std::vector<int>& row_of_node,
                          const SamplingParams& sp, Rng& rng) {
   VerifyResult res;
-  const int V = out.vocab;
   int cur = -1;  // the root
   for (;;) {
     const int row = cur < 0 ? 0 : row_of_node[cur];
@@ -161,25 +206,25 @@ VerifyResult verify_tree(DraftTree& tree, const ForwardOutput& out, const std::v
       }
     } else {
       const Distribution target = distribution_of_row(out, row, sp);
-      std::vector<double> p = dense(target, V);
+      SparseDist p = SparseDist::of(target);
       const DraftTree::ChildInfo* info =
           int(tree.child_info.size()) > cur + 1 ? &tree.child_info[cur + 1] : nullptr;
       const bool sampled = info && info->sampled;
-      std::vector<double> q;
-      if (sampled) q = dense(info->child_dist, V);
+      const SparseDist q = SparseDist::of(sampled ? info->child_dist : Distribution{});
       if (!children.empty())  // (a leaf's bars would go nowhere: vanilla's every step)
-        mark_children(tree, children, sampled ? VerifyRule::Sampled : VerifyRule::Deterministic, top_bars(p));
+        mark_children(tree, children, sampled ? VerifyRule::Sampled : VerifyRule::Deterministic, p.bars());
       bool tried = false;
       for (int c : children) {
         auto& n = tree.nodes[c];
         n.target_prob = target.prob_of(n.token);
-        n.tested_prob = float(p[n.token]);  // after earlier siblings' rejections, what is left of p
+        const double px = p.at(n.token);
+        n.tested_prob = float(px);  // after earlier siblings' rejections, what is left of p
         double a;
         if (sampled) {
-          const double qx = q[n.token];
-          a = qx > 0 ? std::min(1.0, p[n.token] / qx) : 0.0;
+          const double qx = q.at(n.token);
+          a = qx > 0 ? std::min(1.0, px / qx) : 0.0;
         } else {
-          a = p[n.token];
+          a = px;
         }
         n.accept_prob = float(a);
         tried = true;
@@ -192,19 +237,18 @@ VerifyResult verify_tree(DraftTree& tree, const ForwardOutput& out, const std::v
         }
         n.decision = NodeDecision::Rejected;
         if (sampled) {
-          std::vector<double> r(V);
-          for (int i = 0; i < V; ++i) r[i] = std::max(p[i] - q[i], 0.0);
-          if (normalize(r)) p.swap(r);  // p == q exactly: rejection had probability 0; keep p
+          SparseDist r = p;
+          if (p.residual_against(q, r)) p = std::move(r);  // p == q exactly: rejection had probability 0; keep p
         } else {
-          p[n.token] = 0;
-          normalize(p);
+          p.zero(n.token);
+          p.normalize();
         }
       }
       if (accepted < 0) {
-        res.bonus_token = draw(p, rng);
+        res.bonus_token = p.draw(rng);
         res.bonus_source = tried ? BonusSource::Residual : BonusSource::Target;
-        res.bonus_prob = float(p[res.bonus_token]);
-        if (tried) res.residual_top_k = top_bars(p);
+        res.bonus_prob = float(p.at(res.bonus_token));
+        if (tried) res.residual_top_k = p.bars();
       }
     }
     if (accepted < 0) break;
@@ -270,8 +314,7 @@ VerifyResult verify_tree_typical(DraftTree& tree, const ForwardOutput& out, cons
         std::find(res.accepted_path.begin(), res.accepted_path.end(), n.id) == res.accepted_path.end())
       n.decision = NodeDecision::NotReached;
   const auto& p = target_at(best);
-  std::vector<double> pd(p.begin(), p.end());
-  res.bonus_token = draw(pd, rng);
+  res.bonus_token = SparseDist::of(p).draw(rng);
   res.bonus_source = BonusSource::Target;
   res.bonus_prob = p[res.bonus_token];
   return res;
