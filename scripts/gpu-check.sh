@@ -8,8 +8,8 @@
 #                     cuda_kernels_test.cpp (each kernel against its CPU reference) and kernel_refs_test.cpp (core)
 #   heldout.json      compare --backend cuda over the 80 held-out prompts, greedy, chat, 96 tokens: this part's
 #                     methods against vanilla on the GPU; with "cpu_vanilla" (the CPU backend's vanilla outputs
-#                     compared prompt by prompt by their tokens' digest) and "with_gemv" (the same run with
-#                     SPECSCOPE_CUDA_GEMV=1)
+#                     compared prompt by prompt by their tokens' digest), "with_gemv" and "with_graphs" (the same
+#                     run with SPECSCOPE_CUDA_GEMV=1 / SPECSCOPE_CUDA_GRAPHS=1) and "sampled" (T = 0.8, top-p 0.95)
 #   bench_base.json   specscope-cli bench --backend cuda on the shipped base (and "with_gemv"); results.md also says
 #                     which backend `run` picks with no --backend (auto)
 #   bench_1b.json, bench_8b.json   random-weight Llama-3.2-1B / Llama-3.1-8B shapes in bf16, drawn on the GPU:
@@ -208,13 +208,13 @@ head -n "$prompts" "$B/share/specscope/prompts/heldout.jsonl" > "$B/prompts.json
 task heldout 60 heldout_result -- sh -c "'$cli' compare --backend cuda --chat --prompt-file '$B/prompts.jsonl' --methods '$methods' --max-tokens 96 --no-record --json > '$out/heldout.json'"
 [ -s "$out/heldout.json" ] || rm -f "$out/heldout.json"
 
-# join_compare KEY FILE: another compare run over the same prompts (FILE), joined to heldout.json under KEY: its
-# aggregate, its vanilla outputs' token digests (compare's output_sha256), and on how many prompts its vanilla
-# output is token for token this run's.
+# join_compare KEY FILE [sampled]: another compare run over the same prompts (FILE), joined to heldout.json under
+# KEY: its aggregate, its vanilla outputs' token digests (compare's output_sha256), and on how many prompts its vanilla
+# output is token for token this run's (not for a sampled run, whose outputs are other tokens by design).
 join_compare() {
-  python3 - "$out/heldout.json" "$2" "$1" <<'PY'
+  python3 - "$out/heldout.json" "$2" "$1" "${3:-}" <<'PY'
 import json, sys
-path, other_path, key = sys.argv[1:4]
+path, other_path, key, sampled = sys.argv[1:5]
 main, other = json.load(open(path)), json.load(open(other_path))
 def digests(j):
     return {p["prompt"]: r["output_sha256"] for p in j["prompts"] for r in p["runs"] if r["lane"] == "vanilla"}
@@ -223,10 +223,14 @@ same = sum(1 for p in a if a[p] == b.get(p))
 main[key] = {"backend": other.get("backend"), "device": other.get("device"), "aggregate": other["aggregate"],
              "all_identical": other.get("all_identical"), "vanilla_output_sha256": b,
              "vanilla_identical_to_this_run": same, "prompts": len(a)}
+if sampled:
+    main[key]["sampling"] = other.get("sampling")
+    for k in ("vanilla_output_sha256", "vanilla_identical_to_this_run"):
+        del main[key][k]
 json.dump(main, open(path, "w"), indent=1)
 print("; ".join(f"{x['lane']} {x['tokens_per_second']:.0f} tok/s {x['speedup_vs_vanilla']:.2f}x identical "
                 f"{x['identical_to_vanilla']}/{x['prompts']}" for x in other["aggregate"])
-      + f"; its vanilla = this run's vanilla on {same}/{len(a)} prompts")
+      + ("" if sampled else f"; its vanilla = this run's vanilla on {same}/{len(a)} prompts"))
 PY
 }
 
@@ -246,6 +250,15 @@ fi
 graphs_heldout_result() { join_compare with_graphs "$B/heldout_graphs.json"; }
 if [ -s "$out/heldout.json" ]; then
   task heldout_graphs 60 graphs_heldout_result -- sh -c "SPECSCOPE_CUDA_GRAPHS=1 '$cli' compare --backend cuda --chat --prompt-file '$B/prompts.jsonl' --methods '$methods' --max-tokens 96 --no-record --json > '$B/heldout_graphs.json'"
+fi
+
+# 4c''. The same prompts sampled (T = 0.8, top-p 0.95): each visited row's distribution made on the device
+# (kernels/processed_rows.cu) and only its kept tokens sent. Its "identical" counts do not apply: a method spends the
+# seed's draws differently from vanilla, so its answer is another draw from the same distribution (losslessness at
+# T > 0 is method_sampling_test's, in the parity task).
+sampled_heldout_result() { join_compare sampled "$B/heldout_sampled.json" sampled; }
+if [ -s "$out/heldout.json" ]; then
+  task heldout_sampled 60 sampled_heldout_result -- sh -c "'$cli' compare --backend cuda --chat --prompt-file '$B/prompts.jsonl' --methods '$methods' --temperature 0.8 --top-p 0.95 --seed 1 --max-tokens 96 --no-record --json > '$B/heldout_sampled.json'"
 fi
 
 # 4d. With no --backend (auto), a GPU must be picked: `run --json`'s summary names the backend and the device.
