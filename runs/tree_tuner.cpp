@@ -26,8 +26,15 @@ namespace specscope::runs {
 
 namespace fs = std::filesystem;
 
-// Calibration rounds (tune_tree): the medians of three runs of each candidate.
+// Calibration rounds (tune_tree): the medians of three runs of each candidate still in the race after the first
+// (within kStillRacing of its best). One round where a step's milliseconds dwarf the machine's drift (a large model
+// on this CPU), or where the later rounds would take longer than kCalibrationBudgetSeconds; on a small model, where
+// one timing of a sub-millisecond step is mostly drift, all three. (It was one round whenever the first took 2 s:
+// SpS's 26 candidates on the shipped family did, and its int8 and int4 drafters were told apart by one timing each.)
 constexpr int kCalibrationRounds = 3;
+constexpr double kStillRacing = 0.85;
+constexpr double kLargeStepMs = 5.0;
+constexpr double kCalibrationBudgetSeconds = 6.0;
 
 bool tree_tunable(const std::string& m) {
   return m == "sps" || m == "pld" || m == "eagle1" || m == "eagle2" || m == "eagle3" || m == "lookahead" ||
@@ -442,20 +449,36 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
       windows.push_back(calibration_window_prompt(prompts[w.prompt], answers[w.prompt], w.offset, new_tokens, n_ctx));
     std::vector<std::vector<TreeTrial>> rounds(methods.size());
     std::vector<double> vanilla_rounds;
-    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<uint8_t> racing(methods.size(), 1);  // the candidates the later rounds still time
+    auto t0 = std::chrono::steady_clock::now();
     for (int round = 0; round < kCalibrationRounds; ++round) {
       // Prompt by prompt, vanilla and then every candidate on it, as an interleaved race runs its lanes: a drift of
       // the machine within the round lands on all of them alike (calibrated candidate after candidate, the round's
-      // last ones met another spell than vanilla did, and with twenty candidates a round is often all there is).
+      // last ones met another spell than vanilla did).
       CalibrationSums v;
       std::vector<CalibrationSums> c(methods.size());
       for (const auto& ids : windows) {
         v.run(target, *vanilla, b, ids, opts);
-        for (size_t i = 0; i < methods.size(); ++i) c[i].run(target, *methods[i], b, ids, opts);
+        for (size_t i = 0; i < methods.size(); ++i)
+          if (racing[i]) c[i].run(target, *methods[i], b, ids, opts);
       }
       vanilla_rounds.push_back(v.trial().verify_ms);
-      for (size_t i = 0; i < methods.size(); ++i) rounds[i].push_back(c[i].trial());
-      if (round == 0 && std::chrono::steady_clock::now() - t0 > std::chrono::seconds(2)) break;
+      for (size_t i = 0; i < methods.size(); ++i)
+        if (racing[i]) rounds[i].push_back(c[i].trial());
+      if (round > 0) continue;
+      // After the first round only the candidates within kStillRacing of its best are timed again: the others are
+      // out of the choice by more than one round's drift, and the rounds after it cost their share.
+      std::vector<double> tps(methods.size());
+      for (size_t i = 0; i < methods.size(); ++i) {
+        const TreeTrial& t = rounds[i].front();
+        tps[i] = t.verify_ms + t.draft_ms > 0 ? t.tau / (t.verify_ms + t.draft_ms) : 0;
+      }
+      const double best = tps.empty() ? 0 : *std::max_element(tps.begin(), tps.end());
+      size_t still = 0;
+      for (size_t i = 0; i < methods.size(); ++i) still += racing[i] = tps[i] >= kStillRacing * best;
+      const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double each_next = took * double(still + 1) / double(methods.size() + 1);  // (+1: vanilla)
+      if (v.trial().verify_ms >= kLargeStepMs || each_next * (kCalibrationRounds - 1) > kCalibrationBudgetSeconds) break;
     }
     vanilla_ms = median(vanilla_rounds);
     spdlog::info("tree auto {}: vanilla {:.3f} ms per token ({} rounds)", spec.name, vanilla_ms, vanilla_rounds.size());
