@@ -11,9 +11,12 @@
 #include <QElapsedTimer>
 #include <QSignalSpy>
 #include <QTest>
+#include <QTextBlock>
+#include <QTextDocument>
 #include <algorithm>
 #include <vector>
 
+#include "tests/ui/chain_step.h"
 #include "tests/ui/gui_main.h"
 #include "ui/inspector/tree_inspector_widget.h"
 #include "ui/main/main_window.h"
@@ -111,6 +114,47 @@ TEST(GuiStreaming, ALongAnswerIsPaintedManyTimesASecondAndEndsWhole) {
   EXPECT_LT(first_ms, 1000.0) << "the first words show within a second of sending";
   // The inspector may draw less often than the text, but it moves along (at least every second, by design).
   EXPECT_GE(frames_during, std::max<long long>(1, (long long)(seconds / 2)));
+}
+
+// The steps the live pacer hands over together are inserted as one edit of the transcript: every token is its own
+// insertion (its colour, its tooltip), and outside one edit each insertion laid the answer's paragraph out again,
+// so the GUI thread's cost grew with the square of the answer's length and took a core's share from the engine on a
+// two-core machine (gui_bench beside a busy process: the GUI thread used 70-130 ms of CPU per 256-token answer and
+// the chat ran at 68-70% of the CLI's tokens/s; in one edit 10-40 ms and 87-101%). Each token keeps its own
+// format and each step its own range.
+TEST(GuiStreaming, StepsFlushedTogetherAreOneEditOfTheTranscriptWithEveryTokensColour) {
+  TokenTextView view;
+  view.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&view));
+  view.appendPlain("Model: ");
+  int edits = 0;
+  QObject::connect(view.document(), &QTextDocument::contentsChange, &view, [&](int, int, int) { ++edits; });
+  constexpr int kSteps = 20;
+  QString answer;
+  for (int i = 0; i < kSteps; ++i) {
+    const StepRecord s = test::chain_step(i);
+    view.appendStep(s, test::piece_of(s));
+    answer += test::piece_of(s);
+  }
+  view.flush();
+  EXPECT_EQ(edits, 1) << "one edit for " << kSteps << " steps of 7 tokens";
+  EXPECT_EQ(view.generatedText(), answer);
+  EXPECT_TRUE(view.document()->toPlainText().endsWith(answer));
+  // Every token its own fragment: six depths' tints and the bonus's, each with its tooltip.
+  int tinted = 0, with_tooltip = 0;
+  for (QTextBlock b = view.document()->begin(); b.isValid(); b = b.next())
+    for (auto it = b.begin(); !it.atEnd(); ++it) {
+      const QTextCharFormat f = it.fragment().charFormat();
+      tinted += f.background().style() != Qt::NoBrush;
+      with_tooltip += !f.toolTip().isEmpty();
+    }
+  EXPECT_EQ(tinted, kSteps * 7);
+  EXPECT_EQ(with_tooltip, kSteps * 7);
+  // Each step's text is still found by its index (a click on a token opens its step).
+  view.highlightStep(kSteps - 1);
+  const auto selections = view.extraSelections();
+  ASSERT_EQ(selections.size(), 1);
+  EXPECT_EQ(selections[0].cursor.selectedText(), test::piece_of(test::chain_step(kSteps - 1)));
 }
 
 SPECSCOPE_GUI_TEST_MAIN("streaming")

@@ -39,7 +39,14 @@ void TokenTextView::flush() {
   const bool at_bottom = verticalScrollBar()->value() >= verticalScrollBar()->maximum() - 4;
   auto steps = std::move(pending_);
   pending_.clear();
+  // One edit block for all of them: each token is its own insertion (its own colour and tooltip), and outside a
+  // block every insertion lays the answer's paragraph out again, so a flush cost the square of the answer's length
+  // in text shaping, on the GUI thread that shares this machine's two cores with the engine (perf on gui_bench:
+  // QTextDocumentLayout::doLayout under insertText was the GUI thread's largest cost while a chat streamed).
+  QTextCursor block(document());
+  block.beginEditBlock();
   for (auto& [step, piece] : steps) insert_step(step, piece);
+  block.endEditBlock();
   if (at_bottom) verticalScrollBar()->setValue(verticalScrollBar()->maximum());
 }
 
