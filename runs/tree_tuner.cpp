@@ -268,6 +268,16 @@ nlohmann::json tree_trials_json(const TreeChoice& choice) {
   return out;
 }
 
+namespace {
+
+// The tokens per second a trial's steps give: its tau over its step's verification and drafting time.
+double trial_tokens_per_second(const TreeTrial& t) {
+  const double step = t.verify_ms + t.draft_ms;
+  return step > 0 ? 1000.0 * t.tau / step : 0;
+}
+
+}  // namespace
+
 TreeChoice choose_tree(std::vector<TreeTrial> trials, const StepCost& cost, double vanilla_ms) {
   TreeChoice c;
   const double cost1 = vanilla_ms > 0 ? vanilla_ms : cost.at(1);
@@ -275,8 +285,7 @@ TreeChoice choose_tree(std::vector<TreeTrial> trials, const StepCost& cost, doub
   for (auto& t : trials) {
     t.curve_verify_ms = cost.at(int(std::lround(t.verify_tokens)));
     if (!(t.verify_ms > 0)) t.verify_ms = t.curve_verify_ms;
-    const double step = t.verify_ms + t.draft_ms;
-    t.tokens_per_second = step > 0 ? 1000.0 * t.tau / step : 0;
+    t.tokens_per_second = trial_tokens_per_second(t);
   }
   const TreeTrial* best = nullptr;
   for (const auto& t : trials)
@@ -450,7 +459,7 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
     std::vector<std::vector<TreeTrial>> rounds(methods.size());
     std::vector<double> vanilla_rounds;
     std::vector<uint8_t> racing(methods.size(), 1);  // the candidates the later rounds still time
-    auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = std::chrono::steady_clock::now();
     for (int round = 0; round < kCalibrationRounds; ++round) {
       // Prompt by prompt, vanilla and then every candidate on it, as an interleaved race runs its lanes: a drift of
       // the machine within the round lands on all of them alike (calibrated candidate after candidate, the round's
@@ -469,10 +478,7 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
       // After the first round only the candidates within kStillRacing of its best are timed again: the others are
       // out of the choice by more than one round's drift, and the rounds after it cost their share.
       std::vector<double> tps(methods.size());
-      for (size_t i = 0; i < methods.size(); ++i) {
-        const TreeTrial& t = rounds[i].front();
-        tps[i] = t.verify_ms + t.draft_ms > 0 ? t.tau / (t.verify_ms + t.draft_ms) : 0;
-      }
+      for (size_t i = 0; i < methods.size(); ++i) tps[i] = trial_tokens_per_second(rounds[i].front());
       const double best = tps.empty() ? 0 : *std::max_element(tps.begin(), tps.end());
       size_t still = 0;
       for (size_t i = 0; i < methods.size(); ++i) still += racing[i] = tps[i] >= kStillRacing * best;
