@@ -8,10 +8,12 @@
 //
 //   kernel_ab MODEL [--rounds 15] [--tokens 16 | --step N] [--settings 'default;prefetch=4;kblock=2048,panel=8']
 // --settings: ';'-separated settings, each 'default' or a ','-list of prefetch=N (every N-th line, 0: never),
-// kblock=N and panel=N (0: the default), exact=1 (the exact path: f32 activations, dequantized weights), and
-// memory=map|copy. --tokens: decode that many tokens after a 128-token prompt (tok/s, higher is better); --step N:
-// instead one forward of N new tokens on top of the prompt, all logits (ms, lower is better). Prints each setting's
-// median, every round, and each setting against the first round by round.
+// kblock=N and panel=N (0: the default), exact=1 (the exact path: f32 activations, dequantized weights), qahead=N
+// (the integer kernels' 1-2 token prefetch distance in bytes), lanes=0 (Q4_K read in ggml's layout instead of its
+// lanes copy, engine/cpu/q4k_lanes.h; its model is loaded once more, without lanes copies), and memory=map|copy.
+// --tokens: decode that many tokens after a 128-token prompt (tok/s, higher is better); --step N: instead one forward
+// of N new tokens on top of the prompt, all logits (ms, lower is better). Prints each setting's median, every round,
+// and each setting against the first round by round.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -42,6 +44,7 @@ struct Setting {
   int prefetch_lines = -1, k_block = 0, panel_rows = 0;  // -1 / 0: the kernels' defaults
   int exact = 0;                                          // 1: the exact path (cpu::set_quant_exact)
   long int8_ahead = -1;                                   // the integer kernels' 1-2 token prefetch distance
+  long q4k_lanes = -1;                                    // 0: Q4_K read in ggml's layout, not the lanes copy
   std::optional<WeightMemory> memory;                     // none: the process's setting
   void apply() const {
     cpu::set_quant_exact(exact != 0);
@@ -49,6 +52,7 @@ struct Setting {
     cpu::detail::set_k_block(k_block);
     cpu::detail::set_panel_rows(panel_rows);
     cpu::detail::set_int8_direct_ahead(int8_ahead);
+    cpu::detail::set_q4k_lanes(q4k_lanes);
   }
 };
 
@@ -74,6 +78,7 @@ std::optional<Setting> parse_setting(const std::string& text) {
     else if (key == "panel") s.panel_rows = int(value);
     else if (key == "exact") s.exact = int(value);
     else if (key == "qahead") s.int8_ahead = value;
+    else if (key == "lanes") s.q4k_lanes = value;
     else return std::nullopt;
   }
   return s;
@@ -104,7 +109,7 @@ int main(int argc, char** argv) {
         const auto s = parse_setting(item);
         if (!s) {
           std::fprintf(stderr,
-                       "kernel_ab: bad setting '%s' (want default, or prefetch=N,kblock=N,panel=N,exact=1,memory=map|copy)\n",
+                       "kernel_ab: bad setting '%s' (want default, or prefetch=N,kblock=N,panel=N,exact=1,qahead=N,lanes=0|1,memory=map|copy)\n",
                        item.c_str());
           return 2;
         }
@@ -119,19 +124,21 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kernel_ab: --settings needs at least one setting\n");
     return 2;
   }
-  // One model and context per weight-memory setting: a model makes its huge-page copy (or not) once, at its first
-  // context, so a second setting needs a second load.
+  // One model and context per weight-memory setting and lanes=0 or not: a model makes its huge-page copy (or not),
+  // with Q4_K lanes copies (or not), once, at its first context, so a second setting needs a second load.
   std::vector<std::shared_ptr<const Model>> models;
   std::vector<std::unique_ptr<Context>> contexts;
   std::vector<int> context_of(settings.size());
-  std::vector<std::optional<WeightMemory>> memory_of;
+  std::vector<std::pair<std::optional<WeightMemory>, bool>> memory_of;
   for (size_t s = 0; s < settings.size(); ++s) {
-    const auto it = std::find(memory_of.begin(), memory_of.end(), settings[s].memory);
+    const std::pair<std::optional<WeightMemory>, bool> load{settings[s].memory, settings[s].q4k_lanes == 0};
+    const auto it = std::find(memory_of.begin(), memory_of.end(), load);
     context_of[s] = int(it - memory_of.begin());
     if (it != memory_of.end()) continue;
-    memory_of.push_back(settings[s].memory);
+    memory_of.push_back(load);
     const WeightMemory before = weight_memory();
     if (settings[s].memory) set_weight_memory(*settings[s].memory);
+    settings[s].apply();  // (lanes=0: no lanes copy)
     try {
       models.push_back(Model::load(argv[1]));
     } catch (const std::exception& e) {
@@ -140,6 +147,7 @@ int main(int argc, char** argv) {
     }
     contexts.push_back(models.back()->new_cpu_context(512));
     set_weight_memory(before);
+    Setting{}.apply();
   }
   const int V = models.front()->config().vocab_size;
   const std::vector<int32_t> prompt = runs::benchmark_tokens(V, 128);

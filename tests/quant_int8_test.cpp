@@ -9,10 +9,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <random>
 #include <vector>
 
 #include "engine/cpu/matmul.h"
+#include "engine/cpu/q4k_lanes.h"
 #include "engine/cpu/quant_int8.h"
 #include "engine/formats/gguf_k_scales.h"
 #include "engine/formats/gguf_quant.h"
@@ -181,6 +183,92 @@ TEST(QuantInt8, SimdKernelsEqualScalarReferenceBitForBit) {
   if (families == 0) GTEST_SKIP() << "no SIMD family on this CPU: only the scalar reference runs";
   std::printf("[ int8     ] families checked against the scalar reference: %d (active: %s)\n", families,
               cpu::detail::int8_isa_name(cpu::detail::int8_active_isa()));
+}
+
+// Q4_K's lanes copy (engine/cpu/q4k_lanes.h, made with the CPU's copy of the weights): every code where the layout
+// says, the scale bytes untouched; the AVX-512 VNNI kernel on the copy and the scalar reference on either layout give
+// the bits of the reference on ggml's layout, for whole and partial groups, every token count 1-66 and split rows.
+TEST(QuantInt8, Q4KLanesCopyGivesTheBitsOfGgmlsLayout) {
+  std::mt19937 rng(29);
+  const TypeCase& q4k = kTypes[2];
+  ASSERT_EQ(q4k.it, Int8Type::Q4_K);
+  const bool vnni = cpu::detail::int8_isa_supported(Int8Isa::Avx512Vnni);
+  for (bool random_bytes : {false, true})
+    for (int k : {256, 512, 1280, 4864}) {
+      const int m = 13;
+      const auto W = random_matrix(q4k, m, k, rng, random_bytes);
+      auto L = W;
+      const size_t super_blocks = size_t(m) * size_t(k) / 256;
+      cpu::q4k_to_lanes_in_place(L.data(), super_blocks);
+      for (size_t sb = 0; sb < super_blocks; ++sb) {
+        const uint8_t* g = W.data() + sb * 144;
+        const uint8_t* l = L.data() + sb * 144;
+        ASSERT_EQ(0, std::memcmp(g, l, 16)) << "d, dmin and the scales stay";
+        for (int s = 0; s < 8; ++s)
+          for (int e = 0; e < 32; ++e)
+            ASSERT_EQ(cpu::q4k_lanes_code(l, s, e), (g[16 + 32 * (s / 2) + e] >> (4 * (s % 2))) & 15)
+                << "super-block " << sb << " sub-block " << s << " code " << e;
+      }
+      const size_t rb = ggml_row_size(q4k.ggml, k);
+      std::vector<int> ns = {1, 2, 3, 5, 7, 64, 70};
+      if (k == 512 || k == 1280) {
+        ns.clear();
+        for (int n = 1; n <= 66; ++n) ns.push_back(n);
+      }
+      for (int n : ns) {
+        const auto X = normal(size_t(n) * k, rng);
+        const auto bias = normal(m, rng);
+        const float* b = n % 2 ? bias.data() : nullptr;
+        ActQ8 a;
+        cpu::detail::quantize_act(X.data(), n, k, &a);
+        std::vector<float> want(size_t(n) * m, -1.f), got(size_t(n) * m, -2.f);
+        cpu::detail::int8_rows_scalar(Int8Type::Q4_K, W.data(), rb, a, b, want.data(), m, 0, m);
+        cpu::detail::int8_rows_scalar(Int8Type::Q4_K_Lanes, L.data(), rb, a, b, got.data(), m, 0, m);
+        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << "scalar, k " << k << " n " << n;
+        if (!vnni) continue;
+        const auto fn = cpu::detail::int8_rows(Int8Isa::Avx512Vnni);
+        std::fill(got.begin(), got.end(), -3.f);
+        fn(Int8Type::Q4_K_Lanes, L.data(), rb, a, b, got.data(), m, 0, m);
+        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+            << "avx512-vnni" << (random_bytes ? " random" : "") << " k " << k << " n " << n;
+        std::fill(got.begin(), got.end(), -4.f);
+        fn(Int8Type::Q4_K_Lanes, L.data(), rb, a, b, got.data(), m, 0, 3);
+        fn(Int8Type::Q4_K_Lanes, L.data(), rb, a, b, got.data(), m, 3, m);
+        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << "split, k " << k << " n " << n;
+      }
+    }
+  if (!vnni) GTEST_SKIP() << "no AVX-512 VNNI here: only the scalar reference read the lanes layout";
+}
+
+// cpu::linear reads a Q4_K weight's lanes copy where the AVX-512 VNNI kernel runs and the knob allows it, and the
+// weight's own bytes otherwise: given the lanes copy of another matrix, it computes that matrix's product.
+TEST(QuantInt8, LinearReadsTheLanesCopyOnlyOnTheVnniKernel) {
+  FastPath fast;
+  if (!cpu::detail::int8_isa_supported(Int8Isa::Avx512Vnni)) GTEST_SKIP() << "no AVX-512 VNNI here";
+  std::mt19937 rng(31);
+  const TypeCase& q4k = kTypes[2];
+  const int m = 21, k = 1024, n = 5;
+  const auto W = random_matrix(q4k, m, k, rng, false), W2 = random_matrix(q4k, m, k, rng, false);
+  auto lanes2 = std::make_shared<std::vector<uint8_t>>(W2);
+  cpu::q4k_to_lanes_in_place(lanes2->data(), size_t(m) * size_t(k) / 256);
+  TensorView Wv = view(q4k, W, m, k);
+  const TensorView W2v = view(q4k, W2, m, k);
+  const auto X = normal(size_t(n) * k, rng);
+  std::vector<float> own(size_t(n) * m), other(size_t(n) * m), got(size_t(n) * m);
+  cpu::linear(X.data(), n, Wv, nullptr, own.data());
+  cpu::linear(X.data(), n, W2v, nullptr, other.data());
+  ASSERT_NE(0, std::memcmp(own.data(), other.data(), own.size() * sizeof(float)));
+  Wv.q4k_lanes = std::shared_ptr<const void>(lanes2, lanes2->data());
+  cpu::linear(X.data(), n, Wv, nullptr, got.data());
+  EXPECT_EQ(0, std::memcmp(got.data(), other.data(), got.size() * sizeof(float))) << "the lanes copy is read";
+  cpu::detail::set_q4k_lanes(0);
+  cpu::linear(X.data(), n, Wv, nullptr, got.data());
+  cpu::detail::set_q4k_lanes(-1);
+  EXPECT_EQ(0, std::memcmp(got.data(), own.data(), got.size() * sizeof(float))) << "lanes=0: the weight's own bytes";
+  cpu::set_isa(cpu::Isa::Avx2);
+  cpu::linear(X.data(), n, Wv, nullptr, got.data());
+  cpu::set_isa(cpu::Isa::Auto);
+  EXPECT_EQ(0, std::memcmp(got.data(), own.data(), got.size() * sizeof(float))) << "256-bit kernels: own bytes";
 }
 
 // quant_int8.h's bound, from the data: |fast - exact| <= sum_b (d_b / 2) sum_{i in b} |w_i| + 1e-5 sum |w_i x_i|,

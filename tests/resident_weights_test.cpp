@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/cpu/matmul.h"
+#include "engine/cpu/quant_int8.h"
 #include "engine/model/model.h"
 #include "engine/model/resident_weights.h"
 #include "engine/util/huge_page_arena.h"
@@ -51,7 +52,8 @@ TEST(WeightMemory, TheCopyComputesTheMappingsBits) {
   const char* models[] = {"models/llama_bytelevel_f32",         "models/llama_bytelevel_bf16",
                           "models/qwen2_bf16",                  "models/llama_spm_tied_f32",
                           "gguf_models/llama_bytelevel_f32.f16.gguf", "gguf_models/llama_bytelevel_f32.q8_0.gguf",
-                          "gguf_models/llama_bytelevel_f32.q4_0.gguf", "gguf_models/llama_spm_tied_f32.q5_1.gguf"};
+                          "gguf_models/llama_bytelevel_f32.q4_0.gguf", "gguf_models/llama_spm_tied_f32.q5_1.gguf",
+                          "gguf_kquant/tiny.q4_k_m.gguf",       "gguf_kquant/tiny.q5_k_m.gguf"};
   for (const char* name : models) {
     SCOPED_TRACE(name);
     std::shared_ptr<const Model> mapped, copied;
@@ -70,10 +72,27 @@ TEST(WeightMemory, TheCopyComputesTheMappingsBits) {
     const auto resident = copied->resident_weights();
     if (resident_copy_bytes(copied->weights()) == 0) continue;  // every matrix repacked: nothing to copy
     ASSERT_NE(resident, nullptr);
-    // The matrices the context read are the copy's: other memory than the mapping, advised as huge pages.
-    const TensorView& down = resident->layers[0].w_down;
-    EXPECT_NE(down.data, copied->weights().layers[0].w_down.data);
-    EXPECT_TRUE(huge_page_state(down.data).advised);
+    // The matrices the context read are the copy's: other memory than the mapping, advised as huge pages. Q4_K
+    // ones, where the AVX-512 VNNI kernel runs, as their lanes copy (q4k_lanes.h), `data` left to the mapping.
+    const bool lanes = cpu::detail::int8_isa_supported(cpu::detail::Int8Isa::Avx512Vnni);
+    int lanes_copies = 0;
+    for_each_linear(*resident, [&](const TensorView& t) {
+      const TensorView* loaded = nullptr;
+      for_each_linear(copied->weights(), [&](const TensorView& u) { if (u.name == t.name) loaded = &u; });
+      ASSERT_NE(loaded, nullptr) << t.name;
+      if (t.dtype == DType::Q4_K && lanes) {
+        ++lanes_copies;
+        EXPECT_EQ(t.data, loaded->data) << t.name;
+        ASSERT_NE(t.q4k_lanes, nullptr) << t.name;
+        EXPECT_TRUE(huge_page_state(t.q4k_lanes.get()).advised) << t.name;
+        EXPECT_NE(0, std::memcmp(t.q4k_lanes.get(), t.data, t.nbytes())) << t.name << ": reordered";
+      } else {
+        EXPECT_EQ(t.q4k_lanes, nullptr) << t.name;
+        if (t.dtype != DType::BF16) EXPECT_NE(t.data, loaded->data) << t.name;
+        if (t.dtype != DType::BF16) EXPECT_TRUE(huge_page_state(t.data).advised) << t.name;
+      }
+    });
+    if (std::string(name).find("q4_k_m") != std::string::npos && lanes) EXPECT_GT(lanes_copies, 0);
   }
 }
 

@@ -113,16 +113,10 @@ QI_INLINE void unpack_q4_0(const uint8_t* g, Group& G) {
   to_lanes(a, G);
 }
 
-// Q4_K (q5 = false) and Q5_K: two super-blocks (blocks 0-7 and 8-15); 32-byte chunk c of a super-block holds
-// sub-block 2c in its low nibbles and 2c + 1 in its high ones; Q5_K's bit s of byte l of qh is bit 4 of element l
-// of sub-block s.
-template <bool q5>
-QI_INLINE void unpack_k45(const uint8_t* g, Group& G) {
-  constexpr int kBytes = q5 ? 176 : 144;
-  const uint8_t* s0 = g;
-  const uint8_t* s1 = g + kBytes;
-  // The first 16 bytes of each super-block: f16 d, f16 dmin, then the 12 packed scale bytes as dwords A, B, C; the
-  // scales and mins unpacked as k4_scale_min_words does, in both 128-bit lanes at once.
+// The float factors of a Q4_K / Q5_K group: G.fw = d * scale and G.fm = dmin * min of each sub-block, from the
+// first 16 bytes of each super-block (f16 d, f16 dmin, then the 12 packed scale bytes as dwords A, B, C; the scales
+// and mins unpacked as k4_scale_min_words does, in both 128-bit lanes at once).
+QI_INLINE void k45_factors(const uint8_t* s0, const uint8_t* s1, Group& G) {
   const __m128i h0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s0));
   const __m128i h1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s1));
   const __m256i hv = _mm256_inserti128_si256(_mm256_castsi128_si256(h0), h1, 1);
@@ -143,6 +137,30 @@ QI_INLINE void unpack_k45(const uint8_t* g, Group& G) {
   const __m512 dmin = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3), dd);
   G.fw = _mm512_mul_ps(d, sc);  // exact: 11 x 6 bits
   G.fm = _mm512_mul_ps(dmin, mn);
+}
+
+// Q4_K in the lanes layout (q4k_lanes.h): chunk k of both super-blocks, masked, is step k; shifted by 4, step k + 4.
+QI_INLINE void unpack_q4k_lanes(const uint8_t* g, Group& G) {
+  const uint8_t* s0 = g;
+  const uint8_t* s1 = g + 144;
+  k45_factors(s0, s1, G);
+  const __m512i m4 = _mm512_set1_epi8(15);
+  for (int k = 0; k < 4; ++k) {
+    const __m512i v = pair256(s0 + 16 + 32 * k, s1 + 16 + 32 * k);
+    G.w[k] = _mm512_and_si512(v, m4);
+    G.w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+  }
+}
+
+// Q4_K (q5 = false) and Q5_K in ggml's layout: two super-blocks (blocks 0-7 and 8-15); 32-byte chunk c of a
+// super-block holds sub-block 2c in its low nibbles and 2c + 1 in its high ones; Q5_K's bit s of byte l of qh is
+// bit 4 of element l of sub-block s.
+template <bool q5>
+QI_INLINE void unpack_k45(const uint8_t* g, Group& G) {
+  constexpr int kBytes = q5 ? 176 : 144;
+  const uint8_t* s0 = g;
+  const uint8_t* s1 = g + kBytes;
+  k45_factors(s0, s1, G);
   const __m512i m4 = _mm512_set1_epi8(15), one = _mm512_set1_epi8(1);
   constexpr int kQs = q5 ? 48 : 16;
   if constexpr (!q5) {
@@ -215,6 +233,7 @@ QI_INLINE void unpack(const uint8_t* gp, Group& G) {
   if constexpr (kType == Int8Type::Q8_0) unpack_q8_0(gp, G);
   else if constexpr (kType == Int8Type::Q4_0) unpack_q4_0(gp, G);
   else if constexpr (kType == Int8Type::Q4_K) unpack_k45<false>(gp, G);
+  else if constexpr (kType == Int8Type::Q4_K_Lanes) unpack_q4k_lanes(gp, G);
   else if constexpr (kType == Int8Type::Q5_K) unpack_k45<true>(gp, G);
   else unpack_q6_k(gp, G);
 }
@@ -247,7 +266,7 @@ struct Prefetcher {
 template <Int8Type kType, int R, int T>
 QI_INLINE void group_tile(const Group* const* G, const ActQ8& x, int g, int t, __m512 (&acc)[R][T]) {
   constexpr bool kQ6 = kType == Int8Type::Q6_K;
-  constexpr bool kMins = kType == Int8Type::Q4_K || kType == Int8Type::Q5_K;
+  constexpr bool kMins = kType == Int8Type::Q4_K || kType == Int8Type::Q4_K_Lanes || kType == Int8Type::Q5_K;
   constexpr int kSets = kQ6 ? 2 : 1;
   __m512i dot[kSets][R][T];
   for (int s = 0; s < kSets; ++s)
@@ -325,7 +344,8 @@ QI_INLINE void unpack_group(const uint8_t* row, size_t row_bytes, size_t gb, int
   unpack<kType>(gp, G);
   const __mmask16 keep = __mmask16((1u << (inside * kQ8Lanes / gb)) - 1u);
   G.fw = _mm512_maskz_mov_ps(keep, G.fw);
-  if constexpr (kType == Int8Type::Q4_K || kType == Int8Type::Q5_K) G.fm = _mm512_maskz_mov_ps(keep, G.fm);
+  if constexpr (kType == Int8Type::Q4_K || kType == Int8Type::Q4_K_Lanes || kType == Int8Type::Q5_K)
+    G.fm = _mm512_maskz_mov_ps(keep, G.fm);
 }
 
 // 1-2 tokens: each row's groups unpacked into registers and used at once (little to share between rows; the weight
@@ -471,6 +491,7 @@ void int8_rows_avx512vnni(Int8Type type, const uint8_t* W, size_t row_bytes, con
     case Int8Type::Q4_K: return rows<Int8Type::Q4_K>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q5_K: return rows<Int8Type::Q5_K>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q6_K: return rows<Int8Type::Q6_K>(W, row_bytes, x, bias, Y, m, r0, r1);
+    case Int8Type::Q4_K_Lanes: return rows<Int8Type::Q4_K_Lanes>(W, row_bytes, x, bias, Y, m, r0, r1);
   }
 }
 
