@@ -9,8 +9,9 @@
 //   kernel_ab MODEL [--rounds 15] [--tokens 16 | --step N] [--settings 'default;prefetch=4;kblock=2048,panel=8']
 // --settings: ';'-separated settings, each 'default' or a ','-list of prefetch=N (every N-th line, 0: never),
 // kblock=N and panel=N (0: the default), exact=1 (the exact path: f32 activations, dequantized weights), qahead=N
-// (the integer kernels' 1-2 token prefetch distance in bytes), lanes=0 (Q4_K read in ggml's layout instead of its
-// lanes copy, engine/cpu/q4k_lanes.h; its model is loaded once more, without lanes copies), and memory=map|copy.
+// (the integer kernels' 1-2 token prefetch distance in bytes), lanes=0 (Q4_K and Q6_K read in ggml's layouts instead
+// of their lanes copies, engine/cpu/kquant_lanes.h; its model is loaded once more, without lanes copies), and
+// memory=map|copy.
 // --tokens: decode that many tokens after a 128-token prompt (tok/s, higher is better); --step N: instead one forward
 // of N new tokens on top of the prompt, all logits (ms, lower is better). Prints each setting's median, every round,
 // and each setting against the first round by round.
@@ -44,7 +45,7 @@ struct Setting {
   int prefetch_lines = -1, k_block = 0, panel_rows = 0;  // -1 / 0: the kernels' defaults
   int exact = 0;                                          // 1: the exact path (cpu::set_quant_exact)
   long int8_ahead = -1;                                   // the integer kernels' 1-2 token prefetch distance
-  long q4k_lanes = -1;                                    // 0: Q4_K read in ggml's layout, not the lanes copy
+  long kquant_lanes = -1;                                 // 0: Q4_K/Q6_K read in ggml's layouts, no lanes copy
   std::optional<WeightMemory> memory;                     // none: the process's setting
   void apply() const {
     cpu::set_quant_exact(exact != 0);
@@ -52,7 +53,7 @@ struct Setting {
     cpu::detail::set_k_block(k_block);
     cpu::detail::set_panel_rows(panel_rows);
     cpu::detail::set_int8_direct_ahead(int8_ahead);
-    cpu::detail::set_q4k_lanes(q4k_lanes);
+    cpu::detail::set_kquant_lanes(kquant_lanes);
   }
 };
 
@@ -78,7 +79,7 @@ std::optional<Setting> parse_setting(const std::string& text) {
     else if (key == "panel") s.panel_rows = int(value);
     else if (key == "exact") s.exact = int(value);
     else if (key == "qahead") s.int8_ahead = value;
-    else if (key == "lanes") s.q4k_lanes = value;
+    else if (key == "lanes") s.kquant_lanes = value;
     else return std::nullopt;
   }
   return s;
@@ -125,13 +126,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   // One model and context per weight-memory setting and lanes=0 or not: a model makes its huge-page copy (or not),
-  // with Q4_K lanes copies (or not), once, at its first context, so a second setting needs a second load.
+  // with Q4_K/Q6_K lanes copies (or not), once, at its first context, so a second setting needs a second load.
   std::vector<std::shared_ptr<const Model>> models;
   std::vector<std::unique_ptr<Context>> contexts;
   std::vector<int> context_of(settings.size());
   std::vector<std::pair<std::optional<WeightMemory>, bool>> memory_of;
   for (size_t s = 0; s < settings.size(); ++s) {
-    const std::pair<std::optional<WeightMemory>, bool> load{settings[s].memory, settings[s].q4k_lanes == 0};
+    const std::pair<std::optional<WeightMemory>, bool> load{settings[s].memory, settings[s].kquant_lanes == 0};
     const auto it = std::find(memory_of.begin(), memory_of.end(), load);
     context_of[s] = int(it - memory_of.begin());
     if (it != memory_of.end()) continue;

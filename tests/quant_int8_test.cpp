@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "engine/cpu/matmul.h"
-#include "engine/cpu/q4k_lanes.h"
+#include "engine/cpu/kquant_lanes.h"
 #include "engine/cpu/quant_int8.h"
 #include "engine/formats/gguf_k_scales.h"
 #include "engine/formats/gguf_quant.h"
@@ -185,90 +185,108 @@ TEST(QuantInt8, SimdKernelsEqualScalarReferenceBitForBit) {
               cpu::detail::int8_isa_name(cpu::detail::int8_active_isa()));
 }
 
-// Q4_K's lanes copy (engine/cpu/q4k_lanes.h, made with the CPU's copy of the weights): every code where the layout
-// says, the scale bytes untouched; the AVX-512 VNNI kernel on the copy and the scalar reference on either layout give
-// the bits of the reference on ggml's layout, for whole and partial groups, every token count 1-66 and split rows.
-TEST(QuantInt8, Q4KLanesCopyGivesTheBitsOfGgmlsLayout) {
+// Q4_K's and Q6_K's lanes copies (engine/cpu/kquant_lanes.h, made with the CPU's copy of the weights): every code
+// where the layout says, the scale bytes untouched; the AVX-512 VNNI kernel on the copy and the scalar reference on
+// either layout give the bits of the reference on ggml's layout, for whole and partial groups, every token count 1-66
+// and split rows.
+TEST(QuantInt8, LanesCopiesGiveTheBitsOfGgmlsLayouts) {
   std::mt19937 rng(29);
-  const TypeCase& q4k = kTypes[2];
-  ASSERT_EQ(q4k.it, Int8Type::Q4_K);
   const bool vnni = cpu::detail::int8_isa_supported(Int8Isa::Avx512Vnni);
-  for (bool random_bytes : {false, true})
-    for (int k : {256, 512, 1280, 4864}) {
-      const int m = 13;
-      const auto W = random_matrix(q4k, m, k, rng, random_bytes);
-      auto L = W;
-      const size_t super_blocks = size_t(m) * size_t(k) / 256;
-      cpu::q4k_to_lanes_in_place(L.data(), super_blocks);
-      for (size_t sb = 0; sb < super_blocks; ++sb) {
-        const uint8_t* g = W.data() + sb * 144;
-        const uint8_t* l = L.data() + sb * 144;
-        ASSERT_EQ(0, std::memcmp(g, l, 16)) << "d, dmin and the scales stay";
-        for (int s = 0; s < 8; ++s)
-          for (int e = 0; e < 32; ++e)
-            ASSERT_EQ(cpu::q4k_lanes_code(l, s, e), (g[16 + 32 * (s / 2) + e] >> (4 * (s % 2))) & 15)
-                << "super-block " << sb << " sub-block " << s << " code " << e;
+  struct LanesCase {
+    const TypeCase& q;
+    Int8Type lanes;
+  };
+  for (const LanesCase& c : {LanesCase{kTypes[2], Int8Type::Q4_K_Lanes}, LanesCase{kTypes[4], Int8Type::Q6_K_Lanes}})
+    for (bool random_bytes : {false, true})
+      for (int k : {256, 512, 1280, 4864}) {
+        const int m = 13;
+        const auto W = random_matrix(c.q, m, k, rng, random_bytes);
+        auto L = W;
+        const size_t super_blocks = size_t(m) * size_t(k) / 256, sb_bytes = cpu::lanes_super_block_bytes(c.q.dtype);
+        ASSERT_EQ(super_blocks * sb_bytes, W.size());
+        cpu::to_lanes_in_place(c.q.dtype, L.data(), super_blocks);
+        for (size_t sb = 0; sb < super_blocks; ++sb) {
+          const uint8_t* g = W.data() + sb * sb_bytes;
+          const uint8_t* l = L.data() + sb * sb_bytes;
+          for (int b = 0; b < 8; ++b)
+            for (int e = 0; e < 32; ++e) {
+              if (c.q.dtype == DType::Q4_K) {
+                ASSERT_EQ(cpu::q4k_lanes_code(l, b, e), (g[16 + 32 * (b / 2) + e] >> (4 * (b % 2))) & 15)
+                    << "super-block " << sb << " block " << b << " code " << e;
+              } else {
+                const int h = b / 4, r = b % 4;
+                const int want = ((g[64 * h + 32 * (r & 1) + e] >> (4 * (r >> 1))) & 15) |
+                                 ((g[128 + 32 * h + e] >> (2 * r)) & 3) << 4;
+                ASSERT_EQ(cpu::q6k_lanes_code(l, b, e), want) << "super-block " << sb << " block " << b << " code " << e;
+              }
+            }
+          if (c.q.dtype == DType::Q4_K) ASSERT_EQ(0, std::memcmp(g, l, 16)) << "d, dmin and the scales stay";
+          else ASSERT_EQ(0, std::memcmp(g + 192, l + 192, 18)) << "the scales and d stay";
+        }
+        const size_t rb = ggml_row_size(c.q.ggml, k);
+        std::vector<int> ns = {1, 2, 3, 5, 7, 64, 70};
+        if (k == 512 || k == 1280) {
+          ns.clear();
+          for (int n = 1; n <= 66; ++n) ns.push_back(n);
+        }
+        for (int n : ns) {
+          const auto X = normal(size_t(n) * k, rng);
+          const auto bias = normal(m, rng);
+          const float* b = n % 2 ? bias.data() : nullptr;
+          ActQ8 a;
+          cpu::detail::quantize_act(X.data(), n, k, &a);
+          std::vector<float> want(size_t(n) * m, -1.f), got(size_t(n) * m, -2.f);
+          cpu::detail::int8_rows_scalar(c.q.it, W.data(), rb, a, b, want.data(), m, 0, m);
+          cpu::detail::int8_rows_scalar(c.lanes, L.data(), rb, a, b, got.data(), m, 0, m);
+          ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+              << dtype_name(c.q.dtype) << " scalar, k " << k << " n " << n;
+          if (!vnni) continue;
+          const auto fn = cpu::detail::int8_rows(Int8Isa::Avx512Vnni);
+          std::fill(got.begin(), got.end(), -3.f);
+          fn(c.lanes, L.data(), rb, a, b, got.data(), m, 0, m);
+          ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+              << dtype_name(c.q.dtype) << " avx512-vnni" << (random_bytes ? " random" : "") << " k " << k << " n " << n;
+          std::fill(got.begin(), got.end(), -4.f);
+          fn(c.lanes, L.data(), rb, a, b, got.data(), m, 0, 3);
+          fn(c.lanes, L.data(), rb, a, b, got.data(), m, 3, m);
+          ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+              << dtype_name(c.q.dtype) << " split, k " << k << " n " << n;
+        }
       }
-      const size_t rb = ggml_row_size(q4k.ggml, k);
-      std::vector<int> ns = {1, 2, 3, 5, 7, 64, 70};
-      if (k == 512 || k == 1280) {
-        ns.clear();
-        for (int n = 1; n <= 66; ++n) ns.push_back(n);
-      }
-      for (int n : ns) {
-        const auto X = normal(size_t(n) * k, rng);
-        const auto bias = normal(m, rng);
-        const float* b = n % 2 ? bias.data() : nullptr;
-        ActQ8 a;
-        cpu::detail::quantize_act(X.data(), n, k, &a);
-        std::vector<float> want(size_t(n) * m, -1.f), got(size_t(n) * m, -2.f);
-        cpu::detail::int8_rows_scalar(Int8Type::Q4_K, W.data(), rb, a, b, want.data(), m, 0, m);
-        cpu::detail::int8_rows_scalar(Int8Type::Q4_K_Lanes, L.data(), rb, a, b, got.data(), m, 0, m);
-        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << "scalar, k " << k << " n " << n;
-        if (!vnni) continue;
-        const auto fn = cpu::detail::int8_rows(Int8Isa::Avx512Vnni);
-        std::fill(got.begin(), got.end(), -3.f);
-        fn(Int8Type::Q4_K_Lanes, L.data(), rb, a, b, got.data(), m, 0, m);
-        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
-            << "avx512-vnni" << (random_bytes ? " random" : "") << " k " << k << " n " << n;
-        std::fill(got.begin(), got.end(), -4.f);
-        fn(Int8Type::Q4_K_Lanes, L.data(), rb, a, b, got.data(), m, 0, 3);
-        fn(Int8Type::Q4_K_Lanes, L.data(), rb, a, b, got.data(), m, 3, m);
-        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << "split, k " << k << " n " << n;
-      }
-    }
-  if (!vnni) GTEST_SKIP() << "no AVX-512 VNNI here: only the scalar reference read the lanes layout";
+  if (!vnni) GTEST_SKIP() << "no AVX-512 VNNI here: only the scalar reference read the lanes layouts";
 }
 
-// cpu::linear reads a Q4_K weight's lanes copy where the AVX-512 VNNI kernel runs and the knob allows it, and the
-// weight's own bytes otherwise: given the lanes copy of another matrix, it computes that matrix's product.
+// cpu::linear reads a Q4_K or Q6_K weight's lanes copy where the AVX-512 VNNI kernel runs and the knob allows it,
+// and the weight's own bytes otherwise: given the lanes copy of another matrix, it computes that matrix's product.
 TEST(QuantInt8, LinearReadsTheLanesCopyOnlyOnTheVnniKernel) {
   FastPath fast;
   if (!cpu::detail::int8_isa_supported(Int8Isa::Avx512Vnni)) GTEST_SKIP() << "no AVX-512 VNNI here";
   std::mt19937 rng(31);
-  const TypeCase& q4k = kTypes[2];
-  const int m = 21, k = 1024, n = 5;
-  const auto W = random_matrix(q4k, m, k, rng, false), W2 = random_matrix(q4k, m, k, rng, false);
-  auto lanes2 = std::make_shared<std::vector<uint8_t>>(W2);
-  cpu::q4k_to_lanes_in_place(lanes2->data(), size_t(m) * size_t(k) / 256);
-  TensorView Wv = view(q4k, W, m, k);
-  const TensorView W2v = view(q4k, W2, m, k);
-  const auto X = normal(size_t(n) * k, rng);
-  std::vector<float> own(size_t(n) * m), other(size_t(n) * m), got(size_t(n) * m);
-  cpu::linear(X.data(), n, Wv, nullptr, own.data());
-  cpu::linear(X.data(), n, W2v, nullptr, other.data());
-  ASSERT_NE(0, std::memcmp(own.data(), other.data(), own.size() * sizeof(float)));
-  Wv.q4k_lanes = std::shared_ptr<const void>(lanes2, lanes2->data());
-  cpu::linear(X.data(), n, Wv, nullptr, got.data());
-  EXPECT_EQ(0, std::memcmp(got.data(), other.data(), got.size() * sizeof(float))) << "the lanes copy is read";
-  cpu::detail::set_q4k_lanes(0);
-  cpu::linear(X.data(), n, Wv, nullptr, got.data());
-  cpu::detail::set_q4k_lanes(-1);
-  EXPECT_EQ(0, std::memcmp(got.data(), own.data(), got.size() * sizeof(float))) << "lanes=0: the weight's own bytes";
-  cpu::set_isa(cpu::Isa::Avx2);
-  cpu::linear(X.data(), n, Wv, nullptr, got.data());
-  cpu::set_isa(cpu::Isa::Auto);
-  EXPECT_EQ(0, std::memcmp(got.data(), own.data(), got.size() * sizeof(float))) << "256-bit kernels: own bytes";
+  for (const TypeCase* q : {&kTypes[2], &kTypes[4]}) {
+    SCOPED_TRACE(std::string(dtype_name(q->dtype)));
+    const int m = 21, k = 1024, n = 5;
+    const auto W = random_matrix(*q, m, k, rng, false), W2 = random_matrix(*q, m, k, rng, false);
+    auto lanes2 = std::make_shared<std::vector<uint8_t>>(W2);
+    cpu::to_lanes_in_place(q->dtype, lanes2->data(), size_t(m) * size_t(k) / 256);
+    TensorView Wv = view(*q, W, m, k);
+    const TensorView W2v = view(*q, W2, m, k);
+    const auto X = normal(size_t(n) * k, rng);
+    std::vector<float> own(size_t(n) * m), other(size_t(n) * m), got(size_t(n) * m);
+    cpu::linear(X.data(), n, Wv, nullptr, own.data());
+    cpu::linear(X.data(), n, W2v, nullptr, other.data());
+    ASSERT_NE(0, std::memcmp(own.data(), other.data(), own.size() * sizeof(float)));
+    Wv.lanes = std::shared_ptr<const void>(lanes2, lanes2->data());
+    cpu::linear(X.data(), n, Wv, nullptr, got.data());
+    EXPECT_EQ(0, std::memcmp(got.data(), other.data(), got.size() * sizeof(float))) << "the lanes copy is read";
+    cpu::detail::set_kquant_lanes(0);
+    cpu::linear(X.data(), n, Wv, nullptr, got.data());
+    cpu::detail::set_kquant_lanes(-1);
+    EXPECT_EQ(0, std::memcmp(got.data(), own.data(), got.size() * sizeof(float))) << "lanes=0: the weight's own bytes";
+    cpu::set_isa(cpu::Isa::Avx2);
+    cpu::linear(X.data(), n, Wv, nullptr, got.data());
+    cpu::set_isa(cpu::Isa::Auto);
+    EXPECT_EQ(0, std::memcmp(got.data(), own.data(), got.size() * sizeof(float))) << "256-bit kernels: own bytes";
+  }
 }
 
 // quant_int8.h's bound, from the data: |fast - exact| <= sum_b (d_b / 2) sum_{i in b} |w_i| + 1e-5 sum |w_i x_i|,

@@ -73,21 +73,22 @@ TEST(WeightMemory, TheCopyComputesTheMappingsBits) {
     if (resident_copy_bytes(copied->weights()) == 0) continue;  // every matrix repacked: nothing to copy
     ASSERT_NE(resident, nullptr);
     // The matrices the context read are the copy's: other memory than the mapping, advised as huge pages. Q4_K
-    // ones, where the AVX-512 VNNI kernel runs, as their lanes copy (q4k_lanes.h), `data` left to the mapping.
+    // and Q6_K ones, where the AVX-512 VNNI kernel runs, as their lanes copies (kquant_lanes.h), `data` left to the
+    // mapping.
     const bool lanes = cpu::detail::int8_isa_supported(cpu::detail::Int8Isa::Avx512Vnni);
     int lanes_copies = 0;
     for_each_linear(*resident, [&](const TensorView& t) {
       const TensorView* loaded = nullptr;
       for_each_linear(copied->weights(), [&](const TensorView& u) { if (u.name == t.name) loaded = &u; });
       ASSERT_NE(loaded, nullptr) << t.name;
-      if (t.dtype == DType::Q4_K && lanes) {
+      if ((t.dtype == DType::Q4_K || t.dtype == DType::Q6_K) && lanes) {
         ++lanes_copies;
         EXPECT_EQ(t.data, loaded->data) << t.name;
-        ASSERT_NE(t.q4k_lanes, nullptr) << t.name;
-        EXPECT_TRUE(huge_page_state(t.q4k_lanes.get()).advised) << t.name;
-        EXPECT_NE(0, std::memcmp(t.q4k_lanes.get(), t.data, t.nbytes())) << t.name << ": reordered";
+        ASSERT_NE(t.lanes, nullptr) << t.name;
+        EXPECT_TRUE(huge_page_state(t.lanes.get()).advised) << t.name;
+        EXPECT_NE(0, std::memcmp(t.lanes.get(), t.data, t.nbytes())) << t.name << ": reordered";
       } else {
-        EXPECT_EQ(t.q4k_lanes, nullptr) << t.name;
+        EXPECT_EQ(t.lanes, nullptr) << t.name;
         if (t.dtype != DType::BF16) EXPECT_NE(t.data, loaded->data) << t.name;
         if (t.dtype != DType::BF16) EXPECT_TRUE(huge_page_state(t.data).advised) << t.name;
       }

@@ -139,7 +139,7 @@ QI_INLINE void k45_factors(const uint8_t* s0, const uint8_t* s1, Group& G) {
   G.fm = _mm512_mul_ps(dmin, mn);
 }
 
-// Q4_K in the lanes layout (q4k_lanes.h): chunk k of both super-blocks, masked, is step k; shifted by 4, step k + 4.
+// Q4_K in the lanes layout (kquant_lanes.h): chunk k of both super-blocks, masked, is step k; shifted by 4, step k + 4.
 QI_INLINE void unpack_q4k_lanes(const uint8_t* g, Group& G) {
   const uint8_t* s0 = g;
   const uint8_t* s1 = g + 144;
@@ -195,7 +195,37 @@ QI_INLINE void unpack_k45(const uint8_t* g, Group& G) {
   to_lanes(v, G);
 }
 
-// Q6_K: two super-blocks; codes q = low nibble | 2 high bits << 4, 0..63 (the -32 is a correction).
+// Q6_K's scales and d, the same in ggml's layout and the lanes layout.
+QI_INLINE void q6k_factors(const uint8_t* s0, const uint8_t* s1, Group& G) {
+  // Scales: byte 2b + p of the 16 is half p of block b.
+  G.sc16 = _mm512_cvtepi8_epi16(_mm256_inserti128_si256(
+      _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s0 + 192))),
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(s1 + 192)), 1));
+  G.sc_lo = _mm512_srai_epi32(_mm512_slli_epi32(G.sc16, 16), 16);
+  G.sc_hi = _mm512_srai_epi32(G.sc16, 16);
+  G.fw = halves(f16(s0 + 208), f16(s1 + 208));
+}
+
+// Q6_K in the lanes layout (kquant_lanes.h): step j is chunk j % 4's nibble j / 4 with chunk j / 4 of the high bits,
+// shifted to bits 4-5.
+QI_INLINE void unpack_q6k_lanes(const uint8_t* g, Group& G) {
+  const uint8_t* s0 = g;
+  const uint8_t* s1 = g + 210;
+  const __m512i m4 = _mm512_set1_epi8(15), m30 = _mm512_set1_epi8(0x30);
+  const __m512i h0 = pair256(s0 + 128, s1 + 128), h1 = pair256(s0 + 160, s1 + 160);
+  for (int k = 0; k < 4; ++k) {
+    const __m512i v = pair256(s0 + 32 * k, s1 + 32 * k);
+    // High bits 2k..2k+1 of each byte to bits 4-5: shifted left by 4 - 2k (k <= 2) or right by 2 (k = 3).
+    const auto high = [&](__m512i h) {
+      return _mm512_and_si512(k == 3 ? _mm512_srli_epi16(h, 2) : _mm512_slli_epi16(h, 4 - 2 * k), m30);
+    };
+    G.w[k] = _mm512_or_si512(_mm512_and_si512(v, m4), high(h0));
+    G.w[k + 4] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4), high(h1));
+  }
+  q6k_factors(s0, s1, G);
+}
+
+// Q6_K in ggml's layout: two super-blocks; codes q = low nibble | 2 high bits << 4, 0..63 (the -32 is a correction).
 QI_INLINE void unpack_q6_k(const uint8_t* g, Group& G) {
   const __m512i m4 = _mm512_set1_epi8(15), m3 = _mm512_set1_epi8(3);
   const uint8_t* s0 = g;
@@ -211,13 +241,7 @@ QI_INLINE void unpack_q6_k(const uint8_t* g, Group& G) {
     }
   }
   to_lanes(v, G);
-  // Scales: byte 2b + p of the 16 is half p of block b.
-  G.sc16 = _mm512_cvtepi8_epi16(_mm256_inserti128_si256(
-      _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s0 + 192))),
-      _mm_loadu_si128(reinterpret_cast<const __m128i*>(s1 + 192)), 1));
-  G.sc_lo = _mm512_srai_epi32(_mm512_slli_epi32(G.sc16, 16), 16);
-  G.sc_hi = _mm512_srai_epi32(G.sc16, 16);
-  G.fw = halves(f16(s0 + 208), f16(s1 + 208));
+  q6k_factors(s0, s1, G);
 }
 
 // quant_int8.h's 16-lane sum.
@@ -234,6 +258,7 @@ QI_INLINE void unpack(const uint8_t* gp, Group& G) {
   else if constexpr (kType == Int8Type::Q4_0) unpack_q4_0(gp, G);
   else if constexpr (kType == Int8Type::Q4_K) unpack_k45<false>(gp, G);
   else if constexpr (kType == Int8Type::Q4_K_Lanes) unpack_q4k_lanes(gp, G);
+  else if constexpr (kType == Int8Type::Q6_K_Lanes) unpack_q6k_lanes(gp, G);
   else if constexpr (kType == Int8Type::Q5_K) unpack_k45<true>(gp, G);
   else unpack_q6_k(gp, G);
 }
@@ -265,7 +290,7 @@ struct Prefetcher {
 // acc[r][u], which stay in registers across the groups of a row (no horizontal sums, no stores in the k loop).
 template <Int8Type kType, int R, int T>
 QI_INLINE void group_tile(const Group* const* G, const ActQ8& x, int g, int t, __m512 (&acc)[R][T]) {
-  constexpr bool kQ6 = kType == Int8Type::Q6_K;
+  constexpr bool kQ6 = kType == Int8Type::Q6_K || kType == Int8Type::Q6_K_Lanes;
   constexpr bool kMins = kType == Int8Type::Q4_K || kType == Int8Type::Q4_K_Lanes || kType == Int8Type::Q5_K;
   constexpr int kSets = kQ6 ? 2 : 1;
   __m512i dot[kSets][R][T];
@@ -477,7 +502,8 @@ void rows(const uint8_t* W, size_t row_bytes, const ActQ8& x, const float* bias,
   // Tiles of 4 rows x 3 tokens (Q6_K, with two dot sets per pair: 4 x 2) keep 24 of the 32 zmm as accumulators.
   // Measured in L1/L2 (one thread, 64 x 2048): 4 x 3 at 8 tokens 100 cycles per row and group of 512 (4 x 4: 104,
   // 2 x 4: 116, 3 x 4: 116, 3 x 3: 126); Q6_K 4 x 2 127 (2 x 4: 246, 2 x 2: 195, 1 x 4: 183).
-  if constexpr (kType == Int8Type::Q6_K) return rows_panel<kType, 4, 2>(W, row_bytes, x, bias, Y, m, r0, r1);
+  if constexpr (kType == Int8Type::Q6_K || kType == Int8Type::Q6_K_Lanes)
+    return rows_panel<kType, 4, 2>(W, row_bytes, x, bias, Y, m, r0, r1);
   else return rows_panel<kType, 4, 3>(W, row_bytes, x, bias, Y, m, r0, r1);
 }
 
@@ -492,6 +518,7 @@ void int8_rows_avx512vnni(Int8Type type, const uint8_t* W, size_t row_bytes, con
     case Int8Type::Q5_K: return rows<Int8Type::Q5_K>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q6_K: return rows<Int8Type::Q6_K>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q4_K_Lanes: return rows<Int8Type::Q4_K_Lanes>(W, row_bytes, x, bias, Y, m, r0, r1);
+    case Int8Type::Q6_K_Lanes: return rows<Int8Type::Q6_K_Lanes>(W, row_bytes, x, bias, Y, m, r0, r1);
   }
 }
 

@@ -45,7 +45,8 @@ size_t int8_group_bytes(Int8Type t) {
     case Int8Type::Q4_K:
     case Int8Type::Q4_K_Lanes: return 2 * 144;
     case Int8Type::Q5_K: return 2 * 176;
-    case Int8Type::Q6_K: return 2 * 210;
+    case Int8Type::Q6_K:
+    case Int8Type::Q6_K_Lanes: return 2 * 210;
   }
   return 0;
 }
@@ -58,11 +59,11 @@ size_t int8_direct_ahead(size_t kernel_default) { return size_t(g_direct_ahead.v
 void set_int8_direct_ahead(long bytes) { g_direct_ahead.set(bytes); }
 
 namespace {
-TuningOverride g_q4k_lanes{"SPECSCOPE_Q4K_LANES"};
+TuningOverride g_kquant_lanes{"SPECSCOPE_KQUANT_LANES"};
 }  // namespace
 
-bool q4k_lanes_enabled() { return g_q4k_lanes.value_or(1) != 0; }
-void set_q4k_lanes(long on) { g_q4k_lanes.set(on); }
+bool kquant_lanes_enabled() { return g_kquant_lanes.value_or(1) != 0; }
+void set_kquant_lanes(long on) { g_kquant_lanes.set(on); }
 
 bool int8_isa_supported(Int8Isa isa) {
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
@@ -128,7 +129,7 @@ void linear_int8_shared(const float* X, int n, int k, std::span<const Int8Produc
   quantize_act(X, n, k, &buffer);
   const Int8Isa isa = int8_active_isa();
   const Int8RowsFn fn = int8_rows(isa);
-  const bool lanes_on = isa == Int8Isa::Avx512Vnni && q4k_lanes_enabled();
+  const bool lanes_on = isa == Int8Isa::Avx512Vnni && kquant_lanes_enabled();
   // Work units: blocks of kRowsPerUnit rows of every product, one after another. Each member takes the units that
   // start in its equal share of the weights' bytes (the types' rows differ in size: Q6_K's are 1.46x Q4_K's), and
   // computes each the same way a lone call would.
@@ -154,10 +155,12 @@ void linear_int8_shared(const float* X, int n, int k, std::span<const Int8Produc
       const int b0 = first_at_or_after(lo), b1 = first_at_or_after(hi);
       offset += size_t(m) * rb;
       if (b0 >= b1) continue;
-      // Q4_K with its lanes copy (q4k_lanes.h) on the kernel it was made for: the same values, cheaper to unpack.
-      const bool lanes = lanes_on && p.type == Int8Type::Q4_K && p.W->q4k_lanes;
-      fn(lanes ? Int8Type::Q4_K_Lanes : p.type, static_cast<const uint8_t*>(lanes ? p.W->q4k_lanes.get() : p.W->data),
-         rb, act, p.bias, p.Y, m, b0 * kRowsPerUnit, std::min(m, b1 * kRowsPerUnit));
+      // Q4_K / Q6_K with a lanes copy (kquant_lanes.h) on the kernel it was made for: the same values, cheaper to
+      // unpack.
+      const bool lanes = lanes_on && p.W->lanes && (p.type == Int8Type::Q4_K || p.type == Int8Type::Q6_K);
+      const Int8Type type = !lanes ? p.type : p.type == Int8Type::Q4_K ? Int8Type::Q4_K_Lanes : Int8Type::Q6_K_Lanes;
+      fn(type, static_cast<const uint8_t*>(lanes ? p.W->lanes.get() : p.W->data), rb, act, p.bias, p.Y, m,
+         b0 * kRowsPerUnit, std::min(m, b1 * kRowsPerUnit));
     }
   });
 }

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "engine/cpu/q4k_lanes.h"
+#include "engine/cpu/kquant_lanes.h"
 #include "engine/cpu/quant_int8.h"
 #include "engine/formats/gguf_k_scales.h"
 #include "engine/util/half_float.h"
@@ -46,7 +46,9 @@ float block_term(Int8Type type, const uint8_t* row, int b, const ActQ8& a, int t
       const float fw = load_half(blk) * float(sc), fm = load_half(blk + 2) * float(mn);
       return std::fma(-fm, float(xsum), fw * float(I));
     }
-    case Int8Type::Q6_K: {
+    case Int8Type::Q6_K:
+    case Int8Type::Q6_K_Lanes: {
+      const bool lanes = type == Int8Type::Q6_K_Lanes;
       const uint8_t* blk = row + size_t(b / 8) * 210;
       const int h = (b % 8) / 4, r = b % 4;  // 128-element half, 32-element run within it
       const uint8_t* ql = blk + 64 * h + 32 * (r & 1);
@@ -55,7 +57,8 @@ float block_term(Int8Type type, const uint8_t* row, int b, const ActQ8& a, int t
       for (int part = 0; part < 2; ++part) {
         int32_t s = 0;
         for (int l = 16 * part; l < 16 * part + 16; ++l) {
-          const int q = ((ql[l] >> (4 * (r >> 1))) & 15) | (((qh[l] >> (2 * r)) & 3) << 4);
+          const int q = lanes ? q6k_lanes_code(blk, b % 8, l)
+                              : ((ql[l] >> (4 * (r >> 1))) & 15) | (((qh[l] >> (2 * r)) & 3) << 4);
           s += (q - 32) * x[l];
         }
         I += int32_t(sc[part]) * s;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "engine/cpu/matmul.h"
-#include "engine/cpu/q4k_lanes.h"
+#include "engine/cpu/kquant_lanes.h"
 #include "engine/cpu/quant_int8.h"
 #include "engine/cpu/thread_pool.h"
 #include "engine/discovery/memory_estimate.h"
@@ -97,15 +97,16 @@ std::shared_ptr<const ModelWeights> resident_copy(const ModelWeights& w, WeightM
   };
   std::vector<Move> moves;
   std::map<const void*, std::pair<const void*, std::shared_ptr<const void>>> moved;  // old data -> new data, owner
-  // Q4_K matrices, where this CPU has the AVX-512 VNNI kernel: their copy is reordered for it (q4k_lanes.h) and
-  // becomes TensorView::q4k_lanes, while `data` stays the mapping for every other reader (an embedding row, the
-  // exact path). Old data -> the copy.
-  const bool q4k_lanes = cpu::detail::int8_isa_supported(cpu::detail::Int8Isa::Avx512Vnni) && cpu::detail::q4k_lanes_enabled();
-  std::map<const void*, std::shared_ptr<const void>> lanes;
+  // Q4_K and Q6_K matrices, where this CPU has the AVX-512 VNNI kernel: their copy is reordered for it
+  // (kquant_lanes.h) and becomes TensorView::lanes, while `data` stays the mapping for every other reader (an
+  // embedding row, the exact path). Old data -> the copy.
+  const bool make_lanes =
+      cpu::detail::int8_isa_supported(cpu::detail::Int8Isa::Avx512Vnni) && cpu::detail::kquant_lanes_enabled();
+  std::map<const void*, std::pair<DType, std::shared_ptr<const void>>> lanes;
   for_each_unique(*copy, [&](TensorView& t) {
     std::shared_ptr<void> owner = huge_page_alloc(t.nbytes());
     moves.push_back({static_cast<const char*>(t.data), static_cast<char*>(owner.get()), t.nbytes()});
-    if (q4k_lanes && t.dtype == DType::Q4_K) lanes[t.data] = owner;
+    if (make_lanes && cpu::lanes_super_block_bytes(t.dtype) > 0) lanes[t.data] = {t.dtype, owner};
     else moved[t.data] = {owner.get(), owner};
   });
   // In slices of 64 MiB, so that progress moves (a 16 GB model takes seconds); the team splits each slice.
@@ -128,26 +129,32 @@ std::shared_ptr<const ModelWeights> resident_copy(const ModelWeights& w, WeightM
     if (progress) progress(slice_end, bytes);
   }
   if (!lanes.empty()) {  // each thread an equal share of the super-blocks
-    std::vector<std::pair<uint8_t*, size_t>> blocks;  // (first super-block, count) of each Q4_K copy
+    struct Blocks {
+      DType type;
+      uint8_t* first;  // the copy's first super-block
+      size_t count;
+    };
+    std::vector<Blocks> blocks;
     size_t total = 0;
-    for (const auto& [from, owner] : lanes) {
+    for (const auto& [from, lane] : lanes) {
+      const auto& [type, owner] = lane;
       const size_t count = std::find_if(moves.begin(), moves.end(), [&](const Move& m) { return m.from == from; })->bytes /
-                           cpu::kQ4KSuperBlockBytes;
-      blocks.push_back({static_cast<uint8_t*>(const_cast<void*>(owner.get())), count});
+                           cpu::lanes_super_block_bytes(type);
+      blocks.push_back({type, static_cast<uint8_t*>(const_cast<void*>(owner.get())), count});
       total += count;
     }
     cpu::run_team(cpu::team_size(), size_t(-1) / 2, 0, [&](int tid, int nt) {
       const size_t from = total * size_t(tid) / size_t(nt), to = total * size_t(tid + 1) / size_t(nt);
       size_t at = 0;
-      for (const auto& [first, count] : blocks) {
-        const size_t lo = std::max(from, at), hi = std::min(to, at + count);
-        if (lo < hi) cpu::q4k_to_lanes_in_place(first + (lo - at) * cpu::kQ4KSuperBlockBytes, hi - lo);
-        at += count;
+      for (const Blocks& b : blocks) {
+        const size_t lo = std::max(from, at), hi = std::min(to, at + b.count);
+        if (lo < hi) cpu::to_lanes_in_place(b.type, b.first + (lo - at) * cpu::lanes_super_block_bytes(b.type), hi - lo);
+        at += b.count;
       }
     });
   }
   auto repoint = [&](TensorView& t) {
-    if (auto it = lanes.find(t.data); it != lanes.end()) t.q4k_lanes = it->second;
+    if (auto it = lanes.find(t.data); it != lanes.end()) t.lanes = it->second.second;
     if (auto it = moved.find(t.data); it != moved.end()) {
       t.data = it->second.first;
       t.keep_alive = it->second.second;

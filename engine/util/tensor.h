@@ -20,10 +20,10 @@ struct TensorView {
   // everything else.
   std::shared_ptr<const void> requantized;
   int8_t requantized_bits = 0;
-  // Q4_K weights only: the same super-blocks with their codes reordered for the AVX-512 VNNI kernel
-  // (engine/cpu/q4k_lanes.h), made with the CPU's copy of the weights (engine/model/resident_weights.h); null
+  // Q4_K and Q6_K weights only: the same super-blocks with their codes reordered for the AVX-512 VNNI kernel
+  // (engine/cpu/kquant_lanes.h), made with the CPU's copy of the weights (engine/model/resident_weights.h); null
   // otherwise. Only that kernel reads it; everything else reads `data`.
-  std::shared_ptr<const void> q4k_lanes;
+  std::shared_ptr<const void> lanes;
 
   int64_t numel() const {
     int64_t n = 1;

@@ -1,0 +1,55 @@
+#pragma once
+// Q4_K and Q6_K weights with each super-block's codes in the order the AVX-512 VNNI kernel reads them
+// (quant_int8_avx512.cpp), made once when the CPU copies a model's weights into huge pages (resident_weights.h) and
+// read only by that kernel (TensorView::lanes; every other reader keeps the file's bytes in TensorView::data).
+//
+// Why: the kernel wants, for each 4-code step j (0..7) of a group of 16 blocks of 32, one zmm whose dword lane b
+// holds codes 4j..4j+3 of block b. ggml's layouts interleave blocks within bytes (Q4_K: blocks 2c and 2c+1 in the
+// low and high nibbles of the same 32 bytes; Q6_K: four blocks' low nibbles over two 32-byte runs and their high
+// bits in one), so the kernel gathered those dwords with 16-24 cross-lane shuffles per group of 512 weights; in
+// these layouts it needs none. The 1B-shaped Q4_K_M file on the 2-core AMD EPYC, both forms in huge pages,
+// alternated in one process (bench/kernel_ab.cpp 'default;lanes=0'), Q4_K alone reordered: decode 1.13x faster on
+// two threads (better in 15 of 16 rounds), 1.15x on one; forwards of 2 and 4 tokens 1.11x, 8 1.05x, 32 1.04x.
+//
+// Both layouts keep the super-block's size and its scale bytes where ggml has them; only the codes move.
+// - Q4_K (144 bytes): bytes 0-15 as ggml's (d, dmin, the 12 packed scale bytes); then 4 chunks of 32 bytes, chunk k
+//   (k = 0..3) holding 8 dwords, dword c for block c: its byte i has code 4k + i of block c in the low nibble and
+//   code 16 + 4k + i in the high nibble.
+// - Q6_K (210 bytes, blocks of 32 = ggml's 128-element half h, 32-element run r: block 4h + r): the low nibbles in
+//   bytes 0-127 as Q4_K's codes above; the high 2 bits in bytes 128-191, 2 chunks of 32 bytes, chunk h (h = 0, 1),
+//   dword c, byte i holding in bits 2s..2s+1 the high bits of code 4 (4h + s) + i of block c (s = 0..3); bytes
+//   192-209 (the 16 int8 scales, f16 d) as ggml's.
+// A group's two super-blocks' chunk k side by side, masked, are then the kernel's step j = k and, shifted right by 4,
+// step j = k + 4 (Q6_K: with the high bits of chunk j / 4, shifted by 2 (j % 4), above them).
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/util/dtype.h"
+
+namespace specscope::cpu {
+
+// Bytes of a super-block of a type with a lanes layout (Q4_K: 144, Q6_K: 210); 0 for the others.
+size_t lanes_super_block_bytes(DType t);
+// One super-block from ggml's layout to the lanes layout; `out` may be `in`.
+void q4k_super_block_to_lanes(const uint8_t* in, uint8_t* out);
+void q6k_super_block_to_lanes(const uint8_t* in, uint8_t* out);
+// Every super-block of `count` of type t (Q4_K or Q6_K) in place.
+void to_lanes_in_place(DType t, uint8_t* bytes, size_t count);
+
+// Code `element` (0..31) of block `block` (0..7) of a super-block in the lanes layout, as the scalar reference reads
+// it (ggml's layouts have their own readers in quant_int8_ref.cpp). Q6_K: the unsigned 6-bit code (0..63).
+inline int lanes_low4(const uint8_t* codes, int block, int element) {
+  const int i = element % 16;
+  const uint8_t byte = codes[32 * (i / 4) + 4 * block + i % 4];
+  return element < 16 ? byte & 15 : byte >> 4;
+}
+inline int q4k_lanes_code(const uint8_t* super_block, int block, int element) {
+  return lanes_low4(super_block + 16, block, element);
+}
+inline int q6k_lanes_code(const uint8_t* super_block, int block, int element) {
+  const int j = element / 4, i = element % 4;  // the kernel's step and the byte within its dword
+  const uint8_t high = super_block[128 + 32 * (j / 4) + 4 * block + i];
+  return lanes_low4(super_block, block, element) | ((high >> (2 * (j % 4))) & 3) << 4;
+}
+
+}  // namespace specscope::cpu
