@@ -185,7 +185,7 @@ TEST(QuantInt8, SimdKernelsEqualScalarReferenceBitForBit) {
               cpu::detail::int8_isa_name(cpu::detail::int8_active_isa()));
 }
 
-// Q4_K's and Q6_K's lanes copies (engine/cpu/kquant_lanes.h, made with the CPU's copy of the weights): every code
+// Q4_K's, Q5_K's and Q6_K's lanes copies (engine/cpu/kquant_lanes.h, made with the CPU's copy of the weights): every code
 // where the layout says, the scale bytes untouched; the AVX-512 VNNI kernel on the copy and the scalar reference on
 // either layout give the bits of the reference on ggml's layout, for whole and partial groups, every token count 1-66
 // and split rows.
@@ -196,7 +196,8 @@ TEST(QuantInt8, LanesCopiesGiveTheBitsOfGgmlsLayouts) {
     const TypeCase& q;
     Int8Type lanes;
   };
-  for (const LanesCase& c : {LanesCase{kTypes[2], Int8Type::Q4_K_Lanes}, LanesCase{kTypes[4], Int8Type::Q6_K_Lanes}})
+  for (const LanesCase& c : {LanesCase{kTypes[2], Int8Type::Q4_K_Lanes}, LanesCase{kTypes[3], Int8Type::Q5_K_Lanes},
+                             LanesCase{kTypes[4], Int8Type::Q6_K_Lanes}})
     for (bool random_bytes : {false, true})
       for (int k : {256, 512, 1280, 4864}) {
         const int m = 13;
@@ -213,6 +214,9 @@ TEST(QuantInt8, LanesCopiesGiveTheBitsOfGgmlsLayouts) {
               if (c.q.dtype == DType::Q4_K) {
                 ASSERT_EQ(cpu::q4k_lanes_code(l, b, e), (g[16 + 32 * (b / 2) + e] >> (4 * (b % 2))) & 15)
                     << "super-block " << sb << " block " << b << " code " << e;
+              } else if (c.q.dtype == DType::Q5_K) {
+                const int want = ((g[48 + 32 * (b / 2) + e] >> (4 * (b % 2))) & 15) | ((g[16 + e] >> b) & 1) << 4;
+                ASSERT_EQ(cpu::q5k_lanes_code(l, b, e), want) << "super-block " << sb << " block " << b << " code " << e;
               } else {
                 const int h = b / 4, r = b % 4;
                 const int want = ((g[64 * h + 32 * (r & 1) + e] >> (4 * (r >> 1))) & 15) |
@@ -220,7 +224,7 @@ TEST(QuantInt8, LanesCopiesGiveTheBitsOfGgmlsLayouts) {
                 ASSERT_EQ(cpu::q6k_lanes_code(l, b, e), want) << "super-block " << sb << " block " << b << " code " << e;
               }
             }
-          if (c.q.dtype == DType::Q4_K) ASSERT_EQ(0, std::memcmp(g, l, 16)) << "d, dmin and the scales stay";
+          if (c.q.dtype != DType::Q6_K) ASSERT_EQ(0, std::memcmp(g, l, 16)) << "d, dmin and the scales stay";
           else ASSERT_EQ(0, std::memcmp(g + 192, l + 192, 18)) << "the scales and d stay";
         }
         const size_t rb = ggml_row_size(c.q.ggml, k);
@@ -256,13 +260,13 @@ TEST(QuantInt8, LanesCopiesGiveTheBitsOfGgmlsLayouts) {
   if (!vnni) GTEST_SKIP() << "no AVX-512 VNNI here: only the scalar reference read the lanes layouts";
 }
 
-// cpu::linear reads a Q4_K or Q6_K weight's lanes copy where the AVX-512 VNNI kernel runs and the knob allows it,
+// cpu::linear reads a Q4_K, Q5_K or Q6_K weight's lanes copy where the AVX-512 VNNI kernel runs and the knob allows it,
 // and the weight's own bytes otherwise: given the lanes copy of another matrix, it computes that matrix's product.
 TEST(QuantInt8, LinearReadsTheLanesCopyOnlyOnTheVnniKernel) {
   FastPath fast;
   if (!cpu::detail::int8_isa_supported(Int8Isa::Avx512Vnni)) GTEST_SKIP() << "no AVX-512 VNNI here";
   std::mt19937 rng(31);
-  for (const TypeCase* q : {&kTypes[2], &kTypes[4]}) {
+  for (const TypeCase* q : {&kTypes[2], &kTypes[3], &kTypes[4]}) {
     SCOPED_TRACE(std::string(dtype_name(q->dtype)));
     const int m = 21, k = 1024, n = 5;
     const auto W = random_matrix(*q, m, k, rng, false), W2 = random_matrix(*q, m, k, rng, false);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/cpu/matmul.h"
+#include "engine/cpu/kquant_lanes.h"
 #include "engine/cpu/quant_int8.h"
 #include "engine/model/model.h"
 #include "engine/model/resident_weights.h"
@@ -72,8 +73,8 @@ TEST(WeightMemory, TheCopyComputesTheMappingsBits) {
     const auto resident = copied->resident_weights();
     if (resident_copy_bytes(copied->weights()) == 0) continue;  // every matrix repacked: nothing to copy
     ASSERT_NE(resident, nullptr);
-    // The matrices the context read are the copy's: other memory than the mapping, advised as huge pages. Q4_K
-    // and Q6_K ones, where the AVX-512 VNNI kernel runs, as their lanes copies (kquant_lanes.h), `data` left to the
+    // The matrices the context read are the copy's: other memory than the mapping, advised as huge pages. Q4_K,
+    // Q5_K and Q6_K ones, where the AVX-512 VNNI kernel runs, as their lanes copies (kquant_lanes.h), `data` left to the
     // mapping.
     const bool lanes = cpu::detail::int8_isa_supported(cpu::detail::Int8Isa::Avx512Vnni);
     int lanes_copies = 0;
@@ -81,7 +82,7 @@ TEST(WeightMemory, TheCopyComputesTheMappingsBits) {
       const TensorView* loaded = nullptr;
       for_each_linear(copied->weights(), [&](const TensorView& u) { if (u.name == t.name) loaded = &u; });
       ASSERT_NE(loaded, nullptr) << t.name;
-      if ((t.dtype == DType::Q4_K || t.dtype == DType::Q6_K) && lanes) {
+      if (cpu::lanes_super_block_bytes(t.dtype) > 0 && lanes) {
         ++lanes_copies;
         EXPECT_EQ(t.data, loaded->data) << t.name;
         ASSERT_NE(t.lanes, nullptr) << t.name;
@@ -93,7 +94,7 @@ TEST(WeightMemory, TheCopyComputesTheMappingsBits) {
         if (t.dtype != DType::BF16) EXPECT_TRUE(huge_page_state(t.data).advised) << t.name;
       }
     });
-    if (std::string(name).find("q4_k_m") != std::string::npos && lanes) EXPECT_GT(lanes_copies, 0);
+    if (std::string(name).find("_k_m") != std::string::npos && lanes) EXPECT_GT(lanes_copies, 0);
   }
 }
 

@@ -19,6 +19,7 @@ void put_low4(const uint8_t (&codes)[8][32], uint8_t* out) {
 size_t lanes_super_block_bytes(DType t) {
   switch (t) {
     case DType::Q4_K: return 144;
+    case DType::Q5_K: return 176;
     case DType::Q6_K: return 210;
     default: return 0;
   }
@@ -31,6 +32,22 @@ void q4k_super_block_to_lanes(const uint8_t* in, uint8_t* out) {
     for (int e = 0; e < 32; ++e) codes[s][e] = (in[16 + 32 * (s / 2) + e] >> (4 * (s % 2))) & 15;
   if (out != in) std::memcpy(out, in, 16);
   put_low4(codes, out + 16);
+}
+
+void q5k_super_block_to_lanes(const uint8_t* in, uint8_t* out) {
+  // ggml: code e of block s is nibble s % 2 of byte 32 (s / 2) + e of the codes, its fifth bit bit s of qh[e].
+  uint8_t codes[8][32];
+  for (int s = 0; s < 8; ++s)
+    for (int e = 0; e < 32; ++e)
+      codes[s][e] = uint8_t(((in[48 + 32 * (s / 2) + e] >> (4 * (s % 2))) & 15) | ((in[16 + e] >> s) & 1) << 4);
+  if (out != in) std::memcpy(out, in, 16);
+  put_low4(codes, out + 48);
+  for (int c = 0; c < 8; ++c)
+    for (int i = 0; i < 4; ++i) {
+      uint8_t byte = 0;
+      for (int s = 0; s < 8; ++s) byte |= uint8_t((codes[c][4 * s + i] >> 4) << s);
+      out[16 + 4 * c + i] = byte;
+    }
 }
 
 void q6k_super_block_to_lanes(const uint8_t* in, uint8_t* out) {
@@ -58,6 +75,7 @@ void to_lanes_in_place(DType t, uint8_t* bytes, size_t count) {
   for (size_t i = 0; i < count; ++i) {
     uint8_t* sb = bytes + i * bytes_each;
     if (t == DType::Q4_K) q4k_super_block_to_lanes(sb, sb);
+    else if (t == DType::Q5_K) q5k_super_block_to_lanes(sb, sb);
     else if (t == DType::Q6_K) q6k_super_block_to_lanes(sb, sb);
   }
 }

@@ -1,13 +1,13 @@
 #pragma once
-// Q4_K and Q6_K weights with each super-block's codes in the order the AVX-512 VNNI kernel reads them
+// Q4_K, Q5_K and Q6_K weights with each super-block's codes in the order the AVX-512 VNNI kernel reads them
 // (quant_int8_avx512.cpp), made once when the CPU copies a model's weights into huge pages (resident_weights.h) and
 // read only by that kernel (TensorView::lanes; every other reader keeps the file's bytes in TensorView::data).
 //
 // Why: the kernel wants, for each 4-code step j (0..7) of a group of 16 blocks of 32, one zmm whose dword lane b
-// holds codes 4j..4j+3 of block b. ggml's layouts interleave blocks within bytes (Q4_K: blocks 2c and 2c+1 in the
-// low and high nibbles of the same 32 bytes; Q6_K: four blocks' low nibbles over two 32-byte runs and their high
-// bits in one), so the kernel gathered those dwords with 16-24 cross-lane shuffles per group of 512 weights; in
-// these layouts it needs none. The 1B-shaped Q4_K_M file on the 2-core AMD EPYC, both forms in huge pages,
+// holds codes 4j..4j+3 of block b. ggml's layouts interleave blocks within bytes (Q4_K, Q5_K: blocks 2c and 2c+1 in
+// the low and high nibbles of the same 32 bytes, Q5_K's fifth bits of all 8 in one; Q6_K: four blocks' low nibbles
+// over two 32-byte runs and their high bits in one), so the kernel gathered those dwords with 16-24 cross-lane
+// shuffles per group of 512 weights; in these layouts it needs none. The 1B-shaped Q4_K_M file on the 2-core AMD EPYC, both forms in huge pages,
 // alternated in one process (bench/kernel_ab.cpp 'default;lanes=0'), Q4_K alone reordered: decode 1.13x faster on
 // two threads (better in 15 of 16 rounds), 1.15x on one; forwards of 2 and 4 tokens 1.11x, 8 1.05x, 32 1.04x.
 //
@@ -15,12 +15,15 @@
 // - Q4_K (144 bytes): bytes 0-15 as ggml's (d, dmin, the 12 packed scale bytes); then 4 chunks of 32 bytes, chunk k
 //   (k = 0..3) holding 8 dwords, dword c for block c: its byte i has code 4k + i of block c in the low nibble and
 //   code 16 + 4k + i in the high nibble.
+// - Q5_K (176 bytes): bytes 0-15 as ggml's; the fifth bits in bytes 16-47, dword c, byte i holding in bit s the
+//   fifth bit of code 4s + i of block c (s = 0..7); the low nibbles in bytes 48-175 as Q4_K's codes.
 // - Q6_K (210 bytes, blocks of 32 = ggml's 128-element half h, 32-element run r: block 4h + r): the low nibbles in
 //   bytes 0-127 as Q4_K's codes above; the high 2 bits in bytes 128-191, 2 chunks of 32 bytes, chunk h (h = 0, 1),
 //   dword c, byte i holding in bits 2s..2s+1 the high bits of code 4 (4h + s) + i of block c (s = 0..3); bytes
 //   192-209 (the 16 int8 scales, f16 d) as ggml's.
 // A group's two super-blocks' chunk k side by side, masked, are then the kernel's step j = k and, shifted right by 4,
-// step j = k + 4 (Q6_K: with the high bits of chunk j / 4, shifted by 2 (j % 4), above them).
+// step j = k + 4 (Q5_K: with bit j of the fifth bits above them; Q6_K: with the high bits of chunk j / 4, shifted by
+// 2 (j % 4)).
 #include <cstddef>
 #include <cstdint>
 
@@ -28,12 +31,13 @@
 
 namespace specscope::cpu {
 
-// Bytes of a super-block of a type with a lanes layout (Q4_K: 144, Q6_K: 210); 0 for the others.
+// Bytes of a super-block of a type with a lanes layout (Q4_K: 144, Q5_K: 176, Q6_K: 210); 0 for the others.
 size_t lanes_super_block_bytes(DType t);
 // One super-block from ggml's layout to the lanes layout; `out` may be `in`.
 void q4k_super_block_to_lanes(const uint8_t* in, uint8_t* out);
+void q5k_super_block_to_lanes(const uint8_t* in, uint8_t* out);
 void q6k_super_block_to_lanes(const uint8_t* in, uint8_t* out);
-// Every super-block of `count` of type t (Q4_K or Q6_K) in place.
+// Every super-block of `count` of type t (Q4_K, Q5_K or Q6_K) in place.
 void to_lanes_in_place(DType t, uint8_t* bytes, size_t count);
 
 // Code `element` (0..31) of block `block` (0..7) of a super-block in the lanes layout, as the scalar reference reads
@@ -45,6 +49,10 @@ inline int lanes_low4(const uint8_t* codes, int block, int element) {
 }
 inline int q4k_lanes_code(const uint8_t* super_block, int block, int element) {
   return lanes_low4(super_block + 16, block, element);
+}
+inline int q5k_lanes_code(const uint8_t* super_block, int block, int element) {
+  const uint8_t fifth = super_block[16 + 4 * block + element % 4];
+  return lanes_low4(super_block + 48, block, element) | ((fifth >> (element / 4)) & 1) << 4;
 }
 inline int q6k_lanes_code(const uint8_t* super_block, int block, int element) {
   const int j = element / 4, i = element % 4;  // the kernel's step and the byte within its dword

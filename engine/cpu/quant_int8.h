@@ -31,10 +31,10 @@
 
 namespace specscope::cpu::detail {
 
-// Q4_K_Lanes, Q6_K_Lanes: Q4_K / Q6_K super-blocks in the lanes layouts of kquant_lanes.h (TensorView::lanes), the
+// Q4_K_Lanes, Q5_K_Lanes, Q6_K_Lanes: Q4_K / Q5_K / Q6_K super-blocks in the lanes layouts of kquant_lanes.h (TensorView::lanes), the
 // same values; the AVX-512 VNNI kernel and the scalar reference read them, and the 256-bit kernels hand them to the
 // reference (they are never given them: linear_int8_shared uses a lanes copy only on the AVX-512 VNNI kernel).
-enum class Int8Type { Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, Q4_K_Lanes, Q6_K_Lanes };
+enum class Int8Type { Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, Q4_K_Lanes, Q5_K_Lanes, Q6_K_Lanes };
 // The fast path's type for a weight dtype; false for the block types it does not cover (Q4_1, Q5_0, Q5_1).
 bool int8_type(DType t, Int8Type* out);
 
@@ -107,7 +107,7 @@ size_t int8_group_bytes(Int8Type t);
 // A tuning knob for bench/kernel_ab.cpp.
 size_t int8_direct_ahead(size_t kernel_default);
 void set_int8_direct_ahead(long bytes);
-// Whether the CPU's copy of the weights makes Q4_K and Q6_K lanes copies (TensorView::lanes), and linear_int8_shared
+// Whether the CPU's copy of the weights makes Q4_K, Q5_K and Q6_K lanes copies (TensorView::lanes), and linear_int8_shared
 // reads them where it has them: yes unless SPECSCOPE_KQUANT_LANES=0 or set_kquant_lanes(0) (1 or -1: the default again).
 // A tuning knob for bench/kernel_ab.cpp.
 bool kquant_lanes_enabled();

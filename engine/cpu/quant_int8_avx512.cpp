@@ -139,16 +139,26 @@ QI_INLINE void k45_factors(const uint8_t* s0, const uint8_t* s1, Group& G) {
   G.fm = _mm512_mul_ps(dmin, mn);
 }
 
-// Q4_K in the lanes layout (kquant_lanes.h): chunk k of both super-blocks, masked, is step k; shifted by 4, step k + 4.
-QI_INLINE void unpack_q4k_lanes(const uint8_t* g, Group& G) {
+// Q4_K (q5 = false) and Q5_K in the lanes layouts (kquant_lanes.h): chunk k of both super-blocks, masked, is step k;
+// shifted by 4, step k + 4; Q5_K's bit j of the fifth bits, moved to bit 4, joins step j.
+template <bool q5>
+QI_INLINE void unpack_k45_lanes(const uint8_t* g, Group& G) {
+  constexpr int kBytes = q5 ? 176 : 144, kQs = q5 ? 48 : 16;
   const uint8_t* s0 = g;
-  const uint8_t* s1 = g + 144;
+  const uint8_t* s1 = g + kBytes;
   k45_factors(s0, s1, G);
   const __m512i m4 = _mm512_set1_epi8(15);
   for (int k = 0; k < 4; ++k) {
-    const __m512i v = pair256(s0 + 16 + 32 * k, s1 + 16 + 32 * k);
+    const __m512i v = pair256(s0 + kQs + 32 * k, s1 + kQs + 32 * k);
     G.w[k] = _mm512_and_si512(v, m4);
     G.w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+  }
+  if constexpr (q5) {
+    const __m512i h = pair256(s0 + 16, s1 + 16), bit4 = _mm512_set1_epi8(0x10);
+    for (int j = 0; j < 8; ++j) {
+      const __m512i moved = j <= 4 ? _mm512_slli_epi16(h, 4 - j) : _mm512_srli_epi16(h, j - 4);
+      G.w[j] = _mm512_or_si512(G.w[j], _mm512_and_si512(moved, bit4));
+    }
   }
 }
 
@@ -257,7 +267,8 @@ QI_INLINE void unpack(const uint8_t* gp, Group& G) {
   if constexpr (kType == Int8Type::Q8_0) unpack_q8_0(gp, G);
   else if constexpr (kType == Int8Type::Q4_0) unpack_q4_0(gp, G);
   else if constexpr (kType == Int8Type::Q4_K) unpack_k45<false>(gp, G);
-  else if constexpr (kType == Int8Type::Q4_K_Lanes) unpack_q4k_lanes(gp, G);
+  else if constexpr (kType == Int8Type::Q4_K_Lanes) unpack_k45_lanes<false>(gp, G);
+  else if constexpr (kType == Int8Type::Q5_K_Lanes) unpack_k45_lanes<true>(gp, G);
   else if constexpr (kType == Int8Type::Q6_K_Lanes) unpack_q6k_lanes(gp, G);
   else if constexpr (kType == Int8Type::Q5_K) unpack_k45<true>(gp, G);
   else unpack_q6_k(gp, G);
@@ -291,7 +302,8 @@ struct Prefetcher {
 template <Int8Type kType, int R, int T>
 QI_INLINE void group_tile(const Group* const* G, const ActQ8& x, int g, int t, __m512 (&acc)[R][T]) {
   constexpr bool kQ6 = kType == Int8Type::Q6_K || kType == Int8Type::Q6_K_Lanes;
-  constexpr bool kMins = kType == Int8Type::Q4_K || kType == Int8Type::Q4_K_Lanes || kType == Int8Type::Q5_K;
+  constexpr bool kMins = kType == Int8Type::Q4_K || kType == Int8Type::Q4_K_Lanes || kType == Int8Type::Q5_K ||
+                         kType == Int8Type::Q5_K_Lanes;
   constexpr int kSets = kQ6 ? 2 : 1;
   __m512i dot[kSets][R][T];
   for (int s = 0; s < kSets; ++s)
@@ -369,7 +381,8 @@ QI_INLINE void unpack_group(const uint8_t* row, size_t row_bytes, size_t gb, int
   unpack<kType>(gp, G);
   const __mmask16 keep = __mmask16((1u << (inside * kQ8Lanes / gb)) - 1u);
   G.fw = _mm512_maskz_mov_ps(keep, G.fw);
-  if constexpr (kType == Int8Type::Q4_K || kType == Int8Type::Q4_K_Lanes || kType == Int8Type::Q5_K)
+  if constexpr (kType == Int8Type::Q4_K || kType == Int8Type::Q4_K_Lanes || kType == Int8Type::Q5_K ||
+                kType == Int8Type::Q5_K_Lanes)
     G.fm = _mm512_maskz_mov_ps(keep, G.fm);
 }
 
@@ -518,6 +531,7 @@ void int8_rows_avx512vnni(Int8Type type, const uint8_t* W, size_t row_bytes, con
     case Int8Type::Q5_K: return rows<Int8Type::Q5_K>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q6_K: return rows<Int8Type::Q6_K>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q4_K_Lanes: return rows<Int8Type::Q4_K_Lanes>(W, row_bytes, x, bias, Y, m, r0, r1);
+    case Int8Type::Q5_K_Lanes: return rows<Int8Type::Q5_K_Lanes>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q6_K_Lanes: return rows<Int8Type::Q6_K_Lanes>(W, row_bytes, x, bias, Y, m, r0, r1);
   }
 }

@@ -44,7 +44,8 @@ size_t int8_group_bytes(Int8Type t) {
     case Int8Type::Q4_0: return 16 * 18;
     case Int8Type::Q4_K:
     case Int8Type::Q4_K_Lanes: return 2 * 144;
-    case Int8Type::Q5_K: return 2 * 176;
+    case Int8Type::Q5_K:
+    case Int8Type::Q5_K_Lanes: return 2 * 176;
     case Int8Type::Q6_K:
     case Int8Type::Q6_K_Lanes: return 2 * 210;
   }
@@ -61,6 +62,16 @@ void set_int8_direct_ahead(long bytes) { g_direct_ahead.set(bytes); }
 namespace {
 TuningOverride g_kquant_lanes{"SPECSCOPE_KQUANT_LANES"};
 }  // namespace
+
+// The kernel type that reads t's lanes copy; t itself for the types without one.
+Int8Type lanes_type(Int8Type t) {
+  switch (t) {
+    case Int8Type::Q4_K: return Int8Type::Q4_K_Lanes;
+    case Int8Type::Q5_K: return Int8Type::Q5_K_Lanes;
+    case Int8Type::Q6_K: return Int8Type::Q6_K_Lanes;
+    default: return t;
+  }
+}
 
 bool kquant_lanes_enabled() { return g_kquant_lanes.value_or(1) != 0; }
 void set_kquant_lanes(long on) { g_kquant_lanes.set(on); }
@@ -155,10 +166,10 @@ void linear_int8_shared(const float* X, int n, int k, std::span<const Int8Produc
       const int b0 = first_at_or_after(lo), b1 = first_at_or_after(hi);
       offset += size_t(m) * rb;
       if (b0 >= b1) continue;
-      // Q4_K / Q6_K with a lanes copy (kquant_lanes.h) on the kernel it was made for: the same values, cheaper to
-      // unpack.
-      const bool lanes = lanes_on && p.W->lanes && (p.type == Int8Type::Q4_K || p.type == Int8Type::Q6_K);
-      const Int8Type type = !lanes ? p.type : p.type == Int8Type::Q4_K ? Int8Type::Q4_K_Lanes : Int8Type::Q6_K_Lanes;
+      // Q4_K / Q5_K / Q6_K with a lanes copy (kquant_lanes.h) on the kernel it was made for: the same values,
+      // cheaper to unpack.
+      const Int8Type type = lanes_on && p.W->lanes ? lanes_type(p.type) : p.type;
+      const bool lanes = type != p.type;
       fn(type, static_cast<const uint8_t*>(lanes ? p.W->lanes.get() : p.W->data), rb, act, p.bias, p.Y, m,
          b0 * kRowsPerUnit, std::min(m, b1 * kRowsPerUnit));
     }

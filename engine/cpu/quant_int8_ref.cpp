@@ -31,16 +31,23 @@ float block_term(Int8Type type, const uint8_t* row, int b, const ActQ8& a, int t
     }
     case Int8Type::Q4_K:
     case Int8Type::Q4_K_Lanes:
-    case Int8Type::Q5_K: {
-      const bool q5 = type == Int8Type::Q5_K, lanes = type == Int8Type::Q4_K_Lanes;
+    case Int8Type::Q5_K:
+    case Int8Type::Q5_K_Lanes: {
+      const bool q5 = type == Int8Type::Q5_K || type == Int8Type::Q5_K_Lanes;
+      const bool lanes = type == Int8Type::Q4_K_Lanes || type == Int8Type::Q5_K_Lanes;
       const uint8_t* blk = row + size_t(b / 8) * (q5 ? 176 : 144);
       const int j = b % 8;  // sub-block: low nibbles of 32-byte chunk j / 2 when j is even, high when odd
       int sc, mn;
       k4_scale_min(j, blk + 4, &sc, &mn);
       const uint8_t* qs = blk + (q5 ? 48 : 16) + 32 * (j / 2);
       for (int l = 0; l < 32; ++l) {
-        int q = lanes ? q4k_lanes_code(blk, j, l) : (j & 1) ? qs[l] >> 4 : qs[l] & 15;
-        if (q5) q |= ((blk[16 + l] >> j) & 1) << 4;
+        int q;
+        if (lanes) {
+          q = q5 ? q5k_lanes_code(blk, j, l) : q4k_lanes_code(blk, j, l);
+        } else {
+          q = (j & 1) ? qs[l] >> 4 : qs[l] & 15;
+          if (q5) q |= ((blk[16 + l] >> j) & 1) << 4;
+        }
         I += q * x[l];
       }
       const float fw = load_half(blk) * float(sc), fm = load_half(blk + 2) * float(mn);

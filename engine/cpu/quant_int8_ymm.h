@@ -231,6 +231,7 @@ void rows_ymm_dispatch(Int8Type type, const uint8_t* W, size_t row_bytes, const 
     case Int8Type::Q5_K: return rows_ymm<Ops, Int8Type::Q5_K>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q6_K: return rows_ymm<Ops, Int8Type::Q6_K>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q4_K_Lanes:  // (never given)
+    case Int8Type::Q5_K_Lanes:
     case Int8Type::Q6_K_Lanes: return int8_rows_scalar(type, W, row_bytes, x, bias, Y, m, r0, r1);
   }
 }
