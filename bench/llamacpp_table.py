@@ -2,7 +2,9 @@
 """Prints the README's "Against llama.cpp on the same weights" tables from the JSON that bench/compare_llamacpp.sh
 writes (default bench/results/llamacpp; pass another directory as the argument). Models whose files are absent
 are left out. In the llama.cpp rows each cell carries SpecScope / llama.cpp in parentheses: decode >= 1 and
-n-token ms <= 1 are the cells where SpecScope is at least as fast.
+n-token ms <= 1 are the cells where SpecScope is at least as fast. With rounds (compare_llamacpp.sh --rounds), a
+second table gives each file's ratios against llama-bench round by round: their median, range, and the rounds
+SpecScope was ahead in.
 
     python3 bench/llamacpp_table.py [DIR]
 """
@@ -44,6 +46,42 @@ for key, label in ROWS:
         d = j["decode_tokens_per_second"]
         print(f"|  | {name} | {d:.1f} ({ss['decode_tokens_per_second'] / d:.2f}×) | "
               + " | ".join(f"{l_ms[n]:.1f} ms ({s_ms[n] / l_ms[n]:.2f}×)" for n in SIZES) + " |")
+
+# Round by round (--rounds K): each round runs the engines back to back, so the machine's drift, which moves the
+# medians above by up to a third between rounds, reaches both engines of one round alike; the spread of the ratios is
+# what a single figure hides.
+ROUNDS = os.path.join(DIR, "rounds")
+
+
+def round_ratios(key):
+    """Per round: (SpecScope / llama-bench decode tok/s, SpecScope / llama-bench one-token forward time)."""
+    out, r = [], 1
+    while True:
+        a, b = (os.path.join(ROUNDS, f"{key}.r{r}.{e}.json") for e in ("specscope", "llamabench"))
+        if not (os.path.exists(a) and os.path.exists(b)):
+            return out
+        ss, lb = json.load(open(a)), json.load(open(b))
+        out.append((ss["decode_tokens_per_second"] / lb["decode_tokens_per_second"], ms(ss)[1] / ms(lb)[1]))
+        r += 1
+
+
+def spread(values, ahead):
+    v = sorted(values)
+    mid = v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+    return f"{mid:.2f}× ({v[0]:.2f}-{v[-1]:.2f}×) | {sum(1 for x in v if ahead(x))} of {len(v)}"
+
+
+if os.path.isdir(ROUNDS):
+    rows = [(label, round_ratios(key)) for key, label in ROWS]
+    rows = [(label, r) for label, r in rows if len(r) > 1]
+    if rows:
+        print()
+        print("| model (against `llama-bench`, round by round) | decode, median ratio (range) | SpecScope ahead "
+              "| n = 1 time, median ratio (range) | SpecScope ahead |")
+        print("|---|---|---|---|---|")
+        for label, r in rows:
+            print(f"| {label} | {spread([d for d, _ in r], lambda x: x >= 1)} | "
+                  f"{spread([t for _, t in r], lambda x: x <= 1)} |")
 
 spec = os.path.join(DIR, "spec.json")
 if os.path.exists(spec):
