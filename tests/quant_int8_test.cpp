@@ -186,12 +186,11 @@ TEST(QuantInt8, SimdKernelsEqualScalarReferenceBitForBit) {
 }
 
 // Q4_K's, Q5_K's and Q6_K's lanes copies (engine/cpu/kquant_lanes.h, made with the CPU's copy of the weights): every code
-// where the layout says, the scale bytes untouched; the AVX-512 VNNI kernel on the copy and the scalar reference on
-// either layout give the bits of the reference on ggml's layout, for whole and partial groups, every token count 1-66
+// where the layout says, the scale bytes untouched; every SIMD family this CPU runs on the copy, and the scalar
+// reference on either layout, give the bits of the reference on ggml's layout, for whole and partial groups, every token count 1-66
 // and split rows.
 TEST(QuantInt8, LanesCopiesGiveTheBitsOfGgmlsLayouts) {
   std::mt19937 rng(29);
-  const bool vnni = cpu::detail::int8_isa_supported(Int8Isa::Avx512Vnni);
   struct LanesCase {
     const TypeCase& q;
     Int8Type lanes;
@@ -244,27 +243,29 @@ TEST(QuantInt8, LanesCopiesGiveTheBitsOfGgmlsLayouts) {
           cpu::detail::int8_rows_scalar(c.lanes, L.data(), rb, a, b, got.data(), m, 0, m);
           ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
               << dtype_name(c.q.dtype) << " scalar, k " << k << " n " << n;
-          if (!vnni) continue;
-          const auto fn = cpu::detail::int8_rows(Int8Isa::Avx512Vnni);
-          std::fill(got.begin(), got.end(), -3.f);
-          fn(c.lanes, L.data(), rb, a, b, got.data(), m, 0, m);
-          ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
-              << dtype_name(c.q.dtype) << " avx512-vnni" << (random_bytes ? " random" : "") << " k " << k << " n " << n;
-          std::fill(got.begin(), got.end(), -4.f);
-          fn(c.lanes, L.data(), rb, a, b, got.data(), m, 0, 3);
-          fn(c.lanes, L.data(), rb, a, b, got.data(), m, 3, m);
-          ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
-              << dtype_name(c.q.dtype) << " split, k " << k << " n " << n;
+          for (Int8Isa isa : {Int8Isa::Avx2, Int8Isa::AvxVnni, Int8Isa::Avx512Vnni}) {
+            if (!cpu::detail::int8_isa_supported(isa)) continue;
+            const auto fn = cpu::detail::int8_rows(isa);
+            std::fill(got.begin(), got.end(), -3.f);
+            fn(c.lanes, L.data(), rb, a, b, got.data(), m, 0, m);
+            ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+                << dtype_name(c.q.dtype) << " " << cpu::detail::int8_isa_name(isa) << (random_bytes ? " random" : "")
+                << " k " << k << " n " << n;
+            std::fill(got.begin(), got.end(), -4.f);
+            fn(c.lanes, L.data(), rb, a, b, got.data(), m, 0, 3);
+            fn(c.lanes, L.data(), rb, a, b, got.data(), m, 3, m);
+            ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+                << dtype_name(c.q.dtype) << " " << cpu::detail::int8_isa_name(isa) << " split, k " << k << " n " << n;
+          }
         }
       }
-  if (!vnni) GTEST_SKIP() << "no AVX-512 VNNI here: only the scalar reference read the lanes layouts";
+  if (!cpu::detail::int8_isa_supported(Int8Isa::Avx2)) GTEST_SKIP() << "no SIMD family here: only the scalar reference ran";
 }
 
-// cpu::linear reads a Q4_K, Q5_K or Q6_K weight's lanes copy where the AVX-512 VNNI kernel runs and the knob allows it,
-// and the weight's own bytes otherwise: given the lanes copy of another matrix, it computes that matrix's product.
-TEST(QuantInt8, LinearReadsTheLanesCopyOnlyOnTheVnniKernel) {
+// cpu::linear reads a Q4_K, Q5_K or Q6_K weight's lanes copy on every kernel family unless the knob says not to:
+// given the lanes copy of another matrix, it computes that matrix's product; with lanes=0, the weight's own.
+TEST(QuantInt8, LinearReadsTheLanesCopyUnlessTheKnobSaysNot) {
   FastPath fast;
-  if (!cpu::detail::int8_isa_supported(Int8Isa::Avx512Vnni)) GTEST_SKIP() << "no AVX-512 VNNI here";
   std::mt19937 rng(31);
   for (const TypeCase* q : {&kTypes[2], &kTypes[3], &kTypes[4]}) {
     SCOPED_TRACE(std::string(dtype_name(q->dtype)));
@@ -280,16 +281,17 @@ TEST(QuantInt8, LinearReadsTheLanesCopyOnlyOnTheVnniKernel) {
     cpu::linear(X.data(), n, W2v, nullptr, other.data());
     ASSERT_NE(0, std::memcmp(own.data(), other.data(), own.size() * sizeof(float)));
     Wv.lanes = std::shared_ptr<const void>(lanes2, lanes2->data());
-    cpu::linear(X.data(), n, Wv, nullptr, got.data());
-    EXPECT_EQ(0, std::memcmp(got.data(), other.data(), got.size() * sizeof(float))) << "the lanes copy is read";
+    for (cpu::Isa isa : {cpu::Isa::Auto, cpu::Isa::Avx2, cpu::Isa::Scalar}) {
+      cpu::set_isa(isa);
+      SCOPED_TRACE(cpu::active_isa());
+      cpu::linear(X.data(), n, Wv, nullptr, got.data());
+      EXPECT_EQ(0, std::memcmp(got.data(), other.data(), got.size() * sizeof(float))) << "the lanes copy is read";
+    }
+    cpu::set_isa(cpu::Isa::Auto);
     cpu::detail::set_kquant_lanes(0);
     cpu::linear(X.data(), n, Wv, nullptr, got.data());
     cpu::detail::set_kquant_lanes(-1);
     EXPECT_EQ(0, std::memcmp(got.data(), own.data(), got.size() * sizeof(float))) << "lanes=0: the weight's own bytes";
-    cpu::set_isa(cpu::Isa::Avx2);
-    cpu::linear(X.data(), n, Wv, nullptr, got.data());
-    cpu::set_isa(cpu::Isa::Auto);
-    EXPECT_EQ(0, std::memcmp(got.data(), own.data(), got.size() * sizeof(float))) << "256-bit kernels: own bytes";
   }
 }
 

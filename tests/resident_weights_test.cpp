@@ -74,9 +74,8 @@ TEST(WeightMemory, TheCopyComputesTheMappingsBits) {
     if (resident_copy_bytes(copied->weights()) == 0) continue;  // every matrix repacked: nothing to copy
     ASSERT_NE(resident, nullptr);
     // The matrices the context read are the copy's: other memory than the mapping, advised as huge pages. Q4_K,
-    // Q5_K and Q6_K ones, where the AVX-512 VNNI kernel runs, as their lanes copies (kquant_lanes.h), `data` left to the
-    // mapping.
-    const bool lanes = cpu::detail::int8_isa_supported(cpu::detail::Int8Isa::Avx512Vnni);
+    // Q5_K and Q6_K ones as their lanes copies (kquant_lanes.h), `data` left to the mapping.
+    const bool lanes = cpu::detail::kquant_lanes_enabled();
     int lanes_copies = 0;
     for_each_linear(*resident, [&](const TensorView& t) {
       const TensorView* loaded = nullptr;

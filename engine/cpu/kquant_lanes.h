@@ -1,13 +1,15 @@
 #pragma once
-// Q4_K, Q5_K and Q6_K weights with each super-block's codes in the order the AVX-512 VNNI kernel reads them
-// (quant_int8_avx512.cpp), made once when the CPU copies a model's weights into huge pages (resident_weights.h) and
-// read only by that kernel (TensorView::lanes; every other reader keeps the file's bytes in TensorView::data).
+// Q4_K, Q5_K and Q6_K weights with each super-block's codes in the order the integer dot kernels read them
+// (quant_int8.h), made once when the CPU copies a model's weights into huge pages (resident_weights.h) and read only
+// by those kernels (TensorView::lanes; every other reader, the exact path included, keeps the file's bytes in
+// TensorView::data).
 //
-// Why: the kernel wants, for each 4-code step j (0..7) of a group of 16 blocks of 32, one zmm whose dword lane b
-// holds codes 4j..4j+3 of block b. ggml's layouts interleave blocks within bytes (Q4_K, Q5_K: blocks 2c and 2c+1 in
+// Why: the kernels want, for each 4-code step j (0..7) of a group of 16 blocks of 32, one vector whose dword lane b
+// holds codes 4j..4j+3 of block b (a zmm for the group in quant_int8_avx512.cpp, a ymm per super-block in
+// quant_int8_ymm.h). ggml's layouts interleave blocks within bytes (Q4_K, Q5_K: blocks 2c and 2c+1 in
 // the low and high nibbles of the same 32 bytes, Q5_K's fifth bits of all 8 in one; Q6_K: four blocks' low nibbles
-// over two 32-byte runs and their high bits in one), so the kernel gathered those dwords with 16-24 cross-lane
-// shuffles per group of 512 weights; in these layouts it needs none. The 1B-shaped Q4_K_M file on the 2-core AMD EPYC, both forms in huge pages,
+// over two 32-byte runs and their high bits in one), so the kernels gathered those dwords with 16-24 shuffles per
+// group of 512 weights; in these layouts they need none. The 1B-shaped Q4_K_M file on the 2-core AMD EPYC, both forms in huge pages,
 // alternated in one process (bench/kernel_ab.cpp 'default;lanes=0'), Q4_K alone reordered: decode 1.13x faster on
 // two threads (better in 15 of 16 rounds), 1.15x on one; forwards of 2 and 4 tokens 1.11x, 8 1.05x, 32 1.04x.
 //

@@ -31,9 +31,9 @@
 
 namespace specscope::cpu::detail {
 
-// Q4_K_Lanes, Q5_K_Lanes, Q6_K_Lanes: Q4_K / Q5_K / Q6_K super-blocks in the lanes layouts of kquant_lanes.h (TensorView::lanes), the
-// same values; the AVX-512 VNNI kernel and the scalar reference read them, and the 256-bit kernels hand them to the
-// reference (they are never given them: linear_int8_shared uses a lanes copy only on the AVX-512 VNNI kernel).
+// Q4_K_Lanes, Q5_K_Lanes, Q6_K_Lanes: Q4_K / Q5_K / Q6_K super-blocks in the lanes layouts of kquant_lanes.h
+// (TensorView::lanes), the same values, read by every kernel family (linear_int8_shared uses a weight's lanes copy
+// where it has one).
 enum class Int8Type { Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, Q4_K_Lanes, Q5_K_Lanes, Q6_K_Lanes };
 // The fast path's type for a weight dtype; false for the block types it does not cover (Q4_1, Q5_0, Q5_1).
 bool int8_type(DType t, Int8Type* out);

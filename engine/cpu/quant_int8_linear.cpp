@@ -138,9 +138,8 @@ void linear_int8_shared(const float* X, int n, int k, std::span<const Int8Produc
   thread_local ActQ8 buffer;
   const ActQ8& act = buffer;
   quantize_act(X, n, k, &buffer);
-  const Int8Isa isa = int8_active_isa();
-  const Int8RowsFn fn = int8_rows(isa);
-  const bool lanes_on = isa == Int8Isa::Avx512Vnni && kquant_lanes_enabled();
+  const Int8RowsFn fn = int8_rows(int8_active_isa());
+  const bool lanes_on = kquant_lanes_enabled();
   // Work units: blocks of kRowsPerUnit rows of every product, one after another. Each member takes the units that
   // start in its equal share of the weights' bytes (the types' rows differ in size: Q6_K's are 1.46x Q4_K's), and
   // computes each the same way a lone call would.
@@ -166,8 +165,7 @@ void linear_int8_shared(const float* X, int n, int k, std::span<const Int8Produc
       const int b0 = first_at_or_after(lo), b1 = first_at_or_after(hi);
       offset += size_t(m) * rb;
       if (b0 >= b1) continue;
-      // Q4_K / Q5_K / Q6_K with a lanes copy (kquant_lanes.h) on the kernel it was made for: the same values,
-      // cheaper to unpack.
+      // Q4_K / Q5_K / Q6_K with a lanes copy (kquant_lanes.h): the same values, cheaper to unpack on every kernel.
       const Int8Type type = lanes_on && p.W->lanes ? lanes_type(p.type) : p.type;
       const bool lanes = type != p.type;
       fn(type, static_cast<const uint8_t*>(lanes ? p.W->lanes.get() : p.W->data), rb, act, p.bias, p.Y, m,

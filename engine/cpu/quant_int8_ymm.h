@@ -87,12 +87,38 @@ QY_INLINE void unpack_q4_0(const uint8_t* g, Half& H) {
   to_lanes(a, H);
 }
 
-// One Q4_K / Q5_K super-block.
-template <bool q5>
-QY_INLINE void unpack_k45(const uint8_t* blk, Half& H) {
+// The float factors of one Q4_K / Q5_K super-block (the same in ggml's and the lanes layouts).
+QY_INLINE void k45_factors(const uint8_t* blk, Half& H) {
   const K4Words k = k4_scale_min_words(blk + 4);
   H.fw = _mm256_mul_ps(_mm256_set1_ps(f16y(blk)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, int(k.sc[1]), int(k.sc[0])))));
   H.fm = _mm256_mul_ps(_mm256_set1_ps(f16y(blk + 2)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, int(k.mn[1]), int(k.mn[0])))));
+}
+
+// One Q4_K / Q5_K super-block in the lanes layouts (kquant_lanes.h): a super-block is a half here, so chunk k,
+// masked, is step k and, shifted by 4, step k + 4, with no transposes; Q5_K's fifth bit j joins step j.
+template <bool q5>
+QY_INLINE void unpack_k45_lanes(const uint8_t* blk, Half& H) {
+  k45_factors(blk, H);
+  const __m256i m4 = _mm256_set1_epi8(15);
+  const uint8_t* qs = blk + (q5 ? 48 : 16);
+  for (int k = 0; k < 4; ++k) {
+    const __m256i v = load256(qs + 32 * k);
+    H.w[k] = _mm256_and_si256(v, m4);
+    H.w[k + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+  }
+  if constexpr (q5) {
+    const __m256i h = load256(blk + 16), bit4 = _mm256_set1_epi8(0x10);
+    for (int j = 0; j < 8; ++j) {
+      const __m256i moved = j <= 4 ? _mm256_slli_epi16(h, 4 - j) : _mm256_srli_epi16(h, j - 4);
+      H.w[j] = _mm256_or_si256(H.w[j], _mm256_and_si256(moved, bit4));
+    }
+  }
+}
+
+// One Q4_K / Q5_K super-block in ggml's layout.
+template <bool q5>
+QY_INLINE void unpack_k45(const uint8_t* blk, Half& H) {
+  k45_factors(blk, H);
   const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
   const uint8_t* qs = blk + (q5 ? 48 : 16);
   __m256i a[8];
@@ -109,7 +135,32 @@ QY_INLINE void unpack_k45(const uint8_t* blk, Half& H) {
   to_lanes(a, H);
 }
 
-// One Q6_K super-block: codes 0..63, the -32 a correction.
+// The scales and d of one Q6_K super-block (the same in ggml's and the lanes layouts).
+QY_INLINE void q6k_factors(const uint8_t* blk, Half& H) {
+  // Scales: byte 2b + p of the 16 is half p of block b.
+  H.sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192)));
+  H.sc_lo = _mm256_srai_epi32(_mm256_slli_epi32(H.sc16, 16), 16);
+  H.sc_hi = _mm256_srai_epi32(H.sc16, 16);
+  H.fw = _mm256_set1_ps(f16y(blk + 208));
+}
+
+// One Q6_K super-block in the lanes layout (kquant_lanes.h): step j is chunk j % 4's nibble j / 4 with the high bits
+// of chunk j / 4, shifted to bits 4-5.
+QY_INLINE void unpack_q6k_lanes(const uint8_t* blk, Half& H) {
+  const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
+  const __m256i h0 = load256(blk + 128), h1 = load256(blk + 160);
+  for (int k = 0; k < 4; ++k) {
+    const __m256i v = load256(blk + 32 * k);
+    const auto high = [&](__m256i h) {
+      return _mm256_and_si256(k == 3 ? _mm256_srli_epi16(h, 2) : _mm256_slli_epi16(h, 4 - 2 * k), m30);
+    };
+    H.w[k] = _mm256_or_si256(_mm256_and_si256(v, m4), high(h0));
+    H.w[k + 4] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4), high(h1));
+  }
+  q6k_factors(blk, H);
+}
+
+// One Q6_K super-block in ggml's layout: codes 0..63, the -32 a correction.
 QY_INLINE void unpack_q6_k(const uint8_t* blk, Half& H) {
   const __m256i m4 = _mm256_set1_epi8(15), m3 = _mm256_set1_epi8(3);
   __m256i a[8];
@@ -122,11 +173,7 @@ QY_INLINE void unpack_q6_k(const uint8_t* blk, Half& H) {
     }
   }
   to_lanes(a, H);
-  // Scales: byte 2b + p of the 16 is half p of block b.
-  H.sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192)));
-  H.sc_lo = _mm256_srai_epi32(_mm256_slli_epi32(H.sc16, 16), 16);
-  H.sc_hi = _mm256_srai_epi32(H.sc16, 16);
-  H.fw = _mm256_set1_ps(f16y(blk + 208));
+  q6k_factors(blk, H);
 }
 
 QY_INLINE float lane_sum16(const float* a) {
@@ -138,8 +185,9 @@ QY_INLINE float lane_sum16(const float* a) {
 
 template <class Ops, Int8Type kType>
 void rows_ymm(const uint8_t* W, size_t row_bytes, const ActQ8& x, const float* bias, float* Y, int m, int r0, int r1) {
-  constexpr bool kMins = kType == Int8Type::Q4_K || kType == Int8Type::Q5_K;
-  constexpr bool kQ6 = kType == Int8Type::Q6_K;
+  constexpr bool kMins = kType == Int8Type::Q4_K || kType == Int8Type::Q5_K || kType == Int8Type::Q4_K_Lanes ||
+                         kType == Int8Type::Q5_K_Lanes;
+  constexpr bool kQ6 = kType == Int8Type::Q6_K || kType == Int8Type::Q6_K_Lanes;
   const size_t gb = int8_group_bytes(kType), hb = gb / 2;
   const int groups = x.blocks() / kQ8Lanes;
   const int full = int(row_bytes / gb);
@@ -173,6 +221,9 @@ void rows_ymm(const uint8_t* W, size_t row_bytes, const ActQ8& x, const float* b
           else if constexpr (kType == Int8Type::Q4_0) unpack_q4_0(hp, H);
           else if constexpr (kType == Int8Type::Q4_K) unpack_k45<false>(hp, H);
           else if constexpr (kType == Int8Type::Q5_K) unpack_k45<true>(hp, H);
+          else if constexpr (kType == Int8Type::Q4_K_Lanes) unpack_k45_lanes<false>(hp, H);
+          else if constexpr (kType == Int8Type::Q5_K_Lanes) unpack_k45_lanes<true>(hp, H);
+          else if constexpr (kType == Int8Type::Q6_K_Lanes) unpack_q6k_lanes(hp, H);
           else unpack_q6_k(hp, H);
           if (keep_lanes < kQ8Lanes) {
             const __m256 keep = _mm256_castsi256_ps(
@@ -230,9 +281,9 @@ void rows_ymm_dispatch(Int8Type type, const uint8_t* W, size_t row_bytes, const 
     case Int8Type::Q4_K: return rows_ymm<Ops, Int8Type::Q4_K>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q5_K: return rows_ymm<Ops, Int8Type::Q5_K>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q6_K: return rows_ymm<Ops, Int8Type::Q6_K>(W, row_bytes, x, bias, Y, m, r0, r1);
-    case Int8Type::Q4_K_Lanes:  // (never given)
-    case Int8Type::Q5_K_Lanes:
-    case Int8Type::Q6_K_Lanes: return int8_rows_scalar(type, W, row_bytes, x, bias, Y, m, r0, r1);
+    case Int8Type::Q4_K_Lanes: return rows_ymm<Ops, Int8Type::Q4_K_Lanes>(W, row_bytes, x, bias, Y, m, r0, r1);
+    case Int8Type::Q5_K_Lanes: return rows_ymm<Ops, Int8Type::Q5_K_Lanes>(W, row_bytes, x, bias, Y, m, r0, r1);
+    case Int8Type::Q6_K_Lanes: return rows_ymm<Ops, Int8Type::Q6_K_Lanes>(W, row_bytes, x, bias, Y, m, r0, r1);
   }
 }
 

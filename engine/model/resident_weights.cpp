@@ -97,11 +97,10 @@ std::shared_ptr<const ModelWeights> resident_copy(const ModelWeights& w, WeightM
   };
   std::vector<Move> moves;
   std::map<const void*, std::pair<const void*, std::shared_ptr<const void>>> moved;  // old data -> new data, owner
-  // Q4_K, Q5_K and Q6_K matrices, where this CPU has the AVX-512 VNNI kernel: their copy is reordered for it
-  // (kquant_lanes.h) and becomes TensorView::lanes, while `data` stays the mapping for every other reader (an
-  // embedding row, the exact path). Old data -> the copy.
-  const bool make_lanes =
-      cpu::detail::int8_isa_supported(cpu::detail::Int8Isa::Avx512Vnni) && cpu::detail::kquant_lanes_enabled();
+  // Q4_K, Q5_K and Q6_K matrices: their copy is reordered for the integer dot kernels (kquant_lanes.h) and becomes
+  // TensorView::lanes, while `data` stays the mapping for every other reader (an embedding row, the exact path).
+  // Old data -> the copy.
+  const bool make_lanes = cpu::detail::kquant_lanes_enabled();
   std::map<const void*, std::pair<DType, std::shared_ptr<const void>>> lanes;
   for_each_unique(*copy, [&](TensorView& t) {
     std::shared_ptr<void> owner = huge_page_alloc(t.nbytes());

@@ -20,9 +20,9 @@ struct TensorView {
   // everything else.
   std::shared_ptr<const void> requantized;
   int8_t requantized_bits = 0;
-  // Q4_K and Q6_K weights only: the same super-blocks with their codes reordered for the AVX-512 VNNI kernel
+  // Q4_K, Q5_K and Q6_K weights only: the same super-blocks with their codes reordered for the integer dot kernels
   // (engine/cpu/kquant_lanes.h), made with the CPU's copy of the weights (engine/model/resident_weights.h); null
-  // otherwise. Only that kernel reads it; everything else reads `data`.
+  // otherwise. Only those kernels read it; everything else reads `data`.
   std::shared_ptr<const void> lanes;
 
   int64_t numel() const {
