@@ -56,6 +56,26 @@ std::vector<float> normal(size_t count, std::mt19937& rng, float sd = 1.f) {
   return v;
 }
 
+// The token counts the kernel tests run at row length k: every count 1..66 (each token tile and remainder shape) at
+// k = 512 and 1280, a spread elsewhere.
+std::vector<int> token_counts(int k) {
+  if (k != 512 && k != 1280) return {1, 2, 3, 5, 7, 64, 70};
+  std::vector<int> ns;
+  for (int n = 1; n <= 66; ++n) ns.push_back(n);
+  return ns;
+}
+
+// One kernel call's inputs: n normal token rows of k and their codes, and a bias for m rows on odd n (none on even).
+struct CallInputs {
+  std::vector<float> X, bias;
+  ActQ8 a;
+  const float* b = nullptr;
+  CallInputs(int n, int k, int m, std::mt19937& rng) : X(normal(size_t(n) * k, rng)), bias(normal(m, rng)) {
+    b = n % 2 ? bias.data() : nullptr;
+    cpu::detail::quantize_act(X.data(), n, k, &a);
+  }
+};
+
 // Runs the tests on the fast path, restoring the previous setting.
 struct FastPath {
   bool old = cpu::set_quant_exact(false);
@@ -154,17 +174,10 @@ TEST(QuantInt8, SimdKernelsEqualScalarReferenceBitForBit) {
           const int m = random_bytes ? 13 : 7;  // odd: the kernels' row tiles leave a remainder
           const auto W = random_matrix(q, m, k, rng, random_bytes);
           const size_t rb = ggml_row_size(q.ggml, k);
-          std::vector<int> ns = {1, 2, 3, 5, 7, 64, 70};
-          if (k == 512 || k == 1280) {  // every token count 1..64: each token tile and remainder shape
-            ns.clear();
-            for (int n = 1; n <= 66; ++n) ns.push_back(n);
-          }
-          for (int n : ns) {
-            const auto X = normal(size_t(n) * k, rng);
-            const auto bias = normal(m, rng);
-            const float* b = n % 2 ? bias.data() : nullptr;
-            ActQ8 a;
-            cpu::detail::quantize_act(X.data(), n, k, &a);
+          for (int n : token_counts(k)) {
+            const CallInputs in(n, k, m, rng);
+            const ActQ8& a = in.a;
+            const float* b = in.b;
             std::vector<float> want(size_t(n) * m, -1.f), got(size_t(n) * m, -2.f);
             cpu::detail::int8_rows_scalar(q.it, W.data(), rb, a, b, want.data(), m, 0, m);
             fn(q.it, W.data(), rb, a, b, got.data(), m, 0, m);
@@ -227,17 +240,10 @@ TEST(QuantInt8, LanesCopiesGiveTheBitsOfGgmlsLayouts) {
           else ASSERT_EQ(0, std::memcmp(g + 192, l + 192, 18)) << "the scales and d stay";
         }
         const size_t rb = ggml_row_size(c.q.ggml, k);
-        std::vector<int> ns = {1, 2, 3, 5, 7, 64, 70};
-        if (k == 512 || k == 1280) {
-          ns.clear();
-          for (int n = 1; n <= 66; ++n) ns.push_back(n);
-        }
-        for (int n : ns) {
-          const auto X = normal(size_t(n) * k, rng);
-          const auto bias = normal(m, rng);
-          const float* b = n % 2 ? bias.data() : nullptr;
-          ActQ8 a;
-          cpu::detail::quantize_act(X.data(), n, k, &a);
+        for (int n : token_counts(k)) {
+          const CallInputs in(n, k, m, rng);
+          const ActQ8& a = in.a;
+          const float* b = in.b;
           std::vector<float> want(size_t(n) * m, -1.f), got(size_t(n) * m, -2.f);
           cpu::detail::int8_rows_scalar(c.q.it, W.data(), rb, a, b, want.data(), m, 0, m);
           cpu::detail::int8_rows_scalar(c.lanes, L.data(), rb, a, b, got.data(), m, 0, m);
