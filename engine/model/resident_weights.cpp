@@ -99,13 +99,18 @@ std::shared_ptr<const ModelWeights> resident_copy(const ModelWeights& w, WeightM
   std::map<const void*, std::pair<const void*, std::shared_ptr<const void>>> moved;  // old data -> new data, owner
   // Q4_K, Q5_K and Q6_K matrices: their copy is reordered for the integer dot kernels (kquant_lanes.h) and becomes
   // TensorView::lanes, while `data` stays the mapping for every other reader (an embedding row, the exact path).
-  // Old data -> the copy.
+  struct LanesCopy {
+    DType type;
+    std::shared_ptr<void> owner;
+    size_t super_blocks;
+  };
   const bool make_lanes = cpu::detail::kquant_lanes_enabled();
-  std::map<const void*, std::pair<DType, std::shared_ptr<const void>>> lanes;
+  std::map<const void*, LanesCopy> lanes;  // old data -> its lanes copy
   for_each_unique(*copy, [&](TensorView& t) {
     std::shared_ptr<void> owner = huge_page_alloc(t.nbytes());
     moves.push_back({static_cast<const char*>(t.data), static_cast<char*>(owner.get()), t.nbytes()});
-    if (make_lanes && cpu::lanes_super_block_bytes(t.dtype) > 0) lanes[t.data] = {t.dtype, owner};
+    if (const size_t sb = cpu::lanes_super_block_bytes(t.dtype); make_lanes && sb > 0)
+      lanes[t.data] = {t.dtype, owner, t.nbytes() / sb};
     else moved[t.data] = {owner.get(), owner};
   });
   // In slices of 64 MiB, so that progress moves (a 16 GB model takes seconds); the team splits each slice.
@@ -127,33 +132,23 @@ std::shared_ptr<const ModelWeights> resident_copy(const ModelWeights& w, WeightM
     });
     if (progress) progress(slice_end, bytes);
   }
-  if (!lanes.empty()) {  // each thread an equal share of the super-blocks
-    struct Blocks {
-      DType type;
-      uint8_t* first;  // the copy's first super-block
-      size_t count;
-    };
-    std::vector<Blocks> blocks;
+  if (!lanes.empty()) {  // the copies reordered, each thread an equal share of all their super-blocks
     size_t total = 0;
-    for (const auto& [from, lane] : lanes) {
-      const auto& [type, owner] = lane;
-      const size_t count = std::find_if(moves.begin(), moves.end(), [&](const Move& m) { return m.from == from; })->bytes /
-                           cpu::lanes_super_block_bytes(type);
-      blocks.push_back({type, static_cast<uint8_t*>(const_cast<void*>(owner.get())), count});
-      total += count;
-    }
+    for (const auto& [from, c] : lanes) total += c.super_blocks;
     cpu::run_team(cpu::team_size(), size_t(-1) / 2, 0, [&](int tid, int nt) {
       const size_t from = total * size_t(tid) / size_t(nt), to = total * size_t(tid + 1) / size_t(nt);
       size_t at = 0;
-      for (const Blocks& b : blocks) {
-        const size_t lo = std::max(from, at), hi = std::min(to, at + b.count);
-        if (lo < hi) cpu::to_lanes_in_place(b.type, b.first + (lo - at) * cpu::lanes_super_block_bytes(b.type), hi - lo);
-        at += b.count;
+      for (const auto& [data, c] : lanes) {
+        const size_t lo = std::max(from, at), hi = std::min(to, at + c.super_blocks);
+        if (lo < hi)
+          cpu::to_lanes_in_place(c.type, static_cast<uint8_t*>(c.owner.get()) + (lo - at) * cpu::lanes_super_block_bytes(c.type),
+                                 hi - lo);
+        at += c.super_blocks;
       }
     });
   }
   auto repoint = [&](TensorView& t) {
-    if (auto it = lanes.find(t.data); it != lanes.end()) t.lanes = it->second.second;
+    if (auto it = lanes.find(t.data); it != lanes.end()) t.lanes = it->second.owner;
     if (auto it = moved.find(t.data); it != moved.end()) {
       t.data = it->second.first;
       t.keep_alive = it->second.second;
