@@ -110,7 +110,8 @@ int main(int argc, char** argv) {
         const auto s = parse_setting(item);
         if (!s) {
           std::fprintf(stderr,
-                       "kernel_ab: bad setting '%s' (want default, or prefetch=N,kblock=N,panel=N,exact=1,qahead=N,lanes=0|1,memory=map|copy)\n",
+                       "kernel_ab: bad setting '%s' (want default, or a ','-list of prefetch=N, kblock=N, panel=N, "
+                       "exact=1, qahead=N, lanes=0|1, memory=map|copy)\n",
                        item.c_str());
           return 2;
         }

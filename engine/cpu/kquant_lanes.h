@@ -9,9 +9,11 @@
 // quant_int8_ymm.h). ggml's layouts interleave blocks within bytes (Q4_K, Q5_K: blocks 2c and 2c+1 in
 // the low and high nibbles of the same 32 bytes, Q5_K's fifth bits of all 8 in one; Q6_K: four blocks' low nibbles
 // over two 32-byte runs and their high bits in one), so the kernels gathered those dwords with 16-24 shuffles per
-// group of 512 weights; in these layouts they need none. The 1B-shaped Q4_K_M file on the 2-core AMD EPYC, both forms in huge pages,
-// alternated in one process (bench/kernel_ab.cpp 'default;lanes=0'), Q4_K alone reordered: decode 1.13x faster on
-// two threads (better in 15 of 16 rounds), 1.15x on one; forwards of 2 and 4 tokens 1.11x, 8 1.05x, 32 1.04x.
+// group of 512 weights; in these layouts they need none. The 1B-shaped files on the 2-core AMD EPYC, both forms in
+// huge pages, alternated in one process (bench/kernel_ab.cpp 'default;lanes=0';
+// bench/results/cpu_kquant_lanes_2026-12-01/): Q4_K_M decode 1.00-1.13x faster on two threads (nothing when memory
+// is fast and the step memory-bound), 1.14-1.21x on one, 1.15x on the AVX2 kernels; Q5_K_M 1.06-1.08x and
+// 1.29-1.33x; forwards of 2-32 tokens up to 1.28x.
 //
 // Both layouts keep the super-block's size and its scale bytes where ggml has them; only the codes move.
 // - Q4_K (144 bytes): bytes 0-15 as ggml's (d, dmin, the 12 packed scale bytes); then 4 chunks of 32 bytes, chunk k

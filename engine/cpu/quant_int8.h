@@ -107,9 +107,9 @@ size_t int8_group_bytes(Int8Type t);
 // A tuning knob for bench/kernel_ab.cpp.
 size_t int8_direct_ahead(size_t kernel_default);
 void set_int8_direct_ahead(long bytes);
-// Whether the CPU's copy of the weights makes Q4_K, Q5_K and Q6_K lanes copies (TensorView::lanes), and linear_int8_shared
-// reads them where it has them: yes unless SPECSCOPE_KQUANT_LANES=0 or set_kquant_lanes(0) (1 or -1: the default again).
-// A tuning knob for bench/kernel_ab.cpp.
+// Whether the CPU's copy of the weights makes Q4_K, Q5_K and Q6_K lanes copies (TensorView::lanes), and
+// linear_int8_shared reads them where it has them: yes unless SPECSCOPE_KQUANT_LANES=0 or set_kquant_lanes(0) (1 or
+// -1: the default again). A tuning knob for bench/kernel_ab.cpp.
 bool kquant_lanes_enabled();
 void set_kquant_lanes(long on);
 

@@ -134,15 +134,17 @@ std::shared_ptr<const ModelWeights> resident_copy(const ModelWeights& w, WeightM
   }
   if (!lanes.empty()) {  // the copies reordered, each thread an equal share of all their super-blocks
     size_t total = 0;
-    for (const auto& [from, c] : lanes) total += c.super_blocks;
+    for (const auto& entry : lanes) total += entry.second.super_blocks;
     cpu::run_team(cpu::team_size(), size_t(-1) / 2, 0, [&](int tid, int nt) {
       const size_t from = total * size_t(tid) / size_t(nt), to = total * size_t(tid + 1) / size_t(nt);
       size_t at = 0;
-      for (const auto& [data, c] : lanes) {
+      for (const auto& entry : lanes) {
+        const LanesCopy& c = entry.second;
         const size_t lo = std::max(from, at), hi = std::min(to, at + c.super_blocks);
-        if (lo < hi)
-          cpu::to_lanes_in_place(c.type, static_cast<uint8_t*>(c.owner.get()) + (lo - at) * cpu::lanes_super_block_bytes(c.type),
-                                 hi - lo);
+        if (lo < hi) {
+          uint8_t* first = static_cast<uint8_t*>(c.owner.get()) + (lo - at) * cpu::lanes_super_block_bytes(c.type);
+          cpu::to_lanes_in_place(c.type, first, hi - lo);
+        }
         at += c.super_blocks;
       }
     });
