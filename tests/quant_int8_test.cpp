@@ -217,7 +217,7 @@ TEST(QuantInt8, LanesCopiesGiveTheBitsOfGgmlsLayouts) {
         auto L = W;
         const size_t super_blocks = size_t(m) * size_t(k) / 256, sb_bytes = cpu::lanes_super_block_bytes(c.q.dtype);
         ASSERT_EQ(super_blocks * sb_bytes, W.size());
-        cpu::to_lanes_in_place(c.q.dtype, L.data(), super_blocks);
+        cpu::to_lanes(c.q.dtype, W.data(), L.data(), super_blocks);
         for (size_t sb = 0; sb < super_blocks; ++sb) {
           const uint8_t* g = W.data() + sb * sb_bytes;
           const uint8_t* l = L.data() + sb * sb_bytes;
@@ -278,7 +278,7 @@ TEST(QuantInt8, LinearReadsTheLanesCopyUnlessTheKnobSaysNot) {
     const int m = 21, k = 1024, n = 5;
     const auto W = random_matrix(*q, m, k, rng, false), W2 = random_matrix(*q, m, k, rng, false);
     auto lanes2 = std::make_shared<std::vector<uint8_t>>(W2);
-    cpu::to_lanes_in_place(q->dtype, lanes2->data(), size_t(m) * size_t(k) / 256);
+    cpu::to_lanes(q->dtype, lanes2->data(), lanes2->data(), size_t(m) * size_t(k) / 256);
     TensorView Wv = view(*q, W, m, k);
     const TensorView W2v = view(*q, W2, m, k);
     const auto X = normal(size_t(n) * k, rng);

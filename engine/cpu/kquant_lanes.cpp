@@ -70,13 +70,14 @@ void q6k_super_block_to_lanes(const uint8_t* in, uint8_t* out) {
       }
 }
 
-void to_lanes_in_place(DType t, uint8_t* bytes, size_t count) {
+void to_lanes(DType t, const uint8_t* in, uint8_t* out, size_t count) {
   const size_t bytes_each = lanes_super_block_bytes(t);
   for (size_t i = 0; i < count; ++i) {
-    uint8_t* sb = bytes + i * bytes_each;
-    if (t == DType::Q4_K) q4k_super_block_to_lanes(sb, sb);
-    else if (t == DType::Q5_K) q5k_super_block_to_lanes(sb, sb);
-    else if (t == DType::Q6_K) q6k_super_block_to_lanes(sb, sb);
+    const uint8_t* from = in + i * bytes_each;
+    uint8_t* to = out + i * bytes_each;
+    if (t == DType::Q4_K) q4k_super_block_to_lanes(from, to);
+    else if (t == DType::Q5_K) q5k_super_block_to_lanes(from, to);
+    else if (t == DType::Q6_K) q6k_super_block_to_lanes(from, to);
   }
 }
 

@@ -41,8 +41,9 @@ size_t lanes_super_block_bytes(DType t);
 void q4k_super_block_to_lanes(const uint8_t* in, uint8_t* out);
 void q5k_super_block_to_lanes(const uint8_t* in, uint8_t* out);
 void q6k_super_block_to_lanes(const uint8_t* in, uint8_t* out);
-// Every super-block of `count` of type t (Q4_K, Q5_K or Q6_K) in place.
-void to_lanes_in_place(DType t, uint8_t* bytes, size_t count);
+// `count` super-blocks of type t (Q4_K, Q5_K or Q6_K) from ggml's layout at `in` to the lanes layout at `out`
+// (`out` may be `in`).
+void to_lanes(DType t, const uint8_t* in, uint8_t* out, size_t count);
 
 // Code `element` (0..31) of block `block` (0..7) of a super-block in the lanes layout, as the scalar reference reads
 // it (ggml's layouts have their own readers in quant_int8_ref.cpp). Q6_K: the unsigned 6-bit code (0..63).

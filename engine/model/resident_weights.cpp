@@ -90,28 +90,29 @@ std::shared_ptr<const ModelWeights> resident_copy(const ModelWeights& w, WeightM
   auto copy = std::make_shared<ModelWeights>(w);
   // Every matrix gets its place first; then the team copies the bytes, each thread its share of the whole (the
   // time is mostly the kernel and the hypervisor backing fresh huge pages, which two cores do side by side).
+  // Q4_K, Q5_K and Q6_K matrices are copied with their codes reordered for the integer dot kernels (kquant_lanes.h,
+  // super-block by super-block) and become TensorView::lanes, while `data` stays the mapping for every other reader
+  // (an embedding row, the exact path).
+  const bool make_lanes = cpu::detail::kquant_lanes_enabled();
   struct Move {
     const char* from;
     char* to;
     size_t bytes;
+    DType lanes;  // the type whose lanes layout the copy takes; F32 for a plain copy
+  };
+  struct Copied {
+    const void* data;
+    std::shared_ptr<const void> owner;
+    bool lanes;
   };
   std::vector<Move> moves;
-  std::map<const void*, std::pair<const void*, std::shared_ptr<const void>>> moved;  // old data -> new data, owner
-  // Q4_K, Q5_K and Q6_K matrices: their copy is reordered for the integer dot kernels (kquant_lanes.h) and becomes
-  // TensorView::lanes, while `data` stays the mapping for every other reader (an embedding row, the exact path).
-  struct LanesCopy {
-    DType type;
-    std::shared_ptr<void> owner;
-    size_t super_blocks;
-  };
-  const bool make_lanes = cpu::detail::kquant_lanes_enabled();
-  std::map<const void*, LanesCopy> lanes;  // old data -> its lanes copy
+  std::map<const void*, Copied> moved;  // old data -> the copy
   for_each_unique(*copy, [&](TensorView& t) {
     std::shared_ptr<void> owner = huge_page_alloc(t.nbytes());
-    moves.push_back({static_cast<const char*>(t.data), static_cast<char*>(owner.get()), t.nbytes()});
-    if (const size_t sb = cpu::lanes_super_block_bytes(t.dtype); make_lanes && sb > 0)
-      lanes[t.data] = {t.dtype, owner, t.nbytes() / sb};
-    else moved[t.data] = {owner.get(), owner};
+    const bool lanes = make_lanes && cpu::lanes_super_block_bytes(t.dtype) > 0;
+    moves.push_back({static_cast<const char*>(t.data), static_cast<char*>(owner.get()), t.nbytes(),
+                     lanes ? t.dtype : DType::F32});
+    moved[t.data] = {owner.get(), owner, lanes};
   });
   // In slices of 64 MiB, so that progress moves (a 16 GB model takes seconds); the team splits each slice.
   constexpr uint64_t kSlice = uint64_t(64) << 20;
@@ -125,35 +126,29 @@ std::shared_ptr<const ModelWeights> resident_copy(const ModelWeights& w, WeightM
       uint64_t at = 0;  // where the current move starts in the whole
       for (const Move& m : moves) {
         const uint64_t lo = std::max(from, at), hi = std::min(to, at + m.bytes);
-        if (lo < hi) std::memcpy(m.to + (lo - at), m.from + (lo - at), hi - lo);
+        if (const size_t sb = cpu::lanes_super_block_bytes(m.lanes); lo < hi && sb > 0) {
+          // The super-blocks that start in [lo, hi), whole: each starts in exactly one thread's share of one slice.
+          const uint64_t first = (lo - at + sb - 1) / sb, last = (hi - at + sb - 1) / sb;
+          if (first < last)
+            cpu::to_lanes(m.lanes, reinterpret_cast<const uint8_t*>(m.from) + first * sb,
+                          reinterpret_cast<uint8_t*>(m.to) + first * sb, last - first);
+        } else if (lo < hi) {
+          std::memcpy(m.to + (lo - at), m.from + (lo - at), hi - lo);
+        }
         at += m.bytes;
         if (at >= to) break;
       }
     });
     if (progress) progress(slice_end, bytes);
   }
-  if (!lanes.empty()) {  // the copies reordered, each thread an equal share of all their super-blocks
-    size_t total = 0;
-    for (const auto& entry : lanes) total += entry.second.super_blocks;
-    cpu::run_team(cpu::team_size(), size_t(-1) / 2, 0, [&](int tid, int nt) {
-      const size_t from = total * size_t(tid) / size_t(nt), to = total * size_t(tid + 1) / size_t(nt);
-      size_t at = 0;
-      for (const auto& entry : lanes) {
-        const LanesCopy& c = entry.second;
-        const size_t lo = std::max(from, at), hi = std::min(to, at + c.super_blocks);
-        if (lo < hi) {
-          uint8_t* first = static_cast<uint8_t*>(c.owner.get()) + (lo - at) * cpu::lanes_super_block_bytes(c.type);
-          cpu::to_lanes_in_place(c.type, first, hi - lo);
-        }
-        at += c.super_blocks;
-      }
-    });
-  }
   auto repoint = [&](TensorView& t) {
-    if (auto it = lanes.find(t.data); it != lanes.end()) t.lanes = it->second.owner;
-    if (auto it = moved.find(t.data); it != moved.end()) {
-      t.data = it->second.first;
-      t.keep_alive = it->second.second;
+    const auto it = moved.find(t.data);
+    if (it == moved.end()) return;
+    if (it->second.lanes) {
+      t.lanes = it->second.owner;
+    } else {
+      t.data = it->second.data;
+      t.keep_alive = it->second.owner;
     }
   };
   for_each_linear(*copy, repoint);
