@@ -9,8 +9,8 @@
 //   kernel_ab MODEL [--rounds 15] [--tokens 16 | --step N] [--settings 'default;prefetch=4;kblock=2048,panel=8']
 // --settings: ';'-separated settings, each 'default' or a ','-list of prefetch=N (every N-th line, 0: never),
 // kblock=N and panel=N (0: the default), exact=1 (the exact path: f32 activations, dequantized weights), qahead=N
-// (the integer kernels' 1-2 token prefetch distance in bytes), lanes=0 (Q4_K and Q6_K read in ggml's layouts instead
-// of their lanes copies, engine/cpu/kquant_lanes.h; its model is loaded once more, without lanes copies), and
+// (the integer kernels' 1-2 token prefetch distance in bytes), lanes=0 (Q4_K, Q5_K and Q6_K read in ggml's layouts
+// instead of their lanes copies, engine/cpu/kquant_lanes.h; its model is loaded once more, without lanes copies), and
 // memory=map|copy.
 // --tokens: decode that many tokens after a 128-token prompt (tok/s, higher is better); --step N: instead one forward
 // of N new tokens on top of the prompt, all logits (ms, lower is better). Prints each setting's median, every round,
@@ -45,7 +45,7 @@ struct Setting {
   int prefetch_lines = -1, k_block = 0, panel_rows = 0;  // -1 / 0: the kernels' defaults
   int exact = 0;                                          // 1: the exact path (cpu::set_quant_exact)
   long int8_ahead = -1;                                   // the integer kernels' 1-2 token prefetch distance
-  long kquant_lanes = -1;                                 // 0: Q4_K/Q6_K read in ggml's layouts, no lanes copy
+  long kquant_lanes = -1;                                 // 0: K-quants read in ggml's layouts, no lanes copy
   std::optional<WeightMemory> memory;                     // none: the process's setting
   void apply() const {
     cpu::set_quant_exact(exact != 0);
@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   // One model and context per weight-memory setting and lanes=0 or not: a model makes its huge-page copy (or not),
-  // with Q4_K/Q6_K lanes copies (or not), once, at its first context, so a second setting needs a second load.
+  // with K-quant lanes copies (or not), once, at its first context, so a second setting needs a second load.
   std::vector<std::shared_ptr<const Model>> models;
   std::vector<std::unique_ptr<Context>> contexts;
   std::vector<int> context_of(settings.size());

@@ -10,6 +10,7 @@ SpecScope was ahead in.
 """
 import json
 import os
+import statistics
 import sys
 
 DIR = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "llamacpp")
@@ -47,41 +48,34 @@ for key, label in ROWS:
         print(f"|  | {name} | {d:.1f} ({ss['decode_tokens_per_second'] / d:.2f}×) | "
               + " | ".join(f"{l_ms[n]:.1f} ms ({s_ms[n] / l_ms[n]:.2f}×)" for n in SIZES) + " |")
 
-# Round by round (--rounds K): each round runs the engines back to back, so the machine's drift, which moves the
-# medians above by up to a third between rounds, reaches both engines of one round alike; the spread of the ratios is
-# what a single figure hides.
-ROUNDS = os.path.join(DIR, "rounds")
-
-
+# Round by round (--rounds K; bench/merge_rounds.py keeps every round's figures, in order, under "rounds"): each round
+# runs the engines back to back, so the machine's drift, which moves the medians above by up to a third between
+# rounds, reaches both engines of one round alike; the spread of the ratios is what a single figure hides.
 def round_ratios(key):
     """Per round: (SpecScope / llama-bench decode tok/s, SpecScope / llama-bench one-token forward time)."""
-    out, r = [], 1
-    while True:
-        a, b = (os.path.join(ROUNDS, f"{key}.r{r}.{e}.json") for e in ("specscope", "llamabench"))
-        if not (os.path.exists(a) and os.path.exists(b)):
-            return out
-        ss, lb = json.load(open(a)), json.load(open(b))
-        out.append((ss["decode_tokens_per_second"] / lb["decode_tokens_per_second"], ms(ss)[1] / ms(lb)[1]))
-        r += 1
+    ss, lb = load(key, "specscope"), load(key, "llamabench")
+    if ss is None or lb is None or "rounds" not in ss or "rounds" not in lb:
+        return []
+    s, l = ss["rounds"], lb["rounds"]
+    return [(a / b, c / d) for a, b, c, d in zip(s["decode_tokens_per_second"], l["decode_tokens_per_second"],
+                                                  s["step_ms"]["1"], l["step_ms"]["1"])]
 
 
 def spread(values, ahead):
-    v = sorted(values)
-    mid = v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
-    return f"{mid:.2f}× ({v[0]:.2f}-{v[-1]:.2f}×) | {sum(1 for x in v if ahead(x))} of {len(v)}"
+    return (f"{statistics.median(values):.2f}× ({min(values):.2f}-{max(values):.2f}×) | "
+            f"{sum(1 for x in values if ahead(x))} of {len(values)}")
 
 
-if os.path.isdir(ROUNDS):
-    rows = [(label, round_ratios(key)) for key, label in ROWS]
-    rows = [(label, r) for label, r in rows if len(r) > 1]
-    if rows:
-        print()
-        print("| model (against `llama-bench`, round by round) | decode, median ratio (range) | SpecScope ahead "
-              "| n = 1 time, median ratio (range) | SpecScope ahead |")
-        print("|---|---|---|---|---|")
-        for label, r in rows:
-            print(f"| {label} | {spread([d for d, _ in r], lambda x: x >= 1)} | "
-                  f"{spread([t for _, t in r], lambda x: x <= 1)} |")
+rows = [(label, round_ratios(key)) for key, label in ROWS]
+rows = [(label, r) for label, r in rows if len(r) > 1]
+if rows:
+    print()
+    print("| model (against `llama-bench`, round by round) | decode, median ratio (range) | SpecScope ahead "
+          "| n = 1 time, median ratio (range) | SpecScope ahead |")
+    print("|---|---|---|---|---|")
+    for label, r in rows:
+        print(f"| {label} | {spread([d for d, _ in r], lambda x: x >= 1)} | "
+              f"{spread([t for _, t in r], lambda x: x <= 1)} |")
 
 spec = os.path.join(DIR, "spec.json")
 if os.path.exists(spec):
