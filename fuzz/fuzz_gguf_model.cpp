@@ -1,12 +1,13 @@
 // libFuzzer target: the model-level reading of GGUF metadata. On any input GgufFile::parse accepts,
 // config_from_gguf and tokenizer_from_gguf (the tokenizer.json built from tokenizer.ggml.*, then the HF pipeline
-// built from it) must return or throw InputError; a tokenizer that builds must encode and decode a fixed text.
+// built from it) must return or throw InputError, and gguf_file_type_name (which never refuses a file) return; a tokenizer that builds must encode and decode a fixed text.
 // Seed corpus: fuzz/corpus/gguf_model (the metadata-only tests/fixtures/gguf_models/bad_*.gguf files, which carry
 // complete gpt2/llama tokenizers).
 #include <cstdint>
 #include <string>
 
 #include "engine/formats/gguf.h"
+#include "engine/formats/gguf_file_type.h"
 #include "engine/model/gguf_config.h"
 #include "engine/tokenizer/gguf_tokenizer.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -21,6 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const InputError&) {
     return 0;
   }
+  (void)gguf_file_type_name(g);
   try {
     (void)config_from_gguf(g, true);
   } catch (const InputError&) {

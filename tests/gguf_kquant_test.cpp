@@ -14,7 +14,9 @@
 #include <set>
 
 #include "engine/cpu/matmul.h"
+#include "engine/discovery/model_probe.h"
 #include "engine/formats/gguf.h"
+#include "engine/formats/gguf_file_type.h"
 #include "engine/formats/gguf_quant.h"
 #include "engine/formats/safetensors.h"
 #include "engine/model/model.h"
@@ -69,6 +71,11 @@ TEST_P(GgufKquant, FileHoldsTheKquantsLlamaCppWrote) {
   for (const auto& t : f.tensors())
     if (t.type != GgmlType::F32) quantized.insert(std::string(ggml_type_name(t.type)));
   EXPECT_EQ(quantized, GetParam().block_types);
+  // Named as llama-quantize named it (its general.file_type), by the loader and by the probe that lists models, not
+  // by any one tensor's type.
+  EXPECT_EQ(gguf_file_type_name(f), GetParam().type);
+  EXPECT_EQ(Model::load(path())->weights_dtype(), GetParam().type);
+  EXPECT_EQ(discovery::probe_model(path()).dtype, GetParam().type);
 }
 
 TEST_P(GgufKquant, LogitsMatchTheDequantizedReference) {

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/formats/gguf.h"
+#include "engine/formats/gguf_file_type.h"
 #include "engine/formats/gguf_quant.h"
 #include "engine/util/error.h"
 #include "tests/test_support.h"
@@ -914,6 +915,57 @@ TEST(GgufBuilt, EdgeCasesTheWriterCannotMake) {
   }
 }
 
+// What a file's quantization is called (gguf_file_type.h): general.file_type as llama.cpp names it, else the type of
+// most of the layers' bytes, never the embedding's type alone (Q6_K in every Llama-3.2 Q4_K_M download).
+TEST(GgufBuilt, FileTypeNamesTheQuantizationAsLlamaCppDoes) {
+  // Tensors (name, ggml type, elements, bytes), each at a 256-byte slot of the data section.
+  struct T {
+    std::string name;
+    uint32_t type;
+    uint64_t n, bytes;
+  };
+  auto build = [](const std::function<void(Builder&)>& kvs, int n_kv, const std::vector<T>& tensors) {
+    Builder x;
+    x.header(tensors.size(), uint64_t(n_kv));
+    kvs(x);
+    for (size_t i = 0; i < tensors.size(); ++i)
+      x.s(tensors[i].name).v<uint32_t>(1).v<uint64_t>(tensors[i].n).v<uint32_t>(tensors[i].type).v<uint64_t>(i * 256);
+    x.pad();
+    for (const auto& t : tensors) {
+      x.b.insert(x.b.end(), t.bytes, uint8_t(0));
+      x.b.insert(x.b.end(), 256 - t.bytes, uint8_t(0));
+    }
+    return x;
+  };
+  auto name_of = [](const Builder& x) { return gguf_file_type_name(GgufFile::parse(x.b.data(), x.b.size(), "built")); };
+  // The embedding in f32, a layer's matrices mostly Q8_0 by bytes (102 against F16's 64).
+  const std::vector<T> mixed = {{"token_embd.weight", 0, 64, 256}, {"blk.0.a.weight", 1, 32, 64},
+                                {"blk.0.b.weight", 8, 32, 34}, {"blk.0.c.weight", 8, 64, 68}};
+  auto file_type = [](uint32_t value_type, uint64_t value) {
+    return [=](Builder& x) {
+      x.s("general.file_type").v<uint32_t>(value_type);
+      if (value_type == 4) x.v<uint32_t>(uint32_t(value));
+      else if (value_type == 10) x.v<uint64_t>(value);
+      else x.s("Q4_K_M");
+    };
+  };
+  const auto none = [](Builder&) {};
+  EXPECT_EQ(name_of(build(file_type(4, 15), 1, mixed)), "q4_k_m");
+  EXPECT_EQ(name_of(build(file_type(4, 17), 1, mixed)), "q5_k_m");
+  EXPECT_EQ(name_of(build(file_type(4, 32), 1, mixed)), "bf16");
+  EXPECT_EQ(name_of(build(file_type(10, 7 | 1024), 1, mixed)), "q8_0");  // llama.cpp's "guessed" flag
+  EXPECT_EQ(name_of(build(file_type(4, 0), 1, mixed)), "f32");
+  // No key, an unknown or removed type, a string, an integer past int64: the layers' bytes decide.
+  EXPECT_EQ(name_of(build(none, 0, mixed)), "q8_0");
+  EXPECT_EQ(name_of(build(file_type(4, 99), 1, mixed)), "q8_0");
+  EXPECT_EQ(name_of(build(file_type(4, 5), 1, mixed)), "q8_0");
+  EXPECT_EQ(name_of(build(file_type(8, 0), 1, mixed)), "q8_0");
+  EXPECT_EQ(name_of(build(file_type(10, ~uint64_t(0)), 1, mixed)), "q8_0");
+  // Without layers, all the tensors; without tensors, nothing.
+  EXPECT_EQ(name_of(build(none, 0, {{"a", 1, 32, 64}, {"b", 0, 32, 128}})), "f32");
+  EXPECT_EQ(name_of(build(none, 0, {})), "");
+}
+
 }  // namespace
 }  // namespace specscope
 
@@ -935,6 +987,10 @@ TEST(GgufCli, InfoReadsTheFileAndSaysWhetherItLoads) {
   auto model = specscope::test::run_cli("info --json --model " + specscope::test::fixture("gguf_models/llama_spm_tied_f32.q8_0.gguf"));
   ASSERT_EQ(model.exit_code, 0) << model.out;
   EXPECT_TRUE(nlohmann::json::parse(model.out)["loadable"].get<bool>()) << model.out;
+  EXPECT_EQ(nlohmann::json::parse(model.out)["file_type"], "q8_0") << model.out;
+  auto kquant = specscope::test::run_cli("info --model " + specscope::test::fixture("gguf_kquant/tiny.q4_k_m.gguf"));
+  ASSERT_EQ(kquant.exit_code, 0) << kquant.out;
+  EXPECT_NE(kquant.out.find("file type      q4_k_m"), std::string::npos) << kquant.out;
   const std::string bad = ::testing::TempDir() + "/broken.gguf";
   FILE* f = std::fopen(bad.c_str(), "wb");
   std::fputs("GGUF\x03", f);

@@ -1,5 +1,5 @@
-// `specscope-cli info` on a .gguf file: what the file holds (architecture, hyper-parameters, tokenizer, tensor
-// types), read by the GGUF reader without loading a model, and whether `run` can load it (judged from the
+// `specscope-cli info` on a .gguf file: what the file holds (architecture, hyper-parameters, tokenizer, file type,
+// tensor types), read by the GGUF reader without loading a model, and whether `run` can load it (judged from the
 // metadata and tensor types; see gguf_load_problem).
 #include <cstdio>
 #include <map>
@@ -7,6 +7,7 @@
 
 #include "app/cli/commands.h"
 #include "engine/formats/gguf.h"
+#include "engine/formats/gguf_file_type.h"
 #include "engine/formats/gguf_quant.h"
 #include "engine/model/gguf_model.h"
 
@@ -52,6 +53,7 @@ int gguf_info(const std::string& path, bool json) {
                       {"has_chat_template", f.has("tokenizer.chat_template")},
                       {"tensors", f.tensors().size()},
                       {"parameters", elements},
+                      {"file_type", gguf_file_type_name(f)},
                       {"tensor_types", types},
                       {"metadata_keys", f.metadata().size()},
                       {"loadable", problem.empty()},
@@ -73,6 +75,7 @@ int gguf_info(const std::string& path, bool json) {
               f.has("tokenizer.ggml.pre") ? (" (pre " + f.get_string("tokenizer.ggml.pre") + ")").c_str() : "",
               f.has("tokenizer.chat_template") ? ", with a chat template" : "");
   std::printf("parameters     %.2fM\n", double(elements) / 1e6);
+  std::printf("file type      %s\n", gguf_file_type_name(f).c_str());
   for (auto& [name, e] : by_type) std::printf("  %-8s %4ld tensors, %.2fM values\n", name.c_str(), e.first, double(e.second) / 1e6);
   if (problem.empty()) std::printf("loadable       yes (specscope-cli run --model %s)\n", path.c_str());
   else std::printf("loadable       no: %s\n", problem.c_str());

@@ -1,12 +1,11 @@
 // probe_model for GGUF files: the metadata and tensor table, read by the same reader Model::load uses (so what
 // it refuses here it would refuse there), with the tensors left unread in the mapping.
-#include <algorithm>
-#include <cctype>
 #include <filesystem>
 
 #include "engine/discovery/probe_formats.h"
 #include "engine/discovery/tokenizer_fingerprint.h"
 #include "engine/formats/gguf.h"
+#include "engine/formats/gguf_file_type.h"
 #include "engine/model/gguf_model.h"
 #include "engine/util/error.h"
 
@@ -36,17 +35,14 @@ ModelFacts probe_gguf(const std::string& path) {
   } catch (const InputError&) {
     // Not a configuration SpecScope runs: gguf_load_problem already says why; the sizes stay unknown.
   }
-  // Counted and named as load_gguf_model does: every tensor but rope_freqs, the embedding's type.
+  // Counted and named as load_gguf_model does: every tensor but rope_freqs, the file type as llama.cpp names it.
   for (const auto& t : g.tensors()) {
     if (t.name != "rope_freqs.weight") f.parameters += uint64_t(t.numel());
     // The loader reorders the rows of a "llama" file's Q and K projections into buffers of its own (gguf_model.h).
     const bool qk = t.name.find(".attn_q.") != std::string::npos || t.name.find(".attn_k.") != std::string::npos;
     if (f.architecture == "llama" && qk) f.copied_bytes += t.nbytes;
   }
-  if (const GgufTensor* e = g.find_tensor("token_embd.weight")) {
-    f.dtype = std::string(ggml_type_name(e->type));
-    std::transform(f.dtype.begin(), f.dtype.end(), f.dtype.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-  }
+  f.dtype = gguf_file_type_name(g);
   if (const GgufValue* tokens = g.find("tokenizer.ggml.tokens"); tokens && tokens->elem_type == GgufValueType::STRING)
     f.tokenizer_fingerprint = tokens_fingerprint(tokens->strings);
   return f;

@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "engine/formats/gguf.h"
+#include "engine/formats/gguf_file_type.h"
 #include "engine/model/gguf_config.h"
 #include "engine/model/weight_checks.h"
 #include "engine/tokenizer/chat_template.h"
@@ -311,9 +312,8 @@ std::shared_ptr<const Model> load_gguf_model(const std::string& path, const Load
   for (const auto& t : g->tensors())
     if (t.name != "rope_freqs.weight") n_params += uint64_t(t.numel());
   m->n_params_ = n_params;
-  // The stored type of the matrices: the embedding's ggml type, as llama.cpp names file types.
-  std::string stored(ggml_type_name(g->tensor("token_embd.weight").type));
-  std::transform(stored.begin(), stored.end(), stored.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
+  // The file's quantization as llama.cpp names it ("q4_k_m": its matrices are Q4_K and Q6_K).
+  const std::string stored = gguf_file_type_name(*g);
   m->stored_dtype_ = stored;
 
   m->identity_.path = fs::absolute(path).lexically_normal().string();
