@@ -7,6 +7,7 @@
 #     base   the default base (bf16; llama.cpp reads a BF16 GGUF converted from the same weights)
 #     syn60  the 60M-parameter synthetic Llama of ../shared/reference's cost curve: f32, F16, Q8_0, Q4_K_S
 #     1b     a Llama-3.2-1B-shaped synthetic (bench/make_synthetic_llama.py --shape 1b): F16, BF16, Q8_0, Q4_K_M
+#     1bk    the same model in the other K-quant files users download: Q5_K_M, Q6_K (not in the default run)
 #     spec   llama-speculative beside `specscope-cli run --method sps` (target base, draft draft; greedy, gamma 4)
 #   --quick: one repeat, 2 prompts of 64 tokens for spec (a smoke run; not figures to quote)
 #   --rounds K: the three engines take turns K times per file (each round --repeat runs of each; SpecScope and
@@ -75,7 +76,7 @@ if want syn60 syn60_; then
   fi
   for t in F16 Q8_0 Q4_K_S; do quantize "$tmp/syn60.f32.gguf" "$tmp/syn60.${t,,}.gguf" $t; done
 fi
-if want 1b syn1b_; then
+if want 1b syn1b_ || want 1bk; then
   # 2.1 GB of f16 weights, and then the GGUF files (2.1 + 2.1 + 1.1 + 0.7 GB) next to them.
   avail_gb=$(df -Pk "$tmp" | awk 'NR==2 {print int($4 / 1048576)}')
   [ -f "$tmp/syn1b.q4_k_m.gguf" ] || [ "$avail_gb" -ge 9 ] || die "the 1B files need ~9 GB free in $tmp ($avail_gb GB)"
@@ -84,6 +85,9 @@ if want 1b syn1b_; then
     "$PY" "$here/tests/fixtures/make_gguf_models.py" --convert "$tmp/syn1b" f16 "$tmp/syn1b.f16.gguf"
   fi
   for t in BF16 Q8_0 Q4_K_M; do quantize "$tmp/syn1b.f16.gguf" "$tmp/syn1b.${t,,}.gguf" $t; done
+  if want 1bk syn1b_q5_k_m || want 1bk syn1b_q6_k; then
+    for t in Q5_K_M Q6_K; do quantize "$tmp/syn1b.f16.gguf" "$tmp/syn1b.${t,,}.gguf" $t; done
+  fi
 fi
 stage "write the GGUF files (skipped when written)"
 
@@ -124,6 +128,7 @@ run() {  # NAME GROUP SPECSCOPE_MODEL GGUF
 run base_bf16 base "$here/assets/models/base" "$tmp/base.bf16.gguf"
 for t in f32 f16 q8_0 q4_k_s; do run "syn60_$t" syn60 "$tmp/syn60.$t.gguf" "$tmp/syn60.$t.gguf"; done
 for t in f16 bf16 q8_0 q4_k_m; do run "syn1b_$t" 1b "$tmp/syn1b.$t.gguf" "$tmp/syn1b.$t.gguf"; done
+for t in q5_k_m q6_k; do run "syn1b_$t" 1bk "$tmp/syn1b.$t.gguf" "$tmp/syn1b.$t.gguf"; done
 if want spec; then
   echo "== speculative (target base, draft draft)"
   count=10 max=128

@@ -150,6 +150,21 @@ std::string tree_options_text(const std::map<std::string, std::string>& o) {
   return s;
 }
 
+std::vector<std::map<std::string, std::string>> medusa_tree_candidates(
+    const MethodSpec& spec, std::vector<std::map<std::string, std::string>> sparse) {
+  // Each Medusa head has its own LM head: the shipped five (384 x 4096 each, with their blocks) weigh 60% of the
+  // base, and the two a small tree reads took 0.26 ms of a 1.36 ms step as loaded, 0.15 ms on int4. On the 80
+  // held-out prompts, in one race, tree=auto on each: 0.83x vanilla as loaded, 0.96x on int4
+  // (bench/results/cpu_heldout_2026-12-01b/). The heads only propose; the target checks.
+  add_weight_forms(sparse, spec, "head-weights", {cpu::WeightForm::Int4}, [](const auto& c) {
+    const auto t = c.find("tree-choices");
+    if (t == c.end()) return false;
+    const std::string name = fs::path(t->second).stem().string();  // sparse_N
+    return name.rfind("sparse_", 0) == 0 && std::atoi(name.c_str() + 7) <= 16;
+  });
+  return sparse;
+}
+
 namespace {
 
 // A candidate that names a tree_choices file: `choices` (JSON) written to dir/NAME.json.
@@ -363,6 +378,10 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
   for (const auto& a : spec.draft_alternatives) fixed += "alternative=" + a + ";";
   // And the sizes tried: a choice cached before a candidate was added would never try it.
   for (const auto& c : tree_candidates(spec)) fixed += "candidate=" + tree_options_text(c) + ";";
+  // (Medusa's trees come from its heads' accuracies during the calibration; the weights they are tried on are known.)
+  if (spec.name == "medusa")
+    for (const auto& c : medusa_tree_candidates(spec, {{{"tree-choices", "sparse_4.json"}}}))
+      fixed += "medusa=" + tree_options_text(c) + ";";
   // And where in the answers it reads: windows spread over answers this long (a choice calibrated at fixed offsets
   // is not reused).
   fixed += "windows=spread;answer=" + std::to_string(kCalibrationAnswerTokens) + ";";
@@ -423,7 +442,8 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
     opts.max_tokens = new_tokens;
     auto candidates = tree_candidates(spec);
     if (spec.name == "medusa")  // sparse trees from the heads' measured accuracies, written next to the choice
-      candidates = medusa_candidates(target, spec.head_path, prompts, fs::path(cache_dir()) / "medusa_tree" / key.substr(0, 24));
+      candidates = medusa_tree_candidates(
+          spec, medusa_candidates(target, spec.head_path, prompts, fs::path(cache_dir()) / "medusa_tree" / key.substr(0, 24)));
     if (spec.name == "eagle1") {
       candidates = eagle1_candidates(fs::path(cache_dir()) / "eagle1_tree");
       // The chains (the sizes that win on a CPU) also with an int4 head, as EAGLE-2/3's small trees.

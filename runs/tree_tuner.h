@@ -59,6 +59,11 @@ std::vector<std::map<std::string, std::string>> tree_candidates(const std::strin
 // spec.draft_alternatives each
 // of those with each drafter (the spec's own first), the drafter under the key "draft".
 std::vector<std::map<std::string, std::string>> tree_candidates(const MethodSpec& spec);
+// Medusa's candidates: `sparse`, its trees built from the heads' accuracies (tree-choices files named sparse_N.json,
+// N nodes), and the trees of at most 16 nodes again with head-weights=int4 where the CPU has the kernel, unless the
+// spec names the heads' weights.
+std::vector<std::map<std::string, std::string>> medusa_tree_candidates(
+    const MethodSpec& spec, std::vector<std::map<std::string, std::string>> sparse);
 // Each candidate's method for `target` (a calibration runs them all): a candidate the target cannot run (InputError,
 // e.g. more streams than a streaming model has) is dropped from `candidates`, with a log line; the method's own
 // defaults (an empty candidate) must build, or the error propagates.

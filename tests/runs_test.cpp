@@ -251,6 +251,29 @@ TEST(TreeTuner, EagleTriesItsSmallTreesWithAnInt4Head) {
   }
 }
 
+// Medusa: its sparse trees of at most 16 nodes are tried again with int4 heads, where the CPU has the kernel; a spec
+// that names the heads' weights keeps them, and a candidate without a sparse tree file is not doubled.
+TEST(TreeTuner, MedusaTriesItsSmallSparseTreesWithInt4Heads) {
+  std::vector<std::map<std::string, std::string>> sparse;
+  for (int n : {4, 8, 16, 32, 64})
+    sparse.push_back({{"tree-choices", "/cache/medusa_tree/k/sparse_" + std::to_string(n) + ".json"}});
+  sparse.push_back({{"tree-choices", "/elsewhere/mine.json"}});
+  const auto c = runs::medusa_tree_candidates(MethodSpec{"medusa", "", "/h", {}}, sparse);
+  std::vector<std::string> int4;
+  for (const auto& x : c)
+    if (x.count("head-weights")) {
+      EXPECT_EQ(x.at("head-weights"), "int4");
+      int4.push_back(fs::path(x.at("tree-choices")).filename().string());
+    }
+  const bool kernel = cpu::weight_form_supported(cpu::WeightForm::Int4);
+  const std::vector<std::string> small = {"sparse_4.json", "sparse_8.json", "sparse_16.json"};
+  EXPECT_EQ(int4, kernel ? small : std::vector<std::string>());
+  EXPECT_EQ(c.size(), sparse.size() + int4.size());
+  for (const char* form : {"as-loaded", "int4"})
+    EXPECT_EQ(runs::medusa_tree_candidates(MethodSpec{"medusa", "", "/h", {{"head-weights", form}}}, sparse).size(),
+              sparse.size());
+}
+
 // ---- lanes ---------------------------------------------------------------------------------------------------
 
 TEST(Lanes, ParseKeepsCommasInsideValues) {
