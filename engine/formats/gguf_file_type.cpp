@@ -59,8 +59,9 @@ std::string lower(std::string s) {
 }  // namespace
 
 std::string gguf_file_type_name(const GgufFile& g) {
-  // A name is only shown, never acted on: a value of another type or one llama.cpp does not know falls through to
-  // the tensors rather than refusing the file. (1024 marks a type llama.cpp guessed; files do not store it.)
+  // A name for people (and the memory estimate's "bf16"), not a reason to refuse a file: a value of another type or
+  // one llama.cpp does not know falls through to the tensors. (1024 marks a type llama.cpp guessed; files do not
+  // store it.)
   if (const GgufValue* v = g.find("general.file_type"); v && v->is_integer()) {
     try {
       if (const char* name = ftype_name(g.get_int("general.file_type") & ~int64_t(1024))) return name;
