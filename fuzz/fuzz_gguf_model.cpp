@@ -1,6 +1,7 @@
 // libFuzzer target: the model-level reading of GGUF metadata. On any input GgufFile::parse accepts,
 // config_from_gguf and tokenizer_from_gguf (the tokenizer.json built from tokenizer.ggml.*, then the HF pipeline
-// built from it) must return or throw InputError, and gguf_file_type_name (which never refuses a file) return; a tokenizer that builds must encode and decode a fixed text.
+// built from it) must return or throw InputError, and gguf_file_type_name (which never refuses a file) return; a
+// tokenizer that builds must encode and decode a fixed text.
 // Seed corpus: fuzz/corpus/gguf_model (the metadata-only tests/fixtures/gguf_models/bad_*.gguf files, which carry
 // complete gpt2/llama tokenizers).
 #include <cstdint>

@@ -441,9 +441,10 @@ TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backen
     GenerateOptions opts;
     opts.max_tokens = new_tokens;
     auto candidates = tree_candidates(spec);
-    if (spec.name == "medusa")  // sparse trees from the heads' measured accuracies, written next to the choice
-      candidates = medusa_tree_candidates(
-          spec, medusa_candidates(target, spec.head_path, prompts, fs::path(cache_dir()) / "medusa_tree" / key.substr(0, 24)));
+    if (spec.name == "medusa") {  // sparse trees from the heads' measured accuracies, written next to the choice
+      const fs::path dir = fs::path(cache_dir()) / "medusa_tree" / key.substr(0, 24);
+      candidates = medusa_tree_candidates(spec, medusa_candidates(target, spec.head_path, prompts, dir));
+    }
     if (spec.name == "eagle1") {
       candidates = eagle1_candidates(fs::path(cache_dir()) / "eagle1_tree");
       // The chains (the sizes that win on a CPU) also with an int4 head, as EAGLE-2/3's small trees.
