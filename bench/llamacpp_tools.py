@@ -3,12 +3,15 @@
 written in the JSON shapes that bench/llamacpp_table.py reads beside `specscope-cli bench` / `run --json`.
 
     python3 bench/llamacpp_tools.py bench --bin BINDIR MODEL.gguf --threads 2 --repeat 5 --out X.json
+    python3 bench/llamacpp_tools.py bench --bin CUDA_BINDIR MODEL.gguf --depth 1024 --step-sizes 1,2,...,128 ...
+        (on a GPU: llama-bench's defaults offload every layer and pick flash attention, as a user's run does)
     $TRAINING_VENV/bin/python bench/llamacpp_tools.py speculative --bin BINDIR --cli build/app/specscope-cli \\
         --target-gguf base.bf16.gguf --draft-gguf draft.bf16.gguf --hf-target assets/models/base \\
         --prompts assets/prompts/heldout.jsonl --count 10 --out spec.json
 
 bench: `llama-bench -d 128 -p 1,2,...,64` times the forward of n new tokens at context 128 (pp n @ d128) and
-`-n 64 -d 128` 64 one-token decode steps after a 128-token context (tg64 @ d128), both after llama-bench's own
+`-n 64 -d 128` 64 one-token decode steps after a 128-token context (tg64 @ d128; --depth sets the context, as
+specscope-cli bench's --prompt-tokens does), both after llama-bench's own
 warm-up; medians of its samples. The n-token forward runs 3 x --repeat times (specscope-cli bench times 3 per
 repeat), decode --repeat times. One difference from specscope-cli bench and bench/llamacpp_bench.py: llama-bench
 asks for the logits of the last of the n rows only, where verification (and those two) needs all n; for a
@@ -43,8 +46,8 @@ def tool(bindir, name):
     return p
 
 
-def llama_bench(bin_, model, threads, reps, extra):
-    cmd = [bin_, "-m", model, "-t", str(threads), "-r", str(reps), "-d", "128", "-o", "json"] + extra
+def llama_bench(bin_, model, threads, reps, depth, extra):
+    cmd = [bin_, "-m", model, "-t", str(threads), "-r", str(reps), "-d", str(depth), "-o", "json"] + extra
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         die(f"{' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
@@ -56,15 +59,16 @@ def bench(a):
     if not os.path.exists(a.model):
         die(f"{a.model} missing")
     sizes = [int(s) for s in a.step_sizes.split(",")]
-    pp = llama_bench(b, a.model, a.threads, 3 * a.repeat, ["-p", ",".join(map(str, sizes)), "-n", "0"])
-    tg = llama_bench(b, a.model, a.threads, a.repeat, ["-p", "0", "-n", str(a.gen_tokens)])
+    pp = llama_bench(b, a.model, a.threads, 3 * a.repeat, a.depth, ["-p", ",".join(map(str, sizes)), "-n", "0"])
+    tg = llama_bench(b, a.model, a.threads, a.repeat, a.depth, ["-p", "0", "-n", str(a.gen_tokens)])
     ms = {t["n_prompt"]: statistics.median(t["samples_ns"]) / 1e6 for t in pp}
     t0 = tg[0]
     decode = statistics.median(a.gen_tokens / (ns / 1e9) for ns in t0["samples_ns"])
     j = {"engine": "llama.cpp llama-bench", "build_commit": t0.get("build_commit"), "model": a.model,
          "model_type": t0.get("model_type"), "threads": a.threads, "cpu_info": t0.get("cpu_info"),
-         "backends": t0.get("backends"), "flash_attn": t0.get("flash_attn"), "repack": t0.get("repack"),
-         "type_k": t0.get("type_k"), "prompt_tokens": 128, "gen_tokens": a.gen_tokens, "repeat": a.repeat,
+         "backends": t0.get("backends"), "gpu_info": t0.get("gpu_info"), "n_gpu_layers": t0.get("n_gpu_layers"),
+         "flash_attn": t0.get("flash_attn"), "repack": t0.get("repack"),
+         "type_k": t0.get("type_k"), "prompt_tokens": a.depth, "gen_tokens": a.gen_tokens, "repeat": a.repeat,
          "decode_tokens_per_second": decode,
          "step_cost": [{"tokens": n, "ms": ms[n], "relative_to_first": ms[n] / ms[sizes[0]]} for n in sizes],
          "note": "n-token forward: logits of the last row only (llama-bench's pp test)",
@@ -72,7 +76,8 @@ def bench(a):
     with open(a.out, "w") as f:
         json.dump(j, f, indent=2)
         f.write("\n")
-    print(f"decode   {decode:.1f} tok/s (tg{a.gen_tokens} @ d128, median of {a.repeat})")
+    print(f"decode   {decode:.1f} tok/s (tg{a.gen_tokens} @ d{a.depth}, median of {a.repeat}; "
+          f"{t0.get('backends')}, {t0.get('gpu_info') or t0.get('cpu_info')})")
     for s in j["step_cost"]:
         print(f"  n={s['tokens']:<4d} {s['ms']:8.3f} ms  {s['relative_to_first']:5.2f}x")
 
@@ -151,6 +156,7 @@ def main():
     b.add_argument("--threads", type=int, default=2)
     b.add_argument("--repeat", type=int, default=5)
     b.add_argument("--gen-tokens", type=int, default=64)
+    b.add_argument("--depth", type=int, default=128, help="the context before each test (llama-bench -d)")
     b.add_argument("--step-sizes", default=",".join(map(str, SIZES)))
     b.add_argument("--out", required=True)
     s = sub.add_parser("speculative")

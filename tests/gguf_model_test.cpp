@@ -62,7 +62,7 @@ using nlohmann::json;
 struct Case {
   std::string file;    // under gguf_models/
   std::string source;  // the HF fixture under models/
-  std::string type;    // f32 | f16 | q8_0 | q4_0 | q4_1 | q5_0 | q5_1
+  std::string type;    // f32 | f16 | bf16 | q8_0 | q4_0 | q4_1 | q5_0 | q5_1
 };
 
 const std::vector<Case> kCases = {
@@ -79,19 +79,25 @@ const std::vector<Case> kCases = {
     {"llama_spm_tied_f32.q5_1.gguf", "llama_spm_tied_f32", "q5_1"},
     {"qwen2_f32.f32.gguf", "qwen2_f32", "f32"},
     {"mistral_f32.f16.gguf", "mistral_f32", "f16"},  // llama arch + llama.attention.sliding_window
+    // A bf16 model written as BF16 bit for bit (make_gguf_models.py --convert MODEL bf16, the way scripts/gpu-check.sh
+    // hands llama.cpp's llama-bench the weights SpecScope reads).
+    {"llama_bytelevel_bf16.bf16.gguf", "llama_bytelevel_bf16", "bf16"},
 };
 
 double tolerance(const std::string& type) {
-  static const std::map<std::string, double> tol = {{"f32", 1e-4}, {"f16", 2e-2}, {"q8_0", 1e-1}, {"q4_0", 5e-1},
+  // bf16: the exact path (kExactQuantPath) computes on the very weights transformers ran, as for f32.
+  static const std::map<std::string, double> tol = {{"f32", 1e-4}, {"bf16", 1e-4}, {"f16", 2e-2}, {"q8_0", 1e-1}, {"q4_0", 5e-1},
                                                     {"q4_1", 8e-1}, {"q5_0", 5e-1}, {"q5_1", 4e-1}};
   return tol.at(type);
 }
-bool quantized(const std::string& type) { return type != "f32" && type != "f16"; }
+bool quantized(const std::string& type) { return type != "f32" && type != "f16" && type != "bf16"; }
+// The files that hold their source's weights unchanged (f32 from f32, bf16 from bf16).
+bool same_weights(const std::string& type) { return type == "f32" || type == "bf16"; }
 // 8-bit weights keep transformers' greedy path up to near-ties; 4 and 5 bits change the model too much for that.
 bool coarse(const std::string& type) { return quantized(type) && type != "q8_0"; }
 
 DType stored_dtype(const std::string& type) {
-  static const std::map<std::string, DType> dt = {{"f32", DType::F32},   {"f16", DType::F16},   {"q8_0", DType::Q8_0},
+  static const std::map<std::string, DType> dt = {{"f32", DType::F32},   {"f16", DType::F16},   {"bf16", DType::BF16}, {"q8_0", DType::Q8_0},
                                                   {"q4_0", DType::Q4_0}, {"q4_1", DType::Q4_1}, {"q5_0", DType::Q5_0},
                                                   {"q5_1", DType::Q5_1}};
   return dt.at(type);
@@ -158,9 +164,9 @@ class GgufModel : public ::testing::TestWithParam<Case> {
   std::shared_ptr<const Model> hf() { return load_cached(test::fixture("models/" + GetParam().source)); }
 };
 // The checks that apply to some file types only run on those (instantiated below with the matching cases, so
-// nothing is skipped): bit-exact weights need f32 files, a greedy match with transformers' own run needs weights
+// nothing is skipped): bit-exact weights need files that store their source's weights unchanged, a greedy match with transformers' own run needs weights
 // no coarser than 8 bits, and only the quantized files have a dequantized reference.
-class GgufModelF32 : public GgufModel {};
+class GgufModelSameWeights : public GgufModel {};
 class GgufModelGreedy : public GgufModel {};
 class GgufModelQuantized : public GgufModel {};
 
@@ -208,8 +214,8 @@ TEST_P(GgufModel, ConfigMatchesHuggingFace) {
             model()->eos_ids().end());
 }
 
-// The loader undoes llama.cpp's Q/K row permutation: the f32 matrices must be bit-identical to the HF ones.
-TEST_P(GgufModelF32, AttentionWeightsBackInHuggingFaceOrder) {
+// The loader undoes llama.cpp's Q/K row permutation: the f32 (bf16) matrices must be bit-identical to the HF ones.
+TEST_P(GgufModelSameWeights, AttentionWeightsBackInHuggingFaceOrder) {
   const auto& gw = model()->weights();
   const auto& hw = hf()->weights();
   ASSERT_EQ(gw.layers.size(), hw.layers.size());
@@ -219,8 +225,8 @@ TEST_P(GgufModelF32, AttentionWeightsBackInHuggingFaceOrder) {
                               std::tuple{&gw.layers[l].wv, &hw.layers[l].wv, "wv"},
                               std::tuple{&gw.layers[l].w_down, &hw.layers[l].w_down, "w_down"}}) {
       ASSERT_EQ(a->shape, b->shape) << what;
-      ASSERT_EQ(a->dtype, DType::F32);
-      ASSERT_EQ(b->dtype, DType::F32);
+      ASSERT_EQ(a->dtype, stored_dtype(GetParam().type));
+      ASSERT_EQ(b->dtype, a->dtype);
       EXPECT_EQ(std::memcmp(a->data, b->data, a->nbytes()), 0) << "layer " << l << " " << what;
     }
     EXPECT_EQ(gw.layers[l].bq, hw.layers[l].bq);
@@ -339,8 +345,9 @@ std::string case_name(const ::testing::TestParamInfo<Case>& i) {
   return s;
 }
 INSTANTIATE_TEST_SUITE_P(Fixtures, GgufModel, ::testing::ValuesIn(kCases), case_name);
-INSTANTIATE_TEST_SUITE_P(Fixtures, GgufModelF32,
-                         ::testing::ValuesIn(cases_where([](const Case& c) { return c.type == "f32"; })), case_name);
+INSTANTIATE_TEST_SUITE_P(Fixtures, GgufModelSameWeights,
+                         ::testing::ValuesIn(cases_where([](const Case& c) { return same_weights(c.type); })),
+                         case_name);
 INSTANTIATE_TEST_SUITE_P(Fixtures, GgufModelGreedy,
                          ::testing::ValuesIn(cases_where([](const Case& c) { return !coarse(c.type); })), case_name);
 INSTANTIATE_TEST_SUITE_P(Fixtures, GgufModelQuantized,
