@@ -3,6 +3,13 @@
 # llama-cpp-python sdist vendors (so the C++ tools and the Python binding are one and the same llama.cpp), and a
 # venv holding that sdist's binding linked to the libraries built here (no second 20-minute build inside pip).
 #   bash bench/build_llamacpp.sh          prints the directory holding bin/llama-bench etc. on its last line
+#   bash bench/build_llamacpp.sh --cuda 90
+#       llama-bench alone with llama.cpp's CUDA backend for that GPU architecture (90: H100/H200), for a GPU machine
+#       (issue 23: "what a user would pick instead"; scripts/gpu-pack.sh carries it in its peers part). Built here
+#       with the CUDA toolkit at /usr/local/cuda, because the GPU machine's few minutes cannot hold a build of
+#       ggml-cuda (about 280 steps; hours on 2 cores, resumable: run it again). Static ggml and llama, the CUDA
+#       runtime and cuBLAS from the machine (libcudart.so.13, libcublas.so.13), the CPU part for any AVX2 host
+#       (GGML_NATIVE off). No binding venv. Prints the directory holding bin/llama-bench.
 # Idempotent: a finished build (its stamp file) is reused. Cache: ${XDG_CACHE_HOME:-$HOME/.cache}/specscope/llamacpp.
 # The binding's venv: $LLAMACPP_VENV (default ~/.cache/specscope/llamacpp-venv), as bench/llamacpp_bench.py expects.
 set -euo pipefail
@@ -15,6 +22,12 @@ venv="${LLAMACPP_VENV:-$HOME/.cache/specscope/llamacpp-venv}"
 die() { echo "build_llamacpp.sh: $*" >&2; exit 1; }
 for t in python3 cmake c++ tar; do command -v "$t" >/dev/null || die "needs $t on PATH (apt-get install cmake g++ python3-venv)"; done
 python3 -m venv --help >/dev/null 2>&1 || die "needs python3's venv module (apt-get install python3-venv)"
+cuda_arch=""
+case "${1:-}" in
+  --cuda) cuda_arch=${2:?"--cuda needs an architecture, e.g. 90"} ;;
+  "") ;;
+  *) die "unknown argument $1 (--cuda ARCH or nothing)" ;;
+esac
 mkdir -p "$cache"
 
 if [ ! -d "$src/vendor/llama.cpp" ]; then
@@ -23,6 +36,24 @@ if [ ! -d "$src/vendor/llama.cpp" ]; then
   [ -f "$sdist" ] || python3 -m pip download --quiet --no-binary :all: --no-deps \
       "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION" -d "$cache" >&2 || die "could not download the llama-cpp-python $LLAMA_CPP_PYTHON_VERSION sdist from PyPI"
   tar -xzf "$sdist" -C "$cache" || die "could not unpack $sdist"
+fi
+
+if [ -n "$cuda_arch" ]; then
+  build="$cache/build-$LLAMA_CPP_PYTHON_VERSION-cuda$cuda_arch"
+  nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  [ -x "$nvcc" ] || die "--cuda needs nvcc (the CUDA toolkit at /usr/local/cuda)"
+  if [ ! -f "$build/.built" ]; then
+    cmake -S "$src/vendor/llama.cpp" -B "$build" -G "$(command -v ninja >/dev/null && echo Ninja || echo 'Unix Makefiles')" \
+        -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE=OFF \
+        -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_OPENMP=ON -DGGML_CUDA=ON \
+        -DCMAKE_CUDA_ARCHITECTURES="$cuda_arch" -DGGML_CUDA_NCCL=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
+        -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_TOOLS=ON \
+        -DLLAMA_BUILD_EXAMPLES=OFF >&2 || die "cmake configure failed (see above)"
+    cmake --build "$build" -j"$JOBS" --target llama-bench >&2 || die "llama.cpp CUDA build failed (see above)"
+    touch "$build/.built"
+  fi
+  echo "$build/bin"
+  exit 0
 fi
 
 if [ ! -f "$build/.built" ]; then

@@ -16,13 +16,14 @@
 #                     SpecScope's decode, achieved bandwidth against the device's measured copy bandwidth and
 #                     step-cost curve at context 1k (n = 1..128), "with_gemv", and transformers' static-cache
 #                     generate on the same directory; log.txt also holds each shape's op profile at 1, 8 and 64
-#                     rows (SPECSCOPE_CUDA_PROFILE=1)
+#                     rows (SPECSCOPE_CUDA_PROFILE=1). The peers part instead puts llama.cpp's CUDA llama-bench
+#                     beside SpecScope and transformers ("peer_llamacpp": the same weights as a BF16 GGUF)
 #
 #   bash scripts/gpu-check.sh PART.tar.xz|PART_DIR OUT [--budget SECONDS] [--prompts N] [--no-8b]
 #                             [--methods LIST] [--shapes "1b 8b"|none] [--no-parity]
 #     --methods    the methods of the held-out run (default: the part's, from its manifest)
-#     --shapes     the random-weight shapes to benchmark (default: "1b 8b" for core, none for other parts; every
-#                  part carries the base's tokenizer, which is all a shape needs)
+#     --shapes     the random-weight shapes to benchmark (default: "1b 8b" for core and peers, none for other
+#                  parts; every part carries the base's tokenizer, which is all a shape needs)
 #     --no-parity  skip the parity tests (when an earlier run on this commit passed them)
 #
 # On a machine without a GPU (the rehearsal here) the same script runs to its end: the CUDA tests report
@@ -66,6 +67,8 @@ else
 fi
 manifest() { sed -n "s/^$1=//p" "$B/manifest.txt"; }
 part=$(manifest part) methods=${methods_arg:-$(manifest methods)}
+run_parity=$parity
+[ "$part" != peers ] || run_parity=0  # the kernel tests are core's; peers spends its minutes on the shapes
 
 # 2. cuBLAS from the machine: the CUDA toolkit's, or PyTorch's nvidia-cublas wheel.
 cublas_dir=""
@@ -183,7 +186,7 @@ PY
 
 # 3. Parity tests (core): the CPU references, each kernel against its reference, the backend against the CPU.
 # Without the fixtures (a part that carries none) the backend's parity test stays out; the kernel tests need none.
-if [ $parity = 1 ]; then
+if [ $run_parity = 1 ]; then
   suites="kernel_refs_test:refs cuda_kernels_test:kernels"
   [ "$(manifest fixtures)" = yes ] && suites="$suites cuda_parity_test:backend"
   # Every method's sampling test with the target on the GPU (tests/method_sampling_test.cpp; a bundle from before it
@@ -203,6 +206,9 @@ if parts:
 PY
 fi
 
+# 4-5a run for parts that carry the family (not for peers, which carries llama.cpp and only the tokenizer the
+# shapes need). A function rather than an indented block: its Python heredocs must start at column 0.
+family_tasks() {
 # 4. Every method of this part on the GPU, against vanilla, on the held-out prompts.
 head -n "$prompts" "$B/share/specscope/prompts/heldout.jsonl" > "$B/prompts.jsonl"
 task heldout 60 heldout_result -- sh -c "'$cli' compare --backend cuda --chat --prompt-file '$B/prompts.jsonl' --methods '$methods' --max-tokens 96 --no-record --json > '$out/heldout.json'"
@@ -292,9 +298,11 @@ if os.path.exists(a):
         ja["with_graphs"] = json.load(open(g))
     json.dump(ja, open(a, "w"), indent=2)
 PY
+}
+[ -z "$methods" ] || family_tasks
 
 shapes=none
-if [ "$part" = core ]; then
+if [ "$part" = core ] || [ "$part" = peers ]; then
   shapes="1b"
   [ $big = 1 ] && shapes="1b 8b"
 fi
@@ -320,21 +328,36 @@ if [ "$shapes" != none ]; then
     task "specscope_$shape" "$run_need" spec_result -- "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 64 --repeat 5 --step-sizes 1,2,4,8,16,32,64,128 --out "$out/bench_$shape.json"
     # The same with products of up to 8 rows on gemv.cu (SPECSCOPE_CUDA_GEMV=1), joined to the file below, and
     # where a forward's time goes at 1, 8 and 64 rows (SPECSCOPE_CUDA_PROFILE: CUDA events between ops, in log.txt).
+    # (core only: the peers part measures the same build against llama.cpp instead)
     gemv_result() { bench_file "$1" "$B/bench_${shape}_gemv.json"; }
-    task "gemv_$shape" "$run_need" gemv_result -- env SPECSCOPE_CUDA_GEMV=1 "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 64 --repeat 5 --step-sizes 1,2,4,8,16,32,64,128 --out "$B/bench_${shape}_gemv.json"
+    [ "$part" != core ] || task "gemv_$shape" "$run_need" gemv_result -- env SPECSCOPE_CUDA_GEMV=1 "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 64 --repeat 5 --step-sizes 1,2,4,8,16,32,64,128 --out "$B/bench_${shape}_gemv.json"
     profile_result() { grep "cuda profile" "$log" | tail -n 3 | sed 's/.*cuda profile: //' | tr '\n' ';'; }
-    task "profile_$shape" 30 profile_result -- env SPECSCOPE_CUDA_PROFILE=1 SPECSCOPE_LOG=info "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 8 --repeat 3 --step-sizes 1,8,64 --out "$B/profile_$shape.json"
+    [ "$part" != core ] || task "profile_$shape" 30 profile_result -- env SPECSCOPE_CUDA_PROFILE=1 SPECSCOPE_LOG=info "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 8 --repeat 3 --step-sizes 1,8,64 --out "$B/profile_$shape.json"
     hf_result() { [ "$1" = 3 ] && echo "no device" || python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(f\"transformers {j['transformers']} static cache: decode {j['decode_tokens_per_second']:.1f} tok/s\")" "$out/hf_$shape.json"; }
     task "transformers_$shape" "$run_need" hf_result -- python3 "$repo/bench/transformers_bench.py" "$dir" --dtype bf16 --prompt-tokens 1024 --gen-tokens 64 --repeat 5 --out "$out/hf_$shape.json"
+    # llama.cpp's CUDA llama-bench (peers part, bench/build_llamacpp.sh --cuda) on the same weights: the directory
+    # written as a BF16 GGUF bit for bit (make_gguf_models.py --convert, with the gguf package the part carries),
+    # then decode and the n-token forwards at context 1024, llama-bench's defaults otherwise (every layer on the
+    # GPU, flash attention as it picks): what a user running llama.cpp on this GPU gets.
+    if [ -x "$B/run/llama-bench" ]; then
+      gguf=$dir.bf16.gguf
+      gguf_result() { [ -s "$gguf" ] && echo "$(( $(stat -c %s "$gguf") >> 20 )) MiB written" || echo "failed"; }
+      task "gguf_$shape" "$need" gguf_result -- env PYTHONPATH="$B/tools/gguf-py" python3 "$B/tools/make_gguf_models.py" --convert "$dir" bf16 "$gguf"
+      lc_result() { [ -s "$B/llamacpp_$shape.json" ] && python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(f\"llama.cpp {j['build_commit']} {j['backends']} on {j['gpu_info']}: decode {j['decode_tokens_per_second']:.1f} tok/s; \" + ', '.join(f\"n={s['tokens']} {s['relative_to_first']:.2f}x\" for s in j['step_cost']))" "$B/llamacpp_$shape.json" || echo "failed: see log.txt"; }
+      [ -s "$gguf" ] && task "llamacpp_$shape" "$run_need" lc_result -- python3 "$repo/bench/llamacpp_tools.py" bench --bin "$B/run" "$gguf" --threads "$(nproc)" --depth 1024 --gen-tokens 64 --repeat 5 --step-sizes 1,2,4,8,16,32,64,128 --out "$B/llamacpp_$shape.json"
+      rm -f "$gguf"
+    fi
     # The peer's figures join SpecScope's file (the device tool brings back at most 8 files).
-    python3 - "$out/bench_$shape.json" "$out/hf_$shape.json" "${peak_copy:-}" "$B/bench_${shape}_gemv.json" <<'PY' 2>>"$log"
+    python3 - "$out/bench_$shape.json" "$out/hf_$shape.json" "${peak_copy:-}" "$B/bench_${shape}_gemv.json" "$B/llamacpp_$shape.json" <<'PY' 2>>"$log"
 import json, os, sys
-a, b, peak, c = sys.argv[1:5]
+a, b, peak, c, lc = sys.argv[1:6]
 if os.path.exists(a):
     ja = json.load(open(a))
     if os.path.exists(b):
         ja["peer_transformers"] = json.load(open(b))
         os.remove(b)
+    if os.path.exists(lc):
+        ja["peer_llamacpp"] = json.load(open(lc))
     if os.path.exists(c):
         ja["with_gemv"] = json.load(open(c))
     if peak and ja.get("decode_bandwidth_gb_per_s"):

@@ -7,13 +7,16 @@
 #     --build      a build directory configured with the CUDA backend (default build/; scripts/build.sh makes it)
 #     --out        where the parts go (default gpu-bundle/, ignored by git)
 #     --limit-mib  the most one part may weigh (default 56: 64 MiB less the ~8 MiB of source that travels with it)
-#     --parts      which parts to make (default "core drafters")
+#     --parts      which parts to make (default "core drafters"; also peers, all)
 #
 # Parts (each a .tar.xz holding bin/, lib/, share/specscope/, and what its tasks read; manifest.txt lists them):
 #   core      the CUDA tests (backend parity and its fixtures, each kernel against its CPU reference, the
 #             references themselves, every method's sampling test with the target on the GPU); the base, the EAGLE-1 and EAGLE-3 heads and the streaming model (methods
 #             vanilla, eagle1, eagle2, eagle3, streaming, lookahead, pld); benchmarks
 #   drafters  the base, the SpS draft model and the Medusa heads (methods vanilla, sps, medusa)
+#   peers     llama.cpp's CUDA llama-bench (bench/build_llamacpp.sh --cuda 90, built here first: hours the first
+#             time), the gguf package and the converter that writes the shapes as BF16 GGUF files, and the base's
+#             tokenizer files only (no family, no methods): the 1B and 8B shapes against llama.cpp and transformers
 #   all       the whole family and no fixtures (every method): 57 MiB, so it
 #             fits only when nearly all of the source tree stays behind (move all but scripts/ and bench/ out)
 # The family is 67 MB and the fixtures 17 MB, so one part cannot hold everything; the base travels in both, since
@@ -52,15 +55,21 @@ mkdir -p "$common/bin" "$common/lib" "$common/share/specscope/prompts"
 cp "$build/app/specscope-cli" "${tests[@]/#/$build/tests/}" "$common/bin/"
 # Without their symbol tables (4 MB of 45): the core part has to fit beside the checkout in one call.
 strip --strip-unneeded "$common"/bin/*
-# The libraries to carry: everything the binaries load but the C library family, libgcc and CUDA's own.
-for bin in "$common"/bin/*; do
-  ldd "$bin" | awk '/=> \//{print $3}'
-done | sort -u | while read -r lib; do
-  case "$(basename "$lib")" in
-    libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | ld-linux* | libgcc_s.so* | libcublas* | libcudart* | libcuda.so*) ;;
-    *) cp -L "$lib" "$common/lib/" ;;
-  esac
-done
+# carry_libs DEST BINARY...: the libraries to carry, everything the binaries load but the C library family, libgcc
+# and CUDA's own, into DEST.
+carry_libs() {
+  local dest=$1
+  shift
+  for bin in "$@"; do
+    ldd "$bin" | awk '/=> \//{print $3}'
+  done | sort -u | while read -r lib; do
+    case "$(basename "$lib")" in
+      libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | ld-linux* | libgcc_s.so* | libcublas* | libcudart* | libcuda.so*) ;;
+      *) cp -L "$lib" "$dest/" ;;
+    esac
+  done
+}
+carry_libs "$common/lib" "$common"/bin/*
 cp "$here/assets/prompts/heldout.jsonl" "$common/share/specscope/prompts/"
 cp "$here/scripts/gpu-check.sh" "$common/"
 (cd "$here" && git rev-parse HEAD 2>/dev/null || echo unknown) > "$common/COMMIT"
@@ -71,7 +80,8 @@ models_of() {  # PART -> the family directories it carries
     core) echo base eagle1 eagle3 streaming tokenizer ;;
     drafters) echo base draft medusa tokenizer ;;
     all) echo base eagle1 eagle3 streaming draft medusa tokenizer ;;
-    *) die "unknown part $1 (core, drafters, all)" ;;
+    peers) ;;
+    *) die "unknown part $1 (core, drafters, peers, all)" ;;
   esac
 }
 methods_of() {
@@ -79,7 +89,23 @@ methods_of() {
     core) echo vanilla,eagle1,eagle2,eagle3,streaming,lookahead,pld ;;
     drafters) echo vanilla,sps,medusa ;;
     all) echo vanilla,sps,eagle1,eagle2,eagle3,medusa,streaming,lookahead,pld ;;
+    peers) ;;
   esac
+}
+# The peers part's llama.cpp: its CUDA llama-bench (static ggml and llama; the CUDA runtime and cuBLAS are the
+# machine's, found as for specscope-cli) and the gguf package of the same source, which the converter imports.
+add_llamacpp() {  # DIR
+  local bindir src
+  bindir=$(bash "$here/bench/build_llamacpp.sh" --cuda 90 | tail -n 1) || die "could not build llama.cpp's CUDA llama-bench"
+  src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$bindir/../CMakeCache.txt")  # the vendored llama.cpp
+  cp "$bindir/llama-bench" "$1/bin/" && strip --strip-unneeded "$1/bin/llama-bench"
+  carry_libs "$1/lib" "$1/bin/llama-bench"
+  mkdir -p "$1/tools/gguf-py" "$1/share/specscope/models/base"
+  cp -a "$src/gguf-py/gguf" "$1/tools/gguf-py/"
+  cp "$here/tests/fixtures/make_gguf_models.py" "$1/tools/"
+  # make_synthetic_llama.py --tokenizer-from reads these three and nothing else of the base.
+  cp "$family/base/tokenizer.json" "$family/base/tokenizer_config.json" "$family/base/special_tokens_map.json" \
+    "$1/share/specscope/models/base/"
 }
 fixtures_core=(models/llama_bytelevel_f32 models/llama_bytelevel_bf16 models/llama_spm_tied_f32 models/qwen2_bf16
   models/mistral_f32 gguf_models/llama_bytelevel_f32.q8_0.gguf gguf_models/llama_bytelevel_f32.q4_0.gguf
@@ -95,6 +121,7 @@ for part in $parts; do
   cp -a "$common" "$dir"
   mkdir -p "$dir/share/specscope/models"
   for m in $(models_of $part); do cp -a "$family/$m" "$dir/share/specscope/models/"; done
+  [ $part != peers ] || add_llamacpp "$dir"
   cp "$family/family.json" "$family/SHA256SUMS" "$dir/share/specscope/models/"
   if [ $part = core ]; then
     for f in "${fixtures_core[@]}"; do
@@ -115,7 +142,8 @@ for part in $parts; do
   tar -C "$dir" -cf - . | xz -T "$(nproc)" -9 > "$tarball"
   bytes=$(stat -c %s "$tarball")
   mib=$(( (bytes + 1048575) / 1048576 ))
-  echo "$tarball: $mib MiB ($(du -sh "$dir" | cut -f1) unpacked; models: $(models_of $part))"
+  models=$(models_of $part)
+  echo "$tarball: $mib MiB ($(du -sh "$dir" | cut -f1) unpacked; models: ${models:-none, only the tokenizer files of the base})"
   if [ "$mib" -gt "$limit_mib" ]; then
     echo "gpu-pack.sh: $tarball is $mib MiB, over the $limit_mib MiB a part may weigh" >&2
     status=1
