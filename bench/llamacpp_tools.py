@@ -63,6 +63,10 @@ def bench(a):
     tg = llama_bench(b, a.model, a.threads, a.repeat, a.depth, ["-p", "0", "-n", str(a.gen_tokens)])
     ms = {t["n_prompt"]: statistics.median(t["samples_ns"]) / 1e6 for t in pp}
     t0 = tg[0]
+    if a.require_gpu and not t0.get("gpu_info"):
+        # A CUDA build that cannot reach a device still runs, on the CPU, and still says "backends": "CUDA".
+        die(f"llama-bench saw no GPU (its gpu_info is empty; backends {t0.get('backends')!r}): "
+            "its figures would be the CPU's, so none are written")
     decode = statistics.median(a.gen_tokens / (ns / 1e9) for ns in t0["samples_ns"])
     j = {"engine": "llama.cpp llama-bench", "build_commit": t0.get("build_commit"), "model": a.model,
          "model_type": t0.get("model_type"), "threads": a.threads, "cpu_info": t0.get("cpu_info"),
@@ -157,6 +161,7 @@ def main():
     b.add_argument("--repeat", type=int, default=5)
     b.add_argument("--gen-tokens", type=int, default=64)
     b.add_argument("--depth", type=int, default=128, help="the context before each test (llama-bench -d)")
+    b.add_argument("--require-gpu", action="store_true", help="fail unless llama-bench ran on a GPU")
     b.add_argument("--step-sizes", default=",".join(map(str, SIZES)))
     b.add_argument("--out", required=True)
     s = sub.add_parser("speculative")

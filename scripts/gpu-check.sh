@@ -344,7 +344,7 @@ if [ "$shapes" != none ]; then
       gguf_result() { [ -s "$gguf" ] && echo "$(( $(stat -c %s "$gguf") >> 20 )) MiB written" || echo "failed"; }
       task "gguf_$shape" "$need" gguf_result -- env PYTHONPATH="$B/tools/gguf-py" python3 "$B/tools/make_gguf_models.py" --convert "$dir" bf16 "$gguf"
       lc_result() { [ -s "$B/llamacpp_$shape.json" ] && python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(f\"llama.cpp {j['build_commit']} {j['backends']} on {j['gpu_info']}: decode {j['decode_tokens_per_second']:.1f} tok/s; \" + ', '.join(f\"n={s['tokens']} {s['relative_to_first']:.2f}x\" for s in j['step_cost']))" "$B/llamacpp_$shape.json" || echo "failed: see log.txt"; }
-      [ -s "$gguf" ] && task "llamacpp_$shape" "$run_need" lc_result -- python3 "$repo/bench/llamacpp_tools.py" bench --bin "$B/run" "$gguf" --threads "$(nproc)" --depth 1024 --gen-tokens 64 --repeat 5 --step-sizes 1,2,4,8,16,32,64,128 --out "$B/llamacpp_$shape.json"
+      [ -s "$gguf" ] && task "llamacpp_$shape" "$run_need" lc_result -- python3 "$repo/bench/llamacpp_tools.py" bench --bin "$B/run" "$gguf" --threads "$(nproc)" --depth 1024 --gen-tokens 64 --repeat 5 --step-sizes 1,2,4,8,16,32,64,128 --require-gpu --out "$B/llamacpp_$shape.json"
       rm -f "$gguf"
     fi
     # The peer's figures join SpecScope's file (the device tool brings back at most 8 files).

@@ -98,6 +98,7 @@ add_llamacpp() {  # DIR
   local bindir src
   bindir=$(bash "$here/bench/build_llamacpp.sh" --cuda 90 | tail -n 1) || die "could not build llama.cpp's CUDA llama-bench"
   src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$bindir/../CMakeCache.txt")  # the vendored llama.cpp
+  for t in "${tests[@]}"; do rm -f "$1/bin/$t"; done  # the tests are core's; this part runs none
   cp "$bindir/llama-bench" "$1/bin/" && strip --strip-unneeded "$1/bin/llama-bench"
   carry_libs "$1/lib" "$1/bin/llama-bench"
   mkdir -p "$1/tools/gguf-py" "$1/share/specscope/models/base"
