@@ -10,7 +10,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
+#include <functional>
+#include <random>
 #include <map>
 #include <sstream>
 #include <string>
@@ -228,13 +231,13 @@ const Table kDeep = {
 //   rerank order: c0 -0.25, c3 -0.5, c4 -0.75, c1 -1, c12 -1, c15 -1, c24 -1.25, then c6, c13, c21 at -1.5
 TEST(DynamicTree, DeeperTreeWithTopK3) {
   auto r = run(kDeep, 3, 3, 6);  // total_tokens 7
-  ASSERT_EQ(r.levels.size(), 3u);
+  // After level 1 six candidates (c0, c3, c4, c1, c12, c15) score at least the best frontier node (-1), so no
+  // node of level 2 can be kept: the third expansion, which EAGLE-2's code runs and discards, is not asked for.
+  ASSERT_EQ(r.levels.size(), 2u);
   EXPECT_EQ(r.levels[0].paths, (std::vector<std::string>{"0", "1", "2"}));
   EXPECT_EQ(r.levels[1].paths, (std::vector<std::string>{"0,1", "0,2", "1,0"}));
   EXPECT_EQ(r.levels[1].parent_rows, (std::vector<int>{0, 0, 1}));
-  EXPECT_EQ(r.levels[2].paths, (std::vector<std::string>{"0,1,2", "0,2,3", "0,1,4"}));
-  EXPECT_EQ(r.levels[2].parent_rows, (std::vector<int>{0, 1, 0}));
-  // keep 6: c0, c3, c4, c1, c12, c15 (c24 at -1.25 is 7th).
+  // keep 6: c0, c3, c4, c1, c12, c15 (c24 at -1.25 would be 7th).
   expect_tree(r.nodes, {{"0", -1, -0.25f, -0.25f},
                         {"1", -1, -1, -1},
                         {"0,1", 0, -0.25f, -0.5f},
@@ -242,16 +245,145 @@ TEST(DynamicTree, DeeperTreeWithTopK3) {
                         {"0,1,2", 2, -0.5f, -1},
                         {"0,2,3", 3, -0.25f, -1}});
   // keep 9 (total_tokens 10): + c24 (depth 4, -1.25), then c6 and c13 of the three tied at -1.5; c21 (depth 4,
-  // created last) is dropped, and so are depth-1 [2] (-2) and depth-2 [1,5] (-2).
-  expect_tree(run(kDeep, 3, 3, 9).nodes, {{"0", -1, -0.25f, -0.25f},
-                                          {"1", -1, -1, -1},
-                                          {"0,1", 0, -0.25f, -0.5f},
-                                          {"0,2", 0, -0.5f, -0.75f},
-                                          {"1,0", 1, -0.5f, -1.5f},
-                                          {"0,1,2", 2, -0.5f, -1},
-                                          {"0,1,4", 2, -1, -1.5f},
-                                          {"0,2,3", 3, -0.25f, -1},
-                                          {"0,2,3,1", 7, -0.25f, -1.25f}});
+  // created last) is dropped, and so are depth-1 [2] (-2) and depth-2 [1,5] (-2). Level 2 is expanded here.
+  auto r9 = run(kDeep, 3, 3, 9);
+  ASSERT_EQ(r9.levels.size(), 3u);
+  EXPECT_EQ(r9.levels[2].paths, (std::vector<std::string>{"0,1,2", "0,2,3", "0,1,4"}));
+  EXPECT_EQ(r9.levels[2].parent_rows, (std::vector<int>{0, 1, 0}));
+  expect_tree(r9.nodes, {{"0", -1, -0.25f, -0.25f},
+                         {"1", -1, -1, -1},
+                         {"0,1", 0, -0.25f, -0.5f},
+                         {"0,2", 0, -0.5f, -0.75f},
+                         {"1,0", 1, -0.5f, -1.5f},
+                         {"0,1,2", 2, -0.5f, -1},
+                         {"0,1,4", 2, -1, -1.5f},
+                         {"0,2,3", 3, -0.25f, -1},
+                         {"0,2,3,1", 7, -0.25f, -1.25f}});
+}
+
+// The chains tree=auto picks on a CPU (top_k 1): total_tokens 4 with depth 3 drafts three tokens, and the third
+// expansion (the children of the third token) could only make a fourth, which the rerank never keeps.
+TEST(DynamicTree, ChainStopsExpandingOnceItHasItsTokens) {
+  const Table chain = {{"", {-0.5f, -1, -2, -3, -4, -5}},
+                       {"0", {-3, -0.25f, -1, -2, -4, -5}},
+                       {"0,1", {-1, -2, -0.125f, -3, -4, -5}},
+                       {"0,1,2", {-0.0625f, -1, -2, -3, -4, -5}}};
+  auto r = run(chain, 1, 3, 3);
+  ASSERT_EQ(r.levels.size(), 2u);
+  expect_tree(r.nodes, {{"0", -1, -0.5f, -0.5f}, {"0,1", 0, -0.25f, -0.75f}, {"0,1,2", 1, -0.125f, -0.875f}});
+  // With room for a fourth token the chain's last node is expanded.
+  auto r4 = run(chain, 1, 3, 4);
+  ASSERT_EQ(r4.levels.size(), 3u);
+  EXPECT_EQ(r4.nodes.size(), 4u);
+}
+
+// The paper's rules run in full, every level expanded (EAGLE-2's own code): the reference the shortcut above must
+// always agree with.
+std::vector<DynamicTreeNode> reference_tree(int vocab, int top_k, int depth, int max_nodes,
+                                            const std::function<const float*(const std::vector<int>&)>& row_of) {
+  struct Cand {
+    std::vector<int> path;
+    int parent;
+    float logp, score;
+  };
+  std::vector<Cand> cands;
+  auto best = [](const std::vector<float>& v, int k) {  // indices of the k largest, ties to the lower index
+    std::vector<int> idx(v.size());
+    for (size_t i = 0; i < v.size(); ++i) idx[i] = int(i);
+    std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) { return v[a] > v[b]; });
+    idx.resize(std::min<size_t>(idx.size(), size_t(k)));
+    return idx;
+  };
+  std::vector<int> frontier;
+  {
+    const float* root = row_of({});
+    std::vector<float> v(root, root + vocab);
+    for (int t : best(v, top_k)) {
+      frontier.push_back(int(cands.size()));
+      cands.push_back({{t}, -1, root[t], root[t]});
+    }
+  }
+  for (int level = 0; level < depth && !frontier.empty(); ++level) {
+    const int start = int(cands.size());
+    for (int f : frontier) {
+      const Cand parent = cands[f];
+      const float* row = row_of(parent.path);
+      std::vector<float> v(row, row + vocab);
+      for (int t : best(v, top_k)) {
+        auto path = parent.path;
+        path.push_back(t);
+        cands.push_back({path, f, row[t], row[t] + parent.score});
+      }
+    }
+    std::vector<float> level_scores;
+    for (int c = start; c < int(cands.size()); ++c) level_scores.push_back(cands[c].score);
+    frontier.clear();
+    for (int b : best(level_scores, top_k)) frontier.push_back(start + b);
+  }
+  std::vector<float> scores;
+  for (const auto& c : cands) scores.push_back(c.score);
+  auto chosen = best(scores, max_nodes);
+  std::sort(chosen.begin(), chosen.end());
+  std::vector<int> node_of(cands.size(), -1);
+  std::vector<DynamicTreeNode> out;
+  for (int c : chosen) {
+    const Cand& k = cands[c];
+    if (k.parent >= 0 && node_of[k.parent] < 0) continue;
+    node_of[c] = int(out.size());
+    out.push_back({k.parent < 0 ? -1 : node_of[k.parent], int(k.path.size()), k.path.back(), k.logp, k.score});
+  }
+  return out;
+}
+
+// Random drafters with many exact ties (log-probs from a few binary fractions): the builder, which skips the
+// expansions whose nodes the rerank cannot keep, gives the reference's tree every time, and skips some.
+TEST(DynamicTree, SkippingSettledLevelsNeverChangesTheTree) {
+  constexpr int V = 8;
+  std::mt19937 rng(7);
+  const float steps[] = {0.f, -0.125f, -0.25f, -0.5f, -1.f, -2.f, -4.f};
+  std::map<std::vector<int>, std::vector<float>> rows;
+  auto row_of = [&](const std::vector<int>& path) -> const float* {
+    auto it = rows.find(path);
+    if (it == rows.end()) {
+      std::vector<float> r(V);
+      for (float& x : r) x = steps[rng() % 7];
+      it = rows.emplace(path, r).first;
+    }
+    return it->second.data();
+  };
+  int skipped = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    rows.clear();
+    const int top_k = 1 + int(rng() % 4), depth = int(rng() % 5), max_nodes = 1 + int(rng() % 20);
+    const auto want = reference_tree(V, top_k, depth, max_nodes, row_of);  // draws every row it reads
+    // The builder reads the same rows, each frontier row's path rebuilt from its parent row, level by level.
+    int asked = 0;
+    std::vector<std::vector<int>> prev_paths, paths;
+    auto builder_expand = [&](int, const std::vector<FrontierRow>& fr, float* lps) {
+      ++asked;
+      paths.clear();
+      for (size_t i = 0; i < fr.size(); ++i) {
+        std::vector<int> p = fr[i].parent_row < 0 ? std::vector<int>{} : prev_paths[size_t(fr[i].parent_row)];
+        p.push_back(fr[i].token);
+        const float* r = row_of(p);
+        std::copy(r, r + V, lps + i * V);
+        paths.push_back(p);
+      }
+      prev_paths = paths;
+    };
+    const auto got = build_dynamic_tree(row_of({}), V, {top_k, depth, max_nodes}, builder_expand);
+    SCOPED_TRACE("trial " + std::to_string(trial) + ": top_k " + std::to_string(top_k) + ", depth " +
+                 std::to_string(depth) + ", max_nodes " + std::to_string(max_nodes));
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(got[i].parent, want[i].parent) << "node " << i;
+      EXPECT_EQ(got[i].token, want[i].token) << "node " << i;
+      EXPECT_EQ(got[i].depth, want[i].depth) << "node " << i;
+      EXPECT_EQ(got[i].score, want[i].score) << "node " << i;
+    }
+    skipped += asked < depth;
+  }
+  EXPECT_GT(skipped, 100);  // the shortcut is taken, not only harmless
 }
 
 }  // namespace

@@ -5,6 +5,22 @@
 #include "engine/sampling/top_k.h"
 
 namespace specscope {
+namespace {
+
+// Whether no descendant of the frontier can make the rerank's best max_nodes: a child scores at most its parent
+// (its log-prob is <= 0) and loses ties to every earlier candidate, so once max_nodes candidates score at least the
+// best frontier node, expanding further only makes candidates the rerank drops. EAGLE-2's own code runs those
+// expansions anyway (a head forward each); skipping them leaves the tree as it was. A chain (top_k 1) of
+// total_tokens T with depth T - 1 saves its last head forward this way.
+bool rerank_is_settled(const std::vector<DynamicTreeNode>& cands, const std::vector<int>& frontier, int max_nodes) {
+  float best = cands[frontier.front()].score;
+  for (int f : frontier) best = std::max(best, cands[f].score);
+  int at_least = 0;
+  for (const auto& c : cands) at_least += c.score >= best;
+  return at_least >= max_nodes;
+}
+
+}  // namespace
 
 std::vector<DynamicTreeNode> build_dynamic_tree(const float* root_lp, int vocab, const DynamicTreeOptions& o,
                                                 const ExpandFn& expand) {
@@ -19,6 +35,7 @@ std::vector<DynamicTreeNode> build_dynamic_tree(const float* root_lp, int vocab,
   }
   std::vector<float> lps;
   for (int level = 0; level < o.depth && !frontier.empty(); ++level) {
+    if (rerank_is_settled(cands, frontier, o.max_nodes)) break;
     const int n = int(frontier.size());
     lps.assign(size_t(n) * vocab, 0.f);
     expand(level, rows, lps.data());
