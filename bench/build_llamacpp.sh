@@ -7,7 +7,7 @@
 #       llama-bench alone with llama.cpp's CUDA backend for that GPU architecture (90: H100/H200), for a GPU machine
 #       (issue 23: "what a user would pick instead"; scripts/gpu-pack.sh carries it in its peers part). Built here
 #       with the CUDA toolkit at /usr/local/cuda, because the GPU machine's few minutes cannot hold a build of
-#       ggml-cuda (about 280 steps; hours on 2 cores, resumable: run it again). Static ggml and llama, the CUDA
+#       ggml-cuda (about 280 steps, ~30 minutes on 2 cores; resumable: run it again). Static ggml and llama, the CUDA
 #       runtime and cuBLAS from the machine (libcudart.so.13, libcublas.so.13), the CPU part for any AVX2 host
 #       (GGML_NATIVE off). No binding venv. Prints the directory holding bin/llama-bench.
 # Idempotent: a finished build (its stamp file) is reused. Cache: ${XDG_CACHE_HOME:-$HOME/.cache}/specscope/llamacpp.

@@ -14,7 +14,7 @@
 #             references themselves, every method's sampling test with the target on the GPU); the base, the EAGLE-1 and EAGLE-3 heads and the streaming model (methods
 #             vanilla, eagle1, eagle2, eagle3, streaming, lookahead, pld); benchmarks
 #   drafters  the base, the SpS draft model and the Medusa heads (methods vanilla, sps, medusa)
-#   peers     llama.cpp's CUDA llama-bench (bench/build_llamacpp.sh --cuda 90, built here first: hours the first
+#   peers     llama.cpp's CUDA llama-bench (bench/build_llamacpp.sh --cuda 90, built here first: ~30 minutes the first
 #             time), the gguf package and the converter that writes the shapes as BF16 GGUF files, and the base's
 #             tokenizer files only (no family, no methods): the 1B and 8B shapes against llama.cpp and transformers
 #   all       the whole family and no fixtures (every method): 57 MiB, so it
