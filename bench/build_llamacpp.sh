@@ -21,13 +21,15 @@ build="$cache/build-$LLAMA_CPP_PYTHON_VERSION"
 venv="${LLAMACPP_VENV:-$HOME/.cache/specscope/llamacpp-venv}"
 die() { echo "build_llamacpp.sh: $*" >&2; exit 1; }
 for t in python3 cmake c++ tar; do command -v "$t" >/dev/null || die "needs $t on PATH (apt-get install cmake g++ python3-venv)"; done
-python3 -m venv --help >/dev/null 2>&1 || die "needs python3's venv module (apt-get install python3-venv)"
 cuda_arch=""
 case "${1:-}" in
   --cuda) cuda_arch=${2:?"--cuda needs an architecture, e.g. 90"} ;;
   "") ;;
   *) die "unknown argument $1 (--cuda ARCH or nothing)" ;;
 esac
+# Only the binding needs a venv; the CUDA llama-bench is the C++ tool alone.
+[ -n "$cuda_arch" ] || python3 -m venv --help >/dev/null 2>&1 ||
+  die "needs python3's venv module (apt-get install python3-venv)"
 mkdir -p "$cache"
 
 if [ ! -d "$src/vendor/llama.cpp" ]; then

@@ -173,13 +173,14 @@ print("; ".join(f"{a['lane']} tau {a['tau']:.2f} {a['tokens_per_second']:.0f} to
                 f"identical {a['identical_to_vanilla']}/{a['prompts']}" for a in j["aggregate"]))
 PY
 }
-bench_result() {  # FILE
+bench_result() {  # FILE: specscope-cli bench's JSON, or llamacpp_tools.py bench's (same decode and curve keys)
   python3 - "$1" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
 curve = ", ".join(f"n={s['tokens']} {s['relative_to_first']:.2f}x" for s in j.get("step_cost", []))
 bw = j.get("decode_bandwidth_gb_per_s")
-print(f"{j.get('device')}: decode {j.get('decode_tokens_per_second', 0):.1f} tok/s"
+who = j.get("device") or f"llama.cpp {j.get('build_commit')} ({j.get('backends')}) on {j.get('gpu_info')}"
+print(f"{who}: decode {j.get('decode_tokens_per_second', 0):.1f} tok/s"
       + (f", {bw:.0f} GB/s of weights" if bw else "") + (f"; {curve}" if curve else ""))
 PY
 }
@@ -343,7 +344,7 @@ if [ "$shapes" != none ]; then
       gguf=$dir.bf16.gguf
       gguf_result() { [ -s "$gguf" ] && echo "$(( $(stat -c %s "$gguf") >> 20 )) MiB written" || echo "failed"; }
       task "gguf_$shape" "$need" gguf_result -- env PYTHONPATH="$B/tools/gguf-py" python3 "$B/tools/make_gguf_models.py" --convert "$dir" bf16 "$gguf"
-      lc_result() { [ -s "$B/llamacpp_$shape.json" ] && python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(f\"llama.cpp {j['build_commit']} {j['backends']} on {j['gpu_info']}: decode {j['decode_tokens_per_second']:.1f} tok/s; \" + ', '.join(f\"n={s['tokens']} {s['relative_to_first']:.2f}x\" for s in j['step_cost']))" "$B/llamacpp_$shape.json" || echo "failed: see log.txt"; }
+      lc_result() { [ -s "$B/llamacpp_$shape.json" ] && bench_result "$B/llamacpp_$shape.json" || echo "failed: see log.txt"; }
       [ -s "$gguf" ] && task "llamacpp_$shape" "$run_need" lc_result -- python3 "$repo/bench/llamacpp_tools.py" bench --bin "$B/run" "$gguf" --threads "$(nproc)" --depth 1024 --gen-tokens 64 --repeat 5 --step-sizes 1,2,4,8,16,32,64,128 --require-gpu --out "$B/llamacpp_$shape.json"
       rm -f "$gguf"
     fi

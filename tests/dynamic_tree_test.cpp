@@ -13,8 +13,8 @@
 #include <algorithm>
 #include <array>
 #include <functional>
-#include <random>
 #include <map>
+#include <random>
 #include <sstream>
 #include <string>
 

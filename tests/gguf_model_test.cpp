@@ -86,8 +86,9 @@ const std::vector<Case> kCases = {
 
 double tolerance(const std::string& type) {
   // bf16: the exact path (kExactQuantPath) computes on the very weights transformers ran, as for f32.
-  static const std::map<std::string, double> tol = {{"f32", 1e-4}, {"bf16", 1e-4}, {"f16", 2e-2}, {"q8_0", 1e-1}, {"q4_0", 5e-1},
-                                                    {"q4_1", 8e-1}, {"q5_0", 5e-1}, {"q5_1", 4e-1}};
+  static const std::map<std::string, double> tol = {{"f32", 1e-4},  {"bf16", 1e-4}, {"f16", 2e-2},
+                                                    {"q8_0", 1e-1}, {"q4_0", 5e-1}, {"q4_1", 8e-1},
+                                                    {"q5_0", 5e-1}, {"q5_1", 4e-1}};
   return tol.at(type);
 }
 bool quantized(const std::string& type) { return type != "f32" && type != "f16" && type != "bf16"; }
@@ -97,9 +98,9 @@ bool same_weights(const std::string& type) { return type == "f32" || type == "bf
 bool coarse(const std::string& type) { return quantized(type) && type != "q8_0"; }
 
 DType stored_dtype(const std::string& type) {
-  static const std::map<std::string, DType> dt = {{"f32", DType::F32},   {"f16", DType::F16},   {"bf16", DType::BF16}, {"q8_0", DType::Q8_0},
-                                                  {"q4_0", DType::Q4_0}, {"q4_1", DType::Q4_1}, {"q5_0", DType::Q5_0},
-                                                  {"q5_1", DType::Q5_1}};
+  static const std::map<std::string, DType> dt = {{"f32", DType::F32},   {"f16", DType::F16},   {"bf16", DType::BF16},
+                                                  {"q8_0", DType::Q8_0}, {"q4_0", DType::Q4_0}, {"q4_1", DType::Q4_1},
+                                                  {"q5_0", DType::Q5_0}, {"q5_1", DType::Q5_1}};
   return dt.at(type);
 }
 constexpr double kQ8TieMargin = 0.02;  // of the row's max |logit|; the worst seen was 0.0094
@@ -164,8 +165,9 @@ class GgufModel : public ::testing::TestWithParam<Case> {
   std::shared_ptr<const Model> hf() { return load_cached(test::fixture("models/" + GetParam().source)); }
 };
 // The checks that apply to some file types only run on those (instantiated below with the matching cases, so
-// nothing is skipped): bit-exact weights need files that store their source's weights unchanged, a greedy match with transformers' own run needs weights
-// no coarser than 8 bits, and only the quantized files have a dequantized reference.
+// nothing is skipped): bit-exact weights need files that store their source's weights unchanged, a greedy match
+// with transformers' own run needs weights no coarser than 8 bits, and only the quantized files have a dequantized
+// reference.
 class GgufModelSameWeights : public GgufModel {};
 class GgufModelGreedy : public GgufModel {};
 class GgufModelQuantized : public GgufModel {};
