@@ -3,6 +3,7 @@
 // transparent huge pages (engine/util/huge_page_arena.h, where Model::resident_weights copies them). Each source is
 // read two ways, alternated within every round in one process (this VM's memory speed drifts between processes):
 //   sum      every team thread sums its contiguous part (cpu::read_bandwidth, as roofline.h's read bound);
+//   per matrix  the same sum, one team call per matrix of the linear pass below (the forks and joins a forward has);
 //   linear   cpu::linear of one token through 1B-shaped f16 matrices (hidden 2048, GQA 32/8, FFN 8192) cut out of
 //            the source one after another: what a decode step's matrix products get.
 //
@@ -69,6 +70,17 @@ double linear_gb_per_s(const std::vector<TensorView>& ms) {
   return double(bytes) / seconds_since(t0) / 1e9;
 }
 
+// cpu::read_bandwidth over each matrix in turn, timed as a whole.
+double sum_per_matrix_gb_per_s(const std::vector<TensorView>& ms) {
+  size_t bytes = 0;
+  const auto t0 = clock_type::now();
+  for (const auto& W : ms) {
+    cpu::read_bandwidth(static_cast<const float*>(W.data), W.nbytes() / sizeof(float), 1);
+    bytes += W.nbytes();
+  }
+  return double(bytes) / seconds_since(t0) / 1e9;
+}
+
 // f16 values that are NaN or infinite (exponent all ones) become zero: random file bytes hold some.
 void make_finite_f16(char* p, size_t n) {
   auto* h = reinterpret_cast<uint16_t*>(p);
@@ -123,21 +135,26 @@ int main(int argc, char** argv) {
   cpu::set_backoff(false);  // every team thread on every call, as the read bound is measured (roofline.cpp)
   const char* names[] = {"file mapping", "anonymous 4 KiB", "anonymous huge"};
   const char* sources[] = {mapped, static_cast<const char*>(small), static_cast<const char*>(huge.get())};
-  std::vector<double> sum[3], lin[3];
+  std::vector<double> sum[3], per[3], lin[3];
   for (int r = 0; r < rounds; ++r) {
     std::fprintf(stderr, "\r[memory_source] round %d/%d", r + 1, rounds);
     for (int s = 0; s < 3; ++s) {
       sum[s].push_back(cpu::read_bandwidth(reinterpret_cast<const float*>(sources[s]), n / 4, 1) / 1e9);
+      per[s].push_back(sum_per_matrix_gb_per_s(matrices_in(sources[s], n)));
       lin[s].push_back(linear_gb_per_s(matrices_in(sources[s], n)));
     }
   }
   std::fprintf(stderr, "\n");
   std::printf("%s: %zu MiB per pass, %d threads, %d rounds alternated; GB/s median (min-max)\n", argv[1], n >> 20,
               cpu::team_size(), rounds);
+  auto range = [](const std::vector<double>& v) {
+    char text[48];
+    std::snprintf(text, sizeof text, "%5.1f (%5.1f-%5.1f)", median(v), *std::min_element(v.begin(), v.end()),
+                  *std::max_element(v.begin(), v.end()));
+    return std::string(text);
+  };
   for (int s = 0; s < 3; ++s)
-    std::printf("  %-16s sum %5.1f (%5.1f-%5.1f)   one-token f16 linear %5.1f (%5.1f-%5.1f)\n", names[s],
-                median(sum[s]), *std::min_element(sum[s].begin(), sum[s].end()),
-                *std::max_element(sum[s].begin(), sum[s].end()), median(lin[s]),
-                *std::min_element(lin[s].begin(), lin[s].end()), *std::max_element(lin[s].begin(), lin[s].end()));
+    std::printf("  %-16s sum %s   per matrix %s   one-token f16 linear %s\n", names[s], range(sum[s]).c_str(),
+                range(per[s]).c_str(), range(lin[s]).c_str());
   munmap(small, n);
 }

@@ -32,13 +32,14 @@ std::string name_of(const ::testing::TestParamInfo<Case>& info) {
 class BatchInvariance : public ::testing::TestWithParam<Case> {};
 
 // The kernel level: linear()'s row 0 alone and among n rows, for f32/f16/bf16 weights and k on both sides of
-// the k-blocking threshold and of the bf16 one-row kernel's (rows of 4 KB or more, matmul_bf16dot.cpp), with a k tail.
+// the k-blocking threshold and of the bf16 one-row kernel's (rows of 4 KB or more, matmul_bf16dot.cpp), with a k tail,
+// odd numbers of vectors (21, 48, 2064) and short last k blocks (4112: 16 wide; 6000: 1904).
 TEST(BatchInvarianceLinear, RowZeroIsBitIdenticalForAnyTokenCount) {
   const cpu::BatchVariantKernels no_variant(false);  // as in every forward after a sequence's first
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   for (DType dt : {DType::F32, DType::F16, DType::BF16})
-    for (int k : {64, 96, 384, 1000, 2048, 2081, 8192}) {
+    for (int k : {21, 48, 64, 96, 384, 1000, 2048, 2064, 2081, 4112, 6000, 8192}) {
       const int m = 37;
       std::vector<float> wf(size_t(m) * k);
       for (auto& x : wf) x = u(rng);
