@@ -1,7 +1,7 @@
 // How fast the weights stream, by where they sit: the same bytes read from a file's mapping (page-cache pages, as
 // the engine reads a GGUF or safetensors file zero-copy), from anonymous 4 KiB pages, and from anonymous
 // transparent huge pages (engine/util/huge_page_arena.h, where Model::resident_weights copies them). Each source is
-// read two ways, alternated within every round in one process (this VM's memory speed drifts between processes):
+// read three ways, alternated within every round in one process (this VM's memory speed drifts between processes):
 //   sum      every team thread sums its contiguous part (cpu::read_bandwidth, as roofline.h's read bound);
 //   per matrix  the same sum, one team call per matrix of the linear pass below (the forks and joins a forward has);
 //   linear   cpu::linear of one token through 1B-shaped f16 matrices (hidden 2048, GQA 32/8, FFN 8192) cut out of
