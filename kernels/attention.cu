@@ -60,7 +60,14 @@ void single_block(const float* q, const float* kc, const float* vc, const int32_
                   cudaStream_t s) {
   if (n <= 0) return;  // no rows: nothing to write (a grid of 0 blocks is a launch error)
   const size_t shmem = sizeof(float) * size_t(base + n);
-  if (shmem > 48 * 1024)  // above the default dynamic shared-memory limit a launch needs the opt-in
+  // Above the default 48 KiB a launch needs the opt-in, and the limit counts the kernel's static shared memory
+  // (block_reduce's partial sums) with the dynamic part.
+  static const size_t static_shmem = [] {
+    cudaFuncAttributes a{};
+    CUDA_CHECK(cudaFuncGetAttributes(&a, attention_k));
+    return a.sharedSizeBytes;
+  }();
+  if (shmem + static_shmem > 48 * 1024)
     CUDA_CHECK(cudaFuncSetAttribute(attention_k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shmem)));
   attention_k<<<dim3(n, nh), 128, shmem, s>>>(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window, out);
   CUDA_CHECK(cudaGetLastError());

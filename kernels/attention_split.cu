@@ -91,9 +91,9 @@ __global__ void __launch_bounds__(kThreads)
   for (int t0 = c0; t0 < c1; t0 += kSplitTileSlots) {
     const int tl = min(kSplitTileSlots, c1 - t0);
     // 1. Scores of this warp's slots (-FLT_MAX where the row does not see the slot).
+    bool seen[kSlotsPerWarp];  // kept for step 3: a slot the row does not see has no value row to read
     {
       float kr[kSlotsPerWarp][kMaxDimsPerLane];
-      bool seen[kSlotsPerWarp];
 #pragma unroll
       for (int u = 0; u < kSlotsPerWarp; ++u) {
         const int t = warp + kWarps * u, j = t0 + t;
@@ -163,7 +163,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
         for (int e = 0; e < kMaxDimsPerLane; ++e) {
           const int d = lane + 32 * e;
-          vr[u][e] = t < tl && d < hd ? vbase[int64_t(j) * kv_dim + d] : 0.f;
+          vr[u][e] = seen[u] && d < hd ? vbase[int64_t(j) * kv_dim + d] : 0.f;  // seen[u] implies t < tl
         }
       }
 #pragma unroll

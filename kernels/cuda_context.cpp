@@ -40,9 +40,13 @@ CudaContext::CudaContext(std::shared_ptr<const Model> model, int n_ctx) : model_
   }
   k_cache_.resize(c.num_layers);
   v_cache_.resize(c.num_layers);
+  // Zeroed, as the CPU backend's cache is: a slot no forward wrote (a row pruned by Speculative Streaming, see
+  // write_cache) reads as zeros on both backends, never as whatever the allocation held.
   for (int l = 0; l < c.num_layers; ++l) {
     CUDA_CHECK(cudaMalloc(&k_cache_[l], sizeof(float) * size_t(n_ctx_) * kv_dim_));
     CUDA_CHECK(cudaMalloc(&v_cache_[l], sizeof(float) * size_t(n_ctx_) * kv_dim_));
+    CUDA_CHECK(cudaMemset(k_cache_[l], 0, sizeof(float) * size_t(n_ctx_) * kv_dim_));
+    CUDA_CHECK(cudaMemset(v_cache_[l], 0, sizeof(float) * size_t(n_ctx_) * kv_dim_));
   }
   CUDA_CHECK(cudaMalloc(&slot_pos_, sizeof(int32_t) * size_t(n_ctx_)));
 }
@@ -55,6 +59,27 @@ CudaContext::~CudaContext() {
   if (blas_workspace_) cudaFree(blas_workspace_);
   cublasDestroy(blas_);
   cudaStreamDestroy(stream_);
+}
+
+// The keys and values of the batch's n rows (k, v: n x kv_dim) into layer l's cache slots base..base+n-1, as the CPU
+// backend writes them: only rows still alive (alive_). A row Speculative Streaming pruned is still computed here
+// through the later layers (cuda_streaming.cpp), but like the CPU this backend leaves its slots as they were, so a
+// forward that reads them before keep() drops the row sees the same on both. One copy per run of alive rows: one
+// for the whole batch outside streaming.
+void CudaContext::write_cache(int l, int base, int n, const float* k, const float* v) {
+  const size_t row = sizeof(float) * size_t(kv_dim_);
+  for (int i = 0; i < n;) {
+    if (!alive_[size_t(i)]) {
+      ++i;
+      continue;
+    }
+    int e = i + 1;
+    while (e < n && alive_[size_t(e)]) ++e;
+    const size_t at = size_t(base + i) * kv_dim_, from = size_t(i) * kv_dim_, bytes = row * size_t(e - i);
+    CUDA_CHECK(cudaMemcpyAsync(k_cache_[l] + at, k + from, bytes, cudaMemcpyDeviceToDevice, stream_));
+    CUDA_CHECK(cudaMemcpyAsync(v_cache_[l] + at, v + from, bytes, cudaMemcpyDeviceToDevice, stream_));
+    i = e;
+  }
 }
 
 void CudaContext::linear(const float* X, int n, const DeviceMatrix& W, const float* bias, float* Y) {
@@ -288,10 +313,7 @@ void CudaContext::device_forward(const Batch& b, const ForwardBuffers& fb, const
     timer_.mark("rope+cache", stream_);
     rope(fb.q, n, nh, hd, fb.pos, dm_->inv_freq, stream_);
     rope(fb.k, n, nkv, hd, fb.pos, dm_->inv_freq, stream_);
-    CUDA_CHECK(cudaMemcpyAsync(k_cache_[l] + size_t(base) * kv_dim_, fb.k, sizeof(float) * size_t(n) * kv_dim_,
-                               cudaMemcpyDeviceToDevice, stream_));
-    CUDA_CHECK(cudaMemcpyAsync(v_cache_[l] + size_t(base) * kv_dim_, fb.v, sizeof(float) * size_t(n) * kv_dim_,
-                               cudaMemcpyDeviceToDevice, stream_));
+    write_cache(l, base, n, fb.k, fb.v);
     timer_.mark("attention", stream_);
     attention(fb.q, k_cache_[l], v_cache_[l], slot_pos_, mask, fb.pos, n, base, nh, nkv, hd, window, fb.att, stream_);
     finish_layer(L, x, n, fb.att, LayerScratch{fb.h, fb.gate, fb.up});
@@ -306,6 +328,15 @@ void CudaContext::device_forward(const Batch& b, const ForwardBuffers& fb, const
 }
 
 void CudaContext::launch_as_graph(const GraphKey& key, const std::function<void()>& body) {
+  // Whatever fails before the graph is launched leaves the forward's work undone: it runs op by op, now and from now
+  // on (a capture invalidated without a throw, an instantiation refused, would otherwise fail every forward of the
+  // shape).
+  auto op_by_op = [&](const std::string& why) {
+    cudaGetLastError();
+    spdlog::warn("CUDA graphs off for this context: {}", why);
+    use_graphs_ = false;
+    body();
+  };
   cudaGraph_t g = nullptr;
   CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
   try {
@@ -314,13 +345,12 @@ void CudaContext::launch_as_graph(const GraphKey& key, const std::function<void(
     // Something in the forward cannot be captured: end the capture, and run op by op from now on.
     cudaStreamEndCapture(stream_, &g);
     if (g) cudaGraphDestroy(g);
-    cudaGetLastError();
-    spdlog::warn("CUDA graphs off for this context: capturing a forward failed ({})", e.what());
-    use_graphs_ = false;
-    body();
-    return;
+    return op_by_op(std::string("capturing a forward failed (") + e.what() + ")");
   }
-  CUDA_CHECK(cudaStreamEndCapture(stream_, &g));
+  if (const cudaError_t ended = cudaStreamEndCapture(stream_, &g); ended != cudaSuccess || !g) {
+    if (g) cudaGraphDestroy(g);
+    return op_by_op(std::string("ending a capture failed (") + cudaGetErrorString(ended) + ")");
+  }
   auto it = graphs_.find(key);
   if (it != graphs_.end()) {
     // The same shape as before: only kernel arguments (the cache length, pointers) differ, so the executable graph is
@@ -335,7 +365,10 @@ void CudaContext::launch_as_graph(const GraphKey& key, const std::function<void(
   }
   if (it == graphs_.end()) {
     cudaGraphExec_t exec = nullptr;
-    CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+    if (const cudaError_t made = cudaGraphInstantiate(&exec, g, 0); made != cudaSuccess) {
+      cudaGraphDestroy(g);
+      return op_by_op(std::string("instantiating a graph failed (") + cudaGetErrorString(made) + ")");
+    }
     it = graphs_.emplace(key, exec).first;
   }
   CUDA_CHECK(cudaGraphDestroy(g));

@@ -50,6 +50,8 @@ struct Buffer {
     const size_t need = count * sizeof(T);
     if (need > bytes) {
       if (p) CUDA_CHECK(cudaFree(p));
+      p = nullptr;  // a failed cudaMalloc below must not leave the freed pointer to be handed out again
+      bytes = 0;
       CUDA_CHECK(cudaMalloc(&p, need));
       bytes = need;
     }
@@ -98,6 +100,8 @@ class CudaContext final : public Context {
   // Captures body() on the stream, updates (or instantiates) the shape's executable graph and launches it; if the
   // capture fails, turns graphs off for this context and runs body() op by op.
   void launch_as_graph(const GraphKey& key, const std::function<void()>& body);
+  // Layer l's cache slots base.. for the batch's alive rows (all of them outside Speculative Streaming's pruning).
+  void write_cache(int l, int base, int n, const float* k, const float* v);
   // A decoder layer's scratch for `rows` rows: the normed input, and the MLP's gate and up halves.
   struct LayerScratch {
     float *h = nullptr, *gate = nullptr, *up = nullptr;

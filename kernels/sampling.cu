@@ -5,6 +5,7 @@
 // The CPU reference is sampling_ref.cpp (engine/sampling/logit_summary.h's summarize_logits).
 #include <cmath>
 
+#include "engine/util/exp_zero.h"
 #include "kernels/cuda_check.h"
 #include "kernels/device_common.cuh"
 #include "kernels/llama_kernels.h"
@@ -14,6 +15,10 @@ namespace specscope::cuda {
 namespace {
 
 constexpr int kSummaryThreads = 256;
+
+// exp(d) as the engine computes a softmax's terms: exactly 0 where the CPU's exp is (engine/util/exp_zero.h), so a
+// bar or a probe the host shows as 0 is 0 here too.
+__device__ __forceinline__ float softmax_term(float d) { return d < kExpZeroBelow ? 0.f : expf(d); }
 
 // The selection order of top_k_indices (engine/sampling/top_k.h): larger value first, equal values by lower id,
 // NaN below every number. Whether (va, ia) comes before (vb, ib).
@@ -65,7 +70,7 @@ __global__ void logit_summaries_k(const float* logits, int vocab, const int32_t*
   block_first(best, best_id);
   // Pass 2: the softmax's normalizer, sum exp(x - max).
   float s = 0.f;
-  for (int j = threadIdx.x; j < vocab; j += blockDim.x) s += expf(x[j] - best);
+  for (int j = threadIdx.x; j < vocab; j += blockDim.x) s += softmax_term(x[j] - best);
   const float sum = block_reduce<false>(s);
   // Passes 3..: the top bars, each the first in the order after the previous one.
   LogitSummary summary;
@@ -84,7 +89,7 @@ __global__ void logit_summaries_k(const float* logits, int vocab, const int32_t*
       prev_id = id;
       if (id < 0) break;
     }
-    const float p = expf(prev - best) / sum;
+    const float p = softmax_term(prev - best) / sum;
     if (p > 0.f) {  // as the host's bars: underflowed tokens are not shown
       summary.top_ids[summary.top_count] = prev_id;
       summary.top_probs[summary.top_count] = p;
@@ -94,7 +99,7 @@ __global__ void logit_summaries_k(const float* logits, int vocab, const int32_t*
   if (threadIdx.x == 0) out[row] = summary;
   if (probe_start)
     for (int j = probe_start[row] + threadIdx.x; j < probe_start[row + 1]; j += blockDim.x)
-      probe_probs[j] = expf(x[probe_tokens[j]] - best) / sum;
+      probe_probs[j] = softmax_term(x[probe_tokens[j]] - best) / sum;
 }
 
 }  // namespace

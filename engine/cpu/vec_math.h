@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "engine/util/exp_zero.h"
+
 // The helpers below return vectors by value; they are always inlined into target_clones functions, so the
 // ABI note GCC gives for vector returns outside such a target does not apply. The note is issued when a function is
 // compiled, at the end of the including file, so the setting stays in force there (no push/pop around it).
@@ -75,7 +77,7 @@ SS_VEC_INLINE float hmax(f16v v) {
 }
 
 SS_VEC_INLINE f16v exp_v(f16v x) {
-  const f16v lo = splat(-87.33654f), hi = splat(88.0f);  // hi: n stays <= 127, a finite 2^n
+  const f16v lo = splat(kExpZeroBelow), hi = splat(88.0f);  // hi: n stays <= 127, a finite 2^n
   const i16v underflow = x < lo;  // also -inf; NaN compares false and stays NaN below
   x = x > hi ? hi : x;
   x = x < lo ? lo : x;

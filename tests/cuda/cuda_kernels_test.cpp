@@ -377,8 +377,9 @@ TEST_F(CudaKernels, AttentionTreeOf16RowsAt8kAnd32k) {
 
 TEST_F(CudaKernels, AttentionSplitPathAgreesWithSingleBlockPath) {
   // At 4k slots both paths are valid (16 KiB of scores in shared memory). The split path is forced into 1 chunk
-  // (no scratch, normalised in place), 3 uneven chunks (4112 slots: 17 tiles of 256, the last one partial) and one
-  // chunk per tile; a window of 1000 leaves most chunks seeing nothing, a window of 3 cuts into the tree itself.
+  // (no scratch, normalised in place), 3 uneven chunks (4112 slots: 65 tiles of 64, the last one partial: chunks of
+  // 22, 22 and 21 tiles) and 17 chunks of 4 tiles (decode at 4k, split as launched, takes one chunk per tile); a
+  // window of 1000 leaves most chunks seeing nothing, a window of 3 cuts into the tree itself.
   uint32_t seed = 650;
   for (const Shape& s : kShapes)
     for (const auto& [n, tree] : {std::pair{1, false}, std::pair{16, true}})
@@ -457,7 +458,10 @@ TEST_F(CudaKernels, AttentionGivesZerosToARowThatSeesNothing) {
 }
 
 TEST_F(CudaKernels, LogitSummariesAtLlamaVocabularies) {
-  // Llama-2's 32000 and Llama-3's 128256 tokens; one row (decode), a tree of 8 and of 64 rows.
+  // Llama-2's 32000 and Llama-3's 128256 tokens; one row (decode), a tree of 8 and of 64 rows. Probabilities within
+  // 3e-5 (relative): the reference's normalizer, 16 float running sums of ~8k terms each at 128256 tokens, was
+  // measured up to 6.4e-6 below a double-precision sum (2e-5 at Qwen2's 151936), where the device's 256-way sum is
+  // within 1e-6; a wrong normalizer or term is off by far more.
   uint32_t seed = 900;
   for (int vocab : {32000, 128256})
     for (int rows : {1, 8, 64}) {
@@ -476,16 +480,16 @@ TEST_F(CudaKernels, LogitSummariesAtLlamaVocabularies) {
       for (int r = 0; r < rows; ++r) {
         const LogitSummary &g = got[size_t(r)], &w = want[size_t(r)];
         EXPECT_EQ(g.argmax, w.argmax) << what << ", row " << r;
-        EXPECT_NEAR(g.argmax_prob, w.argmax_prob, 1e-5 * w.argmax_prob) << what << ", row " << r;
+        EXPECT_NEAR(g.argmax_prob, w.argmax_prob, 3e-5 * w.argmax_prob) << what << ", row " << r;
         ASSERT_EQ(g.top_count, w.top_count) << what << ", row " << r;
         for (int t = 0; t < w.top_count; ++t) {
           EXPECT_EQ(g.top_ids[t], w.top_ids[t]) << what << ", row " << r << ", bar " << t;
-          EXPECT_NEAR(g.top_probs[t], w.top_probs[t], 1e-5 * w.argmax_prob) << what << ", row " << r;
+          EXPECT_NEAR(g.top_probs[t], w.top_probs[t], 3e-5 * w.argmax_prob) << what << ", row " << r;
         }
       }
       const std::vector<float> got_probes = probes.to_host();
       for (size_t j = 0; j < got_probes.size(); ++j)
-        EXPECT_NEAR(got_probes[j], want_probes[j], 1e-5 * std::max(want_probes[j], 1e-30f)) << what << ", probe " << j;
+        EXPECT_NEAR(got_probes[j], want_probes[j], 3e-5 * std::max(want_probes[j], 1e-30f)) << what << ", probe " << j;
     }
 }
 
