@@ -10,7 +10,8 @@
 // --settings: ';'-separated settings, each 'default' or a ','-list of prefetch=N (every N-th line, 0: never),
 // kblock=N and panel=N (0: the default), exact=1 (the exact path: f32 activations, dequantized weights), qahead=N
 // (the integer kernels' 1-2 token prefetch distance in bytes), lanes=0 (Q4_K, Q5_K and Q6_K read in ggml's layouts
-// instead of their lanes copies, engine/cpu/kquant_lanes.h; its model is loaded once more, without lanes copies), and
+// instead of their lanes copies, engine/cpu/kquant_lanes.h; its model is loaded once more, without lanes copies),
+// share=0 (the team's static splits instead of units shared out while a fork runs, engine/cpu/unit_shares.h), and
 // memory=map|copy.
 // --tokens: decode that many tokens after a 128-token prompt (tok/s, higher is better); --step N: instead one forward
 // of N new tokens on top of the prompt, all logits (ms, lower is better). Prints each setting's median, every round,
@@ -30,6 +31,7 @@
 #include "engine/cpu/matmul.h"
 #include "engine/cpu/matmul_kernels.h"
 #include "engine/cpu/quant_int8.h"
+#include "engine/cpu/thread_pool.h"
 #include "engine/model/model.h"
 #include "engine/model/resident_weights.h"
 #include "engine/sampling/sampler.h"
@@ -46,6 +48,7 @@ struct Setting {
   int exact = 0;                                          // 1: the exact path (cpu::set_quant_exact)
   long int8_ahead = -1;                                   // the integer kernels' 1-2 token prefetch distance
   long kquant_lanes = -1;                                 // 0: K-quants read in ggml's layouts, no lanes copy
+  int unit_sharing = 1;                                   // 0: static splits (cpu::set_unit_sharing)
   std::optional<WeightMemory> memory;                     // none: the process's setting
   void apply() const {
     cpu::set_quant_exact(exact != 0);
@@ -54,6 +57,7 @@ struct Setting {
     cpu::detail::set_panel_rows(panel_rows);
     cpu::detail::set_int8_direct_ahead(int8_ahead);
     cpu::detail::set_kquant_lanes(kquant_lanes);
+    cpu::set_unit_sharing(unit_sharing != 0);
   }
 };
 
@@ -80,6 +84,7 @@ std::optional<Setting> parse_setting(const std::string& text) {
     else if (key == "exact") s.exact = int(value);
     else if (key == "qahead") s.int8_ahead = value;
     else if (key == "lanes") s.kquant_lanes = value;
+    else if (key == "share") s.unit_sharing = int(value);
     else return std::nullopt;
   }
   return s;

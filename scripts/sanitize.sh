@@ -31,7 +31,7 @@ for src in "$here"/tests/*_test.cpp; do
   name=$(basename "$src" .cpp)
   [[ $asan_skip_executables == *" $name "* ]] || asan_tests+=("$name")
 done
-tsan_tests=(thread_pool_test matmul_test sessions_test sessions_durability_test recording_faults_test sessions_cli_test
+tsan_tests=(thread_pool_test unit_shares_test matmul_test sessions_test sessions_durability_test recording_faults_test sessions_cli_test
   runs_test job_threads_test)
 tsan_exclude='^$'
 

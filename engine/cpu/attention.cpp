@@ -254,8 +254,8 @@ void attention(const AttentionArgs& a) {
   const int blocks = (a.rows + per_task - 1) / per_task, tasks = blocks * a.kv_heads;
   const size_t macs = size_t(a.rows) * size_t(a.heads) * size_t(a.keys) * size_t(a.head_dim) * 2;
   // Threads from ~32k multiply-adds: one-token decoding at context 128-192 gains from two threads already.
-  run_team(tasks, macs, 32768, [&](int tid, int nt) {
-    for (int t = tasks * tid / nt; t < tasks * (tid + 1) / nt; ++t) {
+  run_team_units(tasks, macs, 32768, [&](int t0, int t1) {
+    for (int t = t0; t < t1; ++t) {
       const int r0 = (t / a.kv_heads) * per_task;
       attend_block(a, vk, t % a.kv_heads, r0, std::min(per_task, a.rows - r0));
     }

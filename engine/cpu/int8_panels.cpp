@@ -154,10 +154,8 @@ void linear_int8_panels(const float* X, int n, const Int8Panels& w, const float*
   thread_local ActU8 buffer;
   quantize_rows(X, n, w.k, w.quads, buffer);
   const ActU8& a = buffer;
-  run_team(w.panels, size_t(w.m) * size_t(w.k) * size_t(n), detail::kPanelMinParallelMacs, [&](int tid, int nt) {
-    const int p0 = int(int64_t(w.panels) * tid / nt), p1 = int(int64_t(w.panels) * (tid + 1) / nt);
-    if (p0 < p1) run_panels(w, a, n, bias, Y, p0, p1);
-  });
+  run_team_units(w.panels, size_t(w.m) * size_t(w.k) * size_t(n), detail::kPanelMinParallelMacs,
+                 [&](int p0, int p1) { run_panels(w, a, n, bias, Y, p0, p1); });
 }
 
 void linear_int8_panels_reference(const float* X, int n, const Int8Panels& w, const float* bias, float* Y) {

@@ -1,8 +1,9 @@
 // linear(): dispatch, threading, the OpenBLAS path for large n, the portable scalar kernel and the reference.
 //
 // Plan of one call, Y[n, m] = X[n, k] W[m, k]^T:
-//  * n < blas_min_tokens(dtype): the m output columns (weight rows) are split into one contiguous range per
-//    member of the engine's thread team (thread_pool.h, in units of 4 rows); each thread streams its weight rows from memory exactly once for
+//  * n < blas_min_tokens(dtype): the m output columns (weight rows) are shared out in contiguous ranges among
+//    the engine's thread team (run_team_units, thread_pool.h, in units of 4 rows; each member starts on its own
+//    range and takes over the back of a slower one's when it runs out); each weight row streams from memory once for
 //    all n tokens with register tiles (matmul_avx512.cpp / matmul_avx2.cpp, or rows_scalar below). With
 //    several token tiles, a panel of rows is reused from cache by every tile (f16/bf16 widened in registers
 //    each time; f32 with many tiles from a compact copy in a thread-private scratch buffer).
@@ -287,13 +288,12 @@ void linear_blas(const LinearArgs& a, const Dispatch& d) {
   }
   const char* W = static_cast<const char*>(a.W);
   const size_t esz = dtype_size(a.wtype);
-  // Each member takes a contiguous range of 64-row units (output columns) and multiplies them one unit per call:
+  // The members share out 64-row units (output columns, run_team_units) and multiply them one unit per call:
   // OpenBLAS's result for an output may depend on how many columns the call has (edge kernels sum in another
   // order), so calls sized by the thread count made the logits depend on it (a prefill on 1 thread, as the
   // fork/join back-off runs it, differed in the last bits from the same prefill on 2: prefill_interrupt_test).
   const int units = (m + 63) / 64;
-  run_team(units, size_t(m) * size_t(k) * size_t(n), kMinParallelMacs, [&](int tid, int nt) {
-    const int u0 = int(int64_t(units) * tid / nt), u1 = int(int64_t(units) * (tid + 1) / nt);
+  run_team_units(units, size_t(m) * size_t(k) * size_t(n), kMinParallelMacs, [&](int u0, int u1) {
     float* panel = a.wtype == DType::F32 ? nullptr : thread_scratch(size_t(64) * k);
     for (int u = u0; u < u1; ++u) {
       const int r0 = u * 64, rows = std::min(m, r0 + 64) - r0;
@@ -347,7 +347,7 @@ const detail::Bf16Panels* panels_for(const TensorView& W, const Dispatch& d) {
 }
 
 // Products of one X with several weights (all of one dense dtype and width k) in one fork of the team: the
-// union of their 4-row blocks is split into one contiguous range per thread. Each output row is computed exactly as
+// union of their 4-row blocks is shared out in contiguous ranges (run_team_units). Each output row is computed exactly as
 // a lone linear() computes it; only the number of forks changes (a decoder layer's q/k/v and gate/up products are
 // ~20-60 us each on small models, where a fork/join is a visible share).
 void run_products(const LinearArgs* given, int count, const Dispatch& d) {
@@ -377,8 +377,7 @@ void run_products(const LinearArgs* given, int count, const Dispatch& d) {
     macs += size_t(products[i].m) * size_t(a0.k) * size_t(a0.n);
   }
   const size_t sfloats = detail::scratch_floats(a0.k);
-  run_team(units, macs, kMinParallelMacs, [&](int tid, int nt) {
-    const int u0 = int(int64_t(units) * tid / nt), u1 = int(int64_t(units) * (tid + 1) / nt);
+  run_team_units(units, macs, kMinParallelMacs, [&](int u0, int u1) {
     int first = 0;  // units before product i
     for (int i = 0; i < count; ++i) {
       const LinearArgs& a = products[i];

@@ -196,13 +196,11 @@ void linear_quant(const float* X, int n, const TensorView& W, const float* bias,
   const bool variant = BatchVariantKernels::allowed();
   detail::QuantDotType fused;
   if (variant && n <= kFusedMaxTokens && k > 0 && fused_type(W.dtype, &fused)) {
-    // Few tokens: weights widened in registers and used at once; one contiguous range of rows per thread, each
-    // streaming its part of W once for all n tokens.
+    // Few tokens: weights widened in registers and used at once; contiguous ranges of rows shared out among the
+    // team (run_team_units), each streaming its part of W once for all n tokens.
     const int units = (m + 3) / 4;
-    run_team(units, macs, kMinParallelMacs, [&](int tid, int nt) {
-      const int r0 = std::min(m, int(int64_t(units) * tid / nt) * 4);
-      const int r1 = std::min(m, int(int64_t(units) * (tid + 1) / nt) * 4);
-      if (r0 < r1) detail::quant_dot_rows_avx512(fused, base, rb, k, X, n, bias, Y, m, r0, r1);
+    run_team_units(units, macs, kMinParallelMacs, [&](int u0, int u1) {
+      detail::quant_dot_rows_avx512(fused, base, rb, k, X, n, bias, Y, m, u0 * 4, std::min(m, u1 * 4));
     });
     return;
   }
@@ -212,11 +210,11 @@ void linear_quant(const float* X, int n, const TensorView& W, const float* bias,
     // at the panel's first row makes it write exactly the panel's outputs.
     const detail::RowsFn rows_fn = detail::active_rows();
     const int panels = (m + kPanelRows - 1) / kPanelRows;
-    run_team(panels, macs, kMinParallelMacs, [&](int tid, int nt) {
+    run_team_units(panels, macs, kMinParallelMacs, [&](int p0, int p1) {
       std::vector<float> panel(size_t(kPanelRows) * size_t(k));
       std::vector<float> scratch_buf(detail::scratch_floats(k) + 16);
       float* scratch = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch_buf.data()) + 63) & ~uintptr_t(63));
-      for (int p = int(int64_t(panels) * tid / nt); p < int(int64_t(panels) * (tid + 1) / nt); ++p) {
+      for (int p = p0; p < p1; ++p) {
         const int r0 = p * kPanelRows, pr = std::min(kPanelRows, m - r0);
         for (int i = 0; i < pr; ++i) dequant_row(W.dtype, base + size_t(r0 + i) * rb, panel.data() + size_t(i) * k, k);
         const detail::LinearArgs a{X, n, k, panel.data(), DType::F32, bias ? bias + r0 : nullptr, Y + r0, m};
@@ -226,9 +224,9 @@ void linear_quant(const float* X, int n, const TensorView& W, const float* bias,
     return;
   }
   const int groups = (m + 3) / 4;  // 4 rows dequantized together, then dotted with each token
-  run_team(groups, macs, kMinParallelMacs, [&](int tid, int nt) {
+  run_team_units(groups, macs, kMinParallelMacs, [&](int g0, int g1) {
     std::vector<float> rows(size_t(4) * size_t(k));
-    for (int g = int(int64_t(groups) * tid / nt); g < int(int64_t(groups) * (tid + 1) / nt); ++g) {
+    for (int g = g0; g < g1; ++g) {
       const int r0 = 4 * g, nr = std::min(4, m - r0);
       for (int i = 0; i < nr; ++i) dequant_row(W.dtype, base + size_t(r0 + i) * rb, rows.data() + size_t(i) * k, k);
       float acc[4];

@@ -9,6 +9,7 @@
 #include "engine/cpu/matmul.h"
 #include "engine/cpu/matmul_kernels.h"
 #include "engine/cpu/quant_int8.h"
+#include "engine/cpu/thread_pool.h"
 
 namespace specscope::cpu {
 
@@ -140,9 +141,9 @@ void linear_int8_shared(const float* X, int n, int k, std::span<const Int8Produc
   quantize_act(X, n, k, &buffer);
   const Int8RowsFn fn = int8_rows(int8_active_isa());
   const bool lanes_on = kquant_lanes_enabled();
-  // Work units: blocks of kRowsPerUnit rows of every product, one after another. Each member takes the units that
-  // start in its equal share of the weights' bytes (the types' rows differ in size: Q6_K's are 1.46x Q4_K's), and
-  // computes each the same way a lone call would.
+  // Work units: blocks of kRowsPerUnit rows of every product, one after another, shared out while the fork runs
+  // (run_team_units). Each member starts at the first unit in its equal share of the weights' bytes (the types'
+  // rows differ in size: Q6_K's are 1.46x Q4_K's), and every unit is computed the same way a lone call would.
   int units = 0;
   size_t macs = 0, bytes = 0;
   for (const auto& p : products) {
@@ -152,26 +153,34 @@ void linear_int8_shared(const float* X, int n, int k, std::span<const Int8Produc
     bytes += size_t(m) * dtype_row_bytes(p.W->dtype, k);
   }
   if (units == 0) return;
-  run_team(units, macs, kMinParallelMacs, [&](int tid, int nt) {
-    const size_t lo = bytes * size_t(tid) / size_t(nt), hi = bytes * size_t(tid + 1) / size_t(nt);
-    size_t offset = 0;  // bytes of the products before this one
+  // The first unit (over all products) whose first byte is at or after byte b.
+  auto first_unit_at = [&](size_t b) {
+    int first = 0;  // units before this product
+    size_t offset = 0;  // bytes before this product
     for (const auto& p : products) {
       const int m = int(p.W->shape[0]), pu = (m + kRowsPerUnit - 1) / kRowsPerUnit;
       const size_t rb = dtype_row_bytes(p.W->dtype, k), ub = rb * kRowsPerUnit;
-      // The units whose first byte is in [lo, hi): unit u starts at offset + u * ub.
-      auto first_at_or_after = [&](size_t b) {
-        return b <= offset ? 0 : int(std::min<size_t>(size_t(pu), (b - offset + ub - 1) / ub));
-      };
-      const int b0 = first_at_or_after(lo), b1 = first_at_or_after(hi);
+      if (b < offset + size_t(m) * rb) return first + (b <= offset ? 0 : int((b - offset + ub - 1) / ub));
+      first += pu;
       offset += size_t(m) * rb;
+    }
+    return units;
+  };
+  run_team_units(units, macs, kMinParallelMacs, [&](int u0, int u1) {
+    int first = 0;  // units before this product
+    for (const auto& p : products) {
+      const int m = int(p.W->shape[0]), pu = (m + kRowsPerUnit - 1) / kRowsPerUnit;
+      const int b0 = std::max(u0, first) - first, b1 = std::min(u1, first + pu) - first;
+      first += pu;
       if (b0 >= b1) continue;
       // Q4_K / Q5_K / Q6_K with a lanes copy (kquant_lanes.h): the same values, cheaper to unpack on every kernel.
       const Int8Type type = lanes_on && p.W->lanes ? lanes_type(p.type) : p.type;
       const bool lanes = type != p.type;
+      const size_t rb = dtype_row_bytes(p.W->dtype, k);
       fn(type, static_cast<const uint8_t*>(lanes ? p.W->lanes.get() : p.W->data), rb, act, p.bias, p.Y, m,
          b0 * kRowsPerUnit, std::min(m, b1 * kRowsPerUnit));
     }
-  });
+  }, [&](int tid, int nt) { return first_unit_at(bytes * size_t(tid) / size_t(nt)); });
 }
 
 }  // namespace detail

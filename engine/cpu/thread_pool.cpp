@@ -192,10 +192,14 @@ int team_size() {
 }
 
 // The fork/join back-off: engine/cpu/fork_backoff.h.
-void run_team(int units, size_t macs, size_t min_parallel_macs, const std::function<void(int, int)>& body) {
+int team_threads_for(int units, size_t macs, size_t min_parallel_macs) {
   const int max_threads = t_in_team ? 1 : team_size();
-  const int nthreads = int(std::min<size_t>({size_t(max_threads), size_t(std::max(units, 1)),
-                                             macs / std::max<size_t>(min_parallel_macs, 1) + 1}));
+  return int(std::min<size_t>({size_t(max_threads), size_t(std::max(units, 1)),
+                               macs / std::max<size_t>(min_parallel_macs, 1) + 1}));
+}
+
+void run_team(int units, size_t macs, size_t min_parallel_macs, const std::function<void(int, int)>& body) {
+  const int nthreads = team_threads_for(units, macs, min_parallel_macs);
   if (nthreads <= 1) {
     body(0, 1);
     return;

@@ -27,6 +27,21 @@ int team_size();
 // runs: two sequences on two threads never wait for each other). Results must not depend on nt.
 void run_team(int units, size_t macs, size_t min_parallel_macs, const std::function<void(int tid, int nt)>& body);
 
+// The nt run_team would start with for these arguments, before the back-off (which may still run it on one).
+int team_threads_for(int units, size_t macs, size_t min_parallel_macs);
+
+// run_team over work units that are shared out while the call runs (engine/cpu/unit_shares.h): each member starts
+// on its own contiguous range of the units [0, units) (first_unit(tid, nt) is where member tid's starts; default
+// units * tid / nt) and claims it front to back; a member whose range runs out takes the back half of what is left
+// of the fullest other range. body(u0, u1) computes units [u0, u1), on whichever member claimed them: it must
+// compute a unit the same whoever runs it and whatever else the call holds (results must not depend on the split).
+void run_team_units(int units, size_t macs, size_t min_parallel_macs, const std::function<void(int u0, int u1)>& body,
+                    const std::function<int(int tid, int nt)>& first_unit = {});
+
+// Off: run_team_units gives each member exactly its starting range, as run_team's static splits do (for A/B
+// measurements; SPECSCOPE_UNIT_SHARING=0 starts with it off). Returns the previous setting.
+bool set_unit_sharing(bool on);
+
 // Moves the calling thread off `cpu` at once and leaves its affinity mask as it was; false when it may run on no
 // other CPU. A worker that finds itself on the core of the thread that forked calls it: the two would otherwise take
 // turns on one core (the worker's share waiting for the caller's to end) while the other core idles, and the

@@ -1,0 +1,107 @@
+#include "engine/cpu/unit_shares.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "engine/cpu/thread_pool.h"
+
+namespace specscope::cpu {
+
+namespace {
+
+uint32_t front_of(uint64_t r) { return uint32_t(r >> 32); }
+uint32_t back_of(uint64_t r) { return uint32_t(r); }
+
+std::atomic<bool> g_sharing{[] {
+  const char* e = std::getenv("SPECSCOPE_UNIT_SHARING");
+  return !(e && std::string(e) == "0");
+}()};
+
+}  // namespace
+
+void UnitShares::reserve(int nt) {
+  if (nt <= capacity_) return;
+  slots_ = std::make_unique<Slot[]>(size_t(nt));
+  capacity_ = nt;
+}
+
+int UnitShares::left(int i) const {
+  const uint64_t r = slots_[i].range.load(std::memory_order_relaxed);
+  return front_of(r) < back_of(r) ? int(back_of(r) - front_of(r)) : 0;
+}
+
+bool UnitShares::claim(int tid, int* u0, int* u1) {
+  std::atomic<uint64_t>& own = slots_[tid].range;
+  uint64_t r = own.load(std::memory_order_relaxed);
+  while (front_of(r) < back_of(r)) {
+    const uint32_t f = front_of(r), n = back_of(r) - f;
+    const uint32_t take = n - n / 4;  // three quarters, rounded up: a few long claims, the last ones short
+    if (own.compare_exchange_weak(r, pack(f + take, back_of(r)), std::memory_order_relaxed)) {
+      *u0 = int(f);
+      *u1 = int(f + take);
+      return true;
+    }
+  }
+  return steal(tid, u0, u1);
+}
+
+bool UnitShares::steal(int tid, int* u0, int* u1) {
+  for (;;) {
+    int victim = -1;
+    uint32_t most = 0;
+    for (int i = 0; i < nt_; ++i) {
+      if (i == tid) continue;
+      const uint32_t n = uint32_t(left(i));
+      if (n > most) most = n, victim = i;
+    }
+    if (victim < 0) return false;
+    std::atomic<uint64_t>& v = slots_[victim].range;
+    uint64_t r = v.load(std::memory_order_relaxed);
+    const uint32_t f = front_of(r), b = back_of(r);
+    if (f >= b) continue;  // emptied since the look: look again
+    const uint32_t take = (b - f + 1) / 2;
+    if (!v.compare_exchange_strong(r, pack(f, b - take), std::memory_order_relaxed)) continue;
+    // [b - take, b) is this member's now: it becomes its range (others may take from its back in turn), and its
+    // first claim comes from it as from any own range. The own slot is empty here, and only its owner refills it.
+    slots_[tid].range.store(pack(b - take, b), std::memory_order_relaxed);
+    return claim(tid, u0, u1);
+  }
+}
+
+bool set_unit_sharing(bool on) { return g_sharing.exchange(on); }
+
+void run_team_units(int units, size_t macs, size_t min_parallel_macs, const std::function<void(int, int)>& body,
+                    const std::function<int(int, int)>& first_unit) {
+  if (units <= 0) return;
+  const int nt = team_threads_for(units, macs, min_parallel_macs);
+  if (nt <= 1) {
+    body(0, units);
+    return;
+  }
+  auto start = [&](int tid, int n) {
+    return tid == 0 ? 0 : first_unit ? first_unit(tid, n) : int(int64_t(units) * tid / n);
+  };
+  if (!g_sharing.load(std::memory_order_relaxed)) {
+    run_team(units, macs, min_parallel_macs, [&](int tid, int n) {
+      const int u0 = start(tid, n), u1 = tid + 1 < n ? start(tid + 1, n) : units;
+      if (u0 < u1) body(u0, u1);
+    });
+    return;
+  }
+  // The caller's shares (by reference in the lambda: a thread_local named there would be each worker's own).
+  thread_local UnitShares own;
+  UnitShares& shares = own;
+  shares.reset(nt, units, [&](int i) { return start(i, nt); });
+  run_team(units, macs, min_parallel_macs, [&](int tid, int n) {
+    if (n == 1) {  // the back-off, or another thread's team running: the caller alone, all of it
+      body(0, units);
+      return;
+    }
+    // n is nt here (the same arguments); were it not (the thread cap changed in between), the claims still cover
+    // every unit once: members past n never start, and their ranges are stolen; members past nt only wait.
+    if (tid >= nt) return;
+    for (int u0, u1; shares.claim(tid, &u0, &u1);) body(u0, u1);
+  });
+}
+
+}  // namespace specscope::cpu

@@ -1,0 +1,144 @@
+// Work units shared out while a fork runs (engine/cpu/unit_shares.h, run_team_units in thread_pool.h): the claims of
+// one member in order, every unit computed exactly once however the members race (eight plain threads hammering one
+// UnitShares, and thousands of team forks), a slow member's units taken over by the others, and the static splits
+// when sharing is off.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "engine/cpu/thread_pool.h"
+#include "engine/cpu/unit_shares.h"
+
+namespace specscope {
+namespace {
+
+struct Threads {  // forces the threads asked for and the sharing setting, whatever the machine's load
+  explicit Threads(int n, bool sharing = true)
+      : old_threads(cpu::set_num_threads(n)), old_backoff(cpu::set_backoff(false)), old_sharing(cpu::set_unit_sharing(sharing)) {}
+  ~Threads() {
+    cpu::set_num_threads(old_threads);
+    cpu::set_backoff(old_backoff);
+    cpu::set_unit_sharing(old_sharing);
+  }
+  int old_threads;
+  bool old_backoff, old_sharing;
+};
+
+struct Claim {
+  int u0, u1;
+  bool operator==(const Claim&) const = default;
+};
+
+TEST(UnitShares, OneMemberClaimsItsRangeInShrinkingPartsThenTakesTheBackHalfOfTheFullest) {
+  cpu::UnitShares s;
+  const int start[] = {0, 16, 20, 40};  // ranges [0,16) [16,20) [20,40); member 1's is the smallest
+  s.reset(3, 40, [&](int i) { return start[i]; });
+  std::vector<Claim> got;
+  for (int u0, u1; s.claim(0, &u0, &u1);) got.push_back({u0, u1});
+  // Own range: 16 -> take 12, 4 -> 3, 1 -> 1. Then the fullest other range is member 2's [20,40): its back half
+  // [30,40) becomes member 0's (10 -> 8, 2 -> 2); then [20,30)'s back half [25,30) (5 -> 4, 1 -> 1); then member 1's
+  // and member 2's ranges shrink alike, the fuller one first (ties: the lower member).
+  const std::vector<Claim> first = {{0, 12}, {12, 15}, {15, 16}, {30, 38}, {38, 40}, {25, 29}, {29, 30}};
+  ASSERT_GE(got.size(), first.size());
+  for (size_t i = 0; i < first.size(); ++i) EXPECT_EQ(got[i], first[i]) << "claim " << i;
+  std::vector<int> hits(40, 0);
+  for (const Claim& c : got)
+    for (int u = c.u0; u < c.u1; ++u) ++hits[size_t(u)];
+  for (int u = 0; u < 40; ++u) EXPECT_EQ(hits[size_t(u)], 1) << "unit " << u;
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(s.left(i), 0);
+}
+
+TEST(UnitShares, EveryUnitExactlyOnceWhileEightThreadsRace) {
+  cpu::UnitShares s;
+  for (int trial = 0; trial < 300; ++trial) {
+    const int nt = 8, units = 1 + trial * 7 % 997;
+    // Uneven starting ranges, some empty: member i starts at units * i^2 / nt^2.
+    s.reset(nt, units, [&](int i) { return int(int64_t(units) * i * i / (nt * nt)); });
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(units));
+    std::atomic<int> go{0};
+    std::vector<std::thread> members;
+    for (int tid = 0; tid < nt; ++tid)
+      members.emplace_back([&, tid] {
+        while (go.load() == 0) std::this_thread::yield();
+        for (int u0, u1; s.claim(tid, &u0, &u1);) {
+          ASSERT_LT(u0, u1);
+          for (int u = u0; u < u1; ++u) hits[size_t(u)].fetch_add(1);
+        }
+      });
+    go.store(1);
+    for (auto& m : members) m.join();
+    for (int u = 0; u < units; ++u) ASSERT_EQ(hits[size_t(u)].load(), 1) << "trial " << trial << " unit " << u;
+  }
+}
+
+TEST(RunTeamUnits, EveryUnitExactlyOnceOverManyForks) {
+  Threads t(0);
+  for (int fork = 0; fork < 3000; ++fork) {
+    const int units = 1 + fork % 301;
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(units));
+    // Every third fork with its own starting points (the byte-balanced splits of the integer kernels).
+    std::function<int(int, int)> first;
+    if (fork % 3 == 0) first = [&](int tid, int nt) { return units - int(int64_t(units) * (nt - tid) / nt / 2); };
+    cpu::run_team_units(units, size_t(1) << 30, 1, [&](int u0, int u1) {
+      for (int u = u0; u < u1; ++u) hits[size_t(u)].fetch_add(1);
+    }, first);
+    for (int u = 0; u < units; ++u) ASSERT_EQ(hits[size_t(u)].load(), 1) << "fork " << fork << " unit " << u;
+  }
+}
+
+// The point of sharing: when one member stalls (descheduled, or streaming memory slower), the others compute what
+// is left of its range instead of waiting at the join.
+TEST(RunTeamUnits, ASlowMembersUnitsAreTakenOver) {
+  Threads t(2);
+  if (cpu::team_threads_for(64, size_t(1) << 30, 1) < 2) GTEST_SKIP() << "one thread: nothing to share";
+  const std::thread::id caller = std::this_thread::get_id();
+  std::vector<std::thread::id> by(64);
+  std::atomic<bool> stalled{false};
+  bool caller_started = false;
+  cpu::run_team_units(64, size_t(1) << 30, 1, [&](int u0, int u1) {
+    if (std::this_thread::get_id() != caller) {
+      if (!stalled.exchange(true)) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    } else if (!caller_started) {  // the worker claims its first units before the caller is done with its own
+      caller_started = true;
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      while (!stalled.load() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+    }
+    for (int u = u0; u < u1; ++u) by[size_t(u)] = std::this_thread::get_id();
+  });
+  int callers_in_workers_range = 0;
+  for (int u = 32; u < 64; ++u) callers_in_workers_range += by[size_t(u)] == caller;
+  EXPECT_TRUE(stalled.load()) << "the worker never ran";
+  EXPECT_GE(callers_in_workers_range, 4) << "the caller waited for the stalled worker instead of taking its units";
+}
+
+TEST(RunTeamUnits, SharingOffGivesEachMemberExactlyItsStartingRange) {
+  Threads t(2, false);
+  if (cpu::team_threads_for(10, size_t(1) << 30, 1) < 2) GTEST_SKIP() << "one thread: nothing to split";
+  std::mutex mu;
+  std::vector<Claim> calls;
+  cpu::run_team_units(10, size_t(1) << 30, 1, [&](int u0, int u1) {
+    std::lock_guard lk(mu);
+    calls.push_back({u0, u1});
+  }, [](int tid, int nt) { return tid * 3 / nt; });  // member 1 starts at unit 1
+  ASSERT_EQ(calls.size(), 2u);
+  if (calls[0].u0 != 0) std::swap(calls[0], calls[1]);
+  EXPECT_EQ(calls[0], (Claim{0, 1}));
+  EXPECT_EQ(calls[1], (Claim{1, 10}));
+}
+
+TEST(RunTeamUnits, OneThreadGetsEverythingInOneCall) {
+  Threads t(1);
+  int calls = 0, lo = -1, hi = -1;
+  cpu::run_team_units(50, size_t(1) << 30, 1, [&](int u0, int u1) { ++calls, lo = u0, hi = u1; });
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(lo, 0);
+  EXPECT_EQ(hi, 50);
+}
+
+}  // namespace
+}  // namespace specscope
