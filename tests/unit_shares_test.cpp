@@ -116,12 +116,14 @@ TEST(RunTeamUnits, ASlowMembersUnitsAreTakenOver) {
   EXPECT_GE(callers_in_workers_range, 4) << "the caller waited for the stalled worker instead of taking its units";
 }
 
-TEST(RunTeamUnits, SharingOffGivesEachMemberExactlyItsStartingRange) {
-  Threads t(2, false);
-  if (cpu::team_threads_for(10, size_t(1) << 30, 1) < 2) GTEST_SKIP() << "one thread: nothing to split";
+// With sharing off, and for forks too small to gain from it (below ~4M multiply-adds: the shipped base's one-token
+// forks), each member computes exactly its starting range in one call.
+void expect_static_split(bool sharing, size_t macs) {
+  Threads t(2, sharing);
+  if (cpu::team_threads_for(10, macs, 1) < 2) GTEST_SKIP() << "one thread: nothing to split";
   std::mutex mu;
   std::vector<Claim> calls;
-  cpu::run_team_units(10, size_t(1) << 30, 1, [&](int u0, int u1) {
+  cpu::run_team_units(10, macs, 1, [&](int u0, int u1) {
     std::lock_guard lk(mu);
     calls.push_back({u0, u1});
   }, [](int tid, int nt) { return tid * 3 / nt; });  // member 1 starts at unit 1
@@ -129,6 +131,17 @@ TEST(RunTeamUnits, SharingOffGivesEachMemberExactlyItsStartingRange) {
   if (calls[0].u0 != 0) std::swap(calls[0], calls[1]);
   EXPECT_EQ(calls[0], (Claim{0, 1}));
   EXPECT_EQ(calls[1], (Claim{1, 10}));
+}
+
+TEST(RunTeamUnits, SharingOffGivesEachMemberExactlyItsStartingRange) { expect_static_split(false, size_t(1) << 30); }
+TEST(RunTeamUnits, SmallForksKeepTheStaticSplit) { expect_static_split(true, 100000); }
+
+TEST(RunTeamUnits, LargeForksAreShared) {  // the counterpart: the same fork, large, is claimed in several parts
+  Threads t(2);
+  if (cpu::team_threads_for(10, size_t(1) << 30, 1) < 2) GTEST_SKIP() << "one thread: nothing to share";
+  std::atomic<int> calls{0};
+  cpu::run_team_units(10, size_t(1) << 30, 1, [&](int, int) { calls.fetch_add(1); });
+  EXPECT_GT(calls.load(), 2);
 }
 
 TEST(RunTeamUnits, OneThreadGetsEverythingInOneCall) {

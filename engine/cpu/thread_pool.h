@@ -35,6 +35,7 @@ int team_threads_for(int units, size_t macs, size_t min_parallel_macs);
 // units * tid / nt) and claims it front to back; a member whose range runs out takes the back half of what is left
 // of the fullest other range. body(u0, u1) computes units [u0, u1), on whichever member claimed them: it must
 // compute a unit the same whoever runs it and whatever else the call holds (results must not depend on the split).
+// Forks below ~4M multiply-adds keep the static split (unit_shares.cpp says why).
 void run_team_units(int units, size_t macs, size_t min_parallel_macs, const std::function<void(int u0, int u1)>& body,
                     const std::function<int(int tid, int nt)>& first_unit = {});
 

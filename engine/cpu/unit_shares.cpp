@@ -12,6 +12,12 @@ namespace {
 uint32_t front_of(uint64_t r) { return uint32_t(r >> 32); }
 uint32_t back_of(uint64_t r) { return uint32_t(r); }
 
+// Below this many multiply-adds a fork runs in the static split: sharing costs about half a microsecond a fork (the
+// claims' compare-and-swaps, the cache lines they move between cores, a kernel call per claim), which on the shipped
+// base's one-token forks, 5-20 us each, was 5% of its decoding (bench/results/cpu_unit_sharing_2026-12-01/), while
+// the imbalance it removes grows with a fork's length.
+constexpr size_t kMinSharedMacs = size_t(1) << 22;
+
 std::atomic<bool> g_sharing{[] {
   const char* e = std::getenv("SPECSCOPE_UNIT_SHARING");
   return !(e && std::string(e) == "0");
@@ -81,7 +87,7 @@ void run_team_units(int units, size_t macs, size_t min_parallel_macs, const std:
   auto start = [&](int tid, int n) {
     return tid == 0 ? 0 : first_unit ? first_unit(tid, n) : int(int64_t(units) * tid / n);
   };
-  if (!g_sharing.load(std::memory_order_relaxed)) {
+  if (!g_sharing.load(std::memory_order_relaxed) || macs < kMinSharedMacs) {
     run_team(units, macs, min_parallel_macs, [&](int tid, int n) {
       const int u0 = start(tid, n), u1 = tid + 1 < n ? start(tid + 1, n) : units;
       if (u0 < u1) body(u0, u1);
