@@ -211,8 +211,10 @@ void linear_quant(const float* X, int n, const TensorView& W, const float* bias,
     const detail::RowsFn rows_fn = detail::active_rows();
     const int panels = (m + kPanelRows - 1) / kPanelRows;
     run_team_units(panels, macs, kMinParallelMacs, [&](int p0, int p1) {
-      std::vector<float> panel(size_t(kPanelRows) * size_t(k));
-      std::vector<float> scratch_buf(detail::scratch_floats(k) + 16);
+      // Each member's own buffers (thread_local inside the lambda), kept from claim to claim and call to call.
+      thread_local std::vector<float> panel, scratch_buf;
+      if (panel.size() < size_t(kPanelRows) * size_t(k)) panel.resize(size_t(kPanelRows) * size_t(k));
+      if (scratch_buf.size() < detail::scratch_floats(k) + 16) scratch_buf.resize(detail::scratch_floats(k) + 16);
       float* scratch = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch_buf.data()) + 63) & ~uintptr_t(63));
       for (int p = p0; p < p1; ++p) {
         const int r0 = p * kPanelRows, pr = std::min(kPanelRows, m - r0);
@@ -225,7 +227,8 @@ void linear_quant(const float* X, int n, const TensorView& W, const float* bias,
   }
   const int groups = (m + 3) / 4;  // 4 rows dequantized together, then dotted with each token
   run_team_units(groups, macs, kMinParallelMacs, [&](int g0, int g1) {
-    std::vector<float> rows(size_t(4) * size_t(k));
+    thread_local std::vector<float> rows;  // each member's own, kept from claim to claim
+    if (rows.size() < size_t(4) * size_t(k)) rows.resize(size_t(4) * size_t(k));
     for (int g = g0; g < g1; ++g) {
       const int r0 = 4 * g, nr = std::min(4, m - r0);
       for (int i = 0; i < nr; ++i) dequant_row(W.dtype, base + size_t(r0 + i) * rb, rows.data() + size_t(i) * k, k);

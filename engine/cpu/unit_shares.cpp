@@ -38,20 +38,22 @@ int UnitShares::left(int i) const {
 
 bool UnitShares::claim(int tid, int* u0, int* u1) {
   std::atomic<uint64_t>& own = slots_[tid].range;
-  uint64_t r = own.load(std::memory_order_relaxed);
-  while (front_of(r) < back_of(r)) {
-    const uint32_t f = front_of(r), n = back_of(r) - f;
-    const uint32_t take = n - n / 4;  // three quarters, rounded up: a few long claims, the last ones short
-    if (own.compare_exchange_weak(r, pack(f + take, back_of(r)), std::memory_order_relaxed)) {
-      *u0 = int(f);
-      *u1 = int(f + take);
-      return true;
+  for (;;) {
+    uint64_t r = own.load(std::memory_order_relaxed);
+    while (front_of(r) < back_of(r)) {
+      const uint32_t f = front_of(r), n = back_of(r) - f;
+      const uint32_t take = n - n / 4;  // three quarters, rounded up: a few long claims, the last ones short
+      if (own.compare_exchange_weak(r, pack(f + take, back_of(r)), std::memory_order_relaxed)) {
+        *u0 = int(f);
+        *u1 = int(f + take);
+        return true;
+      }
     }
+    if (!steal(tid)) return false;  // own range refilled: claim from it
   }
-  return steal(tid, u0, u1);
 }
 
-bool UnitShares::steal(int tid, int* u0, int* u1) {
+bool UnitShares::steal(int tid) {
   for (;;) {
     int victim = -1;
     uint32_t most = 0;
@@ -68,9 +70,9 @@ bool UnitShares::steal(int tid, int* u0, int* u1) {
     const uint32_t take = (b - f + 1) / 2;
     if (!v.compare_exchange_strong(r, pack(f, b - take), std::memory_order_relaxed)) continue;
     // [b - take, b) is this member's now: it becomes its range (others may take from its back in turn), and its
-    // first claim comes from it as from any own range. The own slot is empty here, and only its owner refills it.
+    // claims come from it as from any own range. The own slot is empty here, and only its owner refills it.
     slots_[tid].range.store(pack(b - take, b), std::memory_order_relaxed);
-    return claim(tid, u0, u1);
+    return true;
   }
 }
 

@@ -13,6 +13,7 @@
 // unclaimed in the fullest other range, which then becomes its own range, open to others in the same way. Claims
 // are compare-and-swap on one 64-bit word per member, each in its own cache line.
 #include <atomic>
+#include <cassert>
 #include <cstdint>
 #include <memory>
 
@@ -31,8 +32,11 @@ class UnitShares {
   void reset(int nt, int units, Start start) {
     reserve(nt);
     nt_ = nt;
-    for (int i = 0; i < nt; ++i) slots_[i].range.store(pack(uint32_t(start(i)), uint32_t(i + 1 < nt ? start(i + 1) : units)),
-                                                       std::memory_order_relaxed);
+    for (int i = 0; i < nt; ++i) {
+      const int front = start(i), back = i + 1 < nt ? start(i + 1) : units;
+      assert(0 <= front && front <= back && back <= units);  // a range that went backwards would lose units
+      slots_[i].range.store(pack(uint32_t(front), uint32_t(back)), std::memory_order_relaxed);
+    }
   }
 
   // Member tid's next units [*u0, *u1): from its own range, else stolen; false when every range is empty.
@@ -47,7 +51,8 @@ class UnitShares {
   };
   static uint64_t pack(uint32_t front, uint32_t back) { return uint64_t(front) << 32 | back; }
   void reserve(int nt);
-  bool steal(int tid, int* u0, int* u1);
+  // Moves the back half of the fullest other range into member tid's (empty) slot; false when all are empty.
+  bool steal(int tid);
 
   std::unique_ptr<Slot[]> slots_;
   int capacity_ = 0, nt_ = 0;
