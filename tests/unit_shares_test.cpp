@@ -9,8 +9,10 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "engine/cpu/product_units.h"
 #include "engine/cpu/thread_pool.h"
 #include "engine/cpu/unit_shares.h"
 
@@ -160,6 +162,29 @@ TEST(RunTeamUnits, OneThreadGetsEverythingInOneCall) {
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(lo, 0);
   EXPECT_EQ(hi, 50);
+}
+
+// Products laid end to end (product_units.h): any split of the whole into claimed ranges, each mapped back to
+// (product, own units), gives every product's units exactly once, in order, and nothing of an empty product.
+TEST(ProductUnits, EverySplitMapsBackToEachProductsOwnUnitsExactlyOnce) {
+  const std::vector<int> sizes = {3, 0, 5, 1, 0, 7};
+  auto units_of = [&](int i) { return sizes[size_t(i)]; };
+  const int count = int(sizes.size()), total = cpu::detail::total_product_units(count, units_of);
+  ASSERT_EQ(total, 16);
+  for (int cut1 = 0; cut1 <= total; ++cut1)
+    for (int cut2 = cut1; cut2 <= total; ++cut2) {
+      std::vector<std::vector<int>> seen(sizes.size());
+      for (auto [u0, u1] : {std::pair{0, cut1}, std::pair{cut1, cut2}, std::pair{cut2, total}})
+        cpu::detail::for_each_product_units(count, u0, u1, units_of, [&](int i, int b0, int b1) {
+          ASSERT_LT(b0, b1) << "an empty piece was passed on";
+          for (int b = b0; b < b1; ++b) seen[size_t(i)].push_back(b);
+        });
+      for (size_t i = 0; i < sizes.size(); ++i) {
+        std::vector<int> want(size_t(sizes[i]));
+        for (int b = 0; b < sizes[i]; ++b) want[size_t(b)] = b;
+        EXPECT_EQ(seen[i], want) << "product " << i << " with cuts " << cut1 << ", " << cut2;
+      }
+    }
 }
 
 }  // namespace

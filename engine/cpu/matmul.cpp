@@ -30,6 +30,7 @@
 #include "engine/cpu/weight_form.h"
 #include "engine/cpu/matmul_bf16dot.h"
 #include "engine/cpu/matmul_kernels.h"
+#include "engine/cpu/product_units.h"
 #include "engine/cpu/op_profile.h"
 #include "engine/cpu/quant_int8.h"
 #include "engine/cpu/thread_pool.h"
@@ -370,29 +371,22 @@ void run_products(const LinearArgs* given, int count, const Dispatch& d) {
   }
   // Work units: blocks of 4 weight rows, or of 16 (one panel) for panel-packed weights.
   auto unit_rows = [&](const LinearArgs& a) { return bf16dot && a.panels ? 16 : 4; };
-  int units = 0;
+  auto units_of = [&](int i) { return (products[i].m + unit_rows(products[i]) - 1) / unit_rows(products[i]); };
+  const int units = detail::total_product_units(count, units_of);
   size_t macs = 0;
-  for (int i = 0; i < count; ++i) {
-    units += (products[i].m + unit_rows(products[i]) - 1) / unit_rows(products[i]);
-    macs += size_t(products[i].m) * size_t(a0.k) * size_t(a0.n);
-  }
+  for (int i = 0; i < count; ++i) macs += size_t(products[i].m) * size_t(a0.k) * size_t(a0.n);
   const size_t sfloats = detail::scratch_floats(a0.k);
   run_team_units(units, macs, kMinParallelMacs, [&](int u0, int u1) {
-    int first = 0;  // units before product i
-    for (int i = 0; i < count; ++i) {
+    detail::for_each_product_units(count, u0, u1, units_of, [&](int i, int b0, int b1) {
       const LinearArgs& a = products[i];
-      const int ur = unit_rows(a), ui = (a.m + ur - 1) / ur;
-      const int b0 = std::max(u0, first) - first, b1 = std::min(u1, first + ui) - first;
-      first += ui;
-      if (b0 >= b1) continue;
-      const int r0 = b0 * ur, r1 = std::min(a.m, b1 * ur);
+      const int r0 = b0 * unit_rows(a), r1 = std::min(a.m, b1 * unit_rows(a));
       if (bf16dot && a.panels)
         detail::panels_bf16dot(xbp, kp, a.n, *a.panels, a.bias, a.Y, b0, b1);
       else if (bf16dot)
         detail::rows_bf16dot(a.X, xbp, kp, a.n, a.k, static_cast<const uint16_t*>(a.W), a.bias, a.Y, a.m, r0, r1);
       else
         d.rows(a, r0, r1, thread_scratch(sfloats));
-    }
+    });
   });
 }
 

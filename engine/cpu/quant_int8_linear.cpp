@@ -8,6 +8,7 @@
 
 #include "engine/cpu/matmul.h"
 #include "engine/cpu/matmul_kernels.h"
+#include "engine/cpu/product_units.h"
 #include "engine/cpu/quant_int8.h"
 #include "engine/cpu/thread_pool.h"
 
@@ -144,42 +145,39 @@ void linear_int8_shared(const float* X, int n, int k, std::span<const Int8Produc
   // Work units: blocks of kRowsPerUnit rows of every product, one after another, shared out while the fork runs
   // (run_team_units). Each member starts at the first unit in its equal share of the weights' bytes (the types'
   // rows differ in size: Q6_K's are 1.46x Q4_K's), and every unit is computed the same way a lone call would.
-  int units = 0;
-  size_t macs = 0, bytes = 0;
-  for (const auto& p : products) {
-    const int m = int(p.W->shape[0]);
-    units += (m + kRowsPerUnit - 1) / kRowsPerUnit;
-    macs += size_t(m) * size_t(k) * size_t(n);
-    bytes += size_t(m) * dtype_row_bytes(p.W->dtype, k);
-  }
+  const int count = int(products.size());
+  auto rows_of = [&](int i) { return int(products[i].W->shape[0]); };
+  auto units_of = [&](int i) { return (rows_of(i) + kRowsPerUnit - 1) / kRowsPerUnit; };
+  auto row_bytes_of = [&](int i) { return dtype_row_bytes(products[i].W->dtype, k); };
+  const int units = detail::total_product_units(count, units_of);
   if (units == 0) return;
+  size_t macs = 0, bytes = 0;
+  for (int i = 0; i < count; ++i) {
+    macs += size_t(rows_of(i)) * size_t(k) * size_t(n);
+    bytes += size_t(rows_of(i)) * row_bytes_of(i);
+  }
   // The first unit (over all products) whose first byte is at or after byte b.
   auto first_unit_at = [&](size_t b) {
-    int first = 0;  // units before this product
-    size_t offset = 0;  // bytes before this product
-    for (const auto& p : products) {
-      const int m = int(p.W->shape[0]), pu = (m + kRowsPerUnit - 1) / kRowsPerUnit;
-      const size_t rb = dtype_row_bytes(p.W->dtype, k), ub = rb * kRowsPerUnit;
-      if (b < offset + size_t(m) * rb) return first + (b <= offset ? 0 : int((b - offset + ub - 1) / ub));
-      first += pu;
-      offset += size_t(m) * rb;
+    int first = 0;  // units before product i
+    size_t offset = 0;  // bytes before product i
+    for (int i = 0; i < count; ++i) {
+      const size_t rb = row_bytes_of(i), ub = rb * kRowsPerUnit;
+      if (b < offset + size_t(rows_of(i)) * rb) return first + (b <= offset ? 0 : int((b - offset + ub - 1) / ub));
+      first += units_of(i);
+      offset += size_t(rows_of(i)) * rb;
     }
     return units;
   };
   run_team_units(units, macs, kMinParallelMacs, [&](int u0, int u1) {
-    int first = 0;  // units before this product
-    for (const auto& p : products) {
-      const int m = int(p.W->shape[0]), pu = (m + kRowsPerUnit - 1) / kRowsPerUnit;
-      const int b0 = std::max(u0, first) - first, b1 = std::min(u1, first + pu) - first;
-      first += pu;
-      if (b0 >= b1) continue;
+    detail::for_each_product_units(count, u0, u1, units_of, [&](int i, int b0, int b1) {
+      const Int8Product& p = products[i];
+      const int m = rows_of(i);
       // Q4_K / Q5_K / Q6_K with a lanes copy (kquant_lanes.h): the same values, cheaper to unpack on every kernel.
       const Int8Type type = lanes_on && p.W->lanes ? lanes_type(p.type) : p.type;
       const bool lanes = type != p.type;
-      const size_t rb = dtype_row_bytes(p.W->dtype, k);
-      fn(type, static_cast<const uint8_t*>(lanes ? p.W->lanes.get() : p.W->data), rb, act, p.bias, p.Y, m,
-         b0 * kRowsPerUnit, std::min(m, b1 * kRowsPerUnit));
-    }
+      fn(type, static_cast<const uint8_t*>(lanes ? p.W->lanes.get() : p.W->data), row_bytes_of(i), act, p.bias, p.Y,
+         m, b0 * kRowsPerUnit, std::min(m, b1 * kRowsPerUnit));
+    });
   }, [&](int tid, int nt) { return first_unit_at(bytes * size_t(tid) / size_t(nt)); });
 }
 

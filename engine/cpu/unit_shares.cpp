@@ -1,6 +1,7 @@
 #include "engine/cpu/unit_shares.h"
 
 #include <cstdlib>
+#include <functional>
 #include <string>
 
 #include "engine/cpu/thread_pool.h"
@@ -78,6 +79,23 @@ bool UnitShares::steal(int tid) {
 
 bool set_unit_sharing(bool on) { return g_sharing.exchange(on); }
 
+namespace {
+
+// What a fork's members need, behind one pointer: a lambda capturing just that fits std::function's inline buffer,
+// so a fork allocates nothing (capturing the four by reference would allocate once per fork).
+struct UnitsFork {
+  int units, nt;
+  const std::function<void(int, int)>& body;
+  const std::function<int(int, int)>& first_unit;
+  UnitShares* shares;  // null in the static split
+
+  int start(int tid, int n) const {
+    return tid == 0 ? 0 : first_unit ? first_unit(tid, n) : int(int64_t(units) * tid / n);
+  }
+};
+
+}  // namespace
+
 void run_team_units(int units, size_t macs, size_t min_parallel_macs, const std::function<void(int, int)>& body,
                     const std::function<int(int, int)>& first_unit) {
   if (units <= 0) return;
@@ -86,29 +104,27 @@ void run_team_units(int units, size_t macs, size_t min_parallel_macs, const std:
     body(0, units);
     return;
   }
-  auto start = [&](int tid, int n) {
-    return tid == 0 ? 0 : first_unit ? first_unit(tid, n) : int(int64_t(units) * tid / n);
-  };
   if (!g_sharing.load(std::memory_order_relaxed) || macs < kMinSharedMacs) {
-    run_team(units, macs, min_parallel_macs, [&](int tid, int n) {
-      const int u0 = start(tid, n), u1 = tid + 1 < n ? start(tid + 1, n) : units;
-      if (u0 < u1) body(u0, u1);
+    const UnitsFork fork{units, nt, body, first_unit, nullptr};
+    run_team(units, macs, min_parallel_macs, [f = &fork](int tid, int n) {
+      const int u0 = f->start(tid, n), u1 = tid + 1 < n ? f->start(tid + 1, n) : f->units;
+      if (u0 < u1) f->body(u0, u1);
     });
     return;
   }
-  // The caller's shares (by reference in the lambda: a thread_local named there would be each worker's own).
+  // The caller's shares (passed by pointer: a thread_local named in the lambda would be each worker's own).
   thread_local UnitShares own;
-  UnitShares& shares = own;
-  shares.reset(nt, units, [&](int i) { return start(i, nt); });
-  run_team(units, macs, min_parallel_macs, [&](int tid, int n) {
+  const UnitsFork fork{units, nt, body, first_unit, &own};
+  own.reset(nt, units, [&](int i) { return fork.start(i, nt); });
+  run_team(units, macs, min_parallel_macs, [f = &fork](int tid, int n) {
     if (n == 1) {  // the back-off, or another thread's team running: the caller alone, all of it
-      body(0, units);
+      f->body(0, f->units);
       return;
     }
     // n is nt here (the same arguments); were it not (the thread cap changed in between), the claims still cover
     // every unit once: members past n never start, and their ranges are stolen; members past nt only wait.
-    if (tid >= nt) return;
-    for (int u0, u1; shares.claim(tid, &u0, &u1);) body(u0, u1);
+    if (tid >= f->nt) return;
+    for (int u0, u1; f->shares->claim(tid, &u0, &u1);) f->body(u0, u1);
   });
 }
 

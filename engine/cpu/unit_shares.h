@@ -42,7 +42,7 @@ class UnitShares {
   // Member tid's next units [*u0, *u1): from its own range, else stolen; false when every range is empty.
   bool claim(int tid, int* u0, int* u1);
 
-  // Units left unclaimed in member i's range (for tests).
+  // Units left unclaimed in member i's range (steal() picks its victim by it; tests check it).
   int left(int i) const;
 
  private:
