@@ -11,8 +11,9 @@
 // kblock=N and panel=N (0: the default), exact=1 (the exact path: f32 activations, dequantized weights), qahead=N
 // (the integer kernels' 1-2 token prefetch distance in bytes), lanes=0 (Q4_K, Q5_K and Q6_K read in ggml's layouts
 // instead of their lanes copies, engine/cpu/kquant_lanes.h; its model is loaded once more, without lanes copies),
-// share=0 (the team's static splits instead of units shared out while a fork runs, engine/cpu/unit_shares.h), and
-// memory=map|copy.
+// share=0 (the team's static splits instead of units shared out while a fork runs, engine/cpu/unit_shares.h),
+// sharemin=N (the smallest fork shared out, in multiply-adds; 0: the default), pahead=N (groups of bf16 panels
+// prefetched ahead, 0: none), and memory=map|copy.
 // --tokens: decode that many tokens after a 128-token prompt (tok/s, higher is better); --step N: instead one forward
 // of N new tokens on top of the prompt, all logits (ms, lower is better). Prints each setting's median, every round,
 // and each setting against the first round by round.
@@ -49,6 +50,8 @@ struct Setting {
   long int8_ahead = -1;                                   // the integer kernels' 1-2 token prefetch distance
   long kquant_lanes = -1;                                 // 0: K-quants read in ggml's layouts, no lanes copy
   int unit_sharing = 1;                                   // 0: static splits (cpu::set_unit_sharing)
+  long share_min_macs = 0;                                // 0: the default smallest shared fork
+  long panel_ahead = -1;                                  // the bf16 panel tiles' prefetch distance in groups
   std::optional<WeightMemory> memory;                     // none: the process's setting
   void apply() const {
     cpu::set_quant_exact(exact != 0);
@@ -58,6 +61,8 @@ struct Setting {
     cpu::detail::set_int8_direct_ahead(int8_ahead);
     cpu::detail::set_kquant_lanes(kquant_lanes);
     cpu::set_unit_sharing(unit_sharing != 0);
+    cpu::set_unit_sharing_min_macs(size_t(share_min_macs));
+    cpu::detail::set_panel_prefetch_groups(panel_ahead);
   }
 };
 
@@ -85,6 +90,8 @@ std::optional<Setting> parse_setting(const std::string& text) {
     else if (key == "qahead") s.int8_ahead = value;
     else if (key == "lanes") s.kquant_lanes = value;
     else if (key == "share") s.unit_sharing = int(value);
+    else if (key == "sharemin") s.share_min_macs = value;
+    else if (key == "pahead") s.panel_ahead = value;
     else return std::nullopt;
   }
   return s;

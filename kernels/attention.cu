@@ -77,13 +77,16 @@ void single_block(const float* q, const float* kc, const float* vc, const int32_
 
 void attention(const float* q, const float* kc, const float* vc, const int32_t* slot_pos, const uint8_t* mask,
                const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, float* out,
-               cudaStream_t s) {
+               cudaStream_t s, float* scratch) {
   const int total = base + n;
   if (total > attention_paths::kSplitAboveSlots)  // long context: split it (attention_paths.h says why there)
     attention_paths::split_context(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window,
-                                   attention_paths::split_count(n, nh, nkv, total), out, s);
+                                   attention_paths::split_count(n, nh, nkv, total), out, s, scratch,
+                                   scratch ? attention_paths::split_scratch_floats(hd) : 0);
   else
     attention_paths::single_block(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window, out, s);
 }
+
+size_t attention_scratch_floats(int hd) { return attention_paths::split_scratch_floats(hd); }
 
 }  // namespace specscope::cuda

@@ -261,13 +261,21 @@ void launch_partial(dim3 grid, cudaStream_t s, const float* q, const float* kc, 
 
 }  // namespace
 
-// Scratch for the chunks' partials comes from the stream-ordered allocator (cudaMallocAsync / cudaFreeAsync on
-// `s`): no host synchronisation, no state kept between calls (so concurrent streams and devices need no care),
-// the pool reuses the memory from one call to the next, and both calls can be captured into a CUDA graph. A cached
-// growable buffer would need an owner per stream and device for a few MiB (split_count bounds it).
+// The chunks' partials go to the caller's scratch (CudaContext owns one, split_scratch_floats(hd) floats, 4.3 MB at
+// hd 128), else to memory from the stream-ordered allocator (cudaMallocAsync / cudaFreeAsync on `s`: no host
+// synchronisation, no state kept between calls). Captured into a CUDA graph, such an allocation becomes a node whose
+// address is fixed at capture, a different one each capture, and updating an instantiated graph from a later
+// capture cannot carry it over; the pool also hands its memory back at each synchronisation (release threshold 0),
+// so every forward mapped it again. Hence the caller's buffer on every path CudaContext runs.
+size_t split_scratch_floats(int hd) {
+  // split_count gives rows x heads x chunks <= kTargetBlocks x kMaxGroup whenever there is more than one chunk (with
+  // one, nothing goes through scratch).
+  return size_t(kTargetBlocks) * size_t(kMaxGroup) * (size_t(hd) + 2);
+}
+
 void split_context(const float* q, const float* kc, const float* vc, const int32_t* slot_pos, const uint8_t* mask,
                    const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, int splits,
-                   float* out, cudaStream_t s) {
+                   float* out, cudaStream_t s, float* given_scratch, size_t given_floats) {
   if (n <= 0) return;  // no rows: nothing to write (a grid of 0 blocks is a launch error)
   if (hd > kMaxHeadDim) throw std::invalid_argument("attention: head_dim above " + std::to_string(kMaxHeadDim));
   const int total = base + n;
@@ -278,8 +286,10 @@ void split_context(const float* q, const float* kc, const float* vc, const int32
   const int gb = heads_per_block(nh, nkv);
   const dim3 grid(n, nh / gb, chunks);
   float* scratch = nullptr;  // part_o [n, nh, chunks, hd], then part_ml [n, nh, chunks, 2]
-  const size_t parts = size_t(n) * nh * chunks;
-  if (chunks > 1) CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&scratch), sizeof(float) * parts * (hd + 2), s));
+  const size_t parts = size_t(n) * nh * chunks, need = parts * (size_t(hd) + 2);
+  const bool own = chunks > 1 && !(given_scratch && given_floats >= need);
+  if (chunks > 1) scratch = given_scratch;
+  if (own) CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&scratch), sizeof(float) * need, s));
   float* part_o = scratch;
   float* part_ml = scratch ? scratch + parts * hd : nullptr;
   auto launch = [&](auto group) {
@@ -299,7 +309,7 @@ void split_context(const float* q, const float* kc, const float* vc, const int32
   if (chunks == 1) return;
   combine_k<<<dim3(n, nh), kThreads, sizeof(float) * chunks, s>>>(part_o, part_ml, nh, hd, chunks, out);
   CUDA_CHECK(cudaGetLastError());
-  CUDA_CHECK(cudaFreeAsync(scratch, s));
+  if (own) CUDA_CHECK(cudaFreeAsync(scratch, s));
 }
 
 }  // namespace attention_paths

@@ -49,6 +49,7 @@ CudaContext::CudaContext(std::shared_ptr<const Model> model, int n_ctx) : model_
     CUDA_CHECK(cudaMemset(v_cache_[l], 0, sizeof(float) * size_t(n_ctx_) * kv_dim_));
   }
   CUDA_CHECK(cudaMalloc(&slot_pos_, sizeof(int32_t) * size_t(n_ctx_)));
+  CUDA_CHECK(cudaMalloc(&attention_scratch_, sizeof(float) * attention_scratch_floats(c.head_dim)));
 }
 
 CudaContext::~CudaContext() {
@@ -56,6 +57,7 @@ CudaContext::~CudaContext() {
   for (auto* p : k_cache_) cudaFree(p);
   for (auto* p : v_cache_) cudaFree(p);
   cudaFree(slot_pos_);
+  cudaFree(attention_scratch_);
   if (blas_workspace_) cudaFree(blas_workspace_);
   cublasDestroy(blas_);
   cudaStreamDestroy(stream_);
@@ -315,7 +317,8 @@ void CudaContext::device_forward(const Batch& b, const ForwardBuffers& fb, const
     rope(fb.k, n, nkv, hd, fb.pos, dm_->inv_freq, stream_);
     write_cache(l, base, n, fb.k, fb.v);
     timer_.mark("attention", stream_);
-    attention(fb.q, k_cache_[l], v_cache_[l], slot_pos_, mask, fb.pos, n, base, nh, nkv, hd, window, fb.att, stream_);
+    attention(fb.q, k_cache_[l], v_cache_[l], slot_pos_, mask, fb.pos, n, base, nh, nkv, hd, window, fb.att, stream_,
+              attention_scratch_);
     finish_layer(L, x, n, fb.att, LayerScratch{fb.h, fb.gate, fb.up});
     if (n_streams_ > 0) stream_layer(l);
     if (l == prune_layer) mask = prune_rows(*sr, b, x);

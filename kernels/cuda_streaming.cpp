@@ -163,7 +163,8 @@ void CudaContext::stream_layer(int l) {
   rope(sq, m, nh, hd, stream_pos, dm_->inv_freq, stream_);
   rope(sk, m, nkv, hd, stream_pos, dm_->inv_freq, stream_);
   // No sliding window for the streams, as on the CPU (cpu_streaming.cpp).
-  attention(sb_.q, sb_.k, sb_.v, sb_.slot_pos, sb_.mask, sb_.positions, ext, base, nh, nkv, hd, 0, sb_.att, stream_);
+  attention(sb_.q, sb_.k, sb_.v, sb_.slot_pos, sb_.mask, sb_.positions, ext, base, nh, nkv, hd, 0, sb_.att, stream_,
+            attention_scratch_);
   finish_layer(L, sb_.xs, m, sb_.att + size_t(n) * q_dim, sb_.scratch);
 }
 

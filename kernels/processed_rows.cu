@@ -65,7 +65,7 @@ __global__ void __launch_bounds__(kThreads)
   const double inv_t = 1.0 / double(temperature);
 
   // The largest logit (NaN ignored, as the order ranks NaN last).
-  float m = -FLT_MAX;
+  float m = -INFINITY;  // stays -inf for an all -inf or all-NaN row, which the test below then catches
   for (int j = tid; j < V; j += kThreads) m = fmaxf(m, x[j]);
   m = block_reduce<true>(m);
   if (!isfinite(m)) {  // an infinite or all-NaN row: the host's arithmetic, whatever it makes of it

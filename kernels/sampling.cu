@@ -68,6 +68,15 @@ __global__ void logit_summaries_k(const float* logits, int vocab, const int32_t*
   for (int j = threadIdx.x; j < vocab; j += blockDim.x)
     if (best_id < 0 || before(x[j], j, best, best_id)) best = x[j], best_id = j;
   block_first(best, best_id);
+  if (best == -INFINITY) {  // every logit -inf: the host's softmax gives all zeros (cpu::softmax), so no bars either
+    LogitSummary zeros;
+    zeros.argmax = best_id;
+    zeros.argmax_prob = 0.f;
+    if (threadIdx.x == 0) out[row] = zeros;
+    if (probe_start)
+      for (int j = probe_start[row] + threadIdx.x; j < probe_start[row + 1]; j += blockDim.x) probe_probs[j] = 0.f;
+    return;  // best is the block's, so every thread returns here
+  }
   // Pass 2: the softmax's normalizer, sum exp(x - max).
   float s = 0.f;
   for (int j = threadIdx.x; j < vocab; j += blockDim.x) s += softmax_term(x[j] - best);

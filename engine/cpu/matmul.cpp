@@ -83,10 +83,13 @@ TuningOverride::TuningOverride(const char* env) : forced_(-1) {
 
 namespace {
 TuningOverride g_one_row_prefetch{"SPECSCOPE_ONE_ROW_PREFETCH"};
+TuningOverride g_panel_ahead{"SPECSCOPE_PANEL_AHEAD"};
 }  // namespace
 
 int one_row_prefetch_lines(int kernel_default) { return int(g_one_row_prefetch.value_or(kernel_default)); }
 void set_one_row_prefetch_lines(int lines) { g_one_row_prefetch.set(lines); }
+int panel_prefetch_groups(int kernel_default) { return int(g_panel_ahead.value_or(kernel_default)); }
+void set_panel_prefetch_groups(long groups) { g_panel_ahead.set(groups); }
 
 size_t scratch_floats(int k) { return size_t(64) * size_t(std::max(k, 1)) + 64; }
 

@@ -210,8 +210,8 @@ void panels_bf16dot(const uint16_t* xb, size_t kp, int n, const Bf16Panels& w, c
     const int P = std::min({4, 24 / tiles_tmax, p1 - p});
     // While the first token tile runs, the panels some groups ahead are prefetched (one-token decoding streams
     // them from memory): two groups at one token, one group when several tokens make each group last as long.
-    const int ahead = tiles_tmax > 1 ? 1 : 2;
-    const uint16_t* pf = p + (ahead + 1) * P <= p1 ? w.panel(p + ahead * P) : nullptr;
+    const int ahead = panel_prefetch_groups(tiles_tmax > 1 ? 1 : 2);
+    const uint16_t* pf = ahead > 0 && p + (ahead + 1) * P <= p1 ? w.panel(p + ahead * P) : nullptr;
     int t0 = 0;
     for (int ti = 0; ti < ntiles; ++ti) {
       const int T = tbase + (ti < textra ? 1 : 0);

@@ -130,6 +130,10 @@ class TuningOverride {
 
 int one_row_prefetch_lines(int kernel_default);
 void set_one_row_prefetch_lines(int lines);
+// How many groups of panels ahead the bf16 panel tiles prefetch (matmul_bf16dot.cpp; 0: never): the kernel's default,
+// or SPECSCOPE_PANEL_AHEAD=N / set_panel_prefetch_groups(N) (-1 restores the default).
+int panel_prefetch_groups(int kernel_default);
+void set_panel_prefetch_groups(long groups);
 // The one-row kernels prefetch at each element k of a row where (k & mask) == 0: every `lines`-th 64-byte line of
 // `elem_size`-byte elements. -1 when `lines` is 0 (never).
 inline int one_row_prefetch_mask(int lines, size_t elem_size) {

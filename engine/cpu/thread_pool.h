@@ -43,6 +43,10 @@ void run_team_units(int units, size_t macs, size_t min_parallel_macs, const std:
 // measurements; SPECSCOPE_UNIT_SHARING=0 starts with it off). Returns the previous setting.
 bool set_unit_sharing(bool on);
 
+// The smallest fork (in multiply-adds) whose units are shared out; smaller ones keep the static split. 0: the
+// default (unit_shares.cpp). For A/B measurements; returns the previous value.
+size_t set_unit_sharing_min_macs(size_t macs);
+
 // Moves the calling thread off `cpu` at once and leaves its affinity mask as it was; false when it may run on no
 // other CPU. A worker that finds itself on the core of the thread that forked calls it: the two would otherwise take
 // turns on one core (the worker's share waiting for the caller's to end) while the other core idles, and the

@@ -18,6 +18,7 @@ uint32_t back_of(uint64_t r) { return uint32_t(r); }
 // base's one-token forks, 5-20 us each, was 5% of its decoding (bench/results/cpu_unit_sharing_2026-12-01/), while
 // the imbalance it removes grows with a fork's length.
 constexpr size_t kMinSharedMacs = size_t(1) << 22;
+std::atomic<size_t> g_min_shared_macs{kMinSharedMacs};
 
 std::atomic<bool> g_sharing{[] {
   const char* e = std::getenv("SPECSCOPE_UNIT_SHARING");
@@ -79,6 +80,8 @@ bool UnitShares::steal(int tid) {
 
 bool set_unit_sharing(bool on) { return g_sharing.exchange(on); }
 
+size_t set_unit_sharing_min_macs(size_t macs) { return g_min_shared_macs.exchange(macs ? macs : kMinSharedMacs); }
+
 namespace {
 
 // What a fork's members need, behind one pointer: a lambda capturing just that fits std::function's inline buffer,
@@ -104,7 +107,7 @@ void run_team_units(int units, size_t macs, size_t min_parallel_macs, const std:
     body(0, units);
     return;
   }
-  if (!g_sharing.load(std::memory_order_relaxed) || macs < kMinSharedMacs) {
+  if (!g_sharing.load(std::memory_order_relaxed) || macs < g_min_shared_macs.load(std::memory_order_relaxed)) {
     const UnitsFork fork{units, nt, body, first_unit, nullptr};
     run_team(units, macs, min_parallel_macs, [f = &fork](int tid, int n) {
       const int u0 = f->start(tid, n), u1 = tid + 1 < n ? f->start(tid + 1, n) : f->units;

@@ -23,8 +23,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <random>
+#include <utility>
 
 #include "kernels/attention_paths.h"
 #include "kernels/cuda_check.h"
@@ -440,6 +443,29 @@ TEST_F(CudaKernels, AttentionCausalPrefillAndSlidingWindow) {
   }
 }
 
+TEST_F(CudaKernels, AttentionSplitIntoTheCallersScratchIsBitIdentical) {
+  // CudaContext hands the launcher one buffer of attention_scratch_floats(hd) floats (no allocation a CUDA graph
+  // would capture): it must fit every split the launcher picks, for one row up to 64, and give the very bits of the
+  // stream-ordered allocation's path.
+  uint32_t seed = 700;
+  for (const Shape& s : kShapes) {
+    DeviceArray<float> scratch(cuda::attention_scratch_floats(s.head_dim));
+    for (auto [total, n] : {std::pair{2048, 1}, std::pair{8192, 1}, std::pair{4096, 8}, std::pair{3000, 64}}) {
+      const AttentionCase c = attention_case(s.heads, s.kv_heads, s.head_dim, total - n, n, n > 1, 0, seed += 10);
+      const std::string what = describe(s, c);
+      auto run = [&](float* given) {
+        return attention_on_gpu(c, what, [&](const float* q, const float* k, const float* v, const int32_t* slot,
+                                             const uint8_t* mask, const int32_t* pos, float* out) {
+          cuda::attention(q, k, v, slot, mask, pos, c.n, c.base, c.nh, c.nkv, c.hd, c.window, out, kStream, given);
+        });
+      };
+      const std::vector<float> allocated = run(nullptr), given = run(scratch.get());
+      EXPECT_EQ(std::memcmp(allocated.data(), given.data(), sizeof(float) * given.size()), 0) << what;
+      EXPECT_LT(max_rel_diff(given, attention_reference(c)), 1e-4) << what;
+    }
+  }
+}
+
 TEST_F(CudaKernels, AttentionGivesZerosToARowThatSeesNothing) {
   // Short: the single-block path.
   AttentionCase c = attention_case(kLlama1B.heads, kLlama1B.kv_heads, kLlama1B.head_dim, 0, 4, true, 0, 800);
@@ -491,6 +517,32 @@ TEST_F(CudaKernels, LogitSummariesAtLlamaVocabularies) {
       for (size_t j = 0; j < got_probes.size(); ++j)
         EXPECT_NEAR(got_probes[j], want_probes[j], 3e-5 * std::max(want_probes[j], 1e-30f)) << what << ", probe " << j;
     }
+}
+
+TEST_F(CudaKernels, LogitSummariesOfARowOfMinusInfinityAreZerosAsOnTheHost) {
+  // A row every token of which is masked to -inf: the host's softmax gives zeros (no NaN), so the summary is the
+  // argmax at probability 0 with no bars, and every probe 0; the rows around it are unaffected.
+  const int rows = 3, vocab = 4096;
+  SummaryCase c = summary_case(rows, vocab, 6, 990);
+  std::fill(c.logits.begin() + vocab, c.logits.begin() + 2 * vocab, -std::numeric_limits<float>::infinity());
+  std::vector<LogitSummary> want(static_cast<size_t>(rows));
+  std::vector<float> want_probes(c.probe_tokens.size());
+  cuda::ref::logit_summaries(c.logits.data(), rows, vocab, c.probe_start.data(), c.probe_tokens.data(), want.data(),
+                             want_probes.data());
+  ASSERT_EQ(want[1].argmax_prob, 0.f) << "the reference's own reading of the row";
+  DeviceArray<float> logits(c.logits);
+  DeviceArray<int32_t> start(c.probe_start), tokens(c.probe_tokens);
+  DeviceArray<LogitSummary> sums(static_cast<size_t>(rows));
+  DeviceArray<float> probes(c.probe_tokens.size());
+  cuda::logit_summaries(logits.get(), rows, vocab, start.get(), tokens.get(), sums.get(), probes.get(), kStream);
+  const std::vector<LogitSummary> got = sums.to_host();
+  const std::vector<float> got_probes = probes.to_host();
+  for (int r = 0; r < rows; ++r) {
+    EXPECT_EQ(got[size_t(r)].argmax, want[size_t(r)].argmax) << "row " << r;
+    EXPECT_EQ(got[size_t(r)].top_count, want[size_t(r)].top_count) << "row " << r;
+    EXPECT_NEAR(got[size_t(r)].argmax_prob, want[size_t(r)].argmax_prob, 3e-5) << "row " << r;
+  }
+  for (int j = c.probe_start[1]; j < c.probe_start[2]; ++j) EXPECT_EQ(got_probes[size_t(j)], 0.f) << "probe " << j;
 }
 
 TEST_F(CudaKernels, ProcessedRowsMatchProcessLogits) {
