@@ -552,11 +552,15 @@ TEST_F(CudaKernels, ProcessedRowsMatchProcessLogits) {
   // then the host processes them. Rows on a grid of 0.25 put ties at top-k's boundary.
   struct Config { float t; int k; float p; float min_p; bool peaked_must_answer; };
   const Config configs[] = {{0.8f, 40, 1.f, 0.f, true},   {0.8f, 0, 0.95f, 0.f, true}, {1.f, 0, 1.f, 0.05f, true},
-                            {0.7f, 40, 0.9f, 0.05f, true}, {1.3f, 300, 0.99f, 0.f, true}, {0.8f, 0, 1.f, 0.f, false}};
+                            {0.7f, 40, 0.9f, 0.05f, true}, {1.3f, 300, 0.99f, 0.f, true}, {0.8f, 0, 1.f, 0.f, false},
+                            // top-k above any vocabulary (off, as on the host) and the kernel's 2048 cap; top-p a
+                            // hair under 1 (its bound may need more candidates than the cap: a decline is allowed)
+                            {0.8f, 200000, 0.95f, 0.f, true}, {0.9f, 5000, 1.f, 0.f, false},
+                            {1.f, 0, 0.999999f, 0.f, false}};
   auto row = std::make_unique<cuda::ProcessedRow>(), want = std::make_unique<cuda::ProcessedRow>();
   DeviceArray<cuda::ProcessedRow> dout(1);
   uint32_t seed = 1200;
-  for (int vocab : {2000, 32000, 128256})
+  for (int vocab : {2000, 32000, 128256, 151936})  // ... and Qwen2's
     for (int shape = 0; shape < 3; ++shape) {  // 0: peaked, 1: flat, 2: peaked on a grid (ties)
       std::mt19937 gen(seed++);
       std::normal_distribution<float> g(0.f, shape == 1 ? 3.f : 1.5f);
