@@ -483,6 +483,30 @@ TEST_F(CudaKernels, AttentionGivesZerosToARowThatSeesNothing) {
   }
 }
 
+namespace {
+
+// A case's summaries and probe probabilities: from the host's summarize_logits (the reference), or from the kernel.
+struct Summaries {
+  std::vector<LogitSummary> rows;
+  std::vector<float> probes;
+};
+Summaries summaries_reference(const SummaryCase& c) {
+  Summaries want{std::vector<LogitSummary>(static_cast<size_t>(c.rows)), std::vector<float>(c.probe_tokens.size())};
+  cuda::ref::logit_summaries(c.logits.data(), c.rows, c.vocab, c.probe_start.data(), c.probe_tokens.data(),
+                             want.rows.data(), want.probes.data());
+  return want;
+}
+Summaries summaries_on_gpu(const SummaryCase& c) {
+  DeviceArray<float> logits(c.logits);
+  DeviceArray<int32_t> start(c.probe_start), tokens(c.probe_tokens);
+  DeviceArray<LogitSummary> sums(static_cast<size_t>(c.rows));
+  DeviceArray<float> probes(c.probe_tokens.size());
+  cuda::logit_summaries(logits.get(), c.rows, c.vocab, start.get(), tokens.get(), sums.get(), probes.get(), kStream);
+  return {sums.to_host(), probes.to_host()};
+}
+
+}  // namespace
+
 TEST_F(CudaKernels, LogitSummariesAtLlamaVocabularies) {
   // Llama-2's 32000 and Llama-3's 128256 tokens; one row (decode), a tree of 8 and of 64 rows. Probabilities within
   // 3e-5 (relative): the reference's normalizer, 16 float running sums of ~8k terms each at 128256 tokens, was
@@ -493,16 +517,11 @@ TEST_F(CudaKernels, LogitSummariesAtLlamaVocabularies) {
     for (int rows : {1, 8, 64}) {
       const SummaryCase c = summary_case(rows, vocab, 10, seed += 10);
       const std::string what = std::to_string(rows) + " rows of " + std::to_string(vocab);
-      std::vector<LogitSummary> want(static_cast<size_t>(rows));
-      std::vector<float> want_probes(c.probe_tokens.size());
-      cuda::ref::logit_summaries(c.logits.data(), rows, vocab, c.probe_start.data(), c.probe_tokens.data(),
-                                 want.data(), want_probes.data());
-      DeviceArray<float> logits(c.logits);
-      DeviceArray<int32_t> start(c.probe_start), tokens(c.probe_tokens);
-      DeviceArray<LogitSummary> sums(static_cast<size_t>(rows));
-      DeviceArray<float> probes(c.probe_tokens.size());
-      cuda::logit_summaries(logits.get(), rows, vocab, start.get(), tokens.get(), sums.get(), probes.get(), kStream);
-      const std::vector<LogitSummary> got = sums.to_host();
+      const Summaries reference = summaries_reference(c), device = summaries_on_gpu(c);
+      const std::vector<LogitSummary>& got = device.rows;
+      const std::vector<LogitSummary>& want = reference.rows;
+      const std::vector<float>& got_probes = device.probes;
+      const std::vector<float>& want_probes = reference.probes;
       for (int r = 0; r < rows; ++r) {
         const LogitSummary &g = got[size_t(r)], &w = want[size_t(r)];
         EXPECT_EQ(g.argmax, w.argmax) << what << ", row " << r;
@@ -513,7 +532,6 @@ TEST_F(CudaKernels, LogitSummariesAtLlamaVocabularies) {
           EXPECT_NEAR(g.top_probs[t], w.top_probs[t], 3e-5 * w.argmax_prob) << what << ", row " << r;
         }
       }
-      const std::vector<float> got_probes = probes.to_host();
       for (size_t j = 0; j < got_probes.size(); ++j)
         EXPECT_NEAR(got_probes[j], want_probes[j], 3e-5 * std::max(want_probes[j], 1e-30f)) << what << ", probe " << j;
     }
@@ -525,18 +543,11 @@ TEST_F(CudaKernels, LogitSummariesOfARowOfMinusInfinityAreZerosAsOnTheHost) {
   const int rows = 3, vocab = 4096;
   SummaryCase c = summary_case(rows, vocab, 6, 990);
   std::fill(c.logits.begin() + vocab, c.logits.begin() + 2 * vocab, -std::numeric_limits<float>::infinity());
-  std::vector<LogitSummary> want(static_cast<size_t>(rows));
-  std::vector<float> want_probes(c.probe_tokens.size());
-  cuda::ref::logit_summaries(c.logits.data(), rows, vocab, c.probe_start.data(), c.probe_tokens.data(), want.data(),
-                             want_probes.data());
+  const Summaries reference = summaries_reference(c), device = summaries_on_gpu(c);
+  const std::vector<LogitSummary>& got = device.rows;
+  const std::vector<LogitSummary>& want = reference.rows;
+  const std::vector<float>& got_probes = device.probes;
   ASSERT_EQ(want[1].argmax_prob, 0.f) << "the reference's own reading of the row";
-  DeviceArray<float> logits(c.logits);
-  DeviceArray<int32_t> start(c.probe_start), tokens(c.probe_tokens);
-  DeviceArray<LogitSummary> sums(static_cast<size_t>(rows));
-  DeviceArray<float> probes(c.probe_tokens.size());
-  cuda::logit_summaries(logits.get(), rows, vocab, start.get(), tokens.get(), sums.get(), probes.get(), kStream);
-  const std::vector<LogitSummary> got = sums.to_host();
-  const std::vector<float> got_probes = probes.to_host();
   for (int r = 0; r < rows; ++r) {
     EXPECT_EQ(got[size_t(r)].argmax, want[size_t(r)].argmax) << "row " << r;
     EXPECT_EQ(got[size_t(r)].top_count, want[size_t(r)].top_count) << "row " << r;
