@@ -29,8 +29,8 @@ void single_block(const float* q, const float* k_cache, const float* v_cache, co
 // running an online softmax over its chunk tile by tile in fixed shared memory, then a combine kernel that rescales
 // the chunks' partial results (FlashDecoding). splits == 1 writes the output directly with no scratch. Valid at any
 // context length, for head_dim up to kMaxHeadDim.
-// Partials go to `scratch` when it holds scratch_floats >= what the call needs (split_scratch_floats(hd) covers
-// every split_count choice), else to memory from the stream-ordered allocator.
+// Partials go to `scratch` when given (std::logic_error when it holds fewer floats than the call needs;
+// split_scratch_floats(hd) covers every split_count choice), else to memory from the stream-ordered allocator.
 void split_context(const float* q, const float* k_cache, const float* v_cache, const int32_t* slot_pos,
                    const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window,
                    int splits, float* out, cudaStream_t stream, float* scratch = nullptr, size_t scratch_floats = 0);

@@ -287,7 +287,12 @@ void split_context(const float* q, const float* kc, const float* vc, const int32
   const dim3 grid(n, nh / gb, chunks);
   float* scratch = nullptr;  // part_o [n, nh, chunks, hd], then part_ml [n, nh, chunks, 2]
   const size_t parts = size_t(n) * nh * chunks, need = parts * (size_t(hd) + 2);
-  const bool own = chunks > 1 && !(given_scratch && given_floats >= need);
+  // A given buffer too small is a broken bound, not a reason to allocate: an allocation here would be captured into
+  // the caller's graph, the very thing the buffer is there to prevent.
+  if (chunks > 1 && given_scratch && given_floats < need)
+    throw std::logic_error("attention: " + std::to_string(chunks) + " chunks need " + std::to_string(need) +
+                           " floats of scratch, the caller's holds " + std::to_string(given_floats));
+  const bool own = chunks > 1 && !given_scratch;
   if (chunks > 1) scratch = given_scratch;
   if (own) CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&scratch), sizeof(float) * need, s));
   float* part_o = scratch;

@@ -443,6 +443,24 @@ TEST_F(CudaKernels, AttentionCausalPrefillAndSlidingWindow) {
   }
 }
 
+TEST(AttentionPaths, TheContextsScratchFitsEverySplitTheLauncherPicks) {
+  // Host arithmetic only, so it runs without a GPU: for every head layout (groups of 1 to 16 query heads per KV
+  // head), 1 to 64 rows and contexts past the split threshold to 32k slots, the partials of split_count's chunks
+  // (an upper bound on the chunks split_context makes of them) fit split_scratch_floats, which CudaContext
+  // allocates once. A broken bound would make split_context throw on the GPU rather than allocate inside a graph.
+  struct Heads { int nh, nkv; };
+  for (const Heads h : {Heads{6, 2}, Heads{32, 8}, Heads{32, 32}, Heads{28, 4}, Heads{64, 4}, Heads{40, 5}})
+    for (int hd : {64, 128})
+      for (int n = 1; n <= 64; ++n)
+        for (int total = cuda::attention_paths::kSplitAboveSlots + 1; total <= 32768; total += 997) {
+          const int chunks = cuda::attention_paths::split_count(n, h.nh, h.nkv, total);
+          if (chunks == 1) continue;  // one chunk writes the output directly, with no scratch
+          const size_t need = size_t(n) * size_t(h.nh) * size_t(chunks) * (size_t(hd) + 2);
+          ASSERT_LE(need, cuda::attention_paths::split_scratch_floats(hd))
+              << "nh " << h.nh << " nkv " << h.nkv << " hd " << hd << " rows " << n << " slots " << total;
+        }
+}
+
 TEST_F(CudaKernels, AttentionSplitIntoTheCallersScratchIsBitIdentical) {
   // CudaContext hands the launcher one buffer of attention_scratch_floats(hd) floats (no allocation a CUDA graph
   // would capture): it must fit every split the launcher picks, for one row up to 64, and give the very bits of the
