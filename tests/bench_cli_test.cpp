@@ -1,5 +1,5 @@
 // specscope-cli bench's --beside: the target's steps taking turns with a drafter, reported beside the same steps
-// alone; the step profile; and its bad input.
+// alone; the step profile; the step curve's ratios; and its bad input.
 #include <gtest/gtest.h>
 
 #include "tests/test_support.h"
@@ -47,6 +47,26 @@ TEST(BenchCli, TheStepProfileReportsOperationsForksAndJoinWaits) {
     for (const auto& o : p["ops"]) linear = linear || o["op"] == "linear";
     EXPECT_TRUE(linear) << p;
   }
+}
+
+// The step curve's ratio within each run: the first size is its own unit in every run, and every size's median
+// lies within its range of runs.
+TEST(BenchCli, TheStepCurveReportsEachSizesRatioWithinARun) {
+  const auto r = test::run_cli("bench --model '" + kTarget +
+                               "' --repeat 3 --prompt-tokens 16 --gen-tokens 4 --step-sizes 1,4 --profile-sizes 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = test::json_in_output(r.out);
+  ASSERT_EQ(j["step_cost"].size(), 2u) << r.out;
+  const auto& one = j["step_cost"][0];
+  EXPECT_EQ(one["paired_ratio"].get<double>(), 1.0);
+  EXPECT_EQ(one["paired_ratio_range"][0].get<double>(), 1.0);
+  EXPECT_EQ(one["paired_ratio_range"][1].get<double>(), 1.0);
+  const auto& four = j["step_cost"][1];
+  EXPECT_EQ(four["tokens"], 4);
+  const double ratio = four["paired_ratio"].get<double>();
+  EXPECT_GT(ratio, 0);
+  EXPECT_LE(four["paired_ratio_range"][0].get<double>(), ratio);
+  EXPECT_GE(four["paired_ratio_range"][1].get<double>(), ratio);
 }
 
 TEST(BenchCli, BadBesideInputIsAOneLineError) {

@@ -56,6 +56,11 @@ using bench_clock = std::chrono::steady_clock;
 struct Figures {
   std::vector<double> prefill_tps, decode_tps;
   std::map<int, std::vector<double>> step_ms;
+  // Per run, the n-token step's median over the first size's, both timed within the same few milliseconds. This
+  // VM's speed changes by 2-3x from one spell of seconds to the next, so a ratio of medians taken over a whole
+  // bench mixes spells (six benches of one build read the 8-token step at 1.34-2.89x); a ratio within each run
+  // does not, and its median over runs is the step curve's shape.
+  std::map<int, std::vector<double>> step_ratio;
 };
 
 // Prefill, the n-token step costs and decode, `repeat` times.
@@ -78,10 +83,13 @@ Figures measure(Context& ctx, const std::vector<int32_t>& prompt, const std::vec
     auto t1 = clock::now();
     prefill_tps.push_back(prompt_tokens / std::chrono::duration<double>(t1 - t0).count());
     // The n-token step cost at this context length (runs/step_cost.h: 3 timed forwards per size and repeat).
+    std::map<int, double> run_ms;
     for (int n : sizes) {
       const auto ms = runs::time_steps(ctx, prompt, n, prompt_tokens, 3);
       step_ms[n].insert(step_ms[n].end(), ms.begin(), ms.end());
+      run_ms[n] = median(ms);
     }
+    for (int n : sizes) f.step_ratio[n].push_back(run_ms[n] / run_ms[sizes.front()]);
     decode_tps.push_back(runs::decode_tokens_per_second(ctx, argmax(out.row_logits(0), V), gen_tokens));
   }
   if (isatty(2)) std::fprintf(stderr, "\r");
@@ -93,8 +101,13 @@ nlohmann::json figures_json(const Figures& f, const std::vector<int>& sizes) {
                       {"decode_tokens_per_second", median(f.decode_tps)}};
   const double one = median(f.step_ms.at(sizes.front()));
   nlohmann::json steps = nlohmann::json::array();
-  for (int n : sizes)
-    steps.push_back({{"tokens", n}, {"ms", median(f.step_ms.at(n))}, {"relative_to_first", median(f.step_ms.at(n)) / one}});
+  for (int n : sizes) {
+    const auto& ratios = f.step_ratio.at(n);
+    steps.push_back({{"tokens", n}, {"ms", median(f.step_ms.at(n))}, {"relative_to_first", median(f.step_ms.at(n)) / one},
+                     {"paired_ratio", median(ratios)},
+                     {"paired_ratio_range", {*std::min_element(ratios.begin(), ratios.end()),
+                                             *std::max_element(ratios.begin(), ratios.end())}}});
+  }
   j["step_cost"] = steps;
   return j;
 }
@@ -294,10 +307,15 @@ int cmd_bench(Args& args) {
     std::printf("%s\n", label);
     std::printf("  prefill  %.1f tok/s (%d tokens, median of %d)\n", median(f.prefill_tps), prompt_tokens, repeat);
     std::printf("  decode   %.1f tok/s (%d tokens, median of %d)\n", median(f.decode_tps), gen_tokens, repeat);
-    std::printf("  step cost with n new tokens (context %d):\n", prompt_tokens);
+    std::printf("  step cost with n new tokens (context %d; ratio of medians, then the median and range of the ratio "
+                "within each run):\n", prompt_tokens);
     const double one = median(f.step_ms.at(sizes.front()));
-    for (int n : sizes)
-      std::printf("    n=%-4d %8.3f ms  %5.2fx\n", n, median(f.step_ms.at(n)), median(f.step_ms.at(n)) / one);
+    for (int n : sizes) {
+      const auto& ratios = f.step_ratio.at(n);
+      std::printf("    n=%-4d %8.3f ms  %5.2fx   paired %5.2fx (%.2f-%.2f)\n", n, median(f.step_ms.at(n)),
+                  median(f.step_ms.at(n)) / one, median(ratios), *std::min_element(ratios.begin(), ratios.end()),
+                  *std::max_element(ratios.begin(), ratios.end()));
+    }
   };
   print("quiet", quiet);
   if (roof) print_profile(*roof, profile, runs::linear_path(*model));

@@ -24,7 +24,7 @@ namespace {
 using vec::f16v;
 using vec::kLanes;
 
-// Per-thread scratch of one task: scores [query vectors][padded keys] and packed weights [query vectors][keys].
+// Per-thread scratch of one task: scores and packed weights, [query vectors][keys padded to whole vectors].
 struct Scratch {
   std::vector<float> scores, weights;
 };
@@ -87,10 +87,11 @@ void scores_any(const float* const* q, int gc, const float* kt, size_t kt_stride
 // Softmax over a row's visible keys, packed in key order: w[i] = exp(s[key(i)] - max) / sum. The all-visible prefix
 // is copied as it is; only the tail is gathered. The maximum (exact in any order), the exponentials, the sum (lane
 // i % 16 of the packed keys, then vec::hsum) and the scaling run in vectors.
+// w is padded to whole vectors (attend_block's weight rows), so the row's last, partial vector is one load and store.
 SS_ATTN_INLINE void packed_softmax(const float* s, int prefix, const int* tail, int nv, float* w) {
   std::memcpy(w, s, sizeof(float) * size_t(prefix));
   for (int i = prefix; i < nv; ++i) w[i] = s[tail[i - prefix]];
-  vec::scale(w, nv, 1.f / vec::sum_exp(w, nv, vec::max_of(w, nv), true));
+  vec::scale<true>(w, nv, 1.f / vec::sum_exp<true>(w, nv, vec::max_of<true>(w, nv), true));
 }
 
 // out_g[b] (+)= sum_i w_g[first + i] v[key(first + i)][b] over i < n, for GC query vectors and DB vectors of 16
@@ -176,9 +177,9 @@ SS_ATTN_CLONES
 void attend_block(const AttentionArgs& a, const VisibleKeys& vk, int kvh, int r0, int nrows) {
   const int hd = a.head_dim, group = a.heads / a.kv_heads;
   Scratch& s = scratch();
-  const size_t pad = kt_stride_for(a.keys);
+  const size_t pad = kt_stride_for(a.keys);  // scores and weights per query vector: keys padded to whole vectors
   if (s.scores.size() < kMaxQ * pad) s.scores.resize(kMaxQ * pad);
-  if (s.weights.size() < kMaxQ * size_t(a.keys)) s.weights.resize(kMaxQ * size_t(a.keys));
+  if (s.weights.size() < kMaxQ * pad) s.weights.resize(kMaxQ * pad);
   const float* kt = a.kt + kt_index(kvh, 0, 0, hd, a.kt_stride);
   const float* v = a.v + size_t(kvh) * hd;
   const int total = nrows * group;
@@ -193,7 +194,7 @@ void attend_block(const AttentionArgs& a, const VisibleKeys& vk, int kvh, int r0
       row_of[g] = row;
       q[g] = a.q + size_t(row) * a.q_stride + size_t(h) * hd;
       out[g] = a.out + size_t(row) * a.out_stride + size_t(h) * hd;
-      w[g] = s.weights.data() + size_t(g) * size_t(a.keys);
+      w[g] = s.weights.data() + size_t(g) * pad;
     }
     float* sc = s.scores.data();
     scores_dispatch(gc, q, a, kt, sc, pad);
