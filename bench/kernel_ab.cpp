@@ -13,7 +13,8 @@
 // instead of their lanes copies, engine/cpu/kquant_lanes.h; its model is loaded once more, without lanes copies),
 // share=0 (the team's static splits instead of units shared out while a fork runs, engine/cpu/unit_shares.h),
 // sharemin=N (the smallest fork shared out, in multiply-adds; 0: the default), pahead=N (groups of bf16 panels
-// prefetched ahead, 0: none), and memory=map|copy.
+// prefetched ahead, 0: none), pl1=0 (several tokens' bf16 panel tiles prefetch into L2 instead of L1), and
+// memory=map|copy.
 // --tokens: decode that many tokens after a 128-token prompt (tok/s, higher is better); --step N: instead one forward
 // of N new tokens on top of the prompt, all logits (ms, lower is better). Prints each setting's median, every round,
 // and each setting against the first round by round.
@@ -52,6 +53,7 @@ struct Setting {
   int unit_sharing = 1;                                   // 0: static splits (cpu::set_unit_sharing)
   long share_min_macs = 0;                                // 0: the default smallest shared fork
   long panel_ahead = -1;                                  // the bf16 panel tiles' prefetch distance in groups
+  long panel_l1 = -1;                                     // 0: several tokens' panel tiles prefetch into L2
   std::optional<WeightMemory> memory;                     // none: the process's setting
   void apply() const {
     cpu::set_quant_exact(exact != 0);
@@ -63,6 +65,7 @@ struct Setting {
     cpu::set_unit_sharing(unit_sharing != 0);
     cpu::set_unit_sharing_min_macs(size_t(share_min_macs));
     cpu::detail::set_panel_prefetch_groups(panel_ahead);
+    cpu::detail::set_panel_prefetch_l1(panel_l1);
   }
 };
 
@@ -92,6 +95,7 @@ std::optional<Setting> parse_setting(const std::string& text) {
     else if (key == "share") s.unit_sharing = int(value);
     else if (key == "sharemin") s.share_min_macs = value;
     else if (key == "pahead") s.panel_ahead = value;
+    else if (key == "pl1") s.panel_l1 = value;
     else return std::nullopt;
   }
   return s;
@@ -123,7 +127,7 @@ int main(int argc, char** argv) {
         if (!s) {
           std::fprintf(stderr,
                        "kernel_ab: bad setting '%s' (want default, or a ','-list of prefetch=N, kblock=N, panel=N, "
-                       "exact=1, qahead=N, lanes=0|1, memory=map|copy)\n",
+                       "exact=1, qahead=N, lanes=0|1, share=0|1, sharemin=N, pahead=N, pl1=0|1, memory=map|copy)\n",
                        item.c_str());
           return 2;
         }

@@ -704,6 +704,37 @@ TEST(WideningTiles, PanelRowsDoNotChangeABit) {
   cpu::set_quant_exact(old);
 }
 
+// The bf16 panel tiles' prefetches (how many groups ahead, and into which cache: kernel_ab's pahead=N and pl1=0|1)
+// only move lines: every setting gives the same bits, one token or several, and the defaults come back.
+TEST(Bf16FastPath, PanelPrefetchSettingsDoNotChangeABit) {
+  const bool old = cpu::set_quant_exact(false);
+  std::mt19937 rng(17);
+  const int m = 200, k = 384;  // 13 panels: groups of 3-4 with panels ahead of them to prefetch
+  const Weights w = make_weights(DType::BF16, m, k, rng, false);
+  for (int n : {1, 3, 8, 16}) {
+    const std::vector<float> x = random_vec(size_t(n) * k, rng, false);
+    std::vector<float> first;
+    for (int ahead : {-1, 0, 1, 3})
+      for (int l1 : {-1, 0, 1}) {
+        cpu::detail::set_panel_prefetch_groups(ahead);
+        cpu::detail::set_panel_prefetch_l1(l1);
+        std::vector<float> y(size_t(n) * m);
+        cpu::linear(x.data(), n, w.view(), nullptr, y.data());
+        if (first.empty()) first = y;
+        ASSERT_EQ(0, std::memcmp(first.data(), y.data(), y.size() * sizeof(float)))
+            << "n=" << n << " ahead=" << ahead << " l1=" << l1;
+      }
+  }
+  cpu::detail::set_panel_prefetch_groups(-1);
+  cpu::detail::set_panel_prefetch_l1(-1);
+  EXPECT_TRUE(cpu::detail::panel_prefetch_l1());
+  EXPECT_EQ(cpu::detail::panel_prefetch_groups(2), 2);
+  cpu::detail::set_panel_prefetch_l1(0);
+  EXPECT_FALSE(cpu::detail::panel_prefetch_l1());
+  cpu::detail::set_panel_prefetch_l1(-1);
+  cpu::set_quant_exact(old);
+}
+
 // Packed panels live as long as the weights' owner: weights freed and new ones allocated (often at the same address)
 // are packed again, never computed with the old panels.
 TEST(Bf16FastPath, PanelsFollowTheWeightsLifetime) {

@@ -84,12 +84,15 @@ TuningOverride::TuningOverride(const char* env) : forced_(-1) {
 namespace {
 TuningOverride g_one_row_prefetch{"SPECSCOPE_ONE_ROW_PREFETCH"};
 TuningOverride g_panel_ahead{"SPECSCOPE_PANEL_AHEAD"};
+TuningOverride g_panel_l1{"SPECSCOPE_PANEL_L1"};
 }  // namespace
 
 int one_row_prefetch_lines(int kernel_default) { return int(g_one_row_prefetch.value_or(kernel_default)); }
 void set_one_row_prefetch_lines(int lines) { g_one_row_prefetch.set(lines); }
 int panel_prefetch_groups(int kernel_default) { return int(g_panel_ahead.value_or(kernel_default)); }
 void set_panel_prefetch_groups(long groups) { g_panel_ahead.set(groups); }
+bool panel_prefetch_l1() { return g_panel_l1.value_or(1) != 0; }
+void set_panel_prefetch_l1(long on) { g_panel_l1.set(on); }
 
 size_t scratch_floats(int k) { return size_t(64) * size_t(std::max(k, 1)) + 64; }
 

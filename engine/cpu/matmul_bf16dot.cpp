@@ -97,9 +97,13 @@ constexpr auto kTiles = make_tiles(std::make_index_sequence<4 * kTmax>{});
 // Y[t, 16p + lane] for P <= 4 panels and T <= 8 tokens from panel-packed weights (bf16_panels.h): each accumulator
 // holds 16 output rows of one token, added pair of k by pair of k in order, so nothing is summed across lanes and an
 // output's sum is the same sequence whatever T is.
+// Prefetches of several tokens' tiles go to the first-level cache unless `to_l2`: such a tile computes long enough
+// per line for the lines to arrive. The default base's 8-token step, in one process, 30 rounds, L1 against L2: 0.91-0.98x
+// the time in five of six runs, better in 21-29 of 30 rounds (one run: 0.99x, 17 of 30), on a Zen-5-class host
+// (bench/results/cpu_base_step8_2026-12-02/). One token streams faster into L2 (matmul_bf16dot.cpp's first notes).
 template <int P, int T>
 void panel_tile(const uint16_t* xb, size_t kp, const uint16_t* panels, size_t panel_elems, int pairs, int rows_left,
-                const float* bias, float* y, size_t ldy, const uint16_t* prefetch) {
+                const float* bias, float* y, size_t ldy, const uint16_t* prefetch, bool to_l2) {
   __m512 acc[P][T];
   SS_UNROLL for (int p = 0; p < P; ++p)
     SS_UNROLL for (int t = 0; t < T; ++t) acc[p][t] = _mm512_setzero_ps();
@@ -107,9 +111,13 @@ void panel_tile(const uint16_t* xb, size_t kp, const uint16_t* panels, size_t pa
     // One token streams weights at the memory's pace, and every other line (the adjacent-line prefetcher brings
     // the rest) measured faster there; with more tokens the tile computes long enough per line for the
     // hardware to fall behind, and every line measured faster.
-    if (prefetch && (T > 1 || (j & 1) == 0))
-      SS_UNROLL for (int p = 0; p < P; ++p)
-        _mm_prefetch(reinterpret_cast<const char*>(prefetch + size_t(p) * panel_elems + size_t(j) * 32), _MM_HINT_T1);
+    if (prefetch && (T > 1 || (j & 1) == 0)) {
+      SS_UNROLL for (int p = 0; p < P; ++p) {
+        const char* line = reinterpret_cast<const char*>(prefetch + size_t(p) * panel_elems + size_t(j) * 32);
+        if (T > 1 && !to_l2) _mm_prefetch(line, _MM_HINT_T0);
+        else _mm_prefetch(line, _MM_HINT_T1);
+      }
+    }
     __m512i wv[P];
     SS_UNROLL for (int p = 0; p < P; ++p) {
       wv[p] = _mm512_load_si512(panels + size_t(p) * panel_elems + size_t(j) * 32);
@@ -137,7 +145,7 @@ void panel_tile(const uint16_t* xb, size_t kp, const uint16_t* panels, size_t pa
 // memory-bound and a compute-bound pass (bench/results/panel_tiles_2026-11-28.txt).
 constexpr int kPanelTmax = 8;
 using PanelTileFn = void (*)(const uint16_t*, size_t, const uint16_t*, size_t, int, int, const float*, float*, size_t,
-                             const uint16_t*);
+                             const uint16_t*, bool);
 template <size_t... I>
 constexpr auto make_panel_tiles(std::index_sequence<I...>) {
   return std::array<PanelTileFn, sizeof...(I)>{&panel_tile<int(I / kPanelTmax) + 1, int(I % kPanelTmax) + 1>...};
@@ -206,6 +214,7 @@ void panels_bf16dot(const uint16_t* xb, size_t kp, int n, const Bf16Panels& w, c
   // Panels per tile: up to 24 accumulators (P x T) beside the P weight vectors and the broadcast; the same P for
   // every token tile of a group of panels.
   const int tiles_tmax = tbase + (textra > 0 ? 1 : 0);
+  const bool to_l2 = !panel_prefetch_l1();
   for (int p = p0; p < p1;) {
     const int P = std::min({4, 24 / tiles_tmax, p1 - p});
     // While the first token tile runs, the panels some groups ahead are prefetched (one-token decoding streams
@@ -218,7 +227,7 @@ void panels_bf16dot(const uint16_t* xb, size_t kp, int n, const Bf16Panels& w, c
       kPanelTiles[size_t((P - 1) * kPanelTmax + (T - 1))](xb + size_t(t0) * kp, kp, w.panel(p), panel_elems, w.pairs,
                                                          w.m - p * 16, bias ? bias + size_t(p) * 16 : nullptr,
                                                          Y + size_t(t0) * size_t(w.m) + size_t(p) * 16, size_t(w.m),
-                                                         ti == 0 ? pf : nullptr);
+                                                         ti == 0 ? pf : nullptr, to_l2);
       t0 += T;
     }
     p += P;

@@ -134,6 +134,10 @@ void set_one_row_prefetch_lines(int lines);
 // or SPECSCOPE_PANEL_AHEAD=N / set_panel_prefetch_groups(N) (-1 restores the default).
 int panel_prefetch_groups(int kernel_default);
 void set_panel_prefetch_groups(long groups);
+// Where the bf16 panel tiles of several tokens prefetch to: 1 (the default) the first-level cache, 0 the second, as
+// one-token tiles always do; SPECSCOPE_PANEL_L1=N / set_panel_prefetch_l1(N) (-1 restores the default).
+bool panel_prefetch_l1();
+void set_panel_prefetch_l1(long on);
 // The one-row kernels prefetch at each element k of a row where (k & mask) == 0: every `lines`-th 64-byte line of
 // `elem_size`-byte elements. -1 when `lines` is 0 (never).
 inline int one_row_prefetch_mask(int lines, size_t elem_size) {
