@@ -124,6 +124,33 @@ TEST_P(TreeForward, HiddenTapsHaveTheRequestedRows) {
   for (int i = 0; i < H; ++i) EXPECT_FLOAT_EQ(out.hiddens[1][size_t(2) * H + i], emb[size_t(7) * H + i]);
 }
 
+// A tap of a layer the model does not have is refused before anything runs (checked_positions, which the CUDA
+// context calls too: there it would have copied back uninitialised device memory), and the cache is as it was.
+TEST_P(TreeForward, ATapOfALayerTheModelLacksIsAnInputError) {
+  auto model = Model::load(test::fixture("models/" + GetParam()));
+  auto ctx = model->new_cpu_context(64);
+  ForwardOutput out;
+  ctx->forward(Batch::causal(std::vector<int32_t>{5, 6}), out);
+  for (int layer : {-1, model->config().num_layers, 1000}) {
+    Batch b = Batch::causal(std::vector<int32_t>{7});
+    b.positions = {2};
+    b.taps = {HiddenTap::final_norm(), HiddenTap::layer_input(layer)};
+    try {
+      ctx->forward(b, out);
+      ADD_FAILURE() << "a tap of layer " << layer << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("tap of layer " + std::to_string(layer)), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(ctx->n_past(), 2);
+  }
+  Batch last = Batch::causal(std::vector<int32_t>{7});
+  last.positions = {2};
+  last.taps = {HiddenTap::layer_input(model->config().num_layers - 1)};
+  ctx->forward(last, out);
+  ASSERT_EQ(out.hiddens.size(), 1u);
+  EXPECT_EQ(out.hiddens[0].size(), size_t(model->config().hidden_size));
+}
+
 TEST_P(TreeForward, ContextOverflowIsAnInputError) {
   auto model = Model::load(test::fixture("models/" + GetParam()));
   auto ctx = model->new_cpu_context(8);

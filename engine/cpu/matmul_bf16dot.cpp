@@ -98,9 +98,9 @@ constexpr auto kTiles = make_tiles(std::make_index_sequence<4 * kTmax>{});
 // holds 16 output rows of one token, added pair of k by pair of k in order, so nothing is summed across lanes and an
 // output's sum is the same sequence whatever T is.
 // Prefetches of several tokens' tiles go to the first-level cache unless `to_l2`: such a tile computes long enough
-// per line for the lines to arrive. The default base's 8-token step, in one process, 30 rounds, L1 against L2: 0.91-0.98x
-// the time in five of six runs, better in 21-29 of 30 rounds (one run: 0.99x, 17 of 30), on a Zen-5-class host
-// (bench/results/cpu_base_step8_2026-12-02/). One token streams faster into L2 (matmul_bf16dot.cpp's first notes).
+// per line for the lines to arrive. The default base's 8-token step, in one process, 30 rounds, L1 against L2: 0.90-0.98x
+// the time in each of five runs, better in 17-29 of 30 rounds (bench/results/cpu_base_step8_2026-12-02/). One token
+// streams faster into L2 (rows_bf16dot's note below).
 template <int P, int T>
 void panel_tile(const uint16_t* xb, size_t kp, const uint16_t* panels, size_t panel_elems, int pairs, int rows_left,
                 const float* bias, float* y, size_t ldy, const uint16_t* prefetch, bool to_l2) {

@@ -16,6 +16,11 @@ std::vector<int32_t> checked_positions(const Batch& b, const ModelConfig& c, int
   if (!b.positions.empty() && int(b.positions.size()) != n)
     throw InputError("batch", "positions and tokens differ in length");
   if (!b.mask.empty() && b.mask.size() != size_t(n) * n) throw InputError("batch", "mask is not n x n");
+  // A tap of a layer the model lacks would come back empty on the CPU and as whatever device memory held on CUDA.
+  for (const auto& t : b.taps)
+    if (t.kind == HiddenTap::LayerInput && (t.layer < 0 || t.layer >= c.num_layers))
+      throw InputError("batch", "hidden-state tap of layer " + std::to_string(t.layer) + " (the model has " +
+                                    std::to_string(c.num_layers) + " layers)");
   std::vector<int32_t> pos(n);
   for (int i = 0; i < n; ++i) {
     pos[i] = b.positions.empty() ? n_past + i : b.positions[i];

@@ -1,6 +1,6 @@
 #pragma once
 // The checks every backend applies to a Batch before running it (batches can come from user-supplied trees and
-// options): size, context room, token ids, positions, mask shape. Throws InputError.
+// options): size, context room, token ids, positions, mask shape, hidden-state taps. Throws InputError.
 #include <cstdint>
 #include <span>
 #include <vector>
