@@ -4,6 +4,7 @@
 // each one directly (tests/cuda/cuda_kernels_test.cpp checks that they agree). Nothing else should call these.
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace specscope::cuda::attention_paths {
@@ -35,6 +36,11 @@ void split_context(const float* q, const float* k_cache, const float* v_cache, c
                    const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window,
                    int splits, float* out, cudaStream_t stream, float* scratch = nullptr, size_t scratch_floats = 0);
 
+// Floats of scratch one split_context call of n rows and nh query heads in `chunks` chunks writes its partials to:
+// each (row, head, chunk)'s output of hd floats, then its running max and sum.
+inline size_t split_partials_floats(int n, int nh, int chunks, int hd) {
+  return size_t(n) * size_t(nh) * size_t(chunks) * (size_t(hd) + 2);
+}
 // Floats of scratch that every split_context call with split_count's chunks fits, at any rows and context length.
 size_t split_scratch_floats(int hd);
 

@@ -286,7 +286,7 @@ void split_context(const float* q, const float* kc, const float* vc, const int32
   const int gb = heads_per_block(nh, nkv);
   const dim3 grid(n, nh / gb, chunks);
   float* scratch = nullptr;  // part_o [n, nh, chunks, hd], then part_ml [n, nh, chunks, 2]
-  const size_t parts = size_t(n) * nh * chunks, need = parts * (size_t(hd) + 2);
+  const size_t parts = size_t(n) * nh * chunks, need = split_partials_floats(n, nh, chunks, hd);
   // A given buffer too small is a broken bound, not a reason to allocate: an allocation here would be captured into
   // the caller's graph, the very thing the buffer is there to prevent.
   if (chunks > 1 && given_scratch && given_floats < need)

@@ -63,6 +63,15 @@ struct Figures {
   std::map<int, std::vector<double>> step_ratio;
 };
 
+// Size n's ratio within each run (Figures::step_ratio): its median over the runs, and its range.
+struct PairedRatio {
+  double median, lo, hi;
+};
+PairedRatio paired_ratio(const Figures& f, int n) {
+  const auto& r = f.step_ratio.at(n);
+  return {median(r), *std::min_element(r.begin(), r.end()), *std::max_element(r.begin(), r.end())};
+}
+
 // Prefill, the n-token step costs and decode, `repeat` times.
 Figures measure(Context& ctx, const std::vector<int32_t>& prompt, const std::vector<int>& sizes, int gen_tokens,
                 int repeat, int V, const char* label) {
@@ -102,11 +111,9 @@ nlohmann::json figures_json(const Figures& f, const std::vector<int>& sizes) {
   const double one = median(f.step_ms.at(sizes.front()));
   nlohmann::json steps = nlohmann::json::array();
   for (int n : sizes) {
-    const auto& ratios = f.step_ratio.at(n);
+    const PairedRatio p = paired_ratio(f, n);
     steps.push_back({{"tokens", n}, {"ms", median(f.step_ms.at(n))}, {"relative_to_first", median(f.step_ms.at(n)) / one},
-                     {"paired_ratio", median(ratios)},
-                     {"paired_ratio_range", {*std::min_element(ratios.begin(), ratios.end()),
-                                             *std::max_element(ratios.begin(), ratios.end())}}});
+                     {"paired_ratio", p.median}, {"paired_ratio_range", {p.lo, p.hi}}});
   }
   j["step_cost"] = steps;
   return j;
@@ -311,10 +318,9 @@ int cmd_bench(Args& args) {
                 "within each run):\n", prompt_tokens);
     const double one = median(f.step_ms.at(sizes.front()));
     for (int n : sizes) {
-      const auto& ratios = f.step_ratio.at(n);
+      const PairedRatio p = paired_ratio(f, n);
       std::printf("    n=%-4d %8.3f ms  %5.2fx   paired %5.2fx (%.2f-%.2f)\n", n, median(f.step_ms.at(n)),
-                  median(f.step_ms.at(n)) / one, median(ratios), *std::min_element(ratios.begin(), ratios.end()),
-                  *std::max_element(ratios.begin(), ratios.end()));
+                  median(f.step_ms.at(n)) / one, p.median, p.lo, p.hi);
     }
   };
   print("quiet", quiet);

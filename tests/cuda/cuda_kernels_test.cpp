@@ -455,8 +455,8 @@ TEST(AttentionPaths, TheContextsScratchFitsEverySplitTheLauncherPicks) {
         for (int total = cuda::attention_paths::kSplitAboveSlots + 1; total <= 32768; total += 997) {
           const int chunks = cuda::attention_paths::split_count(n, h.nh, h.nkv, total);
           if (chunks == 1) continue;  // one chunk writes the output directly, with no scratch
-          const size_t need = size_t(n) * size_t(h.nh) * size_t(chunks) * (size_t(hd) + 2);
-          ASSERT_LE(need, cuda::attention_paths::split_scratch_floats(hd))
+          ASSERT_LE(cuda::attention_paths::split_partials_floats(n, h.nh, chunks, hd),
+                    cuda::attention_paths::split_scratch_floats(hd))
               << "nh " << h.nh << " nkv " << h.nkv << " hd " << hd << " rows " << n << " slots " << total;
         }
 }
