@@ -228,6 +228,40 @@ TEST(Regex, RejectsWhatItDoesNotImplement) {
   }
 }
 
+// An untrusted pattern cannot take the process down: a program that would grow exponentially, nesting that would
+// exhaust the stack, and a search that backtracks exponentially each end in an error (found by fuzz/fuzz_regex.cpp:
+// a run of possessive quantifiers, "c+++...+", compiled for minutes).
+TEST(Regex, RefusesWhatWouldNotFitItsLimits) {
+  auto refusal = [](const std::string& p) {
+    try {
+      specscope::Regex re(p);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(refusal("c" + std::string(120, '+')).find("instructions"), std::string::npos);
+  EXPECT_NE(refusal("(a{2000}){1000}").find("instructions"), std::string::npos);
+  EXPECT_NE(refusal(std::string(5000, '(') + "a" + std::string(5000, ')')).find("nested"), std::string::npos);
+  EXPECT_NE(refusal("a" + std::string(4000, '?')).find("nested"), std::string::npos);
+  // Below the limits: large but linear programs and moderate nesting still compile.
+  EXPECT_EQ(refusal("a{100000}"), "accepted");
+  EXPECT_EQ(refusal(std::string(200, '(') + "a" + std::string(200, ')')), "accepted");
+}
+
+TEST(Regex, ASearchThatBacktracksWithoutEndStopsWithAnError) {
+  const specscope::Regex re("(?:a|a)*b");
+  EXPECT_EQ(re.find_all("aaab").size(), 1u);
+  const std::string text(40, 'a');  // 2^40 ways to fail
+  try {
+    (void)re.find_all(text);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "prompt");
+    EXPECT_NE(std::string(e.what()).find("backtracking steps"), std::string::npos) << e.what();
+  }
+}
+
 // The generated Unicode tables agree with the library over the whole code space: character classes as
 // Oniguruma sees them, and every normalization form / lowercasing of every code point (block hashes).
 TEST(UnicodeTables, MatchTheLibraryOverAllCodePoints) {
@@ -505,6 +539,17 @@ TEST(Tokenizer, BadFilesNameTheFileAndTheProblem) {
   j = good_json();
   j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "\\p{Greek}+";
   expect_bad_file(j.dump(), "pre-tokenizer regex is unsupported");
+
+  // A post-processor id outside the vocabulary (the ids there are written beside it, not looked up), both ways.
+  for (int bad : {1 << 20, -1}) {
+    j = good_json();
+    j["post_processor"]["processors"][1]["special_tokens"]["<|begin_of_text|>"]["ids"][0] = bad;
+    expect_bad_file(j.dump(), "post_processor adds token id " + std::to_string(bad) + ", outside the vocabulary");
+  }
+
+  j = good_json();
+  j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(\\s{2000}){1000}";
+  expect_bad_file(j.dump(), "compiles to more than");
 
   j = good_json();
   j["model"]["merges"].push_back(nlohmann::json::array({"Ġ", "no-such-token"}));

@@ -5,10 +5,24 @@
 
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/unicode.h"
+#include "engine/util/error.h"
 
 namespace specscope {
 
 namespace {
+
+// Limits that keep an untrusted pattern (tokenizer.json comes with models anyone may publish) from taking the process
+// down; the published pre-tokenizer patterns stay far below each (nesting 6, a few hundred instructions).
+// Nesting of groups and quantifiers: the parser, the compiler and the matcher recurse along it (Oniguruma's own
+// parse depth limit is 4096; ours is lower because the app tokenizes on threads with default stacks).
+constexpr int kMaxNesting = 1000;
+// Compiled size: repeats copy their body ({n,m} m times, nested repeats multiply), so "(a{1000}){1000}" or a run of
+// possessive quantifiers would otherwise grow the program exponentially.
+constexpr size_t kMaxInstructions = size_t(1) << 20;
+// Backtracking steps per find_all: a fixed allowance plus a generous one per code point of text (the published
+// patterns take a few per code point), as Oniguruma's retry limit bounds a match: a pattern that backtracks
+// exponentially or quadratically on some text is stopped with an error instead of running for hours.
+constexpr uint64_t kBacktrackBase = 10'000'000, kBacktrackPerCodePoint = 1'000;
 
 // One predicate a character class is made of (besides plain ranges).
 struct ClassItem {
@@ -64,9 +78,17 @@ struct Node {
   int min = 0, max = -1;  // Repeat; max -1 = unbounded
   bool greedy = true, possessive = false, negative = false;
   Op assert_op = Op::Bol;
+  int depth = 1;  // nesting below and including this node
 };
 
 [[noreturn]] void unsupported(const std::string& what) { throw std::invalid_argument(what); }
+
+// Sets n's depth from its children's (which are final) and refuses a tree nested beyond kMaxNesting.
+Node&& nested(Node&& n) {
+  for (const auto& k : n.kids) n.depth = std::max(n.depth, k.depth + 1);
+  if (n.depth > kMaxNesting) unsupported("nested more than " + std::to_string(kMaxNesting) + " levels deep");
+  return std::move(n);
+}
 
 // Case variants Oniguruma's (?i) folding treats as equal, for the letters that matter in practice.
 std::vector<char32_t> case_variants(char32_t c) {
@@ -100,6 +122,7 @@ class Parser {
   std::u32string p_;
   size_t i_ = 0;
   std::vector<CharClass>& classes_;
+  int open_groups_ = 0;
 
   bool eof() const { return i_ >= p_.size(); }
   char32_t peek() const { return eof() ? 0 : p_[i_]; }
@@ -138,7 +161,7 @@ class Parser {
     Node n;
     n.kind = Node::Alt;
     n.kids = std::move(branches);
-    return n;
+    return nested(std::move(n));
   }
 
   Node concat(bool& icase) {
@@ -153,7 +176,7 @@ class Parser {
       }
       n.kids.push_back(repeat(icase));
     }
-    return n;
+    return nested(std::move(n));
   }
 
   bool read_int(int& out) {
@@ -206,7 +229,7 @@ class Parser {
         r.possessive = true;
       }
       r.kids.push_back(std::move(atom_node));
-      atom_node = std::move(r);
+      atom_node = nested(std::move(r));
     }
   }
 
@@ -238,6 +261,8 @@ class Parser {
   }
 
   Node group(bool icase) {
+    // The parser recurses once per open group: refuse a deep one before the stack does.
+    if (++open_groups_ > kMaxNesting) unsupported("nested more than " + std::to_string(kMaxNesting) + " levels deep");
     Node n;
     if (take('?')) {
       if (take(':')) {
@@ -262,7 +287,8 @@ class Parser {
       n = alt(icase);  // capturing groups only group here; captures are never read
     }
     if (!take(')')) unsupported("missing ')'");
-    return n;
+    --open_groups_;
+    return nested(std::move(n));
   }
 
   char32_t hex(size_t digits) {
@@ -435,6 +461,8 @@ struct Regex::Program {
   std::vector<Inst> code;
 
   uint32_t emit(Inst i) {
+    if (code.size() >= kMaxInstructions)
+      throw std::invalid_argument("compiles to more than " + std::to_string(kMaxInstructions) + " instructions");
     code.push_back(i);
     return static_cast<uint32_t>(code.size() - 1);
   }
@@ -536,9 +564,12 @@ struct Regex::Program {
     uint32_t pc;
     uint32_t pos;
   };
+  struct BacktrackLimit {};
 
   // Backtracking interpreter; returns whether the program from `pc` matches at `pos` (sets *end).
-  bool run(uint32_t pc, uint32_t pos, const std::u32string& text, uint32_t* end, std::vector<Frame>& stack) const {
+  // `budget`: backtracking steps left to the whole search (find_all); at zero, run() throws.
+  bool run(uint32_t pc, uint32_t pos, const std::u32string& text, uint32_t* end, std::vector<Frame>& stack,
+           uint64_t& budget) const {
     const size_t base = stack.size();
     const uint32_t n = static_cast<uint32_t>(text.size());
     for (;;) {
@@ -559,7 +590,7 @@ struct Regex::Program {
         case Op::Jmp: pc = in.x; break;
         case Op::Look: {
           uint32_t e;
-          const bool r = run(in.x, pos, text, &e, stack);
+          const bool r = run(in.x, pos, text, &e, stack, budget);
           if (r != (in.y != 0)) {
             pc = in.z;
           } else {
@@ -569,7 +600,7 @@ struct Regex::Program {
         }
         case Op::Atomic: {
           uint32_t e;
-          if (run(in.x, pos, text, &e, stack)) {
+          if (run(in.x, pos, text, &e, stack, budget)) {
             pos = e, pc = in.z;
           } else {
             ok = false;
@@ -587,6 +618,7 @@ struct Regex::Program {
       }
       if (!ok) {
         if (stack.size() == base) return false;
+        if (budget-- == 0) throw BacktrackLimit{};
         pc = stack.back().pc;
         pos = stack.back().pos;
         stack.pop_back();
@@ -622,6 +654,8 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) co
   thread_local std::vector<Program::Frame> stack;
   std::vector<std::pair<size_t, size_t>> out;
   const uint32_t n = static_cast<uint32_t>(cps.size());
+  const uint64_t allowed = kBacktrackBase + kBacktrackPerCodePoint * uint64_t(n);
+  uint64_t budget = allowed;
   uint32_t from = 0;
   int64_t last_end = -1;
   while (from <= n) {
@@ -629,7 +663,15 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) co
     bool found = false;
     for (; start <= n; ++start) {
       stack.clear();
-      if (prog_->run(0, start, cps, &end, stack)) {
+      bool matched = false;
+      try {
+        matched = prog_->run(0, start, cps, &end, stack, budget);
+      } catch (const Program::BacktrackLimit&) {
+        throw InputError("prompt", "the tokenizer's regex gave up after " + std::to_string(allowed) +
+                                       " backtracking steps on a text of " + std::to_string(n) +
+                                       " characters (pattern: " + pattern_ + ")");
+      }
+      if (matched) {
         found = true;
         break;
       }

@@ -11,6 +11,11 @@
 // (?!...), atomic groups (?>...), quantifiers * + ? {n} {n,} {n,m} with lazy (?) and possessive (+) forms,
 // and the anchors ^ $ \A \z. Anything else (lookbehind, backreferences, \w \b, POSIX brackets, ...) is
 // rejected with std::invalid_argument naming the construct.
+//
+// Patterns are untrusted (tokenizer.json comes with models anyone may publish), so both halves are bounded
+// (regex.cpp has the figures): a pattern nested too deeply or compiling to too large a program is refused with
+// std::invalid_argument, and a search that backtracks past its allowance (like Oniguruma's retry limit) throws
+// InputError("prompt", ...) instead of running for hours.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -28,7 +33,7 @@ class Regex {
   Regex& operator=(Regex&&) noexcept;
 
   // Every non-overlapping match in `text` (valid UTF-8), as byte ranges, in the order Oniguruma's
-  // search loop (as driven by the `tokenizers` crate) finds them.
+  // search loop (as driven by the `tokenizers` crate) finds them. Throws InputError past the backtracking allowance.
   std::vector<std::pair<size_t, size_t>> find_all(std::string_view text) const;
   const std::string& pattern() const { return pattern_; }
 
