@@ -68,6 +68,10 @@ __global__ void logit_summaries_k(const float* logits, int vocab, const int32_t*
   for (int j = threadIdx.x; j < vocab; j += blockDim.x)
     if (best_id < 0 || before(x[j], j, best, best_id)) best = x[j], best_id = j;
   block_first(best, best_id);
+  // The host's argmax (engine/sampling/sampler.cpp) starts at id 0 and moves only to a larger logit, so a NaN first
+  // logit stays its answer where the order above ranks NaN last: take the host's answer (a row with NaN is refused
+  // further on either way; this keeps the two backends' records the same up to there).
+  if (isnan(x[0])) best = x[0], best_id = 0;
   if (best == -INFINITY) {  // every logit -inf: the host's softmax gives all zeros (cpu::softmax), so no bars either
     LogitSummary zeros;
     zeros.argmax = best_id;

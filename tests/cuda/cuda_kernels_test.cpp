@@ -574,6 +574,22 @@ TEST_F(CudaKernels, LogitSummariesOfARowOfMinusInfinityAreZerosAsOnTheHost) {
   for (int j = c.probe_start[1]; j < c.probe_start[2]; ++j) EXPECT_EQ(got_probes[size_t(j)], 0.f) << "probe " << j;
 }
 
+TEST_F(CudaKernels, LogitSummariesOfANaNFirstLogitGiveTheHostsArgmax) {
+  // The host's argmax keeps id 0 when its logit is NaN (no logit is larger than NaN); a NaN elsewhere is never the
+  // argmax. The device must answer both rows as the host does, and leave the row after them alone.
+  const int rows = 3, vocab = 4096;
+  SummaryCase c = summary_case(rows, vocab, 6, 991);
+  c.logits[0] = std::numeric_limits<float>::quiet_NaN();
+  c.logits[size_t(vocab) + 17] = std::numeric_limits<float>::quiet_NaN();
+  const Summaries reference = summaries_reference(c), device = summaries_on_gpu(c);
+  ASSERT_EQ(reference.rows[0].argmax, 0) << "the reference's own reading of the row";
+  ASSERT_NE(reference.rows[1].argmax, 17);
+  // Only the argmax is compared in the NaN rows: their probabilities are NaN arithmetic on both sides.
+  for (int r = 0; r < rows; ++r) EXPECT_EQ(device.rows[size_t(r)].argmax, reference.rows[size_t(r)].argmax) << "row " << r;
+  EXPECT_EQ(device.rows[2].top_count, reference.rows[2].top_count);
+  EXPECT_NEAR(device.rows[2].argmax_prob, reference.rows[2].argmax_prob, 3e-5);
+}
+
 TEST_F(CudaKernels, ProcessedRowsMatchProcessLogits) {
   // A row processed where it is (kernels/processed_rows.cu) against process_logits: the same kept tokens in the same
   // order, probabilities within 1e-6 of the largest (CUDA's exp against libm, and the mass outside the candidates
