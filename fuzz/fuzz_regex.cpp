@@ -43,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       last = e;
     }
   } catch (const std::invalid_argument&) {  // a pattern refused
-  } catch (const InputError&) {             // a search stopped at its backtracking limit
+  } catch (const InputError&) {             // a search stopped at its allowance of steps
   }
   return 0;
 }

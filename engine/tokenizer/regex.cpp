@@ -19,10 +19,11 @@ constexpr int kMaxNesting = 1000;
 // Compiled size: repeats copy their body ({n,m} m times, nested repeats multiply), so "(a{1000}){1000}" or a run of
 // possessive quantifiers would otherwise grow the program exponentially.
 constexpr size_t kMaxInstructions = size_t(1) << 20;
-// Backtracking steps per find_all: a fixed allowance plus a generous one per code point of text (the published
-// patterns take a few per code point), as Oniguruma's retry limit bounds a match: a pattern that backtracks
-// exponentially or quadratically on some text is stopped with an error instead of running for hours.
-constexpr uint64_t kBacktrackBase = 10'000'000, kBacktrackPerCodePoint = 1'000;
+// Matcher steps (instructions run) per find_all: a fixed allowance plus one per code point of text, 45 times what the
+// published patterns take at worst (22 per code point, on long runs of one character), as Oniguruma's retry limit
+// bounds a match: a pattern that backtracks exponentially or quadratically on some text is stopped with an error
+// instead of running for hours. Steps, not backtracks, because nested loops can run long between two backtracks.
+constexpr uint64_t kStepBase = 20'000'000, kStepsPerCodePoint = 1'000;
 
 // One predicate a character class is made of (besides plain ranges).
 struct ClassItem {
@@ -31,13 +32,28 @@ struct ClassItem {
   std::string category;  // for Category
 };
 
+std::vector<char32_t> case_variants(char32_t c);
+
 struct CharClass {
   bool negated = false;
+  // Under (?i): a character is in the class when it or one of its case variants is, before any negation (as
+  // Oniguruma folds a class, then negates it: "(?i)[^a]" matches neither a nor A, "(?i)[\p{Lu}]" matches b).
+  bool fold = false;
   std::vector<std::pair<char32_t, char32_t>> ranges;
   std::vector<ClassItem> items;
   uint64_t ascii[2] = {0, 0};  // precomputed answer for code points < 128
 
   bool eval(char32_t c) const {
+    bool in = contains(c);
+    if (fold && !in)
+      for (char32_t v : case_variants(c))
+        if (v != c && contains(v)) {
+          in = true;
+          break;
+        }
+    return in != negated;
+  }
+  bool contains(char32_t c) const {
     bool in = false;
     for (const auto& r : ranges)
       if (c >= r.first && c <= r.second) {
@@ -55,7 +71,7 @@ struct CharClass {
       }
       in = m != it.negated;
     }
-    return in != negated;
+    return in;
   }
   void finish() {
     for (char32_t c = 0; c < 128; ++c)
@@ -64,11 +80,13 @@ struct CharClass {
   bool matches(char32_t c) const { return c < 128 ? (ascii[c >> 6] >> (c & 63)) & 1 : eval(c); }
 };
 
-enum class Op : uint8_t { Class, Split, Jmp, Look, Atomic, Match, Bol, Eol, Bot, Eot };
+enum class Op : uint8_t { Class, Split, Jmp, Look, Atomic, Match, Bol, Eol, Bot, Eot, Mark, EmptyCheck };
 
 struct Inst {
   Op op;
-  uint32_t x = 0, y = 0, z = 0;  // Split: x preferred, y alternative. Look: x sub-program, y negative, z next.
+  // Split: x preferred, y alternative. Look: x sub-program, y negative, z next. Mark: x slot. EmptyCheck: x slot, y the
+  // loop's exit.
+  uint32_t x = 0, y = 0, z = 0;
 };
 
 struct Node {
@@ -90,21 +108,59 @@ Node&& nested(Node&& n) {
   return std::move(n);
 }
 
-// Case variants Oniguruma's (?i) folding treats as equal, for the letters that matter in practice.
+// Simple case foldings (Unicode's CaseFolding.txt, status C and S) that differ from the single-code-point lowercase,
+// leaving out the Cherokee letters (their lowercase already pairs them): what Oniguruma's (?i) equates beyond lowercase.
+constexpr std::pair<char32_t, char32_t> kSpecialFolds[] = {
+    {0x00B5, 0x03BC}, {0x017F, 0x0073}, {0x0345, 0x03B9}, {0x03C2, 0x03C3}, {0x03D0, 0x03B2}, {0x03D1, 0x03B8},
+    {0x03D5, 0x03C6}, {0x03D6, 0x03C0}, {0x03F0, 0x03BA}, {0x03F1, 0x03C1}, {0x03F5, 0x03B5}, {0x1C80, 0x0432},
+    {0x1C81, 0x0434}, {0x1C82, 0x043E}, {0x1C83, 0x0441}, {0x1C84, 0x0442}, {0x1C85, 0x0442}, {0x1C86, 0x044A},
+    {0x1C87, 0x0463}, {0x1C88, 0xA64B}, {0x1E9B, 0x1E61}, {0x1FBE, 0x03B9}};
+
+// The character c folds to under (?i): its special folding, else its lowercase when that is one code point.
+char32_t fold_of(char32_t c) {
+  for (const auto& [from, to] : kSpecialFolds)
+    if (from == c) return to;
+  if (c < 128) return c >= 'A' && c <= 'Z' ? c | 0x20 : c;
+  const auto low = unicode::lowercase_cp(c);
+  return low.size() == 1 ? low[0] : c;
+}
+
+// Every character that folds to `folded` other than itself, from a table of (fold, character) pairs made on the first
+// case-insensitive match of a non-ASCII character (one pass over the code space).
+void add_folding_to(char32_t folded, std::vector<char32_t>& out) {
+  static const auto table = [] {
+    std::vector<std::pair<char32_t, char32_t>> pairs;
+    for (char32_t u = 0; u <= 0x10FFFF; ++u) {
+      if (u >= 0xD800 && u <= 0xDFFF) continue;
+      if (const char32_t f = fold_of(u); f != u) pairs.push_back({f, u});
+    }
+    std::sort(pairs.begin(), pairs.end());
+    return pairs;
+  }();
+  for (auto it = std::lower_bound(table.begin(), table.end(), std::make_pair(folded, char32_t(0)));
+       it != table.end() && it->first == folded; ++it)
+    out.push_back(it->second);
+}
+
+// The characters Oniguruma's (?i) treats as equal to c (c first): those with the same simple case folding. ASCII
+// letters are answered without the table (the published patterns' (?i:'s|'t|...) need only them): the other case,
+// and the long s and the Kelvin sign, which fold to s and k.
 std::vector<char32_t> case_variants(char32_t c) {
   std::vector<char32_t> v{c};
-  if (c < 128 && ((c | 0x20) >= 'a' && (c | 0x20) <= 'z')) {
-    v.push_back(c ^ 0x20);
-    if ((c | 0x20) == 's') v.push_back(0x17F);   // LATIN SMALL LETTER LONG S folds to s
-    if ((c | 0x20) == 'k') v.push_back(0x212A);  // KELVIN SIGN folds to k
-  } else if (c == 0x17F) {
-    v.push_back('s'), v.push_back('S');
-  } else if (c == 0x212A) {
-    v.push_back('k'), v.push_back('K');
-  } else if (c >= 128) {
-    const auto low = unicode::lowercase_cp(c);
-    if (low.size() == 1 && low[0] != c) v.push_back(low[0]);
+  if (c < 128) {
+    if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') {
+      v.push_back(c ^ 0x20);
+      if ((c | 0x20) == 's') v.push_back(0x17F);
+      if ((c | 0x20) == 'k') v.push_back(0x212A);
+    }
+    return v;
   }
+  const char32_t f = fold_of(c);
+  if (f != c) v.push_back(f);
+  std::vector<char32_t> same;
+  add_folding_to(f, same);
+  for (char32_t x : same)
+    if (x != c) v.push_back(x);
   return v;
 }
 
@@ -194,6 +250,7 @@ class Parser {
     Node atom_node = atom(icase);
     for (;;) {
       int mn, mx;
+      bool interval = false, exact = false;  // {n,m}-style, and of those {n}
       const size_t save = i_;
       if (take('*')) {
         mn = 0, mx = -1;
@@ -204,8 +261,8 @@ class Parser {
       } else if (take('{')) {
         // {n} {n,} {n,m} {,m}; anything else is a literal '{' in Oniguruma.
         int a = 0, b = -1;
-        const bool has_a = read_int(a);
-        if (take(',')) {
+        const bool has_a = read_int(a), range = take(',');
+        if (range) {
           if (!read_int(b)) b = -1;
         } else {
           b = a;
@@ -217,15 +274,20 @@ class Parser {
         if (!has_a) a = 0;
         if (b >= 0 && b < a) unsupported("bad repeat range");
         mn = a, mx = b;
+        interval = true;
+        exact = !range;
       } else {
         return atom_node;
       }
       Node r;
       r.kind = Node::Repeat;
       r.min = mn, r.max = mx;
-      if (take('?')) {
+      // Oniguruma's syntax (the tokenizers crate's): after an interval, '+' is a quantifier of its own, "x{1,3}+" is
+      // (x{1,3})+, not possessive; after an exact {n}, '?' is one too, "x{2}?" is (x{2})?, not lazy. The loop takes
+      // them as the next quantifier.
+      if (!exact && take('?')) {
         r.greedy = false;
-      } else if (take('+')) {
+      } else if (!interval && take('+')) {
         r.possessive = true;
       }
       r.kids.push_back(std::move(atom_node));
@@ -380,18 +442,8 @@ class Parser {
     CharClass cc;
     if (take('^')) cc.negated = true;
     bool first = true;
-    auto add_range = [&](char32_t a, char32_t b) {
-      cc.ranges.push_back({a, b});
-      if (icase) {
-        for (char32_t c = a; c <= b && c < 128; ++c)
-          for (char32_t v : case_variants(c))
-            if (v != c) cc.ranges.push_back({v, v});
-        if (a <= b && b - a < 64)
-          for (char32_t c = std::max<char32_t>(a, 128); c <= b; ++c)
-            for (char32_t v : case_variants(c))
-              if (v != c) cc.ranges.push_back({v, v});
-      }
-    };
+    cc.fold = icase;
+    auto add_range = [&](char32_t a, char32_t b) { cc.ranges.push_back({a, b}); };
     for (;;) {
       if (eof()) unsupported("unterminated character class");
       char32_t c = p_[i_];
@@ -433,8 +485,8 @@ class Parser {
   }
 };
 
-// Shortest length a node can match; used to reject unbounded repeats of something that can match empty
-// (the engine has no empty-loop check).
+// Shortest length a node can match; an unbounded repeat of a node that can match empty gets the empty-iteration
+// check (Mark / EmptyCheck), the others go without it.
 size_t min_len(const Node& n) {
   switch (n.kind) {
     case Node::Class: return 1;
@@ -459,6 +511,7 @@ size_t min_len(const Node& n) {
 struct Regex::Program {
   std::vector<CharClass> classes;
   std::vector<Inst> code;
+  uint32_t slots = 0;  // loops with an empty-iteration check: each keeps where its current iteration started
 
   uint32_t emit(Inst i) {
     if (code.size() >= kMaxInstructions)
@@ -527,12 +580,18 @@ struct Regex::Program {
         const Node& body = n.kids[0];
         for (int k = 0; k < n.min; ++k) compile(body);
         if (n.max < 0) {
-          if (min_len(body) == 0) throw std::invalid_argument("unbounded repeat of something that can match empty");
+          // A body that can match empty gets Oniguruma's empty-iteration check: an iteration that matched nothing
+          // leaves the loop (instead of looping forever, or being refused).
+          const bool may_be_empty = min_len(body) == 0;
+          const uint32_t slot = may_be_empty ? slots++ : 0;
           const uint32_t loop = emit({Op::Split});
           const uint32_t body_start = pc();
+          if (may_be_empty) emit({Op::Mark, slot});
           compile(body);
+          const uint32_t check = may_be_empty ? emit({Op::EmptyCheck, slot}) : 0;
           emit({Op::Jmp, loop});
           const uint32_t end = pc();
+          if (may_be_empty) code[check].y = end;
           code[loop].x = n.greedy ? body_start : end;
           code[loop].y = n.greedy ? end : body_start;
         } else {
@@ -561,18 +620,25 @@ struct Regex::Program {
   }
 
   struct Frame {
-    uint32_t pc;
+    uint32_t pc;  // kRestore | slot: not a choice point but a slot's earlier value, put back when backtracking past it
     uint32_t pos;
   };
+  static constexpr uint32_t kRestore = 0x80000000u;
   struct BacktrackLimit {};
+  // One search's state: the backtracking stack, the loops' iteration starts, and the steps left to it.
+  struct Thread {
+    std::vector<Frame> stack;
+    std::vector<uint32_t> slots;
+    uint64_t budget = 0;
+  };
 
-  // Backtracking interpreter; returns whether the program from `pc` matches at `pos` (sets *end).
-  // `budget`: backtracking steps left to the whole search (find_all); at zero, run() throws.
-  bool run(uint32_t pc, uint32_t pos, const std::u32string& text, uint32_t* end, std::vector<Frame>& stack,
-           uint64_t& budget) const {
-    const size_t base = stack.size();
+  // Backtracking interpreter; returns whether the program from `pc` matches at `pos` (sets *end). Throws
+  // BacktrackLimit when th.budget runs out.
+  bool run(uint32_t pc, uint32_t pos, const std::u32string& text, uint32_t* end, Thread& th) const {
+    const size_t base = th.stack.size();
     const uint32_t n = static_cast<uint32_t>(text.size());
     for (;;) {
+      if (th.budget-- == 0) throw BacktrackLimit{};
       const Inst& in = code[pc];
       bool ok = true;
       switch (in.op) {
@@ -584,13 +650,13 @@ struct Regex::Program {
           }
           break;
         case Op::Split:
-          stack.push_back({in.y, pos});
+          th.stack.push_back({in.y, pos});
           pc = in.x;
           break;
         case Op::Jmp: pc = in.x; break;
         case Op::Look: {
           uint32_t e;
-          const bool r = run(in.x, pos, text, &e, stack, budget);
+          const bool r = run(in.x, pos, text, &e, th);
           if (r != (in.y != 0)) {
             pc = in.z;
           } else {
@@ -600,28 +666,37 @@ struct Regex::Program {
         }
         case Op::Atomic: {
           uint32_t e;
-          if (run(in.x, pos, text, &e, stack, budget)) {
+          if (run(in.x, pos, text, &e, th)) {
             pos = e, pc = in.z;
           } else {
             ok = false;
           }
           break;
         }
+        case Op::Mark:
+          th.stack.push_back({kRestore | in.x, th.slots[in.x]});
+          th.slots[in.x] = pos;
+          ++pc;
+          break;
+        case Op::EmptyCheck: pc = pos == th.slots[in.x] ? in.y : pc + 1; break;
         case Op::Match:
           *end = pos;
-          stack.resize(base);
+          th.stack.resize(base);
           return true;
         case Op::Bol: ok = pos == 0 || text[pos - 1] == '\n'; ++pc; break;
         case Op::Eol: ok = pos == n || text[pos] == '\n'; ++pc; break;
         case Op::Bot: ok = pos == 0; ++pc; break;
         case Op::Eot: ok = pos == n; ++pc; break;
       }
-      if (!ok) {
-        if (stack.size() == base) return false;
-        if (budget-- == 0) throw BacktrackLimit{};
-        pc = stack.back().pc;
-        pos = stack.back().pos;
-        stack.pop_back();
+      while (!ok) {
+        if (th.stack.size() == base) return false;
+        const Frame f = th.stack.back();
+        th.stack.pop_back();
+        if (f.pc & kRestore) {
+          th.slots[f.pc & ~kRestore] = f.pos;
+          continue;
+        }
+        pc = f.pc, pos = f.pos, ok = true;
       }
     }
   }
@@ -651,24 +726,25 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) co
   }
   offs.push_back(static_cast<uint32_t>(text.size()));
 
-  thread_local std::vector<Program::Frame> stack;
+  thread_local Program::Thread th;
+  th.slots.assign(prog_->slots, 0);
   std::vector<std::pair<size_t, size_t>> out;
   const uint32_t n = static_cast<uint32_t>(cps.size());
-  const uint64_t allowed = kBacktrackBase + kBacktrackPerCodePoint * uint64_t(n);
-  uint64_t budget = allowed;
+  const uint64_t allowed = kStepBase + kStepsPerCodePoint * uint64_t(n);
+  th.budget = allowed;
   uint32_t from = 0;
   int64_t last_end = -1;
   while (from <= n) {
     uint32_t start = from, end = 0;
     bool found = false;
     for (; start <= n; ++start) {
-      stack.clear();
+      th.stack.clear();
       bool matched = false;
       try {
-        matched = prog_->run(0, start, cps, &end, stack, budget);
+        matched = prog_->run(0, start, cps, &end, th);
       } catch (const Program::BacktrackLimit&) {
         throw InputError("prompt", "the tokenizer's regex gave up after " + std::to_string(allowed) +
-                                       " backtracking steps on a text of " + std::to_string(n) +
+                                       " steps on a text of " + std::to_string(n) +
                                        " characters (pattern: " + pattern_ + ")");
       }
       if (matched) {

@@ -23,7 +23,7 @@ nlohmann::json read_json(const std::string& path) {
   if (text.empty()) throw InputError(path, "file is empty");
   try {
     return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // a parse error, or a number too large for any type (out_of_range)
     throw InputError(path, std::string("invalid JSON: ") + e.what());
   }
 }
