@@ -3,7 +3,7 @@
 # the sanitizer builds' (scripts/sanitize.sh). Exits non-zero when any test fails.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-"$here/scripts/install-deps.sh" --gui
+"$here/scripts/install-deps.sh" --gui --fuzz
 # Where the project's Python venv exists, ctest also runs the training recipes' smoke tests (tests/CMakeLists.txt);
 # their corpus-builder part reads a few small Debian packages: install them too, so those tests run, not skip.
 venv=${SPECSCOPE_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/specscope/venv}
@@ -22,5 +22,12 @@ if [[ $sanitize == none ]]; then
   echo "[setup-and-test] sanitizer builds not run (SPECSCOPE_SANITIZE=none)"
 else
   "$here/scripts/sanitize.sh" "$sanitize" || status=1
+fi
+# Last, every fuzz target built with clang and its committed corpus replayed, regression seeds included
+# (scripts/fuzz-replay.sh; about 10 minutes of building on two cores). SPECSCOPE_FUZZ_REPLAY=0 skips it.
+if [[ ${SPECSCOPE_FUZZ_REPLAY:-1} == 0 ]]; then
+  echo "[setup-and-test] fuzz corpora not replayed (SPECSCOPE_FUZZ_REPLAY=0)"
+else
+  "$here/scripts/fuzz-replay.sh" || status=1
 fi
 exit $status
