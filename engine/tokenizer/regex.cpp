@@ -101,11 +101,13 @@ struct Node {
 
 [[noreturn]] void unsupported(const std::string& what) { throw std::invalid_argument(what); }
 
-// Sets n's depth from its children's (which are final) and refuses a tree nested beyond kMaxNesting.
-Node&& nested(Node&& n) {
+[[noreturn]] void too_deep() { unsupported("nested more than " + std::to_string(kMaxNesting) + " levels deep"); }
+
+// n with its depth set from its children's (which are final); refuses a tree nested beyond kMaxNesting.
+Node nested(Node n) {
   for (const auto& k : n.kids) n.depth = std::max(n.depth, k.depth + 1);
-  if (n.depth > kMaxNesting) unsupported("nested more than " + std::to_string(kMaxNesting) + " levels deep");
-  return std::move(n);
+  if (n.depth > kMaxNesting) too_deep();
+  return n;
 }
 
 // Simple case foldings (Unicode's CaseFolding.txt, status C and S) that differ from the single-code-point lowercase,
@@ -324,7 +326,7 @@ class Parser {
 
   Node group(bool icase) {
     // The parser recurses once per open group: refuse a deep one before the stack does.
-    if (++open_groups_ > kMaxNesting) unsupported("nested more than " + std::to_string(kMaxNesting) + " levels deep");
+    if (++open_groups_ > kMaxNesting) too_deep();
     Node n;
     if (take('?')) {
       if (take(':')) {
@@ -624,21 +626,21 @@ struct Regex::Program {
     uint32_t pos;
   };
   static constexpr uint32_t kRestore = 0x80000000u;
-  struct BacktrackLimit {};
+  struct StepLimit {};
   // One search's state: the backtracking stack, the loops' iteration starts, and the steps left to it.
   struct Thread {
     std::vector<Frame> stack;
     std::vector<uint32_t> slots;
-    uint64_t budget = 0;
+    uint64_t steps_left = 0;
   };
 
   // Backtracking interpreter; returns whether the program from `pc` matches at `pos` (sets *end). Throws
-  // BacktrackLimit when th.budget runs out.
+  // StepLimit when th.steps_left runs out.
   bool run(uint32_t pc, uint32_t pos, const std::u32string& text, uint32_t* end, Thread& th) const {
     const size_t base = th.stack.size();
     const uint32_t n = static_cast<uint32_t>(text.size());
     for (;;) {
-      if (th.budget-- == 0) throw BacktrackLimit{};
+      if (th.steps_left-- == 0) throw StepLimit{};
       const Inst& in = code[pc];
       bool ok = true;
       switch (in.op) {
@@ -731,7 +733,7 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) co
   std::vector<std::pair<size_t, size_t>> out;
   const uint32_t n = static_cast<uint32_t>(cps.size());
   const uint64_t allowed = kStepBase + kStepsPerCodePoint * uint64_t(n);
-  th.budget = allowed;
+  th.steps_left = allowed;
   uint32_t from = 0;
   int64_t last_end = -1;
   while (from <= n) {
@@ -742,7 +744,7 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) co
       bool matched = false;
       try {
         matched = prog_->run(0, start, cps, &end, th);
-      } catch (const Program::BacktrackLimit&) {
+      } catch (const Program::StepLimit&) {
         throw InputError("prompt", "the tokenizer's regex gave up after " + std::to_string(allowed) +
                                        " steps on a text of " + std::to_string(n) +
                                        " characters (pattern: " + pattern_ + ")");
