@@ -3,8 +3,8 @@
 // A model folder anyone may publish carries one, so: InputError or a tokenizer, never a crash; a tokenizer that builds
 // encodes and decodes a fixed text, every id it gives is inside its vocabulary, and every id's bytes can be asked for.
 // The bytes go through a file because from_files is the one entry point the product uses.
-// Seeds: fuzz/corpus/hf_tokenizer (small byte-level and SentencePiece tokenizer.json files from
-// tests/fixtures/tokenizers, trimmed by the seed script in fuzz/CMakeLists.txt's comment).
+// Seeds: fuzz/corpus/hf_tokenizer (the tokenizers of tests/fixtures/tokenizers cut to 300 ids by
+// fuzz/make_hf_tokenizer_seeds.py, and regression seeds).
 #include <unistd.h>
 
 #include <cstdint>

@@ -8,7 +8,6 @@
 // Seeds: fuzz/corpus/regex (the published patterns of tests/fixtures/tokenizers/regex_patterns.json with texts).
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <string_view>

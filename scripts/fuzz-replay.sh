@@ -35,7 +35,8 @@ for t in "${targets[@]}"; do
     continue
   fi
   n=$(find "$corpus" -type f | wc -l)
-  # Seeds are replayed from a scratch copy: libFuzzer may write into the first corpus folder it is given.
+  # From a scratch folder: a crashing seed's artifact lands there, not in the repository (-runs=0 adds nothing to the
+  # corpus itself).
   scratch=$(mktemp -d)
   if (cd "$scratch" && "$dir/fuzz/$t" -runs=0 -timeout=20 -rss_limit_mb=2048 "$corpus" > "$scratch/log" 2>&1); then
     echo "[fuzz-replay] $t: $n seeds, no crash"

@@ -24,7 +24,7 @@ else
   "$here/scripts/sanitize.sh" "$sanitize" || status=1
 fi
 # Last, every fuzz target built with clang and its committed corpus replayed, regression seeds included
-# (scripts/fuzz-replay.sh; about 10 minutes of building on two cores). SPECSCOPE_FUZZ_REPLAY=0 skips it.
+# (scripts/fuzz-replay.sh; about 4 minutes of building on two cores). SPECSCOPE_FUZZ_REPLAY=0 skips it.
 if [[ ${SPECSCOPE_FUZZ_REPLAY:-1} == 0 ]]; then
   echo "[setup-and-test] fuzz corpora not replayed (SPECSCOPE_FUZZ_REPLAY=0)"
 else

@@ -186,6 +186,30 @@ TEST_P(Parity, StreamingDecoderEqualsDecodeOnALongStream) {
 INSTANTIATE_TEST_SUITE_P(Tokenizers, Parity, ::testing::ValuesIn(kTokenizers),
                          [](const auto& info) { return std::string(info.param.name); });
 
+using Ranges = std::vector<std::pair<size_t, size_t>>;
+
+// find_all's byte ranges as code point indices, to compare with the library's character offsets; with
+// `drop_empty`, without the empty matches (the library's Split drops them).
+Ranges code_point_ranges(const std::string& text, const Ranges& byte_ranges, bool drop_empty) {
+  std::vector<size_t> cp_at(text.size() + 1, 0);
+  size_t n = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) ++n;  // a lead byte starts code point n - 1
+    cp_at[i] = n - 1;
+  }
+  cp_at[text.size()] = n;
+  Ranges out;
+  for (const auto& [b, e] : byte_ranges)
+    if (!drop_empty || e > b) out.push_back({cp_at[b], cp_at[e]});
+  return out;
+}
+
+std::string ranges_text(const Ranges& r) {
+  std::string s;
+  for (const auto& [b, e] : r) s += "[" + std::to_string(b) + "," + std::to_string(e) + ")";
+  return s;
+}
+
 // The regex engine finds exactly the matches Oniguruma (through the library's Split pre-tokenizer) finds, for
 // pattern families beyond the three the tokenizer fixtures use, and for other constructs the engine accepts.
 TEST(Regex, MatchesTheLibraryOnEveryPatternAndCase) {
@@ -198,25 +222,12 @@ TEST(Regex, MatchesTheLibraryOnEveryPatternAndCase) {
     const auto j = nlohmann::json::parse(line);
     const size_t pi = j.at("pattern").get<size_t>();
     const std::string& text = cases().at(j.at("case").get<size_t>());
-    // Byte offset -> code point index, to compare with the library's character offsets.
-    std::vector<size_t> cp_at(text.size() + 1, 0);
-    size_t n = 0;
-    for (size_t i = 0; i < text.size(); ++i) {
-      if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) ++n;  // a lead byte starts code point n - 1
-      cp_at[i] = n - 1;
-    }
-    cp_at[text.size()] = n;
-    std::vector<std::pair<size_t, size_t>> got;
-    for (const auto& [b, e] : res[pi].find_all(text)) got.push_back({cp_at[b], cp_at[e]});
-    const auto want = j.at("matches").get<std::vector<std::pair<size_t, size_t>>>();
+    const Ranges got = code_point_ranges(text, res[pi].find_all(text), false);
+    const auto want = j.at("matches").get<Ranges>();
     ++checked;
-    if (got != want && ++bad <= 5) {
-      std::string g, w;
-      for (const auto& [b, e] : got) g += "[" + std::to_string(b) + "," + std::to_string(e) + ")";
-      for (const auto& [b, e] : want) w += "[" + std::to_string(b) + "," + std::to_string(e) + ")";
-      ADD_FAILURE() << "pattern " << pi << " case " << j.at("case") << " " << escape(text) << "\n  got  " << g
-                    << "\n  want " << w;
-    }
+    if (got != want && ++bad <= 5)
+      ADD_FAILURE() << "pattern " << pi << " case " << j.at("case") << " " << escape(text) << "\n  got  "
+                    << ranges_text(got) << "\n  want " << ranges_text(want);
   }
   EXPECT_GT(checked, 1000u);
   EXPECT_EQ(bad, 0u) << "of " << checked;
@@ -239,19 +250,9 @@ TEST(Regex, AgreesWithOnigurumaOnPatternsOfEveryConstruct) {
     const auto j = nlohmann::json::parse(line);
     if (j.at("m").is_null()) continue;  // the library refused it or gave up
     const std::string pattern = j.at("p"), text = j.at("t");
-    std::vector<std::pair<size_t, size_t>> got;
+    Ranges got;
     try {
-      const specscope::Regex re(pattern);
-      // Byte offsets -> code point indices; the library's Split drops empty matches.
-      std::vector<size_t> cp_at(text.size() + 1, 0);
-      size_t n = 0;
-      for (size_t i = 0; i < text.size(); ++i) {
-        if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) ++n;
-        cp_at[i] = n - 1;
-      }
-      cp_at[text.size()] = n;
-      for (const auto& [b, e] : re.find_all(text))
-        if (e > b) got.push_back({cp_at[b], cp_at[e]});
+      got = code_point_ranges(text, specscope::Regex(pattern).find_all(text), true);
     } catch (const std::invalid_argument& e) {
       ADD_FAILURE() << "refused " << escape(pattern) << ": " << e.what();
       continue;
@@ -260,13 +261,10 @@ TEST(Regex, AgreesWithOnigurumaOnPatternsOfEveryConstruct) {
       continue;
     }
     ++compared;
-    const auto want = j.at("m").get<std::vector<std::pair<size_t, size_t>>>();
-    if (got != want && ++bad <= 5) {
-      std::string g, w;
-      for (const auto& [b, e] : got) g += "[" + std::to_string(b) + "," + std::to_string(e) + ")";
-      for (const auto& [b, e] : want) w += "[" + std::to_string(b) + "," + std::to_string(e) + ")";
-      ADD_FAILURE() << escape(pattern) << " on " << escape(text) << "\n  got  " << g << "\n  want " << w;
-    }
+    const auto want = j.at("m").get<Ranges>();
+    if (got != want && ++bad <= 5)
+      ADD_FAILURE() << escape(pattern) << " on " << escape(text) << "\n  got  " << ranges_text(got) << "\n  want "
+                    << ranges_text(want);
   }
   EXPECT_GT(compared, 3900u);
   EXPECT_LE(stopped, 20u) << "searches stopped at the allowance of steps";

@@ -29,13 +29,12 @@ HfTokenizer::HfTokenizer(const nlohmann::json& root, const std::string& path) {
   // The post-processor's ids are written in the file beside the vocabulary, not looked up in it: one outside it would
   // reach the model's embedding table (found by fuzz/fuzz_hf_tokenizer.cpp).
   if (post_) {
-    std::vector<int32_t> added = post_->prefix_ids();
-    const std::vector<int32_t> suffix = post_->suffix_ids();
-    added.insert(added.end(), suffix.begin(), suffix.end());
-    for (int32_t id : added)
-      if (id < 0 || id >= vocab_size())
-        throw InputError(path, "post_processor adds token id " + std::to_string(id) + ", outside the vocabulary (ids 0-" +
-                                   std::to_string(vocab_size() - 1) + ")");
+    const int vocab = vocab_size();
+    for (const auto& ids : {post_->prefix_ids(), post_->suffix_ids()})
+      for (int32_t id : ids)
+        if (id < 0 || id >= vocab)
+          throw InputError(path, "post_processor adds token id " + std::to_string(id) +
+                                     ", outside the vocabulary (ids 0-" + std::to_string(vocab - 1) + ")");
   }
 }
 
