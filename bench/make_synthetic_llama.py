@@ -8,7 +8,9 @@ every matrix without fallbacks. `--shape 8b` is Llama-3.1-8B's (bf16; draw it wi
 llama3 scaling): 1.05B parameters, written as f16 (2.1 GB) because an f32 copy would be 4.2 GB for nothing (the
 GGUF converter reads f16 safetensors exactly; numpy has no bf16). The tokenizer stays the default model's 4096
 tokens; the converter pads the rest of the 32000 ids as unused tokens, so only the embedding and output shapes
-change, which is all a speed benchmark needs.
+change, which is all a speed benchmark needs. `--shape qwen3-0.6b` is Qwen3-0.6B's (Qwen3ForCausalLM: per-head q/k
+norms, head_dim 128 so that attention is 2048 wide on a 1024-wide model, 28 layers, 16 heads / 8 KV heads, FFN 3072,
+its real 151936-entry tied vocabulary, rope theta 1000000): 0.60B parameters, f16 (1.2 GB).
 
     /root/.cache/specscope/venv/bin/python bench/make_synthetic_llama.py /tmp/syn60
     /root/.cache/specscope/venv/bin/python tests/fixtures/make_gguf_models.py --convert /tmp/syn60 f32 /tmp/syn60.f32.gguf
@@ -19,7 +21,7 @@ import os
 import shutil
 
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # name: (hidden, layers, heads, kv heads, FFN, vocab, max positions, rope theta, saved dtype)
@@ -27,7 +29,10 @@ SHAPES = {"60m": (768, 9, 12, 4, 2048, 4096, 1024, 10000.0, torch.float32),
           "1b": (2048, 16, 32, 8, 8192, 32000, 2048, 500000.0, torch.float16),
           # Llama-3.1-8B's shape (its real vocabulary; no llama3 RoPE scaling): 8.03B parameters, for the GPU
           # benchmarks of issue 23 (--dtype bf16 --device cuda: made on the GPU in seconds, 16 GB on disk).
-          "8b": (4096, 32, 32, 8, 14336, 128256, 8192, 500000.0, torch.bfloat16)}
+          "8b": (4096, 32, 32, 8, 14336, 128256, 8192, 500000.0, torch.bfloat16),
+          "qwen3-0.6b": (1024, 28, 16, 8, 3072, 151936, 4096, 1000000.0, torch.float16)}
+# The shapes of another architecture: (config class, model class, extra config keys).
+ARCHS = {"qwen3-0.6b": (Qwen3Config, Qwen3ForCausalLM, dict(head_dim=128))}
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
 
@@ -52,17 +57,18 @@ def main():
     if a.dtype:
         dtype = DTYPES[a.dtype]
     torch.manual_seed(a.seed)
-    cfg = LlamaConfig(vocab_size=pick(a.vocab, vocab), hidden_size=pick(a.hidden, hidden),
+    config_cls, model_cls, extra = ARCHS.get(a.shape, (LlamaConfig, LlamaForCausalLM, {}))
+    cfg = config_cls(vocab_size=pick(a.vocab, vocab), hidden_size=pick(a.hidden, hidden),
                       intermediate_size=pick(a.intermediate, ffn), num_hidden_layers=pick(a.layers, layers),
                       num_attention_heads=pick(a.heads, heads), num_key_value_heads=pick(a.kv_heads, kv_heads),
                       max_position_embeddings=max_pos, rope_theta=theta, tie_word_embeddings=True,
-                      bos_token_id=0, eos_token_id=1)
+                      bos_token_id=0, eos_token_id=1, **extra)
     if a.device == "cpu":
-        model = LlamaForCausalLM(cfg).to(dtype)
+        model = model_cls(cfg).to(dtype)
     else:  # drawn on the device in the saved dtype: an 8B model in f32 on the CPU would take 32 GB and minutes
         torch.manual_seed(a.seed)
         with torch.device(a.device):
-            model = LlamaForCausalLM._from_config(cfg, dtype=dtype)
+            model = model_cls._from_config(cfg, dtype=dtype)
     model.save_pretrained(a.out, safe_serialization=True)
     for f in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
         shutil.copy(os.path.join(tok, f), os.path.join(a.out, f))

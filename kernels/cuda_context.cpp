@@ -306,12 +306,7 @@ void CudaContext::device_forward(const Batch& b, const ForwardBuffers& fb, const
     const DeviceLayer& L = dm_->layers[l];
     if (sr && l == stream_start) begin_streams(*sr, b, x, pos);
     capture(HiddenTap::LayerInput, l, x);
-    timer_.mark("norms+adds", stream_);
-    rmsnorm(x, L.input_norm, fb.h, n, H, c.rms_norm_eps, stream_);
-    timer_.mark("qkv", stream_);
-    linear(fb.h, n, L.wq, L.bq, fb.q);
-    linear(fb.h, n, L.wk, L.bk, fb.k);
-    linear(fb.h, n, L.wv, L.bv, fb.v);
+    project_qkv(L, x, n, fb.h, fb.q, fb.k, fb.v);
     timer_.mark("rope+cache", stream_);
     rope(fb.q, n, nh, hd, fb.pos, dm_->inv_freq, stream_);
     rope(fb.k, n, nkv, hd, fb.pos, dm_->inv_freq, stream_);
@@ -376,6 +371,21 @@ void CudaContext::launch_as_graph(const GraphKey& key, const std::function<void(
   }
   CUDA_CHECK(cudaGraphDestroy(g));
   CUDA_CHECK(cudaGraphLaunch(it->second, stream_));
+}
+
+void CudaContext::project_qkv(const DeviceLayer& L, const float* x, int rows, float* h, float* q, float* k, float* v) {
+  const auto& c = model_->config();
+  timer_.mark("norms+adds", stream_);
+  rmsnorm(x, L.input_norm, h, rows, c.hidden_size, c.rms_norm_eps, stream_);
+  timer_.mark("qkv", stream_);
+  linear(h, rows, L.wq, L.bq, q);
+  linear(h, rows, L.wk, L.bk, k);
+  linear(h, rows, L.wv, L.bv, v);
+  if (c.qk_norm) {  // in place, one block per head
+    timer_.mark("norms+adds", stream_);
+    rmsnorm(q, L.q_norm, q, rows * c.num_heads, c.head_dim, c.rms_norm_eps, stream_);
+    rmsnorm(k, L.k_norm, k, rows * c.num_kv_heads, c.head_dim, c.rms_norm_eps, stream_);
+  }
 }
 
 void CudaContext::finish_layer(const DeviceLayer& L, float* x, int rows, const float* att, const LayerScratch& s) {

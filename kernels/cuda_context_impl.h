@@ -102,6 +102,9 @@ class CudaContext final : public Context {
   void launch_as_graph(const GraphKey& key, const std::function<void()>& body);
   // Layer l's cache slots base.. for the batch's alive rows (all of them outside Speculative Streaming's pruning).
   void write_cache(int l, int base, int n, const float* k, const float* v);
+  // Before attention, for the main rows and the streams alike: the input norm into h, the q/k/v projections, and
+  // Qwen3's per-head norms of q and k (RoPE is the caller's: the rows' positions differ).
+  void project_qkv(const DeviceLayer& L, const float* x, int rows, float* h, float* q, float* k, float* v);
   // A decoder layer's scratch for `rows` rows: the normed input, and the MLP's gate and up halves.
   struct LayerScratch {
     float *h = nullptr, *gate = nullptr, *up = nullptr;

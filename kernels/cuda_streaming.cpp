@@ -144,7 +144,7 @@ void CudaContext::begin_streams(const StreamingRequest& sr, const Batch& b, cons
 void CudaContext::stream_layer(int l) {
   const auto& c = model_->config();
   const DeviceLayer& L = dm_->layers[size_t(l)];
-  const int n = batch_n_, base = batch_base_, m = n_streams_, ext = n + m, H = c.hidden_size;
+  const int n = batch_n_, base = batch_base_, m = n_streams_, ext = n + m;
   const int hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads, q_dim = nh * hd;
   timer_.mark("streaming", stream_);
   // This layer's cache and batch keys/values (the main rows' layer has just written them), then the streams'.
@@ -155,10 +155,7 @@ void CudaContext::stream_layer(int l) {
                              cudaMemcpyDeviceToDevice, stream_));
   CUDA_CHECK(cudaMemcpyAsync(sb_.v, v_cache_[size_t(l)], sizeof(float) * size_t(base + n) * kv_dim_,
                              cudaMemcpyDeviceToDevice, stream_));
-  rmsnorm(sb_.xs, L.input_norm, sb_.scratch.h, m, H, c.rms_norm_eps, stream_);
-  linear(sb_.scratch.h, m, L.wq, L.bq, sq);
-  linear(sb_.scratch.h, m, L.wk, L.bk, sk);
-  linear(sb_.scratch.h, m, L.wv, L.bv, sv);
+  project_qkv(L, sb_.xs, m, sb_.scratch.h, sq, sk, sv);
   const int32_t* stream_pos = sb_.positions + n;
   rope(sq, m, nh, hd, stream_pos, dm_->inv_freq, stream_);
   rope(sk, m, nkv, hd, stream_pos, dm_->inv_freq, stream_);

@@ -72,6 +72,7 @@ std::shared_ptr<const DeviceModel> DeviceModel::of(const Model& model) {
     d.wq = dm->matrix(L.wq), d.wk = dm->matrix(L.wk), d.wv = dm->matrix(L.wv), d.wo = dm->matrix(L.wo);
     d.w_gate = dm->matrix(L.w_gate), d.w_up = dm->matrix(L.w_up), d.w_down = dm->matrix(L.w_down);
     d.bq = dm->vector(L.bq), d.bk = dm->vector(L.bk), d.bv = dm->vector(L.bv), d.bo = dm->vector(L.bo);
+    d.q_norm = dm->vector(L.q_norm), d.k_norm = dm->vector(L.k_norm);
     d.b_gate = dm->vector(L.b_gate), d.b_up = dm->vector(L.b_up), d.b_down = dm->vector(L.b_down);
     dm->layers.push_back(d);
   }

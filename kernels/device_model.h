@@ -25,6 +25,7 @@ struct DeviceLayer {
   const float *input_norm = nullptr, *post_attn_norm = nullptr;
   DeviceMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
   const float *bq = nullptr, *bk = nullptr, *bv = nullptr, *bo = nullptr;
+  const float *q_norm = nullptr, *k_norm = nullptr;  // Qwen3's per-head norms (head_dim each), else null
   const float *b_gate = nullptr, *b_up = nullptr, *b_down = nullptr;
 };
 

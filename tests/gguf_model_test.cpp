@@ -82,6 +82,9 @@ const std::vector<Case> kCases = {
     // A bf16 model written as BF16 bit for bit (make_gguf_models.py --convert MODEL bf16, the way scripts/gpu-check.sh
     // hands llama.cpp's llama-bench the weights SpecScope reads).
     {"llama_bytelevel_bf16.bf16.gguf", "llama_bytelevel_bf16", "bf16"},
+    // "qwen3": per-head q/k norms (blk.N.attn_q_norm / attn_k_norm), head_dim 32 on a 64-wide model.
+    {"qwen3_f32.f32.gguf", "qwen3_f32", "f32"},
+    {"qwen3_f32.q8_0.gguf", "qwen3_f32", "q8_0"},
 };
 
 double tolerance(const std::string& type) {

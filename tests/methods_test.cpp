@@ -32,11 +32,11 @@ const std::string kOtherDraft = "models/llama_bytelevel_bf16";  // same tokenize
 
 // The fixture's three golden prompts (the fitted heads were trained on their continuations, so long paths get
 // accepted), then random ones.
-std::vector<std::vector<int32_t>> prompts(const Model& m, int count) {
+std::vector<std::vector<int32_t>> prompts(const Model& m, int count, const std::string& fixture = kTarget) {
   std::mt19937 rng(77);
   std::vector<std::vector<int32_t>> out;
   {
-    std::ifstream f(test::fixture(kTarget + "/golden.json"));
+    std::ifstream f(test::fixture(fixture + "/golden.json"));
     auto g = nlohmann::json::parse(f);
     for (auto& p : g["prompts"])
       if (int(out.size()) < count) out.push_back(p["ids"].get<std::vector<int32_t>>());
@@ -276,6 +276,36 @@ TEST(Methods, GreedyOutputEqualsVanillaForEveryMethod) {
     const bool int4 = mc.label.size() > 5 && mc.label.compare(mc.label.size() - 5, 5, "_int4") == 0;
     if (mc.label.rfind("sps_self", 0) == 0) EXPECT_GT(accepted, (int4 ? 15 : 20) * 20) << mc.label;
     if (mc.label.find("fitted") != std::string::npos) EXPECT_GT(accepted, 60) << mc.label;
+  }
+}
+
+TEST(Methods, GreedyOutputEqualsVanillaOnQwen3) {
+  // Qwen3's per-head q/k norms run in every forward a method makes: the drafter's, the verification tree's (tree
+  // attention over norms computed per row) and Lookahead's Jacobi window.
+  const std::string target = "models/qwen3_f32", other = "models/qwen3_bf16";
+  auto model = Model::load(test::fixture(target));
+  ASSERT_TRUE(model->config().qk_norm);
+  auto ps = prompts(*model, 8, target);
+  GenerateOptions opts;
+  opts.max_tokens = 40;
+  opts.stop_at_eos = false;
+  const std::vector<MethodCase> cases = {
+      {"pld", spec("pld", "", {})},
+      {"lookahead", spec("lookahead", "", {})},
+      {"sps_self_chain", spec("sps", target, {{"gamma", "4"}})},
+      {"sps_self_tree", spec("sps", target, {{"gamma", "3"}, {"branching", "3,2,1"}})},
+      {"sps_other_tree", spec("sps", other, {{"gamma", "4"}, {"branching", "2,2"}})},
+  };
+  for (const auto& mc : cases) {
+    auto method = make_method(mc.spec, *model);
+    long accepted = 0;
+    for (size_t i = 0; i < ps.size(); ++i) {
+      auto res = speculate_beside_vanilla(*model, *method, ps[i], opts);
+      ASSERT_FALSE(HasFailure()) << mc.label << " prompt " << i;
+      check_invariants(res);
+      for (auto& s : res.steps) accepted += s.accepted_count();
+    }
+    if (mc.label.rfind("sps_self", 0) == 0) EXPECT_GT(accepted, 20 * 8) << mc.label;
   }
 }
 

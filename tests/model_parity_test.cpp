@@ -48,7 +48,8 @@ constexpr double kFastTol = 3e-2;
 constexpr int kCtx = 256;  // every fixture allows at least 512 positions; prompt + 64 tokens needs < 100
 
 const std::vector<std::string> kModels = {"llama_bytelevel_f32", "llama_bytelevel_bf16", "llama_spm_tied_f32",
-                                          "qwen2_f32",           "qwen2_bf16",           "mistral_f32"};
+                                          "qwen2_f32",           "qwen2_bf16",           "mistral_f32",
+                                          "qwen3_f32",           "qwen3_bf16"};
 
 struct GoldenPrompt {
   std::string name, text;
@@ -167,7 +168,8 @@ TEST_P(ModelParity, ConfigMatchesGolden) {
   EXPECT_EQ(c.vocab_size, g().vocab);
   EXPECT_EQ(c.num_heads, 4);
   EXPECT_EQ(c.num_kv_heads, 2);
-  EXPECT_EQ(c.head_dim, 16);
+  // transformers' inverse frequencies: one per pair of dimensions (16 everywhere but Qwen3's 32-wide heads).
+  EXPECT_EQ(c.head_dim, 2 * int(meta.at("rope_inv_freq").size()));
   EXPECT_EQ(c.tie_word_embeddings, meta.at("tie_word_embeddings").get<bool>());
   EXPECT_EQ(c.max_position_embeddings, meta.at("max_position_embeddings").get<int>());
   EXPECT_FLOAT_EQ(c.rms_norm_eps, meta.at("rms_norm_eps").get<float>());

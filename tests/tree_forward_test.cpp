@@ -160,6 +160,6 @@ TEST_P(TreeForward, ContextOverflowIsAnInputError) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, TreeForward,
                          ::testing::Values("llama_bytelevel_f32", "qwen2_f32", "llama_spm_tied_f32", "mistral_f32",
-                                           "llama_bytelevel_bf16"));
+                                           "llama_bytelevel_bf16", "qwen3_f32"));
 
 }  // namespace

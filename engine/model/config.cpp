@@ -1,8 +1,10 @@
 #include "engine/model/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
 
 #include "engine/util/error.h"
 #include "engine/util/mapped_file.h"
@@ -90,13 +92,21 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
     if (c.model_type == "llama") c.architecture = "LlamaForCausalLM";
     else if (c.model_type == "mistral") c.architecture = "MistralForCausalLM";
     else if (c.model_type == "qwen2") c.architecture = "Qwen2ForCausalLM";
+    else if (c.model_type == "qwen3") c.architecture = "Qwen3ForCausalLM";
   }
-  if (c.architecture != "LlamaForCausalLM" && c.architecture != "MistralForCausalLM" &&
-      c.architecture != "Qwen2ForCausalLM")
+  // architectures[0] and the model_type each name, as transformers' auto classes map them.
+  static const std::pair<const char*, const char*> kSupported[] = {{"LlamaForCausalLM", "llama"},
+                                                                   {"MistralForCausalLM", "mistral"},
+                                                                   {"Qwen2ForCausalLM", "qwen2"},
+                                                                   {"Qwen3ForCausalLM", "qwen3"}};
+  const auto* known = std::find_if(std::begin(kSupported), std::end(kSupported),
+                                   [&](const auto& s) { return c.architecture == s.first; });
+  if (known == std::end(kSupported))
     throw InputError(path, "unsupported architecture '" + (c.architecture.empty() ? c.model_type : c.architecture) +
-                               "' (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)");
-  if (c.model_type.empty())
-    c.model_type = c.architecture == "Qwen2ForCausalLM" ? "qwen2" : c.architecture == "MistralForCausalLM" ? "mistral" : "llama";
+                               "' (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
+                               "Qwen3ForCausalLM)");
+  if (c.model_type.empty()) c.model_type = known->second;
+  c.qk_norm = c.architecture == "Qwen3ForCausalLM";
 
   c.hidden_size = get_int(j, "hidden_size", path);
   c.intermediate_size = get_int(j, "intermediate_size", path);
@@ -124,7 +134,7 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   if (j.contains("hidden_act") && j["hidden_act"].is_string()) c.hidden_act = j["hidden_act"].get<std::string>();
   if (c.hidden_act != "silu" && c.hidden_act != "swish")
     throw InputError(path, "unsupported hidden_act '" + c.hidden_act + "' (only silu)");
-  // Mistral always slides when sliding_window is set; Qwen2 only with use_sliding_window.
+  // Mistral always slides when sliding_window is set; Qwen2 and Qwen3 only with use_sliding_window.
   bool uses_window = c.architecture == "MistralForCausalLM" ||
                      (j.contains("use_sliding_window") && j["use_sliding_window"].is_boolean() &&
                       j["use_sliding_window"].get<bool>());

@@ -17,8 +17,8 @@ struct RopeScaling {
 };
 
 struct ModelConfig {
-  std::string architecture;  // LlamaForCausalLM | MistralForCausalLM | Qwen2ForCausalLM
-  std::string model_type;    // llama | mistral | qwen2
+  std::string architecture;  // LlamaForCausalLM | MistralForCausalLM | Qwen2ForCausalLM | Qwen3ForCausalLM
+  std::string model_type;    // llama | mistral | qwen2 | qwen3
   int hidden_size = 0;
   int intermediate_size = 0;
   int num_layers = 0;
@@ -36,6 +36,8 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v biases (Qwen2 always; Llama when attention_bias=true)
   bool mlp_bias = false;
+  // Qwen3: each head's query and key go through an RMSNorm over head_dim (weights q_norm, k_norm) before RoPE.
+  bool qk_norm = false;
   std::optional<int> sliding_window;  // Mistral; applied when shorter than the context
   std::string hidden_act = "silu";
   DType torch_dtype = DType::F32;

@@ -50,8 +50,12 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
     c.architecture = "Qwen2ForCausalLM";
     c.model_type = "qwen2";
     c.attention_bias = true;
+  } else if (arch == "qwen3") {
+    c.architecture = "Qwen3ForCausalLM";
+    c.model_type = "qwen3";
+    c.qk_norm = true;
   } else {
-    throw InputError(file, "unsupported architecture '" + arch + "' (supported: llama, qwen2)");
+    throw InputError(file, "unsupported architecture '" + arch + "' (supported: llama, qwen2, qwen3)");
   }
   const std::string p = arch + ".";
   if (g.get_int(p + "expert_count", 0) > 0)

@@ -300,6 +300,10 @@ std::shared_ptr<const Model> load_gguf_model(const std::string& path, const Load
     if (c.attention_bias && (L.bq.empty() || L.bk.empty() || L.bv.empty()))
       throw InputError(path, "missing q/k/v bias tensors in layer " + std::to_string(l) + " (required for " +
                                  c.model_type + ")");
+    if (c.qk_norm) {
+      L.q_norm = b.vector(p + "attn_q_norm.weight", c.head_dim);
+      L.k_norm = b.vector(p + "attn_k_norm.weight", c.head_dim);
+    }
     L.w_gate = b.matrix(p + "ffn_gate.weight", F, H);
     L.w_up = b.matrix(p + "ffn_up.weight", F, H);
     L.w_down = b.matrix(p + "ffn_down.weight", H, F);

@@ -134,6 +134,10 @@ std::shared_ptr<Model> Model::load_directory(const std::string& path, const Load
     L.bv = bind_optional_vector(*store, p + "self_attn.v_proj.bias", kvd, c.attention_bias);
     if (c.architecture != "Qwen2ForCausalLM")
       L.bo = bind_optional_vector(*store, p + "self_attn.o_proj.bias", H, c.attention_bias);
+    if (c.qk_norm) {
+      L.q_norm = bind_vector(*store, p + "self_attn.q_norm.weight", c.head_dim);
+      L.k_norm = bind_vector(*store, p + "self_attn.k_norm.weight", c.head_dim);
+    }
     L.w_gate = bind_matrix(*store, p + "mlp.gate_proj.weight", F, H);
     L.w_up = bind_matrix(*store, p + "mlp.up_proj.weight", F, H);
     L.w_down = bind_matrix(*store, p + "mlp.down_proj.weight", H, F);

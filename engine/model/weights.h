@@ -11,6 +11,7 @@ struct LayerWeights {
   std::vector<float> input_norm, post_attn_norm;  // [H]
   TensorView wq, wk, wv, wo;                      // [out, in], PyTorch Linear layout
   std::vector<float> bq, bk, bv, bo;              // empty when the layer has no bias
+  std::vector<float> q_norm, k_norm;              // [head_dim]; Qwen3's per-head norms, empty for other models
   TensorView w_gate, w_up, w_down;
   std::vector<float> b_gate, b_up, b_down;
 };

@@ -48,7 +48,7 @@ float max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 const char* kModels[] = {"models/llama_bytelevel_f32", "models/llama_bytelevel_bf16", "models/llama_spm_tied_f32",
-                         "models/qwen2_bf16", "models/mistral_f32"};
+                         "models/qwen2_bf16", "models/mistral_f32", "models/qwen3_bf16"};
 
 std::vector<int32_t> prompt_for(const Model& m) {
   std::vector<int32_t> p;
@@ -153,7 +153,7 @@ TEST_F(CudaParity, QuantizedGgufFilesMatchTheCpuBackend) {
   for (const char* rel : {"gguf_models/llama_bytelevel_f32.q8_0.gguf", "gguf_models/llama_bytelevel_f32.q4_0.gguf",
                           "gguf_models/llama_spm_tied_f32.q4_1.gguf", "gguf_models/llama_spm_tied_f32.q5_0.gguf",
                           "gguf_models/llama_spm_tied_f32.q5_1.gguf", "gguf_kquant/tiny.q4_k_m.gguf",
-                          "gguf_kquant/tiny.q5_k_m.gguf"}) {
+                          "gguf_kquant/tiny.q5_k_m.gguf", "gguf_models/qwen3_f32.q8_0.gguf"}) {
     auto model = Model::load(test::fixture(rel));
     auto cpu = model->new_cpu_context(128);
     auto gpu = new_context(*model, Backend::Cuda, 128);
