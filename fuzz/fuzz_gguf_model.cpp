@@ -2,8 +2,8 @@
 // config_from_gguf and tokenizer_from_gguf (the tokenizer.json built from tokenizer.ggml.*, then the HF pipeline
 // built from it) must return or throw InputError, and gguf_file_type_name (which never refuses a file) return; a
 // tokenizer that builds must encode and decode a fixed text.
-// Seed corpus: fuzz/corpus/gguf_model (the metadata-only tests/fixtures/gguf_models/bad_*.gguf files, which carry
-// complete gpt2/llama tokenizers).
+// Seed corpus: fuzz/corpus/gguf_model (metadata-only copies of the GGUF fixtures, as make_gguf_models.py's
+// write_bad() makes them: llama with a SentencePiece tokenizer, qwen2 and qwen3 with byte-level ones).
 #include <cstdint>
 #include <string>
 
