@@ -22,11 +22,12 @@ size_t next_turn(const std::vector<ChatMessage>& m, size_t from, size_t last_use
 
 }  // namespace
 
-FittedPrompt fit_prompt(const Model& model, const Prompt& p, bool chat, int n_ctx, int max_tokens) {
+FittedPrompt fit_prompt(const Model& model, const Prompt& p, bool chat, int n_ctx, int max_tokens,
+                        const nlohmann::ordered_json& template_kwargs) {
   FittedPrompt out;
   out.use.n_ctx = n_ctx;
   if (!chat || p.conversation.empty()) {
-    out.ids = encode_prompt(model, p.text, chat);  // a single prompt that does not fit is the generator's error
+    out.ids = encode_prompt(model, p.text, chat, template_kwargs);  // a single prompt that does not fit is the generator's error
   } else {
     const auto& m = p.conversation;
     size_t n_system = 0;
@@ -38,7 +39,7 @@ FittedPrompt fit_prompt(const Model& model, const Prompt& p, bool chat, int n_ct
     for (;;) {
       std::vector<ChatMessage> kept(m.begin(), m.begin() + long(n_system));
       kept.insert(kept.end(), m.begin() + long(start), m.end());
-      out.ids = encode_conversation(model, kept);
+      out.ids = encode_conversation(model, kept, template_kwargs);
       if (int(out.ids.size()) + reserve <= n_ctx) break;
       const size_t next = next_turn(m, start, last_user);
       if (next == start) break;  // only the last question is left: it goes in with whatever room remains

@@ -39,7 +39,9 @@ int answer_room(int n_ctx, int prompt_tokens);
 // min(max_tokens, n_ctx / 2) answer tokens (so a huge max_tokens cannot push out all history); turns are dropped
 // oldest first, a user message with the replies after it at a time, so the kept history still alternates as
 // chat templates require. Throws InputError("prompt", ...) when even the last message alone does not fit.
-FittedPrompt fit_prompt(const Model& model, const Prompt& p, bool chat, int n_ctx, int max_tokens);
+// `template_kwargs`: the job's extra chat-template variables (encode_conversation).
+FittedPrompt fit_prompt(const Model& model, const Prompt& p, bool chat, int n_ctx, int max_tokens,
+                        const nlohmann::ordered_json& template_kwargs = nlohmann::ordered_json::object());
 
 // The notes the CLI and the app show, in one wording: max_tokens beyond the room left ("" when it fits), a
 // conversation trimmed ("" when nothing was left out), and an answer that reached the end of the context.

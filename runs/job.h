@@ -52,6 +52,8 @@ struct Job {
   std::vector<Lane> lanes;
   std::vector<Prompt> prompts;
   bool chat = false;  // prompts go through the target's chat template
+  // Extra chat-template variables (a JSON object: --chat-template-kwargs), e.g. {"enable_thinking": false}.
+  nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
   GenerateOptions options;
   Backend backend = Backend::Auto;
   int n_ctx = 0;  // 0: the model's context

@@ -80,7 +80,8 @@ RunResult run_one(JobState& js, const RunKey& key, const std::string& label, con
   rr.method = spec;
   // The prompt is fitted to this run's own context (targets differ in tokenizer, template and context length).
   auto ctx = new_context(model, js.backend, job.n_ctx);
-  FittedPrompt fitted = fit_prompt(model, job.prompts[size_t(key.prompt)], job.chat, ctx->n_ctx(), job.options.max_tokens);
+  FittedPrompt fitted = fit_prompt(model, job.prompts[size_t(key.prompt)], job.chat, ctx->n_ctx(),
+                                   job.options.max_tokens, job.template_kwargs);
   const std::vector<int32_t>& ids = fitted.ids;
   rr.context = fitted.use;
   int64_t run_id = 0;
@@ -301,7 +302,8 @@ JobResult JobRunner::run(const Job& job, JobObserver& observer) {
     std::vector<std::vector<int32_t>> calibration;
     for (size_t p = 0; p < job.prompts.size() && p < size_t(kCalibrationPrompts); ++p)
       calibration.push_back(
-          fit_prompt(target, job.prompts[p], job.chat, target.config().max_position_embeddings, kCalibrationTokens)
+          fit_prompt(target, job.prompts[p], job.chat, target.config().max_position_embeddings, kCalibrationTokens,
+                     job.template_kwargs)
               .ids);
     try {
       result.trees[l] = tune_tree(target, spec, job.backend, calibration);

@@ -3,6 +3,7 @@
 // file is a one-line error naming the file, exit code 2.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -116,6 +117,43 @@ TEST(ChatCli, BadMessagesFilesAreOneLineErrors) {
       write("chat_cli_ok.json", R"([{"role": "system", "content": "S"}, {"role": "user", "content": "Hi"}])");
   expect_one_line_exit_2(test::run_cli(run + quoted(ok) + " --prompt Hi"), "--messages");
   expect_one_line_exit_2(test::run_cli(run + quoted(ok) + " --system Other"), "system message");
+}
+
+// --chat-template-kwargs: the variables reach the model's own template (Qwen3's, on the tiny Qwen3 fixture), as
+// apply_chat_template's keyword arguments do; anything but a JSON object is a one-line error naming the flag.
+TEST(ChatCli, TemplateKwargsReachTheTemplate) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(testing::TempDir()) / "chat_cli_qwen3";
+  fs::remove_all(dir);
+  fs::copy(test::fixture("models/qwen3_f32"), dir);
+  // A chat_template.jinja beside the config is the model's template (as transformers saves it).
+  fs::copy_file(test::fixture("chat_templates/published/qwen3.jinja"), dir / "chat_template.jinja");
+  auto tmpl = ChatTemplate::from_tokenizer_config(dir.string());
+  ASSERT_TRUE(tmpl->interpreted());
+  auto tok = Tokenizer::from_files((dir / "tokenizer.json").string(), (dir / "tokenizer_config.json").string());
+  auto tokens = [&](const ChatTemplate& t) { return int(tok->encode(t.render({{"user", "Hi"}}, true), false).size()); };
+  const int thinking = tokens(*tmpl);
+  tmpl->set_variable("enable_thinking", false);
+  const int not_thinking = tokens(*tmpl);
+  ASSERT_GT(not_thinking, thinking) << "Qwen3's template closes an empty think block without thinking";
+
+  const std::string run = "run --model " + quoted(dir.string()) + " --prompt Hi --max-tokens 1 --no-record --json ";
+  auto plain = test::run_cli(run + "--chat");
+  auto kwargs = test::run_cli(run + "--chat-template-kwargs '{\"enable_thinking\": false}'");  // implies --chat
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  ASSERT_EQ(kwargs.exit_code, 0) << kwargs.out;
+  EXPECT_EQ(prompt_tokens(plain), thinking);
+  EXPECT_EQ(prompt_tokens(kwargs), not_thinking);
+  // compare reads it the same way (read_chat_input; its runs go through the same runner as run's).
+  const std::string compare = "compare --model " + quoted(dir.string()) +
+                              " --methods vanilla,pld --prompt Hi --max-tokens 1 --no-record --json ";
+  auto compared = test::run_cli(compare + "--chat-template-kwargs '{\"enable_thinking\": false}'");
+  ASSERT_EQ(compared.exit_code, 0) << compared.out;
+
+  for (const char* bad : {"'{\"enable_thinking\": fals'", "'[1, 2]'", "'true'"}) {
+    expect_one_line_exit_2(test::run_cli(run + "--chat-template-kwargs " + bad), "--chat-template-kwargs");
+    expect_one_line_exit_2(test::run_cli(compare + "--chat-template-kwargs " + bad), "--chat-template-kwargs");
+  }
 }
 
 }  // namespace

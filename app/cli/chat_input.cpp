@@ -6,6 +6,7 @@
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/util/error.h"
 #include "engine/util/mapped_file.h"
+#include "runs/template_kwargs.h"
 
 namespace specscope::cli {
 
@@ -33,10 +34,12 @@ std::vector<ChatMessage> read_messages_file(const std::string& path) {
   return out;
 }
 
+namespace {
+
 std::vector<runs::Prompt> read_chat_prompts(Args& args, bool single, bool& chat) {
   const auto system = args.get("--system");
   const auto messages = args.get("--messages");
-  chat = args.has("--chat") || system || messages;
+  chat = chat || args.has("--chat") || system || messages;
   if (system && find_invalid_utf8(*system) != std::string::npos)
     throw InputError("--system", "invalid UTF-8 at byte " + std::to_string(find_invalid_utf8(*system)));
   std::vector<runs::Prompt> out;
@@ -66,6 +69,16 @@ std::vector<runs::Prompt> read_chat_prompts(Args& args, bool single, bool& chat)
     out.push_back(std::move(prompt));
   }
   return out;
+}
+
+}  // namespace
+
+void read_chat_input(Args& args, bool single, runs::Job& job) {
+  if (const auto kwargs = args.get("--chat-template-kwargs")) {
+    job.template_kwargs = runs::parse_template_kwargs(*kwargs, "--chat-template-kwargs");
+    job.chat = true;
+  }
+  job.prompts = read_chat_prompts(args, single, job.chat);
 }
 
 }  // namespace specscope::cli

@@ -1,7 +1,8 @@
 #pragma once
 // The chat options run and compare share: --chat (prompts go through the model's chat template), --system TEXT
-// (a system message before each prompt) and --messages FILE.json (a whole conversation instead of --prompt,
-// as an OpenAI-style list [{"role": ..., "content": "..."}, ...]). --system and --messages imply --chat.
+// (a system message before each prompt), --messages FILE.json (a whole conversation instead of --prompt, as an
+// OpenAI-style list [{"role": ..., "content": "..."}, ...]) and --chat-template-kwargs JSON (extra template
+// variables, as llama.cpp's flag of that name: '{"enable_thinking": false}' for Qwen3). All but --chat imply it.
 #include <string>
 #include <vector>
 
@@ -16,7 +17,8 @@ namespace specscope::cli {
 std::vector<ChatMessage> read_messages_file(const std::string& path);
 
 // The prompts of run (single: one prompt) or compare: --messages FILE, else --prompt/--prompt-file, each with
-// --system's message before it when given. Sets `chat` when the prompts are to go through the chat template.
-std::vector<runs::Prompt> read_chat_prompts(Args& args, bool single, bool& chat);
+// --system's message before it when given, into job.prompts; job.chat when they are to go through the chat
+// template, with job.template_kwargs. Throws InputError naming the flag or file for anything malformed.
+void read_chat_input(Args& args, bool single, runs::Job& job);
 
 }  // namespace specscope::cli

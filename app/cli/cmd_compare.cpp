@@ -39,7 +39,7 @@ class CompareProgress : public CliObserver {
 int cmd_compare(Args& args) {
   const std::string target = model_path(args);
   runs::Job job;
-  job.prompts = read_chat_prompts(args, /*single=*/false, job.chat);
+  read_chat_input(args, /*single=*/false, job);
   const bool json = args.has("--json");
   std::vector<runs::LaneRequest> requests;
   const auto methods = args.get("--methods");

@@ -41,7 +41,7 @@ class RunPrinter : public CliObserver {
 int cmd_run(Args& args) {
   const std::string target = model_path(args);
   runs::Job job;
-  job.prompts = read_chat_prompts(args, /*single=*/true, job.chat);
+  read_chat_input(args, /*single=*/true, job);
   const bool json = args.has("--json");
   job.lanes = {read_single_lane(args, args.get_or("--method", "vanilla"), target)};
   job.options.max_tokens = args.get_int("--max-tokens", 128);

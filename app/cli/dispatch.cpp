@@ -13,7 +13,7 @@ void print_usage(FILE* out) {
                "  tokenize    --model PATH --text TEXT [--json]\n"
                "  detokenize  --model PATH --ids 1,2,3\n"
                "  run         --model PATH (--prompt TEXT | --prompt-file F | --messages FILE.json) [--chat]\n"
-               "              [--system TEXT] [--max-tokens N]\n"
+               "              [--system TEXT] [--chat-template-kwargs JSON] [--max-tokens N]\n"
                "              [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--stop TEXT] [--json]\n"
                "              [--method vanilla|sps|eagle1|eagle2|eagle3|medusa|streaming|lookahead|pld]\n"
                "              drafters come from family.json next to the model; flags override:\n") +
@@ -36,7 +36,8 @@ void print_usage(FILE* out) {
                "--model, --draft, --head (and lane keys model, head, draft) take a path or a model spec:\n"
                "ollama:NAME[:TAG], hf:ORG/NAME[@REV][/FILE] or lmstudio:PUBLISHER/REPO[/FILE] (see `models`).\n"
                "--chat renders prompts with the model's own chat template; --system TEXT adds a system message and\n"
-               "--messages FILE.json gives a whole conversation ([{\"role\": ..., \"content\": \"...\"}, ...]); both imply --chat.\n"
+               "--messages FILE.json gives a whole conversation ([{\"role\": ..., \"content\": \"...\"}, ...]);\n"
+               "--chat-template-kwargs JSON passes template variables ('{\"enable_thinking\": false}' for Qwen3); all imply --chat.\n"
                "--weights-memory auto|copy|map (any command): the CPU reads weight matrices from a copy in huge pages\n"
                "(copy; auto: when it fits in MemAvailable with 1 GiB to spare) or from the file's mapping (map).\n"
                "--model defaults to the embedded default model. run and compare record to the session store\n"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "engine/model/model.h"
 #include "engine/tokenizer/chat_template.h"
@@ -41,18 +42,26 @@ std::string StopMatcher::flush() {
   return stopped_ ? std::string() : out;
 }
 
-std::vector<int32_t> encode_conversation(const Model& model, const std::vector<ChatMessage>& messages) {
+std::vector<int32_t> encode_conversation(const Model& model, const std::vector<ChatMessage>& messages,
+                                         const nlohmann::ordered_json& template_kwargs) {
   for (const auto& m : messages)
     if (find_invalid_utf8(m.content) != std::string::npos)
       throw InputError("prompt", "invalid UTF-8 at byte " + std::to_string(find_invalid_utf8(m.content)));
-  const auto& tmpl = model.chat_template();
+  // The variables go on a copy: the model's template is shared by every lane and job using the model.
+  std::optional<ChatTemplate> with_kwargs;
+  if (!template_kwargs.empty()) {
+    with_kwargs.emplace(model.chat_template());
+    for (const auto& [name, value] : template_kwargs.items()) with_kwargs->set_variable(name, value);
+  }
+  const ChatTemplate& tmpl = with_kwargs ? *with_kwargs : model.chat_template();
   std::vector<int32_t> ids = model.tokenizer().encode(tmpl.render(messages, true), !tmpl.renders_bos());
   if (ids.empty()) throw InputError("prompt", "empty prompt");
   return ids;
 }
 
-std::vector<int32_t> encode_prompt(const Model& model, const std::string& prompt, bool chat) {
-  if (chat) return encode_conversation(model, {{"user", prompt}});
+std::vector<int32_t> encode_prompt(const Model& model, const std::string& prompt, bool chat,
+                                   const nlohmann::ordered_json& template_kwargs) {
+  if (chat) return encode_conversation(model, {{"user", prompt}}, template_kwargs);
   if (find_invalid_utf8(prompt) != std::string::npos)
     throw InputError("prompt", "invalid UTF-8 at byte " + std::to_string(find_invalid_utf8(prompt)));
   std::vector<int32_t> ids = model.tokenizer().encode(prompt, true);

@@ -2,6 +2,7 @@
 // Vanilla autoregressive generation: prefill, then one token per target forward, with a streaming callback,
 // EOS and stop strings, and a token limit. Speculative methods reuse the same stopping and streaming rules.
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -54,10 +55,16 @@ class StopMatcher {
 };
 
 // Encodes the prompt (chat-formatted when `chat`) and checks it fits the context with room to generate.
-std::vector<int32_t> encode_prompt(const Model& model, const std::string& prompt, bool chat);
+std::vector<int32_t> encode_prompt(const Model& model, const std::string& prompt, bool chat,
+                                   const nlohmann::ordered_json& template_kwargs = nlohmann::ordered_json::object());
 // Encodes a whole conversation through the model's chat template, ready for the assistant's next answer.
-// Throws InputError for invalid UTF-8 in any message or an empty result.
-std::vector<int32_t> encode_conversation(const Model& model, const std::vector<ChatMessage>& messages);
+// `template_kwargs` (a JSON object) are extra template variables, as the keyword arguments of transformers'
+// apply_chat_template and llama.cpp's --chat-template-kwargs ({"enable_thinking": false} for Qwen3); only a
+// model's own (interpreted) template sees them. Throws InputError for invalid UTF-8 in any message or an empty
+// result.
+std::vector<int32_t> encode_conversation(
+    const Model& model, const std::vector<ChatMessage>& messages,
+    const nlohmann::ordered_json& template_kwargs = nlohmann::ordered_json::object());
 
 GenerateResult generate(const Model& model, Context& ctx, const std::vector<int32_t>& prompt,
                         const GenerateOptions& opts, const TokenCallback& on_token = {});

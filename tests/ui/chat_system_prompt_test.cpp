@@ -1,5 +1,6 @@
 // The app's system prompt (Settings → System prompt): saved with the other settings, and put before the
-// conversation every time the chat asks the model (send and regenerate), without entering the transcript.
+// conversation every time the chat asks the model (send and regenerate), without entering the transcript. And its
+// neighbour, Template variables, saved and loaded the same way.
 #include <gtest/gtest.h>
 
 #include <QApplication>
@@ -57,6 +58,23 @@ TEST(ChatSystemPrompt, GoesBeforeTheConversation) {
   EXPECT_EQ(asked[1].content, "Hi");
   QSettings q;
   EXPECT_EQ(q.value("system_prompt").toString(), "Answer in French.");
+}
+
+// Settings → Template variables: kept as typed (a job parses it, runs::parse_template_kwargs) and reloaded.
+TEST(ChatSystemPrompt, TemplateVariablesAreSavedAndLoaded) {
+  app();
+  const QString kwargs = R"({"enable_thinking": false})";
+  {
+    SettingsView settings;
+    AppSettings a = settings.settings();
+    a.template_kwargs = kwargs;
+    settings.setSettings(a);
+    settings.save();
+  }
+  EXPECT_EQ(QSettings().value("template_kwargs").toString(), kwargs);
+  SettingsView reloaded;
+  reloaded.load();
+  EXPECT_EQ(reloaded.settings().template_kwargs, kwargs);
 }
 
 TEST(ChatSystemPrompt, NoneMeansNoSystemMessage) {

@@ -29,6 +29,9 @@ struct AppSettings {
   SamplingParams sampling;
   int max_tokens = 256;
   QString system_prompt;  // the chat's system message, through the model's chat template ("" = none)
+  // Extra chat-template variables, a JSON object ({"enable_thinking": false} for Qwen3; "" = none); read by
+  // runs::parse_template_kwargs when a job starts, so a malformed one is that job's error.
+  QString template_kwargs;
   bool record = true;
   QString session_db;
   bool dark = false;

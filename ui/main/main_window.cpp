@@ -28,6 +28,7 @@
 
 #include "engine/methods/method_registry.h"
 #include "runs/context_fit.h"
+#include "runs/template_kwargs.h"
 #include "engine/model/family_manifest.h"
 #include "engine/util/error.h"
 #include "sessions/export.h"
@@ -340,6 +341,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
       // The chat's method on Settings' target, or on the family's own target when it needs one (streaming).
       job.lanes = {a.resolve_one(a.method.toStdString())};
       job.backend = parse_backend(a.backend.toStdString());
+      job.template_kwargs = runs::parse_template_kwargs(a.template_kwargs.toStdString(), "Template variables");
     } catch (const InputError& e) {
       report_error(QString::fromStdString(e.what()));
       s_->chat->answerFailed(QString::fromStdString(e.what()));
@@ -763,6 +765,7 @@ void MainWindow::runCompare() {
     // Each lane's own keys, then Settings, then the family manifest: streaming finds its own target there.
     job.lanes = a.resolve(s_->compare->laneRequests());
     job.backend = parse_backend(a.backend.toStdString());
+    job.template_kwargs = runs::parse_template_kwargs(a.template_kwargs.toStdString(), "Template variables");
   } catch (const InputError& e) {
     report_error(QString::fromStdString(e.what()));
     return;

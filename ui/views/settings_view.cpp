@@ -24,7 +24,7 @@
 namespace specscope::ui {
 
 struct SettingsView::State {
-  QLineEdit *model, *draft, *eagle, *eagle3, *medusa, *streaming, *db, *options, *system_prompt;
+  QLineEdit *model, *draft, *eagle, *eagle3, *medusa, *streaming, *db, *options, *system_prompt, *template_kwargs;
   QComboBox *method, *backend;
   QDoubleSpinBox *temperature, *top_p, *min_p;
   QSpinBox *top_k, *seed, *max_tokens;
@@ -106,6 +106,13 @@ SettingsView::SettingsView(QWidget* parent) : QWidget(parent), s_(std::make_uniq
   s_->system_prompt->setToolTip(tr("A system message before every chat conversation, rendered by the model's own "
                                    "chat template (some templates, e.g. Gemma-2's, refuse one)"));
   df->addRow(tr("System prompt"), s_->system_prompt);
+  s_->template_kwargs = new QLineEdit;
+  s_->template_kwargs->setObjectName("templateKwargs");
+  s_->template_kwargs->setPlaceholderText(tr("none, e.g. {\"enable_thinking\": false} for Qwen3"));
+  s_->template_kwargs->setToolTip(tr("Variables for the model's own chat template, as a JSON object: what "
+                                     "transformers' apply_chat_template takes as keyword arguments and llama.cpp "
+                                     "as --chat-template-kwargs"));
+  df->addRow(tr("Template variables"), s_->template_kwargs);
   root->addWidget(method);
 
   auto* sampling = new QGroupBox(tr("Sampling"));
@@ -176,9 +183,10 @@ SettingsView::SettingsView(QWidget* parent) : QWidget(parent), s_(std::make_uniq
     update_hint();
     if (!s_->updating) emit changed();
   });
-  connect(s_->system_prompt, &QLineEdit::editingFinished, this, [this] {
-    if (!s_->updating) emit changed();
-  });
+  for (QLineEdit* e : {s_->system_prompt, s_->template_kwargs})
+    connect(e, &QLineEdit::editingFinished, this, [this] {
+      if (!s_->updating) emit changed();
+    });
   connect(s_->options, &QLineEdit::editingFinished, this, [this] {
     s_->current.method_options[s_->method->currentText().toStdString()] =
         options_from_text(s_->options->text());
@@ -270,6 +278,7 @@ AppSettings SettingsView::settings() const {
   a.sampling.seed = uint64_t(s_->seed->value());
   a.max_tokens = s_->max_tokens->value();
   a.system_prompt = s_->system_prompt->text();
+  a.template_kwargs = s_->template_kwargs->text();
   a.record = s_->record->isChecked();
   a.session_db = s_->db->text();
   a.dark = s_->dark->isChecked();
@@ -296,6 +305,7 @@ void SettingsView::setSettings(const AppSettings& a) {
   s_->seed->setValue(int(a.sampling.seed));
   s_->max_tokens->setValue(a.max_tokens);
   s_->system_prompt->setText(a.system_prompt);
+  s_->template_kwargs->setText(a.template_kwargs);
   s_->record->setChecked(a.record);
   s_->db->setText(a.session_db);
   s_->dark->setChecked(a.dark);
@@ -317,6 +327,7 @@ void SettingsView::load() {
   str("session_db", a.session_db);
   str("backend", a.backend);
   str("system_prompt", a.system_prompt);
+  str("template_kwargs", a.template_kwargs);
   a.sampling.temperature = q.value("temperature", a.sampling.temperature).toFloat();
   a.sampling.top_k = q.value("top_k", a.sampling.top_k).toInt();
   a.sampling.top_p = q.value("top_p", a.sampling.top_p).toFloat();
@@ -344,6 +355,7 @@ void SettingsView::save() const {
   q.setValue("session_db", a.session_db);
   q.setValue("backend", a.backend);
   q.setValue("system_prompt", a.system_prompt);
+  q.setValue("template_kwargs", a.template_kwargs);
   q.setValue("temperature", a.sampling.temperature);
   q.setValue("top_k", a.sampling.top_k);
   q.setValue("top_p", a.sampling.top_p);
