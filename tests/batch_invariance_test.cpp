@@ -129,7 +129,7 @@ TEST_P(BatchInvariance, RootLogitsAreBitIdenticalAloneAndInTreesOfAnySize) {
 INSTANTIATE_TEST_SUITE_P(
     Fixtures, BatchInvariance,
     ::testing::Values(Case{"models/llama_bytelevel_f32", true}, Case{"models/llama_bytelevel_bf16", true},
-                      Case{"models/qwen2_bf16", true}, Case{"models/qwen3_bf16", true},
+                      Case{"models/qwen2_bf16", true}, Case{"models/qwen3_bf16", true}, Case{"models/gemma3_bf16", true},
                       Case{"gguf_models/mistral_f32.f16.gguf", true},
                       Case{"gguf_models/llama_bytelevel_f32.q8_0.gguf", false},
                       Case{"gguf_models/llama_bytelevel_f32.q8_0.gguf", true},

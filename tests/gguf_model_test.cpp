@@ -85,6 +85,9 @@ const std::vector<Case> kCases = {
     // "qwen3": per-head q/k norms (blk.N.attn_q_norm / attn_k_norm), head_dim 32 on a 64-wide model.
     {"qwen3_f32.f32.gguf", "qwen3_f32", "f32"},
     {"qwen3_f32.q8_0.gguf", "qwen3_f32", "q8_0"},
+    // "gemma3": norms stored as 1 + w, sublayer output norms, GELU, sliding layers from sliding_window_pattern.
+    {"gemma3_f32.f32.gguf", "gemma3_f32", "f32"},
+    {"gemma3_f32.q8_0.gguf", "gemma3_f32", "q8_0"},
 };
 
 double tolerance(const std::string& type) {

@@ -279,12 +279,12 @@ TEST(Methods, GreedyOutputEqualsVanillaForEveryMethod) {
   }
 }
 
-TEST(Methods, GreedyOutputEqualsVanillaOnQwen3) {
-  // Qwen3's per-head q/k norms run in every forward a method makes: the drafter's, the verification tree's (tree
-  // attention over norms computed per row) and Lookahead's Jacobi window.
-  const std::string target = "models/qwen3_f32", other = "models/qwen3_bf16";
+// The other architectures' forwards run in every forward a method makes: the drafter's, the verification tree's
+// (tree attention over rows normalized one by one, and Gemma 3's sliding layers masking a tree's keys by position)
+// and Lookahead's Jacobi window. `target` and `other` share a tokenizer; `other` is the bf16 twin.
+static void expect_methods_lossless_on(const std::string& target, const std::string& other) {
+  SCOPED_TRACE(target);
   auto model = Model::load(test::fixture(target));
-  ASSERT_TRUE(model->config().qk_norm);
   auto ps = prompts(*model, 8, target);
   GenerateOptions opts;
   opts.max_tokens = 40;
@@ -301,12 +301,24 @@ TEST(Methods, GreedyOutputEqualsVanillaOnQwen3) {
     long accepted = 0;
     for (size_t i = 0; i < ps.size(); ++i) {
       auto res = speculate_beside_vanilla(*model, *method, ps[i], opts);
-      ASSERT_FALSE(HasFailure()) << mc.label << " prompt " << i;
+      ASSERT_FALSE(::testing::Test::HasFailure()) << mc.label << " prompt " << i;
       check_invariants(res);
       for (auto& s : res.steps) accepted += s.accepted_count();
     }
     if (mc.label.rfind("sps_self", 0) == 0) EXPECT_GT(accepted, 20 * 8) << mc.label;
   }
+}
+
+TEST(Methods, GreedyOutputEqualsVanillaOnQwen3) {
+  ASSERT_TRUE(Model::load(test::fixture("models/qwen3_f32"))->config().qk_norm);
+  expect_methods_lossless_on("models/qwen3_f32", "models/qwen3_bf16");
+}
+
+TEST(Methods, GreedyOutputEqualsVanillaOnGemma3) {
+  const auto model = Model::load(test::fixture("models/gemma3_f32"));
+  const auto& c = model->config();
+  ASSERT_TRUE(c.sandwich_norms && c.window_of(0) > 0 && c.window_of(1) == 0);
+  expect_methods_lossless_on("models/gemma3_f32", "models/gemma3_bf16");
 }
 
 TEST(Methods, SelfDraftAcceptsEverythingGreedy) {

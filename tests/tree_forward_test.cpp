@@ -118,10 +118,11 @@ TEST_P(TreeForward, HiddenTapsHaveTheRequestedRows) {
   ASSERT_EQ(out.hiddens.size(), 3u);
   for (auto& h : out.hiddens) EXPECT_EQ(h.size(), size_t(4 * model->config().hidden_size));
   EXPECT_EQ(out.logits.size(), size_t(model->config().vocab_size));
-  // The residual stream entering layer 0 is the embedding itself.
+  // The residual stream entering layer 0 is the embedding itself (Gemma's times sqrt(hidden_size)).
   std::vector<float> emb = model->weights().embed.to_f32();
   const int H = model->config().hidden_size;
-  for (int i = 0; i < H; ++i) EXPECT_FLOAT_EQ(out.hiddens[1][size_t(2) * H + i], emb[size_t(7) * H + i]);
+  const float scale = model->config().embed_scale;
+  for (int i = 0; i < H; ++i) EXPECT_FLOAT_EQ(out.hiddens[1][size_t(2) * H + i], emb[size_t(7) * H + i] * scale);
 }
 
 // A tap of a layer the model does not have is refused before anything runs (checked_positions, which the CUDA
@@ -160,6 +161,6 @@ TEST_P(TreeForward, ContextOverflowIsAnInputError) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, TreeForward,
                          ::testing::Values("llama_bytelevel_f32", "qwen2_f32", "llama_spm_tied_f32", "mistral_f32",
-                                           "llama_bytelevel_bf16", "qwen3_f32"));
+                                           "llama_bytelevel_bf16", "qwen3_f32", "gemma3_f32"));
 
 }  // namespace

@@ -95,6 +95,17 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
   }
 }
 
+// Scalar, with libm's tanh as PyTorch's CPU kernel uses it: Gemma's MLP is the only user, and its matrix products
+// dwarf this (a vector tanh from exp_v would differ from PyTorch in the last bits near zero).
+void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n) {
+  constexpr float kBeta = 0.7978845608028654f;  // sqrt(2 / pi)
+  constexpr float kKappa = 0.044715f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = gate[i];
+    out[i] = 0.5f * x * (1.f + std::tanh(kBeta * (x + kKappa * x * x * x))) * up[i];
+  }
+}
+
 SPEC_MULTIVERSION_VEC
 void softmax(float* x, int n) {
   const float mx = vec::max_of(x, n);

@@ -15,6 +15,8 @@ void rope_angles(int32_t pos, const float* inv_freq, int half, float* cos_sin);
 void rope_rotate(float* vec, int n_heads, int head_dim, const float* cos_sin);
 // out[i] = silu(gate[i]) * up[i]
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);
+// out[i] = gelu_tanh(gate[i]) * up[i], PyTorch's gelu(approximate="tanh") (Gemma's gelu_pytorch_tanh)
+void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n);
 // In-place softmax over n values; returns nothing. Handles -inf entries.
 void softmax(float* x, int n);
 // In-place log-softmax over n values (a drafter's log-probabilities).

@@ -62,6 +62,12 @@ Backend resolve_backend(Backend requested) {
 std::unique_ptr<Context> new_context(const Model& model, Backend requested, int n_ctx) {
   const Backend b = resolve_backend(requested);
   if (b == Backend::Cpu) return model.new_cpu_context(n_ctx);
+  // A model only the CPU backend computes: auto falls back to it, an explicit cuda is refused.
+  if (const std::string why = model.config().cuda_unsupported(); !why.empty()) {
+    if (requested != Backend::Auto) throw InputError(model.path(), why + "; use --backend cpu");
+    spdlog::warn("{}: {}; running on the CPU", model.path(), why);
+    return model.new_cpu_context(n_ctx);
+  }
   std::optional<GpuBackend> g;
   {
     std::lock_guard lock(g_mutex);

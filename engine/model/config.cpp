@@ -73,6 +73,51 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& path) {
   }
 }
 
+// Gemma 3's text model: RoPE per kind of layer (transformers 5: rope_parameters keyed by layer type; before:
+// rope_theta + rope_scaling for the full-attention layers, rope_local_base_freq for the sliding ones), which layers
+// slide (layer_types, or every layer but each sliding_window_pattern-th), and the constants of its forward.
+void parse_gemma3(const json& j, ModelConfig& c, const std::string& path) {
+  for (const char* key : {"final_logit_softcapping", "attn_logit_softcapping"})
+    if (j.contains(key) && !j[key].is_null())
+      throw InputError(path, std::string(key) + " is set: logit soft-capping (Gemma 2) is not supported");
+  if (j.contains("use_bidirectional_attention") && j["use_bidirectional_attention"].is_boolean() &&
+      j["use_bidirectional_attention"].get<bool>())
+    throw InputError(path, "use_bidirectional_attention is set: only causal language models are supported");
+  const json* rp = j.contains("rope_parameters") && j["rope_parameters"].is_object() ? &j["rope_parameters"] : nullptr;
+  if (rp && rp->contains("full_attention")) {
+    json global = j;
+    global["rope_parameters"] = (*rp)["full_attention"];
+    parse_rope(global, c, path);
+    const json& local = rp->contains("sliding_attention") ? (*rp)["sliding_attention"] : (*rp)["full_attention"];
+    if (local.contains("rope_type") && local["rope_type"] != "default")
+      throw InputError(path, "rope scaling on the sliding layers is not supported");
+    c.rope_local_theta = get_float(local, "rope_theta", path, 10000.f);
+  } else {
+    parse_rope(j, c, path);
+    c.rope_local_theta = get_float(j, "rope_local_base_freq", path, 10000.f);
+  }
+  c.layer_sliding.assign(size_t(c.num_layers), 1);
+  if (j.contains("layer_types") && j["layer_types"].is_array()) {
+    const json& types = j["layer_types"];
+    if (int(types.size()) != c.num_layers)
+      throw InputError(path, "layer_types has " + std::to_string(types.size()) + " entries for " +
+                                 std::to_string(c.num_layers) + " layers");
+    for (int l = 0; l < c.num_layers; ++l) {
+      const std::string t = types[size_t(l)].is_string() ? types[size_t(l)].get<std::string>() : "";
+      if (t != "sliding_attention" && t != "full_attention")
+        throw InputError(path, "layer_types[" + std::to_string(l) + "] is '" + t + "'");
+      c.layer_sliding[size_t(l)] = t == "sliding_attention";
+    }
+  } else {
+    const int pattern = get_int(j, "sliding_window_pattern", path, 6);
+    for (int l = 0; l < c.num_layers; ++l) c.layer_sliding[size_t(l)] = pattern <= 0 || (l + 1) % pattern != 0;
+  }
+  c.embed_scale = std::sqrt(float(c.hidden_size));
+  c.attn_scale = 1.f / std::sqrt(get_float(j, "query_pre_attn_scalar", path, float(c.head_dim)));
+  c.sandwich_norms = true;
+  c.hidden_act = "gelu_pytorch_tanh";  // the config's own key, when present, is read after
+}
+
 }  // namespace
 
 ModelConfig ModelConfig::from_json_text(const std::string& text, const std::string& path) {
@@ -93,20 +138,22 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
     else if (c.model_type == "mistral") c.architecture = "MistralForCausalLM";
     else if (c.model_type == "qwen2") c.architecture = "Qwen2ForCausalLM";
     else if (c.model_type == "qwen3") c.architecture = "Qwen3ForCausalLM";
+    else if (c.model_type == "gemma3_text") c.architecture = "Gemma3ForCausalLM";
   }
   // architectures[0] and the model_type each name, as transformers' auto classes map them.
   static const std::pair<const char*, const char*> kSupported[] = {{"LlamaForCausalLM", "llama"},
                                                                    {"MistralForCausalLM", "mistral"},
                                                                    {"Qwen2ForCausalLM", "qwen2"},
-                                                                   {"Qwen3ForCausalLM", "qwen3"}};
+                                                                   {"Qwen3ForCausalLM", "qwen3"},
+                                                                   {"Gemma3ForCausalLM", "gemma3_text"}};
   const auto* known = std::find_if(std::begin(kSupported), std::end(kSupported),
                                    [&](const auto& s) { return c.architecture == s.first; });
   if (known == std::end(kSupported))
     throw InputError(path, "unsupported architecture '" + (c.architecture.empty() ? c.model_type : c.architecture) +
                                "' (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
-                               "Qwen3ForCausalLM)");
+                               "Qwen3ForCausalLM, Gemma3ForCausalLM)");
   if (c.model_type.empty()) c.model_type = known->second;
-  c.qk_norm = c.architecture == "Qwen3ForCausalLM";
+  c.qk_norm = c.architecture == "Qwen3ForCausalLM" || c.architecture == "Gemma3ForCausalLM";
 
   c.hidden_size = get_int(j, "hidden_size", path);
   c.intermediate_size = get_int(j, "intermediate_size", path);
@@ -125,20 +172,24 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   if (c.num_heads % c.num_kv_heads)
     throw InputError(path, "num_attention_heads is not a multiple of num_key_value_heads");
   c.rms_norm_eps = get_float(j, "rms_norm_eps", path, 1e-6f);
-  parse_rope(j, c, path);
+  if (c.architecture == "Gemma3ForCausalLM") parse_gemma3(j, c, path);
+  else parse_rope(j, c, path);
   if (j.contains("tie_word_embeddings") && j["tie_word_embeddings"].is_boolean())
     c.tie_word_embeddings = j["tie_word_embeddings"].get<bool>();
   c.attention_bias = c.architecture == "Qwen2ForCausalLM" ||
                      (j.contains("attention_bias") && j["attention_bias"].is_boolean() && j["attention_bias"].get<bool>());
   c.mlp_bias = j.contains("mlp_bias") && j["mlp_bias"].is_boolean() && j["mlp_bias"].get<bool>();
-  if (j.contains("hidden_act") && j["hidden_act"].is_string()) c.hidden_act = j["hidden_act"].get<std::string>();
-  if (c.hidden_act != "silu" && c.hidden_act != "swish")
-    throw InputError(path, "unsupported hidden_act '" + c.hidden_act + "' (only silu)");
+  // Gemma's configs name it hidden_activation.
+  for (const char* key : {"hidden_act", "hidden_activation"})
+    if (j.contains(key) && j[key].is_string()) c.hidden_act = j[key].get<std::string>();
+  if (c.hidden_act == "swish") c.hidden_act = "silu";
+  if (c.hidden_act != "silu" && c.hidden_act != "gelu_pytorch_tanh")
+    throw InputError(path, "unsupported hidden_act '" + c.hidden_act + "' (supported: silu, gelu_pytorch_tanh)");
   // Mistral always slides when sliding_window is set; Qwen2 and Qwen3 only with use_sliding_window.
   bool uses_window = c.architecture == "MistralForCausalLM" ||
                      (j.contains("use_sliding_window") && j["use_sliding_window"].is_boolean() &&
                       j["use_sliding_window"].get<bool>());
-  if (uses_window && j.contains("sliding_window") && j["sliding_window"].is_number_integer())
+  if ((uses_window || c.sandwich_norms) && j.contains("sliding_window") && j["sliding_window"].is_number_integer())
     c.sliding_window = j["sliding_window"].get<int>();
   c.torch_dtype = parse_torch_dtype(j);
   if (j.contains("bos_token_id") && j["bos_token_id"].is_number_integer()) c.bos_token_id = j["bos_token_id"].get<int>();
@@ -165,14 +216,29 @@ std::string ModelConfig::summary() const {
   return s.str();
 }
 
-std::vector<float> rope_inv_freq(const ModelConfig& c) {
+int ModelConfig::window_of(int layer) const {
+  if (!sliding_window) return 0;
+  return layer_sliding.empty() || layer_sliding[size_t(layer)] ? *sliding_window : 0;
+}
+
+float ModelConfig::attention_scale() const { return attn_scale > 0.f ? attn_scale : 1.0f / std::sqrt(float(head_dim)); }
+
+std::string ModelConfig::cuda_unsupported() const {
+  if (sandwich_norms || gelu() || embed_scale != 1.f || rope_local_theta > 0.f || attn_scale > 0.f)
+    return architecture + " (Gemma 3) runs on the CPU backend only: its CUDA forward is not written yet";
+  return "";
+}
+
+std::vector<float> rope_inv_freq(const ModelConfig& c, bool local) {
   const int half = c.head_dim / 2;
   std::vector<float> inv(half);
+  const float theta = local ? c.rope_local_theta : c.rope_theta;
   for (int i = 0; i < half; ++i) {
     // As transformers computes it: in float32, base ** (2i / dim).
     float expo = float(2 * i) / float(c.head_dim);
-    inv[i] = 1.0f / std::pow(c.rope_theta, expo);
+    inv[i] = 1.0f / std::pow(theta, expo);
   }
+  if (local) return inv;  // the sliding layers' RoPE is never scaled
   if (!c.rope_freq_factors.empty()) {  // validated to hold head_dim/2 positive values by the GGUF loader
     for (int i = 0; i < half; ++i) inv[i] /= c.rope_freq_factors[i];
     return inv;

@@ -17,8 +17,8 @@ struct RopeScaling {
 };
 
 struct ModelConfig {
-  std::string architecture;  // LlamaForCausalLM | MistralForCausalLM | Qwen2ForCausalLM | Qwen3ForCausalLM
-  std::string model_type;    // llama | mistral | qwen2 | qwen3
+  std::string architecture;  // LlamaForCausalLM | MistralForCausalLM | Qwen2ForCausalLM | Qwen3ForCausalLM | Gemma3ForCausalLM
+  std::string model_type;    // llama | mistral | qwen2 | qwen3 | gemma3_text
   int hidden_size = 0;
   int intermediate_size = 0;
   int num_layers = 0;
@@ -36,10 +36,21 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v biases (Qwen2 always; Llama when attention_bias=true)
   bool mlp_bias = false;
-  // Qwen3: each head's query and key go through an RMSNorm over head_dim (weights q_norm, k_norm) before RoPE.
+  // Qwen3 and Gemma 3: each head's query and key go through an RMSNorm over head_dim (weights q_norm, k_norm)
+  // before RoPE.
   bool qk_norm = false;
+  // Gemma 3. The token embeddings are multiplied by embed_scale (sqrt(hidden_size)); attention scores by attn_scale
+  // (query_pre_attn_scalar^-0.5) instead of 1/sqrt(head_dim); the attention's and the MLP's outputs each go through
+  // an RMSNorm before their residual add (sandwich_norms; LayerWeights::attn_out_norm, ffn_out_norm); only the
+  // layers marked in layer_sliding slide, and they use RoPE with rope_local_theta (unscaled). Gemma's norms scale by
+  // (1 + w): the loaders store 1 + w, so every norm computes as Llama's.
+  float embed_scale = 1.f;
+  float attn_scale = 0.f;  // 0: 1/sqrt(head_dim)
+  bool sandwich_norms = false;
+  std::vector<uint8_t> layer_sliding;  // per layer, 1 = sliding; empty: sliding_window (if set) slides every layer
+  float rope_local_theta = 0.f;        // > 0: the sliding layers' RoPE theta
   std::optional<int> sliding_window;  // Mistral; applied when shorter than the context
-  std::string hidden_act = "silu";
+  std::string hidden_act = "silu";  // silu | gelu_pytorch_tanh (Gemma)
   DType torch_dtype = DType::F32;
   std::optional<int> bos_token_id;
   std::vector<int> eos_token_ids;
@@ -48,9 +59,17 @@ struct ModelConfig {
   static ModelConfig from_json_text(const std::string& text, const std::string& path);
   static ModelConfig from_file(const std::string& path);
   std::string summary() const;
+
+  int window_of(int layer) const;  // the layer's sliding window; 0: it attends to the whole context
+  bool local_rope(int layer) const { return rope_local_theta > 0.f && window_of(layer) > 0; }
+  float attention_scale() const;  // what scores are multiplied by
+  bool gelu() const { return hidden_act == "gelu_pytorch_tanh"; }
+  // Refuses what the loaders read but a backend does not compute (empty: everything is).
+  std::string cuda_unsupported() const;
 };
 
-// RoPE inverse frequencies (head_dim/2 of them) with the configured scaling applied.
-std::vector<float> rope_inv_freq(const ModelConfig& c);
+// RoPE inverse frequencies (head_dim/2 of them) with the configured scaling applied; `local`: the sliding layers'
+// (rope_local_theta, unscaled).
+std::vector<float> rope_inv_freq(const ModelConfig& c, bool local = false);
 
 }  // namespace specscope

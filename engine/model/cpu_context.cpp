@@ -30,6 +30,7 @@ CpuContext::CpuContext(std::shared_ptr<const Model> model, int n_ctx, cpu::Weigh
   kt_cache_.assign(c.num_layers, std::vector<float>(size_t(kv_dim_) * kt_stride_));
   slot_pos_.assign(n_ctx_, 0);
   rope_ = cpu::RopeTable(rope_inv_freq(c), c.head_dim);
+  if (c.rope_local_theta > 0.f) rope_local_ = cpu::RopeTable(rope_inv_freq(c, /*local=*/true), c.head_dim);
   // The model's one copy in that form, when asked for one; else its one copy in huge pages, where that is allowed.
   own_weights_ = model_->requantized_weights(form);
   if (!own_weights_) own_weights_ = model_->resident_weights();
@@ -38,6 +39,10 @@ CpuContext::CpuContext(std::shared_ptr<const Model> model, int n_ctx, cpu::Weigh
 }
 
 const ModelWeights& CpuContext::weights() const { return own_weights_ ? *own_weights_ : model_->weights(); }
+
+cpu::RopeTable& CpuContext::rope_for(int layer) {
+  return model_->config().local_rope(layer) ? rope_local_ : rope_;
+}
 
 static void grow(std::vector<float>& v, size_t n) {
   if (v.size() < n) v.resize(n);
@@ -65,12 +70,14 @@ void CpuContext::forward(const Batch& b, ForwardOutput& out) {
   {
     const cpu::ProfileScope profile(cpu::Op::Embedding);
     for (int i = 0; i < n; ++i) cpu::embedding_row(w.embed, b.tokens[i], x_.data() + size_t(i) * H);
+    if (c.embed_scale != 1.f)  // Gemma: times sqrt(hidden_size), the residual stream's first value
+      for (size_t e = 0; e < size_t(n) * H; ++e) x_[e] *= c.embed_scale;
   }
   batch_n_ = n;
   active_.resize(n);
   for (int i = 0; i < n; ++i) active_[i] = i;
   alive_.assign(n, 1);
-  visible_current_ = false;
+  forget_visible();
   int na = n;  // rows still computed; x_ holds them compacted, in batch order
   n_streams_ = 0;
   stream_src_.clear();
@@ -198,6 +205,8 @@ void CpuContext::finish_layer(const LayerWeights& L, float* x, int rows) {
   cpu::linear(att_.data(), rows, L.wo, bias_or_null(L.bo), h_.data());
   {
     const cpu::ProfileScope profile(cpu::Op::Norm);
+    // Gemma normalizes each sublayer's output before its residual add (in place).
+    if (!L.attn_out_norm.empty()) cpu::rmsnorm(h_.data(), L.attn_out_norm.data(), h_.data(), rows, H, c.rms_norm_eps);
     cpu::add(h_.data(), x, int64_t(rows) * H);
     cpu::rmsnorm(x, L.post_attn_norm.data(), h_.data(), rows, H, c.rms_norm_eps);
   }
@@ -206,11 +215,13 @@ void CpuContext::finish_layer(const LayerWeights& L, float* x, int rows) {
   cpu::linear_shared_input(h_.data(), rows, gate_up);
   {
     const cpu::ProfileScope profile(cpu::Op::Elementwise);
-    cpu::silu_mul(ffn_gate_.data(), ffn_up_.data(), ffn_gate_.data(), int64_t(rows) * F);
+    if (c.gelu()) cpu::gelu_tanh_mul(ffn_gate_.data(), ffn_up_.data(), ffn_gate_.data(), int64_t(rows) * F);
+    else cpu::silu_mul(ffn_gate_.data(), ffn_up_.data(), ffn_gate_.data(), int64_t(rows) * F);
   }
   cpu::linear(ffn_gate_.data(), rows, L.w_down, bias_or_null(L.b_down), h_.data());
   {
     const cpu::ProfileScope profile(cpu::Op::Elementwise);
+    if (!L.ffn_out_norm.empty()) cpu::rmsnorm(h_.data(), L.ffn_out_norm.data(), h_.data(), rows, H, c.rms_norm_eps);
     cpu::add(h_.data(), x, int64_t(rows) * H);
   }
 }
@@ -223,10 +234,11 @@ void CpuContext::decoder_layer(int l, int na, const int32_t* pos, const uint8_t*
   project_qkv(L, x_.data(), na);
   {
     const cpu::ProfileScope profile(cpu::Op::Rope);
+    cpu::RopeTable& rope = rope_for(l);
     for (int i = 0; i < na; ++i) {
       const int row = active_[i];
-      rope_.apply(q_.data() + size_t(i) * q_dim, c.num_heads, pos[row]);
-      rope_.apply(k_.data() + size_t(i) * kv_dim_, c.num_kv_heads, pos[row]);
+      rope.apply(q_.data() + size_t(i) * q_dim, c.num_heads, pos[row]);
+      rope.apply(k_.data() + size_t(i) * kv_dim_, c.num_kv_heads, pos[row]);
       std::memcpy(k_slot(l, base + row), k_.data() + size_t(i) * kv_dim_, sizeof(float) * kv_dim_);
       std::memcpy(v_slot(l, base + row), v_.data() + size_t(i) * kv_dim_, sizeof(float) * kv_dim_);
     }
@@ -241,8 +253,11 @@ void CpuContext::attention(int layer, int na, const int32_t* pos, const uint8_t*
   const int hd = c.head_dim, nh = c.num_heads;
   const int q_dim = nh * hd, total = n_past_ + batch_n_;
   const cpu::ProfileScope profile(cpu::Op::Attention, double(na) * nh * total * hd * 2);
-  // Which keys each active row sees: computed once per forward (every layer has the same rows), again after pruning.
-  if (!visible_current_) compute_visible(na, pos, mask);
+  // Which keys each active row sees: computed once per forward for each kind of layer (every layer has the same
+  // rows), again after pruning.
+  const int window = c.window_of(layer);
+  Visible& vis = visible_[window > 0];
+  if (!vis.current) compute_visible(na, pos, mask, window);
   cpu::AttentionArgs a;
   a.q = q_.data();
   a.q_stride = size_t(q_dim);
@@ -255,9 +270,9 @@ void CpuContext::attention(int layer, int na, const int32_t* pos, const uint8_t*
   a.v = v_cache_[layer].data();
   a.v_stride = size_t(kv_dim_);
   a.keys = total;
-  a.visible = visible_.data();
-  a.seen = &visible_keys_;
-  a.scale = 1.0f / std::sqrt(float(hd));
+  a.visible = vis.keys.data();
+  a.seen = &vis.packed;
+  a.scale = c.attention_scale();
   a.out = att_.data();
   a.out_stride = size_t(q_dim);
   cpu::attention(a);
@@ -265,21 +280,21 @@ void CpuContext::attention(int layer, int na, const int32_t* pos, const uint8_t*
 
 // Which keys each active row sees: the cache before the batch (within a sliding window), and the batch rows its mask
 // (or causality) allows that are still alive.
-void CpuContext::compute_visible(int na, const int32_t* pos, const uint8_t* mask) {
-  const int window = model_->config().sliding_window.value_or(0);
+void CpuContext::compute_visible(int na, const int32_t* pos, const uint8_t* mask, int window) {
+  Visible& out = visible_[window > 0];
   const int base = n_past_, n = batch_n_, total = base + n;
-  visible_.resize(size_t(na) * size_t(total));
+  out.keys.resize(size_t(na) * size_t(total));
   for (int i = 0; i < na; ++i) {
     const int row = active_[i];
-    uint8_t* vis = visible_.data() + size_t(i) * size_t(total);
+    uint8_t* vis = out.keys.data() + size_t(i) * size_t(total);
     for (int j = 0; j < total; ++j) {
       bool visible = j < base || batch_row_sees(row, j - base, n, mask, alive_);
       if (visible && window > 0 && pos[row] - slot_pos_[j] >= window) visible = false;
       vis[j] = visible ? 1 : 0;
     }
   }
-  visible_keys_.build(visible_.data(), na, total);
-  visible_current_ = true;
+  out.packed.build(out.keys.data(), na, total);
+  out.current = true;
 }
 
 // Dimension by dimension for all rows at once: the rows' slots are adjacent in each dimension's tile row, so a step of

@@ -42,7 +42,10 @@ class CpuContext final : public Context {
   void finish_streams(const StreamingRequest& sr, ForwardOutput& out);
   float* k_slot(int layer, int slot) { return k_cache_[layer].data() + size_t(slot) * kv_dim_; }
   float* v_slot(int layer, int slot) { return v_cache_[layer].data() + size_t(slot) * kv_dim_; }
-  void compute_visible(int na, const int32_t* pos, const uint8_t* mask);  // visible_ for the na active rows
+  // The keys each of the na active rows sees in a layer of `window` (0: the whole context), into visible_[window > 0].
+  void compute_visible(int na, const int32_t* pos, const uint8_t* mask, int window);
+  // Layer l's RoPE angles: Gemma's sliding layers have their own theta.
+  cpu::RopeTable& rope_for(int layer);
   // Writes the keys of the na active rows in k_ into the transposed copy attention reads (engine/cpu/attention.h), at
   // their slots n_past + row, and moves a slot.
   void put_kt_rows(int layer, int na);
@@ -59,7 +62,8 @@ class CpuContext final : public Context {
   std::vector<std::vector<float>> kt_cache_;           // per layer [kv_heads*head_dim][kt_stride_]: keys transposed
   size_t kt_stride_ = 0;
   std::vector<int32_t> slot_pos_;                      // the position of each cache slot (sliding window)
-  cpu::RopeTable rope_;  // the angles of every position used
+  cpu::RopeTable rope_;        // the angles of every position used
+  cpu::RopeTable rope_local_;  // the sliding layers' (ModelConfig::rope_local_theta), when they have their own
   // The batch rows still computed, as batch indices (pruning drops rows mid-forward; each row keeps its cache
   // slot n_past + batch index), and which batch rows are alive.
   std::vector<int> active_;
@@ -72,11 +76,16 @@ class CpuContext final : public Context {
   int n_streams_ = 0;
   // Scratch, grown to the largest batch seen.
   std::vector<float> x_, h_, q_, k_, v_, att_, ffn_gate_, ffn_up_, scores_;
-  std::vector<uint8_t> visible_;  // [active rows][keys] for attention
-  cpu::VisibleKeys visible_keys_;  // visible_ packed, once per forward (attention.h)
+  // Which keys attention sees, for layers that attend to the whole context [0] and for sliding ones [1]:
+  // [active rows][keys], and packed (attention.h); computed once per forward for each kind of layer it has.
+  struct Visible {
+    std::vector<uint8_t> keys;
+    cpu::VisibleKeys packed;
+    bool current = false;  // holds this forward's active rows: the same for every layer until rows are pruned
+  };
+  Visible visible_[2];
   std::vector<size_t> kt_offsets_;  // put_kt_rows: each active row's place in a dimension's tile row
-  // Whether visible_ holds this forward's active rows: the same for every layer until rows are pruned.
-  bool visible_current_ = false;
+  void forget_visible() { visible_[0].current = visible_[1].current = false; }
 };
 
 }  // namespace specscope

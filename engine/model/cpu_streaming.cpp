@@ -64,7 +64,7 @@ int CpuContext::prune_rows(const StreamingRequest& sr, const Batch& b, int na) {
     active_[kept++] = row;
   }
   active_.resize(kept);
-  visible_current_ = false;  // fewer rows, and keys of pruned rows no longer visible
+  forget_visible();  // fewer rows, and keys of pruned rows no longer visible
   return kept;
 }
 
@@ -98,14 +98,15 @@ void CpuContext::stream_layer(int l, const StreamingRequest& sr, const int32_t* 
   const int hd = c.head_dim, nh = c.num_heads, group = c.num_heads / c.num_kv_heads;
   const int q_dim = nh * hd, G = sr.streams, m = n_streams_;
   const int base = n_past_, n = batch_n_;
-  const float scale = 1.0f / std::sqrt(float(hd));
+  const float scale = c.attention_scale();
+  cpu::RopeTable& rope = rope_for(l);
   // The main rows' scratch is free again: the layer's main pass is done and its keys/values are in the cache.
   project_qkv(L, xs_.data(), m);
   for (int s = 0; s < m / G; ++s)
     for (int j = 0; j < G; ++j) {
       const int i = s * G + j, p = pos[stream_src_[s]] + j + 1;
-      rope_.apply(q_.data() + size_t(i) * q_dim, nh, p);
-      rope_.apply(k_.data() + size_t(i) * kv_dim_, c.num_kv_heads, p);
+      rope.apply(q_.data() + size_t(i) * q_dim, nh, p);
+      rope.apply(k_.data() + size_t(i) * kv_dim_, c.num_kv_heads, p);
     }
   const float* kc = k_cache_[l].data();
   const float* vc = v_cache_[l].data();

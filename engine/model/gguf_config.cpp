@@ -1,6 +1,7 @@
 #include "engine/model/gguf_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <string>
 
@@ -37,6 +38,35 @@ double float_key(const GgufFile& g, const std::string& key, double lo, double hi
   return v;
 }
 
+// What llama.cpp's gemma3 reader takes from the file or assumes (src/models/gemma3.cpp): with a sliding window,
+// which layers slide (attention.sliding_window_pattern: one bool per layer, or N for every layer but each N-th;
+// default 6) and their RoPE theta (rope.freq_base_swa, default 10000); embeddings times sqrt(hidden); attention
+// scaled by 1/sqrt(head_dim), or 1/sqrt(hidden / heads) for the 62-layer 27B (its query_pre_attn_scalar).
+void gemma3_from_gguf(const GgufFile& g, ModelConfig& c) {
+  const std::string& file = g.path();
+  const std::string p = "gemma3.";
+  if (g.has(p + "final_logit_softcapping") && g.get_float(p + "final_logit_softcapping") != 0.0)
+    throw InputError(file, "gemma3.final_logit_softcapping is set: logit soft-capping is not supported");
+  c.layer_sliding.assign(size_t(c.num_layers), 0);
+  if (c.sliding_window) {
+    const std::string key = p + "attention.sliding_window_pattern";
+    const GgufValue* v = g.find(key);
+    if (v && v->type == GgufValueType::ARRAY) {
+      const std::vector<bool> pattern = g.get_bool_array(key);
+      if (int(pattern.size()) != c.num_layers)
+        throw InputError(file, "metadata key '" + key + "' has " + std::to_string(pattern.size()) + " entries for " +
+                                   std::to_string(c.num_layers) + " layers");
+      for (int l = 0; l < c.num_layers; ++l) c.layer_sliding[size_t(l)] = pattern[size_t(l)];
+    } else {
+      const int every = size_key(g, key, 1, 1 << 20, 6);
+      for (int l = 0; l < c.num_layers; ++l) c.layer_sliding[size_t(l)] = (l + 1) % every != 0;
+    }
+    c.rope_local_theta = float(float_key(g, p + "rope.freq_base_swa", 1.0, 1e12, 10000.0));
+  }
+  c.embed_scale = std::sqrt(float(c.hidden_size));
+  c.attn_scale = 1.f / std::sqrt(float(c.num_layers == 62 ? c.hidden_size / c.num_heads : c.head_dim));
+}
+
 }  // namespace
 
 ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
@@ -54,8 +84,14 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
     c.architecture = "Qwen3ForCausalLM";
     c.model_type = "qwen3";
     c.qk_norm = true;
+  } else if (arch == "gemma3") {
+    c.architecture = "Gemma3ForCausalLM";
+    c.model_type = "gemma3_text";
+    c.qk_norm = true;
+    c.sandwich_norms = true;
+    c.hidden_act = "gelu_pytorch_tanh";
   } else {
-    throw InputError(file, "unsupported architecture '" + arch + "' (supported: llama, qwen2, qwen3)");
+    throw InputError(file, "unsupported architecture '" + arch + "' (supported: llama, qwen2, qwen3, gemma3)");
   }
   const std::string p = arch + ".";
   if (g.get_int(p + "expert_count", 0) > 0)
@@ -96,6 +132,7 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
   }
   if (g.has(p + "attention.sliding_window"))
     c.sliding_window = size_key(g, p + "attention.sliding_window", 1, 1 << 24);
+  if (arch == "gemma3") gemma3_from_gguf(g, c);
   c.tie_word_embeddings = tied;
   c.torch_dtype = DType::F32;
   auto token_key = [&](const char* key) -> std::optional<int> {

@@ -288,7 +288,11 @@ std::shared_ptr<const Model> load_gguf_model(const std::string& path, const Load
     const std::string p = "blk." + std::to_string(l) + ".";
     auto& L = w.layers[size_t(l)];
     L.input_norm = b.vector(p + "attn_norm.weight", H);
-    L.post_attn_norm = b.vector(p + "ffn_norm.weight", H);
+    L.post_attn_norm = b.vector(p + "ffn_norm.weight", H);  // Gemma's pre_feedforward_layernorm
+    if (c.sandwich_norms) {  // stored as 1 + w by llama.cpp's converter, as the HF loader stores them
+      L.attn_out_norm = b.vector(p + "post_attention_norm.weight", H);
+      L.ffn_out_norm = b.vector(p + "post_ffw_norm.weight", H);
+    }
     L.wq = b.matrix(p + "attn_q.weight", qd, H, permuted ? c.num_heads : 0);
     L.wk = b.matrix(p + "attn_k.weight", kvd, H, permuted ? c.num_kv_heads : 0);
     L.wv = b.matrix(p + "attn_v.weight", kvd, H);

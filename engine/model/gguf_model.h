@@ -11,6 +11,8 @@
 //    other F32/F16/BF16 tensor is a zero-copy view into the mapping. ("qwen2" and "qwen3" are not permuted:
 //    llama.cpp runs them with NEOX RoPE, which is rotate-half.)
 //  * "qwen3" adds blk.N.attn_q_norm.weight / attn_k_norm.weight (head_dim each) and has no q/k/v biases.
+//  * "gemma3" has those too, and blk.N.post_attention_norm / post_ffw_norm (the sublayer outputs' norms; ffn_norm is
+//    its pre_feedforward_layernorm); its norms are stored as 1 + w, which is what the engine computes with.
 //  * llama3 RoPE scaling comes as rope_freqs.weight (per-frequency divisors); linear scaling as
 //    <arch>.rope.scaling.type / .factor.
 //  * No output.weight means the output projection is tied to token_embd.weight.

@@ -118,13 +118,27 @@ std::shared_ptr<Model> Model::load_directory(const std::string& path, const Load
   const int64_t H = c.hidden_size, F = c.intermediate_size, V = c.vocab_size;
   const int64_t qd = int64_t(c.num_heads) * c.head_dim, kvd = int64_t(c.num_kv_heads) * c.head_dim;
   auto& w = m->weights_;
+  // Gemma's RMSNorms scale by (1 + w): stored as 1 + w, as llama.cpp's converter writes them, so all norms compute
+  // alike.
+  auto norm = [&](const std::string& name, int64_t n) {
+    std::vector<float> v = bind_vector(*store, name, n);
+    if (c.sandwich_norms)
+      for (float& x : v) x += 1.f;
+    return v;
+  };
   w.embed = bind_matrix(*store, "model.embed_tokens.weight", V, H);
   w.layers.resize(c.num_layers);
   for (int l = 0; l < c.num_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     auto& L = w.layers[l];
-    L.input_norm = bind_vector(*store, p + "input_layernorm.weight", H);
-    L.post_attn_norm = bind_vector(*store, p + "post_attention_layernorm.weight", H);
+    L.input_norm = norm(p + "input_layernorm.weight", H);
+    if (c.sandwich_norms) {
+      L.attn_out_norm = norm(p + "post_attention_layernorm.weight", H);
+      L.post_attn_norm = norm(p + "pre_feedforward_layernorm.weight", H);
+      L.ffn_out_norm = norm(p + "post_feedforward_layernorm.weight", H);
+    } else {
+      L.post_attn_norm = norm(p + "post_attention_layernorm.weight", H);
+    }
     L.wq = bind_matrix(*store, p + "self_attn.q_proj.weight", qd, H);
     L.wk = bind_matrix(*store, p + "self_attn.k_proj.weight", kvd, H);
     L.wv = bind_matrix(*store, p + "self_attn.v_proj.weight", kvd, H);
@@ -135,8 +149,8 @@ std::shared_ptr<Model> Model::load_directory(const std::string& path, const Load
     if (c.architecture != "Qwen2ForCausalLM")
       L.bo = bind_optional_vector(*store, p + "self_attn.o_proj.bias", H, c.attention_bias);
     if (c.qk_norm) {
-      L.q_norm = bind_vector(*store, p + "self_attn.q_norm.weight", c.head_dim);
-      L.k_norm = bind_vector(*store, p + "self_attn.k_norm.weight", c.head_dim);
+      L.q_norm = norm(p + "self_attn.q_norm.weight", c.head_dim);
+      L.k_norm = norm(p + "self_attn.k_norm.weight", c.head_dim);
     }
     L.w_gate = bind_matrix(*store, p + "mlp.gate_proj.weight", F, H);
     L.w_up = bind_matrix(*store, p + "mlp.up_proj.weight", F, H);
@@ -145,7 +159,7 @@ std::shared_ptr<Model> Model::load_directory(const std::string& path, const Load
     L.b_up = bind_optional_vector(*store, p + "mlp.up_proj.bias", F, c.mlp_bias);
     L.b_down = bind_optional_vector(*store, p + "mlp.down_proj.bias", H, c.mlp_bias);
   }
-  w.final_norm = bind_vector(*store, "model.norm.weight", H);
+  w.final_norm = norm("model.norm.weight", H);
   // Tied models reuse the embedding; some tied checkpoints still carry an (identical) lm_head copy.
   w.lm_head = c.tie_word_embeddings ? w.embed : bind_matrix(*store, "lm_head.weight", V, H);
   // The NaN scan reads every weight: the part of a load worth reporting progress on.

@@ -11,7 +11,10 @@ struct LayerWeights {
   std::vector<float> input_norm, post_attn_norm;  // [H]
   TensorView wq, wk, wv, wo;                      // [out, in], PyTorch Linear layout
   std::vector<float> bq, bk, bv, bo;              // empty when the layer has no bias
-  std::vector<float> q_norm, k_norm;              // [head_dim]; Qwen3's per-head norms, empty for other models
+  std::vector<float> q_norm, k_norm;              // [head_dim]; Qwen3's and Gemma 3's per-head norms, else empty
+  // Gemma 3's norms of the attention output and of the MLP output, before their residual adds (else empty);
+  // post_attn_norm is then its pre_feedforward_layernorm, the norm before the MLP in every architecture.
+  std::vector<float> attn_out_norm, ffn_out_norm;  // [H]
   TensorView w_gate, w_up, w_down;
   std::vector<float> b_gate, b_up, b_down;
 };

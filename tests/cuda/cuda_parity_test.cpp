@@ -19,6 +19,7 @@
 #include "engine/methods/speculative_generator.h"
 #include "engine/model/backend.h"
 #include "engine/model/model.h"
+#include "engine/util/error.h"
 #include "kernels/cuda_backend.h"
 #include "kernels/cuda_context.h"
 #include "tests/test_support.h"
@@ -145,6 +146,16 @@ TEST_F(CudaParity, RowsOnDemandEqualTheWholeCopyAndExpireAtTheNextForward) {
   ForwardOutput next;
   lazy->forward(Batch::causal(std::vector<int32_t>{5}), next);
   EXPECT_THROW(b.row_logits(12), std::logic_error);
+}
+
+// Gemma 3's forward is written for the CPU backend only: an explicit cuda is refused with the reason, auto runs it
+// on the CPU.
+TEST_F(CudaParity, Gemma3RunsOnTheCpuBackendOnly) {
+  auto model = Model::load(test::fixture("gguf_models/gemma3_f32.q8_0.gguf"));
+  EXPECT_THROW(new_context(*model, Backend::Cuda, 64), InputError);
+  EXPECT_EQ(new_context(*model, Backend::Auto, 64)->backend_name(), "cpu");
+  auto qwen3 = Model::load(test::fixture("models/qwen3_bf16"));
+  EXPECT_EQ(new_context(*qwen3, Backend::Auto, 64)->backend_name(), "cuda");
 }
 
 // GGUF block weights stay blocks on the GPU: the logits of every quantized fixture match the CPU backend's to f32
