@@ -10,6 +10,8 @@
 #     1bk    the same model in the other K-quant files users download: Q5_K_M, Q6_K (not in the default run)
 #     q3     a Qwen3-0.6B-shaped synthetic (make_synthetic_llama.py --shape qwen3-0.6b; q/k norms, head_dim 128, its
 #            151936-entry vocabulary): F16, Q8_0, Q4_K_M (not in the default run)
+#     g3     a Gemma-3-1B-shaped synthetic (--shape gemma3-1b; sliding layers, head_dim 256, 262144-entry
+#            vocabulary): F16, Q8_0, Q4_K_M (not in the default run)
 #     spec   llama-speculative beside `specscope-cli run --method sps` (target base, draft draft; greedy, gamma 4)
 #   --quick: one repeat, 2 prompts of 64 tokens for spec (a smoke run; not figures to quote)
 #   --rounds K: the three engines take turns K times per file (each round --repeat runs of each; SpecScope and
@@ -98,6 +100,13 @@ if want q3 synq3_; then
   fi
   for t in Q8_0 Q4_K_M; do quantize "$tmp/synq3.f16.gguf" "$tmp/synq3.${t,,}.gguf" $t; done
 fi
+if want g3 syng3_; then
+  if [ ! -f "$tmp/syng3.f16.gguf" ]; then
+    [ -f "$tmp/syng3/config.json" ] || "$PY" "$here/bench/make_synthetic_llama.py" --shape gemma3-1b "$tmp/syng3"
+    "$PY" "$here/tests/fixtures/make_gguf_models.py" --convert "$tmp/syng3" f16 "$tmp/syng3.f16.gguf"
+  fi
+  for t in Q8_0 Q4_K_M; do quantize "$tmp/syng3.f16.gguf" "$tmp/syng3.${t,,}.gguf" $t; done
+fi
 stage "write the GGUF files (skipped when written)"
 
 run() {  # NAME GROUP SPECSCOPE_MODEL GGUF
@@ -139,6 +148,7 @@ for t in f32 f16 q8_0 q4_k_s; do run "syn60_$t" syn60 "$tmp/syn60.$t.gguf" "$tmp
 for t in f16 bf16 q8_0 q4_k_m; do run "syn1b_$t" 1b "$tmp/syn1b.$t.gguf" "$tmp/syn1b.$t.gguf"; done
 for t in q5_k_m q6_k; do run "syn1b_$t" 1bk "$tmp/syn1b.$t.gguf" "$tmp/syn1b.$t.gguf"; done
 for t in f16 q8_0 q4_k_m; do run "synq3_$t" q3 "$tmp/synq3.$t.gguf" "$tmp/synq3.$t.gguf"; done
+for t in f16 q8_0 q4_k_m; do run "syng3_$t" g3 "$tmp/syng3.$t.gguf" "$tmp/syng3.$t.gguf"; done
 if want spec; then
   echo "== speculative (target base, draft draft)"
   count=10 max=128
