@@ -38,7 +38,8 @@ const std::vector<TypeCase> kTypes = {{DType::Q8_0, GgmlType::Q8_0, Int8Type::Q8
                                       {DType::Q4_0, GgmlType::Q4_0, Int8Type::Q4_0},
                                       {DType::Q4_K, GgmlType::Q4_K, Int8Type::Q4_K},
                                       {DType::Q5_K, GgmlType::Q5_K, Int8Type::Q5_K},
-                                      {DType::Q6_K, GgmlType::Q6_K, Int8Type::Q6_K}};
+                                      {DType::Q6_K, GgmlType::Q6_K, Int8Type::Q6_K},
+                                      {DType::Q5_0, GgmlType::Q5_0, Int8Type::Q5_0}};  // after: [2..4] are K-quants
 
 // Scales in [1e-4, 2e-2): small enough that random K-quant mins keep the products in a realistic range.
 std::vector<uint8_t> random_matrix(const TypeCase& q, int m, int k, std::mt19937& rng, bool random_bytes) {

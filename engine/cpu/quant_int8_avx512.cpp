@@ -113,6 +113,27 @@ QI_INLINE void unpack_q4_0(const uint8_t* g, Group& G) {
   to_lanes(a, G);
 }
 
+// Q5_0: Q4_0's nibbles (at byte 6 of each 22-byte block) with bit i of the block's qh word (bytes 2-5) as element
+// i's fifth bit, one mask register per pair of blocks.
+QI_INLINE void unpack_q5_0(const uint8_t* g, Group& G) {
+  G.fw = f16_of_blocks(g, 22);
+  const __m512i shift = _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0), m4 = _mm512_set1_epi8(15), fifth = _mm512_set1_epi8(16);
+  __m512i a[8];
+  for (int v = 0; v < 8; ++v) {
+    const uint8_t* p = g + 22 * v;
+    const uint8_t* q = g + 22 * (v + 8);
+    const __m256i x = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 6)));
+    const __m256i y = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 6)));
+    uint32_t hp, hq;
+    std::memcpy(&hp, p + 2, 4);
+    std::memcpy(&hq, q + 2, 4);
+    const __mmask64 bits = __mmask64(hp) | (__mmask64(hq) << 32);
+    a[v] = _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi64(_mm512_inserti64x4(_mm512_castsi256_si512(x), y, 1), shift), m4),
+                           _mm512_maskz_mov_epi8(bits, fifth));
+  }
+  to_lanes(a, G);
+}
+
 // The float factors of a Q4_K / Q5_K group: G.fw = d * scale and G.fm = dmin * min of each sub-block, from the
 // first 16 bytes of each super-block (f16 d, f16 dmin, then the 12 packed scale bytes as dwords A, B, C; the scales
 // and mins unpacked as k4_scale_min_words does, in both 128-bit lanes at once).
@@ -266,6 +287,7 @@ template <Int8Type kType>
 QI_INLINE void unpack(const uint8_t* gp, Group& G) {
   if constexpr (kType == Int8Type::Q8_0) unpack_q8_0(gp, G);
   else if constexpr (kType == Int8Type::Q4_0) unpack_q4_0(gp, G);
+  else if constexpr (kType == Int8Type::Q5_0) unpack_q5_0(gp, G);
   else if constexpr (kType == Int8Type::Q4_K) unpack_k45<false>(gp, G);
   else if constexpr (kType == Int8Type::Q4_K_Lanes) unpack_k45_lanes<false>(gp, G);
   else if constexpr (kType == Int8Type::Q5_K_Lanes) unpack_k45_lanes<true>(gp, G);
@@ -334,8 +356,9 @@ QI_INLINE void group_tile(const Group* const* G, const ActQ8& x, int g, int t, _
     const __m512 dx = _mm512_loadu_ps(x.ds(tt) + b0);
     __m512i corr = _mm512_setzero_si512();
     __m512 xsum = _mm512_setzero_ps();
-    if constexpr (kType == Int8Type::Q8_0 || kType == Int8Type::Q4_0)  // codes offset by 128 or 8
-      corr = _mm512_slli_epi32(_mm512_loadu_si512(x.sums32(tt) + b0), kType == Int8Type::Q8_0 ? 7 : 3);
+    if constexpr (kType == Int8Type::Q8_0 || kType == Int8Type::Q4_0 || kType == Int8Type::Q5_0)  // offset 128, 8, 16
+      corr = _mm512_slli_epi32(_mm512_loadu_si512(x.sums32(tt) + b0),
+                               kType == Int8Type::Q8_0 ? 7 : kType == Int8Type::Q4_0 ? 3 : 4);
     if constexpr (kQ6) corr = _mm512_loadu_si512(x.sums16(tt) + 2 * b0);
     if constexpr (kMins) xsum = _mm512_cvtepi32_ps(_mm512_loadu_si512(x.sums32(tt) + b0));
     for (int r = 0; r < R; ++r) {
@@ -527,6 +550,7 @@ void int8_rows_avx512vnni(Int8Type type, const uint8_t* W, size_t row_bytes, con
   switch (type) {
     case Int8Type::Q8_0: return rows<Int8Type::Q8_0>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q4_0: return rows<Int8Type::Q4_0>(W, row_bytes, x, bias, Y, m, r0, r1);
+    case Int8Type::Q5_0: return rows<Int8Type::Q5_0>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q4_K: return rows<Int8Type::Q4_K>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q5_K: return rows<Int8Type::Q5_K>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q6_K: return rows<Int8Type::Q6_K>(W, row_bytes, x, bias, Y, m, r0, r1);

@@ -29,6 +29,16 @@ float block_term(Int8Type type, const uint8_t* row, int b, const ActQ8& a, int t
       for (int i = 0; i < 16; ++i) I += ((blk[2 + i] & 15) - 8) * x[i] + ((blk[2 + i] >> 4) - 8) * x[i + 16];
       return load_half(blk) * float(I);
     }
+    case Int8Type::Q5_0: {  // d, then the fifth bits (element i: bit i), then the nibbles as Q4_0's
+      const uint8_t* blk = row + size_t(b) * 22;
+      uint32_t qh;
+      __builtin_memcpy(&qh, blk + 2, 4);
+      for (int i = 0; i < 16; ++i) {
+        const int lo = int((blk[6 + i] & 15) | ((qh >> i) & 1) << 4), hi = int((blk[6 + i] >> 4) | ((qh >> (i + 16)) & 1) << 4);
+        I += (lo - 16) * x[i] + (hi - 16) * x[i + 16];
+      }
+      return load_half(blk) * float(I);
+    }
     case Int8Type::Q4_K:
     case Int8Type::Q4_K_Lanes:
     case Int8Type::Q5_K:

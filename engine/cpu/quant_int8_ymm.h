@@ -87,6 +87,26 @@ QY_INLINE void unpack_q4_0(const uint8_t* g, Half& H) {
   to_lanes(a, H);
 }
 
+// Q5_0: Q4_0's nibbles (byte 6 on) with bit i of the block's qh word (bytes 2-5) as element i's fifth bit: the word
+// broadcast, each byte p picking byte p / 8 of it, then bit p % 8 tested by or-ing in every other bit and comparing
+// with all ones.
+QY_INLINE void unpack_q5_0(const uint8_t* g, Half& H) {
+  H.fw = f16_of_8_blocks(g, 22);
+  const __m256i shift = _mm256_set_epi64x(4, 4, 0, 0), m4 = _mm256_set1_epi8(15), fifth = _mm256_set1_epi8(16);
+  const __m256i pick = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+  const __m256i others = _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe), ones = _mm256_set1_epi64x(-1);
+  __m256i a[8];
+  for (int b = 0; b < 8; ++b) {
+    const uint8_t* blk = g + 22 * b;
+    const __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 6)));
+    int32_t qh;
+    std::memcpy(&qh, blk + 2, 4);
+    const __m256i set = _mm256_cmpeq_epi8(_mm256_or_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(qh), pick), others), ones);
+    a[b] = _mm256_or_si256(_mm256_and_si256(_mm256_srlv_epi64(v, shift), m4), _mm256_and_si256(set, fifth));
+  }
+  to_lanes(a, H);
+}
+
 // The float factors of one Q4_K / Q5_K super-block (the same in ggml's and the lanes layouts).
 QY_INLINE void k45_factors(const uint8_t* blk, Half& H) {
   const K4Words k = k4_scale_min_words(blk + 4);
@@ -219,6 +239,7 @@ void rows_ymm(const uint8_t* W, size_t row_bytes, const ActQ8& x, const float* b
           const uint8_t* hp = gp + size_t(h) * hb;
           if constexpr (kType == Int8Type::Q8_0) unpack_q8_0<Ops>(hp, H);
           else if constexpr (kType == Int8Type::Q4_0) unpack_q4_0(hp, H);
+          else if constexpr (kType == Int8Type::Q5_0) unpack_q5_0(hp, H);
           else if constexpr (kType == Int8Type::Q4_K) unpack_k45<false>(hp, H);
           else if constexpr (kType == Int8Type::Q5_K) unpack_k45<true>(hp, H);
           else if constexpr (kType == Int8Type::Q4_K_Lanes) unpack_k45_lanes<false>(hp, H);
@@ -249,9 +270,10 @@ void rows_ymm(const uint8_t* W, size_t row_bytes, const ActQ8& x, const float* b
             }
             __m256i I = kQ6 ? _mm256_add_epi32(_mm256_mullo_epi32(part[0], H.sc_lo), _mm256_mullo_epi32(part[1], H.sc_hi))
                             : _mm256_add_epi32(part[0], part[1]);
-            if constexpr ((kType == Int8Type::Q8_0 && !Ops::kSignTrick) || kType == Int8Type::Q4_0) {
+            if constexpr ((kType == Int8Type::Q8_0 && !Ops::kSignTrick) || kType == Int8Type::Q4_0 ||
+                          kType == Int8Type::Q5_0) {  // codes offset by 128, 8 or 16
               const __m256i s = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sums32(t0 + t) + b0));
-              I = _mm256_sub_epi32(I, _mm256_slli_epi32(s, kType == Int8Type::Q8_0 ? 7 : 3));
+              I = _mm256_sub_epi32(I, _mm256_slli_epi32(s, kType == Int8Type::Q8_0 ? 7 : kType == Int8Type::Q4_0 ? 3 : 4));
             } else if constexpr (kQ6) {
               const __m256i s = _mm256_madd_epi16(
                   _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sums16(t0 + t) + 2 * b0)), H.sc16);
@@ -278,6 +300,7 @@ void rows_ymm_dispatch(Int8Type type, const uint8_t* W, size_t row_bytes, const 
   switch (type) {
     case Int8Type::Q8_0: return rows_ymm<Ops, Int8Type::Q8_0>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q4_0: return rows_ymm<Ops, Int8Type::Q4_0>(W, row_bytes, x, bias, Y, m, r0, r1);
+    case Int8Type::Q5_0: return rows_ymm<Ops, Int8Type::Q5_0>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q4_K: return rows_ymm<Ops, Int8Type::Q4_K>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q5_K: return rows_ymm<Ops, Int8Type::Q5_K>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q6_K: return rows_ymm<Ops, Int8Type::Q6_K>(W, row_bytes, x, bias, Y, m, r0, r1);
