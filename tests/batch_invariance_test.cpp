@@ -124,8 +124,8 @@ TEST_P(BatchInvariance, RootLogitsAreBitIdenticalAloneAndInTreesOfAnySize) {
   cpu::set_quant_exact(old_exact);
 }
 
-// Block-quantized weights on their default integer path and on the exact path (SPECSCOPE_QUANT_EXACT=1, and the
-// only path of Q4_1/Q5_1), whose fused and row-group kernels are kept to a sequence's first forward.
+// Block-quantized weights on their default integer path and on the exact path (SPECSCOPE_QUANT_EXACT=1), whose fused
+// and row-group kernels are kept to a sequence's first forward.
 INSTANTIATE_TEST_SUITE_P(
     Fixtures, BatchInvariance,
     ::testing::Values(Case{"models/llama_bytelevel_f32", true}, Case{"models/llama_bytelevel_bf16", true},
@@ -135,9 +135,11 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"gguf_models/llama_bytelevel_f32.q8_0.gguf", true},
                       Case{"gguf_models/llama_bytelevel_f32.q4_0.gguf", false},
                       Case{"gguf_models/llama_bytelevel_f32.q4_0.gguf", true},
+                      Case{"gguf_models/llama_spm_tied_f32.q4_1.gguf", false},
                       Case{"gguf_models/llama_spm_tied_f32.q4_1.gguf", true},
                       Case{"gguf_models/llama_spm_tied_f32.q5_0.gguf", false},
                       Case{"gguf_models/llama_spm_tied_f32.q5_0.gguf", true},
+                      Case{"gguf_models/llama_spm_tied_f32.q5_1.gguf", false},
                       Case{"gguf_models/llama_spm_tied_f32.q5_1.gguf", true},
                       Case{"gguf_kquant/tiny.q4_k_m.gguf", false}, Case{"gguf_kquant/tiny.q4_k_m.gguf", true},
                       Case{"gguf_kquant/tiny.q5_k_m.gguf", false}, Case{"gguf_kquant/tiny.q5_k_m.gguf", true}),

@@ -39,7 +39,9 @@ const std::vector<TypeCase> kTypes = {{DType::Q8_0, GgmlType::Q8_0, Int8Type::Q8
                                       {DType::Q4_K, GgmlType::Q4_K, Int8Type::Q4_K},
                                       {DType::Q5_K, GgmlType::Q5_K, Int8Type::Q5_K},
                                       {DType::Q6_K, GgmlType::Q6_K, Int8Type::Q6_K},
-                                      {DType::Q5_0, GgmlType::Q5_0, Int8Type::Q5_0}};  // after: [2..4] are K-quants
+                                      {DType::Q5_0, GgmlType::Q5_0, Int8Type::Q5_0},  // after: [2..4] are K-quants
+                                      {DType::Q4_1, GgmlType::Q4_1, Int8Type::Q4_1},
+                                      {DType::Q5_1, GgmlType::Q5_1, Int8Type::Q5_1}};
 
 // Scales in [1e-4, 2e-2): small enough that random K-quant mins keep the products in a realistic range.
 std::vector<uint8_t> random_matrix(const TypeCase& q, int m, int k, std::mt19937& rng, bool random_bytes) {

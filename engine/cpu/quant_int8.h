@@ -1,6 +1,6 @@
 #pragma once
-// Integer dot products for block-quantized weights: the default path of linear_quant for Q8_0, Q4_0, Q5_0, Q4_K,
-// Q5_K and Q6_K (set_quant_exact(true) or SPECSCOPE_QUANT_EXACT=1 selects the exact path, equal to the dequantized model).
+// Integer dot products for block-quantized weights: the default path of linear_quant for every GGUF block type the
+// engine reads, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K (set_quant_exact(true) or SPECSCOPE_QUANT_EXACT=1 selects the exact path, equal to the dequantized model).
 // Internal to engine/cpu.
 //
 // How: each token row of X is quantized once per call to blocks of 32 int8 with one f32 scale per block
@@ -8,6 +8,7 @@
 // each block adds one float term. For output (row r, token t), with I_b the exact integer dot of block b:
 //   Q8_0, Q4_0, Q5_0  t_b = d_w * float(I_b)            (I_b over the centred codes: Q4_0 q - 8, Q5_0 q - 16)
 //   Q4_K, Q5_K  t_b = fma(-(dmin*m_j), float(S_b), (d*sc_j) * float(I_b))   (S_b: sum of the block's q8)
+//   Q4_1, Q5_1  t_b = fma(m, float(S_b), d * float(I_b))  (the same, with -m in dmin*m_j's place)
 //   Q6_K        t_b = d * float(I_b),  I_b = sc_lo * I_lo + sc_hi * I_hi over its two 16-element halves
 //   acc[b % 16] = fma(dx_b, t_b, acc[b % 16])            for b = 0 .. (padded block count - 1)
 //   y = ((acc[i] + acc[i+8]) -> (+ i+4) -> (+ i+2) -> (+ i+1)) + (bias, or 0 without one)
@@ -34,11 +35,16 @@ namespace specscope::cpu::detail {
 // Q4_K_Lanes, Q5_K_Lanes, Q6_K_Lanes: Q4_K / Q5_K / Q6_K super-blocks in the lanes layouts of kquant_lanes.h
 // (TensorView::lanes), the same values, read by every kernel family (linear_int8_shared uses a weight's lanes copy
 // where it has one).
-// Q5_0 is what llama.cpp's Q4_K_M and Q4_K_S mixes hold wherever a row is not a multiple of 256 long: most of
+// Q5_0 and Q5_1 are what llama.cpp's Q4_K and Q5_K mixes hold wherever a row is not a multiple of 256 long: most of
 // Gemma-3-1B's and Qwen2.5-0.5B's matrices (hidden 1152 and 896).
-enum class Int8Type { Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K, Q4_K_Lanes, Q5_K_Lanes, Q6_K_Lanes };
-// The fast path's type for a weight dtype; false for the block types it does not cover (Q4_1, Q5_1).
+enum class Int8Type { Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_K_Lanes, Q5_K_Lanes, Q6_K_Lanes };
+// The fast path's type for a weight dtype; false for the types it does not cover (float ones).
 bool int8_type(DType t, Int8Type* out);
+// Whether a type's blocks add a minimum times the block's activation sum (the kernels' fm).
+constexpr bool int8_has_mins(Int8Type t) {
+  return t == Int8Type::Q4_K || t == Int8Type::Q4_K_Lanes || t == Int8Type::Q5_K || t == Int8Type::Q5_K_Lanes ||
+         t == Int8Type::Q4_1 || t == Int8Type::Q5_1;
+}
 
 constexpr int kQ8Block = 32;                   // elements per activation block
 constexpr int kQ8Lanes = 16;                   // blocks per group: the lanes of the float accumulation

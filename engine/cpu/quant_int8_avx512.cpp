@@ -41,8 +41,8 @@ namespace {
 // holds codes 4j..4j+3 of block b.
 struct Group {
   __m512i w[8];
-  __m512 fw;             // per block: d (Q8_0, Q4_0, Q6_K) or d * sc (Q4_K, Q5_K)
-  __m512 fm;             // per block: dmin * m (Q4_K, Q5_K)
+  __m512 fw;             // per block: d (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q6_K) or d * sc (Q4_K, Q5_K)
+  __m512 fm;             // per block: dmin * m (Q4_K, Q5_K) or -m (Q4_1, Q5_1)
   __m512i sc_lo, sc_hi;  // Q6_K: the scales of each block's first and second 16 elements
   __m512i sc16;          // Q6_K: the same as int16 pairs (lo, hi), for vpmaddwd with the half-block code sums
 };
@@ -98,40 +98,48 @@ QI_INLINE void unpack_q8_0(const uint8_t* g, Group& G) {
   to_lanes(a, G);
 }
 
-QI_INLINE void unpack_q4_0(const uint8_t* g, Group& G) {
-  G.fw = f16_of_blocks(g, 18);
-  // Each block's 16 bytes twice, then the low nibbles (elements 0-15) from the first copy, the high (16-31) from
-  // the second.
-  const __m512i shift = _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0), m4 = _mm512_set1_epi8(15);
+// Q4_0, Q4_1, Q5_0, Q5_1 (blocks of kBytes): 32 codes from the 16 bytes of nibbles at byte kQs, elements 0-15 the low
+// nibbles and 16-31 the high (each block's bytes twice, shifted by 0 and by 4); the 5-bit types (kQh >= 0) add bit i
+// of the qh word at byte kQh as element i's fifth bit, one mask register per pair of blocks.
+template <int kBytes, int kQs, int kQh>
+QI_INLINE void unpack_nibbles(const uint8_t* g, Group& G) {
+  const __m512i shift = _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0), m4 = _mm512_set1_epi8(15), fifth = _mm512_set1_epi8(16);
   __m512i a[8];
   for (int v = 0; v < 8; ++v) {
-    const __m256i x = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g + 18 * v + 2)));
-    const __m256i y =
-        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g + 18 * (v + 8) + 2)));
+    const uint8_t* p = g + kBytes * v;
+    const uint8_t* q = g + kBytes * (v + 8);
+    const __m256i x = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQs)));
+    const __m256i y = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + kQs)));
     a[v] = _mm512_and_si512(_mm512_srlv_epi64(_mm512_inserti64x4(_mm512_castsi256_si512(x), y, 1), shift), m4);
+    if constexpr (kQh >= 0) {
+      uint32_t hp, hq;
+      std::memcpy(&hp, p + kQh, 4);
+      std::memcpy(&hq, q + kQh, 4);
+      a[v] = _mm512_or_si512(a[v], _mm512_maskz_mov_epi8(__mmask64(hp) | (__mmask64(hq) << 32), fifth));
+    }
   }
   to_lanes(a, G);
 }
 
-// Q5_0: Q4_0's nibbles (at byte 6 of each 22-byte block) with bit i of the block's qh word (bytes 2-5) as element
-// i's fifth bit, one mask register per pair of blocks.
+// The blocks' scale d (and for Q4_1 / Q5_1 their minimum m, negated: t_b = fma(m, S_b, d * I_b) is then the K-quants'
+// fma(-fm, S_b, fw * I_b)).
+QI_INLINE void unpack_q4_0(const uint8_t* g, Group& G) {
+  G.fw = f16_of_blocks(g, 18);
+  unpack_nibbles<18, 2, -1>(g, G);
+}
 QI_INLINE void unpack_q5_0(const uint8_t* g, Group& G) {
   G.fw = f16_of_blocks(g, 22);
-  const __m512i shift = _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0), m4 = _mm512_set1_epi8(15), fifth = _mm512_set1_epi8(16);
-  __m512i a[8];
-  for (int v = 0; v < 8; ++v) {
-    const uint8_t* p = g + 22 * v;
-    const uint8_t* q = g + 22 * (v + 8);
-    const __m256i x = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 6)));
-    const __m256i y = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 6)));
-    uint32_t hp, hq;
-    std::memcpy(&hp, p + 2, 4);
-    std::memcpy(&hq, q + 2, 4);
-    const __mmask64 bits = __mmask64(hp) | (__mmask64(hq) << 32);
-    a[v] = _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi64(_mm512_inserti64x4(_mm512_castsi256_si512(x), y, 1), shift), m4),
-                           _mm512_maskz_mov_epi8(bits, fifth));
-  }
-  to_lanes(a, G);
+  unpack_nibbles<22, 6, 2>(g, G);
+}
+QI_INLINE void unpack_q4_1(const uint8_t* g, Group& G) {
+  G.fw = f16_of_blocks(g, 20);
+  G.fm = _mm512_xor_ps(f16_of_blocks(g + 2, 20), _mm512_set1_ps(-0.f));  // -m, sign bit flipped (exact)
+  unpack_nibbles<20, 4, -1>(g, G);
+}
+QI_INLINE void unpack_q5_1(const uint8_t* g, Group& G) {
+  G.fw = f16_of_blocks(g, 24);
+  G.fm = _mm512_xor_ps(f16_of_blocks(g + 2, 24), _mm512_set1_ps(-0.f));
+  unpack_nibbles<24, 8, 4>(g, G);
 }
 
 // The float factors of a Q4_K / Q5_K group: G.fw = d * scale and G.fm = dmin * min of each sub-block, from the
@@ -288,6 +296,8 @@ QI_INLINE void unpack(const uint8_t* gp, Group& G) {
   if constexpr (kType == Int8Type::Q8_0) unpack_q8_0(gp, G);
   else if constexpr (kType == Int8Type::Q4_0) unpack_q4_0(gp, G);
   else if constexpr (kType == Int8Type::Q5_0) unpack_q5_0(gp, G);
+  else if constexpr (kType == Int8Type::Q4_1) unpack_q4_1(gp, G);
+  else if constexpr (kType == Int8Type::Q5_1) unpack_q5_1(gp, G);
   else if constexpr (kType == Int8Type::Q4_K) unpack_k45<false>(gp, G);
   else if constexpr (kType == Int8Type::Q4_K_Lanes) unpack_k45_lanes<false>(gp, G);
   else if constexpr (kType == Int8Type::Q5_K_Lanes) unpack_k45_lanes<true>(gp, G);
@@ -324,8 +334,7 @@ struct Prefetcher {
 template <Int8Type kType, int R, int T>
 QI_INLINE void group_tile(const Group* const* G, const ActQ8& x, int g, int t, __m512 (&acc)[R][T]) {
   constexpr bool kQ6 = kType == Int8Type::Q6_K || kType == Int8Type::Q6_K_Lanes;
-  constexpr bool kMins = kType == Int8Type::Q4_K || kType == Int8Type::Q4_K_Lanes || kType == Int8Type::Q5_K ||
-                         kType == Int8Type::Q5_K_Lanes;
+  constexpr bool kMins = int8_has_mins(kType);
   constexpr int kSets = kQ6 ? 2 : 1;
   __m512i dot[kSets][R][T];
   for (int s = 0; s < kSets; ++s)
@@ -404,9 +413,7 @@ QI_INLINE void unpack_group(const uint8_t* row, size_t row_bytes, size_t gb, int
   unpack<kType>(gp, G);
   const __mmask16 keep = __mmask16((1u << (inside * kQ8Lanes / gb)) - 1u);
   G.fw = _mm512_maskz_mov_ps(keep, G.fw);
-  if constexpr (kType == Int8Type::Q4_K || kType == Int8Type::Q4_K_Lanes || kType == Int8Type::Q5_K ||
-                kType == Int8Type::Q5_K_Lanes)
-    G.fm = _mm512_maskz_mov_ps(keep, G.fm);
+  if constexpr (int8_has_mins(kType)) G.fm = _mm512_maskz_mov_ps(keep, G.fm);
 }
 
 // 1-2 tokens: each row's groups unpacked into registers and used at once (little to share between rows; the weight
@@ -551,6 +558,8 @@ void int8_rows_avx512vnni(Int8Type type, const uint8_t* W, size_t row_bytes, con
     case Int8Type::Q8_0: return rows<Int8Type::Q8_0>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q4_0: return rows<Int8Type::Q4_0>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q5_0: return rows<Int8Type::Q5_0>(W, row_bytes, x, bias, Y, m, r0, r1);
+    case Int8Type::Q4_1: return rows<Int8Type::Q4_1>(W, row_bytes, x, bias, Y, m, r0, r1);
+    case Int8Type::Q5_1: return rows<Int8Type::Q5_1>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q4_K: return rows<Int8Type::Q4_K>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q5_K: return rows<Int8Type::Q5_K>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q6_K: return rows<Int8Type::Q6_K>(W, row_bytes, x, bias, Y, m, r0, r1);

@@ -34,6 +34,8 @@ bool int8_type(DType t, Int8Type* out) {
     case DType::Q8_0: *out = Int8Type::Q8_0; return true;
     case DType::Q4_0: *out = Int8Type::Q4_0; return true;
     case DType::Q5_0: *out = Int8Type::Q5_0; return true;
+    case DType::Q4_1: *out = Int8Type::Q4_1; return true;
+    case DType::Q5_1: *out = Int8Type::Q5_1; return true;
     case DType::Q4_K: *out = Int8Type::Q4_K; return true;
     case DType::Q5_K: *out = Int8Type::Q5_K; return true;
     case DType::Q6_K: *out = Int8Type::Q6_K; return true;
@@ -46,6 +48,8 @@ size_t int8_group_bytes(Int8Type t) {
     case Int8Type::Q8_0: return 16 * 34;
     case Int8Type::Q4_0: return 16 * 18;
     case Int8Type::Q5_0: return 16 * 22;
+    case Int8Type::Q4_1: return 16 * 20;
+    case Int8Type::Q5_1: return 16 * 24;
     case Int8Type::Q4_K:
     case Int8Type::Q4_K_Lanes: return 2 * 144;
     case Int8Type::Q5_K:

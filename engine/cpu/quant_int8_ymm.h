@@ -76,35 +76,49 @@ QY_INLINE void unpack_q8_0(const uint8_t* g, Half& H) {
   to_lanes(a, H);
 }
 
-QY_INLINE void unpack_q4_0(const uint8_t* g, Half& H) {
-  H.fw = f16_of_8_blocks(g, 18);
-  const __m256i shift = _mm256_set_epi64x(4, 4, 0, 0), m4 = _mm256_set1_epi8(15);
-  __m256i a[8];
-  for (int b = 0; b < 8; ++b) {
-    const __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g + 18 * b + 2)));
-    a[b] = _mm256_and_si256(_mm256_srlv_epi64(v, shift), m4);
-  }
-  to_lanes(a, H);
-}
-
-// Q5_0: Q4_0's nibbles (byte 6 on) with bit i of the block's qh word (bytes 2-5) as element i's fifth bit: the word
-// broadcast, each byte p picking byte p / 8 of it, then bit p % 8 tested by or-ing in every other bit and comparing
-// with all ones.
-QY_INLINE void unpack_q5_0(const uint8_t* g, Half& H) {
-  H.fw = f16_of_8_blocks(g, 22);
+// Q4_0, Q4_1, Q5_0, Q5_1 (blocks of kBytes): 32 codes from the 16 bytes of nibbles at byte kQs (elements 0-15 the low
+// nibbles, 16-31 the high); the 5-bit types (kQh >= 0) add bit i of the qh word at byte kQh as element i's fifth bit:
+// the word broadcast, each byte p picking byte p / 8 of it, then bit p % 8 tested by or-ing in every other bit and
+// comparing with all ones.
+template <int kBytes, int kQs, int kQh>
+QY_INLINE void unpack_nibbles(const uint8_t* g, Half& H) {
   const __m256i shift = _mm256_set_epi64x(4, 4, 0, 0), m4 = _mm256_set1_epi8(15), fifth = _mm256_set1_epi8(16);
   const __m256i pick = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
   const __m256i others = _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe), ones = _mm256_set1_epi64x(-1);
   __m256i a[8];
   for (int b = 0; b < 8; ++b) {
-    const uint8_t* blk = g + 22 * b;
-    const __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 6)));
-    int32_t qh;
-    std::memcpy(&qh, blk + 2, 4);
-    const __m256i set = _mm256_cmpeq_epi8(_mm256_or_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(qh), pick), others), ones);
-    a[b] = _mm256_or_si256(_mm256_and_si256(_mm256_srlv_epi64(v, shift), m4), _mm256_and_si256(set, fifth));
+    const uint8_t* blk = g + kBytes * b;
+    const __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kQs)));
+    a[b] = _mm256_and_si256(_mm256_srlv_epi64(v, shift), m4);
+    if constexpr (kQh >= 0) {
+      int32_t qh;
+      std::memcpy(&qh, blk + kQh, 4);
+      const __m256i set =
+          _mm256_cmpeq_epi8(_mm256_or_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(qh), pick), others), ones);
+      a[b] = _mm256_or_si256(a[b], _mm256_and_si256(set, fifth));
+    }
   }
   to_lanes(a, H);
+}
+
+// The blocks' scale d (and for Q4_1 / Q5_1 their minimum, negated: see quant_int8_avx512.cpp).
+QY_INLINE void unpack_q4_0(const uint8_t* g, Half& H) {
+  H.fw = f16_of_8_blocks(g, 18);
+  unpack_nibbles<18, 2, -1>(g, H);
+}
+QY_INLINE void unpack_q5_0(const uint8_t* g, Half& H) {
+  H.fw = f16_of_8_blocks(g, 22);
+  unpack_nibbles<22, 6, 2>(g, H);
+}
+QY_INLINE void unpack_q4_1(const uint8_t* g, Half& H) {
+  H.fw = f16_of_8_blocks(g, 20);
+  H.fm = _mm256_xor_ps(f16_of_8_blocks(g + 2, 20), _mm256_set1_ps(-0.f));
+  unpack_nibbles<20, 4, -1>(g, H);
+}
+QY_INLINE void unpack_q5_1(const uint8_t* g, Half& H) {
+  H.fw = f16_of_8_blocks(g, 24);
+  H.fm = _mm256_xor_ps(f16_of_8_blocks(g + 2, 24), _mm256_set1_ps(-0.f));
+  unpack_nibbles<24, 8, 4>(g, H);
 }
 
 // The float factors of one Q4_K / Q5_K super-block (the same in ggml's and the lanes layouts).
@@ -205,8 +219,7 @@ QY_INLINE float lane_sum16(const float* a) {
 
 template <class Ops, Int8Type kType>
 void rows_ymm(const uint8_t* W, size_t row_bytes, const ActQ8& x, const float* bias, float* Y, int m, int r0, int r1) {
-  constexpr bool kMins = kType == Int8Type::Q4_K || kType == Int8Type::Q5_K || kType == Int8Type::Q4_K_Lanes ||
-                         kType == Int8Type::Q5_K_Lanes;
+  constexpr bool kMins = int8_has_mins(kType);
   constexpr bool kQ6 = kType == Int8Type::Q6_K || kType == Int8Type::Q6_K_Lanes;
   const size_t gb = int8_group_bytes(kType), hb = gb / 2;
   const int groups = x.blocks() / kQ8Lanes;
@@ -240,6 +253,8 @@ void rows_ymm(const uint8_t* W, size_t row_bytes, const ActQ8& x, const float* b
           if constexpr (kType == Int8Type::Q8_0) unpack_q8_0<Ops>(hp, H);
           else if constexpr (kType == Int8Type::Q4_0) unpack_q4_0(hp, H);
           else if constexpr (kType == Int8Type::Q5_0) unpack_q5_0(hp, H);
+          else if constexpr (kType == Int8Type::Q4_1) unpack_q4_1(hp, H);
+          else if constexpr (kType == Int8Type::Q5_1) unpack_q5_1(hp, H);
           else if constexpr (kType == Int8Type::Q4_K) unpack_k45<false>(hp, H);
           else if constexpr (kType == Int8Type::Q5_K) unpack_k45<true>(hp, H);
           else if constexpr (kType == Int8Type::Q4_K_Lanes) unpack_k45_lanes<false>(hp, H);
@@ -301,6 +316,8 @@ void rows_ymm_dispatch(Int8Type type, const uint8_t* W, size_t row_bytes, const 
     case Int8Type::Q8_0: return rows_ymm<Ops, Int8Type::Q8_0>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q4_0: return rows_ymm<Ops, Int8Type::Q4_0>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q5_0: return rows_ymm<Ops, Int8Type::Q5_0>(W, row_bytes, x, bias, Y, m, r0, r1);
+    case Int8Type::Q4_1: return rows_ymm<Ops, Int8Type::Q4_1>(W, row_bytes, x, bias, Y, m, r0, r1);
+    case Int8Type::Q5_1: return rows_ymm<Ops, Int8Type::Q5_1>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q4_K: return rows_ymm<Ops, Int8Type::Q4_K>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q5_K: return rows_ymm<Ops, Int8Type::Q5_K>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q6_K: return rows_ymm<Ops, Int8Type::Q6_K>(W, row_bytes, x, bias, Y, m, r0, r1);
