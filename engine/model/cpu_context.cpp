@@ -171,8 +171,8 @@ std::vector<int> CpuContext::active_index(int na) const {
 }
 
 // The parts of a decoder layer around attention, shared by the main rows and Speculative Streaming's stream rows
-// (cpu_streaming.cpp): scratch for `rows`, the input norm and the q/k/v projections (and Qwen3's per-head norms; before
-// RoPE) ...
+// (cpu_streaming.cpp): scratch for `rows`, the input norm and the q/k/v projections (and the per-head q/k norms of
+// Qwen3 and Gemma 3), before RoPE ...
 void CpuContext::project_qkv(const LayerWeights& L, const float* x, int rows) {
   const auto& c = model_->config();
   const int H = c.hidden_size, q_dim = c.num_heads * c.head_dim, F = c.intermediate_size;
@@ -191,7 +191,7 @@ void CpuContext::project_qkv(const LayerWeights& L, const float* x, int rows) {
                                    {&L.wk, bias_or_null(L.bk), k_.data()},
                                    {&L.wv, bias_or_null(L.bv), v_.data()}};
   cpu::linear_shared_input(h_.data(), rows, qkv);
-  if (c.qk_norm) {  // Qwen3: every head's query and key normalized over head_dim, in place
+  if (c.qk_norm) {  // Qwen3, Gemma 3: every head's query and key normalized over head_dim, in place
     const cpu::ProfileScope profile(cpu::Op::Norm);
     cpu::rmsnorm(q_.data(), L.q_norm.data(), q_.data(), rows * c.num_heads, c.head_dim, c.rms_norm_eps);
     cpu::rmsnorm(k_.data(), L.k_norm.data(), k_.data(), rows * c.num_kv_heads, c.head_dim, c.rms_norm_eps);
