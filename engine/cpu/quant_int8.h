@@ -46,6 +46,35 @@ constexpr bool int8_has_mins(Int8Type t) {
          t == Int8Type::Q4_1 || t == Int8Type::Q5_1;
 }
 
+// The layouts of the 32-element legacy blocks with nibble codes, Q4_0, Q4_1, Q5_0 and Q5_1, as every kernel family,
+// the scalar reference and int8_group_bytes read them (gguf_quant.h describes the same blocks for dequantization):
+// f16 d at byte 0, f16 m at byte 2 where the type has a minimum, the 32-bit word of fifth bits (bit i: element i's)
+// at byte qh for the 5-bit types (-1: none), and the 16 bytes of nibbles at byte qs, elements 0-15 the low nibbles
+// and 16-31 the high.
+struct NibbleBlock {
+  int bytes, qs, qh;
+  bool has_min;
+};
+constexpr bool int8_is_nibble_block(Int8Type t) {
+  return t == Int8Type::Q4_0 || t == Int8Type::Q4_1 || t == Int8Type::Q5_0 || t == Int8Type::Q5_1;
+}
+constexpr NibbleBlock nibble_block(Int8Type t) {
+  switch (t) {
+    case Int8Type::Q4_0: return {18, 2, -1, false};
+    case Int8Type::Q4_1: return {20, 4, -1, true};
+    case Int8Type::Q5_0: return {22, 6, 2, false};
+    case Int8Type::Q5_1: return {24, 8, 4, true};
+    default: return {0, 0, -1, false};
+  }
+}
+constexpr int kQ8_0Bytes = 34;  // f16 d, then 32 int8 codes
+// The types whose codes carry a fixed offset (the kernels read them as unsigned bytes): log2 of it, which the kernels
+// take off as (block's activation sum) << shift: Q8_0's codes made unsigned by adding 128, Q4_0's nibbles are code + 8,
+// Q5_0's 5-bit codes code + 16. -1 for the rest (their minimum, or Q6_K's per-half offset, does that job).
+constexpr int int8_code_offset_shift(Int8Type t) {
+  return t == Int8Type::Q8_0 ? 7 : t == Int8Type::Q4_0 ? 3 : t == Int8Type::Q5_0 ? 4 : -1;
+}
+
 constexpr int kQ8Block = 32;                   // elements per activation block
 constexpr int kQ8Lanes = 16;                   // blocks per group: the lanes of the float accumulation
 constexpr int kQ8Group = kQ8Block * kQ8Lanes;  // 512 elements; rows are zero-padded to whole groups
@@ -108,7 +137,22 @@ inline K4Words k4_scale_min_words(const uint8_t* q) {
 }
 
 // Bytes of the weight blocks of one group (16 blocks of 32, or two super-blocks of 256).
-size_t int8_group_bytes(Int8Type t);
+constexpr size_t int8_group_bytes(Int8Type t) {
+  switch (t) {
+    case Int8Type::Q8_0: return kQ8Lanes * kQ8_0Bytes;
+    case Int8Type::Q4_0:
+    case Int8Type::Q4_1:
+    case Int8Type::Q5_0:
+    case Int8Type::Q5_1: return size_t(kQ8Lanes) * size_t(nibble_block(t).bytes);
+    case Int8Type::Q4_K:
+    case Int8Type::Q4_K_Lanes: return 2 * 144;
+    case Int8Type::Q5_K:
+    case Int8Type::Q5_K_Lanes: return 2 * 176;
+    case Int8Type::Q6_K:
+    case Int8Type::Q6_K_Lanes: return 2 * 210;
+  }
+  return 0;
+}
 
 // How far ahead (bytes) the 1-2 token kernels prefetch the weight stream: `kernel_default` unless
 // SPECSCOPE_INT8_AHEAD=N or set_int8_direct_ahead(N) forced N (0: no software prefetch; -1 restores the default).

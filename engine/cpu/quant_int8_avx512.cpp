@@ -91,10 +91,11 @@ QI_INLINE void to_lanes(const __m512i* a, Group& G) {
 }
 
 QI_INLINE void unpack_q8_0(const uint8_t* g, Group& G) {
-  G.fw = f16_of_blocks(g, 34);
+  G.fw = f16_of_blocks(g, kQ8_0Bytes);
   const __m512i flip = _mm512_set1_epi8(char(0x80));  // q + 128 as an unsigned byte
   __m512i a[8];
-  for (int v = 0; v < 8; ++v) a[v] = _mm512_xor_si512(pair256(g + 34 * v + 2, g + 34 * (v + 8) + 2), flip);
+  for (int v = 0; v < 8; ++v)
+    a[v] = _mm512_xor_si512(pair256(g + kQ8_0Bytes * v + 2, g + kQ8_0Bytes * (v + 8) + 2), flip);
   to_lanes(a, G);
 }
 
@@ -121,25 +122,15 @@ QI_INLINE void unpack_nibbles(const uint8_t* g, Group& G) {
   to_lanes(a, G);
 }
 
-// The blocks' scale d (and for Q4_1 / Q5_1 their minimum m, negated: t_b = fma(m, S_b, d * I_b) is then the K-quants'
-// fma(-fm, S_b, fw * I_b)).
-QI_INLINE void unpack_q4_0(const uint8_t* g, Group& G) {
-  G.fw = f16_of_blocks(g, 18);
-  unpack_nibbles<18, 2, -1>(g, G);
-}
-QI_INLINE void unpack_q5_0(const uint8_t* g, Group& G) {
-  G.fw = f16_of_blocks(g, 22);
-  unpack_nibbles<22, 6, 2>(g, G);
-}
-QI_INLINE void unpack_q4_1(const uint8_t* g, Group& G) {
-  G.fw = f16_of_blocks(g, 20);
-  G.fm = _mm512_xor_ps(f16_of_blocks(g + 2, 20), _mm512_set1_ps(-0.f));  // -m, sign bit flipped (exact)
-  unpack_nibbles<20, 4, -1>(g, G);
-}
-QI_INLINE void unpack_q5_1(const uint8_t* g, Group& G) {
-  G.fw = f16_of_blocks(g, 24);
-  G.fm = _mm512_xor_ps(f16_of_blocks(g + 2, 24), _mm512_set1_ps(-0.f));
-  unpack_nibbles<24, 8, 4>(g, G);
+// A nibble-block group (quant_int8.h's NibbleBlock): the blocks' scale d, for Q4_1 / Q5_1 their minimum m negated
+// (t_b = fma(m, S_b, d * I_b) is then the K-quants' fma(-fm, S_b, fw * I_b); flipping the sign bit is exact), and the
+// codes.
+template <Int8Type kType>
+QI_INLINE void unpack_nibble_blocks(const uint8_t* g, Group& G) {
+  constexpr NibbleBlock L = nibble_block(kType);
+  G.fw = f16_of_blocks(g, L.bytes);
+  if constexpr (L.has_min) G.fm = _mm512_xor_ps(f16_of_blocks(g + 2, L.bytes), _mm512_set1_ps(-0.f));
+  unpack_nibbles<L.bytes, L.qs, L.qh>(g, G);
 }
 
 // The float factors of a Q4_K / Q5_K group: G.fw = d * scale and G.fm = dmin * min of each sub-block, from the
@@ -294,10 +285,7 @@ QI_INLINE float lane_sum(__m512 a) {
 template <Int8Type kType>
 QI_INLINE void unpack(const uint8_t* gp, Group& G) {
   if constexpr (kType == Int8Type::Q8_0) unpack_q8_0(gp, G);
-  else if constexpr (kType == Int8Type::Q4_0) unpack_q4_0(gp, G);
-  else if constexpr (kType == Int8Type::Q5_0) unpack_q5_0(gp, G);
-  else if constexpr (kType == Int8Type::Q4_1) unpack_q4_1(gp, G);
-  else if constexpr (kType == Int8Type::Q5_1) unpack_q5_1(gp, G);
+  else if constexpr (int8_is_nibble_block(kType)) unpack_nibble_blocks<kType>(gp, G);
   else if constexpr (kType == Int8Type::Q4_K) unpack_k45<false>(gp, G);
   else if constexpr (kType == Int8Type::Q4_K_Lanes) unpack_k45_lanes<false>(gp, G);
   else if constexpr (kType == Int8Type::Q5_K_Lanes) unpack_k45_lanes<true>(gp, G);
@@ -365,9 +353,8 @@ QI_INLINE void group_tile(const Group* const* G, const ActQ8& x, int g, int t, _
     const __m512 dx = _mm512_loadu_ps(x.ds(tt) + b0);
     __m512i corr = _mm512_setzero_si512();
     __m512 xsum = _mm512_setzero_ps();
-    if constexpr (kType == Int8Type::Q8_0 || kType == Int8Type::Q4_0 || kType == Int8Type::Q5_0)  // offset 128, 8, 16
-      corr = _mm512_slli_epi32(_mm512_loadu_si512(x.sums32(tt) + b0),
-                               kType == Int8Type::Q8_0 ? 7 : kType == Int8Type::Q4_0 ? 3 : 4);
+    if constexpr (int8_code_offset_shift(kType) >= 0)  // codes offset by 128, 8 or 16
+      corr = _mm512_slli_epi32(_mm512_loadu_si512(x.sums32(tt) + b0), int8_code_offset_shift(kType));
     if constexpr (kQ6) corr = _mm512_loadu_si512(x.sums16(tt) + 2 * b0);
     if constexpr (kMins) xsum = _mm512_cvtepi32_ps(_mm512_loadu_si512(x.sums32(tt) + b0));
     for (int r = 0; r < R; ++r) {

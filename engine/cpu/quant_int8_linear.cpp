@@ -43,23 +43,6 @@ bool int8_type(DType t, Int8Type* out) {
   }
 }
 
-size_t int8_group_bytes(Int8Type t) {
-  switch (t) {
-    case Int8Type::Q8_0: return 16 * 34;
-    case Int8Type::Q4_0: return 16 * 18;
-    case Int8Type::Q5_0: return 16 * 22;
-    case Int8Type::Q4_1: return 16 * 20;
-    case Int8Type::Q5_1: return 16 * 24;
-    case Int8Type::Q4_K:
-    case Int8Type::Q4_K_Lanes: return 2 * 144;
-    case Int8Type::Q5_K:
-    case Int8Type::Q5_K_Lanes: return 2 * 176;
-    case Int8Type::Q6_K:
-    case Int8Type::Q6_K_Lanes: return 2 * 210;
-  }
-  return 0;
-}
-
 namespace {
 TuningOverride g_direct_ahead{"SPECSCOPE_INT8_AHEAD"};
 }  // namespace

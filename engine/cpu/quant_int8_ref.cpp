@@ -20,32 +20,27 @@ float block_term(Int8Type type, const uint8_t* row, int b, const ActQ8& a, int t
   int32_t I = 0;
   switch (type) {
     case Int8Type::Q8_0: {
-      const uint8_t* blk = row + size_t(b) * 34;
+      const uint8_t* blk = row + size_t(b) * kQ8_0Bytes;
       for (int i = 0; i < 32; ++i) I += int32_t(int8_t(blk[2 + i])) * x[i];
       return load_half(blk) * float(I);
     }
-    case Int8Type::Q4_0: {
-      const uint8_t* blk = row + size_t(b) * 18;
-      for (int i = 0; i < 16; ++i) I += ((blk[2 + i] & 15) - 8) * x[i] + ((blk[2 + i] >> 4) - 8) * x[i + 16];
-      return load_half(blk) * float(I);
-    }
+    case Int8Type::Q4_0:
     case Int8Type::Q4_1:
     case Int8Type::Q5_0:
     case Int8Type::Q5_1: {
-      // d (Q4_1, Q5_1: then m), the fifth bits of the 5-bit types (element i: bit i of a word), the nibbles as Q4_0's.
-      const bool q5 = type != Int8Type::Q4_1, mins = type != Int8Type::Q5_0;
-      const int bytes = type == Int8Type::Q4_1 ? 20 : type == Int8Type::Q5_0 ? 22 : 24;
-      const uint8_t* blk = row + size_t(b) * size_t(bytes);
-      const uint8_t* qs = blk + bytes - 16;
+      // d (Q4_1, Q5_1: then m), the fifth bits of the 5-bit types (element i: bit i of a word), the nibbles.
+      const NibbleBlock L = nibble_block(type);
+      const uint8_t* blk = row + size_t(b) * size_t(L.bytes);
+      const uint8_t* qs = blk + L.qs;
       uint32_t qh = 0;
-      if (q5) __builtin_memcpy(&qh, qs - 4, 4);
-      const int offset = mins ? 0 : 16;
+      if (L.qh >= 0) __builtin_memcpy(&qh, blk + L.qh, 4);
+      const int shift = int8_code_offset_shift(type), offset = shift < 0 ? 0 : 1 << shift;
       for (int i = 0; i < 16; ++i) {
         const int lo = int((qs[i] & 15) | ((qh >> i) & 1) << 4), hi = int((qs[i] >> 4) | ((qh >> (i + 16)) & 1) << 4);
         I += (lo - offset) * x[i] + (hi - offset) * x[i + 16];
       }
       const float fw = load_half(blk);
-      return mins ? std::fma(load_half(blk + 2), float(xsum), fw * float(I)) : fw * float(I);
+      return L.has_min ? std::fma(load_half(blk + 2), float(xsum), fw * float(I)) : fw * float(I);
     }
     case Int8Type::Q4_K:
     case Int8Type::Q4_K_Lanes:

@@ -67,10 +67,10 @@ QY_INLINE __m256i load256(const uint8_t* p) { return _mm256_loadu_si256(reinterp
 
 template <class Ops>
 QY_INLINE void unpack_q8_0(const uint8_t* g, Half& H) {
-  H.fw = f16_of_8_blocks(g, 34);
+  H.fw = f16_of_8_blocks(g, kQ8_0Bytes);
   __m256i a[8];
   for (int b = 0; b < 8; ++b) {
-    const __m256i q = load256(g + 34 * b + 2);
+    const __m256i q = load256(g + kQ8_0Bytes * b + 2);
     a[b] = Ops::kSignTrick ? q : _mm256_xor_si256(q, _mm256_set1_epi8(char(0x80)));
   }
   to_lanes(a, H);
@@ -101,24 +101,14 @@ QY_INLINE void unpack_nibbles(const uint8_t* g, Half& H) {
   to_lanes(a, H);
 }
 
-// The blocks' scale d (and for Q4_1 / Q5_1 their minimum, negated: see quant_int8_avx512.cpp).
-QY_INLINE void unpack_q4_0(const uint8_t* g, Half& H) {
-  H.fw = f16_of_8_blocks(g, 18);
-  unpack_nibbles<18, 2, -1>(g, H);
-}
-QY_INLINE void unpack_q5_0(const uint8_t* g, Half& H) {
-  H.fw = f16_of_8_blocks(g, 22);
-  unpack_nibbles<22, 6, 2>(g, H);
-}
-QY_INLINE void unpack_q4_1(const uint8_t* g, Half& H) {
-  H.fw = f16_of_8_blocks(g, 20);
-  H.fm = _mm256_xor_ps(f16_of_8_blocks(g + 2, 20), _mm256_set1_ps(-0.f));
-  unpack_nibbles<20, 4, -1>(g, H);
-}
-QY_INLINE void unpack_q5_1(const uint8_t* g, Half& H) {
-  H.fw = f16_of_8_blocks(g, 24);
-  H.fm = _mm256_xor_ps(f16_of_8_blocks(g + 2, 24), _mm256_set1_ps(-0.f));
-  unpack_nibbles<24, 8, 4>(g, H);
+// A nibble-block half group: the blocks' scale d, for Q4_1 / Q5_1 their minimum negated (see quant_int8_avx512.cpp),
+// and the codes.
+template <Int8Type kType>
+QY_INLINE void unpack_nibble_blocks(const uint8_t* g, Half& H) {
+  constexpr NibbleBlock L = nibble_block(kType);
+  H.fw = f16_of_8_blocks(g, L.bytes);
+  if constexpr (L.has_min) H.fm = _mm256_xor_ps(f16_of_8_blocks(g + 2, L.bytes), _mm256_set1_ps(-0.f));
+  unpack_nibbles<L.bytes, L.qs, L.qh>(g, H);
 }
 
 // The float factors of one Q4_K / Q5_K super-block (the same in ggml's and the lanes layouts).
@@ -251,10 +241,7 @@ void rows_ymm(const uint8_t* W, size_t row_bytes, const ActQ8& x, const float* b
           Half H;
           const uint8_t* hp = gp + size_t(h) * hb;
           if constexpr (kType == Int8Type::Q8_0) unpack_q8_0<Ops>(hp, H);
-          else if constexpr (kType == Int8Type::Q4_0) unpack_q4_0(hp, H);
-          else if constexpr (kType == Int8Type::Q5_0) unpack_q5_0(hp, H);
-          else if constexpr (kType == Int8Type::Q4_1) unpack_q4_1(hp, H);
-          else if constexpr (kType == Int8Type::Q5_1) unpack_q5_1(hp, H);
+          else if constexpr (int8_is_nibble_block(kType)) unpack_nibble_blocks<kType>(hp, H);
           else if constexpr (kType == Int8Type::Q4_K) unpack_k45<false>(hp, H);
           else if constexpr (kType == Int8Type::Q5_K) unpack_k45<true>(hp, H);
           else if constexpr (kType == Int8Type::Q4_K_Lanes) unpack_k45_lanes<false>(hp, H);
@@ -285,10 +272,10 @@ void rows_ymm(const uint8_t* W, size_t row_bytes, const ActQ8& x, const float* b
             }
             __m256i I = kQ6 ? _mm256_add_epi32(_mm256_mullo_epi32(part[0], H.sc_lo), _mm256_mullo_epi32(part[1], H.sc_hi))
                             : _mm256_add_epi32(part[0], part[1]);
-            if constexpr ((kType == Int8Type::Q8_0 && !Ops::kSignTrick) || kType == Int8Type::Q4_0 ||
-                          kType == Int8Type::Q5_0) {  // codes offset by 128, 8 or 16
+            // Codes offset by 128, 8 or 16 (Q8_0's sign trick multiplies the signed codes instead).
+            if constexpr (int8_code_offset_shift(kType) >= 0 && !(kType == Int8Type::Q8_0 && Ops::kSignTrick)) {
               const __m256i s = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sums32(t0 + t) + b0));
-              I = _mm256_sub_epi32(I, _mm256_slli_epi32(s, kType == Int8Type::Q8_0 ? 7 : kType == Int8Type::Q4_0 ? 3 : 4));
+              I = _mm256_sub_epi32(I, _mm256_slli_epi32(s, int8_code_offset_shift(kType)));
             } else if constexpr (kQ6) {
               const __m256i s = _mm256_madd_epi16(
                   _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sums16(t0 + t) + 2 * b0)), H.sc16);
