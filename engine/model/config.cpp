@@ -115,6 +115,7 @@ void parse_gemma3(const json& j, ModelConfig& c, const std::string& path) {
   c.embed_scale = std::sqrt(float(c.hidden_size));
   c.attn_scale = 1.f / std::sqrt(get_float(j, "query_pre_attn_scalar", path, float(c.head_dim)));
   c.sandwich_norms = true;
+  c.norm_weight_offset = 1.f;
   c.hidden_act = "gelu_pytorch_tanh";  // the config's own key, when present, is read after
 }
 
@@ -189,7 +190,7 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   bool uses_window = c.architecture == "MistralForCausalLM" ||
                      (j.contains("use_sliding_window") && j["use_sliding_window"].is_boolean() &&
                       j["use_sliding_window"].get<bool>());
-  if ((uses_window || c.sandwich_norms) && j.contains("sliding_window") && j["sliding_window"].is_number_integer())
+  if ((uses_window || !c.layer_sliding.empty()) && j.contains("sliding_window") && j["sliding_window"].is_number_integer())
     c.sliding_window = j["sliding_window"].get<int>();
   c.torch_dtype = parse_torch_dtype(j);
   if (j.contains("bos_token_id") && j["bos_token_id"].is_number_integer()) c.bos_token_id = j["bos_token_id"].get<int>();

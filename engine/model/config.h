@@ -42,11 +42,14 @@ struct ModelConfig {
   // Gemma 3. The token embeddings are multiplied by embed_scale (sqrt(hidden_size)); attention scores by attn_scale
   // (query_pre_attn_scalar^-0.5) instead of 1/sqrt(head_dim); the attention's and the MLP's outputs each go through
   // an RMSNorm before their residual add (sandwich_norms; LayerWeights::attn_out_norm, ffn_out_norm); only the
-  // layers marked in layer_sliding slide, and they use RoPE with rope_local_theta (unscaled). Gemma's norms scale by
-  // (1 + w): the loaders store 1 + w, so every norm computes as Llama's.
+  // layers marked in layer_sliding slide, and they use RoPE with rope_local_theta (unscaled).
   float embed_scale = 1.f;
   float attn_scale = 0.f;  // 0: 1/sqrt(head_dim)
   bool sandwich_norms = false;
+  // Added to every RMSNorm weight at load. Gemma's norms scale by (1 + w) and its Hugging Face checkpoints store w
+  // (1 here), while llama.cpp's converter stores 1 + w in GGUF files (0 there); either way every norm then computes
+  // as Llama's.
+  float norm_weight_offset = 0.f;
   std::vector<uint8_t> layer_sliding;  // per layer, 1 = sliding; empty: sliding_window (if set) slides every layer
   float rope_local_theta = 0.f;        // > 0: the sliding layers' RoPE theta
   std::optional<int> sliding_window;  // Mistral; applied when shorter than the context

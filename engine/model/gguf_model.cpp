@@ -289,7 +289,7 @@ std::shared_ptr<const Model> load_gguf_model(const std::string& path, const Load
     auto& L = w.layers[size_t(l)];
     L.input_norm = b.vector(p + "attn_norm.weight", H);
     L.post_attn_norm = b.vector(p + "ffn_norm.weight", H);  // Gemma's pre_feedforward_layernorm
-    if (c.sandwich_norms) {  // stored as 1 + w by llama.cpp's converter, as the HF loader stores them
+    if (c.sandwich_norms) {  // stored as 1 + w by llama.cpp's converter (ModelConfig::norm_weight_offset)
       L.attn_out_norm = b.vector(p + "post_attention_norm.weight", H);
       L.ffn_out_norm = b.vector(p + "post_ffw_norm.weight", H);
     }

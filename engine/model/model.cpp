@@ -118,12 +118,10 @@ std::shared_ptr<Model> Model::load_directory(const std::string& path, const Load
   const int64_t H = c.hidden_size, F = c.intermediate_size, V = c.vocab_size;
   const int64_t qd = int64_t(c.num_heads) * c.head_dim, kvd = int64_t(c.num_kv_heads) * c.head_dim;
   auto& w = m->weights_;
-  // Gemma's RMSNorms scale by (1 + w): stored as 1 + w, as llama.cpp's converter writes them, so all norms compute
-  // alike.
   auto norm = [&](const std::string& name, int64_t n) {
     std::vector<float> v = bind_vector(*store, name, n);
-    if (c.sandwich_norms)
-      for (float& x : v) x += 1.f;
+    if (c.norm_weight_offset != 0.f)
+      for (float& x : v) x += c.norm_weight_offset;
     return v;
   };
   w.embed = bind_matrix(*store, "model.embed_tokens.weight", V, H);
