@@ -5,8 +5,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "engine/model/backend.h"
 
 namespace specscope {
 class Model;
@@ -20,11 +23,14 @@ class ModelCache {
   using Progress = std::function<void(const std::string& path, bool done)>;
   // Called during a load with the weight bytes bound and checked so far (LoadOptions::progress).
   using LoadProgress = std::function<void(const std::string& path, uint64_t done, uint64_t total)>;
-  // Throws InputError naming the path when the model cannot be loaded. `cpu`: the model will run on the CPU, so its
-  // copy of the weights in huge pages (Model::resident_weights) is made now, as the second half of the load's
-  // progress (the loader's bytes count as the first half, the copy's as the second).
+  // Throws InputError naming the path when the model cannot be loaded. `backend`: where its runs are asked to run;
+  // when that is the CPU (backend_for: also a model only the CPU computes under auto on a GPU host), the CPU's copy
+  // of the weights in huge pages (Model::resident_weights) is made now, as the second half of the load's progress
+  // (the loader's bytes count as the first half, the copy's as the second), or, when the load alone was expected, as
+  // a progress of its own after it. Without `backend` the copy is left to the first CPU context.
   std::shared_ptr<const Model> get(const std::string& path, const Progress& progress = {},
-                                   const LoadProgress& load_progress = {}, bool cpu = false);
+                                   const LoadProgress& load_progress = {},
+                                   std::optional<Backend> backend = std::nullopt);
   bool has(const std::string& path) const;
   // Frees every model not in `paths` (a new job on other models should not hold the old weights).
   void keep_only(const std::vector<std::string>& paths);

@@ -49,7 +49,6 @@ struct JobState {
   std::vector<int> lane_target;                        // per lane
   std::vector<std::unique_ptr<Method>> methods;        // per lane
   std::vector<std::unique_ptr<Method>> reference_methods;  // per target (vanilla)
-  Backend backend = Backend::Cpu;
   sessions::SessionWriter* writer = nullptr;
   std::unique_ptr<sessions::SessionWriter> own_writer;
   int64_t session = 0;
@@ -79,7 +78,7 @@ RunResult run_one(JobState& js, const RunKey& key, const std::string& label, con
   rr.label = label;
   rr.method = spec;
   // The prompt is fitted to this run's own context (targets differ in tokenizer, template and context length).
-  auto ctx = new_context(model, js.backend, job.n_ctx);
+  auto ctx = new_context(model, job.backend, job.n_ctx);
   FittedPrompt fitted = fit_prompt(model, job.prompts[size_t(key.prompt)], job.chat, ctx->n_ctx(),
                                    job.options.max_tokens, job.template_kwargs);
   const std::vector<int32_t>& ids = fitted.ids;
@@ -140,8 +139,9 @@ void finish_run(JobState& js, RunResult& rr, const RunResult* reference) {
     rr.identical = rr.gen.tokens == reference->gen.tokens;
   }
   if (rr.key.lane >= 0) rr.tree = js.result.trees[size_t(rr.key.lane)];
-  rr.summary_json = sessions::run_summary_json(rr.summary, rr.gen, js.job.options.sampling.describe(), js.result.backend,
-                                               js.result.device);
+  const TargetInfo& target = js.result.targets[size_t(rr.key.target)];
+  rr.summary_json =
+      sessions::run_summary_json(rr.summary, rr.gen, js.job.options.sampling.describe(), target.backend, target.device);
   if (rr.tree)
     // Expected beside measured: the model's tokens/s and speedup next to the run's own (tokens_per_second, and
     // speedup_vs_vanilla where a reference ran).
@@ -235,13 +235,13 @@ JobResult JobRunner::run(const Job& job, JobObserver& observer) {
   if (job.lanes.empty()) throw InputError("lanes", "a job needs at least one lane");
   if (job.prompts.empty()) throw InputError("prompt", "a job needs at least one prompt");
   job.options.sampling.validate();
-  JobState js{job, observer, cancel_, result, {}, job.lanes, {}, {}, {}, Backend::Cpu, nullptr, {}, 0};
+  JobState js{job, observer, cancel_, result, {}, job.lanes, {}, {}, {}, nullptr, {}, 0};
 
   // Every distinct target once, in the order the lanes name them.
   for (const auto& lane : job.lanes) {
     int t = 0;
     while (t < int(result.targets.size()) && !same_path(result.targets[size_t(t)].path, lane.target)) ++t;
-    if (t == int(result.targets.size())) result.targets.push_back({lane.target, {}, "", -1});
+    if (t == int(result.targets.size())) result.targets.push_back({lane.target, {}, "", -1, "", ""});
     js.lane_target.push_back(t);
   }
   std::vector<std::string> paths;
@@ -254,14 +254,16 @@ JobResult JobRunner::run(const Job& job, JobObserver& observer) {
     paths.push_back(t.path);
   }
   cache_.keep_only(paths);  // free models no lane uses before loading new ones
-  const bool cpu = resolve_backend(job.backend) == Backend::Cpu;
   for (auto& t : result.targets) {
     auto model = cache_.get(
         t.path, [&](const std::string& path, bool done) { if (!done) observer.model_loading(path); },
         [&](const std::string& path, uint64_t done, uint64_t total) { observer.model_load_progress(path, done, total); },
-        cpu);
+        job.backend);
     t.identity = model->identity();
     t.description = describe_model(*model);
+    const Backend b = backend_for(*model, job.backend);  // per target: a model only the CPU computes runs there
+    t.backend = backend_name(b);
+    t.device = backend_description(b);
     observer.model_loaded(t.path, *model);
     js.models.push_back(std::move(model));
   }
@@ -274,6 +276,7 @@ JobResult JobRunner::run(const Job& job, JobObserver& observer) {
   for (size_t l = 0; l < js.lanes.size(); ++l) {
     auto& spec = js.lanes[l].method;
     auto it = spec.options.find("tree");
+    const bool cpu = result.targets[size_t(js.lane_target[l])].backend == backend_name(Backend::Cpu);
     const bool implied = it == spec.options.end() && cpu && job.tree_auto_on_cpu && tree_tunable(spec.name) &&
                          !tree_size_given(spec);
     if (!implied && (it == spec.options.end() || it->second != "auto")) continue;
@@ -318,9 +321,8 @@ JobResult JobRunner::run(const Job& job, JobObserver& observer) {
 
   for (size_t t = 0; t < result.targets.size(); ++t) js.reference_methods.push_back(make_method(MethodSpec{}, *js.models[t]));
 
-  js.backend = resolve_backend(job.backend);
-  result.backend = backend_name(js.backend);
-  result.device = backend_description(js.backend);
+  result.backend = result.targets[0].backend;
+  result.device = result.targets[0].device;
 
   // Recording: never throws into the run; a failure is reported and the job goes on unrecorded.
   if (job.record) {

@@ -33,6 +33,9 @@ struct TargetInfo {
   ModelIdentity identity;
   std::string description;  // "llama · 8 layers · hidden 384 · 14.2M parameters · bf16"
   int reference_lane = -1;  // the vanilla lane that serves as this target's reference; -1: a run of its own
+  // Where its runs ran (backend_for: a model only the CPU computes runs there under auto on a GPU host), e.g. "cpu",
+  // "CPU (Intel Xeon ...)".
+  std::string backend, device;
 };
 
 struct RunResult {
@@ -53,7 +56,7 @@ struct JobResult {
   std::vector<TargetInfo> targets;  // in the order the lanes first name them
   std::vector<RunResult> runs;      // per prompt: references first, then lanes in order
   int64_t session_id = 0;
-  std::string backend, device;      // e.g. "cpu", "CPU (Intel Xeon ...)"
+  std::string backend, device;      // the first target's (as the session records), e.g. "cpu", "CPU (Intel Xeon ...)"
   bool cancelled = false;
   // Empty when every step was recorded; else one line naming the store, why recording stopped and, when a session
   // was begun, how many of this job's steps it keeps ("recording stopped: PATH: the disk ... is full (...); session 3

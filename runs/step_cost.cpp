@@ -144,7 +144,7 @@ std::string cache_dir() {
 }
 
 std::string compute_identity(const Model& model, Backend backend) {
-  const Backend b = resolve_backend(backend);
+  const Backend b = backend_for(model, backend);
   std::string path = "gpu";
   if (b == Backend::Cpu && !model.weights().layers.empty())
     path = std::string(cpu::linear_roofline_path(model.weights().layers.front().wq.dtype)) + " " + cpu::kKernelRevision;
@@ -152,7 +152,7 @@ std::string compute_identity(const Model& model, Backend backend) {
 }
 
 StepCost cached_step_cost(const Model& model, Backend backend, bool* measured) {
-  const Backend b = resolve_backend(backend);
+  const Backend b = backend_for(model, backend);
   const auto& id = model.identity();
   // "|warm8": curves measured before every size was warmed up for kWarmMs (2026-11-28) are measured again.
   const std::string key =

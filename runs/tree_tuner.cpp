@@ -369,7 +369,7 @@ std::vector<std::unique_ptr<Method>> build_candidates(const MethodSpec& spec, co
 
 TreeChoice tune_tree(const Model& target, const MethodSpec& spec, Backend backend,
                      const std::vector<std::vector<int32_t>>& prompts, int new_tokens) {
-  const Backend b = resolve_backend(backend);
+  const Backend b = backend_for(target, backend);
   const StepCost cost = cached_step_cost(target, b);
   // The choice's cache key: what the calibration depends on.
   std::string fixed;

@@ -157,7 +157,7 @@ TEST(WeightMemory, TheRunLibraryCopiesAtLoadAsTheSecondHalfOfItsProgress) {
   std::vector<std::pair<uint64_t, uint64_t>> seen;
   auto model = cache.get(test::fixture("gguf_models/llama_bytelevel_f32.q8_0.gguf"), {},
                          [&](const std::string&, uint64_t done, uint64_t total) { seen.emplace_back(done, total); },
-                         /*cpu=*/true);
+                         Backend::Cpu);
   ASSERT_GE(seen.size(), 3u);
   const uint64_t total = seen.back().second;
   EXPECT_EQ(seen.back().first, total);

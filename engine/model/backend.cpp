@@ -4,6 +4,7 @@
 
 #include <mutex>
 #include <optional>
+#include <set>
 
 #include "engine/model/model.h"
 #include "engine/util/cpu_info.h"
@@ -59,15 +60,20 @@ Backend resolve_backend(Backend requested) {
   return Backend::Cuda;
 }
 
-std::unique_ptr<Context> new_context(const Model& model, Backend requested, int n_ctx) {
+Backend backend_for(const Model& model, Backend requested) {
   const Backend b = resolve_backend(requested);
-  if (b == Backend::Cpu) return model.new_cpu_context(n_ctx);
-  // A model only the CPU backend computes: auto falls back to it, an explicit cuda is refused.
-  if (const std::string why = model.config().cuda_unsupported(); !why.empty()) {
-    if (requested != Backend::Auto) throw InputError(model.path(), why + "; use --backend cpu");
-    spdlog::warn("{}: {}; running on the CPU", model.path(), why);
-    return model.new_cpu_context(n_ctx);
-  }
+  if (b == Backend::Cpu) return b;
+  const std::string why = model.config().cuda_unsupported();
+  if (why.empty()) return b;
+  if (requested != Backend::Auto) throw InputError(model.path(), why + "; use --backend cpu");
+  static std::set<std::string> warned;  // under g_mutex: jobs make many contexts of one model
+  std::lock_guard lock(g_mutex);
+  if (warned.insert(model.path()).second) spdlog::warn("{}: {}; running on the CPU", model.path(), why);
+  return Backend::Cpu;
+}
+
+std::unique_ptr<Context> new_context(const Model& model, Backend requested, int n_ctx) {
+  if (backend_for(model, requested) == Backend::Cpu) return model.new_cpu_context(n_ctx);
   std::optional<GpuBackend> g;
   {
     std::lock_guard lock(g_mutex);

@@ -31,7 +31,12 @@ bool gpu_backend_built();
 // The backend `requested` resolves to now: Auto is Cuda when a CUDA device is visible, else Cpu. Requesting Cuda
 // without a built backend or without a visible device is an InputError naming --backend and the reason.
 Backend resolve_backend(Backend requested);
-// A new sequence of `model` on that backend (after resolve_backend).
+// The backend `model`'s sequences run on: resolve_backend's, except for a model only the CPU backend computes
+// (ModelConfig::cuda_unsupported): Auto runs it on the CPU (a warning says why, once per model file), an explicit
+// Cuda is an InputError naming the model. Whatever sizes work for a model (tree tuning, step costs) asks this, so
+// it measures the backend the model's runs use.
+Backend backend_for(const Model& model, Backend requested);
+// A new sequence of `model` on backend_for(model, requested).
 std::unique_ptr<Context> new_context(const Model& model, Backend requested, int n_ctx = 0);
 // "CPU (Intel Xeon ...)" or "CUDA (NVIDIA ...)", for status bars and reports.
 std::string backend_description(Backend resolved);

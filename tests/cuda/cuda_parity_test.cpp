@@ -154,8 +154,23 @@ TEST_F(CudaParity, Gemma3RunsOnTheCpuBackendOnly) {
   auto model = Model::load(test::fixture("gguf_models/gemma3_f32.q8_0.gguf"));
   EXPECT_THROW(new_context(*model, Backend::Cuda, 64), InputError);
   EXPECT_EQ(new_context(*model, Backend::Auto, 64)->backend_name(), "cpu");
+  EXPECT_EQ(backend_for(*model, Backend::Auto), Backend::Cpu);
   auto qwen3 = Model::load(test::fixture("models/qwen3_bf16"));
   EXPECT_EQ(new_context(*qwen3, Backend::Auto, 64)->backend_name(), "cuda");
+  EXPECT_EQ(backend_for(*qwen3, Backend::Auto), Backend::Cuda);
+  // A whole job under auto (the run library resolves the backend per target): it reports the CPU it ran on, says
+  // why once however many contexts the job makes (a reference and a lane here), and an explicit cuda is bad input.
+  const std::string gemma = test::fixture("gguf_models/gemma3_f32.q8_0.gguf");
+  auto r = test::run_cli("compare --model " + gemma +
+                         " --methods vanilla,pld --prompt hi --max-tokens 8 --no-record --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("\"backend\": \"cpu\""), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\"backend\": \"cuda\""), std::string::npos) << r.out;
+  const size_t first = r.out.find("running on the CPU");
+  ASSERT_NE(first, std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("running on the CPU", first + 1), std::string::npos) << r.out;
+  r = test::run_cli("run --model " + gemma + " --backend cuda --prompt hi --max-tokens 2 --no-record");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
 }
 
 // GGUF block weights stay blocks on the GPU: the logits of every quantized fixture match the CPU backend's to f32

@@ -131,10 +131,10 @@ void EngineWorker::run(const runs::Job& job) {
           emit referenceFinished(t, QString::fromStdString(r.targets[size_t(t)].path), ref->summary);
     // The cost model's curve for each target (still loaded): cached after the first measurement. Not worth a
     // failed job: without it the statistics just leave the expected speedup out.
-    if (!r.cancelled && !r.backend.empty())
+    if (!r.cancelled)
       for (const auto& t : r.targets) try {
-          if (!cache_.has(t.path)) continue;
-          const Backend b = resolve_backend(parse_backend(r.backend));
+          if (!cache_.has(t.path) || t.backend.empty()) continue;
+          const Backend b = parse_backend(t.backend);
           emit stepCostReady(QString::fromStdString(t.path), runs::cached_step_cost(*cache_.get(t.path), b));
         } catch (const std::exception&) {
         }
