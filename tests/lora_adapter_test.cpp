@@ -237,6 +237,43 @@ TEST_F(BrokenAdapter, LayerOutOfRange) {
   expect_error("not a projection of a decoder layer");
 }
 
+// peft names a vision-language base's modules by their path in it (model.language_model.layers.N... under
+// transformers >= 4.52, language_model.model.layers.N... before): the same update then merges into the same text
+// model as on the text checkpoint, and updates of the vision tower (which text never runs) are left out.
+TEST_F(BrokenAdapter, AVisionLanguageBaseTakesPeftsNamesOfItsTextModel) {
+  const std::string q = ".layers.0.self_attn.q_proj.lora_";
+  config["base_model_name_or_path"] = test::fixture("models/gemma3_f32");
+  write_config();
+  write_tensors({{"base_model.model.model" + q + "A.weight", {4, 64}}, {"base_model.model.model" + q + "B.weight", {64, 4}}});
+  const auto on_text = Model::load(dir.string());
+  const auto ids = on_text->tokenizer().encode("The cat sat down.", true);
+  const auto logits = [&](const Model& m) {
+    ForwardOutput out;
+    m.new_cpu_context(64)->forward(Batch::causal(ids), out);
+    return out.logits;
+  };
+  const auto want = logits(*on_text);
+  ASSERT_NE(want, logits(*Model::load(test::fixture("models/gemma3_f32"))));  // the update changes the logits
+  const std::string vision = "base_model.model.model.vision_tower.vision_model.encoder.layers.0.self_attn.q_proj.lora_";
+  for (const auto& [base, prefix] : {std::pair{"models/gemma3_vlm_statedict_f32", "base_model.model.model.language_model"},
+                                     std::pair{"models/gemma3_vlm_f32", "base_model.model.language_model.model"}}) {
+    SCOPED_TRACE(base);
+    config["base_model_name_or_path"] = test::fixture(base);
+    write_config();
+    write_tensors({{prefix + q + "A.weight", {4, 64}},
+                   {prefix + q + "B.weight", {64, 4}},
+                   {vision + "A.weight", {4, 16}},
+                   {vision + "B.weight", {16, 4}}});
+    EXPECT_EQ(logits(*Model::load(dir.string())), want);
+  }
+  // The text checkpoint has no such prefix: an adapter naming one is refused there, not silently dropped.
+  config["base_model_name_or_path"] = test::fixture("models/gemma3_f32");
+  write_config();
+  write_tensors({{"base_model.model.model.language_model" + q + "A.weight", {4, 64}},
+                 {"base_model.model.model.language_model" + q + "B.weight", {64, 4}}});
+  expect_error("not a projection of a decoder layer");
+}
+
 TEST_F(BrokenAdapter, ShapeDoesNotFitBase) {
   write_tensors({{"base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight", {4, 65}},
                  {"base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight", {64, 4}}});

@@ -22,7 +22,11 @@ const char* kind_name(ModelKind k) {
   return "?";
 }
 
-std::string family_of(const std::string& model_type) { return model_type == "mistral" ? "llama" : model_type; }
+std::string family_of(const std::string& model_type) {
+  if (model_type == "mistral") return "llama";       // the same network
+  if (model_type == "gemma3_text") return "gemma3";  // 270M/1B text checkpoints beside 4B-27B (and GGUF's name)
+  return model_type;
+}
 
 bool looks_like_gguf(const std::string& path) {
   std::error_code ec;

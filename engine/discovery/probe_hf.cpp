@@ -8,6 +8,7 @@
 #include "engine/formats/safetensors.h"
 #include "engine/heads/head_files.h"
 #include "engine/model/config.h"
+#include "engine/model/hf_text_names.h"
 #include "engine/model/lora_adapter.h"
 #include "engine/util/error.h"
 #include "engine/util/mapped_file.h"
@@ -84,23 +85,36 @@ void probe_eagle(const json& cfg, const TensorStore& st, ModelFacts& f) {
 
 void probe_target(const std::string& dir, const std::string& cfg_text, const std::string& cfg_path, const TensorStore& st,
                   ModelFacts& f) {
+  HfTextNames names;
   try {
     const ModelConfig c = ModelConfig::from_json_text(cfg_text, cfg_path);
+    // The sizes as the loader reads them: a vision-language checkpoint's are in its text_config, with defaults.
+    f.hidden_size = c.hidden_size;
+    f.vocab_size = c.vocab_size;
+    f.num_layers = c.num_layers;
     f.kv_dim = c.num_kv_heads * c.head_dim;
     f.max_context = c.max_position_embeddings;
+    f.family = family_of(c.model_type);
+    names = hf_text_names(c, st);
   } catch (const InputError& e) {
     f.problem = e.what();
     return;
   }
-  const TensorView* embed = find(st, "model.embed_tokens.weight");
+  if (names.wrapped) {  // what Model::parameter_count counts: the text model, not the vision tower
+    f.parameters = 0;
+    for (const auto& [name, t] : st.all())
+      if (names.owns(name)) f.parameters += uint64_t(t.numel());
+  }
+  const std::string embed_name = names.model + "embed_tokens.weight";
+  const TensorView* embed = find(st, embed_name);
   if (!embed) {
-    f.problem = st.files.front() + ": no tensor 'model.embed_tokens.weight'";
+    f.problem = st.files.front() + ": no tensor '" + embed_name + "'";
     return;
   }
   f.dtype = std::string(dtype_name(embed->dtype));
   if (!is_float(embed->dtype)) f.problem = st.files.front() + ": weights must be f32, f16 or bf16, not " + f.dtype;
   if (dim(embed, 0) != f.vocab_size || dim(embed, 1) != f.hidden_size)
-    f.problem = st.files.front() + ": model.embed_tokens.weight is " + embed->shape_str() + ", config.json implies [" +
+    f.problem = st.files.front() + ": " + embed_name + " is " + embed->shape_str() + ", config.json implies [" +
                 std::to_string(f.vocab_size) + ", " + std::to_string(f.hidden_size) + "]";
   const fs::path tok = fs::path(dir) / "tokenizer.json";
   std::error_code ec;

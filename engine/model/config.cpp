@@ -119,6 +119,35 @@ void parse_gemma3(const json& j, ModelConfig& c, const std::string& path) {
   c.hidden_act = "gelu_pytorch_tanh";  // the config's own key, when present, is read after
 }
 
+// What transformers' Gemma3TextConfig assumes for a key the file leaves out. Configs saved by transformers hold only
+// the values that differ from these (Gemma 3 4B's text_config names 6 keys; 1B's leaves out tie_word_embeddings),
+// so reading them with Llama's defaults would compute another model.
+void fill_gemma3_text_defaults(json& j) {
+  static const json kDefaults = {
+      {"vocab_size", 262208},        {"hidden_size", 2304},           {"intermediate_size", 9216},
+      {"num_hidden_layers", 26},     {"num_attention_heads", 8},      {"num_key_value_heads", 4},
+      {"head_dim", 256},             {"max_position_embeddings", 131072}, {"rms_norm_eps", 1e-6},
+      {"bos_token_id", 2},           {"eos_token_id", 1},             {"tie_word_embeddings", true},
+      {"rope_theta", 1000000.0},     {"rope_local_base_freq", 10000.0}, {"query_pre_attn_scalar", 256},
+      {"sliding_window", 4096},      {"sliding_window_pattern", 6}};
+  for (const auto& [key, value] : kDefaults.items())
+    if (!j.contains(key) || j[key].is_null()) j[key] = value;
+}
+
+// Gemma 3 4B-27B are vision-language checkpoints (Gemma3ForConditionalGeneration, model_type gemma3): the language
+// model SpecScope runs is its text_config, with the dtype and generation ids the top level holds. Its tensors sit
+// under a prefix of their own (hf_text_names.h).
+json text_config_of_gemma3(const json& j, const std::string& path) {
+  if (!j.contains("text_config") || !j["text_config"].is_object())
+    throw InputError(path, "Gemma3ForConditionalGeneration without a text_config object");
+  json text = j["text_config"];
+  for (const char* key : {"torch_dtype", "dtype", "bos_token_id", "eos_token_id", "tie_word_embeddings"})
+    if ((!text.contains(key) || text[key].is_null()) && j.contains(key)) text[key] = j[key];
+  text["architectures"] = json::array({"Gemma3ForCausalLM"});
+  text["model_type"] = "gemma3_text";
+  return text;
+}
+
 }  // namespace
 
 ModelConfig ModelConfig::from_json_text(const std::string& text, const std::string& path) {
@@ -130,6 +159,12 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   }
   if (!j.is_object()) throw InputError(path, "expected a JSON object");
   ModelConfig c;
+  const bool names_vlm = j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
+                         j["architectures"][0] == "Gemma3ForConditionalGeneration";
+  if (names_vlm || (!j.contains("architectures") && j.value("model_type", json()) == "gemma3")) {
+    j = text_config_of_gemma3(j, path);
+    c.wrapper_architecture = "Gemma3ForConditionalGeneration";
+  }
   if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
       j["architectures"][0].is_string())
     c.architecture = j["architectures"][0].get<std::string>();
@@ -152,9 +187,10 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   if (known == std::end(kSupported))
     throw InputError(path, "unsupported architecture '" + (c.architecture.empty() ? c.model_type : c.architecture) +
                                "' (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
-                               "Qwen3ForCausalLM, Gemma3ForCausalLM)");
+                               "Qwen3ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration)");
   if (c.model_type.empty()) c.model_type = known->second;
   c.qk_norm = c.architecture == "Qwen3ForCausalLM" || c.architecture == "Gemma3ForCausalLM";
+  if (c.architecture == "Gemma3ForCausalLM") fill_gemma3_text_defaults(j);
 
   c.hidden_size = get_int(j, "hidden_size", path);
   c.intermediate_size = get_int(j, "intermediate_size", path);
@@ -163,6 +199,9 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   c.num_kv_heads = get_int(j, "num_key_value_heads", path, c.num_heads);
   c.vocab_size = get_int(j, "vocab_size", path);
   c.max_position_embeddings = get_int(j, "max_position_embeddings", path, 2048);
+  if (c.num_layers > kMaxConfigLayers)
+    throw InputError(path, "num_hidden_layers is " + std::to_string(c.num_layers) + " (at most " +
+                               std::to_string(kMaxConfigLayers) + ")");
   if (c.hidden_size <= 0 || c.intermediate_size <= 0 || c.num_layers <= 0 || c.num_heads <= 0 ||
       c.num_kv_heads <= 0 || c.vocab_size <= 0 || c.max_position_embeddings <= 0)
     throw InputError(path, "sizes must be positive");
@@ -211,6 +250,7 @@ ModelConfig ModelConfig::from_file(const std::string& path) {
 
 std::string ModelConfig::summary() const {
   std::ostringstream s;
+  if (!wrapper_architecture.empty()) s << "the text model of " << wrapper_architecture << ": ";
   s << architecture << " layers=" << num_layers << " hidden=" << hidden_size << " heads=" << num_heads
     << " kv_heads=" << num_kv_heads << " head_dim=" << head_dim << " ffn=" << intermediate_size
     << " vocab=" << vocab_size << " ctx=" << max_position_embeddings;

@@ -16,9 +16,16 @@ struct RopeScaling {
   int original_max_position_embeddings = 8192;
 };
 
+// The most layers a config may declare: above any published model (Llama 3.1 405B has 126), and low enough that
+// what a hostile config.json sizes from it stays small.
+constexpr int kMaxConfigLayers = 1024;
+
 struct ModelConfig {
   std::string architecture;  // LlamaForCausalLM | MistralForCausalLM | Qwen2ForCausalLM | Qwen3ForCausalLM | Gemma3ForCausalLM
   std::string model_type;    // llama | mistral | qwen2 | qwen3 | gemma3_text
+  // The checkpoint's own architecture when it wraps the language model described here in a larger one: a
+  // vision-language Gemma3ForConditionalGeneration (4B-27B), whose text model SpecScope runs; empty otherwise.
+  std::string wrapper_architecture;
   int hidden_size = 0;
   int intermediate_size = 0;
   int num_layers = 0;

@@ -97,7 +97,7 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
   if (g.get_int(p + "expert_count", 0) > 0)
     throw InputError(file, "mixture-of-experts models (" + p + "expert_count > 0) are not supported");
   c.hidden_size = size_key(g, p + "embedding_length", 1, 1 << 16);
-  c.num_layers = size_key(g, p + "block_count", 1, 1024);
+  c.num_layers = size_key(g, p + "block_count", 1, kMaxConfigLayers);
   c.intermediate_size = size_key(g, p + "feed_forward_length", 1, 1 << 20);
   c.num_heads = size_key(g, p + "attention.head_count", 1, 1024);
   c.num_kv_heads = size_key(g, p + "attention.head_count_kv", 1, 1024, c.num_heads);

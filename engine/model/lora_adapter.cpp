@@ -1,5 +1,7 @@
 #include "engine/model/lora_adapter.h"
 
+#include <spdlog/spdlog.h>
+
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -82,18 +84,22 @@ std::shared_ptr<TensorStore> open_weights(const fs::path& dir) {
   return store;
 }
 
-TensorView* target_matrix(ModelWeights& w, const std::string& module, int* layer_out) {
-  static const std::regex re(R"(model\.layers\.(\d+)\.(self_attn|mlp)\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj))");
+// `wrapped`: the base is the text model of a vision-language checkpoint (hf_text_names.h), whose modules peft names
+// under that checkpoint's prefix.
+TensorView* target_matrix(ModelWeights& w, const std::string& module, bool wrapped, int* layer_out) {
+  static const std::regex re(
+      R"((model\.|model\.language_model\.|language_model\.model\.)layers\.(\d+)\.(self_attn|mlp)\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj))");
   std::smatch m;
   if (!std::regex_match(module, m, re)) return nullptr;
-  const std::string digits = m[1].str();
+  if ((m[1].str() == "model.") == wrapped) return nullptr;
+  const std::string digits = m[2].str();
   if (digits.size() > 6) return nullptr;
   const int layer = std::stoi(digits);
   *layer_out = layer;
   if (layer < 0 || layer >= int(w.layers.size())) return nullptr;
   LayerWeights& L = w.layers[size_t(layer)];
-  const std::string p = m[3].str();
-  const bool attn = m[2].str() == "self_attn";
+  const std::string p = m[4].str();
+  const bool attn = m[3].str() == "self_attn";
   if (attn && p == "q_proj") return &L.wq;
   if (attn && p == "k_proj") return &L.wk;
   if (attn && p == "v_proj") return &L.wv;
@@ -200,11 +206,19 @@ LoraAdapter LoraAdapter::open(const std::string& dir) {
 }
 
 void merge_lora(const LoraAdapter& a, const ModelConfig& c, ModelWeights& w) {
-  (void)c;  // shapes are checked against the bound matrices, which the base's loader checked against c
+  // Shapes are checked against the bound matrices, which the base's loader checked against c.
   const std::string& where = a.config_path;
+  const bool wrapped = !c.wrapper_architecture.empty();
+  int vision = 0;
   for (const LoraUpdate& u : a.updates) {
+    // A vision-language base's vision tower and projector never run on text: their updates change nothing here.
+    if (wrapped && (u.module.find("vision_tower.") != std::string::npos ||
+                    u.module.find("multi_modal_projector.") != std::string::npos)) {
+      ++vision;
+      continue;
+    }
     int layer = -1;
-    TensorView* W = target_matrix(w, u.module, &layer);
+    TensorView* W = target_matrix(w, u.module, wrapped, &layer);
     if (!W)
       throw InputError(where, "module '" + u.module + "' is not a projection of a decoder layer of the base model (" +
                                   std::to_string(w.layers.size()) + " layers)");
@@ -248,6 +262,9 @@ void merge_lora(const LoraAdapter& a, const ModelConfig& c, ModelWeights& w) {
     merged.keep_alive = std::shared_ptr<const void>(buf, buf.get());
     *W = std::move(merged);
   }
+  if (vision > 0)
+    spdlog::info("{}: {} of the adapter's matrices adapt the vision tower, which text generation does not run", where,
+                 vision);
 }
 
 }  // namespace specscope

@@ -15,6 +15,7 @@
 #include "engine/formats/safetensors.h"
 #include "engine/model/cpu_context.h"
 #include "engine/model/gguf_model.h"
+#include "engine/model/hf_text_names.h"
 #include "engine/model/lora_adapter.h"
 #include "engine/model/resident_weights.h"
 #include "engine/model/weight_checks.h"
@@ -115,6 +116,7 @@ std::shared_ptr<Model> Model::load_directory(const std::string& path, const Load
   spdlog::info("loading {}: {}", path, c.summary());
 
   auto store = std::make_shared<TensorStore>(TensorStore::open_dir(path));
+  const HfTextNames names = hf_text_names(c, *store);
   const int64_t H = c.hidden_size, F = c.intermediate_size, V = c.vocab_size;
   const int64_t qd = int64_t(c.num_heads) * c.head_dim, kvd = int64_t(c.num_kv_heads) * c.head_dim;
   auto& w = m->weights_;
@@ -124,10 +126,10 @@ std::shared_ptr<Model> Model::load_directory(const std::string& path, const Load
       for (float& x : v) x += c.norm_weight_offset;
     return v;
   };
-  w.embed = bind_matrix(*store, "model.embed_tokens.weight", V, H);
+  w.embed = bind_matrix(*store, names.model + "embed_tokens.weight", V, H);
   w.layers.resize(c.num_layers);
   for (int l = 0; l < c.num_layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
+    const std::string p = names.model + "layers." + std::to_string(l) + ".";
     auto& L = w.layers[l];
     L.input_norm = norm(p + "input_layernorm.weight", H);
     if (c.sandwich_norms) {
@@ -157,14 +159,20 @@ std::shared_ptr<Model> Model::load_directory(const std::string& path, const Load
     L.b_up = bind_optional_vector(*store, p + "mlp.up_proj.bias", F, c.mlp_bias);
     L.b_down = bind_optional_vector(*store, p + "mlp.down_proj.bias", H, c.mlp_bias);
   }
-  w.final_norm = norm("model.norm.weight", H);
+  w.final_norm = norm(names.model + "norm.weight", H);
   // Tied models reuse the embedding; some tied checkpoints still carry an (identical) lm_head copy.
-  w.lm_head = c.tie_word_embeddings ? w.embed : bind_matrix(*store, "lm_head.weight", V, H);
-  // The NaN scan reads every weight: the part of a load worth reporting progress on.
+  w.lm_head = c.tie_word_embeddings ? w.embed : bind_matrix(*store, names.lm_head, V, H);
+  // The NaN scan reads every weight of the language model (a wrapper's vision tower is never read): the part of a
+  // load worth reporting progress on.
   uint64_t total = 0, done = 0;
-  for (auto& [name, t] : store->all()) total += t.nbytes();
+  for (auto& [name, t] : store->all())
+    if (names.owns(name)) {
+      total += t.nbytes();
+      m->n_params_ += uint64_t(t.numel());
+    }
   if (opts.progress) opts.progress(0, total);
   for (auto& [name, t] : store->all()) {
+    if (!names.owns(name)) continue;
     if (opts.check_finite && (t.dtype == DType::F32 || t.dtype == DType::F16 || t.dtype == DType::BF16))
       check_finite(t, store->files.front());
     done += t.nbytes();
@@ -224,12 +232,7 @@ std::string Model::weights_dtype() const {
   return std::string(dtype_name(weights_.embed.dtype));
 }
 
-uint64_t Model::parameter_count() const {
-  if (!store_) return n_params_;
-  uint64_t n = 0;
-  for (auto& [name, t] : store_->all()) n += uint64_t(t.numel());
-  return n;
-}
+uint64_t Model::parameter_count() const { return n_params_; }
 
 std::unique_ptr<Context> Model::new_cpu_context(int n_ctx, cpu::WeightForm form) const {
   return std::make_unique<CpuContext>(shared_from_this(), n_ctx, form);

@@ -91,7 +91,7 @@ class Model : public std::enable_shared_from_this<Model> {
   std::vector<int> eos_ids_;
   ModelIdentity identity_;
   std::shared_ptr<const TensorStore> store_;  // owns the mappings the weight views point into (not for GGUF)
-  // GGUF models: no TensorStore (the views keep their mapping or buffers alive themselves), so the totals are kept.
+  // The language model's parameters, counted at load (a vision-language checkpoint's vision tower left out).
   uint64_t n_params_ = 0;
   std::string stored_dtype_;  // e.g. "q8_0" for a mostly-Q8_0 file; empty: the embedding's dtype
   mutable std::once_flag requant_once_[3];                           // per cpu::WeightForm

@@ -1,0 +1,38 @@
+// libFuzzer target: Hugging Face config.json (ModelConfig::from_json_text) on arbitrary bytes. A config is the first
+// file of a model folder anyone could have written, and what it says sizes every allocation of the load, so beyond
+// "InputError or a config, never a crash", an accepted config must describe a model the forward can size: positive
+// sizes, an even head_dim, whole groups of query heads per KV head, a sliding pattern of one entry per layer, a
+// layer count that cannot make the parse allocate without bound, and a wrapper's text model a supported one.
+// Seeds: fuzz/corpus/hf_config (the fixtures' Llama, Qwen2, Mistral, Qwen3 and Gemma 3 configs, both of Gemma 3's
+// vision-language layouts and Google's Gemma 3 4B-it config).
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "engine/model/config.h"
+#include "engine/util/error.h"
+
+using namespace specscope;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  ModelConfig c;
+  try {
+    c = ModelConfig::from_json_text(text, "fuzz");
+  } catch (const InputError&) {
+    return 0;
+  }
+  if (c.hidden_size <= 0 || c.intermediate_size <= 0 || c.num_layers <= 0 || c.num_heads <= 0 ||
+      c.num_kv_heads <= 0 || c.vocab_size <= 0 || c.max_position_embeddings <= 0)
+    std::abort();
+  if (c.head_dim <= 0 || c.head_dim % 2 || c.num_heads % c.num_kv_heads) std::abort();
+  if (c.num_layers > kMaxConfigLayers) std::abort();
+  if (!c.layer_sliding.empty() && c.layer_sliding.size() != size_t(c.num_layers)) std::abort();
+  for (int l = 0; l < c.num_layers; ++l)
+    if (c.window_of(l) < 0) std::abort();
+  if (!c.wrapper_architecture.empty() && c.architecture != "Gemma3ForCausalLM") std::abort();
+  (void)c.summary();
+  (void)c.cuda_unsupported();
+  (void)c.attention_scale();
+  return 0;
+}
