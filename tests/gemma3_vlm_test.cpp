@@ -4,7 +4,6 @@
 // too). Here: the published 4B config read as transformers reads it, both key layouts giving the text model's
 // logits bit for bit, discovery describing the text model, and clear errors for broken wrappers.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -99,9 +98,7 @@ TEST(Gemma3Vlm, DiscoveryDescribesTheTextModel) {
 class BrokenGemma3Vlm : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir = fs::temp_directory_path() / ("specscope_gemma3_vlm_" + std::to_string(::getpid()) + "_" +
-                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir);
+    dir = test::scratch_dir("gemma3_vlm");
     fs::copy(test::fixture("models/gemma3_vlm_f32"), dir, fs::copy_options::recursive);
     config = nlohmann::json::parse(read_text_file((dir / "config.json").string()));
   }

@@ -111,10 +111,7 @@ INSTANTIATE_TEST_SUITE_P(Adapters, LoraParity, ::testing::Values("qwen2_lora", "
 class BrokenAdapter : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir = fs::temp_directory_path() / ("specscope_lora_" + std::to_string(::getpid()) + "_" +
-                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir);
-    fs::create_directories(dir);
+    dir = test::scratch_dir("lora");
     fs::copy(test::fixture("lora/qwen2_lora/adapter_model.safetensors"), dir / "adapter_model.safetensors");
     config = nlohmann::json::parse(read_text_file(test::fixture("lora/qwen2_lora/adapter_config.json")));
     config["base_model_name_or_path"] = test::fixture("models/qwen2_f32");

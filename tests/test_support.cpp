@@ -2,13 +2,16 @@
 
 #include "engine/util/dtype.h"
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <sstream>
 
 namespace specscope::test {
@@ -68,6 +71,15 @@ TensorView block_view(DType d, const std::vector<uint8_t>& bytes, int m, int k) 
 
 // SPECSCOPE_FIXTURES_DIR moves the fixtures at run time: scripts/gpu-check.sh runs the CUDA tests on another
 // machine, from a bundle that carries only the fixtures they read.
+std::string scratch_dir(const std::string& tag) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("specscope_" + tag + "_" + std::to_string(::getpid()) + "_" +
+                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
 std::string fixture(const std::string& rel) {
   const char* moved = std::getenv("SPECSCOPE_FIXTURES_DIR");
   return std::string(moved && *moved ? moved : SPECSCOPE_FIXTURES) + "/" + rel;

@@ -12,6 +12,9 @@
 namespace specscope::test {
 
 std::string fixture(const std::string& rel);  // absolute path under tests/fixtures
+// An empty folder of this test's own (under the temp dir, named by `tag`, the process and the running test: ctest
+// runs tests in parallel processes), made anew; the caller removes it.
+std::string scratch_dir(const std::string& tag);
 struct CommandResult {
   int exit_code;
   std::string out;  // stdout and stderr together
