@@ -21,6 +21,7 @@
 #include "engine/cpu/matmul.h"
 #include "engine/cpu/matmul_kernels.h"
 #include "engine/util/dtype.h"
+#include "engine/util/widen.h"
 #include "engine/util/error.h"
 #include "engine/util/tensor.h"
 
@@ -437,14 +438,19 @@ TEST_P(LinearTest, EmbeddingRowAndConvert) {
   if (t != DType::F32) {
     std::vector<uint16_t> all(65536);
     for (uint32_t i = 0; i < 65536; ++i) all[i] = uint16_t(i);
-    std::vector<float> out(65536);
+    // And the portable widening (engine/util/widen.h) the scalar kernels, LoRA merges and fuzz targets use.
+    std::vector<float> out(65536), portable(65536);
     cpu::convert_to_f32(t, all.data(), out.data(), all.size());
+    widen_to_f32(t, all.data(), portable.data(), all.size());
     for (uint32_t i = 0; i < 65536; ++i) {
       const float want = t == DType::F16 ? f16_to_f32(uint16_t(i)) : bf16_to_f32(uint16_t(i));
-      if (std::isnan(want))
+      if (std::isnan(want)) {
         ASSERT_TRUE(std::isnan(out[i])) << i;
-      else
+        ASSERT_TRUE(std::isnan(portable[i])) << i;
+      } else {
         ASSERT_EQ(bits(out[i]), bits(want)) << i;
+        ASSERT_EQ(bits(portable[i]), bits(want)) << i;
+      }
     }
   }
 }

@@ -35,6 +35,7 @@
 #include "engine/cpu/quant_int8.h"
 #include "engine/cpu/thread_pool.h"
 #include "engine/util/error.h"
+#include "engine/util/widen.h"
 
 namespace specscope::cpu {
 namespace detail {
@@ -110,29 +111,6 @@ inline float dot(const float* x, const float* w, int k) {
 
 }  // namespace
 
-void convert_scalar(DType t, const void* src, float* dst, size_t count) {
-  switch (t) {
-    case DType::F32: std::memcpy(dst, src, count * sizeof(float)); break;
-    case DType::F16: {
-      // All 65536 halves widened once (256 KB): the bit-by-bit f16_to_f32 is far too slow for whole rows.
-      static const std::vector<float> table = [] {
-        std::vector<float> t(65536);
-        for (uint32_t h = 0; h < 65536; ++h) t[h] = f16_to_f32(uint16_t(h));
-        return t;
-      }();
-      const uint16_t* s = static_cast<const uint16_t*>(src);
-      for (size_t i = 0; i < count; ++i) dst[i] = table[s[i]];
-      break;
-    }
-    case DType::BF16: {
-      const uint16_t* s = static_cast<const uint16_t*>(src);
-      for (size_t i = 0; i < count; ++i) dst[i] = bf16_to_f32(s[i]);
-      break;
-    }
-    default: break;
-  }
-}
-
 void rows_scalar(const LinearArgs& a, int r0, int r1, float* scratch) {
   const int k = a.k, m = a.m;
   const size_t esz = dtype_size(a.wtype);
@@ -143,7 +121,7 @@ void rows_scalar(const LinearArgs& a, int r0, int r1, float* scratch) {
     if (a.wtype == DType::F32) {
       wp = static_cast<const float*>(a.W) + size_t(p0) * k;
     } else {
-      convert_scalar(a.wtype, static_cast<const char*>(a.W) + size_t(p0) * k * esz, scratch, size_t(pr) * k);
+      widen_to_f32(a.wtype, static_cast<const char*>(a.W) + size_t(p0) * k * esz, scratch, size_t(pr) * k);
       wp = scratch;
     }
     for (int t = 0; t < a.n; ++t) {
@@ -173,7 +151,7 @@ bool cpu_has_avx512() {
 struct Dispatch {
   Isa isa = Isa::Scalar;
   RowsFn rows = detail::rows_scalar;
-  ConvertFn convert = detail::convert_scalar;
+  ConvertFn convert = widen_to_f32;
 };
 
 Dispatch make_dispatch(Isa want) {
@@ -487,7 +465,7 @@ void linear_reference(const float* X, int n, const TensorView& W, const float* b
   const size_t esz = dtype_size(W.dtype);
   for (int r = 0; r < m; ++r) {
     if (block) dequantize_rows(W, r, 1, row.data());
-    else detail::convert_scalar(W.dtype, static_cast<const char*>(W.data) + size_t(r) * k * esz, row.data(), size_t(k));
+    else widen_to_f32(W.dtype, static_cast<const char*>(W.data) + size_t(r) * k * esz, row.data(), size_t(k));
     for (int t = 0; t < n; ++t) {
       const float* x = X + size_t(t) * k;
       double s = bias ? double(bias[r]) : 0.0;

@@ -38,7 +38,6 @@ using ConvertFn = void (*)(DType t, const void* src, float* dst, size_t count);
 size_t scratch_floats(int k);
 
 void rows_scalar(const LinearArgs& a, int r0, int r1, float* scratch);
-void convert_scalar(DType t, const void* src, float* dst, size_t count);
 void rows_avx2(const LinearArgs& a, int r0, int r1, float* scratch);
 void convert_avx2(DType t, const void* src, float* dst, size_t count);
 // One activation row rounded to f16 for the f16 fast path (matmul.h): xh its f16 bits (round to nearest even, F16C)

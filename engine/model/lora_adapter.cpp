@@ -10,13 +10,13 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
-#include "engine/cpu/matmul.h"
 #include "engine/formats/safetensors.h"
 #include "engine/formats/torch_checkpoint.h"
 #include "engine/model/config.h"
 #include "engine/model/weights.h"
 #include "engine/util/error.h"
 #include "engine/util/mapped_file.h"
+#include "engine/util/widen.h"
 
 namespace specscope {
 namespace fs = std::filesystem;
@@ -237,7 +237,7 @@ void merge_lora(const LoraAdapter& a, const ModelConfig& c, ModelWeights& w) {
     for (int64_t o = 0; o < out; ++o) {
       // Widen the base row, add scale * sum_k B[o, k] A[k, :] (accumulated in f32, as peft's merge does), round
       // back to the stored dtype.
-      cpu::convert_to_f32(W->dtype, src + size_t(o * in) * esz, row.data(), size_t(in));
+      widen_to_f32(W->dtype, src + size_t(o * in) * esz, row.data(), size_t(in));
       std::vector<float> delta(size_t(in), 0.f);
       for (int64_t k = 0; k < r; ++k) {
         const float b = B[size_t(o * r + k)];
