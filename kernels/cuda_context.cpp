@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -290,6 +291,7 @@ void CudaContext::device_forward(const Batch& b, const ForwardBuffers& fb, const
   float* x = fb.x;
   timer_.mark("embed", stream_);
   embed_gather(dm_->embed.data, dm_->embed.type, fb.tokens, n, H, x, stream_);
+  if (c.embed_scale != 1.f) scale(x, c.embed_scale, int64_t(n) * H, stream_);  // Gemma: times sqrt(hidden)
   // Taps go to device memory here (fb.taps, one [n][H] block per tap); the forward copies them to the host after.
   auto capture = [&](HiddenTap::Kind kind, int layer, const float* src) {
     for (size_t t = 0; t < b.taps.size(); ++t) {
@@ -299,7 +301,6 @@ void CudaContext::device_forward(const Batch& b, const ForwardBuffers& fb, const
     }
   };
   const uint8_t* mask = fb.mask;
-  const int window = c.sliding_window.value_or(0);
   const int stream_start = sr ? c.num_layers - sr->msa_layers : c.num_layers;
   const int prune_layer = sr && !sr->parent_row.empty() ? sr->weights->config().prune_layer : -1;
   for (int l = 0; l < c.num_layers; ++l) {
@@ -308,12 +309,11 @@ void CudaContext::device_forward(const Batch& b, const ForwardBuffers& fb, const
     capture(HiddenTap::LayerInput, l, x);
     project_qkv(L, x, n, fb.h, fb.q, fb.k, fb.v);
     timer_.mark("rope+cache", stream_);
-    rope(fb.q, n, nh, hd, fb.pos, dm_->inv_freq, stream_);
-    rope(fb.k, n, nkv, hd, fb.pos, dm_->inv_freq, stream_);
+    position_qk(l, fb.q, fb.k, n, fb.pos);
     write_cache(l, base, n, fb.k, fb.v);
     timer_.mark("attention", stream_);
-    attention(fb.q, k_cache_[l], v_cache_[l], slot_pos_, mask, fb.pos, n, base, nh, nkv, hd, window, fb.att, stream_,
-              attention_scratch_);
+    attention(fb.q, k_cache_[l], v_cache_[l], slot_pos_, mask, fb.pos, n, base, nh, nkv, hd, c.window_of(l), fb.att,
+              stream_, attention_scratch_);
     finish_layer(L, x, n, fb.att, LayerScratch{fb.h, fb.gate, fb.up});
     if (n_streams_ > 0) stream_layer(l);
     if (l == prune_layer) mask = prune_rows(*sr, b, x);
@@ -388,22 +388,36 @@ void CudaContext::project_qkv(const DeviceLayer& L, const float* x, int rows, fl
   }
 }
 
+void CudaContext::position_qk(int l, float* q, float* k, int rows, const int32_t* positions) {
+  const auto& c = model_->config();
+  const float* inv_freq = dm_->inv_freq_of(c, l);
+  rope(q, rows, c.num_heads, c.head_dim, positions, inv_freq, stream_);
+  rope(k, rows, c.num_kv_heads, c.head_dim, positions, inv_freq, stream_);
+  const float q_scale = c.attention_scale() * std::sqrt(float(c.head_dim));
+  if (q_scale != 1.f) scale(q, q_scale, int64_t(rows) * c.num_heads * c.head_dim, stream_);
+}
+
 void CudaContext::finish_layer(const DeviceLayer& L, float* x, int rows, const float* att, const LayerScratch& s) {
   const auto& c = model_->config();
   const int H = c.hidden_size, F = c.intermediate_size;
   timer_.mark("o_proj", stream_);
   linear(att, rows, L.wo, L.bo, s.h);
   timer_.mark("norms+adds", stream_);
+  if (L.attn_out_norm) rmsnorm(s.h, L.attn_out_norm, s.h, rows, H, c.rms_norm_eps, stream_);
   add(s.h, x, int64_t(rows) * H, stream_);
   rmsnorm(x, L.post_attn_norm, s.h, rows, H, c.rms_norm_eps, stream_);
   timer_.mark("gate_up", stream_);
   linear(s.h, rows, L.w_gate, L.b_gate, s.gate);
   linear(s.h, rows, L.w_up, L.b_up, s.up);
   timer_.mark("norms+adds", stream_);
-  silu_mul(s.gate, s.up, s.gate, int64_t(rows) * F, stream_);
+  if (c.gelu())
+    gelu_tanh_mul(s.gate, s.up, s.gate, int64_t(rows) * F, stream_);
+  else
+    silu_mul(s.gate, s.up, s.gate, int64_t(rows) * F, stream_);
   timer_.mark("down", stream_);
   linear(s.gate, rows, L.w_down, L.b_down, s.h);
   timer_.mark("norms+adds", stream_);
+  if (L.ffn_out_norm) rmsnorm(s.h, L.ffn_out_norm, s.h, rows, H, c.rms_norm_eps, stream_);
   add(s.h, x, int64_t(rows) * H, stream_);
 }
 

@@ -105,12 +105,16 @@ class CudaContext final : public Context {
   // Before attention, for the main rows and the streams alike: the input norm into h, the q/k/v projections, and
   // Qwen3's per-head norms of q and k (RoPE is the caller's: the rows' positions differ).
   void project_qkv(const DeviceLayer& L, const float* x, int rows, float* h, float* q, float* k, float* v);
+  // RoPE of layer l's q and k rows at `positions` (Gemma 3's sliding layers with their own theta), and the queries
+  // scaled by the model's attention scale over attention()'s 1/sqrt(head_dim) where the two differ (Gemma 3 27B).
+  void position_qk(int l, float* q, float* k, int rows, const int32_t* positions);
   // A decoder layer's scratch for `rows` rows: the normed input, and the MLP's gate and up halves.
   struct LayerScratch {
     float *h = nullptr, *gate = nullptr, *up = nullptr;
   };
   // Once `att` holds the attention output of `rows` rows: the output projection, the MLP and both residual adds
-  // into x (the main rows and the streams alike).
+  // into x (the main rows and the streams alike), each sublayer's output normed before its add where the model
+  // has those norms (Gemma 3).
   void finish_layer(const DeviceLayer& L, float* x, int rows, const float* att, const LayerScratch& s);
 
   // Speculative Streaming (cuda_streaming.cpp; the same rows as the CPU backend's, engine/model/streaming_rows.h).

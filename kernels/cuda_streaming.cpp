@@ -157,8 +157,7 @@ void CudaContext::stream_layer(int l) {
                              cudaMemcpyDeviceToDevice, stream_));
   project_qkv(L, sb_.xs, m, sb_.scratch.h, sq, sk, sv);
   const int32_t* stream_pos = sb_.positions + n;
-  rope(sq, m, nh, hd, stream_pos, dm_->inv_freq, stream_);
-  rope(sk, m, nkv, hd, stream_pos, dm_->inv_freq, stream_);
+  position_qk(l, sq, sk, m, stream_pos);
   // No sliding window for the streams, as on the CPU (cpu_streaming.cpp).
   attention(sb_.q, sb_.k, sb_.v, sb_.slot_pos, sb_.mask, sb_.positions, ext, base, nh, nkv, hd, 0, sb_.att, stream_,
             attention_scratch_);

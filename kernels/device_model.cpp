@@ -73,11 +73,13 @@ std::shared_ptr<const DeviceModel> DeviceModel::of(const Model& model) {
     d.w_gate = dm->matrix(L.w_gate), d.w_up = dm->matrix(L.w_up), d.w_down = dm->matrix(L.w_down);
     d.bq = dm->vector(L.bq), d.bk = dm->vector(L.bk), d.bv = dm->vector(L.bv), d.bo = dm->vector(L.bo);
     d.q_norm = dm->vector(L.q_norm), d.k_norm = dm->vector(L.k_norm);
+    d.attn_out_norm = dm->vector(L.attn_out_norm), d.ffn_out_norm = dm->vector(L.ffn_out_norm);
     d.b_gate = dm->vector(L.b_gate), d.b_up = dm->vector(L.b_up), d.b_down = dm->vector(L.b_down);
     dm->layers.push_back(d);
   }
   dm->final_norm = dm->vector(w.final_norm);
   dm->inv_freq = dm->vector(rope_inv_freq(c));
+  if (c.rope_local_theta > 0.f) dm->inv_freq_local = dm->vector(rope_inv_freq(c, /*local=*/true));
   spdlog::info("uploaded {} to the GPU: {:.1f} MiB", model.path(), double(dm->bytes) / (1 << 20));
   g_cache[&model] = dm;
   return dm;

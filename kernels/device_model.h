@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/model/config.h"
 #include "kernels/llama_kernels.h"
 
 namespace specscope {
@@ -25,7 +26,8 @@ struct DeviceLayer {
   const float *input_norm = nullptr, *post_attn_norm = nullptr;
   DeviceMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
   const float *bq = nullptr, *bk = nullptr, *bv = nullptr, *bo = nullptr;
-  const float *q_norm = nullptr, *k_norm = nullptr;  // Qwen3's per-head norms (head_dim each), else null
+  const float *q_norm = nullptr, *k_norm = nullptr;  // Qwen3's and Gemma 3's per-head norms (head_dim each), else null
+  const float *attn_out_norm = nullptr, *ffn_out_norm = nullptr;  // Gemma 3's sublayer output norms, else null
   const float *b_gate = nullptr, *b_up = nullptr, *b_down = nullptr;
 };
 
@@ -56,6 +58,9 @@ class DeviceModel : public DeviceUploads {
   std::vector<DeviceLayer> layers;
   const float* final_norm = nullptr;
   const float* inv_freq = nullptr;
+  const float* inv_freq_local = nullptr;  // Gemma 3's sliding layers' (ModelConfig::local_rope), else null
+  // The RoPE frequencies layer l uses.
+  const float* inv_freq_of(const ModelConfig& c, int l) const { return c.local_rope(l) ? inv_freq_local : inv_freq; }
 };
 
 // Speculative Streaming's tensors (engine/heads/streaming_weights.h) on the GPU: a few MB, so each CUDA context

@@ -13,6 +13,21 @@ __global__ void silu_mul_k(const float* g, const float* u, float* o, int64_t n) 
     o[i] = g[i] / (1.f + __expf(-g[i])) * u[i];
 }
 
+// GELU (tanh approximation) of the gate times up, written as the CPU's cpu::gelu_tanh_mul writes it:
+// 0.5 x (1 + tanh(u)) = x / (1 + e^(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3).
+__global__ void gelu_tanh_mul_k(const float* g, const float* u, float* o, int64_t n) {
+  constexpr float kTwoBeta = 2.f * 0.7978845608028654f, kKappa = 0.044715f;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const float x = g[i];
+    o[i] = x / (1.f + __expf(-kTwoBeta * (x + kKappa * x * x * x))) * u[i];
+  }
+}
+
+__global__ void scale_k(float* y, float s, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    y[i] *= s;
+}
+
 __global__ void add_k(const float* x, float* y, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     y[i] += x[i];
@@ -33,6 +48,14 @@ __global__ void gather_rows_k(const float* x, const int32_t* rows, int dim, floa
 
 void silu_mul(const float* g, const float* u, float* o, int64_t n, cudaStream_t s) {
   silu_mul_k<<<grid_for(n, 256), 256, 0, s>>>(g, u, o, n);
+  CUDA_CHECK(cudaGetLastError());
+}
+void gelu_tanh_mul(const float* g, const float* u, float* o, int64_t n, cudaStream_t s) {
+  gelu_tanh_mul_k<<<grid_for(n, 256), 256, 0, s>>>(g, u, o, n);
+  CUDA_CHECK(cudaGetLastError());
+}
+void scale(float* y, float factor, int64_t n, cudaStream_t s) {
+  scale_k<<<grid_for(n, 256), 256, 0, s>>>(y, factor, n);
   CUDA_CHECK(cudaGetLastError());
 }
 void add(const float* x, float* y, int64_t n, cudaStream_t s) {

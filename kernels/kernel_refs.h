@@ -25,6 +25,8 @@ void rope(float* v, int rows, int n_heads, int head_dim, const int32_t* position
 
 // elementwise_ref.cpp (kernels/elementwise.cu)
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);
+void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n);
+void scale(float* y, float factor, int64_t n);
 void add(const float* x, float* y, int64_t n);
 void add_bias(float* y, const float* bias, int rows, int cols, int bias_rows = 1);
 void gather_rows(const float* x, const int32_t* rows, int nr, int dim, float* out);

@@ -36,6 +36,10 @@ void rope(float* v, int rows, int n_heads, int head_dim, const int32_t* position
 
 // out = silu(gate) * up, element-wise.
 void silu_mul(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream);
+// out = gelu_tanh(gate) * up, element-wise (Gemma's MLP).
+void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream);
+// y *= factor, element-wise (Gemma's embedding scale, and its attention scale folded into the queries).
+void scale(float* y, float factor, int64_t n, cudaStream_t stream);
 // y += x, element-wise.
 void add(const float* x, float* y, int64_t n, cudaStream_t stream);
 // y[r, c] += bias[r % bias_rows, c]: one bias row for every row, or bias_rows of them in turn (Speculative

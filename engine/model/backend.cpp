@@ -63,7 +63,12 @@ Backend resolve_backend(Backend requested) {
 Backend backend_for(const Model& model, Backend requested) {
   const Backend b = resolve_backend(requested);
   if (b == Backend::Cpu) return b;
-  const std::string why = model.config().cuda_unsupported();
+  std::optional<GpuBackend> g;
+  {
+    std::lock_guard lock(g_mutex);
+    g = gpu();
+  }
+  const std::string why = g && g->unsupported ? g->unsupported(model.config()) : "";
   if (why.empty()) return b;
   if (requested != Backend::Auto) throw InputError(model.path(), why + "; use --backend cpu");
   static std::set<std::string> warned;  // under g_mutex: jobs make many contexts of one model

@@ -11,6 +11,7 @@
 namespace specscope {
 
 class Model;
+struct ModelConfig;
 
 enum class Backend { Auto, Cpu, Cuda };
 
@@ -23,6 +24,9 @@ struct GpuBackend {
   std::function<bool()> available;               // a device is visible and usable
   std::function<std::string()> device_name;      // e.g. "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)"
   std::function<std::unique_ptr<Context>(std::shared_ptr<const Model>, int n_ctx)> new_context;
+  // Why it does not compute a model of this config (a head wider than its attention kernels take, a forward it does
+  // not have yet); empty: it does.
+  std::function<std::string(const ModelConfig&)> unsupported;
 };
 void register_gpu_backend(GpuBackend b);
 // Whether a GPU backend was compiled in and registered (not whether a device is visible).
@@ -31,9 +35,9 @@ bool gpu_backend_built();
 // The backend `requested` resolves to now: Auto is Cuda when a CUDA device is visible, else Cpu. Requesting Cuda
 // without a built backend or without a visible device is an InputError naming --backend and the reason.
 Backend resolve_backend(Backend requested);
-// The backend `model`'s sequences run on: resolve_backend's, except for a model only the CPU backend computes
-// (ModelConfig::cuda_unsupported): Auto runs it on the CPU (a warning says why, once per model file), an explicit
-// Cuda is an InputError naming the model. Whatever sizes work for a model (tree tuning, step costs) asks this, so
+// The backend `model`'s sequences run on: resolve_backend's, except for a model the GPU backend does not compute
+// (GpuBackend::unsupported): Auto runs it on the CPU (a warning says why, once per model file), an explicit Cuda is
+// an InputError naming the model. Whatever sizes work for a model (tree tuning, step costs) asks this, so
 // it measures the backend the model's runs use.
 Backend backend_for(const Model& model, Backend requested);
 // A new sequence of `model` on backend_for(model, requested).

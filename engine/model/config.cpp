@@ -264,10 +264,8 @@ int ModelConfig::window_of(int layer) const {
 
 float ModelConfig::attention_scale() const { return attn_scale > 0.f ? attn_scale : 1.0f / std::sqrt(float(head_dim)); }
 
-std::string ModelConfig::cuda_unsupported() const {
-  if (sandwich_norms || gelu() || embed_scale != 1.f || rope_local_theta > 0.f || attn_scale > 0.f)
-    return architecture + " (Gemma 3) runs on the CPU backend only: its CUDA forward is not written yet";
-  return "";
+bool ModelConfig::gemma_forward() const {
+  return sandwich_norms || gelu() || embed_scale != 1.f || rope_local_theta > 0.f || attn_scale > 0.f;
 }
 
 std::vector<float> rope_inv_freq(const ModelConfig& c, bool local) {

@@ -74,8 +74,8 @@ struct ModelConfig {
   bool local_rope(int layer) const { return rope_local_theta > 0.f && window_of(layer) > 0; }
   float attention_scale() const;  // what scores are multiplied by
   bool gelu() const { return hidden_act == "gelu_pytorch_tanh"; }
-  // Refuses what the loaders read but a backend does not compute (empty: everything is).
-  std::string cuda_unsupported() const;
+  // Whether the forward uses any of Gemma 3's parts above (backends that lack one refuse the model by it).
+  bool gemma_forward() const;
 };
 
 // RoPE inverse frequencies (head_dim/2 of them) with the configured scaling applied; `local`: the sliding layers'

@@ -10,7 +10,7 @@
 //    add, add_bias, gather_rows (one rounding or none);
 //  - ids exactly and probabilities within 1e-5 of the row's largest (its own, for probes): logit_summaries (expf
 //    and another summation order against the CPU's vector softmax);
-//  - 1e-5: rmsnorm, rope, silu_mul (other summation orders, rsqrtf, sincosf and __expf against the CPU's libm and
+//  - 1e-5: rmsnorm, rope, silu_mul, gelu_tanh_mul (other summation orders, rsqrtf, sincosf and __expf against the CPU's libm and
 //    vector exp: a few ulp);
 //  - 1e-4: attention (scores summed over 64-128 dims and softmax sums over up to 32k slots in another order, and
 //    __expf; cpu::attention is 2e-6 from a double-precision definition at 4k slots, 7e-6 at 16k), whichever path
@@ -256,6 +256,14 @@ TEST_F(CudaKernels, ElementwiseAtModelShapes) {
     std::vector<float> want(g.size());
     cuda::ref::silu_mul(g.data(), u.data(), want.data(), n);
     EXPECT_LT(max_rel_diff(dout.to_host(), want), 1e-5) << "silu_mul n " << n;
+    cuda::gelu_tanh_mul(dg.get(), du.get(), dout.get(), n, kStream);
+    cuda::ref::gelu_tanh_mul(g.data(), u.data(), want.data(), n);
+    EXPECT_LT(max_rel_diff(dout.to_host(), want), 1e-5) << "gelu_tanh_mul n " << n;
+    DeviceArray<float> dscaled(g);
+    cuda::scale(dscaled.get(), 1.75f, n, kStream);
+    std::vector<float> scaled = g;
+    cuda::ref::scale(scaled.data(), 1.75f, n);
+    expect_identical(dscaled.to_host(), scaled, "scale n " + std::to_string(n));
     cuda::add(dg.get(), du.get(), n, kStream);  // u += g
     std::vector<float> sum = u;
     cuda::ref::add(g.data(), sum.data(), n);

@@ -184,6 +184,17 @@ TEST(KernelRefs, RowAndElementwiseOpsFollowTheirDefinitions) {
   cuda::ref::silu_mul(x.data(), u.data(), y.data(), int64_t(x.size()));
   for (size_t i = 0; i < x.size(); ++i) want[i] = float(x[i] / (1 + std::exp(-double(x[i]))) * u[i]);
   EXPECT_LT(max_rel_diff(y, want), 1e-6);
+  // gelu_tanh_mul: 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))) * u, as transformers' gelu_pytorch_tanh.
+  cuda::ref::gelu_tanh_mul(x.data(), u.data(), y.data(), int64_t(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double g = x[i];
+    want[i] = float(0.5 * g * (1 + std::tanh(std::sqrt(2 / M_PI) * (g + 0.044715 * g * g * g))) * u[i]);
+  }
+  EXPECT_LT(max_rel_diff(y, want), 1e-6);
+  y = x;
+  cuda::ref::scale(y.data(), 1.75f, int64_t(y.size()));
+  for (size_t i = 0; i < x.size(); ++i) want[i] = x[i] * 1.75f;
+  EXPECT_EQ(bit_diff(y, want).count, 0u);
   // add_bias broadcasts over rows; gather_rows copies rows in any order, repeats allowed.
   y = x;
   cuda::ref::add_bias(y.data(), w.data(), rows, dim);
