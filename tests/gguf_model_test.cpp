@@ -26,6 +26,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <numeric>
@@ -42,6 +43,7 @@
 #include "engine/model/config.h"
 #include "engine/model/forward.h"
 #include "engine/model/gguf_model.h"
+#include "engine/discovery/model_probe.h"
 #include "engine/model/model.h"
 #include "engine/util/mapped_file.h"
 #include "engine/tokenizer/chat_template.h"
@@ -597,6 +599,18 @@ TEST(GgufModelErrors, BadMetadataNamesFileAndKey) {
       EXPECT_EQ(e.where(), path) << e.what();
       EXPECT_NE(e.problem().find(needle), std::string::npos) << file << ": " << e.what();
     }
+    // The models listing judges the same file from its headers alone (no weight read) and says the same.
+    const discovery::ModelFacts f = discovery::probe_model(path);
+    EXPECT_FALSE(f.loads()) << file;
+    EXPECT_NE(f.problem.find(needle), std::string::npos) << file << ": " << f.problem;
+  }
+  // And every good fixture is judged loadable: the dry check binds what the loader binds.
+  for (const auto& e : std::filesystem::directory_iterator(test::fixture("gguf_models"))) {
+    const std::string name = e.path().filename().string();
+    if (e.path().extension() != ".gguf" || name.starts_with("bad_")) continue;
+    const discovery::ModelFacts f = discovery::probe_model(e.path().string());
+    EXPECT_TRUE(f.loads()) << name << ": " << f.problem;
+    EXPECT_NO_THROW(Model::load(e.path().string())) << name;
   }
 }
 

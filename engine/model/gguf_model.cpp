@@ -100,10 +100,12 @@ std::optional<DType> block_dtype(GgmlType t) {
 }
 
 // Binds GGUF tensors to the engine's weight structures, checking names, shapes and types against the config.
+// `dry`: checks only (what the models listing asks of a file, gguf_load_problem): every name, shape and type and
+// the head order is looked at, no weight is read or copied, and the views and vectors it returns hold no data.
 class Binder {
  public:
-  Binder(const GgufFile& g, bool check, std::function<void(uint64_t, uint64_t)> progress)
-      : g_(g), check_(check), progress_(std::move(progress)) {
+  Binder(const GgufFile& g, bool check, std::function<void(uint64_t, uint64_t)> progress, bool dry = false)
+      : g_(g), check_(check && !dry), dry_(dry), progress_(std::move(progress)) {
     for (const auto& t : g_.tensors()) total_ += t.nbytes;
     if (progress_) progress_(0, total_);
   }
@@ -117,6 +119,15 @@ class Binder {
   // heads and are put back in HF order.
   TensorView matrix(const std::string& name, int64_t rows, int64_t cols, int unpermute_heads = 0) {
     const GgufTensor& t = tensor(name, {rows, cols});
+    if (dry_) {
+      if (unpermute_heads) hf_row_order(rows, unpermute_heads, name);
+      const bool plain = t.type == GgmlType::F32 || t.type == GgmlType::F16 || t.type == GgmlType::BF16;
+      if (!plain && !block_dtype(t.type)) unsupported(t);
+      TensorView v;
+      v.name = name;
+      v.shape = {rows, cols};
+      return v;
+    }
     if (t.type == GgmlType::F32 || t.type == GgmlType::F16 || t.type == GgmlType::BF16) {
       TensorView v = t.view(g_.path());
       if (check_) check_finite(v, g_.path());
@@ -124,9 +135,7 @@ class Binder {
       return v;
     }
     const std::optional<DType> dt = block_dtype(t.type);
-    if (!dt)
-      throw InputError(g_.path(), "tensor '" + name + "' has type " + std::string(ggml_type_name(t.type)) +
-                                      " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
+    if (!dt) unsupported(t);
     // Block-quantized: kept in its blocks, zero-copy unless its rows are reordered (whole rows are whole blocks).
     TensorView v;
     v.name = name;
@@ -153,6 +162,11 @@ class Binder {
 
   std::vector<float> vector(const std::string& name, int64_t len, int unpermute_heads = 0) {
     const GgufTensor& t = tensor(name, {len});
+    if (dry_) {
+      if (!ggml_can_dequantize(t.type)) cannot_read(t);
+      if (unpermute_heads) hf_row_order(len, unpermute_heads, name);
+      return std::vector<float>(size_t(len));
+    }
     std::vector<float> v = dequant(t);
     if (unpermute_heads) {
       std::vector<float> hf(v.size());
@@ -168,11 +182,25 @@ class Binder {
   }
 
   bool quantized() const { return quantized_; }
+  const std::string& path() const { return g_.path(); }
 
  private:
+  [[noreturn]] void unsupported(const GgufTensor& t) const {
+    throw InputError(g_.path(), "tensor '" + t.name + "' has type " + std::string(ggml_type_name(t.type)) +
+                                    " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
+  }
+  [[noreturn]] void cannot_read(const GgufTensor& t) const {
+    throw InputError(g_.path(), "tensor '" + t.name + "' has type " + std::string(ggml_type_name(t.type)) +
+                                    ", which SpecScope cannot read");
+  }
+
   const GgufTensor& tensor(const std::string& name, const std::vector<int64_t>& shape) {
     const GgufTensor* t = g_.find_tensor(name);
     if (!t) throw InputError(g_.path(), "missing tensor '" + name + "'");
+    if (dry_) {
+      if (t->shape() != shape) shape_mismatch(*t, shape);
+      return *t;
+    }
     // Reported when the next tensor is asked for: the previous one is checked by then.
     if (progress_) progress_(std::min(done_, total_), total_);
     // A multi-gigabyte file takes seconds: the log (the CLI's stderr) says how far it is, a quarter at a time.
@@ -181,12 +209,14 @@ class Binder {
       spdlog::info("{}: {}% of the weights checked", g_.path(), logged_quarters_ * 25);
     }
     done_ += t->nbytes;
-    if (t->shape() != shape) {
-      std::string want = "[";
-      for (size_t i = 0; i < shape.size(); ++i) want += (i ? ", " : "") + std::to_string(shape[i]);
-      throw InputError(g_.path(), "tensor '" + name + "' is " + t->shape_str() + ", the metadata implies " + want + "]");
-    }
+    if (t->shape() != shape) shape_mismatch(*t, shape);
     return *t;
+  }
+
+  [[noreturn]] void shape_mismatch(const GgufTensor& t, const std::vector<int64_t>& shape) const {
+    std::string want = "[";
+    for (size_t i = 0; i < shape.size(); ++i) want += (i ? ", " : "") + std::to_string(shape[i]);
+    throw InputError(g_.path(), "tensor '" + t.name + "' is " + t.shape_str() + ", the metadata implies " + want + "]");
   }
 
   // A NaN/Inf scale makes whole blocks NaN: dequantize every row once (in parallel) and look.
@@ -209,9 +239,7 @@ class Binder {
   }
 
   std::vector<float> dequant(const GgufTensor& t) {
-    if (!ggml_can_dequantize(t.type))
-      throw InputError(g_.path(), "tensor '" + t.name + "' has type " + std::string(ggml_type_name(t.type)) +
-                                      ", which SpecScope cannot read");
+    if (!ggml_can_dequantize(t.type)) cannot_read(t);
     std::vector<float> v = g_.dequantize(t);
     if (check_)
       for (float x : v)
@@ -234,54 +262,19 @@ class Binder {
   }
 
   const GgufFile& g_;
-  bool check_;
+  bool check_, dry_;
   bool quantized_ = false;
   std::function<void(uint64_t, uint64_t)> progress_;
   uint64_t done_ = 0, total_ = 0;
   int logged_quarters_ = 0;
 };
 
-}  // namespace
-
-std::string gguf_load_problem(const GgufFile& g) {
-  try {
-    config_from_gguf(g, g.find_tensor("output.weight") == nullptr);
-    tokenizer_from_gguf(g);
-    for (const auto& t : g.tensors())
-      if (!ggml_can_dequantize(t.type))
-        return "tensor '" + t.name + "' has type " + std::string(ggml_type_name(t.type)) + ", which SpecScope cannot compute with";
-  } catch (const InputError& e) {
-    return e.problem();
-  }
-  return "";
-}
-
-std::shared_ptr<const Model> load_gguf_model(const std::string& path, const LoadOptions& opts) {
-  auto t0 = std::chrono::steady_clock::now();
-  auto g = std::make_shared<GgufFile>(GgufFile::open(path));
-  auto m = std::make_shared<Model>();
-  m->path_ = path;
-  m->config_ = config_from_gguf(*g, g->find_tensor("output.weight") == nullptr);
-  auto& c = m->config_;
-  spdlog::info("loading {}: {}", path, c.summary());
-
-  // Tokenizer before weights: every metadata problem is reported before any tensor is touched.
-  m->tokenizer_ = tokenizer_from_gguf(*g);
-  m->chat_template_ = chat_template_from_gguf(*g, *m->tokenizer_);
-  if (m->tokenizer_->vocab_size() > c.vocab_size)
-    throw InputError(path, "tokenizer has " + std::to_string(m->tokenizer_->vocab_size()) +
-                               " tokens but the model's vocabulary is " + std::to_string(c.vocab_size));
-
-  Binder b(*g, opts.check_finite, opts.progress);
+// Every weight of the model `c` describes, bound from the file (or, with a dry binder, checked).
+void bind_weights(Binder& b, const ModelConfig& c, ModelWeights& w) {
+  const std::string& path = b.path();
   const bool permuted = c.model_type == "llama";  // see gguf_model.h
-  if (g->find_tensor("rope_freqs.weight")) {
-    c.rope_freq_factors = b.vector("rope_freqs.weight", c.head_dim / 2);
-    for (float f : c.rope_freq_factors)
-      if (!(f > 0.f)) throw InputError(path, "tensor 'rope_freqs.weight' has a value that is not positive");
-  }
   const int64_t H = c.hidden_size, F = c.intermediate_size, V = c.vocab_size;
   const int64_t qd = int64_t(c.num_heads) * c.head_dim, kvd = int64_t(c.num_kv_heads) * c.head_dim;
-  auto& w = m->weights_;
   w.embed = b.matrix("token_embd.weight", V, H);
   w.layers.resize(size_t(c.num_layers));
   for (int l = 0; l < c.num_layers; ++l) {
@@ -314,6 +307,51 @@ std::shared_ptr<const Model> load_gguf_model(const std::string& path, const Load
   }
   w.final_norm = b.vector("output_norm.weight", H);
   w.lm_head = c.tie_word_embeddings ? w.embed : b.matrix("output.weight", V, H);
+}
+
+}  // namespace
+
+std::string gguf_load_problem(const GgufFile& g) {
+  try {
+    const ModelConfig c = config_from_gguf(g, g.find_tensor("output.weight") == nullptr);
+    tokenizer_from_gguf(g);
+    for (const auto& t : g.tensors())
+      if (!ggml_can_dequantize(t.type))
+        return "tensor '" + t.name + "' has type " + std::string(ggml_type_name(t.type)) + ", which SpecScope cannot compute with";
+    // Every tensor the loader binds, by name, shape and type, without reading a weight.
+    Binder dry(g, false, {}, /*dry=*/true);
+    if (g.find_tensor("rope_freqs.weight")) dry.vector("rope_freqs.weight", c.head_dim / 2);
+    ModelWeights w;
+    bind_weights(dry, c, w);
+  } catch (const InputError& e) {
+    return e.problem();
+  }
+  return "";
+}
+
+std::shared_ptr<const Model> load_gguf_model(const std::string& path, const LoadOptions& opts) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto g = std::make_shared<GgufFile>(GgufFile::open(path));
+  auto m = std::make_shared<Model>();
+  m->path_ = path;
+  m->config_ = config_from_gguf(*g, g->find_tensor("output.weight") == nullptr);
+  auto& c = m->config_;
+  spdlog::info("loading {}: {}", path, c.summary());
+
+  // Tokenizer before weights: every metadata problem is reported before any tensor is touched.
+  m->tokenizer_ = tokenizer_from_gguf(*g);
+  m->chat_template_ = chat_template_from_gguf(*g, *m->tokenizer_);
+  if (m->tokenizer_->vocab_size() > c.vocab_size)
+    throw InputError(path, "tokenizer has " + std::to_string(m->tokenizer_->vocab_size()) +
+                               " tokens but the model's vocabulary is " + std::to_string(c.vocab_size));
+
+  Binder b(*g, opts.check_finite, opts.progress);
+  if (g->find_tensor("rope_freqs.weight")) {
+    c.rope_freq_factors = b.vector("rope_freqs.weight", c.head_dim / 2);
+    for (float f : c.rope_freq_factors)
+      if (!(f > 0.f)) throw InputError(path, "tensor 'rope_freqs.weight' has a value that is not positive");
+  }
+  bind_weights(b, c, m->weights_);
   b.finish();
 
   uint64_t n_params = 0;
