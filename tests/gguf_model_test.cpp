@@ -580,6 +580,21 @@ TEST(GgufModelIdentity, NamesTheFileAndItsContent) {
   EXPECT_NE(a->identity().weights_index_sha256, b->identity().weights_index_sha256);  // F32 vs Q8_0 tensors
 }
 
+// Ollama's Gemma 3 files carry the vision tower beside the text model ("v." and "mm." tensors): the text model loads
+// as from the file without it, the same parameters counted (by the loader and by the models listing) and the same
+// logits.
+TEST(GgufModel, AVisionTowerBesideTheTextModelIsNeitherBoundNorCounted) {
+  const auto text = Model::load(gguf_path("gemma3_f32.f32.gguf"));
+  const auto both = Model::load(gguf_path("gemma3_f32_vision.f32.gguf"));
+  EXPECT_EQ(both->parameter_count(), text->parameter_count());
+  EXPECT_EQ(discovery::probe_model(gguf_path("gemma3_f32_vision.f32.gguf")).parameters, text->parameter_count());
+  const std::vector<int32_t> ids = {2, 40, 7, 300, 12};
+  ForwardOutput a, b;
+  text->new_cpu_context(32)->forward(Batch::causal(ids), a);
+  both->new_cpu_context(32)->forward(Batch::causal(ids), b);
+  EXPECT_EQ(a.logits, b.logits);
+}
+
 // Malformed metadata: InputError naming the file and the key.
 TEST(GgufModelErrors, BadMetadataNamesFileAndKey) {
   const std::vector<std::pair<std::string, std::string>> cases = {

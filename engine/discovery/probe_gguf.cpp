@@ -35,9 +35,9 @@ ModelFacts probe_gguf(const std::string& path) {
   } catch (const InputError&) {
     // Not a configuration SpecScope runs: gguf_load_problem already says why; the sizes stay unknown.
   }
-  // Counted and named as load_gguf_model does: every tensor but rope_freqs, the file type as llama.cpp names it.
+  // Counted and named as load_gguf_model does (gguf_parameter_count), the file type as llama.cpp names it.
+  f.parameters = gguf_parameter_count(g);
   for (const auto& t : g.tensors()) {
-    if (t.name != "rope_freqs.weight") f.parameters += uint64_t(t.numel());
     // The loader reorders the rows of a "llama" file's Q and K projections into buffers of its own (gguf_model.h).
     const bool qk = t.name.find(".attn_q.") != std::string::npos || t.name.find(".attn_k.") != std::string::npos;
     if (f.architecture == "llama" && qk) f.copied_bytes += t.nbytes;

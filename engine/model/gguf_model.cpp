@@ -311,14 +311,20 @@ void bind_weights(Binder& b, const ModelConfig& c, ModelWeights& w) {
 
 }  // namespace
 
+uint64_t gguf_parameter_count(const GgufFile& g) {
+  uint64_t n = 0;
+  for (const auto& t : g.tensors())
+    if (t.name != "rope_freqs.weight" && !t.name.starts_with("v.") && !t.name.starts_with("mm."))
+      n += uint64_t(t.numel());
+  return n;
+}
+
 std::string gguf_load_problem(const GgufFile& g) {
   try {
     const ModelConfig c = config_from_gguf(g, g.find_tensor("output.weight") == nullptr);
     tokenizer_from_gguf(g);
-    for (const auto& t : g.tensors())
-      if (!ggml_can_dequantize(t.type))
-        return "tensor '" + t.name + "' has type " + std::string(ggml_type_name(t.type)) + ", which SpecScope cannot compute with";
-    // Every tensor the loader binds, by name, shape and type, without reading a weight.
+    // Every tensor the loader binds, by name, shape and type, without reading a weight (tensors it does not bind,
+    // such as a vision tower's, may be of any type, as for the loader).
     Binder dry(g, false, {}, /*dry=*/true);
     if (g.find_tensor("rope_freqs.weight")) dry.vector("rope_freqs.weight", c.head_dim / 2);
     ModelWeights w;
@@ -354,9 +360,7 @@ std::shared_ptr<const Model> load_gguf_model(const std::string& path, const Load
   bind_weights(b, c, m->weights_);
   b.finish();
 
-  uint64_t n_params = 0;
-  for (const auto& t : g->tensors())
-    if (t.name != "rope_freqs.weight") n_params += uint64_t(t.numel());
+  const uint64_t n_params = gguf_parameter_count(*g);
   m->n_params_ = n_params;
   // The file's quantization as llama.cpp names it ("q4_k_m": its matrices are Q4_K and Q6_K).
   const std::string stored = gguf_file_type_name(*g);

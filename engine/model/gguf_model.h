@@ -34,8 +34,13 @@ class GgufFile;
 
 std::shared_ptr<const Model> load_gguf_model(const std::string& path, const LoadOptions& opts);
 
-// Why load_gguf_model would refuse this file, judged from its metadata (config, tokenizer) and its tensor types
-// without reading any weights; empty when those are supported (shapes are only checked by loading).
+// Why load_gguf_model would refuse this file, judged from its metadata (config, tokenizer) and its tensor table
+// (every tensor the loader binds: name, shape, type) without reading any weight; empty when it loads.
 std::string gguf_load_problem(const GgufFile& g);
+
+// The language model's parameters in the file, as Model::parameter_count reports them: every tensor but
+// rope_freqs (RoPE's per-frequency divisors) and a vision tower's (llama.cpp's "v." and "mm." tensors, which
+// Ollama's Gemma 3 files carry beside the text model).
+uint64_t gguf_parameter_count(const GgufFile& g);
 
 }  // namespace specscope
