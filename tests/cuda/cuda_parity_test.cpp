@@ -58,27 +58,37 @@ std::vector<int32_t> prompt_for(const Model& m) {
   return p;
 }
 
+// The CPU and CUDA backends on prompt_for(m) and then `steps` one-token decode steps: every step's logits within
+// `tol` (relative to the row's largest), and greedy continuations of `greedy_tokens` identical (0: not run).
+void expect_backends_agree(const Model& m, float tol, int steps, int greedy_tokens, const std::string& what) {
+  auto cpu = m.new_cpu_context(128);
+  auto gpu = new_context(m, Backend::Cuda, 128);
+  ASSERT_EQ(gpu->backend_name(), "cuda") << what;
+  const auto prompt = prompt_for(m);
+  ForwardOutput a, b;
+  cpu->forward(Batch::causal(prompt), a);
+  gpu->forward(Batch::causal(prompt), b);
+  EXPECT_LT(max_rel_diff(a.logits, b.logits), tol) << what << " prefill";
+  for (int step = 0; step < steps; ++step) {
+    const int32_t t = int32_t((step * 101 + 7) % (m.config().vocab_size - 10));
+    cpu->forward(Batch::causal(std::vector<int32_t>{t}), a);
+    gpu->forward(Batch::causal(std::vector<int32_t>{t}), b);
+    EXPECT_LT(max_rel_diff(a.logits, b.logits), tol) << what << " decode step " << step;
+  }
+  if (greedy_tokens == 0) return;
+  GenerateOptions opts;
+  opts.max_tokens = greedy_tokens;
+  opts.stop_at_eos = false;
+  auto cpu2 = m.new_cpu_context(128);
+  auto gpu2 = new_context(m, Backend::Cuda, 128);
+  EXPECT_EQ(generate(m, *cpu2, prompt, opts).tokens, generate(m, *gpu2, prompt, opts).tokens) << what;
+}
+
 }  // namespace
 
 TEST_F(CudaParity, LogitsMatchTheCpuBackend) {
-  for (const char* rel : kModels) {
-    auto model = Model::load(test::fixture(rel));
-    auto cpu = model->new_cpu_context(128);
-    auto gpu = new_context(*model, Backend::Cuda, 128);
-    ASSERT_EQ(gpu->backend_name(), "cuda");
-    const auto prompt = prompt_for(*model);
-    ForwardOutput a, b;
-    cpu->forward(Batch::causal(prompt), a);
-    gpu->forward(Batch::causal(prompt), b);
-    // 16-bit weights multiply 16-bit activations on the GPU: bf16's 8-bit mantissa bounds the difference.
-    EXPECT_LT(max_rel_diff(a.logits, b.logits), 2e-2f) << rel << " prefill";
-    for (int step = 0; step < 8; ++step) {
-      const int32_t t = int32_t((step * 101 + 7) % (model->config().vocab_size - 10));
-      cpu->forward(Batch::causal(std::vector<int32_t>{t}), a);
-      gpu->forward(Batch::causal(std::vector<int32_t>{t}), b);
-      EXPECT_LT(max_rel_diff(a.logits, b.logits), 2e-2f) << rel << " decode step " << step;
-    }
-  }
+  // 16-bit weights multiply 16-bit activations on the GPU: bf16's 8-bit mantissa bounds the difference.
+  for (const char* rel : kModels) expect_backends_agree(*Model::load(test::fixture(rel)), 2e-2f, 8, 0, rel);
 }
 
 TEST_F(CudaParity, GreedyOutputsAreIdentical) {
@@ -180,28 +190,9 @@ TEST_F(CudaParity, Gemma3RunsOnCudaWhenOptedInAndMatchesTheCpu) {
   ::setenv("SPECSCOPE_CUDA_UNPROVEN", "1", 1);
   // (The wrapper holds the text model's f32 weights: models/gemma3_f32 itself would add nothing.)
   for (const char* rel : {"models/gemma3_vlm_f32", "models/gemma3_bf16", "gguf_models/gemma3_f32.q8_0.gguf"}) {
-    SCOPED_TRACE(rel);
     auto m = Model::load(test::fixture(rel));
-    ASSERT_EQ(backend_for(*m, Backend::Auto), Backend::Cuda);
-    auto cpu = m->new_cpu_context(128);
-    auto gpu = new_context(*m, Backend::Cuda, 128);
-    const auto prompt = prompt_for(*m);
-    ForwardOutput a, b;
-    cpu->forward(Batch::causal(prompt), a);
-    gpu->forward(Batch::causal(prompt), b);
-    EXPECT_LT(max_rel_diff(a.logits, b.logits), 2e-2f) << "prefill";
-    for (int step = 0; step < 8; ++step) {
-      const int32_t t = int32_t((step * 101 + 7) % (m->config().vocab_size - 10));
-      cpu->forward(Batch::causal(std::vector<int32_t>{t}), a);
-      gpu->forward(Batch::causal(std::vector<int32_t>{t}), b);
-      EXPECT_LT(max_rel_diff(a.logits, b.logits), 2e-2f) << "decode step " << step;
-    }
-    GenerateOptions opts;
-    opts.max_tokens = 48;
-    opts.stop_at_eos = false;
-    auto cpu2 = m->new_cpu_context(128);
-    auto gpu2 = new_context(*m, Backend::Cuda, 128);
-    EXPECT_EQ(generate(*m, *cpu2, prompt, opts).tokens, generate(*m, *gpu2, prompt, opts).tokens);
+    EXPECT_EQ(backend_for(*m, Backend::Auto), Backend::Cuda) << rel;
+    expect_backends_agree(*m, 2e-2f, 8, 48, rel);
   }
   ::unsetenv("SPECSCOPE_CUDA_UNPROVEN");
 }
@@ -212,28 +203,8 @@ TEST_F(CudaParity, QuantizedGgufFilesMatchTheCpuBackend) {
   for (const char* rel : {"gguf_models/llama_bytelevel_f32.q8_0.gguf", "gguf_models/llama_bytelevel_f32.q4_0.gguf",
                           "gguf_models/llama_spm_tied_f32.q4_1.gguf", "gguf_models/llama_spm_tied_f32.q5_0.gguf",
                           "gguf_models/llama_spm_tied_f32.q5_1.gguf", "gguf_kquant/tiny.q4_k_m.gguf",
-                          "gguf_kquant/tiny.q5_k_m.gguf", "gguf_models/qwen3_f32.q8_0.gguf"}) {
-    auto model = Model::load(test::fixture(rel));
-    auto cpu = model->new_cpu_context(128);
-    auto gpu = new_context(*model, Backend::Cuda, 128);
-    const auto prompt = prompt_for(*model);
-    ForwardOutput a, b;
-    cpu->forward(Batch::causal(prompt), a);
-    gpu->forward(Batch::causal(prompt), b);
-    EXPECT_LT(max_rel_diff(a.logits, b.logits), 1e-4f) << rel << " prefill";
-    for (int step = 0; step < 4; ++step) {
-      const int32_t t = int32_t((step * 101 + 7) % (model->config().vocab_size - 10));
-      cpu->forward(Batch::causal(std::vector<int32_t>{t}), a);
-      gpu->forward(Batch::causal(std::vector<int32_t>{t}), b);
-      EXPECT_LT(max_rel_diff(a.logits, b.logits), 1e-4f) << rel << " decode step " << step;
-    }
-    GenerateOptions opts;
-    opts.max_tokens = 24;
-    opts.stop_at_eos = false;
-    auto c2 = model->new_cpu_context(128);
-    auto g2 = new_context(*model, Backend::Cuda, 128);
-    EXPECT_EQ(generate(*model, *c2, prompt, opts).tokens, generate(*model, *g2, prompt, opts).tokens) << rel;
-  }
+                          "gguf_kquant/tiny.q5_k_m.gguf", "gguf_models/qwen3_f32.q8_0.gguf"})
+    expect_backends_agree(*Model::load(test::fixture(rel)), 1e-4f, 4, 24, rel);
 }
 
 // Speculative Streaming's forward on the GPU (kernels/cuda_streaming.cpp) against the CPU backend's
