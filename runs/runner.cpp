@@ -49,6 +49,7 @@ struct JobState {
   std::vector<int> lane_target;                        // per lane
   std::vector<std::unique_ptr<Method>> methods;        // per lane
   std::vector<std::unique_ptr<Method>> reference_methods;  // per target (vanilla)
+  std::vector<Backend> backends;                           // per target: where its runs run (backend_for)
   sessions::SessionWriter* writer = nullptr;
   std::unique_ptr<sessions::SessionWriter> own_writer;
   int64_t session = 0;
@@ -78,7 +79,7 @@ RunResult run_one(JobState& js, const RunKey& key, const std::string& label, con
   rr.label = label;
   rr.method = spec;
   // The prompt is fitted to this run's own context (targets differ in tokenizer, template and context length).
-  auto ctx = new_context(model, job.backend, job.n_ctx);
+  auto ctx = new_context(model, js.backends[size_t(key.target)], job.n_ctx);
   FittedPrompt fitted = fit_prompt(model, job.prompts[size_t(key.prompt)], job.chat, ctx->n_ctx(),
                                    job.options.max_tokens, job.template_kwargs);
   const std::vector<int32_t>& ids = fitted.ids;
@@ -235,7 +236,7 @@ JobResult JobRunner::run(const Job& job, JobObserver& observer) {
   if (job.lanes.empty()) throw InputError("lanes", "a job needs at least one lane");
   if (job.prompts.empty()) throw InputError("prompt", "a job needs at least one prompt");
   job.options.sampling.validate();
-  JobState js{job, observer, cancel_, result, {}, job.lanes, {}, {}, {}, nullptr, {}, 0};
+  JobState js{job, observer, cancel_, result, {}, job.lanes, {}, {}, {}, {}, nullptr, {}, 0};
 
   // Every distinct target once, in the order the lanes name them.
   for (const auto& lane : job.lanes) {
@@ -262,6 +263,7 @@ JobResult JobRunner::run(const Job& job, JobObserver& observer) {
     t.identity = model->identity();
     t.description = describe_model(*model);
     const Backend b = backend_for(*model, job.backend);  // per target: a model only the CPU computes runs there
+    js.backends.push_back(b);
     t.backend = backend_name(b);
     t.device = backend_description(b);
     observer.model_loaded(t.path, *model);
@@ -276,7 +278,7 @@ JobResult JobRunner::run(const Job& job, JobObserver& observer) {
   for (size_t l = 0; l < js.lanes.size(); ++l) {
     auto& spec = js.lanes[l].method;
     auto it = spec.options.find("tree");
-    const bool cpu = result.targets[size_t(js.lane_target[l])].backend == backend_name(Backend::Cpu);
+    const bool cpu = js.backends[size_t(js.lane_target[l])] == Backend::Cpu;
     const bool implied = it == spec.options.end() && cpu && job.tree_auto_on_cpu && tree_tunable(spec.name) &&
                          !tree_size_given(spec);
     if (!implied && (it == spec.options.end() || it->second != "auto")) continue;

@@ -100,11 +100,7 @@ void probe_target(const std::string& dir, const std::string& cfg_text, const std
     f.problem = e.what();
     return;
   }
-  if (names.wrapped) {  // what Model::parameter_count counts: the text model, not the vision tower
-    f.parameters = 0;
-    for (const auto& [name, t] : st.all())
-      if (names.owns(name)) f.parameters += uint64_t(t.numel());
-  }
+  f.parameters = names.parameters(st);  // as Model::parameter_count counts: a wrapper's vision tower left out
   const std::string embed_name = names.model + "embed_tokens.weight";
   const TensorView* embed = find(st, embed_name);
   if (!embed) {

@@ -18,6 +18,12 @@ std::optional<GpuBackend>& gpu() {
   static std::optional<GpuBackend> b;
   return b;
 }
+// A copy of the registered backend, taken under the lock (its functions are called outside it: a device query or a
+// context's construction can take long).
+std::optional<GpuBackend> registered_gpu() {
+  std::lock_guard lock(g_mutex);
+  return gpu();
+}
 }  // namespace
 
 Backend parse_backend(const std::string& name) {
@@ -47,11 +53,7 @@ bool gpu_backend_built() {
 }
 
 Backend resolve_backend(Backend requested) {
-  std::optional<GpuBackend> g;
-  {
-    std::lock_guard lock(g_mutex);
-    g = gpu();
-  }
+  const std::optional<GpuBackend> g = registered_gpu();
   if (requested == Backend::Cpu) return Backend::Cpu;
   const bool visible = g && g->available();
   if (requested == Backend::Auto) return visible ? Backend::Cuda : Backend::Cpu;
@@ -63,11 +65,7 @@ Backend resolve_backend(Backend requested) {
 Backend backend_for(const Model& model, Backend requested) {
   const Backend b = resolve_backend(requested);
   if (b == Backend::Cpu) return b;
-  std::optional<GpuBackend> g;
-  {
-    std::lock_guard lock(g_mutex);
-    g = gpu();
-  }
+  const std::optional<GpuBackend> g = registered_gpu();
   const std::string why = g && g->unsupported ? g->unsupported(model.config()) : "";
   if (why.empty()) return b;
   if (requested != Backend::Auto) throw InputError(model.path(), why + "; use --backend cpu");
@@ -79,11 +77,7 @@ Backend backend_for(const Model& model, Backend requested) {
 
 std::unique_ptr<Context> new_context(const Model& model, Backend requested, int n_ctx) {
   if (backend_for(model, requested) == Backend::Cpu) return model.new_cpu_context(n_ctx);
-  std::optional<GpuBackend> g;
-  {
-    std::lock_guard lock(g_mutex);
-    g = gpu();
-  }
+  const std::optional<GpuBackend> g = registered_gpu();
   return g->new_context(model.shared_from_this(), n_ctx);
 }
 

@@ -119,16 +119,16 @@ class Binder {
   // heads and are put back in HF order.
   TensorView matrix(const std::string& name, int64_t rows, int64_t cols, int unpermute_heads = 0) {
     const GgufTensor& t = tensor(name, {rows, cols});
+    const bool plain = t.type == GgmlType::F32 || t.type == GgmlType::F16 || t.type == GgmlType::BF16;
     if (dry_) {
       if (unpermute_heads) hf_row_order(rows, unpermute_heads, name);
-      const bool plain = t.type == GgmlType::F32 || t.type == GgmlType::F16 || t.type == GgmlType::BF16;
       if (!plain && !block_dtype(t.type)) unsupported(t);
       TensorView v;
       v.name = name;
       v.shape = {rows, cols};
       return v;
     }
-    if (t.type == GgmlType::F32 || t.type == GgmlType::F16 || t.type == GgmlType::BF16) {
+    if (plain) {
       TensorView v = t.view(g_.path());
       if (check_) check_finite(v, g_.path());
       if (unpermute_heads) reorder_rows(v, t, unpermute_heads);

@@ -9,6 +9,13 @@ bool HfTextNames::owns(const std::string& name) const {
   return !wrapped || name.starts_with(model) || name == lm_head;
 }
 
+uint64_t HfTextNames::parameters(const TensorStore& store) const {
+  uint64_t n = 0;
+  for (const auto& [name, t] : store.all())
+    if (owns(name)) n += uint64_t(t.numel());
+  return n;
+}
+
 HfTextNames hf_text_names(const ModelConfig& config, const TensorStore& store) {
   HfTextNames n;
   if (config.wrapper_architecture.empty()) return n;

@@ -5,6 +5,7 @@
 // tower, under the key layout of the transformers version that saved it: "model.language_model." with the head at
 // "lm_head.weight" (transformers >= 4.52), or "language_model.model." with the head at
 // "language_model.lm_head.weight" (earlier, as Google's published Gemma 3 files are).
+#include <cstdint>
 #include <string>
 
 #include "engine/model/config.h"
@@ -19,6 +20,8 @@ struct HfTextNames {
   // Whether a tensor belongs to the language model (what the loader binds, scans and counts): everything but a
   // wrapper's vision tower and projector.
   bool owns(const std::string& name) const;
+  // The language model's parameters in `store` (what Model::parameter_count reports): the tensors it owns.
+  uint64_t parameters(const TensorStore& store) const;
   bool wrapped = false;
 };
 

@@ -166,10 +166,8 @@ std::shared_ptr<Model> Model::load_directory(const std::string& path, const Load
   // load worth reporting progress on.
   uint64_t total = 0, done = 0;
   for (auto& [name, t] : store->all())
-    if (names.owns(name)) {
-      total += t.nbytes();
-      m->n_params_ += uint64_t(t.numel());
-    }
+    if (names.owns(name)) total += t.nbytes();
+  m->n_params_ = names.parameters(*store);
   if (opts.progress) opts.progress(0, total);
   for (auto& [name, t] : store->all()) {
     if (!names.owns(name)) continue;
