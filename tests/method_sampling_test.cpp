@@ -1,6 +1,7 @@
 // At T > 0 every method's committed tokens follow the target's distribution exactly: sps (a chain drafted by the
-// target itself, a SpecInfer tree drafted by another model), pld, lookahead, EAGLE-1/2/3 and Medusa (its lossless
-// mode) on random heads of a 258-token model and on fitted heads of a 3,007-token one, and Speculative Streaming.
+// target itself, a SpecInfer tree drafted by another model, a drafter without the target's last rows), pld,
+// lookahead, EAGLE-1/2/3 and Medusa (its lossless mode) on random heads of a 258-token model and on fitted heads of
+// a 3,007-token one, and Speculative Streaming.
 //
 // The check: each run generates 16 tokens; every token after the first (the first comes from the prefill, the
 // same for every method) is put through its randomized probability integral transform under the target's exact
@@ -107,6 +108,10 @@ SamplingCase make_case(const std::string& label) {
       // A chain cut where the drafter is unsure (confidence-threshold) is a shorter chain: still exact.
       {"sps_other_confident",
        [&] { return with(tiny, "sps", "models/tinyvocab_draft", "", {{"gamma", "4"}, {"confidence-threshold", "0.2"}}); }},
+      // A drafter without the target's last rows (tokens and padding it lacks, draft_vocabulary_test.cpp): its
+      // distributions cover the ids both have, and an id the target samples past them reaches it as a stand-in.
+      {"sps_padded_target",
+       [&] { return with("models/tinyvocab_target_padded", "sps", "models/tinyvocab_draft", "", {{"gamma", "3"}}); }},
       {"pld", [&] {
          auto c = with(tiny, "pld", "", "", {{"max-ngram", "2"}});
          c.min_accepted = 15;  // prompt lookup's n-grams rarely match a random model's samples (27 at T=1)
@@ -253,7 +258,7 @@ TEST_P(EveryMethod, CommittedTokensFollowTheTarget) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sampling, EveryMethod,
-                         ::testing::Values("sps_self_chain", "sps_other_tree", "sps_other_confident", "pld", "lookahead",
+                         ::testing::Values("sps_self_chain", "sps_other_tree", "sps_other_confident", "sps_padded_target", "pld", "lookahead",
                                            "eagle1", "eagle2", "eagle3", "medusa", "streaming", "eagle1_fitted",
                                            "eagle2_fitted", "medusa_fitted"),
                          [](const auto& info) { return info.param; });

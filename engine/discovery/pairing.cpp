@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
 
 #include "engine/discovery/stores.h"
@@ -118,12 +119,16 @@ void pair_drafters(Discovery& d) {
                                   : "no target found with its " + sizes(head);
   }
   // SpS drafters: smaller models with the same tokenizer. Fingerprints are computed only for models whose
-  // vocabulary sizes already match a target's (tokenizer.json files are large).
+  // vocabulary sizes are already close to a target's (tokenizer.json files are large): a family pads its sizes'
+  // vocabularies differently (Qwen2.5: 151,936 and 152,064 rows), by less than llama.cpp's limit for a draft pair.
+  constexpr int kMaxPaddingDifference = 128;
   for (size_t t = 0; t < m.size(); ++t) {
     if (!is_target(m[t])) continue;
     for (size_t s = 0; s < m.size(); ++s) {
       if (s == t || m[s].facts.kind != ModelKind::Model || !m[s].facts.loads()) continue;
-      if (m[s].facts.parameters >= m[t].facts.parameters || m[s].facts.vocab_size != m[t].facts.vocab_size) continue;
+      if (m[s].facts.parameters >= m[t].facts.parameters ||
+          std::abs(m[s].facts.vocab_size - m[t].facts.vocab_size) > kMaxPaddingDifference)
+        continue;
       const std::string& fs_ = fingerprint_of(m[s].facts);
       if (!fs_.empty() && fs_ == fingerprint_of(m[t].facts))
         d.pairings.push_back({t, s, {"sps"}, "same tokenizer"});

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/tokenizer/shared_vocabulary.h"
 #include "engine/util/error.h"
 #include "engine/util/mapped_file.h"
 #include "engine/util/sha256.h"
@@ -13,9 +14,14 @@ constexpr size_t kMaxVocab = 4u << 20;  // far past any released tokenizer; ids 
 }
 
 std::string tokens_fingerprint(const std::vector<std::string>& tokens) {
+  // Padding (is_padding_piece) hashes as a hole, and the tail of it not at all: a family's sizes padded to
+  // different vocabularies, and a GGUF file and its tokenizer.json, get one fingerprint.
+  size_t n = tokens.size();
+  while (n > 0 && is_padding_piece(tokens[n - 1], int32_t(n - 1))) --n;
   Sha256 h;
-  h.update(std::to_string(tokens.size()) + "\n");
-  for (const auto& t : tokens) {
+  h.update(std::to_string(n) + "\n");
+  for (size_t i = 0; i < n; ++i) {
+    const std::string_view t = is_padding_piece(tokens[i], int32_t(i)) ? std::string_view() : tokens[i];
     h.update(std::to_string(t.size()) + ":");  // lengths first: tokens may hold newlines
     h.update(t);
   }

@@ -5,6 +5,7 @@
 
 #include "engine/model/model.h"
 #include "engine/sampling/top_k.h"
+#include "engine/tokenizer/shared_vocabulary.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/util/error.h"
 
@@ -17,12 +18,13 @@ DraftModelMethod::DraftModelMethod(std::shared_ptr<const Model> draft, const Mod
     throw InputError("--confidence-threshold", "must be in [0, 1)");
   for (int b : o_.branching)
     if (b < 1 || b > 16) throw InputError("--branching", "each branching factor must be in 1..16");
-  if (draft_->tokenizer().vocab_size() != target.tokenizer().vocab_size())
-    throw InputError(draft_->path(), "the draft model's tokenizer (" + std::to_string(draft_->tokenizer().vocab_size()) +
-                                         " tokens) differs from the target's (" +
-                                         std::to_string(target.tokenizer().vocab_size()) + ")");
-  if (draft_->config().vocab_size < target.tokenizer().vocab_size())
-    throw InputError(draft_->path(), "the draft model's vocabulary is smaller than the target's tokenizer");
+  if (const auto diff = first_token_mismatch(draft_->tokenizer(), target.tokenizer()))
+    throw InputError(draft_->path(), "the draft model's tokenizer is not the target's (" + diff->describe() + ")");
+  draft_rows_ = draft_->config().vocab_size;
+  shared_rows_ = std::min(draft_rows_, target.config().vocab_size);
+  const Tokenizer& dt = draft_->tokenizer();
+  stand_in_ = dt.unk_id.value_or(dt.pad_id.value_or(dt.eos_id.value_or(0)));
+  if (stand_in_ < 0 || stand_in_ >= draft_rows_) stand_in_ = 0;
 }
 
 int DraftModelMethod::branch_at(int depth) const {
@@ -46,7 +48,7 @@ float DraftModelMethod::draft_cut() const {
 
 void DraftModelMethod::draft(const DecodeState& st, DraftTree& tree, int budget) {
   const int len = int(st.tokens.size());
-  const int V = st.target->config().vocab_size;
+  const int V = shared_rows_;  // the drafter's distribution over the ids the target can take
   const int draft_room = ctx_->n_ctx() - len - 1;
   budget = std::min(budget, draft_room);
   if (budget <= 0) return;
@@ -54,13 +56,13 @@ void DraftModelMethod::draft(const DecodeState& st, DraftTree& tree, int budget)
   // cache holds of it already (earlier steps' tokens, and a chain's drafts the target accepted) is kept; the root is
   // always run again, for its logits.
   size_t keep = 0;
-  while (keep < cached_.size() && keep + 1 < size_t(len) && cached_[keep] == st.tokens[keep]) ++keep;
+  while (keep < cached_.size() && keep + 1 < size_t(len) && cached_[keep] == to_draft_id(st.tokens[keep])) ++keep;
   ctx_->truncate(int(keep));
   cached_.resize(keep);
   ForwardOutput out;
   {
     Batch b;
-    b.tokens.assign(st.tokens.begin() + ptrdiff_t(keep), st.tokens.end());
+    for (size_t i = keep; i < size_t(len); ++i) b.tokens.push_back(to_draft_id(st.tokens[i]));
     b.logit_rows = {b.size() - 1};
     ctx_->forward(b, out);
     ++forwards_;

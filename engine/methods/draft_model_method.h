@@ -21,7 +21,10 @@ struct SpsOptions {
 
 class DraftModelMethod final : public Method {
  public:
-  // Throws InputError when the draft model's vocabulary does not match the target's.
+  // Throws InputError when the two tokenizers give some id they share different tokens (shared_vocabulary.h).
+  // Vocabularies may differ past the shared ids (padding, a family's extra tokens): drafts are drawn from the ids
+  // both models have, and a committed token the drafter has no row for is shown to it as its unknown token
+  // (to_draft_id): drafting after it is poorer, never wrong, since the target verifies every draft.
   DraftModelMethod(std::shared_ptr<const Model> draft, const Model& target, SpsOptions o);
   std::string name() const override { return "sps"; }
   void prefill(const DecodeState& st, const ForwardOutput& out) override;
@@ -31,6 +34,8 @@ class DraftModelMethod final : public Method {
 
  private:
   int branch_at(int depth) const;  // depth 1-based
+  // The id the drafter is given for the committed token `t` (its own ids are the target's below its vocabulary).
+  int32_t to_draft_id(int32_t t) const { return t < draft_rows_ ? t : stand_in_; }
   std::shared_ptr<const Model> draft_;
   std::unique_ptr<Context> ctx_;
   SpsOptions o_;
@@ -39,6 +44,9 @@ class DraftModelMethod final : public Method {
   // tokens before it, so any prefix shared with the new sequence is still valid).
   std::vector<int32_t> cached_;
   int forwards_ = 0, tokens_ = 0;
+  int draft_rows_ = 0;  // the drafter's vocabulary: the ids it can embed
+  int shared_rows_ = 0;  // the ids both models have rows for: what a draft may be
+  int32_t stand_in_ = 0;  // what the drafter sees for a committed id past draft_rows_
 };
 
 }  // namespace specscope
