@@ -31,7 +31,8 @@ TEST(BenchCli, BesideADrafterReportsEachStepInTurnsAndAlone) {
   }
 }
 
-// The step profile: per step size, each operation's time, and the thread team's forks and join waits.
+// The step profile: per step size, each operation's time, the thread team's forks and join waits, and the step's
+// bound as a multiple of the one-token step.
 TEST(BenchCli, TheStepProfileReportsOperationsForksAndJoinWaits) {
   const auto r = test::run_cli("bench --model '" + kTarget + "' --repeat 1 --prompt-tokens 16 --gen-tokens 4 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
@@ -46,7 +47,17 @@ TEST(BenchCli, TheStepProfileReportsOperationsForksAndJoinWaits) {
     bool linear = false;
     for (const auto& o : p["ops"]) linear = linear || o["op"] == "linear";
     EXPECT_TRUE(linear) << p;
+    // The step's floor against the one-token step of the same run (the default step sizes start at 1).
+    ASSERT_EQ(j["step_cost"][0]["tokens"], 1);
+    EXPECT_GT(p["bound_ms"].get<double>(), 0);
+    EXPECT_DOUBLE_EQ(p["bound_vs_one_token_step"].get<double>(),
+                     p["bound_ms"].get<double>() / j["step_cost"][0]["ms"].get<double>());
   }
+  // Without a one-token step there is no floor to state.
+  const auto r2 = test::run_cli("bench --model '" + kTarget +
+                                "' --repeat 1 --prompt-tokens 16 --gen-tokens 4 --step-sizes 2,4 --profile-sizes 4 --json");
+  ASSERT_EQ(r2.exit_code, 0) << r2.out;
+  EXPECT_EQ(test::json_in_output(r2.out)["step_profile"][0]["bound_vs_one_token_step"].get<double>(), 0.0);
 }
 
 // The step curve's ratio within each run: the first size is its own unit in every run, and every size's median

@@ -148,7 +148,20 @@ nlohmann::json roofline_json(const cpu::Roofline& r) {
           {"peaks", peaks}};
 }
 
-nlohmann::json profile_json(const std::vector<runs::StepProfile>& profile) {
+// The median one-token step of a run's figures (0 when 1 is not among the step sizes).
+double one_token_step_ms(const Figures& f, const std::vector<int>& sizes) {
+  return std::find(sizes.begin(), sizes.end(), 1) != sizes.end() ? median(f.step_ms.at(1)) : 0;
+}
+
+// The shortest an n-token step can be here (its bound) as a multiple of the one-token step measured in the same
+// run: the ratio no kernel can beat, so a goal like "an 8-token step within 1.4x of one token" is judged against
+// what the machine allows at that moment (its memory's speed moves the one-token step; the bound of a many-token
+// step is mostly arithmetic). 0 when the run has no one-token step.
+double floor_ratio(const runs::StepProfile& p, double one_token_ms) {
+  return one_token_ms > 0 ? p.bound_ms / one_token_ms : 0;
+}
+
+nlohmann::json profile_json(const std::vector<runs::StepProfile>& profile, double one_token_ms) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& p : profile) {
     nlohmann::json ops = nlohmann::json::array();
@@ -158,13 +171,14 @@ nlohmann::json profile_json(const std::vector<runs::StepProfile>& profile) {
                      {"fraction_of_bound", o.bound_ms > 0 && o.ms > 0 ? o.bound_ms / o.ms : 0}});
     out.push_back({{"tokens", p.tokens}, {"ms", p.ms}, {"bound_ms", p.bound_ms},
                    {"fraction_of_bound", p.ms > 0 ? p.bound_ms / p.ms : 0}, {"ops", ops}, {"forks", p.forks},
-                   {"join_wait_ms", p.join_wait_ms}});
+                   {"join_wait_ms", p.join_wait_ms}, {"bound_vs_one_token_step", floor_ratio(p, one_token_ms)}});
   }
   return out;
 }
 
 // The roofline and, per profiled step size, each operation's time beside the time its bound allows.
-void print_profile(const cpu::Roofline& r, const std::vector<runs::StepProfile>& profile, const std::string& path) {
+void print_profile(const cpu::Roofline& r, const std::vector<runs::StepProfile>& profile, const std::string& path,
+                   double one_token_ms) {
   std::printf("roofline (%d threads): read %.1f GB/s over %.1f MB", cpu::team_size(), r.read_bytes_per_second / 1e9,
               double(r.working_set_bytes) / 1e6);
   for (const auto& p : r.peaks) std::printf("; %s %.1f GMAC/s", p.path.c_str(), p.macs_per_second / 1e9);
@@ -179,6 +193,10 @@ void print_profile(const cpu::Roofline& r, const std::vector<runs::StepProfile>&
       std::printf("\n");
     }
   }
+  for (const auto& p : profile)
+    if (p.tokens > 1 && one_token_ms > 0)
+      std::printf("  no %d-token step can be shorter than its bound, %.3f ms: %.2fx this run's one-token step (%.3f ms)\n",
+                  p.tokens, p.bound_ms, floor_ratio(p, one_token_ms), one_token_ms);
 }
 
 }  // namespace
@@ -281,7 +299,7 @@ int cmd_bench(Args& args) {
   j["decode_bandwidth_gb_per_s"] = weight_bytes * median(quiet.decode_tps) / 1e9;
   if (roof) {
     j["roofline"] = roofline_json(*roof);
-    j["step_profile"] = profile_json(profile);
+    j["step_profile"] = profile_json(profile, one_token_step_ms(quiet, sizes));
   }
   if (turns) {
     nlohmann::json steps = nlohmann::json::array();
@@ -324,7 +342,7 @@ int cmd_bench(Args& args) {
     }
   };
   print("quiet", quiet);
-  if (roof) print_profile(*roof, profile, runs::linear_path(*model));
+  if (roof) print_profile(*roof, profile, runs::linear_path(*model), one_token_step_ms(quiet, sizes));
   if (turns) {
     std::printf("taking turns with %s (weights %s; %d one-token forwards of it before each step), medians:\n",
                 beside_path->c_str(), beside_weights.c_str(), turns->other_forwards);
