@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "engine/model/model.h"
+#include "engine/model/tokenizer_fit.h"
 #include "engine/tokenizer/chat_template.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/util/error.h"
@@ -56,6 +57,7 @@ std::vector<int32_t> encode_conversation(const Model& model, const std::vector<C
   const ChatTemplate& tmpl = with_kwargs ? *with_kwargs : model.chat_template();
   std::vector<int32_t> ids = model.tokenizer().encode(tmpl.render(messages, true), !tmpl.renders_bos());
   if (ids.empty()) throw InputError("prompt", "empty prompt");
+  check_prompt_ids(model.tokenizer(), ids, model.config().vocab_size);
   return ids;
 }
 
@@ -66,6 +68,7 @@ std::vector<int32_t> encode_prompt(const Model& model, const std::string& prompt
     throw InputError("prompt", "invalid UTF-8 at byte " + std::to_string(find_invalid_utf8(prompt)));
   std::vector<int32_t> ids = model.tokenizer().encode(prompt, true);
   if (ids.empty()) throw InputError("prompt", "empty prompt");
+  check_prompt_ids(model.tokenizer(), ids, model.config().vocab_size);
   return ids;
 }
 

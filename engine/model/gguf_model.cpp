@@ -17,6 +17,7 @@
 #include "engine/formats/gguf.h"
 #include "engine/formats/gguf_file_type.h"
 #include "engine/model/gguf_config.h"
+#include "engine/model/tokenizer_fit.h"
 #include "engine/model/weight_checks.h"
 #include "engine/tokenizer/chat_template.h"
 #include "engine/tokenizer/gguf_tokenizer.h"
@@ -322,7 +323,7 @@ uint64_t gguf_parameter_count(const GgufFile& g) {
 std::string gguf_load_problem(const GgufFile& g) {
   try {
     const ModelConfig c = config_from_gguf(g, g.find_tensor("output.weight") == nullptr);
-    tokenizer_from_gguf(g);
+    check_tokenizer_fits(*tokenizer_from_gguf(g), c.vocab_size, g.path(), /*warn=*/false);
     // Every tensor the loader binds, by name, shape and type, without reading a weight (tensors it does not bind,
     // such as a vision tower's, may be of any type, as for the loader).
     Binder dry(g, false, {}, /*dry=*/true);
@@ -347,9 +348,7 @@ std::shared_ptr<const Model> load_gguf_model(const std::string& path, const Load
   // Tokenizer before weights: every metadata problem is reported before any tensor is touched.
   m->tokenizer_ = tokenizer_from_gguf(*g);
   m->chat_template_ = chat_template_from_gguf(*g, *m->tokenizer_);
-  if (m->tokenizer_->vocab_size() > c.vocab_size)
-    throw InputError(path, "tokenizer has " + std::to_string(m->tokenizer_->vocab_size()) +
-                               " tokens but the model's vocabulary is " + std::to_string(c.vocab_size));
+  check_tokenizer_fits(*m->tokenizer_, c.vocab_size, path);
 
   Binder b(*g, opts.check_finite, opts.progress);
   if (g->find_tensor("rope_freqs.weight")) {

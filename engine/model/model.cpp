@@ -18,6 +18,7 @@
 #include "engine/model/hf_text_names.h"
 #include "engine/model/lora_adapter.h"
 #include "engine/model/resident_weights.h"
+#include "engine/model/tokenizer_fit.h"
 #include "engine/model/weight_checks.h"
 #include "engine/tokenizer/chat_template.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -214,9 +215,7 @@ std::shared_ptr<Model> Model::load_directory(const std::string& path, const Load
   for (int id : c.eos_token_ids) add_eos(id);
   for (int id : m->gen_.eos_token_ids) add_eos(id);
   if (m->tokenizer_->eos_id) add_eos(*m->tokenizer_->eos_id);
-  if (m->tokenizer_->vocab_size() > c.vocab_size)
-    throw InputError(tok_json, "tokenizer has " + std::to_string(m->tokenizer_->vocab_size()) +
-                                   " tokens but the model's vocab_size is " + std::to_string(c.vocab_size));
+  check_tokenizer_fits(*m->tokenizer_, c.vocab_size, tok_json);
 
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   spdlog::info("loaded {} ({:.1f}M parameters, {} weights, tokenizer {}, chat template {}) in {:.2f}s", path,
