@@ -7,6 +7,7 @@
 
 #include "engine/discovery/stores.h"
 #include "engine/discovery/tokenizer_fingerprint.h"
+#include "engine/tokenizer/shared_vocabulary.h"
 
 namespace specscope::discovery {
 
@@ -120,14 +121,13 @@ void pair_drafters(Discovery& d) {
   }
   // SpS drafters: smaller models with the same tokenizer. Fingerprints are computed only for models whose
   // vocabulary sizes are already close to a target's (tokenizer.json files are large): a family pads its sizes'
-  // vocabularies differently (Qwen2.5: 151,936 and 152,064 rows), by less than llama.cpp's limit for a draft pair.
-  constexpr int kMaxPaddingDifference = 128;
+  // vocabularies differently (Qwen2.5: 151,936 and 152,064 rows).
   for (size_t t = 0; t < m.size(); ++t) {
     if (!is_target(m[t])) continue;
     for (size_t s = 0; s < m.size(); ++s) {
       if (s == t || m[s].facts.kind != ModelKind::Model || !m[s].facts.loads()) continue;
       if (m[s].facts.parameters >= m[t].facts.parameters ||
-          std::abs(m[s].facts.vocab_size - m[t].facts.vocab_size) > kMaxPaddingDifference)
+          std::abs(m[s].facts.vocab_size - m[t].facts.vocab_size) > kMaxVocabularyDifference)
         continue;
       const std::string& fs_ = fingerprint_of(m[s].facts);
       if (!fs_.empty() && fs_ == fingerprint_of(m[t].facts))

@@ -13,7 +13,7 @@ void check_tokenizer_fits(const Tokenizer& tok, int vocab_size, const std::strin
     throw InputError(file, "tokenizer has " + std::to_string(n) + " tokens but the model's vocabulary is " +
                                std::to_string(vocab_size) + why);
   };
-  if (n - vocab_size > kMaxTokensPastRows) refuse("");
+  if (n - vocab_size > kMaxVocabularyDifference) refuse("");
   std::string names;
   for (int32_t id = vocab_size; id < n; ++id) {
     const std::string piece = tok.token_piece(id);

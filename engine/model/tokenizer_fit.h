@@ -4,18 +4,16 @@
 // whose `<image_soft_token>` (id 262144, a placeholder the vision models replace with image features) lies past the
 // text model's 262,144 rows; transformers loads it and llama.cpp's converter drops the token. The model can never
 // produce such a token (it has no logit for it), and a prompt that spells one out is refused (check_prompt_ids).
-// More than a few, or an ordinary token past the rows, means the tokenizer belongs to another model: an error.
+// More than kMaxVocabularyDifference of them, or an ordinary token past the rows, means the tokenizer belongs to
+// another model: an error.
 #include <cstdint>
 #include <span>
 #include <string>
 
+#include "engine/tokenizer/shared_vocabulary.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace specscope {
-
-// The most special tokens a tokenizer may hold past the model's rows (llama.cpp's bound on how far a draft pair's
-// vocabularies may differ, reused here as "a few").
-inline constexpr int kMaxTokensPastRows = 128;
 
 // Throws InputError(file, ...) when `tok` does not fit a model of `vocab_size` rows; with `warn`, logs a warning
 // naming them when it holds special tokens past the rows (the models listing asks without).

@@ -15,6 +15,11 @@
 
 namespace specscope {
 
+// How far two vocabularies of one family may differ in size, past the ids they share: a draft pair's padded rows
+// (Qwen2.5: 128), a tokenizer's special tokens past its model's rows (Gemma 3 1B: 1). llama.cpp's bound for a draft
+// pair (SPEC_VOCAB_MAX_SIZE_DIFFERENCE); further apart, the two are taken for different vocabularies.
+inline constexpr int kMaxVocabularyDifference = 128;
+
 // Whether `piece` stands for no token at `id`: a hole in a tokenizer.json's ids (read as ""), or the "[PAD<id>]"
 // that llama.cpp's converter writes for each id of the model's vocabulary past the tokenizer's. Two such pieces
 // agree with each other whatever their spelling.
