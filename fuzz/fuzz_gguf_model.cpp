@@ -3,7 +3,8 @@
 // built from it) must return or throw InputError, and gguf_file_type_name (which never refuses a file) return; a
 // tokenizer that builds must encode and decode a fixed text.
 // Seed corpus: fuzz/corpus/gguf_model (metadata-only copies of the GGUF fixtures, as make_gguf_models.py's
-// write_bad() makes them: llama with a SentencePiece tokenizer, qwen2 and qwen3 with byte-level ones).
+// write_bad() makes them: llama with a SentencePiece tokenizer, qwen2 and qwen3 with byte-level ones, and the
+// Tekken and DeepSeek LLM pre-tokenizers over the byte-level Llama 3 vocabulary).
 #include <cstdint>
 #include <string>
 

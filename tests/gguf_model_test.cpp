@@ -375,16 +375,23 @@ std::vector<std::string> corpus_lines() {
 // SentencePiece-style file the merges are rebuilt from scores. GGUF does not keep the added tokens' single_word /
 // lstrip / rstrip / normalized flags, so lines containing a user-defined token's text (SpecScope, <tool_call>,
 // [INST], ...) may differ; nothing else may.
+// The texts of a GGUF file's user-defined tokens (type 4), and whether a line contains one of them.
+std::set<std::string> user_defined_tokens(const std::string& gguf_file) {
+  std::set<std::string> out;
+  const GgufFile f = GgufFile::open(gguf_path(gguf_file));
+  const auto tokens = f.get_string_array("tokenizer.ggml.tokens");
+  const auto types = f.get_int_array("tokenizer.ggml.token_type");
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (types[i] == 4) out.insert(tokens[i]);
+  return out;
+}
+bool contains_any(const std::string& line, const std::set<std::string>& texts) {
+  return std::any_of(texts.begin(), texts.end(), [&](const std::string& t) { return line.find(t) != std::string::npos; });
+}
+
 void compare_tokenizers(const std::string& gguf_file, const std::string& source) {
   auto g = Model::load(gguf_path(gguf_file));
-  std::set<std::string> excused;  // the user-defined tokens' texts
-  {
-    const GgufFile f = GgufFile::open(gguf_path(gguf_file));
-    const auto tokens = f.get_string_array("tokenizer.ggml.tokens");
-    const auto types = f.get_int_array("tokenizer.ggml.token_type");
-    for (size_t i = 0; i < tokens.size(); ++i)
-      if (types[i] == 4) excused.insert(tokens[i]);
-  }
+  const std::set<std::string> excused = user_defined_tokens(gguf_file);
   auto h = Tokenizer::from_files(test::fixture("models/" + source + "/tokenizer.json"),
                                  test::fixture("models/" + source + "/tokenizer_config.json"));
   const auto& gt = g->tokenizer();
@@ -402,10 +409,7 @@ void compare_tokenizers(const std::string& gguf_file, const std::string& source)
       EXPECT_EQ(gt.decode(a), h->decode(b)) << line;
       continue;
     }
-    const bool ok = std::any_of(excused.begin(), excused.end(), [&](const std::string& t) {
-      return line.find(t) != std::string::npos;
-    });
-    if (ok) {
+    if (contains_any(line, excused)) {
       ++excused_n;
     } else {
       ++differ;
@@ -447,6 +451,50 @@ void never_behind_llama_cpp(const std::string& gguf_file, const std::string& sou
   EXPECT_LE(ours_off, llama_cpp_off) << gguf_file;
   std::printf("[ gguf     ] %s: %zu lines; ids differ from HF on %d (llama.cpp on the same file: %d), from "
               "llama.cpp on %d\n", gguf_file.c_str(), lines.size(), ours_off, llama_cpp_off, not_llama_cpp);
+}
+
+// Other families' pre-tokenizers (tokenizer.ggml.pre: Falcon 3, SmolLM, DeepSeek Coder and LLM, Mistral's Tekken,
+// GPT-2, DeepSeek-R1's Qwen distillations) over the fixtures' vocabularies (make_gguf_models.py's pretokenizers/,
+// metadata only). Each family's ids must be the Hugging Face `tokenizers` library's under that family's
+// tokenizer.json pre-tokenizer (pretokenizers/hf_tokens.json) on every corpus line but the one holding the fixture's
+// user-defined token (GGUF keeps no single_word flag: there llama.cpp's ids are the reference); an alias (falcon3 of Llama 3,
+// deepseek-r1-qwen of Qwen2) must give its family's ids, in SpecScope and in llama.cpp alike. llama.cpp agrees on
+// every line but Tekken's with a non-ASCII letter: it runs a rewrite of Mistral's regex for its engine ([^a-z] for
+// an uppercase letter); the test prints how many.
+TEST(GgufTokenizer, OtherFamiliesPreTokenizersMatchTheirTokenizerJson) {
+  using nlohmann::json;
+  static const json lc = json::parse(read_text_file(test::fixture("gguf_models/llamacpp_tokens.json")));
+  static const json hf = json::parse(read_text_file(test::fixture("gguf_models/pretokenizers/hf_tokens.json")));
+  const std::map<std::string, std::string> alias_of = {{"pretokenizers/falcon3.gguf", "llama_bytelevel_f32.f32.gguf"},
+                                                       {"pretokenizers/deepseek-r1-qwen.gguf", "qwen2_f32.f32.gguf"}};
+  const auto lines = corpus_lines();
+  int files = 0;
+  for (const auto& [name, llama_cpp_ids] : lc.at("files").items()) {
+    if (!name.starts_with("pretokenizers/")) continue;
+    ++files;
+    SCOPED_TRACE(name);
+    const auto tok = tokenizer_from_gguf(GgufFile::open(gguf_path(name)));
+    const auto alias = alias_of.find(name);
+    const auto base = alias == alias_of.end() ? nullptr : tokenizer_from_gguf(GgufFile::open(gguf_path(alias->second)));
+    const json* oracle = base ? nullptr : &hf.at("files").at(name);
+    const std::set<std::string> user_defined = user_defined_tokens(name);
+    ASSERT_EQ(llama_cpp_ids.size(), lines.size());
+    int wrong = 0, not_llama_cpp = 0;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      const auto ours = tok->encode(lines[i], true);
+      const auto want = base                                   ? base->encode(lines[i], true)
+                        : contains_any(lines[i], user_defined) ? llama_cpp_ids[i].get<std::vector<int32_t>>()
+                                                               : (*oracle)[i].get<std::vector<int32_t>>();
+      if (base) EXPECT_EQ(llama_cpp_ids[i], lc.at("files").at(alias->second)[i]) << "llama.cpp, line " << i;
+      not_llama_cpp += ours != llama_cpp_ids[i].get<std::vector<int32_t>>();
+      if (ours != want && ++wrong <= 5)
+        ADD_FAILURE() << "line " << i << ": " << lines[i] << "\n ours " << ids_str(ours) << "\n want " << ids_str(want);
+    }
+    EXPECT_EQ(wrong, 0);
+    std::printf("[ gguf     ] %s: %zu lines as its tokenizer.json%s; %d differ from llama.cpp\n", name.c_str(),
+                lines.size(), base ? " (its family's)" : "", not_llama_cpp);
+  }
+  EXPECT_EQ(files, 7);
 }
 
 TEST(GgufTokenizer, ByteLevelLlama3NeverBehindLlamaCpp) {
@@ -497,7 +545,7 @@ TEST(GgufTokenizer, SpecialTokensInTextAsLlamaCpp) {
   const auto& special = j.at("special");
   const auto texts = special.at("texts").get<std::vector<std::string>>();
   ASSERT_GE(texts.size(), 10u);
-  ASSERT_EQ(special.at("files").size(), 4u);
+  ASSERT_EQ(special.at("files").size(), 11u);  // the three fixtures, the <unk> variant, the seven pre-tokenizer files
   for (const auto& [file, expected] : special.at("files").items()) {
     const std::string variant = "+unk_type_2";
     const bool unk_variant = file.size() > variant.size() && file.ends_with(variant);

@@ -19,13 +19,71 @@ namespace {
 // llama.cpp's token types (llama_token_type / gguf.TokenType).
 enum TokenType : int64_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
 
-// The split regexes of the Hugging Face tokenizers llama.cpp names in tokenizer.ggml.pre.
-const char* kLlama3Split =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
-    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-const char* kQwen2Split =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
-    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+// The pre-tokenizers of the Hugging Face tokenizers llama.cpp names in tokenizer.ggml.pre, as their tokenizer.json
+// files define them: regex Splits (each "Isolated": matches and the text between become pieces, applied in order to
+// the pieces of the one before), then the byte-level mapping, with GPT-2's own split built in or not. The names are
+// llama.cpp's (llama-vocab.cpp), aliases included: a GGUF file names the family its converter recognized.
+struct PreTokenizerFamily {
+  std::vector<std::string> names;
+  std::vector<std::string> splits;
+  bool gpt2_split = false;     // ByteLevel's use_regex: GPT-2's split after the ones above
+  bool nfc = false;            // an NFC normalizer before everything (Qwen2's tokenizer.json has one)
+  bool ignore_merges = false;  // a word that is a whole token is taken whole (tokenizer.json's BPE ignore_merges)
+};
+
+const std::vector<PreTokenizerFamily>& pre_tokenizer_families() {
+  static const std::vector<PreTokenizerFamily> families = {
+      // Llama 3 (and Falcon 3, a Llama-architecture family on the same split).
+      {{"llama-bpe", "llama3", "llama-v3", "falcon3"},
+       {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+        "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+       false, false, true},
+      // Qwen2, Qwen2.5 and Qwen3, and DeepSeek-R1's Qwen distillations (their own name, Qwen's tokenizer).
+      {{"qwen2", "deepseek-r1-qwen"},
+       {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+        "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+       false, true, false},
+      // GPT-2's split alone.
+      {{"gpt-2", "gpt2", "default"}, {}, true, false, false},
+      // SmolLM and SmolLM2: every digit its own piece, then GPT-2's split.
+      {{"smollm"}, {"\\p{N}"}, true, false, false},
+      // DeepSeek Coder: line breaks, letters and punctuation each with one leading space, CJK runs, single digits.
+      {{"deepseek-coder"},
+       {"[\\r\\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", "[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+", "\\p{N}"},
+       false, false, false},
+      // DeepSeek LLM: as the coder's, with its letters and punctuation spelled as character ranges and whole numbers.
+      {{"deepseek-llm"},
+       {"[\\r\\n]",
+        "\\s?[A-Za-z\u00b5\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u01ba\u01bc-\u01bf\u01c4-\u0293\u0295-\u02af"
+        "\u0370-\u0373\u0376\u0377\u037b-\u037d\u037f\u0386\u0388-\u038a\u038c\u038e-\u03a1\u03a3-\u03f5"
+        "\u03f7-\u0481\u048a-\u052f\u0531-\u0556\u10a0-\u10c5\u13a0-\u13f5\u13f8-\u13fd\u1c90-\u1cba"
+        "\u1cbd-\u1cbf\u1d00-\u1d2b\u1d6b-\u1d77\u1d79-\u1d9a\u1e00-\u1f15\u1f18-\u1f1d\u1f20-\u1f45"
+        "\u1f48-\u1f4d\u1f50-\u1f57\u1f59\u1f5b\u1f5d\u1f5f-\u1f7d\u1f80-\u1fb4\u1fb6-\u1fbc\u1fbe"
+        "\u1fc2-\u1fc4\u1fc6-\u1fcc\u1fd0-\u1fd3\u1fd6-\u1fdb\u1fe0-\u1fec\u1ff2-\u1ff4\u1ff6-\u1ffc"
+        "\u2102\u2107\u210a-\u2113\u2115\u2119-\u211d\u2124\u2126\u2128\u212a-\u212d\u212f-\u2134"
+        "\u2139\u213c-\u213f\u2145-\u2149\u214e\u2183\u2184\u2c00-\u2c7b\u2c7e-\u2ce4\u2ceb-\u2cee"
+        "\u2cf2\u2cf3\ua640-\ua66d\ua680-\ua69b\ua722-\ua76f\ua771-\ua787\ua78b-\ua78e\uab70-\uabbf"
+        "\ufb00-\ufb06\ufb13-\ufb17\uff21-\uff3a\uff41-\uff5a\U00010400-\U0001044f\U000104b0-\U000104d3"
+        "\U000104d8-\U000104fb\U00010c80-\U00010cb2\U00010cc0-\U00010cf2\U000118a0-\U000118df"
+        "\U0001e900-\U0001e943]+",
+        "\\s?[!-/:-~\uff01-\uff0f\uff1a-\uff5e\u2018-\u201f\u3000-\u3002]+", "\\s+$",
+        "[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+", "\\p{N}+"},
+       false, false, false},
+      // Mistral's Tekken (Mistral NeMo, Ministral): letter runs split at case changes, single digits.
+      {{"tekken"},
+       {"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+|"
+        "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*|\\p{N}|"
+        " ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+       false, false, true},
+  };
+  return families;
+}
+
+const PreTokenizerFamily* pre_tokenizer_family(const std::string& pre) {
+  for (const auto& f : pre_tokenizer_families())
+    if (std::find(f.names.begin(), f.names.end(), pre) != f.names.end()) return &f;
+  return nullptr;
+}
 
 struct Vocab {
   std::vector<std::string> tokens;
@@ -186,23 +244,21 @@ json build_json(const GgufFile& g) {
     json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}};
     bool ignore_merges = false;
     root["normalizer"] = nullptr;
-    if (pre == "llama-bpe" || pre == "llama3" || pre == "llama-v3" || pre == "qwen2") {
-      const bool qwen = pre == "qwen2";
-      json split = {{"type", "Split"}, {"pattern", {{"Regex", qwen ? kQwen2Split : kLlama3Split}}},
-                    {"behavior", "Isolated"}, {"invert", false}};
-      json seq = json::array();
-      seq.push_back(split);
-      seq.push_back(byte_level);
-      root["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", seq}};
-      if (qwen) root["normalizer"] = {{"type", "NFC"}};
-      ignore_merges = !qwen;  // Llama 3's tokenizer.json sets ignore_merges; Qwen2's does not
-    } else if (pre == "gpt-2" || pre == "gpt2" || pre == "default") {
-      byte_level["use_regex"] = true;  // GPT-2's own split, built into the ByteLevel pre-tokenizer
-      root["pre_tokenizer"] = byte_level;
-    } else {
-      throw InputError(file, "unsupported tokenizer.ggml.pre \"" + pre +
-                                 "\" (supported: llama-bpe, llama3, qwen2, gpt-2, default)");
+    const PreTokenizerFamily* family = pre_tokenizer_family(pre);
+    if (!family) {
+      std::string known;
+      for (const auto& f : pre_tokenizer_families())
+        for (const auto& n : f.names) known += (known.empty() ? "" : ", ") + n;
+      throw InputError(file, "unsupported tokenizer.ggml.pre \"" + pre + "\" (supported: " + known + ")");
     }
+    byte_level["use_regex"] = family->gpt2_split;
+    json seq = json::array();
+    for (const auto& regex : family->splits)
+      seq.push_back({{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}, {"invert", false}});
+    seq.push_back(byte_level);
+    root["pre_tokenizer"] = seq.size() == 1 ? seq[0] : json{{"type", "Sequence"}, {"pretokenizers", seq}};
+    if (family->nfc) root["normalizer"] = {{"type", "NFC"}};
+    ignore_merges = family->ignore_merges;
     root["decoder"] = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}};
     bpe["unk_token"] = nullptr;
     bpe["fuse_unk"] = false;
