@@ -104,7 +104,8 @@ struct Named {
 };
 const Named kTokenizers[] = {{"bytelevel", true},      {"qwen2", true},          {"gpt2", true},
                              {"spm", true},            {"spm_metaspace", false}, {"spm_legacy_metaspace", false},
-                             {"gpt2_prefix", false},   {"bytelevel_nfkc_lower", false}};
+                             {"gpt2_prefix", false},   {"bytelevel_nfkc_lower", false}, {"bytelevel_digits", false},
+                             {"bytelevel_deepseek", false}, {"gpt2_punctuation", false}};
 
 class Parity : public ::testing::TestWithParam<Named> {};
 

@@ -158,6 +158,22 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const nlohmann::json& j, const 
                                    parse_behavior(str_field(j, "behavior", path, "Split pre-tokenizer"), path),
                                    bool_or(j, "invert", false));
   }
+  // Digits and Punctuation split on one character class, as `tokenizers` does with a per-character predicate (Rust's
+  // char::is_numeric: \p{N}; is_punctuation or ASCII punctuation: \p{P} and the ASCII symbols): each such character
+  // is one match, so Isolated makes each its own piece and Contiguous joins runs of them. SmolLM2's and the DeepSeek
+  // families' tokenizer.json files put Digits before the byte-level step; Falcon's puts Punctuation there too.
+  if (type == "Digits") {
+    const bool individual = bool_or(j, "individual_digits", false);
+    return std::make_unique<Split>("\\p{N}", compile_regex("\\p{N}", path, "Digits pre-tokenizer"),
+                                   individual ? SplitBehavior::Isolated : SplitBehavior::Contiguous, false);
+  }
+  if (type == "Punctuation") {
+    const std::string punct = "[\\p{P}!-/:-@\\[-`{-~]";
+    const SplitBehavior b = j.contains("behavior")
+                                ? parse_behavior(str_field(j, "behavior", path, "Punctuation pre-tokenizer"), path)
+                                : SplitBehavior::Isolated;
+    return std::make_unique<Split>(punct, compile_regex(punct, path, "Punctuation pre-tokenizer"), b, false);
+  }
   if (type == "Metaspace") {
     const std::string rep = str_field(j, "replacement", path, "Metaspace pre-tokenizer");
     if (rep.empty() || unicode::to_u32(rep).size() != 1)
