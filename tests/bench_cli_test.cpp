@@ -55,7 +55,8 @@ TEST(BenchCli, TheStepProfileReportsOperationsForksAndJoinWaits) {
   }
   // Without a one-token step there is no floor to state.
   const auto r2 = test::run_cli("bench --model '" + kTarget +
-                                "' --repeat 1 --prompt-tokens 16 --gen-tokens 4 --step-sizes 2,4 --profile-sizes 4 --json");
+                                "' --repeat 1 --prompt-tokens 16 --gen-tokens 4 --step-sizes 2,4 --profile-sizes 4"
+                                " --json");
   ASSERT_EQ(r2.exit_code, 0) << r2.out;
   EXPECT_EQ(test::json_in_output(r2.out)["step_profile"][0]["bound_vs_one_token_step"].get<double>(), 0.0);
 }

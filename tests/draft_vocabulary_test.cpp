@@ -133,7 +133,8 @@ TEST(DraftVocabulary, OneTokenizerWithTheTargetPaddedFurtherStaysLossless) {
 TEST(DraftVocabulary, ATargetWithRowsPastTheDrafterStaysLossless) {
   for (const auto& options : std::vector<std::map<std::string, std::string>>{{{"gamma", "4"}},
                                                                             {{"gamma", "3"}, {"branching", "2,2"}}}) {
-    const auto runs = expect_lossless("models/tinyvocab_target_padded", sps_with("models/tinyvocab_target", options), 258);
+    const auto runs =
+        expect_lossless("models/tinyvocab_target_padded", sps_with("models/tinyvocab_target", options), 258);
     expect_drafts_below(runs, 258);
     long past = 0;
     for (const auto& o : runs) past += o.past_shared;
@@ -145,7 +146,8 @@ TEST(DraftVocabulary, ATargetWithRowsPastTheDrafterStaysLossless) {
 // The drafter has rows past the target's: they are never drafted (the target could not embed them), and drafting
 // from the rows both have is the target's own choice.
 TEST(DraftVocabulary, ADrafterWithRowsPastTheTargetDraftsOnlySharedIds) {
-  const auto runs = expect_lossless("models/tinyvocab_target", sps_with("models/tinyvocab_target_padded", {{"gamma", "4"}}), 258);
+  const auto runs =
+      expect_lossless("models/tinyvocab_target", sps_with("models/tinyvocab_target_padded", {{"gamma", "4"}}), 258);
   expect_drafts_below(runs, 258);
   expect_accepted_while_shared(runs, 12);
 }
@@ -172,7 +174,8 @@ TEST(DraftVocabulary, ADrafterWithAnotherTokenizerIsRefusedNamingTheToken) {
 // The models listing pairs them too: one fingerprint for the tokenizer.json and both padded token lists, and the
 // drafter offered for the target although their vocabularies differ by 32.
 TEST(DraftVocabulary, TheListingPairsAFamilyPaddedToDifferentSizes) {
-  const std::string hf = discovery::tokenizer_json_fingerprint(test::fixture("models/tinyvocab_target_padded/tokenizer.json"));
+  const std::string hf =
+      discovery::tokenizer_json_fingerprint(test::fixture("models/tinyvocab_target_padded/tokenizer.json"));
   ASSERT_FALSE(hf.empty());
   const fs::path root = test::scratch_dir("padded-store");
   const fs::path repo = root / "qwen-like" / "tiny-GGUF";

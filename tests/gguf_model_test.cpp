@@ -386,7 +386,8 @@ std::set<std::string> user_defined_tokens(const std::string& gguf_file) {
   return out;
 }
 bool contains_any(const std::string& line, const std::set<std::string>& texts) {
-  return std::any_of(texts.begin(), texts.end(), [&](const std::string& t) { return line.find(t) != std::string::npos; });
+  return std::any_of(texts.begin(), texts.end(),
+                     [&](const std::string& t) { return line.find(t) != std::string::npos; });
 }
 
 void compare_tokenizers(const std::string& gguf_file, const std::string& source) {
@@ -456,11 +457,11 @@ void never_behind_llama_cpp(const std::string& gguf_file, const std::string& sou
 // Other families' pre-tokenizers (tokenizer.ggml.pre: Falcon 3, SmolLM, DeepSeek Coder and LLM, Mistral's Tekken,
 // GPT-2, DeepSeek-R1's Qwen distillations) over the fixtures' vocabularies (make_gguf_models.py's pretokenizers/,
 // metadata only). Each family's ids must be the Hugging Face `tokenizers` library's under that family's
-// tokenizer.json pre-tokenizer (pretokenizers/hf_tokens.json) on every corpus line but the one holding the fixture's
-// user-defined token (GGUF keeps no single_word flag: there llama.cpp's ids are the reference); an alias (falcon3 of Llama 3,
-// deepseek-r1-qwen of Qwen2) must give its family's ids, in SpecScope and in llama.cpp alike. llama.cpp agrees on
-// every line but Tekken's with a non-ASCII letter: it runs a rewrite of Mistral's regex for its engine ([^a-z] for
-// an uppercase letter); the test prints how many.
+// tokenizer.json pre-tokenizer (pretokenizers/hf_tokens.json) on every corpus line but the one holding the
+// fixture's user-defined token (GGUF keeps no single_word flag: there llama.cpp's ids are the reference); an alias
+// (falcon3 of Llama 3, deepseek-r1-qwen of Qwen2) must give its family's ids, in SpecScope and in llama.cpp alike.
+// llama.cpp agrees on every line but Tekken's with a non-ASCII letter: it runs a rewrite of Mistral's regex for its
+// engine ([^a-z] for an uppercase letter); the test prints how many.
 TEST(GgufTokenizer, OtherFamiliesPreTokenizersMatchTheirTokenizerJson) {
   using nlohmann::json;
   static const json lc = json::parse(read_text_file(test::fixture("gguf_models/llamacpp_tokens.json")));

@@ -258,9 +258,9 @@ TEST_P(EveryMethod, CommittedTokensFollowTheTarget) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sampling, EveryMethod,
-                         ::testing::Values("sps_self_chain", "sps_other_tree", "sps_other_confident", "sps_padded_target", "pld", "lookahead",
-                                           "eagle1", "eagle2", "eagle3", "medusa", "streaming", "eagle1_fitted",
-                                           "eagle2_fitted", "medusa_fitted"),
+                         ::testing::Values("sps_self_chain", "sps_other_tree", "sps_other_confident",
+                                           "sps_padded_target", "pld", "lookahead", "eagle1", "eagle2", "eagle3",
+                                           "medusa", "streaming", "eagle1_fitted", "eagle2_fitted", "medusa_fitted"),
                          [](const auto& info) { return info.param; });
 
 // A real method whose drafter's distribution q is rewritten before verification reads it: verification bugs

@@ -30,11 +30,11 @@ std::string with_tokens_past_rows(const std::string& model, const fs::path& dir,
     fs::copy_file(e.path(), dir / e.path().filename(), fs::copy_options::overwrite_existing);
   std::ifstream in(test::fixture("models/tinyvocab_target/tokenizer.json"));
   nlohmann::json tok = nlohmann::json::parse(in);
-  for (int i = 0; i < extra; ++i)
-    tok["added_tokens"].push_back({{"id", 258 + i},
-                                   {"content", i == 0 ? std::string("<image_soft_token>") : "<extra_" + std::to_string(i) + ">"},
-                                   {"single_word", false}, {"lstrip", false}, {"rstrip", false},
-                                   {"normalized", false}, {"special", special}});
+  for (int i = 0; i < extra; ++i) {
+    const std::string content = i == 0 ? std::string("<image_soft_token>") : "<extra_" + std::to_string(i) + ">";
+    tok["added_tokens"].push_back({{"id", 258 + i}, {"content", content}, {"single_word", false}, {"lstrip", false},
+                                   {"rstrip", false}, {"normalized", false}, {"special", special}});
+  }
   std::ofstream(dir / "tokenizer.json") << tok.dump(1);
   return dir.string();
 }
@@ -70,7 +70,8 @@ TEST_F(TokenizerFit, ASpecialTokenPastTheRowsLoadsAndIsRefusedInAPrompt) {
     }
   }
   // Through the CLI: exit code 2 and the one line.
-  const auto r = test::run_cli("run --model '" + (root_ / "m").string() + "' --prompt 'a <image_soft_token>' --max-tokens 4");
+  const auto r =
+      test::run_cli("run --model '" + (root_ / "m").string() + "' --prompt 'a <image_soft_token>' --max-tokens 4");
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("<image_soft_token>"), std::string::npos) << r.out;
 }

@@ -195,8 +195,8 @@ void print_profile(const cpu::Roofline& r, const std::vector<runs::StepProfile>&
   }
   for (const auto& p : profile)
     if (p.tokens > 1 && one_token_ms > 0)
-      std::printf("  no %d-token step can be shorter than its bound, %.3f ms: %.2fx this run's one-token step (%.3f ms)\n",
-                  p.tokens, p.bound_ms, floor_ratio(p, one_token_ms), one_token_ms);
+      std::printf("  no %d-token step can be shorter than its bound, %.3f ms: %.2fx this run's one-token step "
+                  "(%.3f ms)\n", p.tokens, p.bound_ms, floor_ratio(p, one_token_ms), one_token_ms);
 }
 
 }  // namespace

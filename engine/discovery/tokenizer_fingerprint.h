@@ -3,8 +3,9 @@
 // SHA-256 of the token strings in id order. GGUF's tokenizer.ggml.tokens and tokenizer.json's vocab (plus its
 // added_tokens) spell tokens the same way (byte-level 'Ġ', SentencePiece '▁', '<0x0A>'), so a GGUF conversion and
 // its Hugging Face source get the same fingerprint. Ids past the tokenizer that a model's padded vocabulary adds
-// ("[PAD<id>]" in GGUF token lists) are left out, so Qwen2.5 0.5B's file (151,936 tokens) and 7B's (152,064) match. Merges are not hashed: two tokenizers with one vocabulary and
-// different merges would pass (no published pair is known to differ only there).
+// ("[PAD<id>]" in GGUF token lists) are left out, so Qwen2.5 0.5B's file (151,936 tokens) and 7B's (152,064)
+// match. Merges are not hashed: two tokenizers with one vocabulary and different merges would pass (no published
+// pair is known to differ only there).
 #include <string>
 #include <vector>
 

@@ -23,8 +23,9 @@ class DraftModelMethod final : public Method {
  public:
   // Throws InputError when the two tokenizers give some id they share different tokens (shared_vocabulary.h).
   // Vocabularies may differ past the shared ids (padding, a family's extra tokens): drafts are drawn from the ids
-  // both models have, and a committed token the drafter has no row for is shown to it as its unknown token
-  // (to_draft_id): drafting after it is poorer, never wrong, since the target verifies every draft.
+  // both models have, and a committed token the drafter has no row for is shown to it as a stand-in (its unknown
+  // token, else its padding, else its end token; to_draft_id): drafting after it is poorer, never wrong, since the
+  // target verifies every draft.
   DraftModelMethod(std::shared_ptr<const Model> draft, const Model& target, SpsOptions o);
   std::string name() const override { return "sps"; }
   void prefill(const DecodeState& st, const ForwardOutput& out) override;

@@ -16,7 +16,8 @@ std::optional<TokenMismatch> first_token_mismatch(const Tokenizer& a, const Toke
   const int shared = std::min(a.vocab_size(), b.vocab_size());
   for (int32_t id = 0; id < shared; ++id) {
     std::string pa = a.token_piece(id), pb = b.token_piece(id);
-    if (pa != pb && !(is_padding_piece(pa, id) && is_padding_piece(pb, id))) return TokenMismatch{id, std::move(pa), std::move(pb)};
+    if (pa != pb && !(is_padding_piece(pa, id) && is_padding_piece(pb, id)))
+      return TokenMismatch{id, std::move(pa), std::move(pb)};
   }
   return std::nullopt;
 }
