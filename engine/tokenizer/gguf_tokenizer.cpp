@@ -29,6 +29,9 @@ struct PreTokenizerFamily {
   bool gpt2_split = false;     // ByteLevel's use_regex: GPT-2's split after the ones above
   bool nfc = false;            // an NFC normalizer before everything (Qwen2's tokenizer.json has one)
   bool ignore_merges = false;  // a word that is a whole token is taken whole (tokenizer.json's BPE ignore_merges)
+  // Whether BOS is added when the file has no tokenizer.ggml.add_bos_token: llama.cpp's default for the family
+  // (Llama 3's and Tekken's post-processors add it; converters before 2024-05 wrote no key for them).
+  bool add_bos = false;
 };
 
 const std::vector<PreTokenizerFamily>& pre_tokenizer_families() {
@@ -37,7 +40,7 @@ const std::vector<PreTokenizerFamily>& pre_tokenizer_families() {
       {{"llama-bpe", "llama3", "llama-v3", "falcon3"},
        {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
         "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
-       false, false, true},
+       false, false, true, true},
       // Qwen2, Qwen2.5 and Qwen3, and DeepSeek-R1's Qwen distillations (their own name, Qwen's tokenizer).
       {{"qwen2", "deepseek-r1-qwen"},
        {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
@@ -74,15 +77,21 @@ const std::vector<PreTokenizerFamily>& pre_tokenizer_families() {
        {"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+|"
         "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*|\\p{N}|"
         " ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
-       false, false, true},
+       false, false, true, true},
   };
   return families;
 }
 
-const PreTokenizerFamily* pre_tokenizer_family(const std::string& pre) {
+// The family a gpt2-model file's tokenizer.ggml.pre names ("default" when it names none); an unknown name is an
+// error listing the known ones.
+const PreTokenizerFamily* pre_tokenizer_family(const GgufFile& g, const std::string& file) {
+  const std::string pre = g.get_string("tokenizer.ggml.pre", "default");
   for (const auto& f : pre_tokenizer_families())
     if (std::find(f.names.begin(), f.names.end(), pre) != f.names.end()) return &f;
-  return nullptr;
+  std::string known;
+  for (const auto& f : pre_tokenizer_families())
+    for (const auto& n : f.names) known += (known.empty() ? "" : ", ") + n;
+  throw InputError(file, "unsupported tokenizer.ggml.pre \"" + pre + "\" (supported: " + known + ")");
 }
 
 struct Vocab {
@@ -214,7 +223,8 @@ json build_json(const GgufFile& g) {
   const bool spm = model == "llama";
   const Vocab v = read_vocab(g, spm);
   const auto bos = token_id_key(g, "tokenizer.ggml.bos_token_id", v.tokens.size());
-  const bool add_bos = g.get_bool("tokenizer.ggml.add_bos_token", spm);
+  const PreTokenizerFamily* family = spm ? nullptr : pre_tokenizer_family(g, file);
+  const bool add_bos = g.get_bool("tokenizer.ggml.add_bos_token", spm || family->add_bos);
   if (add_bos && !bos) throw InputError(file, "tokenizer.ggml.add_bos_token is set but there is no bos_token_id");
 
   json root = {{"version", "1.0"}, {"added_tokens", added_tokens(v)}, {"post_processor", bos_template(v, bos, add_bos)}};
@@ -240,17 +250,9 @@ json build_json(const GgufFile& g) {
     bpe["ignore_merges"] = false;
     bpe["merges"] = merges_from_scores(v);
   } else {
-    const std::string pre = g.get_string("tokenizer.ggml.pre", "default");
     json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}};
     bool ignore_merges = false;
     root["normalizer"] = nullptr;
-    const PreTokenizerFamily* family = pre_tokenizer_family(pre);
-    if (!family) {
-      std::string known;
-      for (const auto& f : pre_tokenizer_families())
-        for (const auto& n : f.names) known += (known.empty() ? "" : ", ") + n;
-      throw InputError(file, "unsupported tokenizer.ggml.pre \"" + pre + "\" (supported: " + known + ")");
-    }
     byte_level["use_regex"] = family->gpt2_split;
     json seq = json::array();
     for (const auto& regex : family->splits)
