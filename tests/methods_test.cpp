@@ -23,6 +23,7 @@
 using namespace specscope;
 using test::expect_same_run_through;
 using test::OnDemandRowsContext;
+using test::speculate_beside_vanilla;
 using test::SummarizingContext;
 
 namespace {
@@ -79,16 +80,6 @@ void check_invariants(const SpeculativeResult& r) {
 }
 
 // A method spec with a draft model (fixture-relative path, or none) and options.
-// Speculative decoding of `prompt` beside vanilla's, each on a fresh context: the outputs must be identical.
-SpeculativeResult speculate_beside_vanilla(const Model& m, Method& method, const std::vector<int32_t>& prompt,
-                                           const GenerateOptions& opts) {
-  auto vctx = m.new_cpu_context(256);
-  const auto ref = generate(m, *vctx, prompt, opts);
-  auto ctx = m.new_cpu_context(256);
-  auto res = generate_speculative(m, *ctx, method, prompt, opts);
-  EXPECT_EQ(res.gen.tokens, ref.tokens) << "the output differs from vanilla's";
-  return res;
-}
 
 MethodSpec spec(std::string name, std::string draft, std::map<std::string, std::string> o) {
   MethodSpec s;

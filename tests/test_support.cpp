@@ -1,5 +1,6 @@
 #include "tests/test_support.h"
 
+#include "engine/model/model.h"
 #include "engine/util/dtype.h"
 
 #include <gtest/gtest.h>
@@ -194,6 +195,16 @@ double detectable_tv(long samples, int cells, double alpha, double power) {
     (chi_square_power(4.0 * double(samples) * tv * tv, cells - 1, alpha) >= power ? hi : lo) = tv;
   }
   return hi;
+}
+
+SpeculativeResult speculate_beside_vanilla(const Model& m, Method& method, const std::vector<int32_t>& prompt,
+                                           const GenerateOptions& opts) {
+  auto vctx = m.new_cpu_context(256);
+  const auto ref = generate(m, *vctx, prompt, opts);
+  auto ctx = m.new_cpu_context(256);
+  auto res = generate_speculative(m, *ctx, method, prompt, opts);
+  EXPECT_EQ(res.gen.tokens, ref.tokens) << "the output differs from vanilla's";
+  return res;
 }
 
 }  // namespace specscope::test

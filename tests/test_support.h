@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "engine/formats/gguf_quant.h"
+#include "engine/generate/generator.h"
+#include "engine/methods/speculative_generator.h"
 #include "engine/util/tensor.h"
 
 namespace specscope::test {
@@ -25,6 +27,11 @@ CommandResult run_cli(const std::string& args, const std::string& env = "");
 // The JSON document in a command's merged output: from the first line that opens an object (progress lines on
 // stderr come first) to the end of that value. Null when there is none or it does not parse.
 nlohmann::json json_in_output(const std::string& out);
+
+// Speculative decoding of `prompt` beside vanilla's, each on a fresh CPU context of 256 positions: the outputs must
+// be identical (a failure names the method's output as differing from vanilla's). Returns the speculative run.
+SpeculativeResult speculate_beside_vanilla(const Model& m, Method& method, const std::vector<int32_t>& prompt,
+                                           const GenerateOptions& opts);
 
 // An m x k matrix of GGUF blocks of type `t`: quantized from normal floats where gguf_quant has a quantizer
 // (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) unless `random_bytes`; otherwise (the K-quants always) random bytes with the f16

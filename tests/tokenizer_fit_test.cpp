@@ -105,12 +105,9 @@ TEST_F(TokenizerFit, TheSmallerSiblingDraftsForTheLargerLosslessly) {
   opts.stop_at_eos = false;
   long drafted = 0, accepted = 0;
   for (int p = 0; p < 6; ++p) {
+    SCOPED_TRACE("prompt " + std::to_string(p));
     const std::vector<int32_t> prompt = {256, int32_t(60 + 11 * p), int32_t(99 + p)};
-    auto vctx = target->new_cpu_context(128);
-    const auto vanilla = generate(*target, *vctx, prompt, opts);
-    auto ctx = target->new_cpu_context(128);
-    const auto run = generate_speculative(*target, *ctx, *method, prompt, opts);
-    EXPECT_EQ(run.gen.tokens, vanilla.tokens) << "prompt " << p;
+    const auto run = test::speculate_beside_vanilla(*target, *method, prompt, opts);
     for (const auto& s : run.steps) {
       drafted += long(s.nodes.size());
       accepted += s.accepted_count();

@@ -297,9 +297,10 @@ int cmd_bench(Args& args) {
   const double weight_bytes = double(runs::forward_weight_bytes(*model));
   j["weight_bytes_per_step"] = weight_bytes;
   j["decode_bandwidth_gb_per_s"] = weight_bytes * median(quiet.decode_tps) / 1e9;
+  const double one_token_ms = one_token_step_ms(quiet, sizes);  // the profile's floors are multiples of it
   if (roof) {
     j["roofline"] = roofline_json(*roof);
-    j["step_profile"] = profile_json(profile, one_token_step_ms(quiet, sizes));
+    j["step_profile"] = profile_json(profile, one_token_ms);
   }
   if (turns) {
     nlohmann::json steps = nlohmann::json::array();
@@ -342,7 +343,7 @@ int cmd_bench(Args& args) {
     }
   };
   print("quiet", quiet);
-  if (roof) print_profile(*roof, profile, runs::linear_path(*model), one_token_step_ms(quiet, sizes));
+  if (roof) print_profile(*roof, profile, runs::linear_path(*model), one_token_ms);
   if (turns) {
     std::printf("taking turns with %s (weights %s; %d one-token forwards of it before each step), medians:\n",
                 beside_path->c_str(), beside_weights.c_str(), turns->other_forwards);

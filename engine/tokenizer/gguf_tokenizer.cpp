@@ -37,26 +37,25 @@ struct PreTokenizerFamily {
 const std::vector<PreTokenizerFamily>& pre_tokenizer_families() {
   static const std::vector<PreTokenizerFamily> families = {
       // Llama 3 (and Falcon 3, a Llama-architecture family on the same split).
-      {{"llama-bpe", "llama3", "llama-v3", "falcon3"},
-       {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+      {.names = {"llama-bpe", "llama3", "llama-v3", "falcon3"},
+       .splits = {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
         "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
-       false, false, true, true},
+       .ignore_merges = true, .add_bos = true},
       // Qwen2, Qwen2.5 and Qwen3, and DeepSeek-R1's Qwen distillations (their own name, Qwen's tokenizer).
-      {{"qwen2", "deepseek-r1-qwen"},
-       {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+      {.names = {"qwen2", "deepseek-r1-qwen"},
+       .splits = {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
         "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
-       false, true, false},
+       .nfc = true},
       // GPT-2's split alone.
-      {{"gpt-2", "gpt2", "default"}, {}, true, false, false},
+      {.names = {"gpt-2", "gpt2", "default"}, .splits = {}, .gpt2_split = true},
       // SmolLM and SmolLM2: every digit its own piece, then GPT-2's split.
-      {{"smollm"}, {"\\p{N}"}, true, false, false},
+      {.names = {"smollm"}, .splits = {"\\p{N}"}, .gpt2_split = true},
       // DeepSeek Coder: line breaks, letters and punctuation each with one leading space, CJK runs, single digits.
-      {{"deepseek-coder"},
-       {"[\\r\\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", "[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+", "\\p{N}"},
-       false, false, false},
+      {.names = {"deepseek-coder"},
+       .splits = {"[\\r\\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", "[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+", "\\p{N}"}},
       // DeepSeek LLM: as the coder's, with its letters and punctuation spelled as character ranges and whole numbers.
-      {{"deepseek-llm"},
-       {"[\\r\\n]",
+      {.names = {"deepseek-llm"},
+       .splits = {"[\\r\\n]",
         "\\s?[A-Za-z\u00b5\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u01ba\u01bc-\u01bf\u01c4-\u0293\u0295-\u02af"
         "\u0370-\u0373\u0376\u0377\u037b-\u037d\u037f\u0386\u0388-\u038a\u038c\u038e-\u03a1\u03a3-\u03f5"
         "\u03f7-\u0481\u048a-\u052f\u0531-\u0556\u10a0-\u10c5\u13a0-\u13f5\u13f8-\u13fd\u1c90-\u1cba"
@@ -70,14 +69,13 @@ const std::vector<PreTokenizerFamily>& pre_tokenizer_families() {
         "\U000104d8-\U000104fb\U00010c80-\U00010cb2\U00010cc0-\U00010cf2\U000118a0-\U000118df"
         "\U0001e900-\U0001e943]+",
         "\\s?[!-/:-~\uff01-\uff0f\uff1a-\uff5e\u2018-\u201f\u3000-\u3002]+", "\\s+$",
-        "[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+", "\\p{N}+"},
-       false, false, false},
+        "[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+", "\\p{N}+"}},
       // Mistral's Tekken (Mistral NeMo, Ministral): letter runs split at case changes, single digits.
-      {{"tekken"},
-       {"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+|"
+      {.names = {"tekken"},
+       .splits = {"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+|"
         "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*|\\p{N}|"
         " ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
-       false, false, true, true},
+       .ignore_merges = true, .add_bos = true},
   };
   return families;
 }

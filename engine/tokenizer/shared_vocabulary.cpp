@@ -5,7 +5,11 @@
 namespace specscope {
 
 bool is_padding_piece(std::string_view piece, int32_t id) {
-  return piece.empty() || piece == "[PAD" + std::to_string(id) + "]";
+  // Called for every token of a vocabulary (the models listing's fingerprints): the common case, a token not
+  // shaped "[PAD...]", is answered without building the string.
+  if (piece.empty()) return true;
+  if (!piece.starts_with("[PAD") || !piece.ends_with(']')) return false;
+  return piece.substr(4, piece.size() - 5) == std::to_string(id);
 }
 
 std::string TokenMismatch::describe() const {
