@@ -32,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (c.window_of(l) < 0) std::abort();
   if (!c.wrapper_architecture.empty() && c.architecture != "Gemma3ForCausalLM") std::abort();
   (void)c.summary();
-  (void)c.gemma_forward();
+  (void)c.extended_forward();
   (void)c.attention_scale();
   return 0;
 }

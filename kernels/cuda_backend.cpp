@@ -14,15 +14,16 @@ namespace specscope::cuda {
 namespace {
 
 // What this backend does not compute. Gemma 3's forward (sublayer output norms, GELU, scaled embeddings and queries,
-// sliding layers with their own RoPE) is written (cuda_context.cpp) but has not yet run on a GPU: until the parity
-// tests pass on one (tests/cuda/cuda_parity_test.cpp, which opts in), only SPECSCOPE_CUDA_UNPROVEN=1 runs it here.
+// sliding layers with their own RoPE) and Granite's (scaled embeddings, queries, residual adds and logits) are
+// written (cuda_context.cpp) but have not yet run on a GPU: until the parity tests pass on one
+// (tests/cuda/cuda_parity_test.cpp, which opts in), only SPECSCOPE_CUDA_UNPROVEN=1 runs them here.
 std::string unsupported(const ModelConfig& c) {
   if (c.head_dim > attention_paths::kMaxHeadDim)
     return "the CUDA backend's attention takes head_dim up to " + std::to_string(attention_paths::kMaxHeadDim) +
            ", this model's is " + std::to_string(c.head_dim);
   const char* unproven = std::getenv("SPECSCOPE_CUDA_UNPROVEN");
-  if (c.gemma_forward() && !(unproven && std::strcmp(unproven, "1") == 0))
-    return c.architecture + " (Gemma 3): its CUDA forward has not yet run on a GPU (SPECSCOPE_CUDA_UNPROVEN=1 runs it)";
+  if (c.extended_forward() && !(unproven && std::strcmp(unproven, "1") == 0))
+    return c.architecture + ": its CUDA forward has not yet run on a GPU (SPECSCOPE_CUDA_UNPROVEN=1 runs it)";
   return "";
 }
 

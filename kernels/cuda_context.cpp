@@ -291,7 +291,7 @@ void CudaContext::device_forward(const Batch& b, const ForwardBuffers& fb, const
   float* x = fb.x;
   timer_.mark("embed", stream_);
   embed_gather(dm_->embed.data, dm_->embed.type, fb.tokens, n, H, x, stream_);
-  if (c.embed_scale != 1.f) scale(x, c.embed_scale, int64_t(n) * H, stream_);  // Gemma: times sqrt(hidden)
+  if (c.embed_scale != 1.f) scale(x, c.embed_scale, int64_t(n) * H, stream_);  // Gemma: sqrt(hidden); Granite
   // Taps go to device memory here (fb.taps, one [n][H] block per tap); the forward copies them to the host after.
   auto capture = [&](HiddenTap::Kind kind, int layer, const float* src) {
     for (size_t t = 0; t < b.taps.size(); ++t) {
@@ -323,6 +323,9 @@ void CudaContext::device_forward(const Batch& b, const ForwardBuffers& fb, const
   timer_.mark("lm_head", stream_);
   gather_rows(fb.h, fb.rows, nr, H, fb.sel, stream_);
   linear(fb.sel, nr, dm_->lm_head, nullptr, fb.logits);
+  // Granite: logits / logits_scaling, as a multiplication by its inverse (as llama.cpp's graph; within an ulp of the
+  // CPU's division).
+  if (c.logit_scale != 1.f) scale(fb.logits, 1.f / c.logit_scale, int64_t(nr) * c.vocab_size, stream_);
 }
 
 void CudaContext::launch_as_graph(const GraphKey& key, const std::function<void()>& body) {
@@ -404,6 +407,7 @@ void CudaContext::finish_layer(const DeviceLayer& L, float* x, int rows, const f
   linear(att, rows, L.wo, L.bo, s.h);
   timer_.mark("norms+adds", stream_);
   if (L.attn_out_norm) rmsnorm(s.h, L.attn_out_norm, s.h, rows, H, c.rms_norm_eps, stream_);
+  if (c.residual_scale != 1.f) scale(s.h, c.residual_scale, int64_t(rows) * H, stream_);  // Granite
   add(s.h, x, int64_t(rows) * H, stream_);
   rmsnorm(x, L.post_attn_norm, s.h, rows, H, c.rms_norm_eps, stream_);
   timer_.mark("gate_up", stream_);
@@ -418,6 +422,7 @@ void CudaContext::finish_layer(const DeviceLayer& L, float* x, int rows, const f
   linear(s.gate, rows, L.w_down, L.b_down, s.h);
   timer_.mark("norms+adds", stream_);
   if (L.ffn_out_norm) rmsnorm(s.h, L.ffn_out_norm, s.h, rows, H, c.rms_norm_eps, stream_);
+  if (c.residual_scale != 1.f) scale(s.h, c.residual_scale, int64_t(rows) * H, stream_);  // Granite
   add(s.h, x, int64_t(rows) * H, stream_);
 }
 

@@ -58,6 +58,7 @@ const uint8_t* CudaContext::prune_rows(const StreamingRequest& sr, const Batch& 
     add(u, e, int64_t(np) * H, stream_);  // e = h + up(down(h))
     rmsnorm(e, dm_->final_norm, e, np, H, c.rms_norm_eps, stream_);
     linear(e, np, dm_->lm_head, nullptr, lg);
+    if (c.logit_scale != 1.f) scale(lg, 1.f / c.logit_scale, int64_t(np) * V, stream_);  // as the forward's logits
     std::vector<float> probs(size_t(np) * V);
     CUDA_CHECK(cudaMemcpyAsync(probs.data(), lg, sizeof(float) * probs.size(), cudaMemcpyDeviceToHost, stream_));
     CUDA_CHECK(cudaStreamSynchronize(stream_));

@@ -90,6 +90,9 @@ const std::vector<Case> kCases = {
     // "gemma3": norms stored as 1 + w, sublayer output norms, GELU, sliding layers from sliding_window_pattern.
     {"gemma3_f32.f32.gguf", "gemma3_f32", "f32"},
     {"gemma3_f32.q8_0.gguf", "gemma3_f32", "q8_0"},
+    // "granite": llama's tensors with granite.embedding_scale, residual_scale, attention.scale and logit_scale.
+    {"granite_f32.f32.gguf", "granite_f32", "f32"},
+    {"granite_f32.q8_0.gguf", "granite_f32", "q8_0"},
 };
 
 double tolerance(const std::string& type) {
@@ -499,7 +502,7 @@ TEST(GgufTokenizer, OtherFamiliesPreTokenizersMatchTheirTokenizerJson) {
     std::printf("[ gguf     ] %s: %zu lines as its tokenizer.json%s; %d differ from llama.cpp\n", name.c_str(),
                 lines.size(), base ? " (its family's)" : "", not_llama_cpp);
   }
-  EXPECT_EQ(files, 8);
+  EXPECT_EQ(files, 9);
 }
 
 TEST(GgufTokenizer, ByteLevelLlama3NeverBehindLlamaCpp) {
@@ -550,7 +553,7 @@ TEST(GgufTokenizer, SpecialTokensInTextAsLlamaCpp) {
   const auto& special = j.at("special");
   const auto texts = special.at("texts").get<std::vector<std::string>>();
   ASSERT_GE(texts.size(), 10u);
-  ASSERT_EQ(special.at("files").size(), 12u);  // the three fixtures, the <unk> variant, the eight pretokenizers/ files
+  ASSERT_EQ(special.at("files").size(), 13u);  // the three fixtures, the <unk> variant, the nine pretokenizers/ files
   for (const auto& [file, expected] : special.at("files").items()) {
     const std::string variant = "+unk_type_2";
     const bool unk_variant = file.size() > variant.size() && file.ends_with(variant);
@@ -657,6 +660,8 @@ TEST(GgufModelErrors, BadMetadataNamesFileAndKey) {
       {"bad_arch.gguf", "mamba"},
       {"bad_no_tokens.gguf", "tokenizer.ggml.tokens"},
       {"bad_no_tensors_qwen2.gguf", "missing tensor 'token_embd.weight'"},  // metadata fine, no weights
+      {"bad_granite_no_logit_scale.gguf", "missing metadata key 'granite.logit_scale'"},
+      {"bad_granite_zero_logit_scale.gguf", "'granite.logit_scale' is 0"},
   };
   for (const auto& [file, needle] : cases) {
     const std::string path = gguf_path(file);

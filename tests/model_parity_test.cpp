@@ -50,7 +50,8 @@ constexpr int kCtx = 256;  // every fixture allows at least 512 positions; promp
 const std::vector<std::string> kModels = {"llama_bytelevel_f32", "llama_bytelevel_bf16", "llama_spm_tied_f32",
                                           "qwen2_f32",           "qwen2_bf16",           "mistral_f32",
                                           "qwen3_f32",           "qwen3_bf16",           "gemma3_f32",
-                                          "gemma3_bf16",         "gemma3_vlm_f32",       "gemma3_vlm_statedict_f32"};
+                                          "gemma3_bf16",         "gemma3_vlm_f32",       "gemma3_vlm_statedict_f32",
+                                          "granite_f32"};
 
 struct GoldenPrompt {
   std::string name, text;

@@ -154,4 +154,17 @@ void add(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
+// Written as two roundings on purpose (no FMA contraction: -ffp-contract=off for this function), as transformers
+// computes it in f32.
+__attribute__((optimize("fp-contract=off"))) void add_scaled(const float* x, float s, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float scaled = x[i] * s;
+    y[i] += scaled;
+  }
+}
+
+void divide(float* x, float d, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] /= d;
+}
+
 }  // namespace specscope::cpu

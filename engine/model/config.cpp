@@ -148,6 +148,21 @@ json text_config_of_gemma3(const json& j, const std::string& path) {
   return text;
 }
 
+// Granite's four multipliers (transformers' GraniteConfig defaults each to 1). Each must be a positive, finite
+// number: a zero or negative one computes no model anyone published, and a zero logits_scaling divides by zero.
+void parse_granite(const json& j, ModelConfig& c, const std::string& path) {
+  auto multiplier = [&](const char* key) {
+    const float v = get_float(j, key, path, 1.f);
+    if (!(v > 0.f) || !std::isfinite(v))
+      throw InputError(path, std::string("field '") + key + "' must be a positive number");
+    return v;
+  };
+  c.embed_scale = multiplier("embedding_multiplier");
+  c.attn_scale = multiplier("attention_multiplier");
+  c.residual_scale = multiplier("residual_multiplier");
+  c.logit_scale = multiplier("logits_scaling");
+}
+
 }  // namespace
 
 ModelConfig ModelConfig::from_json_text(const std::string& text, const std::string& path) {
@@ -175,19 +190,22 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
     else if (c.model_type == "qwen2") c.architecture = "Qwen2ForCausalLM";
     else if (c.model_type == "qwen3") c.architecture = "Qwen3ForCausalLM";
     else if (c.model_type == "gemma3_text") c.architecture = "Gemma3ForCausalLM";
+    else if (c.model_type == "granite") c.architecture = "GraniteForCausalLM";
   }
   // architectures[0] and the model_type each name, as transformers' auto classes map them.
   static const std::pair<const char*, const char*> kSupported[] = {{"LlamaForCausalLM", "llama"},
                                                                    {"MistralForCausalLM", "mistral"},
                                                                    {"Qwen2ForCausalLM", "qwen2"},
                                                                    {"Qwen3ForCausalLM", "qwen3"},
-                                                                   {"Gemma3ForCausalLM", "gemma3_text"}};
+                                                                   {"Gemma3ForCausalLM", "gemma3_text"},
+                                                                   {"GraniteForCausalLM", "granite"}};
   const auto* known = std::find_if(std::begin(kSupported), std::end(kSupported),
                                    [&](const auto& s) { return c.architecture == s.first; });
   if (known == std::end(kSupported))
     throw InputError(path, "unsupported architecture '" + (c.architecture.empty() ? c.model_type : c.architecture) +
                                "' (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
-                               "Qwen3ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration)");
+                               "Qwen3ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration, "
+                               "GraniteForCausalLM)");
   if (c.model_type.empty()) c.model_type = known->second;
   c.qk_norm = c.architecture == "Qwen3ForCausalLM" || c.architecture == "Gemma3ForCausalLM";
   if (c.architecture == "Gemma3ForCausalLM") fill_gemma3_text_defaults(j);
@@ -214,6 +232,7 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   c.rms_norm_eps = get_float(j, "rms_norm_eps", path, 1e-6f);
   if (c.architecture == "Gemma3ForCausalLM") parse_gemma3(j, c, path);
   else parse_rope(j, c, path);
+  if (c.architecture == "GraniteForCausalLM") parse_granite(j, c, path);
   if (j.contains("tie_word_embeddings") && j["tie_word_embeddings"].is_boolean())
     c.tie_word_embeddings = j["tie_word_embeddings"].get<bool>();
   c.attention_bias = c.architecture == "Qwen2ForCausalLM" ||
@@ -264,8 +283,9 @@ int ModelConfig::window_of(int layer) const {
 
 float ModelConfig::attention_scale() const { return attn_scale > 0.f ? attn_scale : 1.0f / std::sqrt(float(head_dim)); }
 
-bool ModelConfig::gemma_forward() const {
-  return sandwich_norms || gelu() || embed_scale != 1.f || rope_local_theta > 0.f || attn_scale > 0.f;
+bool ModelConfig::extended_forward() const {
+  return sandwich_norms || gelu() || embed_scale != 1.f || rope_local_theta > 0.f || attn_scale > 0.f ||
+         residual_scale != 1.f || logit_scale != 1.f;
 }
 
 std::vector<float> rope_inv_freq(const ModelConfig& c, bool local) {

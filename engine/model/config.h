@@ -21,8 +21,10 @@ struct RopeScaling {
 constexpr int kMaxConfigLayers = 1024;
 
 struct ModelConfig {
-  std::string architecture;  // LlamaForCausalLM | MistralForCausalLM | Qwen2ForCausalLM | Qwen3ForCausalLM | Gemma3ForCausalLM
-  std::string model_type;    // llama | mistral | qwen2 | qwen3 | gemma3_text
+  // LlamaForCausalLM | MistralForCausalLM | Qwen2ForCausalLM | Qwen3ForCausalLM | Gemma3ForCausalLM |
+  // GraniteForCausalLM
+  std::string architecture;
+  std::string model_type;  // llama | mistral | qwen2 | qwen3 | gemma3_text | granite
   // The checkpoint's own architecture when it wraps the language model described here in a larger one: a
   // vision-language Gemma3ForConditionalGeneration (4B-27B), whose text model SpecScope runs; empty otherwise.
   std::string wrapper_architecture;
@@ -50,8 +52,14 @@ struct ModelConfig {
   // (query_pre_attn_scalar^-0.5) instead of 1/sqrt(head_dim); the attention's and the MLP's outputs each go through
   // an RMSNorm before their residual add (sandwich_norms; LayerWeights::attn_out_norm, ffn_out_norm); only the
   // layers marked in layer_sliding slide, and they use RoPE with rope_local_theta (unscaled).
+  // Granite uses embed_scale and attn_scale too (its embedding_multiplier and attention_multiplier), and two scalars
+  // of its own: each sublayer's output is multiplied by residual_scale before its residual add, and the logits are
+  // divided by logit_scale (residual_multiplier and logits_scaling; llama.cpp's granite.residual_scale and
+  // granite.logit_scale).
   float embed_scale = 1.f;
   float attn_scale = 0.f;  // 0: 1/sqrt(head_dim)
+  float residual_scale = 1.f;
+  float logit_scale = 1.f;
   bool sandwich_norms = false;
   // Added to every RMSNorm weight at load. Gemma's norms scale by (1 + w) and its Hugging Face checkpoints store w
   // (1 here), while llama.cpp's converter stores 1 + w in GGUF files (0 there); either way every norm then computes
@@ -74,8 +82,9 @@ struct ModelConfig {
   bool local_rope(int layer) const { return rope_local_theta > 0.f && window_of(layer) > 0; }
   float attention_scale() const;  // what scores are multiplied by
   bool gelu() const { return hidden_act == "gelu_pytorch_tanh"; }
-  // Whether the forward uses any of Gemma 3's parts above (backends that lack one refuse the model by it).
-  bool gemma_forward() const;
+  // Whether the forward uses any of Gemma 3's or Granite's parts above, beyond a Llama's (the CUDA backend, where
+  // they have not yet run on a GPU, refuses such a model unless told otherwise).
+  bool extended_forward() const;
 };
 
 // RoPE inverse frequencies (head_dim/2 of them) with the configured scaling applied; `local`: the sliding layers'

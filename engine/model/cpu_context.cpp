@@ -151,6 +151,7 @@ void CpuContext::forward(const Batch& b, ForwardOutput& out) {
       std::memcpy(out.logits.data() + size_t(dst_rows[r]) * c.vocab_size, lg.data() + size_t(r) * c.vocab_size,
                   sizeof(float) * c.vocab_size);
   }
+  if (c.logit_scale != 1.f) cpu::divide(out.logits.data(), c.logit_scale, int64_t(out.logits.size()));  // Granite
   if (sr) {
     out.pruned.assign(n, 0);
     for (int i = 0; i < n; ++i) out.pruned[i] = alive_[i] ? 0 : 1;
@@ -198,6 +199,14 @@ void CpuContext::project_qkv(const LayerWeights& L, const float* x, int rows) {
   }
 }
 
+// x += h, or x += h * residual_scale (Granite), for `rows` rows.
+void CpuContext::add_residual(const float* h, float* x, int rows) const {
+  const auto& c = model_->config();
+  const int64_t n = int64_t(rows) * c.hidden_size;
+  if (c.residual_scale != 1.f) cpu::add_scaled(h, c.residual_scale, x, n);
+  else cpu::add(h, x, n);
+}
+
 // ... and, once att_ holds the attention output, the output projection, the MLP and both residual adds into x.
 void CpuContext::finish_layer(const LayerWeights& L, float* x, int rows) {
   const auto& c = model_->config();
@@ -207,7 +216,7 @@ void CpuContext::finish_layer(const LayerWeights& L, float* x, int rows) {
     const cpu::ProfileScope profile(cpu::Op::Norm);
     // Gemma normalizes each sublayer's output before its residual add (in place).
     if (!L.attn_out_norm.empty()) cpu::rmsnorm(h_.data(), L.attn_out_norm.data(), h_.data(), rows, H, c.rms_norm_eps);
-    cpu::add(h_.data(), x, int64_t(rows) * H);
+    add_residual(h_.data(), x, rows);
     cpu::rmsnorm(x, L.post_attn_norm.data(), h_.data(), rows, H, c.rms_norm_eps);
   }
   const cpu::LinearOutput gate_up[] = {{&L.w_gate, bias_or_null(L.b_gate), ffn_gate_.data()},
@@ -222,7 +231,7 @@ void CpuContext::finish_layer(const LayerWeights& L, float* x, int rows) {
   {
     const cpu::ProfileScope profile(cpu::Op::Elementwise);
     if (!L.ffn_out_norm.empty()) cpu::rmsnorm(h_.data(), L.ffn_out_norm.data(), h_.data(), rows, H, c.rms_norm_eps);
-    cpu::add(h_.data(), x, int64_t(rows) * H);
+    add_residual(h_.data(), x, rows);
   }
 }
 

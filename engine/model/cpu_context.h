@@ -35,6 +35,7 @@ class CpuContext final : public Context {
   std::vector<int> active_index(int na) const;
   void project_qkv(const LayerWeights& L, const float* x, int rows);
   void finish_layer(const LayerWeights& L, float* x, int rows);
+  void add_residual(const float* h, float* x, int rows) const;
   // Speculative Streaming (cpu_streaming.cpp).
   int prune_rows(const StreamingRequest& sr, const Batch& b, int na);  // returns the surviving row count
   void begin_streams(const StreamingRequest& sr, int na);

@@ -53,6 +53,7 @@ int CpuContext::prune_rows(const StreamingRequest& sr, const Batch& b, int na) {
   cpu::add(u.data(), e.data(), int64_t(np) * H);  // e = h + up(down(h))
   cpu::rmsnorm(e.data(), w.final_norm.data(), e.data(), np, H, c.rms_norm_eps);
   cpu::linear(e.data(), np, w.lm_head, nullptr, lg.data());
+  if (c.logit_scale != 1.f) cpu::divide(lg.data(), c.logit_scale, int64_t(lg.size()));  // as the forward's logits
   for (int k = 0; k < np; ++k) cpu::softmax(lg.data() + size_t(k) * V, V);
   settle_pruning(sr, b.tokens, rows, parents, lg.data(), V, alive_);
   // Compact the survivors in x_ and active_, in batch order.

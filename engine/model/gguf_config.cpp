@@ -67,6 +67,19 @@ void gemma3_from_gguf(const GgufFile& g, ModelConfig& c) {
   c.attn_scale = 1.f / std::sqrt(float(c.num_layers == 62 ? c.hidden_size / c.num_heads : c.head_dim));
 }
 
+// What llama.cpp's granite reader takes (src/models/granite.cpp): logit_scale is required; the other three may be
+// missing, and a missing or zero one leaves that part unscaled (attention: 1/sqrt(head_dim)), as llama.cpp's graph
+// skips a zero scale.
+void granite_from_gguf(const GgufFile& g, ModelConfig& c) {
+  const std::string p = "granite.";
+  auto optional_scale = [&](const std::string& key) { return float(float_key(g, p + key, 0.0, 1e6, 0.0)); };
+  c.logit_scale = float(float_key(g, p + "logit_scale", 1e-6, 1e6));
+  const float embedding = optional_scale("embedding_scale"), residual = optional_scale("residual_scale");
+  c.embed_scale = embedding > 0.f ? embedding : 1.f;
+  c.residual_scale = residual > 0.f ? residual : 1.f;
+  c.attn_scale = optional_scale("attention.scale");  // 0: 1/sqrt(head_dim)
+}
+
 }  // namespace
 
 ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
@@ -90,8 +103,11 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
     c.qk_norm = true;
     c.sandwich_norms = true;
     c.hidden_act = "gelu_pytorch_tanh";
+  } else if (arch == "granite") {
+    c.architecture = "GraniteForCausalLM";
+    c.model_type = "granite";
   } else {
-    throw InputError(file, "unsupported architecture '" + arch + "' (supported: llama, qwen2, qwen3, gemma3)");
+    throw InputError(file, "unsupported architecture '" + arch + "' (supported: llama, qwen2, qwen3, gemma3, granite)");
   }
   const std::string p = arch + ".";
   if (g.get_int(p + "expert_count", 0) > 0)
@@ -133,6 +149,7 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
   if (g.has(p + "attention.sliding_window"))
     c.sliding_window = size_key(g, p + "attention.sliding_window", 1, 1 << 24);
   if (arch == "gemma3") gemma3_from_gguf(g, c);
+  if (arch == "granite") granite_from_gguf(g, c);
   c.tie_word_embeddings = tied;
   c.torch_dtype = DType::F32;
   auto token_key = [&](const char* key) -> std::optional<int> {

@@ -273,7 +273,7 @@ class Binder {
 // Every weight of the model `c` describes, bound from the file (or, with a dry binder, checked).
 void bind_weights(Binder& b, const ModelConfig& c, ModelWeights& w) {
   const std::string& path = b.path();
-  const bool permuted = c.model_type == "llama";  // see gguf_model.h
+  const bool permuted = c.model_type == "llama" || c.model_type == "granite";  // see gguf_model.h
   const int64_t H = c.hidden_size, F = c.intermediate_size, V = c.vocab_size;
   const int64_t qd = int64_t(c.num_heads) * c.head_dim, kvd = int64_t(c.num_kv_heads) * c.head_dim;
   w.embed = b.matrix("token_embd.weight", V, H);

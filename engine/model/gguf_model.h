@@ -1,6 +1,6 @@
 #pragma once
 // Loading a Llama-family model from one GGUF file (llama.cpp's format): architecture "llama" (Llama, Mistral,
-// TinyLlama, ... as llama.cpp converts them), "qwen2" and "qwen3".
+// TinyLlama, ... as llama.cpp converts them), "qwen2", "qwen3", "gemma3" and "granite".
 //
 // What differs from the Hugging Face layout, and how it is undone:
 //  * The config is metadata (<arch>.embedding_length, .block_count, ...); see config_from_gguf.
@@ -8,11 +8,13 @@
 //    ggml's interleaved RoPE (pairs 2i, 2i+1) computes what HF's rotate-half RoPE (pairs i, i + head_dim/2)
 //    computes. The engine runs rotate-half everywhere (draft heads included), so the loader puts those rows back
 //    in HF order: Q and K are the only matrices copied (into owned buffers, rows reordered, type unchanged); every
-//    other F32/F16/BF16 tensor is a zero-copy view into the mapping. ("qwen2" and "qwen3" are not permuted:
-//    llama.cpp runs them with NEOX RoPE, which is rotate-half.)
+//    other F32/F16/BF16 tensor is a zero-copy view into the mapping. ("granite" is permuted too; "qwen2" and
+//    "qwen3" are not: llama.cpp runs them with NEOX RoPE, which is rotate-half.)
 //  * "qwen3" adds blk.N.attn_q_norm.weight / attn_k_norm.weight (head_dim each) and has no q/k/v biases.
 //  * "gemma3" has those too, and blk.N.post_attention_norm / post_ffw_norm (the sublayer outputs' norms; ffn_norm is
 //    its pre_feedforward_layernorm); its norms are stored as 1 + w, which is what the engine computes with.
+//  * "granite" is llama's layout with four scalars: granite.embedding_scale, .residual_scale, .attention.scale and
+//    .logit_scale (ModelConfig's embed_scale, residual_scale, attn_scale, logit_scale).
 //  * llama3 RoPE scaling comes as rope_freqs.weight (per-frequency divisors); linear scaling as
 //    <arch>.rope.scaling.type / .factor.
 //  * No output.weight means the output projection is tied to token_embd.weight.

@@ -48,8 +48,9 @@ const std::vector<PreTokenizerFamily>& pre_tokenizer_families() {
        .nfc = true},
       // GPT-2's split alone.
       {.names = {"gpt-2", "gpt2", "default"}, .splits = {}, .gpt2_split = true},
-      // SmolLM and SmolLM2: every digit its own piece, then GPT-2's split.
-      {.names = {"smollm"}, .splits = {"\\p{N}"}, .gpt2_split = true},
+      // SmolLM and SmolLM2, and StarCoder's tokenizer, which IBM's Granite 3 models use (their files say "refact",
+      // the name llama.cpp's converter gives that tokenizer): every digit its own piece, then GPT-2's split.
+      {.names = {"smollm", "refact", "starcoder"}, .splits = {"\\p{N}"}, .gpt2_split = true},
       // DeepSeek Coder: line breaks, letters and punctuation each with one leading space, CJK runs, single digits.
       {.names = {"deepseek-coder"},
        .splits = {"[\\r\\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", "[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+", "\\p{N}"}},

@@ -197,6 +197,21 @@ TEST_F(CudaParity, Gemma3RunsOnCudaWhenOptedInAndMatchesTheCpu) {
   ::unsetenv("SPECSCOPE_CUDA_UNPROVEN");
 }
 
+// Granite's CUDA forward (embeddings, queries, residual adds and logits scaled) had not run on a GPU when this test
+// was written: refused without SPECSCOPE_CUDA_UNPROVEN=1, and with it its Q8_0 GGUF file (the fixture that fits the
+// GPU bundle) matches the CPU backend and greedy outputs are identical.
+TEST_F(CudaParity, GraniteRunsOnCudaWhenOptedInAndMatchesTheCpu) {
+  ::unsetenv("SPECSCOPE_CUDA_UNPROVEN");
+  const char* rel = "gguf_models/granite_f32.q8_0.gguf";
+  auto model = Model::load(test::fixture(rel));
+  EXPECT_THROW(new_context(*model, Backend::Cuda, 64), InputError);
+  EXPECT_EQ(backend_for(*model, Backend::Auto), Backend::Cpu);
+  ::setenv("SPECSCOPE_CUDA_UNPROVEN", "1", 1);
+  EXPECT_EQ(backend_for(*model, Backend::Auto), Backend::Cuda);
+  expect_backends_agree(*model, 2e-2f, 8, 48, rel);
+  ::unsetenv("SPECSCOPE_CUDA_UNPROVEN");
+}
+
 // GGUF block weights stay blocks on the GPU: the logits of every quantized fixture match the CPU backend's to f32
 // accumulation order (both dequantize exactly, kernels/quant_decode.h and gguf_quant.cpp), and greedy agrees.
 TEST_F(CudaParity, QuantizedGgufFilesMatchTheCpuBackend) {

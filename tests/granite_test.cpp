@@ -1,0 +1,119 @@
+// IBM's Granite (GraniteForCausalLM; llama.cpp's "granite"): Llama's network with four multipliers. Their parity with
+// transformers and llama.cpp is in model_parity_test (granite_f32) and gguf_model_test (its GGUF files); here: how
+// the multipliers are read and refused, and speculation on the family staying lossless.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/generate/generator.h"
+#include "engine/methods/factory.h"
+#include "engine/methods/speculative_generator.h"
+#include "engine/model/config.h"
+#include "engine/model/model.h"
+#include "engine/util/error.h"
+#include "engine/util/mapped_file.h"
+#include "tests/test_support.h"
+
+namespace specscope {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+json fixture_config() {
+  return json::parse(read_text_file(test::fixture("models/granite_f32/config.json")));
+}
+
+TEST(Granite, ConfigAndGgufReadTheSameMultipliers) {
+  const auto hf = Model::load(test::fixture("models/granite_f32"));
+  const auto gguf = Model::load(test::fixture("gguf_models/granite_f32.f32.gguf"));
+  for (const ModelConfig* c : {&hf->config(), &gguf->config()}) {
+    SCOPED_TRACE(c->model_type);
+    EXPECT_EQ(c->architecture, "GraniteForCausalLM");
+    EXPECT_FLOAT_EQ(c->embed_scale, 12.f);
+    EXPECT_FLOAT_EQ(c->attention_scale(), 0.0625f);  // attention_multiplier, not 1/sqrt(16)
+    EXPECT_FLOAT_EQ(c->residual_scale, 0.22f);
+    EXPECT_FLOAT_EQ(c->logit_scale, 8.f);
+    EXPECT_EQ(c->head_dim, 16);  // derived: the config has no head_dim
+    EXPECT_TRUE(c->extended_forward());
+  }
+}
+
+// transformers' GraniteConfig defaults every multiplier to 1: a config without them is a Llama.
+TEST(Granite, MissingMultipliersAreOne) {
+  json j = fixture_config();
+  for (const char* key : {"embedding_multiplier", "attention_multiplier", "residual_multiplier", "logits_scaling"})
+    j.erase(key);
+  const ModelConfig c = ModelConfig::from_json_text(j.dump(), "config.json");
+  EXPECT_EQ(c.architecture, "GraniteForCausalLM");
+  EXPECT_FLOAT_EQ(c.embed_scale, 1.f);
+  EXPECT_FLOAT_EQ(c.attention_scale(), 1.f);
+  EXPECT_FLOAT_EQ(c.residual_scale, 1.f);
+  EXPECT_FLOAT_EQ(c.logit_scale, 1.f);
+}
+
+TEST(Granite, NonPositiveMultiplierIsRefusedNamingIt) {
+  for (const char* key : {"embedding_multiplier", "attention_multiplier", "residual_multiplier", "logits_scaling"})
+    for (double bad : {0.0, -2.0}) {
+      json j = fixture_config();
+      j[key] = bad;
+      try {
+        ModelConfig::from_json_text(j.dump(), "dir/config.json");
+        ADD_FAILURE() << key << " = " << bad << " accepted";
+      } catch (const InputError& e) {
+        EXPECT_EQ(e.where(), "dir/config.json");
+        EXPECT_NE(e.problem().find(key), std::string::npos) << e.what();
+      }
+    }
+}
+
+// The CLI's answer to such a checkpoint: one line naming the file and the field, exit code 2.
+TEST(Granite, CliRefusesZeroLogitsScalingWithExitCode2) {
+  const fs::path dir = fs::path(testing::TempDir()) / "granite_zero_logits_scaling";
+  fs::remove_all(dir);
+  fs::copy(test::fixture("models/granite_f32"), dir, fs::copy_options::recursive);
+  json j = fixture_config();
+  j["logits_scaling"] = 0;
+  std::ofstream(dir / "config.json") << j.dump();
+  const auto r = test::run_cli("run --model " + dir.string() + " --prompt hello --max-tokens 2 --no-record");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("config.json"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("'logits_scaling' must be a positive number"), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}
+
+// Greedy speculation on Granite gives vanilla's tokens, with the multipliers in both the drafter's and the target's
+// forwards: SpS drafting with the Q8_0 GGUF file (accepting most drafts) and prompt lookup.
+TEST(Granite, SpeculationIsLossless) {
+  const auto target = Model::load(test::fixture("models/granite_f32"));
+  MethodSpec sps;
+  sps.name = "sps";
+  sps.draft_path = test::fixture("gguf_models/granite_f32.q8_0.gguf");
+  MethodSpec pld;
+  pld.name = "pld";
+  GenerateOptions opts;
+  opts.max_tokens = 40;
+  opts.stop_at_eos = false;
+  for (const MethodSpec* spec : {&sps, &pld}) {
+    SCOPED_TRACE(spec->name);
+    auto method = make_method(*spec, *target);
+    long drafted = 0, accepted = 0;
+    for (int p = 0; p < 4; ++p) {
+      const std::vector<int32_t> prompt = {3000, int32_t(300 + 11 * p), 40, int32_t(500 + p), 40, int32_t(300 + 11 * p)};
+      const auto run = test::speculate_beside_vanilla(*target, *method, prompt, opts);
+      for (const auto& s : run.steps) {
+        drafted += long(s.nodes.size());
+        accepted += s.accepted_count();
+      }
+    }
+    EXPECT_GT(drafted, 0);
+    if (spec == &sps) EXPECT_GT(accepted * 2, drafted);  // an 8-bit twin agrees with its source most of the time
+  }
+}
+
+}  // namespace
+}  // namespace specscope
