@@ -6,6 +6,7 @@
 // Seeds: fuzz/corpus/hf_config (the fixtures' Llama, Qwen2, Mistral, Qwen3 and Gemma 3 configs, both of Gemma 3's
 // vision-language layouts and Google's Gemma 3 4B-it config).
 #include <cstdint>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -31,6 +32,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int l = 0; l < c.num_layers; ++l)
     if (c.window_of(l) < 0) std::abort();
   if (!c.wrapper_architecture.empty() && c.architecture != "Gemma3ForCausalLM") std::abort();
+  // Granite's multipliers: positive and finite, or the forward divides by zero or turns the stream to NaN.
+  for (float m : {c.embed_scale, c.residual_scale, c.logit_scale})
+    if (!(m > 0.f) || !std::isfinite(m)) std::abort();
+  if (c.attn_scale < 0.f || !std::isfinite(c.attn_scale)) std::abort();
   (void)c.summary();
   (void)c.extended_forward();
   (void)c.attention_scale();

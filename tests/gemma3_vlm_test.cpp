@@ -149,3 +149,24 @@ TEST_F(BrokenGemma3Vlm, CliExitsTwoNamingTheFile) {
 }
 
 }  // namespace
+
+// Found by fuzz_hf_config: Google's gemma-3-1b-it config with "sliding_window": -12 loaded, and the negative window
+// reached the attention's visibility test; a query_pre_attn_scalar of 0 or below made the attention scale inf or NaN.
+// Both are refused naming the field.
+TEST(Gemma3Config, NonPositiveWindowOrQueryScalarIsRefused) {
+  const nlohmann::json base =
+      nlohmann::json::parse(read_text_file(test::fixture("../../fuzz/corpus/hf_config/gemma3_1b_it.json")));
+  EXPECT_NO_THROW(ModelConfig::from_json_text(base.dump(), "config.json"));
+  for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"sliding_window", -12}, {"sliding_window", 0}, {"query_pre_attn_scalar", 0.0},
+           {"query_pre_attn_scalar", -4.0}}) {
+    nlohmann::json j = base;
+    j[key] = value;
+    try {
+      ModelConfig::from_json_text(j.dump(), "config.json");
+      ADD_FAILURE() << key << " = " << value << " accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(e.problem().find("'" + key + "'"), std::string::npos) << e.what();
+    }
+  }
+}

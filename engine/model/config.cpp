@@ -113,7 +113,10 @@ void parse_gemma3(const json& j, ModelConfig& c, const std::string& path) {
     for (int l = 0; l < c.num_layers; ++l) c.layer_sliding[size_t(l)] = pattern <= 0 || (l + 1) % pattern != 0;
   }
   c.embed_scale = std::sqrt(float(c.hidden_size));
-  c.attn_scale = 1.f / std::sqrt(get_float(j, "query_pre_attn_scalar", path, float(c.head_dim)));
+  const float scalar = get_float(j, "query_pre_attn_scalar", path, float(c.head_dim));
+  if (!(scalar > 0.f) || !std::isfinite(scalar))
+    throw InputError(path, "field 'query_pre_attn_scalar' must be a positive number");
+  c.attn_scale = 1.f / std::sqrt(scalar);
   c.sandwich_norms = true;
   c.norm_weight_offset = 1.f;
   c.hidden_act = "gelu_pytorch_tanh";  // the config's own key, when present, is read after
@@ -248,8 +251,12 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   bool uses_window = c.architecture == "MistralForCausalLM" ||
                      (j.contains("use_sliding_window") && j["use_sliding_window"].is_boolean() &&
                       j["use_sliding_window"].get<bool>());
-  if ((uses_window || !c.layer_sliding.empty()) && j.contains("sliding_window") && j["sliding_window"].is_number_integer())
-    c.sliding_window = j["sliding_window"].get<int>();
+  if ((uses_window || !c.layer_sliding.empty()) && j.contains("sliding_window") && j["sliding_window"].is_number_integer()) {
+    // A window of no keys, or a negative one, is no model's (found by fuzz_hf_config: a negative window reached the
+    // attention's visibility test).
+    if (j["sliding_window"].get<int64_t>() < 1) throw InputError(path, "field 'sliding_window' must be positive");
+    c.sliding_window = get_int(j, "sliding_window", path);
+  }
   c.torch_dtype = parse_torch_dtype(j);
   if (j.contains("bos_token_id") && j["bos_token_id"].is_number_integer()) c.bos_token_id = j["bos_token_id"].get<int>();
   if (j.contains("eos_token_id")) {
