@@ -145,22 +145,13 @@ float dot(const float* a, const float* b, int n) {
 }
 
 SPEC_MULTIVERSION
-void axpy(float a, const float* x, float* y, int n) {
-  for (int i = 0; i < n; ++i) y[i] += a * x[i];
+void axpy(float a, const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
 SPEC_MULTIVERSION
 void add(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
-}
-
-// Written as two roundings on purpose (no FMA contraction: -ffp-contract=off for this function), as transformers
-// computes it in f32.
-__attribute__((optimize("fp-contract=off"))) void add_scaled(const float* x, float s, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float scaled = x[i] * s;
-    y[i] += scaled;
-  }
 }
 
 void divide(float* x, float d, int64_t n) {

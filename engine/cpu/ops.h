@@ -22,10 +22,8 @@ void softmax(float* x, int n);
 // In-place log-softmax over n values (a drafter's log-probabilities).
 void log_softmax(float* x, int n);
 float dot(const float* a, const float* b, int n);  // in 16 lanes, one fixed horizontal sum
-void axpy(float a, const float* x, float* y, int n);  // y += a * x
-void add(const float* x, float* y, int64_t n);        // y += x
-// y += x * s, the product rounded first (transformers' residual + hidden * residual_multiplier, Granite)
-void add_scaled(const float* x, float s, float* y, int64_t n);
+void axpy(float a, const float* x, float* y, int64_t n);  // y += a * x
+void add(const float* x, float* y, int64_t n);            // y += x
 void divide(float* x, float d, int64_t n);  // x /= d (Granite's logits / logits_scaling)
 
 }  // namespace specscope::cpu

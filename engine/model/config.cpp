@@ -31,6 +31,13 @@ float get_float(const json& j, const char* key, const std::string& path, float d
   return j[key].get<float>();
 }
 
+// A scale only a positive, finite number makes sense of (a zero one divides by zero, a negative one has no root).
+float get_positive_float(const json& j, const char* key, const std::string& path, float def) {
+  const float v = get_float(j, key, path, def);
+  if (!(v > 0.f) || !std::isfinite(v)) throw InputError(path, std::string("field '") + key + "' must be a positive number");
+  return v;
+}
+
 DType parse_torch_dtype(const json& j) {
   for (const char* key : {"torch_dtype", "dtype"}) {
     if (j.contains(key) && j[key].is_string()) {
@@ -113,10 +120,7 @@ void parse_gemma3(const json& j, ModelConfig& c, const std::string& path) {
     for (int l = 0; l < c.num_layers; ++l) c.layer_sliding[size_t(l)] = pattern <= 0 || (l + 1) % pattern != 0;
   }
   c.embed_scale = std::sqrt(float(c.hidden_size));
-  const float scalar = get_float(j, "query_pre_attn_scalar", path, float(c.head_dim));
-  if (!(scalar > 0.f) || !std::isfinite(scalar))
-    throw InputError(path, "field 'query_pre_attn_scalar' must be a positive number");
-  c.attn_scale = 1.f / std::sqrt(scalar);
+  c.attn_scale = 1.f / std::sqrt(get_positive_float(j, "query_pre_attn_scalar", path, float(c.head_dim)));
   c.sandwich_norms = true;
   c.norm_weight_offset = 1.f;
   c.hidden_act = "gelu_pytorch_tanh";  // the config's own key, when present, is read after
@@ -154,16 +158,10 @@ json text_config_of_gemma3(const json& j, const std::string& path) {
 // Granite's four multipliers (transformers' GraniteConfig defaults each to 1). Each must be a positive, finite
 // number: a zero or negative one computes no model anyone published, and a zero logits_scaling divides by zero.
 void parse_granite(const json& j, ModelConfig& c, const std::string& path) {
-  auto multiplier = [&](const char* key) {
-    const float v = get_float(j, key, path, 1.f);
-    if (!(v > 0.f) || !std::isfinite(v))
-      throw InputError(path, std::string("field '") + key + "' must be a positive number");
-    return v;
-  };
-  c.embed_scale = multiplier("embedding_multiplier");
-  c.attn_scale = multiplier("attention_multiplier");
-  c.residual_scale = multiplier("residual_multiplier");
-  c.logit_scale = multiplier("logits_scaling");
+  c.embed_scale = get_positive_float(j, "embedding_multiplier", path, 1.f);
+  c.attn_scale = get_positive_float(j, "attention_multiplier", path, 1.f);
+  c.residual_scale = get_positive_float(j, "residual_multiplier", path, 1.f);
+  c.logit_scale = get_positive_float(j, "logits_scaling", path, 1.f);
 }
 
 }  // namespace

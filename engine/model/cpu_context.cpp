@@ -203,7 +203,7 @@ void CpuContext::project_qkv(const LayerWeights& L, const float* x, int rows) {
 void CpuContext::add_residual(const float* h, float* x, int rows) const {
   const auto& c = model_->config();
   const int64_t n = int64_t(rows) * c.hidden_size;
-  if (c.residual_scale != 1.f) cpu::add_scaled(h, c.residual_scale, x, n);
+  if (c.residual_scale != 1.f) cpu::axpy(c.residual_scale, h, x, n);
   else cpu::add(h, x, n);
 }
 
