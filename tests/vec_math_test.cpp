@@ -152,3 +152,65 @@ TEST(VecMath, RopeTableEqualsRope) {
     EXPECT_EQ(0, std::memcmp(a.data(), b.data(), sizeof(float) * a.size())) << "position " << pos;
   }
 }
+
+// The kernels compiled per instruction set run vec_math.h at 16, 8 or 4 floats a vector (isa_dispatch.h): the exp,
+// the maximum, the sum of exponentials (kept in 16 lanes at every width) and the scaling give the same bits at every
+// width, so a machine's results do not depend on which vector width its CPU gets (compiled here for this file's
+// baseline target, which still exercises each width's code).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+namespace {
+template <int L>
+std::vector<float> exp_at_width(const std::vector<float>& x) {
+  using V = cpu::vec::vec_t<L>;
+  std::vector<float> y(x.size());
+  for (size_t i = 0; i < x.size(); i += L) {
+    const int r = int(std::min<size_t>(L, x.size() - i));
+    cpu::vec::store_part(y.data() + i, cpu::vec::exp_v(cpu::vec::load_part<V>(x.data() + i, r)), r);
+  }
+  return y;
+}
+struct SoftmaxParts {
+  float max = 0, sum = 0;
+  std::vector<float> out;
+};
+template <bool kPadded, int L>
+SoftmaxParts softmax_at_width(std::vector<float> x, int n) {
+  SoftmaxParts p;
+  p.max = cpu::vec::max_of<kPadded, L>(x.data(), n);
+  p.sum = cpu::vec::sum_exp<kPadded, L>(x.data(), n, p.max, true);
+  cpu::vec::scale<kPadded, L>(x.data(), n, 1.f / p.sum);
+  p.out = std::move(x);
+  return p;
+}
+template <bool kPadded>
+void expect_same_softmax_at_every_width(const std::vector<float>& x, int n) {
+  const auto a = softmax_at_width<kPadded, 16>(x, n), b = softmax_at_width<kPadded, 8>(x, n),
+             c = softmax_at_width<kPadded, 4>(x, n);
+  ASSERT_EQ(a.max, b.max);
+  ASSERT_EQ(a.max, c.max);
+  ASSERT_EQ(a.sum, b.sum) << "n=" << n;
+  ASSERT_EQ(a.sum, c.sum) << "n=" << n;
+  EXPECT_EQ(0, std::memcmp(a.out.data(), b.out.data(), sizeof(float) * size_t(n))) << "n=" << n;
+  EXPECT_EQ(0, std::memcmp(a.out.data(), c.out.data(), sizeof(float) * size_t(n))) << "n=" << n;
+}
+}  // namespace
+
+TEST(VecMath, EveryVectorWidthGivesTheSameBits) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.f, 1.f);  // many terms of a sum alike: its order shows in the last bits
+  std::vector<float> x(4099);
+  for (auto& v : x) v = nd(rng);
+  x[3] = -std::numeric_limits<float>::infinity();
+  const auto e16 = exp_at_width<16>(x), e8 = exp_at_width<8>(x), e4 = exp_at_width<4>(x);
+  EXPECT_EQ(0, std::memcmp(e16.data(), e8.data(), sizeof(float) * x.size()));
+  EXPECT_EQ(0, std::memcmp(e16.data(), e4.data(), sizeof(float) * x.size()));
+  for (int n : {1, 3, 4, 7, 8, 9, 15, 16, 17, 24, 31, 33, 130, 1000, 4099}) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    std::vector<float> row(x.begin(), x.begin() + n);
+    expect_same_softmax_at_every_width<false>(row, n);
+    row.resize((size_t(n) + 15) / 16 * 16, 123.f);  // padding to whole 16-float vectors, holding anything
+    expect_same_softmax_at_every_width<true>(row, n);
+  }
+}
+#pragma GCC diagnostic pop

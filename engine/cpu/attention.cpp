@@ -5,14 +5,10 @@
 #include <limits>
 #include <vector>
 
+#include "engine/cpu/isa_dispatch.h"
 #include "engine/cpu/thread_pool.h"
 #include "engine/cpu/vec_math.h"
 
-#if defined(__x86_64__) && !defined(__clang__) && !defined(SPECSCOPE_NO_TARGET_CLONES)
-#define SS_ATTN_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define SS_ATTN_CLONES
-#endif
 #define SS_ATTN_INLINE __attribute__((always_inline)) inline
 
 #pragma GCC diagnostic push
@@ -21,7 +17,6 @@
 namespace specscope::cpu {
 namespace {
 
-using vec::f16v;
 using vec::kLanes;
 
 // Per-thread scratch of one task: scores and packed weights, [query vectors][keys padded to whole vectors].
@@ -36,42 +31,45 @@ Scratch& scratch() {
 // A task's query vectors: up to kMaxQ (row, head) pairs of one KV head's group, rows in order, heads in order.
 constexpr int kMaxQ = 6;
 
-// scores[g][j] = scale * sum_d q_g[d] kt[d][j] for GC query vectors and KB blocks of 16 keys from j0: one FMA chain
-// per (query, key lane) over d in order, so a score never depends on which other queries or keys share the call.
-template <int GC, int KB>
+// scores[g][j] = scale * sum_d q_g[d] kt[d][j] for GC query vectors and KB vectors of keys (V: lanes_of<V> keys
+// each) from j0: one FMA chain per (query, key lane) over d in order, so a score never depends on which other
+// queries or keys share the call, nor on the vector width.
+template <class V, int GC, int KB>
 SS_ATTN_INLINE void score_blocks(const float* const* q, const float* kt, int hd, int j0, float scale, float* scores,
                                  size_t score_stride) {
-  f16v acc[GC][KB];
+  constexpr int L = vec::lanes_of<V>;
+  V acc[GC][KB];
   for (int g = 0; g < GC; ++g)
-    for (int b = 0; b < KB; ++b) acc[g][b] = f16v{};
-  // kt: this head's tiles; tile j0 / 16 holds keys j0 .. j0 + 15 as [d][16].
-  const float* tile = kt + size_t(j0 / kLanes) * size_t(hd) * kLanes;
+    for (int b = 0; b < KB; ++b) acc[g][b] = V{};
+  // kt: this head's tiles; tile j / 16 holds keys j / 16 * 16 .. + 15 as [d][16].
+  const float* key[KB];
+  for (int b = 0; b < KB; ++b) {
+    const int j = j0 + b * L;
+    key[b] = kt + size_t(j / kLanes) * size_t(hd) * kLanes + size_t(j % kLanes);
+  }
   for (int d = 0; d < hd; ++d) {
-    f16v kv[KB];
-    for (int b = 0; b < KB; ++b) kv[b] = vec::load(tile + (size_t(b) * size_t(hd) + size_t(d)) * kLanes);
+    V kv[KB];
+    for (int b = 0; b < KB; ++b) kv[b] = vec::load<V>(key[b] + size_t(d) * kLanes);
     for (int g = 0; g < GC; ++g) {
-      const f16v qd = vec::splat(q[g][d]);
+      const V qd = vec::splat<V>(q[g][d]);
       for (int b = 0; b < KB; ++b) acc[g][b] += qd * kv[b];
     }
   }
   for (int g = 0; g < GC; ++g)
-    for (int b = 0; b < KB; ++b) vec::store(scores + size_t(g) * score_stride + j0 + b * kLanes, acc[g][b] * scale);
+    for (int b = 0; b < KB; ++b) vec::store(scores + size_t(g) * score_stride + j0 + b * L, acc[g][b] * scale);
 }
 
-// Blocks of kWideBlocks key vectors: GC x kWideBlocks accumulators, at most 24 (GC <= kMaxQ), enough FMA chains in
-// flight to cover the latency, with each loaded key vector reused by all GC query vectors.
-constexpr int kWideBlocks = 4;
-static_assert(kMaxQ * kWideBlocks <= 24, "the accumulators of a wide block must fit the vector registers");
-
-template <int GC>
+// Blocks of Wide key vectors: GC x Wide accumulators plus Wide loaded key vectors and a broadcast must fit the
+// register file (Blocking below), enough FMA chains in flight to cover the latency, with each loaded key vector
+// reused by all GC query vectors. Keys are padded to whole tiles of 16, so the last vector may run past `keys`.
+template <class V, int GC, int kWide>
 SS_ATTN_INLINE void scores_for(const float* const* q, const float* kt, int hd, int keys, float scale, float* scores,
                                size_t score_stride) {
-  constexpr int kWide = kWideBlocks;
+  constexpr int L = vec::lanes_of<V>;
   int j0 = 0;
-  for (; j0 + kWide * kLanes <= keys; j0 += kWide * kLanes)
-    score_blocks<GC, kWide>(q, kt, hd, j0, scale, scores, score_stride);
-  for (; j0 + 2 * kLanes <= keys; j0 += 2 * kLanes) score_blocks<GC, 2>(q, kt, hd, j0, scale, scores, score_stride);
-  for (; j0 < keys; j0 += kLanes) score_blocks<GC, 1>(q, kt, hd, j0, scale, scores, score_stride);
+  for (; j0 + kWide * L <= keys; j0 += kWide * L)
+    score_blocks<V, GC, kWide>(q, kt, hd, j0, scale, scores, score_stride);
+  for (; j0 < keys; j0 += L) score_blocks<V, GC, 1>(q, kt, hd, j0, scale, scores, score_stride);
 }
 
 void scores_any(const float* const* q, int gc, const float* kt, size_t kt_stride, int hd, int keys, float scale,
@@ -86,47 +84,50 @@ void scores_any(const float* const* q, int gc, const float* kt, size_t kt_stride
 
 // Softmax over a row's visible keys, packed in key order: w[i] = exp(s[key(i)] - max) / sum. The all-visible prefix
 // is copied as it is; only the tail is gathered. The maximum (exact in any order), the exponentials, the sum (lane
-// i % 16 of the packed keys, then vec::hsum) and the scaling run in vectors.
-// w is padded to whole vectors (attend_block's weight rows), so the row's last, partial vector is one load and store.
+// i % 16 of the packed keys, then vec::hsum, whatever the width L) and the scaling run in vectors of L floats.
+// w is padded to whole 16-float vectors (attend_block's weight rows), so the row's last, partial vector is one load
+// and store.
+template <int L>
 SS_ATTN_INLINE void packed_softmax(const float* s, int prefix, const int* tail, int nv, float* w) {
   std::memcpy(w, s, sizeof(float) * size_t(prefix));
   for (int i = prefix; i < nv; ++i) w[i] = s[tail[i - prefix]];
-  vec::scale<true>(w, nv, 1.f / vec::sum_exp<true>(w, nv, vec::max_of<true>(w, nv), true));
+  vec::scale<true, L>(w, nv, 1.f / vec::sum_exp<true, L>(w, nv, vec::max_of<true, L>(w, nv), true));
 }
 
-// out_g[b] (+)= sum_i w_g[first + i] v[key(first + i)][b] over i < n, for GC query vectors and DB vectors of 16
-// elements from element d0: values added in key order. keys == nullptr: key(p) = p (the shared prefix); otherwise
-// key(first + i) = keys[i]. With resume, the sums go on from what out holds (a row's tail after the prefix its block
-// shared), so every sum is its row's visible keys in order, however the rows were grouped.
-template <int GC, int DB>
+// out_g[b] (+)= sum_i w_g[first + i] v[key(first + i)][b] over i < n, for GC query vectors and DB vectors of
+// elements (V) from element d0: values added in key order. keys == nullptr: key(p) = p (the shared prefix);
+// otherwise key(first + i) = keys[i]. With resume, the sums go on from what out holds (a row's tail after the prefix
+// its block shared), so every sum is its row's visible keys in order, however the rows were grouped.
+template <class V, int GC, int DB>
 SS_ATTN_INLINE void weighted_values(const float* const* w, int first, const int* keys, int n, const float* v,
                                     size_t v_stride, int d0, float* const* out, bool resume) {
-  f16v acc[GC][DB];
+  constexpr int L = vec::lanes_of<V>;
+  V acc[GC][DB];
   for (int g = 0; g < GC; ++g)
-    for (int b = 0; b < DB; ++b) acc[g][b] = resume ? vec::load(out[g] + d0 + b * kLanes) : f16v{};
+    for (int b = 0; b < DB; ++b) acc[g][b] = resume ? vec::load<V>(out[g] + d0 + b * L) : V{};
   for (int i = 0; i < n; ++i) {
     const int key = keys ? keys[i] : first + i;
     const float* vj = v + size_t(key) * v_stride + d0;
-    f16v vv[DB];
-    for (int b = 0; b < DB; ++b) vv[b] = vec::load(vj + b * kLanes);
+    V vv[DB];
+    for (int b = 0; b < DB; ++b) vv[b] = vec::load<V>(vj + b * L);
     for (int g = 0; g < GC; ++g) {
-      const f16v wg = vec::splat(w[g][first + i]);
+      const V wg = vec::splat<V>(w[g][first + i]);
       for (int b = 0; b < DB; ++b) acc[g][b] += wg * vv[b];
     }
   }
   for (int g = 0; g < GC; ++g)
-    for (int b = 0; b < DB; ++b) vec::store(out[g] + d0 + b * kLanes, acc[g][b]);
+    for (int b = 0; b < DB; ++b) vec::store(out[g] + d0 + b * L, acc[g][b]);
 }
 
-// The same over the whole head, kWideBlocks vectors at a time.
-template <int GC>
+// The same over the whole head (a multiple of 16 elements), kWide vectors at a time.
+template <class V, int GC, int kWide>
 SS_ATTN_INLINE void values_for(const float* const* w, int first, const int* keys, int n, const float* v,
                                size_t v_stride, int hd, float* const* out, bool resume) {
-  constexpr int kWide = kWideBlocks;
+  constexpr int L = vec::lanes_of<V>;
   int d0 = 0;
-  for (; d0 + kWide * kLanes <= hd; d0 += kWide * kLanes)
-    weighted_values<GC, kWide>(w, first, keys, n, v, v_stride, d0, out, resume);
-  for (; d0 < hd; d0 += kLanes) weighted_values<GC, 1>(w, first, keys, n, v, v_stride, d0, out, resume);
+  for (; d0 + kWide * L <= hd; d0 += kWide * L)
+    weighted_values<V, GC, kWide>(w, first, keys, n, v, v_stride, d0, out, resume);
+  for (; d0 < hd; d0 += L) weighted_values<V, GC, 1>(w, first, keys, n, v, v_stride, d0, out, resume);
 }
 
 // Any head_dim (not a multiple of 16): the same sums, element by element.
@@ -142,39 +143,55 @@ void values_any(const float* const* w, int gc, int first, const int* keys, int n
   }
 }
 
+// The register blocking of the kernel at width L (floats a vector): vectors V, chunks of up to kMaxQ query
+// vectors, kWide vectors of keys (scores) or of head elements (values) a block. Changing any of them regroups the same
+// sums, never reorders them. Accumulators + loaded vectors + one broadcast: AVX-512 6 x 4 + 4 + 1 zmm (of 32); AVX2
+// 6 x 2 + 2 + 1 ymm (of 16); SSE 6 x 2 + 2 + 1 xmm (of 16).
+template <int L>
+struct Blocking {
+  using V = vec::vec_t<L>;
+  static constexpr int kWidth = L, kWide = L == 16 ? 4 : 2;
+};
+
+template <class B>
 SS_ATTN_INLINE void scores_dispatch(int gc, const float* const* q, const AttentionArgs& a, const float* kt, float* sc,
                                     size_t pad) {
+  using V = typename B::V;
+  constexpr int W = B::kWide;
   const int hd = a.head_dim;
   if (hd % kLanes) return scores_any(q, gc, kt, a.kt_stride, hd, a.keys, a.scale, sc, pad);
   switch (gc) {
-    case 1: return scores_for<1>(q, kt, hd, a.keys, a.scale, sc, pad);
-    case 2: return scores_for<2>(q, kt, hd, a.keys, a.scale, sc, pad);
-    case 3: return scores_for<3>(q, kt, hd, a.keys, a.scale, sc, pad);
-    case 4: return scores_for<4>(q, kt, hd, a.keys, a.scale, sc, pad);
-    case 5: return scores_for<5>(q, kt, hd, a.keys, a.scale, sc, pad);
-    default: return scores_for<6>(q, kt, hd, a.keys, a.scale, sc, pad);
+    case 1: return scores_for<V, 1, W>(q, kt, hd, a.keys, a.scale, sc, pad);
+    case 2: return scores_for<V, 2, W>(q, kt, hd, a.keys, a.scale, sc, pad);
+    case 3: return scores_for<V, 3, W>(q, kt, hd, a.keys, a.scale, sc, pad);
+    case 4: return scores_for<V, 4, W>(q, kt, hd, a.keys, a.scale, sc, pad);
+    case 5: return scores_for<V, 5, W>(q, kt, hd, a.keys, a.scale, sc, pad);
+    default: return scores_for<V, 6, W>(q, kt, hd, a.keys, a.scale, sc, pad);
   }
 }
 
+template <class B>
 SS_ATTN_INLINE void values_dispatch(int gc, const float* const* w, int first, const int* keys, int n,
                                     const AttentionArgs& a, const float* v, float* const* out, bool resume) {
+  using V = typename B::V;
+  constexpr int W = B::kWide;
   const int hd = a.head_dim;
   if (hd % kLanes) return values_any(w, gc, first, keys, n, v, a.v_stride, hd, out, resume);
   switch (gc) {
-    case 1: return values_for<1>(w, first, keys, n, v, a.v_stride, hd, out, resume);
-    case 2: return values_for<2>(w, first, keys, n, v, a.v_stride, hd, out, resume);
-    case 3: return values_for<3>(w, first, keys, n, v, a.v_stride, hd, out, resume);
-    case 4: return values_for<4>(w, first, keys, n, v, a.v_stride, hd, out, resume);
-    case 5: return values_for<5>(w, first, keys, n, v, a.v_stride, hd, out, resume);
-    default: return values_for<6>(w, first, keys, n, v, a.v_stride, hd, out, resume);
+    case 1: return values_for<V, 1, W>(w, first, keys, n, v, a.v_stride, hd, out, resume);
+    case 2: return values_for<V, 2, W>(w, first, keys, n, v, a.v_stride, hd, out, resume);
+    case 3: return values_for<V, 3, W>(w, first, keys, n, v, a.v_stride, hd, out, resume);
+    case 4: return values_for<V, 4, W>(w, first, keys, n, v, a.v_stride, hd, out, resume);
+    case 5: return values_for<V, 5, W>(w, first, keys, n, v, a.v_stride, hd, out, resume);
+    default: return values_for<V, 6, W>(w, first, keys, n, v, a.v_stride, hd, out, resume);
   }
 }
 
 // One task: KV head kvh for rows [r0, r0 + nrows), every query head of its group, in chunks of up to kMaxQ query
 // vectors (rows in order, heads in order). The rows of a chunk share each loaded key and value vector: their scores
 // in one pass over the keys, and their values over the prefix every one of them sees, then each row's own tail.
-SS_ATTN_CLONES
-void attend_block(const AttentionArgs& a, const VisibleKeys& vk, int kvh, int r0, int nrows) {
+template <class B>
+SS_ATTN_INLINE void attend_block(const AttentionArgs& a, const VisibleKeys& vk, int kvh, int r0, int nrows) {
   const int hd = a.head_dim, group = a.heads / a.kv_heads;
   Scratch& s = scratch();
   const size_t pad = kt_stride_for(a.keys);  // scores and weights per query vector: keys padded to whole vectors
@@ -197,15 +214,15 @@ void attend_block(const AttentionArgs& a, const VisibleKeys& vk, int kvh, int r0
       w[g] = s.weights.data() + size_t(g) * pad;
     }
     float* sc = s.scores.data();
-    scores_dispatch(gc, q, a, kt, sc, pad);
+    scores_dispatch<B>(gc, q, a, kt, sc, pad);
     int shared = a.keys;  // the prefix every row of the chunk sees
     for (int g = 0; g < gc; ++g) {
       const int row = row_of[g];
-      packed_softmax(sc + size_t(g) * pad, vk.prefix[size_t(row)], vk.tail_of(row), vk.count[size_t(row)],
+      packed_softmax<B::kWidth>(sc + size_t(g) * pad, vk.prefix[size_t(row)], vk.tail_of(row), vk.count[size_t(row)],
                      w[g]);
       shared = std::min(shared, vk.prefix[size_t(row)]);
     }
-    values_dispatch(gc, w, 0, nullptr, shared, a, v, out, false);
+    values_dispatch<B>(gc, w, 0, nullptr, shared, a, v, out, false);
     // Each row's own keys after the shared prefix: its prefix beyond it, then its listed keys, resuming its sums.
     for (int g0 = 0; g0 < gc;) {
       int g1 = g0 + 1;
@@ -214,13 +231,25 @@ void attend_block(const AttentionArgs& a, const VisibleKeys& vk, int kvh, int r0
       if (nv == 0) {  // nothing attendable: zeros, as the softmax of all -inf gives
         for (int g = g0; g < g1; ++g) std::fill(out[g], out[g] + hd, 0.f);
       } else {
-        if (p > shared) values_dispatch(g1 - g0, w + g0, shared, nullptr, p - shared, a, v, out + g0, true);
-        if (nv > p) values_dispatch(g1 - g0, w + g0, p, vk.tail_of(row), nv - p, a, v, out + g0, true);
+        if (p > shared) values_dispatch<B>(g1 - g0, w + g0, shared, nullptr, p - shared, a, v, out + g0, true);
+        if (nv > p) values_dispatch<B>(g1 - g0, w + g0, p, vk.tail_of(row), nv - p, a, v, out + g0, true);
       }
       g0 = g1;
     }
   }
 }
+
+// Every task of one attention() call: (KV head, block of per_task rows) pairs t0 .. t1 - 1.
+template <int L>
+SS_ATTN_INLINE void attend_tasks_with(const AttentionArgs& a, const VisibleKeys& vk, int per_task, int t0, int t1) {
+  for (int t = t0; t < t1; ++t) {
+    const int r0 = (t / a.kv_heads) * per_task;
+    attend_block<Blocking<L>>(a, vk, t % a.kv_heads, r0, std::min(per_task, a.rows - r0));
+  }
+}
+SS_PER_ISA_KERNEL(void, attend_tasks,
+                  (const AttentionArgs& a, const VisibleKeys& vk, int per_task, int t0, int t1),
+                  (a, vk, per_task, t0, t1))
 
 }  // namespace
 
@@ -255,12 +284,7 @@ void attention(const AttentionArgs& a) {
   const int blocks = (a.rows + per_task - 1) / per_task, tasks = blocks * a.kv_heads;
   const size_t macs = size_t(a.rows) * size_t(a.heads) * size_t(a.keys) * size_t(a.head_dim) * 2;
   // Threads from ~32k multiply-adds: one-token decoding at context 128-192 gains from two threads already.
-  run_team_units(tasks, macs, 32768, [&](int t0, int t1) {
-    for (int t = t0; t < t1; ++t) {
-      const int r0 = (t / a.kv_heads) * per_task;
-      attend_block(a, vk, t % a.kv_heads, r0, std::min(per_task, a.rows - r0));
-    }
-  });
+  run_team_units(tasks, macs, 32768, [&](int t0, int t1) { attend_tasks(a, vk, per_task, t0, t1); });
 }
 
 }  // namespace specscope::cpu

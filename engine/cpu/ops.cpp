@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "engine/cpu/isa_dispatch.h"
 #include "engine/cpu/vec_math.h"
 
 // The hot loops are compiled twice (AVX2+FMA and baseline x86-64) and picked at load time, so the binary
@@ -77,62 +78,75 @@ void rope(float* vec, int n_heads, int head_dim, int32_t pos, const float* inv_f
   rope_rotate(vec, n_heads, head_dim, cs);
 }
 
-// silu and softmax run on vec_math.h's exp in 16-lane vectors (libm's scalar expf made silu alone ~18% of an
-// 8-token step on the default base). Tails go through the same vector code, so an element's result does not
-// depend on its position.
-SPEC_MULTIVERSION_VEC
-void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+// silu and softmax run on vec_math.h's exp in vectors (libm's scalar expf made silu alone ~18% of an 8-token step
+// on the default base), at this CPU's width (isa_dispatch.h: 16-float vectors compiled for AVX2 became one scalar
+// compare per lane in exp_v's clamps). Tails go through the same vector code, so an element's result does not
+// depend on its position; softmax's sum is kept in 16 lanes at every width.
+namespace {
+
+template <int L>
+SS_VEC_INLINE void silu_mul_with(const float* gate, const float* up, float* out, int64_t n) {
   using namespace vec;
+  using V = vec_t<L>;
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    const f16v g = load(gate + i);
-    store(out + i, g / (1.0f + exp_v(-g)) * load(up + i));
+  for (; i + L <= n; i += L) {
+    const V g = load<V>(gate + i);
+    store(out + i, g / (1.0f + exp_v(-g)) * load<V>(up + i));
   }
   if (i < n) {
     const int r = int(n - i);
-    const f16v g = load_part(gate + i, r);
-    store_part(out + i, g / (1.0f + exp_v(-g)) * load_part(up + i, r), r);
+    const V g = load_part<V>(gate + i, r);
+    store_part(out + i, g / (1.0f + exp_v(-g)) * load_part<V>(up + i, r), r);
   }
 }
 
 // 0.5 x (1 + tanh(u)) is x / (1 + exp(-2u)): silu's form, on the same vector exp (a scalar libm tanh took ~9% of a
 // Gemma-3-1B decode step: 180k of them per token).
-SPEC_MULTIVERSION_VEC
-void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n) {
+template <int L>
+SS_VEC_INLINE void gelu_tanh_mul_with(const float* gate, const float* up, float* out, int64_t n) {
   using namespace vec;
+  using V = vec_t<L>;
   constexpr float kTwoBeta = 2.f * 0.7978845608028654f;  // 2 sqrt(2 / pi)
   constexpr float kKappa = 0.044715f;
-  // Written out twice rather than as a lambda: a lambda is not compiled for the clone's ISA, and passing a 16-lane
-  // vector to it across that boundary breaks the calling convention.
+  // Written out twice rather than as a lambda: a lambda is not compiled for the caller's ISA, and passing a vector
+  // to it across that boundary breaks the calling convention.
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    const f16v x = load(gate + i);
-    store(out + i, x / (1.0f + exp_v(-kTwoBeta * (x + kKappa * x * x * x))) * load(up + i));
+  for (; i + L <= n; i += L) {
+    const V x = load<V>(gate + i);
+    store(out + i, x / (1.0f + exp_v(-kTwoBeta * (x + kKappa * x * x * x))) * load<V>(up + i));
   }
   if (i < n) {
     const int r = int(n - i);
-    const f16v x = load_part(gate + i, r);
-    store_part(out + i, x / (1.0f + exp_v(-kTwoBeta * (x + kKappa * x * x * x))) * load_part(up + i, r), r);
+    const V x = load_part<V>(gate + i, r);
+    store_part(out + i, x / (1.0f + exp_v(-kTwoBeta * (x + kKappa * x * x * x))) * load_part<V>(up + i, r), r);
   }
 }
 
-SPEC_MULTIVERSION_VEC
-void softmax(float* x, int n) {
-  const float mx = vec::max_of(x, n);
+template <int L>
+SS_VEC_INLINE void softmax_with(float* x, int n) {
+  const float mx = vec::max_of<false, L>(x, n);
   if (mx == -std::numeric_limits<float>::infinity()) {  // nothing attendable: uniform zeros
     std::fill(x, x + n, 0.f);
     return;
   }
-  vec::scale(x, n, 1.f / vec::sum_exp(x, n, mx, true));
+  vec::scale<false, L>(x, n, 1.f / vec::sum_exp<false, L>(x, n, mx, true));
 }
 
 // x[i] -= log(sum_j exp(x[j])), with the maximum subtracted first; the sum in 16 lanes and one fixed horizontal sum.
-SPEC_MULTIVERSION_VEC
-void log_softmax(float* x, int n) {
-  const float mx = vec::max_of(x, n);
-  const float lse = mx + std::log(vec::sum_exp(x, n, mx, false));
+template <int L>
+SS_VEC_INLINE void log_softmax_with(float* x, int n) {
+  const float mx = vec::max_of<false, L>(x, n);
+  const float lse = mx + std::log(vec::sum_exp<false, L>(x, n, mx, false));
   for (int i = 0; i < n; ++i) x[i] -= lse;
 }
+
+}  // namespace
+
+SS_PER_ISA_KERNEL(void, silu_mul, (const float* gate, const float* up, float* out, int64_t n), (gate, up, out, n))
+SS_PER_ISA_KERNEL(void, gelu_tanh_mul, (const float* gate, const float* up, float* out, int64_t n),
+                  (gate, up, out, n))
+SS_PER_ISA_KERNEL(void, softmax, (float* x, int n), (x, n))
+SS_PER_ISA_KERNEL(void, log_softmax, (float* x, int n), (x, n))
 
 SPEC_MULTIVERSION_VEC
 float dot(const float* a, const float* b, int n) {

@@ -26,36 +26,84 @@ typedef int32_t i16v __attribute__((vector_size(64), aligned(4)));  // 16 int32,
 
 #define SS_VEC_INLINE __attribute__((always_inline)) inline
 
-SS_VEC_INLINE f16v load(const float* p) {
-  f16v v;
+// Narrower vectors of the register width of AVX2 (f8v: one ymm) and SSE (f4v: one xmm). GCC compiles an f16v to
+// one zmm on AVX-512 but, where it is two ymm or four xmm, leaves arrays of them on the stack (attention's
+// accumulators, copied through general registers at every FMA) and turns their comparisons and selects into one
+// scalar compare per lane (exp_v's clamps, the maximum): attention ran at 3.5 GMAC/s and silu_mul lane by lane on an
+// AVX2-only AMD EPYC. Kernels with such code are compiled once per instruction set at its own width
+// (isa_dispatch.h); the functions below take the vector type, or L floats a vector, 16 by default.
+typedef float f8v __attribute__((vector_size(32), aligned(4)));
+typedef float f4v __attribute__((vector_size(16), aligned(4)));
+typedef int32_t i8v __attribute__((vector_size(32), aligned(4)));
+typedef int32_t i4v __attribute__((vector_size(16), aligned(4)));
+template <class V>
+constexpr int lanes_of = int(sizeof(V) / sizeof(float));
+// The vectors of L floats and of L int32 (a type with an alignment attribute cannot be a template argument as it
+// is, so templates name these).
+template <int L>
+struct of_lanes;
+template <>
+struct of_lanes<16> {
+  using type = f16v;
+  using ints = i16v;
+};
+template <>
+struct of_lanes<8> {
+  using type = f8v;
+  using ints = i8v;
+};
+template <>
+struct of_lanes<4> {
+  using type = f4v;
+  using ints = i4v;
+};
+template <int L>
+using vec_t = typename of_lanes<L>::type;
+
+template <class V = f16v>
+SS_VEC_INLINE V load(const float* p) {
+  V v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-SS_VEC_INLINE void store(float* p, f16v v) { std::memcpy(p, &v, sizeof v); }
-// The first n (< 16) lanes of p, zeros after (reads only those n floats).
-SS_VEC_INLINE f16v load_part(const float* p, int n) {
-  f16v v = {};
+template <class V>
+SS_VEC_INLINE void store(float* p, V v) { std::memcpy(p, &v, sizeof v); }
+// The first n (< lanes) lanes of p, zeros after (reads only those n floats).
+template <class V = f16v>
+SS_VEC_INLINE V load_part(const float* p, int n) {
+  V v = {};
   for (int i = 0; i < n; ++i) v[i] = p[i];
   return v;
 }
-SS_VEC_INLINE void store_part(float* p, f16v v, int n) {
+template <class V>
+SS_VEC_INLINE void store_part(float* p, V v, int n) {
   for (int i = 0; i < n; ++i) p[i] = v[i];
 }
 // Every lane x. Spelled out rather than `f16v{} + x`: 0 + x is not x for x = -0, so GCC kept a scalar add before
 // every broadcast (seen in attention's score loop: vaddss then vbroadcastss for each query element).
-SS_VEC_INLINE f16v splat(float x) {
-  const f16v first = {x};
-  return __builtin_shufflevector(first, first, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+template <class V = f16v>
+SS_VEC_INLINE V splat(float x) {
+  const V first = {x};
+  if constexpr (lanes_of<V> == 16)
+    return __builtin_shufflevector(first, first, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  else if constexpr (lanes_of<V> == 8) return __builtin_shufflevector(first, first, 0, 0, 0, 0, 0, 0, 0, 0);
+  else return __builtin_shufflevector(first, first, 0, 0, 0, 0);
 }
-// Lanes [0, n) set, the rest clear.
-SS_VEC_INLINE i16v first_lanes(int n) {
-  const i16v idx = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-  return idx < n;
+// Lanes [0, n) set, the rest clear (V's comparison mask).
+template <class V = f16v>
+SS_VEC_INLINE auto first_lanes(int n) {
+  using I = typename of_lanes<lanes_of<V>>::ints;
+  if constexpr (lanes_of<V> == 16) return I{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15} < n;
+  else if constexpr (lanes_of<V> == 8) return I{0, 1, 2, 3, 4, 5, 6, 7} < n;
+  else return I{0, 1, 2, 3} < n;
 }
-SS_VEC_INLINE f16v select(i16v mask, f16v a, f16v b) { return mask ? a : b; }
-SS_VEC_INLINE f16v vmax(f16v a, f16v b) { return a > b ? a : b; }
-SS_VEC_INLINE f16v bits_to_float(i16v i) {
-  f16v f;
+template <class M, class V>
+SS_VEC_INLINE V select(M mask, V a, V b) { return mask ? a : b; }
+template <class V>
+SS_VEC_INLINE V vmax(V a, V b) { return a > b ? a : b; }
+template <class V, class I>
+SS_VEC_INLINE V bits_to_float(I i) {
+  V f;
   std::memcpy(&f, &i, sizeof f);
   return f;
 }
@@ -63,104 +111,146 @@ SS_VEC_INLINE f16v bits_to_float(i16v i) {
 // Horizontal sum in a fixed order (halves folded: lanes i and i+8, then +4, +2, +1), as whole-vector shuffles: the
 // same additions as folding an array of the lanes, which GCC compiled to scalar adds and maxes through the stack.
 // With whole-vector tails (load_tail), attention_bench's 8-row call went from 13.9 to 11.5 us on one thread.
-template <int W>
-SS_VEC_INLINE f16v fold(f16v v) {  // lane i holds lane i + W (for the lanes that matter, i < W)
-  if constexpr (W == 8) return __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15);
-  else if constexpr (W == 4) return __builtin_shufflevector(v, v, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7);
-  else if constexpr (W == 2) return __builtin_shufflevector(v, v, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
-  else return __builtin_shufflevector(v, v, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1);
+template <int W, class V>
+SS_VEC_INLINE V fold(V v) {  // lane i holds lane i + W (for the lanes that matter, i < W)
+  static_assert(W < lanes_of<V>);
+  if constexpr (lanes_of<V> == 16) {
+    if constexpr (W == 8) return __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15);
+    else if constexpr (W == 4) return __builtin_shufflevector(v, v, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7);
+    else if constexpr (W == 2) return __builtin_shufflevector(v, v, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
+    else return __builtin_shufflevector(v, v, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1);
+  } else if constexpr (lanes_of<V> == 8) {
+    if constexpr (W == 4) return __builtin_shufflevector(v, v, 4, 5, 6, 7, 4, 5, 6, 7);
+    else if constexpr (W == 2) return __builtin_shufflevector(v, v, 2, 3, 2, 3, 2, 3, 2, 3);
+    else return __builtin_shufflevector(v, v, 1, 1, 1, 1, 1, 1, 1, 1);
+  } else {
+    if constexpr (W == 2) return __builtin_shufflevector(v, v, 2, 3, 2, 3);
+    else return __builtin_shufflevector(v, v, 1, 1, 1, 1);
+  }
 }
-SS_VEC_INLINE float hsum(f16v v) {
-  v = v + fold<8>(v);
-  v = v + fold<4>(v);
+template <class V>
+SS_VEC_INLINE float hsum(V v) {
+  if constexpr (lanes_of<V> > 8) v = v + fold<8>(v);
+  if constexpr (lanes_of<V> > 4) v = v + fold<4>(v);
   v = v + fold<2>(v);
   v = v + fold<1>(v);
   return v[0];
 }
-SS_VEC_INLINE float hmax(f16v v) {  // the same folds, each lane keeping lane > other ? lane : other
-  v = vmax(v, fold<8>(v));
-  v = vmax(v, fold<4>(v));
+template <class V>
+SS_VEC_INLINE float hmax(V v) {  // the same folds, each lane keeping lane > other ? lane : other
+  if constexpr (lanes_of<V> > 8) v = vmax(v, fold<8>(v));
+  if constexpr (lanes_of<V> > 4) v = vmax(v, fold<4>(v));
   v = vmax(v, fold<2>(v));
   v = vmax(v, fold<1>(v));
   return v[0];
 }
+// hsum of the 16-lane vector whose lanes [p L, p L + L) are parts[p]: the same additions in the same order (the
+// halves of the parts first, lane i with lane i + 8, ..., then within the last part), so a sum kept in L-lane parts
+// is bit-identical to one kept in a 16-lane vector.
+template <int L>
+SS_VEC_INLINE float hsum_parts(vec_t<L>* parts) {
+  for (int w = kLanes / L / 2; w >= 1; w /= 2)
+    for (int p = 0; p < w; ++p) parts[p] += parts[p + w];
+  return hsum(parts[0]);
+}
 
-SS_VEC_INLINE f16v exp_v(f16v x) {
-  const f16v lo = splat(kExpZeroBelow), hi = splat(88.0f);  // hi: n stays <= 127, a finite 2^n
-  const i16v underflow = x < lo;  // also -inf; NaN compares false and stays NaN below
+template <class V>
+SS_VEC_INLINE V exp_v(V x) {
+  using I = typename of_lanes<lanes_of<V>>::ints;
+  const V lo = splat<V>(kExpZeroBelow), hi = splat<V>(88.0f);  // hi: n stays <= 127, a finite 2^n
+  const I underflow = x < lo;  // also -inf; NaN compares false and stays NaN below
   x = x > hi ? hi : x;
   x = x < lo ? lo : x;
   // n = round(x / ln 2) by the 1.5 * 2^23 trick (round to nearest even), r = x - n ln 2 in two parts.
-  const f16v magic = splat(12582912.0f);
-  const f16v t = x * 1.44269504088896341f + magic;
-  const f16v n = t - magic;
-  f16v r = x - n * 0.693359375f;
+  const V magic = splat<V>(12582912.0f);
+  const V t = x * 1.44269504088896341f + magic;
+  const V n = t - magic;
+  V r = x - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
-  const f16v r2 = r * r;
-  f16v p = splat(1.9875691500E-4f);
+  const V r2 = r * r;
+  V p = splat<V>(1.9875691500E-4f);
   p = p * r + 1.3981999507E-3f;
   p = p * r + 8.3334519073E-3f;
   p = p * r + 4.1665795894E-2f;
   p = p * r + 1.6666665459E-1f;
   p = p * r + 5.0000001201E-1f;
-  f16v y = p * r2 + r + 1.0f;
+  V y = p * r2 + r + 1.0f;
   // 2^n built in the exponent field; n is in [-126, 127] after the clamps.
-  const i16v e = (__builtin_convertvector(n, i16v) + 127) << 23;
-  y = y * bits_to_float(e);
-  return underflow ? f16v{} : y;
+  const I e = (__builtin_convertvector(n, I) + 127) << 23;
+  y = y * bits_to_float<V>(e);
+  return underflow ? V{} : y;
 }
 
-// The last, partial vector of a row: lanes [0, n) of p, n < 16. Read and written lane by lane, or, where the
-// caller's buffer is padded to whole vectors (kPadded: p may be read and written up to p + 16), as one vector whose
-// lanes past n are whatever the buffer holds (callers mask them). Lane by lane costs ~40 instructions a vector: in
-// attention's softmax, whose rows end mid-vector at most contexts, about as much as the whole vectors before it.
-template <bool kPadded>
-SS_VEC_INLINE f16v load_tail(const float* p, int n) {
-  if constexpr (kPadded) return load(p);
-  else return load_part(p, n);
+// The last, partial vector of a row: lanes [0, n) of p, n < lanes. Read and written lane by lane, or, where the
+// caller's buffer is padded to whole 16-float vectors (kPadded: p may be read and written up to the next multiple
+// of 16 floats), as one vector whose lanes past n are whatever the buffer holds (callers mask them). Lane by lane
+// costs ~40 instructions a vector: in attention's softmax, whose rows end mid-vector at most contexts, about as much
+// as the whole vectors before it.
+template <bool kPadded, class V>
+SS_VEC_INLINE V load_tail(const float* p, int n) {
+  if constexpr (kPadded) return load<V>(p);
+  else return load_part<V>(p, n);
 }
-template <bool kPadded>
-SS_VEC_INLINE void store_tail(float* p, f16v v, int n) {
+template <bool kPadded, class V>
+SS_VEC_INLINE void store_tail(float* p, V v, int n) {
   if constexpr (kPadded) store(p, v);
   else store_part(p, v, n);
 }
 
-// The largest of x[0, n) (-inf for n = 0). Exact whatever the order. kPadded: as load_tail.
-template <bool kPadded = false>
+// The largest of x[0, n) (-inf for n = 0), in vectors of L floats. Exact whatever the order. kPadded: as load_tail.
+template <bool kPadded = false, int L = kLanes>
 SS_VEC_INLINE float max_of(const float* x, int n) {
+  using V = vec_t<L>;
   constexpr float ninf = -__builtin_inff();
-  f16v m = splat(ninf);
+  V m = splat<V>(ninf);
   int i = 0;
-  for (; i + kLanes <= n; i += kLanes) m = vmax(m, load(x + i));
-  if (i < n) m = vmax(m, select(first_lanes(n - i), load_tail<kPadded>(x + i, n - i), splat(ninf)));
+  for (; i + L <= n; i += L) m = vmax(m, load<V>(x + i));
+  if (i < n) m = vmax(m, select(first_lanes<V>(n - i), load_tail<kPadded, V>(x + i, n - i), splat<V>(ninf)));
   return hmax(m);
 }
 
-// sum_i exp(x[i] - mx) over x[0, n): lane i % 16, then hsum, so the sum of a row is fixed by the row alone. With
-// `store`, x[i] becomes exp(x[i] - mx) (and, kPadded, the padding after n becomes 0).
-template <bool kPadded = false>
+// sum_i exp(x[i] - mx) over x[0, n): lane i % 16, then hsum, so the sum of a row is fixed by the row alone, and the
+// same whatever L (a 16-lane sum kept in 16 / L parts, hsum_parts). With `store`, x[i] becomes exp(x[i] - mx)
+// (and, kPadded, the padding after n up to the next multiple of 16 becomes 0).
+template <bool kPadded = false, int L = kLanes>
 SS_VEC_INLINE float sum_exp(float* x, int n, float mx, bool store_exp) {
-  f16v sum = {};
+  using V = vec_t<L>;
+  constexpr int kParts = kLanes / L;
+  V sum[kParts];
+  for (int p = 0; p < kParts; ++p) sum[p] = V{};
   int i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    const f16v e = exp_v(load(x + i) - mx);
-    if (store_exp) store(x + i, e);
-    sum += e;
-  }
-  if (i < n) {
-    const f16v e = select(first_lanes(n - i), exp_v(load_tail<kPadded>(x + i, n - i) - mx), f16v{});
-    if (store_exp) store_tail<kPadded>(x + i, e, n - i);
-    sum += e;
-  }
-  return hsum(sum);
+  for (; i + kLanes <= n; i += kLanes)
+    for (int p = 0; p < kParts; ++p) {
+      const V e = exp_v(load<V>(x + i + p * L) - mx);
+      if (store_exp) store(x + i + p * L, e);
+      sum[p] += e;
+    }
+  if (i < n)
+    for (int p = 0; p < kParts; ++p) {  // the last 16: whole parts, one partial part, then only padding
+      float* xp = x + i + p * L;
+      const int left = n - i - p * L;
+      if (left >= L) {
+        const V e = exp_v(load<V>(xp) - mx);
+        if (store_exp) store(xp, e);
+        sum[p] += e;
+      } else if (left > 0) {
+        const V e = select(first_lanes<V>(left), exp_v(load_tail<kPadded, V>(xp, left) - mx), V{});
+        if (store_exp) store_tail<kPadded>(xp, e, left);
+        sum[p] += e;
+      } else if (kPadded && store_exp) {
+        store(xp, V{});  // adding these zeros would change no sum: x + 0 is x for the sum's non-negative x
+      }
+    }
+  return hsum_parts<L>(sum);
 }
 
-// x[i] *= a over x[0, n) (kPadded: the padding after n is scaled too).
-template <bool kPadded = false>
+// x[i] *= a over x[0, n) in vectors of L floats (kPadded: the padding after n is scaled too).
+template <bool kPadded = false, int L = kLanes>
 SS_VEC_INLINE void scale(float* x, int n, float a) {
+  using V = vec_t<L>;
   int i = 0;
-  for (; i + kLanes <= n; i += kLanes) store(x + i, load(x + i) * a);
-  if (i < n) store_tail<kPadded>(x + i, load_tail<kPadded>(x + i, n - i) * a, n - i);
+  for (; i + L <= n; i += L) store(x + i, load<V>(x + i) * a);
+  if (i < n) store_tail<kPadded>(x + i, load_tail<kPadded, V>(x + i, n - i) * a, n - i);
 }
 
 }  // namespace specscope::cpu::vec
