@@ -46,14 +46,30 @@ void tile(const float* x, size_t ldx, int k, const typename L::T* w, size_t ldw,
     }
   }
   TileRowPrefetch lpf(pf);  // the prefetch state in registers through the loop (written back when the tile ends)
+  // The T token vectors in registers beside the accumulators where they fit (each weight vector then used once, as
+  // it is widened); otherwise the R widened weight vectors, and each token vector loaded as it is used (AVX2's
+  // 2 x 6 and 3 x 4 tiles). Either way the same products are added in the same order.
+  constexpr bool kTokensHeld = R * T + T + 1 <= S::kRegisters;
   for (; kk < k; kk += S::kWidth) {
     lpf.step();
-    V xv[T];
-    SS_UNROLL for (int t = 0; t < T; ++t) xv[t] = S::load(x + size_t(t) * ldx + kk);
-    SS_UNROLL for (int r = 0; r < R; ++r) {
-      const V wv = L::load(w + size_t(r) * ldw + kk);
-      if constexpr (Store) S::store(wout + size_t(r) * ldw_out + kk, wv);
-      SS_UNROLL for (int t = 0; t < T; ++t) acc[r][t] = S::fmadd(wv, xv[t], acc[r][t]);
+    if constexpr (kTokensHeld) {
+      V xv[T];
+      SS_UNROLL for (int t = 0; t < T; ++t) xv[t] = S::load(x + size_t(t) * ldx + kk);
+      SS_UNROLL for (int r = 0; r < R; ++r) {
+        const V wv = L::load(w + size_t(r) * ldw + kk);
+        if constexpr (Store) S::store(wout + size_t(r) * ldw_out + kk, wv);
+        SS_UNROLL for (int t = 0; t < T; ++t) acc[r][t] = S::fmadd(wv, xv[t], acc[r][t]);
+      }
+    } else {
+      V wv[R];
+      SS_UNROLL for (int r = 0; r < R; ++r) {
+        wv[r] = L::load(w + size_t(r) * ldw + kk);
+        if constexpr (Store) S::store(wout + size_t(r) * ldw_out + kk, wv[r]);
+      }
+      SS_UNROLL for (int t = 0; t < T; ++t) {
+        const V xv = S::load(x + size_t(t) * ldx + kk);
+        SS_UNROLL for (int r = 0; r < R; ++r) acc[r][t] = S::fmadd(wv[r], xv, acc[r][t]);
+      }
     }
   }
   const __m128 b = bias ? S::load_first(bias, R) : _mm_setzero_ps();
@@ -66,6 +82,12 @@ void tile(const float* x, size_t ldx, int k, const typename L::T* w, size_t ldw,
     if (accumulate) s = _mm_add_ps(s, S::load_first(yt, R));
     S::store_first(yt, R, s);
   }
+}
+
+// Weight rows per tile for T tokens: as many as the accumulators allow, at most 4 (the reduction's width).
+template <class S>
+constexpr int rows_per_tile(int T) {
+  return std::min(4, S::kAccumulators / T);
 }
 
 template <class L>
@@ -123,19 +145,20 @@ void rows_impl(const LinearArgs& a, int r0, int r1, float* scratch) {
   const size_t ldx = size_t(k), ldy = size_t(m);
   if (n <= S::kMaxTokens) {
     // One token tile: each weight vector is loaded, widened and used for all n tokens straight away.
-    for (int r = r0; r < r1; r += 4) {
-      const int R = std::min(4, r1 - r);
+    const int RT = rows_per_tile<S>(n);
+    for (int r = r0; r < r1; r += RT) {
+      const int R = std::min(RT, r1 - r);
       // Prefetch the rows two groups ahead while this group computes: with memory latency as high as it is
       // on a busy machine, the hardware prefetchers alone kept a single thread at a fraction of the bandwidth
       // (measured 2.3x faster for f16, n = 1, one thread).
       RowPrefetch pf;
-      const int rp = r + 8;
+      const int rp = r + 2 * RT;
       if (rp < r1) {
         const int steps = std::max(1, k / S::kWidth);
         pf.row = reinterpret_cast<const char*>(W + size_t(rp) * k);
         pf.row_stride = size_t(k) * sizeof(T_);
         pf.lines_per_row = int((size_t(k) * sizeof(T_) + 63) / 64) + 1;
-        pf.rows_left = std::min(4, r1 - rp);
+        pf.rows_left = std::min(RT, r1 - rp);
         pf.per_step = (pf.lines_per_row * pf.rows_left + steps - 1) / steps;
       }
       // In the same k blocks as the multi-tile path below (batch invariance).
@@ -150,7 +173,11 @@ void rows_impl(const LinearArgs& a, int r0, int r1, float* scratch) {
   // Several token tiles: a panel of P weight rows is kept in cache and every token tile runs over it; tiles are balanced (n = 8 on AVX-512 -> 4 + 4, not 6 + 2).
   const int ntiles = (n + S::kMaxTokens - 1) / S::kMaxTokens;
   const int tbase = n / ntiles, textra = n % ntiles;
-  const int P = panel_rows(k, ntiles, sizeof(T_));
+  // A whole number of row groups: panel_rows gives multiples of 4, AVX2's 4-token tiles take 3 rows at a time.
+  const int P = [&] {
+    const int p = panel_rows(k, ntiles, sizeof(T_)), rt = rows_per_tile<S>(tbase);
+    return (p + rt - 1) / rt * rt;
+  }();
   const int KC = k_block(k, sizeof(T_));
   // f16/bf16 rows are widened in registers by every token tile, from L1/L2 after the first: a widened f32 copy in
   // the scratch panel, read back by the other tiles, measured 10-11% slower at 16 and 32 tokens on the 1B-shaped
@@ -178,15 +205,16 @@ void rows_impl(const LinearArgs& a, int r0, int r1, float* scratch) {
           pf.lines_per_row = int((size_t(nkl) * esz + 63) / 64) + 1;
           pf.rows_left = std::min(P, r1 - np0);
           const int64_t lines = int64_t(pf.lines_per_row) * pf.rows_left;
-          const int64_t steps = int64_t(ntiles) * ((pr + 3) / 4) * std::max(1, kl / S::kWidth);
+          const int rt = rows_per_tile<S>(tbase);
+          const int64_t steps = int64_t(ntiles) * ((pr + rt - 1) / rt) * std::max(1, kl / S::kWidth);
           pf.per_step = int((lines + steps - 1) / steps);
         }
       }
       int t0 = 0;
       for (int ti = 0; ti < ntiles; ++ti) {
-        const int T = tbase + (ti < textra ? 1 : 0);
-        for (int r = 0; r < pr; r += 4) {
-          const int R = std::min(4, pr - r);
+        const int T = tbase + (ti < textra ? 1 : 0), RT = rows_per_tile<S>(T);
+        for (int r = 0; r < pr; r += RT) {
+          const int R = std::min(RT, pr - r);
           const float* x = a.X + size_t(t0) * ldx + kb;
           const float* b = a.bias && kb == 0 ? a.bias + p0 + r : nullptr;
           float* y = a.Y + size_t(t0) * ldy + p0 + r;

@@ -21,12 +21,14 @@ namespace specscope::cpu::detail {
 namespace {  // internal to each including file: each compiles it for its own target
 
 #if defined(SPECSCOPE_SIMD_AVX2)
-// AVX2 + FMA + F16C: 8 floats a vector; tiles of 4 rows x 3 tokens fill the 16 ymm registers
-// (12 accumulators + 3 token vectors + 1 weight vector).
+// AVX2 + FMA + F16C: 8 floats a vector; 12 accumulators of the 16 ymm registers: tiles of 4 rows x 3 tokens or
+// 3 x 4 (matmul_rows.h: rows_per_tile), so that 4 and 8 tokens widen each weight vector once and twice, not twice
+// and three times.
 struct Avx2 {
   using V = __m256;
   static constexpr int kWidth = 8;
-  static constexpr int kMaxTokens = 3;
+  static constexpr int kMaxTokens = 4;
+  static constexpr int kRegisters = 16, kAccumulators = 12;
   // The first `count` (< kWidth) lanes: a lane mask for loads and stores, and the count for the loaders.
   struct Tail {
     __m256i lanes;
@@ -97,6 +99,7 @@ struct Avx512 {
   using V = __m512;
   static constexpr int kWidth = 16;
   static constexpr int kMaxTokens = 6;
+  static constexpr int kRegisters = 32, kAccumulators = 24;
   using Tail = __mmask16;
   static SS_INLINE Tail tail(int count) { return __mmask16((1u << count) - 1u); }
   static SS_INLINE V zero() { return _mm512_setzero_ps(); }
