@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/cpu/attention.h"
+#include "engine/cpu/isa_dispatch.h"
 #include "engine/cpu/thread_pool.h"
 
 using namespace specscope;
@@ -141,6 +142,33 @@ TEST_P(AttentionShapes, EveryRowMatchesDoublePrecisionAndItselfAlone) {
       }
     }
   }
+}
+
+// The kernel is compiled per instruction set at 16, 8 or 4 floats a vector (isa_dispatch.h). The widths with FMA
+// (AVX-512's 16, AVX2's 8) give the same bits, so a session's tokens do not depend on which of them a machine has;
+// baseline x86-64 (4, no FMA) rounds each product before adding it, within f32 rounding of the others.
+TEST_P(AttentionShapes, EveryVectorWidthWithFmaGivesTheSameBits) {
+  const Shape s = GetParam();
+  const Step step(s, 777u + uint32_t(s.rows));
+  const int widest = cpu::isa_lanes_supported(16) ? 16 : cpu::isa_lanes_supported(8) ? 8 : 4;
+  const int before = cpu::set_isa_lanes(widest);
+  const std::vector<float> ref = step.run(0, s.rows, 2);
+  int widths = 0;
+  for (int lanes : {16, 8, 4}) {
+    if (!cpu::isa_lanes_supported(lanes) || lanes == widest) continue;
+    ++widths;
+    cpu::set_isa_lanes(lanes);
+    const std::vector<float> out = step.run(0, s.rows, 2);
+    if (lanes >= 8) {
+      EXPECT_EQ(std::memcmp(out.data(), ref.data(), sizeof(float) * ref.size()), 0) << lanes << " floats a vector";
+    } else {
+      for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(out[i], ref[i], 1e-5) << "element " << i;
+    }
+  }
+  cpu::set_isa_lanes(before);
+#if defined(__x86_64__) && !defined(__clang__) && !defined(SPECSCOPE_NO_TARGET_CLONES)
+  EXPECT_GE(widths, 1) << "an x86-64 build compiles the kernel at 4 floats beside this CPU's own width";
+#endif
 }
 
 INSTANTIATE_TEST_SUITE_P(

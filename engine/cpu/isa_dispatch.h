@@ -7,7 +7,8 @@
 // comparisons into one scalar compare per lane. Here a kernel is a template on its width L, and
 // SS_PER_ISA_KERNEL(name, ...) defines name() to run name_with<16> compiled for x86-64-v4, name_with<8> for
 // x86-64-v3, or name_with<4> for baseline x86-64, as the CPU allows. A kernel whose sums must not depend on L keeps
-// them in 16 lanes (vec::sum_exp, vec::hsum_parts).
+// them in 16 lanes (vec::sum_exp, vec::hsum_parts): then 16 and 8 (both with FMA) give the same bits, and 4 (no FMA:
+// GCC rounds each product before adding it) stays within f32 rounding of them.
 #if defined(__x86_64__) && !defined(__clang__) && !defined(SPECSCOPE_NO_TARGET_CLONES)
 #define SS_PER_ISA 1
 #define SS_TARGET_AVX512 __attribute__((target("arch=x86-64-v4")))
@@ -18,8 +19,14 @@
 
 namespace specscope::cpu {
 
-// The vector width, in floats, of the kernels this CPU runs: 16 (AVX-512), 8 (AVX2 + FMA) or 4.
+// The vector width, in floats, of the kernels this CPU runs: 16 (AVX-512), 8 (AVX2 + FMA) or 4; at most
+// SPECSCOPE_VEC_ISA's (avx2 or sse: the kernels of CPUs without AVX-512, or without AVX2, on one that has them).
 int isa_lanes();
+// Runs the kernels at `lanes` floats a vector (16, 8 or 4; at most what the CPU supports; 0: isa_lanes()'s default
+// again), for tests and A/B runs; returns the width in force before. Only between forwards.
+int set_isa_lanes(int lanes);
+// Whether this CPU can run the kernels at `lanes` floats a vector.
+bool isa_lanes_supported(int lanes);
 
 }  // namespace specscope::cpu
 
@@ -30,7 +37,7 @@ int isa_lanes();
   static SS_TARGET_AVX2 ret name##_avx2 params { return name##_with<8> args; }               \
   static ret name##_sse params { return name##_with<4> args; }                               \
   ret name params {                                                                           \
-    static const int lanes = ::specscope::cpu::isa_lanes();                                   \
+    const int lanes = ::specscope::cpu::isa_lanes();                                          \
     return lanes == 16 ? name##_avx512 args : lanes == 8 ? name##_avx2 args : name##_sse args; \
   }
 #else
