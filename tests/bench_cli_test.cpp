@@ -61,6 +61,27 @@ TEST(BenchCli, TheStepProfileReportsOperationsForksAndJoinWaits) {
   EXPECT_EQ(test::json_in_output(r2.out)["step_profile"][0]["bound_vs_one_token_step"].get<double>(), 0.0);
 }
 
+// Block-quantized weights run on the integer kernels: the roofline measures that path's peak on every x86-64 CPU
+// with AVX2 (AVX-512 VNNI's, else AVX2's vpmaddubsw chain), so the matrix products have a bound and the step's floor
+// counts them (without it, an AVX2-only host printed a Q4_K_M 8-token step's floor as 0.02x its one-token step).
+TEST(BenchCli, QuantizedMatrixProductsHaveABoundOnTheIntegerPath) {
+#if defined(__x86_64__)
+  if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "no AVX2: the integer kernels' peak is not measured";
+  const auto r = test::run_cli("bench --model '" + test::fixture("gguf_models/llama_bytelevel_f32.q8_0.gguf") +
+                               "' --repeat 1 --prompt-tokens 16 --gen-tokens 4 --step-sizes 1,4 --profile-sizes 4"
+                               " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = test::json_in_output(r.out);
+  bool int8_peak = false;
+  for (const auto& p : j["roofline"]["peaks"]) int8_peak = int8_peak || p["path"].get<std::string>().rfind("int8 dot", 0) == 0;
+  EXPECT_TRUE(int8_peak) << j["roofline"];
+  for (const auto& o : j["step_profile"][0]["ops"])
+    if (o["op"] == "linear" || o["op"] == "lm_head") EXPECT_GT(o["bound_ms"].get<double>(), 0) << o;
+#else
+  GTEST_SKIP() << "x86-64 only";
+#endif
+}
+
 // The step curve's ratio within each run: the first size is its own unit in every run, and every size's median
 // lies within its range of runs.
 TEST(BenchCli, TheStepCurveReportsEachSizesRatioWithinARun) {

@@ -72,6 +72,22 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) float vnni_loop_avx512() 
   return float(_mm512_reduce_add_epi32(s));
 }
 
+// The AVX2 integer kernels' step (quant_int8_avx2.cpp): unsigned x signed bytes to int16 pairs, pairs to int32 with
+// ones, added: 32 multiply-adds a chain an iteration.
+__attribute__((target("avx2"))) float int8_loop_avx2() {
+  __m256i acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_epi32(i);
+  const __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(-2), ones = _mm256_set1_epi16(1);
+  for (int it = 0; it < kIters; ++it)
+    for (int i = 0; i < kChains; ++i)
+      acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), ones));
+  __m256i s = acc[0];
+  for (int i = 1; i < kChains; ++i) s = _mm256_add_epi32(s, acc[i]);
+  int32_t out[8];
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), s);
+  return float(out[0] + out[7]);
+}
+
 // Multiply-adds per second of `loop` (macs_per_call each) on every team thread at once: best of 3.
 template <class Loop>
 double peak_of(Loop loop, double macs_per_call) {
@@ -138,8 +154,13 @@ Roofline measure_roofline(size_t working_set_bytes) {
       r.peaks.push_back({"bf16 dot (avx512-bf16)", peak_of(bf16_loop_avx512, chain_calls * 32)});
     if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw"))
       r.peaks.push_back({"int8 dot (avx512-vnni)", peak_of(vnni_loop_avx512, chain_calls * 64)});
+    else
+      r.peaks.push_back({"int8 dot (avx2)", peak_of(int8_loop_avx2, chain_calls * 32)});
   } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
     r.peaks.push_back({"f32 fma (avx2)", peak_of(fma_loop_avx2, chain_calls * 8)});
+    // Without AVX-512 the integer kernels are AVX2's (or AVX-VNNI's, whose vpdpbusd does the same multiply-adds in
+    // one instruction: this peak is then a lower bound of theirs).
+    r.peaks.push_back({"int8 dot (avx2)", peak_of(int8_loop_avx2, chain_calls * 32)});
   }
   set_backoff(backoff);
   return r;

@@ -1,7 +1,8 @@
 #pragma once
-// The one SIMD mapping of the element-wise kernels (ops.cpp, attention.cpp): 16-float vectors written with GCC's
-// vector extensions, so one source compiles to AVX-512, AVX2 or SSE code in each target_clones version of its
-// caller, with no copy per instruction set. Internal to engine/cpu.
+// The one SIMD mapping of the element-wise kernels (ops.cpp, attention.cpp): vectors written with GCC's vector
+// extensions, 16 floats by default, so one source compiles to AVX-512, AVX2 or SSE code in each per-ISA version of
+// its caller, with no copy per instruction set (kernels whose 16-float code GCC handles badly on AVX2 take their
+// instruction set's own width, below and isa_dispatch.h). Internal to engine/cpu.
 //
 // exp_v is Cephes' expf (range reduction by ln 2, a degree-6 polynomial: within 2 ulp of the correctly rounded
 // result over the whole float range), computed lane by lane in the same order on every path, so an element's
