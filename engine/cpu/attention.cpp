@@ -69,6 +69,8 @@ SS_ATTN_INLINE void scores_for(const float* const* q, const float* kt, int hd, i
   int j0 = 0;
   for (; j0 + kWide * L <= keys; j0 += kWide * L)
     score_blocks<V, GC, kWide>(q, kt, hd, j0, scale, scores, score_stride);
+  if constexpr (kWide > 2)
+    for (; j0 + 2 * L <= keys; j0 += 2 * L) score_blocks<V, GC, 2>(q, kt, hd, j0, scale, scores, score_stride);
   for (; j0 < keys; j0 += L) score_blocks<V, GC, 1>(q, kt, hd, j0, scale, scores, score_stride);
 }
 

@@ -19,18 +19,21 @@ int widest_supported() {
 }
 
 int default_lanes() {
-  int lanes = widest_supported();
-  if (const char* e = std::getenv("SPECSCOPE_VEC_ISA")) {
-    if (!std::strcmp(e, "avx2") && lanes > 8) lanes = 8;
-    if (!std::strcmp(e, "sse")) lanes = 4;
-  }
-  return lanes;
+  const int allowed = isa_lanes_allowed_by_env(), widest = widest_supported();
+  return allowed < widest ? allowed : widest;
 }
 
 // 0 until first asked; read on every kernel call (a relaxed load), so set_isa_lanes takes effect at once.
 std::atomic<int> g_lanes{0};
 
 }  // namespace
+
+int isa_lanes_allowed_by_env() {
+  const char* e = std::getenv("SPECSCOPE_MATMUL_ISA");
+  if (e && !std::strcmp(e, "scalar")) return 4;
+  if (e && !std::strcmp(e, "avx2")) return 8;
+  return 16;
+}
 
 bool isa_lanes_supported(int lanes) {
 #if SS_PER_ISA

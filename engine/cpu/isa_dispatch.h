@@ -20,8 +20,11 @@
 namespace specscope::cpu {
 
 // The vector width, in floats, of the kernels this CPU runs: 16 (AVX-512), 8 (AVX2 + FMA) or 4; at most
-// SPECSCOPE_VEC_ISA's (avx2 or sse: the kernels of CPUs without AVX-512, or without AVX2, on one that has them).
+// isa_lanes_allowed_by_env()'s.
 int isa_lanes();
+// The widest kernels SPECSCOPE_MATMUL_ISA allows: 4 for "scalar", 8 for "avx2", else 16. The one switch that runs
+// every kernel family of a narrower CPU on this one (matmul.cpp's widening and integer kernels read it here too).
+int isa_lanes_allowed_by_env();
 // Runs the kernels at `lanes` floats a vector (16, 8 or 4; at most what the CPU supports; 0: isa_lanes()'s default
 // again), for tests and A/B runs; returns the width in force before. Only between forwards.
 int set_isa_lanes(int lanes);

@@ -29,6 +29,7 @@
 #include "engine/cpu/bf16_panels.h"
 #include "engine/cpu/weight_form.h"
 #include "engine/cpu/matmul_bf16dot.h"
+#include "engine/cpu/isa_dispatch.h"
 #include "engine/cpu/matmul_kernels.h"
 #include "engine/cpu/product_units.h"
 #include "engine/cpu/op_profile.h"
@@ -156,12 +157,8 @@ struct Dispatch {
 
 Dispatch make_dispatch(Isa want) {
   if (want == Isa::Auto) {
-    want = Isa::Avx512;
-    if (const char* e = std::getenv("SPECSCOPE_MATMUL_ISA")) {
-      const std::string s(e);
-      if (s == "scalar") want = Isa::Scalar;
-      else if (s == "avx2") want = Isa::Avx2;
-    }
+    const int allowed = isa_lanes_allowed_by_env();
+    want = allowed >= 16 ? Isa::Avx512 : allowed == 8 ? Isa::Avx2 : Isa::Scalar;
   }
   if (want == Isa::Avx512 && cpu_has_avx512()) return {Isa::Avx512, detail::rows_avx512, detail::convert_avx512};
   if ((want == Isa::Avx512 || want == Isa::Avx2) && cpu_has_avx2())

@@ -15,7 +15,8 @@
 // set is chosen at run time, so the binary runs on any x86-64; the results of the paths agree to f32
 // rounding, not bit for bit (and do not depend on the thread count).
 //
-// Environment: SPECSCOPE_MATMUL_ISA=scalar|avx2|avx512 (start with a lower kernel family),
+// Environment: SPECSCOPE_MATMUL_ISA=scalar|avx2|avx512 (start with a lower kernel family; the per-ISA vector
+// kernels of isa_dispatch.h follow it too),
 // SPECSCOPE_MATMUL_BACKOFF=0 (never fall back to one thread when the cores are busy, see linear() in
 // matmul.cpp), SPECSCOPE_MATMUL_PANEL_ROWS / SPECSCOPE_MATMUL_KBLOCK (tuning only), OMP_NUM_THREADS.
 #include <cstddef>

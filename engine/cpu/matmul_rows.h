@@ -48,7 +48,7 @@ void tile(const float* x, size_t ldx, int k, const typename L::T* w, size_t ldw,
   TileRowPrefetch lpf(pf);  // the prefetch state in registers through the loop (written back when the tile ends)
   // The T token vectors in registers beside the accumulators where they fit (each weight vector then used once, as
   // it is widened); otherwise the R widened weight vectors, and each token vector loaded as it is used (AVX2's
-  // 2 x 6 and 3 x 4 tiles). Either way the same products are added in the same order.
+  // 3 x 4 tile). Either way the same products are added in the same order.
   constexpr bool kTokensHeld = R * T + T + 1 <= S::kRegisters;
   for (; kk < k; kk += S::kWidth) {
     lpf.step();
@@ -173,11 +173,10 @@ void rows_impl(const LinearArgs& a, int r0, int r1, float* scratch) {
   // Several token tiles: a panel of P weight rows is kept in cache and every token tile runs over it; tiles are balanced (n = 8 on AVX-512 -> 4 + 4, not 6 + 2).
   const int ntiles = (n + S::kMaxTokens - 1) / S::kMaxTokens;
   const int tbase = n / ntiles, textra = n % ntiles;
-  // A whole number of row groups: panel_rows gives multiples of 4, AVX2's 4-token tiles take 3 rows at a time.
-  const int P = [&] {
-    const int p = panel_rows(k, ntiles, sizeof(T_)), rt = rows_per_tile<S>(tbase);
-    return (p + rt - 1) / rt * rt;
-  }();
+  // Panels of a whole number of row groups: panel_rows gives multiples of 4, AVX2's 4-token tiles take 3 rows at a
+  // time.
+  const int rt = rows_per_tile<S>(tbase);
+  const int P = (panel_rows(k, ntiles, sizeof(T_)) + rt - 1) / rt * rt;
   const int KC = k_block(k, sizeof(T_));
   // f16/bf16 rows are widened in registers by every token tile, from L1/L2 after the first: a widened f32 copy in
   // the scratch panel, read back by the other tiles, measured 10-11% slower at 16 and 32 tokens on the 1B-shaped
@@ -205,7 +204,6 @@ void rows_impl(const LinearArgs& a, int r0, int r1, float* scratch) {
           pf.lines_per_row = int((size_t(nkl) * esz + 63) / 64) + 1;
           pf.rows_left = std::min(P, r1 - np0);
           const int64_t lines = int64_t(pf.lines_per_row) * pf.rows_left;
-          const int rt = rows_per_tile<S>(tbase);
           const int64_t steps = int64_t(ntiles) * ((pr + rt - 1) / rt) * std::max(1, kl / S::kWidth);
           pf.per_step = int((lines + steps - 1) / steps);
         }
