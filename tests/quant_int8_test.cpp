@@ -201,6 +201,52 @@ TEST(QuantInt8, SimdKernelsEqualScalarReferenceBitForBit) {
               cpu::detail::int8_isa_name(cpu::detail::int8_active_isa()));
 }
 
+// The largest sums the kernels form: every weight code at its extreme (nibbles 15, 5-bit codes 31, Q6_K's 63, Q8_0's
+// -128) against activation codes all +127 or all -127, so every product has one sign. The AVX2 kernels add up to 8
+// steps' vpmaddubsw pair sums in int16 before widening (quant_int8_ymm.h): one step more than int16_run_steps allows,
+// or a saturating pair, would change these sums, and the scalar reference's bits would not match.
+TEST(QuantInt8, KernelsAreExactAtTheLargestCodes) {
+  const auto put_f16 = [](uint8_t* p, uint16_t h) { std::memcpy(p, &h, 2); };
+  int families = 0;
+  for (Int8Isa isa : {Int8Isa::Avx2, Int8Isa::AvxVnni, Int8Isa::Avx512Vnni}) {
+    if (!cpu::detail::int8_isa_supported(isa)) continue;
+    ++families;
+    const auto fn = cpu::detail::int8_rows(isa);
+    for (const auto& q : kTypes) {
+      const int m = 5, k = 1024;
+      const size_t rb = ggml_row_size(q.ggml, k);
+      const size_t block_bytes = q.it == Int8Type::Q8_0 ? size_t(cpu::detail::kQ8_0Bytes) : rb / size_t(k / dtype_block_elems(q.dtype));
+      std::vector<uint8_t> W(size_t(m) * rb, q.it == Int8Type::Q8_0 ? 0x80 : 0xFF);
+      for (size_t b = 0; b < W.size() / block_bytes; ++b) {
+        uint8_t* blk = W.data() + b * block_bytes;
+        switch (q.it) {
+          case Int8Type::Q4_K:
+          case Int8Type::Q5_K: put_f16(blk, 0x3C00), put_f16(blk + 2, 0x2C00); break;  // d 1, dmin 1/16
+          case Int8Type::Q6_K:
+            for (int i = 0; i < 16; ++i) blk[192 + i] = i % 2 ? 0x80 : 0x7F;  // scales -128 and 127
+            put_f16(blk + 208, 0x3C00);
+            break;
+          default:
+            put_f16(blk, 0x3C00);
+            if (cpu::detail::nibble_block(q.it).has_min) put_f16(blk + 2, 0x2C00);
+        }
+      }
+      std::vector<float> X(size_t(4) * k);
+      for (size_t i = 0; i < X.size(); ++i) X[i] = (i / size_t(k)) % 2 ? -1.f : 1.f;  // tokens +1, -1, +1, -1
+      ActQ8 a;
+      cpu::detail::quantize_act(X.data(), 4, k, &a);
+      ASSERT_EQ(a.code(1, 0, 0), -127);
+      std::vector<float> want(size_t(4) * m, -1.f), got(size_t(4) * m, -2.f);
+      cpu::detail::int8_rows_scalar(q.it, W.data(), rb, a, nullptr, want.data(), m, 0, m);
+      fn(q.it, W.data(), rb, a, nullptr, got.data(), m, 0, m);
+      ASSERT_TRUE(std::isfinite(want[0]) && want[0] != 0.f) << dtype_name(q.dtype);
+      ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+          << cpu::detail::int8_isa_name(isa) << " " << dtype_name(q.dtype) << ": " << want[0] << " vs " << got[0];
+    }
+  }
+  if (families == 0) GTEST_SKIP() << "no SIMD family on this CPU: only the scalar reference runs";
+}
+
 // Q4_K's, Q5_K's and Q6_K's lanes copies (engine/cpu/kquant_lanes.h, made with the CPU's copy of the weights): every code
 // where the layout says, the scale bytes untouched; every SIMD family this CPU runs on the copy, and the scalar
 // reference on either layout, give the bits of the reference on ggml's layout, for whole and partial groups, every token count 1-66

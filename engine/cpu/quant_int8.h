@@ -86,12 +86,17 @@ constexpr int kQ8Group = kQ8Block * kQ8Lanes;  // 512 elements; rows are zero-pa
 // total in its own lane, with no horizontal sums per token (the weights are transposed to match, once per row).
 struct ActQ8 {
   int n = 0, k = 0, kp = 0;   // tokens, row length, row length rounded up to a whole group
-  std::vector<int8_t> q;      // [n][kp] round(x / d), in [-127, 127], interleaved per group (see above)
+  // Row stride of q: kp and 9 cache lines more. kp is a multiple of 512, so at a stride of kp one group (8 lines) of
+  // successive tokens would map to the same 8 or 16 L1 sets, and a kernel reading one group of 32 tokens would evict
+  // its own codes (at 8192 wide all 32 tokens' lines in 8 sets). An odd stride in lines, 1 more than a multiple of 8,
+  // spreads the tokens' 8-line runs over all 64 sets (a stride of kp + 64 still packed 8 tokens into each set there).
+  size_t ldq() const { return size_t(kp) + 9 * 64; }
+  std::vector<int8_t> q;      // [n][ldq()] round(x / d), in [-127, 127], interleaved per group (see above)
   std::vector<float> d;       // [n][kp / 32] max|x| / 127 (NaN when the block holds a NaN or infinity)
   std::vector<int32_t> s32;   // [n][kp / 32] sum of the block's q
   std::vector<int16_t> s16;   // [n][kp / 16] sum of each half-block's q (Q6_K's scales are per 16)
   int blocks() const { return kp / kQ8Block; }
-  const int8_t* qs(int t) const { return q.data() + size_t(t) * size_t(kp); }
+  const int8_t* qs(int t) const { return q.data() + size_t(t) * ldq(); }
   // Code i (0..31) of block b of token t.
   static size_t code_offset(int b, int i) {
     return size_t(b / kQ8Lanes) * kQ8Group + size_t(i / 4) * 64 + size_t(b % kQ8Lanes) * 4 + size_t(i % 4);

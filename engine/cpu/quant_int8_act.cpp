@@ -86,13 +86,13 @@ void quantize_rows(BlockFn block, const float* X, int n, int k, ActQ8* o) {
   o->k = k;
   o->kp = (k + kQ8Group - 1) / kQ8Group * kQ8Group;
   const int nb = k / kQ8Block, nbp = o->blocks();
-  o->q.assign(size_t(n) * size_t(o->kp), 0);
+  o->q.assign(size_t(n) * o->ldq(), 0);
   o->d.assign(size_t(n) * size_t(nbp), 0.f);
   o->s32.assign(size_t(n) * size_t(nbp), 0);
   o->s16.assign(size_t(n) * size_t(2 * nbp), 0);
   for (int t = 0; t < n; ++t) {
     const float* x = X + size_t(t) * size_t(k);
-    int8_t* q = o->q.data() + size_t(t) * size_t(o->kp);
+    int8_t* q = o->q.data() + size_t(t) * o->ldq();
     float* d = o->d.data() + size_t(t) * size_t(nbp);
     int32_t* s32 = o->s32.data() + size_t(t) * size_t(nbp);
     int16_t* s16 = o->s16.data() + size_t(t) * size_t(2 * nbp);

@@ -18,9 +18,11 @@ namespace {
 
 struct Avx2Ops {
   static constexpr bool kSignTrick = true;  // Q8_0: 128-offset codes could saturate vpmaddubsw's int16 pairs
-  // sum + the 4-product sums of u8 * s8 in each dword lane.
-  static __attribute__((always_inline)) inline __m256i dot_add(__m256i sum, __m256i u8, __m256i s8) {
-    return _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), _mm256_set1_epi16(1)));
+  // Products through int16 pair sums (vpmaddubsw), which quant_int8_ymm.h adds in int16 as far as they cannot overflow
+  // before one vpmaddwd widens them: per 32 products 1 + 1/8 multiplies (Q4 codes) rather than 2.
+  static constexpr bool kInt16Pairs = true;
+  static __attribute__((always_inline)) inline __m256i pairs(__m256i u8, __m256i s8) {
+    return _mm256_maddubs_epi16(u8, s8);
   }
 };
 

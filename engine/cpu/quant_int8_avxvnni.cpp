@@ -20,6 +20,7 @@ namespace {
 
 struct AvxVnniOps {
   static constexpr bool kSignTrick = false;  // vpdpbusd does not saturate: Q8_0 goes as codes + 128
+  static constexpr bool kInt16Pairs = false;  // products summed straight into int32 lanes
   static __attribute__((always_inline)) inline __m256i dot_add(__m256i sum, __m256i u8, __m256i s8) {
     return _mm256_dpbusd_avx_epi32(sum, u8, s8);
   }

@@ -1,7 +1,8 @@
 #pragma once
 // The 256-bit integer dot kernels (quant_int8.h), shared by the AVX2 (vpmaddubsw + vpmaddwd) and AVX-VNNI
 // (vpdpbusd on ymm) families: each includes this file inside its own #pragma GCC target region and supplies an Ops
-// with the 4-product dot-and-add. Everything here has internal linkage (anonymous namespace) on purpose, so that the two
+// with its products (AVX2: vpmaddubsw pair sums, added in int16 as far as they cannot overflow, then one vpmaddwd;
+// AVX-VNNI: the 4-product dot-and-add). Everything here has internal linkage (anonymous namespace) on purpose, so that the two
 // translation units' copies, compiled for different instruction sets, never merge at link time.
 //
 // A group of 16 blocks is done as two halves of 8 (a K-quant super-block each), one block per ymm lane: per row and
@@ -11,6 +12,8 @@
 // pair sums stay below 2 * 63 * 127 for codes up to 63), with the same exact offset corrections as the AVX-512
 // kernels; Q8_0's signed weights, whose 128-offset codes could saturate vpmaddubsw, go through |w| and sign(x, w) on
 // AVX2 (Ops::kSignTrick). Then quant_int8.h's float formula, so the results equal the scalar reference's bit for bit.
+// Rows go one by one, or in blocks of 4 group by group where a row's codes of every token no longer fit in L1
+// (kYmmRowBlock says why).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -24,13 +27,15 @@ namespace {
 
 #define QY_INLINE __attribute__((always_inline)) inline
 
-constexpr int kYmmMaxTokens = 64;
+constexpr int kYmmMaxTokens = 32;
 
 struct Half {
   __m256i w[8];          // lane b of w[j]: codes 4j..4j+3 of block b (Q8_0 with kSignTrick: the signed codes)
+  __m256i w_abs[8];      // Q8_0 with kSignTrick: |w[j]| (once per row, not per token)
   __m256 fw, fm;         // as quant_int8_avx512.cpp's Group
   __m256i sc_lo, sc_hi;  // Q6_K: the scales of each block's first and second 16 elements
   __m256i sc16;          // Q6_K: the same as int16 pairs
+  __m256i sc_first, sc_second;  // Q6_K: the scale of each block's first / second 16 elements in both int16 halves
 };
 
 // a[b]: the 32 codes of block b -> H.w.
@@ -74,6 +79,8 @@ QY_INLINE void unpack_q8_0(const uint8_t* g, Half& H) {
     a[b] = Ops::kSignTrick ? q : _mm256_xor_si256(q, _mm256_set1_epi8(char(0x80)));
   }
   to_lanes(a, H);
+  if constexpr (Ops::kSignTrick)
+    for (int j = 0; j < 8; ++j) H.w_abs[j] = _mm256_sign_epi8(H.w[j], H.w[j]);
 }
 
 // Q4_0, Q4_1, Q5_0, Q5_1 (blocks of kBytes): 32 codes from the 16 bytes of nibbles at byte kQs (elements 0-15 the low
@@ -165,6 +172,8 @@ QY_INLINE void q6k_factors(const uint8_t* blk, Half& H) {
   H.sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192)));
   H.sc_lo = _mm256_srai_epi32(_mm256_slli_epi32(H.sc16, 16), 16);
   H.sc_hi = _mm256_srai_epi32(H.sc16, 16);
+  H.sc_first = _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(H.sc16, 0xa0), 0xa0);  // int16 elements 0,0,2,2,...
+  H.sc_second = _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(H.sc16, 0xf5), 0xf5);  // 1,1,3,3,...
   H.fw = _mm256_set1_ps(f16y(blk + 208));
 }
 
@@ -207,6 +216,90 @@ QY_INLINE float lane_sum16(const float* a) {
   return _mm_cvtss_f32(_mm_add_ss(a2, _mm_shuffle_ps(a2, a2, 1)));
 }
 
+// Steps j0 .. j0 + kCount - 1 of a half: lane b gets block b's dot over those steps. Where Ops multiplies through
+// vpmaddubsw (int16 pair sums, then vpmaddwd to int32), up to kCount steps' pair sums are added in int16 before the one
+// widening: exact while kCount * 2 * (largest code) * 127 stays below 2^15 (int16_run_steps).
+template <class Ops, Int8Type kType, int kCount>
+QY_INLINE __m256i dot_steps(const Half& H, const int8_t* xq, int j0, __m256i widen_by) {
+  const auto x_at = [&](int j) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 64 * j)); };
+  if constexpr (Ops::kInt16Pairs) {
+    __m256i p16 = _mm256_setzero_si256();
+    for (int j = j0; j < j0 + kCount; ++j) {
+      __m256i p;
+      static_assert(kType != Int8Type::Q8_0 || Ops::kSignTrick, "128-offset Q8_0 codes would saturate the pairs");
+      if constexpr (kType == Int8Type::Q8_0)  // |w| times x with w's sign (the codes are signed here)
+        p = Ops::pairs(H.w_abs[j], _mm256_sign_epi8(x_at(j), H.w[j]));
+      else
+        p = Ops::pairs(H.w[j], x_at(j));
+      p16 = j == j0 ? p : _mm256_add_epi16(p16, p);
+    }
+    return _mm256_madd_epi16(p16, widen_by);
+  } else {
+    __m256i sum = _mm256_setzero_si256();
+    for (int j = j0; j < j0 + kCount; ++j) sum = Ops::dot_add(sum, H.w[j], x_at(j));
+    return sum;
+  }
+}
+
+// How many steps' vpmaddubsw pair sums fit in int16: codes below 16 (Q4), 32 (Q5), 64 (Q6), and Q8_0's |w| <= 128.
+constexpr int int16_run_steps(Int8Type t) {
+  switch (t) {
+    case Int8Type::Q8_0: return 1;
+    case Int8Type::Q5_0:
+    case Int8Type::Q5_1:
+    case Int8Type::Q5_K:
+    case Int8Type::Q5_K_Lanes: return 4;
+    case Int8Type::Q6_K:
+    case Int8Type::Q6_K_Lanes: return 2;
+    default: return 8;
+  }
+}
+static_assert(8 * 2 * 15 * 127 < 32768 && 4 * 2 * 31 * 127 < 32768 && 2 * 2 * 63 * 127 < 32768 && 2 * 128 * 127 < 32768);
+
+// The exact integer dot of each of a half's 8 blocks with one token's codes (lane b: block b), before the codes'
+// offset corrections; Q6_K's already weighted by its two per-16 scales.
+template <class Ops, Int8Type kType>
+QY_INLINE __m256i half_dot(const Half& H, const int8_t* xq) {
+  constexpr bool kQ6 = kType == Int8Type::Q6_K || kType == Int8Type::Q6_K_Lanes;
+  if constexpr (kQ6 && Ops::kInt16Pairs) {
+    // Each half-block's pair sums widened by its scale (vpmaddwd against the scale in both int16 halves).
+    return _mm256_add_epi32(
+        _mm256_add_epi32(dot_steps<Ops, kType, 2>(H, xq, 0, H.sc_first), dot_steps<Ops, kType, 2>(H, xq, 2, H.sc_first)),
+        _mm256_add_epi32(dot_steps<Ops, kType, 2>(H, xq, 4, H.sc_second),
+                         dot_steps<Ops, kType, 2>(H, xq, 6, H.sc_second)));
+  } else if constexpr (kQ6) {
+    return _mm256_add_epi32(_mm256_mullo_epi32(dot_steps<Ops, kType, 4>(H, xq, 0, __m256i()), H.sc_lo),
+                            _mm256_mullo_epi32(dot_steps<Ops, kType, 4>(H, xq, 4, __m256i()), H.sc_hi));
+  } else {
+    constexpr int kRun = Ops::kInt16Pairs ? int16_run_steps(kType) : 8;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i I = dot_steps<Ops, kType, kRun>(H, xq, 0, ones);
+    for (int j0 = kRun; j0 < 8; j0 += kRun) I = _mm256_add_epi32(I, dot_steps<Ops, kType, kRun>(H, xq, j0, ones));
+    return I;
+  }
+}
+
+template <Int8Type kType, class Ops>
+QY_INLINE void unpack_half(const uint8_t* hp, Half& H) {
+  if constexpr (kType == Int8Type::Q8_0) unpack_q8_0<Ops>(hp, H);
+  else if constexpr (int8_is_nibble_block(kType)) unpack_nibble_blocks<kType>(hp, H);
+  else if constexpr (kType == Int8Type::Q4_K) unpack_k45<false>(hp, H);
+  else if constexpr (kType == Int8Type::Q5_K) unpack_k45<true>(hp, H);
+  else if constexpr (kType == Int8Type::Q4_K_Lanes) unpack_k45_lanes<false>(hp, H);
+  else if constexpr (kType == Int8Type::Q5_K_Lanes) unpack_k45_lanes<true>(hp, H);
+  else if constexpr (kType == Int8Type::Q6_K_Lanes) unpack_q6k_lanes(hp, H);
+  else unpack_q6_k(hp, H);
+}
+
+// Rows go one after another while every token's codes of a row fit in L1 beside the weights (kYmmL1Codes): the
+// weights then stream in one sequential run, which the hardware prefetcher follows. Past that (32 tokens of a 2048-wide
+// product: 64 KB of codes per row, read from L2 by every row), rows go in blocks of kYmmRowBlock, group by group, so
+// one group's codes of the chunk's tokens (at most kYmmMaxTokens * 512 bytes) stay in L1 across the block's rows, with
+// their accumulators; the block's rows are then short interleaved runs the prefetcher does not learn, so the kernel
+// prefetches the next block itself, a slice per group and row, at the pace it reads this one.
+constexpr int kYmmRowBlock = 4;
+constexpr size_t kYmmL1Codes = 16 * 1024;
+
 template <class Ops, Int8Type kType>
 void rows_ymm(const uint8_t* W, size_t row_bytes, const ActQ8& x, const float* bias, float* Y, int m, int r0, int r1) {
   constexpr bool kMins = int8_has_mins(kType);
@@ -216,82 +309,74 @@ void rows_ymm(const uint8_t* W, size_t row_bytes, const ActQ8& x, const float* b
   const int full = int(row_bytes / gb);
   const uint8_t* W_end = W + size_t(m) * row_bytes;
   alignas(64) uint8_t pad[544];
-  alignas(64) float acc[kYmmMaxTokens][kQ8Lanes];
-  for (int t0 = 0; t0 < x.n; t0 += kYmmMaxTokens) {
-    const int T = std::min(kYmmMaxTokens, x.n - t0);
-    for (int r = r0; r < r1; ++r) {
-      const uint8_t* row = W + size_t(r) * row_bytes;
-      for (int t = 0; t < T; ++t) std::fill(acc[t], acc[t] + kQ8Lanes, 0.f);
+  alignas(64) float acc[kYmmRowBlock][kYmmMaxTokens][kQ8Lanes];
+  // Equal chunks (40 tokens: 20 + 20, not 32 + 8): each chunk unpacks every row again.
+  const int chunks = (x.n + kYmmMaxTokens - 1) / kYmmMaxTokens, per_chunk = (x.n + chunks - 1) / chunks;
+  for (int t0 = 0; t0 < x.n; t0 += per_chunk) {
+    const int T = std::min(per_chunk, x.n - t0);
+    const int block = size_t(T) * size_t(x.kp) <= kYmmL1Codes ? 1 : kYmmRowBlock;
+    // The next block's bytes each (group, row) step prefetches, in whole lines.
+    const size_t slice = (size_t(block) * row_bytes / size_t(block * groups) + 63) / 64 * 64;
+    for (int rb = r0; rb < r1; rb += block) {
+      const int rows = std::min(block, r1 - rb);
+      const uint8_t* next = W + size_t(rb + block) * row_bytes;
+      const uint8_t* next_end = W + size_t(std::min(r1, rb + 2 * block)) * row_bytes;
+      for (int i = 0; i < rows; ++i)
+        for (int t = 0; t < T; ++t) std::fill(acc[i][t], acc[i][t] + kQ8Lanes, 0.f);
       for (int g = 0; g < groups; ++g) {
-        const uint8_t* gp = row + size_t(g) * gb;
-        // A row ending inside this group: read in place with the blocks past its end given zero scales where the
-        // group's span lies inside the tensor, else (its last rows) through a zeroed copy (quant_int8_avx512.cpp's
-        // unpack_group says why).
-        int keep_lanes = kQ8Lanes;
-        if (g >= full) {
-          keep_lanes = int((row_bytes - size_t(full) * gb) * kQ8Lanes / gb);
-          if (gp + gb > W_end) {
-            std::memset(pad, 0, sizeof pad);
-            std::memcpy(pad, gp, row_bytes - size_t(full) * gb);
-            gp = pad;
-            keep_lanes = kQ8Lanes;
+        for (int i = 0; i < rows; ++i) {
+          if (block > 1)
+            for (size_t o = 0; o < slice && next < next_end; o += 64, next += 64) _mm_prefetch(next, _MM_HINT_T0);
+          const uint8_t* gp = W + size_t(rb + i) * row_bytes + size_t(g) * gb;
+          // A row ending inside this group: read in place with the blocks past its end given zero scales where the
+          // group's span lies inside the tensor, else (its last rows) through a zeroed copy (quant_int8_avx512.cpp's
+          // unpack_group says why).
+          int keep_lanes = kQ8Lanes;
+          if (g >= full) {
+            keep_lanes = int((row_bytes - size_t(full) * gb) * kQ8Lanes / gb);
+            if (gp + gb > W_end) {
+              std::memset(pad, 0, sizeof pad);
+              std::memcpy(pad, gp, row_bytes - size_t(full) * gb);
+              gp = pad;
+              keep_lanes = kQ8Lanes;
+            }
           }
-        }
-        for (int h = 0; h < 2; ++h) {
-          Half H;
-          const uint8_t* hp = gp + size_t(h) * hb;
-          if constexpr (kType == Int8Type::Q8_0) unpack_q8_0<Ops>(hp, H);
-          else if constexpr (int8_is_nibble_block(kType)) unpack_nibble_blocks<kType>(hp, H);
-          else if constexpr (kType == Int8Type::Q4_K) unpack_k45<false>(hp, H);
-          else if constexpr (kType == Int8Type::Q5_K) unpack_k45<true>(hp, H);
-          else if constexpr (kType == Int8Type::Q4_K_Lanes) unpack_k45_lanes<false>(hp, H);
-          else if constexpr (kType == Int8Type::Q5_K_Lanes) unpack_k45_lanes<true>(hp, H);
-          else if constexpr (kType == Int8Type::Q6_K_Lanes) unpack_q6k_lanes(hp, H);
-          else unpack_q6_k(hp, H);
-          if (keep_lanes < kQ8Lanes) {
-            const __m256 keep = _mm256_castsi256_ps(
-                _mm256_cmpgt_epi32(_mm256_set1_epi32(keep_lanes - 8 * h), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
-            H.fw = _mm256_and_ps(H.fw, keep);
-            if constexpr (kMins) H.fm = _mm256_and_ps(H.fm, keep);
-          }
-          const size_t b0 = size_t(g) * kQ8Lanes + size_t(h) * 8;
-          for (int t = 0; t < T; ++t) {
-            // Two chains of 4 (each block's first and second 16 elements): lane b sums block b's products.
-            const int8_t* xq = x.qs(t0 + t) + size_t(g) * kQ8Group + 32 * h;
-            __m256i part[2];
-            for (int c = 0; c < 2; ++c) {
-              __m256i sum = _mm256_setzero_si256();
-              for (int j = 4 * c; j < 4 * c + 4; ++j) {
-                const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 64 * j));
-                if constexpr (kType == Int8Type::Q8_0 && Ops::kSignTrick)
-                  sum = Ops::dot_add(sum, _mm256_sign_epi8(H.w[j], H.w[j]), _mm256_sign_epi8(xv, H.w[j]));
-                else
-                  sum = Ops::dot_add(sum, H.w[j], xv);
+          for (int h = 0; h < 2; ++h) {
+            Half H;
+            unpack_half<kType, Ops>(gp + size_t(h) * hb, H);
+            if (keep_lanes < kQ8Lanes) {
+              const __m256 keep = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(keep_lanes - 8 * h),
+                                                                         _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+              H.fw = _mm256_and_ps(H.fw, keep);
+              if constexpr (kMins) H.fm = _mm256_and_ps(H.fm, keep);
+            }
+            const size_t b0 = size_t(g) * kQ8Lanes + size_t(h) * 8;
+            for (int t = 0; t < T; ++t) {
+              __m256i I = half_dot<Ops, kType>(H, x.qs(t0 + t) + size_t(g) * kQ8Group + 32 * h);
+              // Codes offset by 128, 8 or 16 (Q8_0's sign trick multiplies the signed codes instead).
+              if constexpr (int8_code_offset_shift(kType) >= 0 && !(kType == Int8Type::Q8_0 && Ops::kSignTrick)) {
+                const __m256i s = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sums32(t0 + t) + b0));
+                I = _mm256_sub_epi32(I, _mm256_slli_epi32(s, int8_code_offset_shift(kType)));
+              } else if constexpr (kQ6) {
+                const __m256i s = _mm256_madd_epi16(
+                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sums16(t0 + t) + 2 * b0)), H.sc16);
+                I = _mm256_sub_epi32(I, _mm256_slli_epi32(s, 5));
               }
-              part[c] = sum;
+              __m256 tb = _mm256_mul_ps(H.fw, _mm256_cvtepi32_ps(I));
+              if constexpr (kMins)
+                tb = _mm256_fnmadd_ps(
+                    H.fm,
+                    _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sums32(t0 + t) + b0))),
+                    tb);
+              float* a = acc[i][t] + 8 * h;
+              _mm256_store_ps(a, _mm256_fmadd_ps(_mm256_loadu_ps(x.ds(t0 + t) + b0), tb, _mm256_load_ps(a)));
             }
-            __m256i I = kQ6 ? _mm256_add_epi32(_mm256_mullo_epi32(part[0], H.sc_lo), _mm256_mullo_epi32(part[1], H.sc_hi))
-                            : _mm256_add_epi32(part[0], part[1]);
-            // Codes offset by 128, 8 or 16 (Q8_0's sign trick multiplies the signed codes instead).
-            if constexpr (int8_code_offset_shift(kType) >= 0 && !(kType == Int8Type::Q8_0 && Ops::kSignTrick)) {
-              const __m256i s = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sums32(t0 + t) + b0));
-              I = _mm256_sub_epi32(I, _mm256_slli_epi32(s, int8_code_offset_shift(kType)));
-            } else if constexpr (kQ6) {
-              const __m256i s = _mm256_madd_epi16(
-                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sums16(t0 + t) + 2 * b0)), H.sc16);
-              I = _mm256_sub_epi32(I, _mm256_slli_epi32(s, 5));
-            }
-            __m256 tb = _mm256_mul_ps(H.fw, _mm256_cvtepi32_ps(I));
-            if constexpr (kMins)
-              tb = _mm256_fnmadd_ps(
-                  H.fm,
-                  _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sums32(t0 + t) + b0))), tb);
-            float* a = acc[t] + 8 * h;
-            _mm256_store_ps(a, _mm256_fmadd_ps(_mm256_loadu_ps(x.ds(t0 + t) + b0), tb, _mm256_load_ps(a)));
           }
         }
       }
-      for (int t = 0; t < T; ++t) Y[size_t(t0 + t) * size_t(m) + size_t(r)] = lane_sum16(acc[t]) + (bias ? bias[r] : 0.f);
+      for (int i = 0; i < rows; ++i)
+        for (int t = 0; t < T; ++t)
+          Y[size_t(t0 + t) * size_t(m) + size_t(rb + i)] = lane_sum16(acc[i][t]) + (bias ? bias[rb + i] : 0.f);
     }
   }
 }
