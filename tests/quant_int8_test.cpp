@@ -120,10 +120,11 @@ TEST(QuantInt8, ActivationCodesAreRoundedWithinHalfAScale) {
   EXPECT_TRUE(std::isnan(a.ds(1)[2]));
 }
 
-// The vectorized quantizer (quantize_act picks it where the CPU has AVX-512) gives the scalar reference's bytes:
+// The vectorized quantizers (quantize_act picks AVX-512's, else AVX2's) give the scalar reference's bytes:
 // normal, zero, tiny (a scale below FLT_MIN), huge and non-finite blocks, padding of partial groups.
 TEST(QuantInt8, ActivationQuantizerEqualsScalarReference) {
   std::mt19937 rng(4);
+  int avx2_runs = 0;
   for (int k : {32, 96, 512, 2048 + 64}) {
     const int n = 5;
     auto X = normal(size_t(n) * k, rng, 3.f);
@@ -133,15 +134,25 @@ TEST(QuantInt8, ActivationQuantizerEqualsScalarReference) {
     X[size_t(k) + 3] = std::numeric_limits<float>::quiet_NaN();                          // token 1
     X[size_t(2 * k) + size_t(k) - 1] = -std::numeric_limits<float>::infinity();           // token 2, last block
     for (int i = 0; i < k; ++i) X[size_t(3 * k) + size_t(i)] = float(i % 7) - 3.f;        // ties at x * id
-    ActQ8 a, r;
-    cpu::detail::quantize_act(X.data(), n, k, &a);
+    ActQ8 r;
     cpu::detail::quantize_act_scalar(X.data(), n, k, &r);
-    ASSERT_EQ(a.kp, r.kp);
-    ASSERT_EQ(a.q, r.q) << "k " << k;
-    ASSERT_EQ(0, std::memcmp(a.d.data(), r.d.data(), a.d.size() * sizeof(float))) << "k " << k;
-    ASSERT_EQ(a.s32, r.s32) << "k " << k;
-    ASSERT_EQ(a.s16, r.s16) << "k " << k;
+    const auto same_as_scalar = [&](const ActQ8& a, const char* which) {
+      ASSERT_EQ(a.kp, r.kp) << which;
+      ASSERT_EQ(a.q, r.q) << which << " k " << k;
+      ASSERT_EQ(0, std::memcmp(a.d.data(), r.d.data(), a.d.size() * sizeof(float))) << which << " k " << k;
+      ASSERT_EQ(a.s32, r.s32) << which << " k " << k;
+      ASSERT_EQ(a.s16, r.s16) << which << " k " << k;
+    };
+    ActQ8 a;
+    cpu::detail::quantize_act(X.data(), n, k, &a);
+    same_as_scalar(a, "quantize_act");
+    ActQ8 a2;
+    if (cpu::detail::quantize_act_avx2(X.data(), n, k, &a2)) {
+      same_as_scalar(a2, "avx2");
+      ++avx2_runs;
+    }
   }
+  std::printf("[ int8     ] AVX2 quantizer checked: %s\n", avx2_runs ? "yes" : "no (no AVX2 on this CPU)");
 }
 
 TEST(QuantInt8, ScaleWordsMatchK4ScaleMin) {

@@ -108,6 +108,7 @@ struct ActQ8 {
 };
 void quantize_act(const float* X, int n, int k, ActQ8* out);
 void quantize_act_scalar(const float* X, int n, int k, ActQ8* out);  // the reference quantize_act equals bit for bit
+bool quantize_act_avx2(const float* X, int n, int k, ActQ8* out);    // the AVX2 quantizer (false: no AVX2 here)
 
 // Y[t, r] for weight rows r in [r0, r1) and every token of x. W: m rows of row_bytes bytes, x.k columns.
 using Int8RowsFn = void (*)(Int8Type type, const uint8_t* W, size_t row_bytes, const ActQ8& x, const float* bias,
