@@ -1,4 +1,4 @@
-// Int8 per-row weight panels (engine/cpu/int8_panels.h): the AVX-512 VNNI kernel gives the scalar reference's bits,
+// Int8 per-row weight panels (engine/cpu/int8_panels.h): the AVX-512 VNNI and AVX2 kernels give the scalar reference's bits,
 // a token's outputs do not depend on the batch, the error against the f32 product stays within the stated bound, and
 // a context asked for int8 weights uses them while another context of the same model does not.
 #include <gtest/gtest.h>
@@ -21,15 +21,25 @@ using test::DenseWeight;
 using test::normal_floats;
 
 TEST(Int8Panels, KernelEqualsReferenceAndIsBatchInvariant) {
-  if (!cpu::int8_panels_supported()) GTEST_SKIP() << "no AVX-512 VNNI: the int8 panels are never used here";
-  test::expect_kernel_equals_reference_and_batch_invariant(
-      [](const TensorView& W) {
-        const auto p = cpu::pack_int8_panels(W);
-        return test::PanelPair{
-            [p](const float* X, int n, const float* b, float* Y) { cpu::linear_int8_panels(X, n, *p, b, Y); },
-            [p](const float* X, int n, const float* b, float* Y) { cpu::linear_int8_panels_reference(X, n, *p, b, Y); }};
-      },
-      11);
+  if (!cpu::int8_panels_supported()) GTEST_SKIP() << "neither AVX-512 VNNI nor AVX2: the int8 panels are never used here";
+  // Each kernel this CPU runs: set_isa(Avx2) takes the AVX2 one on a CPU with AVX-512 VNNI too.
+  int kernels = 0;
+  for (cpu::Isa isa : {cpu::Isa::Avx2, cpu::Isa::Avx512}) {
+    if (!cpu::isa_supported(isa)) continue;
+    cpu::set_isa(isa);
+    ++kernels;
+    SCOPED_TRACE(cpu::active_isa());
+    test::expect_kernel_equals_reference_and_batch_invariant(
+        [](const TensorView& W) {
+          const auto p = cpu::pack_int8_panels(W);
+          return test::PanelPair{
+              [p](const float* X, int n, const float* b, float* Y) { cpu::linear_int8_panels(X, n, *p, b, Y); },
+              [p](const float* X, int n, const float* b, float* Y) { cpu::linear_int8_panels_reference(X, n, *p, b, Y); }};
+        },
+        11);
+  }
+  cpu::set_isa(cpu::Isa::Auto);
+  EXPECT_GT(kernels, 0);
 }
 
 TEST(Int8Panels, ErrorAgainstTheF32ProductIsWithinTheQuantizationBound) {
@@ -44,7 +54,7 @@ TEST(Int8Panels, ErrorAgainstTheF32ProductIsWithinTheQuantizationBound) {
 }
 
 TEST(Int8Panels, OnlyTheContextThatAskedUsesThem) {
-  if (!cpu::int8_panels_supported()) GTEST_SKIP() << "no AVX-512 VNNI: the int8 panels are never used here";
+  if (!cpu::int8_panels_supported()) GTEST_SKIP() << "neither AVX-512 VNNI nor AVX2: the int8 panels are never used here";
   auto model = Model::load(test::fixture("models/llama_bytelevel_bf16"));
   auto plain = model->new_cpu_context(64), int8 = model->new_cpu_context(64, cpu::WeightForm::Int8), again = model->new_cpu_context(64);
   Batch b = Batch::causal(std::vector<int32_t>{5, 17, 99, 3});
@@ -63,7 +73,7 @@ TEST(Int8Panels, OnlyTheContextThatAskedUsesThem) {
 // A drafter gets a context per prompt: the requantized copy is made once per model and shared, and a later context
 // on it computes the same bits as the first.
 TEST(Int8Panels, OneRequantizedCopyPerModel) {
-  if (!cpu::int8_panels_supported()) GTEST_SKIP() << "no AVX-512 VNNI: the int8 panels are never used here";
+  if (!cpu::int8_panels_supported()) GTEST_SKIP() << "neither AVX-512 VNNI nor AVX2: the int8 panels are never used here";
   auto model = Model::load(test::fixture("models/llama_bytelevel_bf16"));
   const auto first = model->requantized_weights(cpu::WeightForm::Int8);
   ASSERT_NE(first, nullptr);

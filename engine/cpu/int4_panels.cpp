@@ -8,7 +8,6 @@
 #include <stdexcept>
 #include <vector>
 
-#include "engine/cpu/int8_panels.h"
 #include "engine/cpu/matmul.h"
 #include "engine/cpu/panel_act.h"
 #include "engine/cpu/thread_pool.h"
@@ -133,8 +132,10 @@ float Int4Panels::scale(int r, int g) const {
 }
 
 bool int4_panels_supported() {
-  // The int8 panels' instruction set, plus F16C for the per-group f16 scales.
-  static const bool ok = int8_panels_supported() && __builtin_cpu_supports("f16c");
+  // AVX-512 VNNI (the int8 panels also run on AVX2; these do not), plus F16C for the per-group f16 scales.
+  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                         __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("f16c");
   return ok;
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "engine/cpu/matmul.h"
@@ -24,12 +25,13 @@ struct ActU8 {
   std::vector<float> s;    // [n]
 };
 
-// `scalar`: the reference's loop (the kernel's gives the same bits, panel_act.h).
-void quantize_rows(const float* X, int n, int k, int quads, ActU8& a, bool scalar = false) {
+// `scalar`: the reference's loop (the kernel's gives the same bits, panel_act.h). `offset`: 128 for vpdpbusd's
+// unsigned operand (AVX-512), 0 for the AVX2 kernel's signed codes.
+void quantize_rows(const float* X, int n, int k, int quads, ActU8& a, bool scalar = false, uint8_t offset = 128) {
   const size_t kp = size_t(quads) * 4;
   a.q.resize(size_t(n) * kp);
   a.s.resize(size_t(n));
-  (scalar ? detail::quantize_token_rows_scalar : detail::quantize_token_rows)(X, n, k, int(kp), 128, a.q.data(),
+  (scalar ? detail::quantize_token_rows_scalar : detail::quantize_token_rows)(X, n, k, int(kp), offset, a.q.data(),
                                                                               a.s.data());
 }
 
@@ -101,12 +103,78 @@ void run_panels(const Int8Panels& w, const ActU8& a, int n, const float* bias, f
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
 
-}  // namespace
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
 
-bool int8_panels_supported() {
+// The AVX2 kernel (CPUs without AVX-512 VNNI): vpmaddubsw takes unsigned bytes, and the activations' 128-offset
+// codes times a weight code could saturate its int16 pair sums (255 * 127 * 2 > 2^15), so it multiplies |w| by the
+// signed activation code with w's sign (vpsignb), as ggml's AVX2 kernels do: pair sums at most 2 * 127 * 127, exact.
+// The integer sum is then I = sum w_code x_code itself, the one the AVX-512 kernel reaches by taking 128 * sum off,
+// so the same float formula gives the same bits. One panel (16 rows: two ymm of 8 rows x 4 codes) x T tokens.
+template <int T>
+void tile_avx2(const Int8Panels& w, const ActU8& a, size_t kp, int p, int t0, const float* bias, float* Y) {
+  __m256i acc[2][T];
+  for (int h = 0; h < 2; ++h)
+    for (int u = 0; u < T; ++u) acc[h][u] = _mm256_setzero_si256();
+  const int32_t* xq[T];
+  for (int u = 0; u < T; ++u) xq[u] = reinterpret_cast<const int32_t*>(a.q.data() + size_t(t0 + u) * kp);
+  const int8_t* base = w.panel(p);
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int j = 0; j < w.quads; ++j) {
+    const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(base + size_t(j) * 64));
+    const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(base + size_t(j) * 64 + 32));
+    const __m256i a0 = _mm256_sign_epi8(w0, w0), a1 = _mm256_sign_epi8(w1, w1);
+    for (int u = 0; u < T; ++u) {
+      const __m256i xv = _mm256_set1_epi32(xq[u][j]);
+      acc[0][u] = _mm256_add_epi32(acc[0][u], _mm256_madd_epi16(_mm256_maddubs_epi16(a0, _mm256_sign_epi8(xv, w0)), ones));
+      acc[1][u] = _mm256_add_epi32(acc[1][u], _mm256_madd_epi16(_mm256_maddubs_epi16(a1, _mm256_sign_epi8(xv, w1)), ones));
+    }
+  }
+  for (int h = 0; h < 2; ++h) {
+    const int r0 = p * kRows + 8 * h, left = std::min(8, w.m - r0);
+    if (left <= 0) break;
+    const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256 sc = _mm256_loadu_ps(w.scale + r0);  // the scale array covers whole panels
+    const __m256 b = bias ? _mm256_maskload_ps(bias + r0, keep) : _mm256_setzero_ps();
+    for (int u = 0; u < T; ++u) {
+      const __m256 sx = _mm256_set1_ps(a.s[size_t(t0 + u)]);
+      const __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(acc[h][u]), sc);
+      const __m256 y = bias ? _mm256_fmadd_ps(v, sx, b) : _mm256_mul_ps(v, sx);
+      _mm256_maskstore_ps(Y + size_t(t0 + u) * size_t(w.m) + size_t(r0), keep, y);
+    }
+  }
+}
+
+void run_panels_avx2(const Int8Panels& w, const ActU8& a, int n, const float* bias, float* Y, int p0, int p1) {
+  const size_t kp = size_t(w.quads) * 4;
+  for (int p = p0; p < p1; ++p) {
+    int t = 0;
+    for (; t + 3 <= n; t += 3) tile_avx2<3>(w, a, kp, p, t, bias, Y);
+    switch (n - t) {
+      case 1: tile_avx2<1>(w, a, kp, p, t, bias, Y); break;
+      case 2: tile_avx2<2>(w, a, kp, p, t, bias, Y); break;
+      default: break;
+    }
+  }
+}
+
+#pragma GCC pop_options
+
+bool avx512_vnni() {
   static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
                          __builtin_cpu_supports("avx512vnni");
+  return ok;
+}
+
+// The AVX-512 kernel where the CPU has VNNI and set_isa() / SPECSCOPE_MATMUL_ISA allow AVX-512 (so tests reach the
+// AVX2 kernel on such CPUs too); else AVX2's.
+bool use_avx512_kernel() { return avx512_vnni() && std::string(active_isa()) == "avx512"; }
+
+}  // namespace
+
+bool int8_panels_supported() {
+  static const bool ok = avx512_vnni() || (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
   return ok;
 }
 
@@ -152,10 +220,15 @@ void linear_int8_panels(const float* X, int n, const Int8Panels& w, const float*
   if (n <= 0 || w.m == 0) return;
   // The calling thread's buffer: the team only reads it, and the call returns before the next one.
   thread_local ActU8 buffer;
-  quantize_rows(X, n, w.k, w.quads, buffer);
+  const bool avx512 = use_avx512_kernel();
+  quantize_rows(X, n, w.k, w.quads, buffer, false, avx512 ? 128 : 0);
   const ActU8& a = buffer;
-  run_team_units(w.panels, size_t(w.m) * size_t(w.k) * size_t(n), detail::kPanelMinParallelMacs,
-                 [&](int p0, int p1) { run_panels(w, a, n, bias, Y, p0, p1); });
+  run_team_units(w.panels, size_t(w.m) * size_t(w.k) * size_t(n), detail::kPanelMinParallelMacs, [&](int p0, int p1) {
+    if (avx512)
+      run_panels(w, a, n, bias, Y, p0, p1);
+    else
+      run_panels_avx2(w, a, n, bias, Y, p0, p1);
+  });
 }
 
 void linear_int8_panels_reference(const float* X, int n, const Int8Panels& w, const float* bias, float* Y) {

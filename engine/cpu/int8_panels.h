@@ -1,7 +1,8 @@
 #pragma once
 // Dense weights requantized to 8 bits with one scale per output row, for small models that share the CPU's cache
 // with another (a speculative drafter beside its target): half the bytes of bf16, and vpdpbusd adds four products
-// of 16 rows per instruction where vdpbf16ps adds two. Asked for per drafter (`sps:draft-weights=int8`, which
+// of 16 rows per instruction where vdpbf16ps adds two (on AVX2, vpmaddubsw and vpmaddwd: 8 rows' four products for
+// three instructions where widening bf16 costs two for 8 weights before the FMA). Asked for per drafter (`sps:draft-weights=int8`, which
 // tree=auto also tries, runs/tree_tuner.cpp; one copy per model, Model::requantized_weights; weight_form.h): the
 // drafter's outputs change by the quantization, its drafts with them; the target still verifies every token, so the
 // output does not.
@@ -32,7 +33,8 @@ struct Int8Panels {
   const int8_t* panel(int p) const { return codes + size_t(p) * size_t(quads) * 64; }
 };
 
-// Whether this CPU runs the int8 panel kernel (AVX-512 F/BW/VNNI); where it does not, requantizing is refused.
+// Whether this CPU runs an int8 panel kernel (AVX-512 F/BW/VNNI, or AVX2 + FMA: vpmaddubsw on |w| and the
+// activation codes with w's sign, the same bits); where it does not, requantizing is refused.
 bool int8_panels_supported();
 // Requantizes a dense (f32/f16/bf16) weight [m, k]. Throws std::invalid_argument for other dtypes.
 std::shared_ptr<const Int8Panels> pack_int8_panels(const TensorView& W);
