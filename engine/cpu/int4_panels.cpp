@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "engine/cpu/matmul.h"
@@ -118,6 +119,79 @@ void run_panels(const Int4Panels& w, const ActS8& a, int n, const float* bias, f
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
 
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+// The AVX2 kernel (CPUs without AVX-512 VNNI), one panel x T tokens: each 64-byte code vector is two ymm (rows 0-7,
+// 8-15); vpmaddubsw multiplies the unsigned codes by the signed activation codes into int16 pair sums, at most
+// 2 * 15 * 127, so a group's 8 of them (its 32 codes) add up in int16 (at most 30480) before one vpmaddwd widens them:
+// the same exact I_g, and then the same float steps in group order, as the AVX-512 kernel and the reference.
+template <int T>
+void tile_avx2(const Int4Panels& w, const ActS8& a, int p, int t0, const float* bias, float* Y) {
+  const size_t kp = size_t(w.groups) * kGroup;
+  const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+  __m256 f[2][T];
+  for (int h = 0; h < 2; ++h)
+    for (int u = 0; u < T; ++u) f[h][u] = _mm256_setzero_ps();
+  const int32_t* xq[T];
+  const int32_t* corr[T];
+  for (int u = 0; u < T; ++u) {
+    xq[u] = reinterpret_cast<const int32_t*>(a.q.data() + size_t(t0 + u) * kp);
+    corr[u] = a.corr.data() + size_t(t0 + u) * size_t(w.groups);
+  }
+  for (int g = 0; g < w.groups; ++g)
+    for (int h = 0; h < 2; ++h) {
+      __m256i pairs[T];
+      for (int v = 0; v < 4; ++v) {
+        const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(w.codes(p, g) + 64 * v + 32 * h));
+        const __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+        for (int u = 0; u < T; ++u) {
+          const __m256i x0 = _mm256_set1_epi32(xq[u][8 * g + 2 * v]), x1 = _mm256_set1_epi32(xq[u][8 * g + 2 * v + 1]);
+          const __m256i both = _mm256_add_epi16(_mm256_maddubs_epi16(lo, x0), _mm256_maddubs_epi16(hi, x1));
+          pairs[u] = v == 0 ? both : _mm256_add_epi16(pairs[u], both);
+        }
+      }
+      const __m256 sc =
+          _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(w.scales(p, g) + 2 * 8 * h)));
+      for (int u = 0; u < T; ++u) {
+        const __m256i I = _mm256_sub_epi32(_mm256_madd_epi16(pairs[u], ones), _mm256_set1_epi32(corr[u][g]));
+        f[h][u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I), sc, f[h][u]);
+      }
+    }
+  for (int h = 0; h < 2; ++h) {
+    const int r0 = p * kRows + 8 * h, left = std::min(8, w.m - r0);
+    if (left <= 0) break;
+    const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256 b = bias ? _mm256_maskload_ps(bias + r0, keep) : _mm256_setzero_ps();
+    for (int u = 0; u < T; ++u) {
+      const __m256 sx = _mm256_set1_ps(a.s[size_t(t0 + u)]);
+      const __m256 y = bias ? _mm256_fmadd_ps(f[h][u], sx, b) : _mm256_mul_ps(f[h][u], sx);
+      _mm256_maskstore_ps(Y + size_t(t0 + u) * size_t(w.m) + size_t(r0), keep, y);
+    }
+  }
+}
+
+void run_panels_avx2(const Int4Panels& w, const ActS8& a, int n, const float* bias, float* Y, int p0, int p1) {
+  for (int p = p0; p < p1; ++p) {
+    int t = 0;
+    for (; t + 2 <= n; t += 2) tile_avx2<2>(w, a, p, t, bias, Y);
+    if (t < n) tile_avx2<1>(w, a, p, t, bias, Y);
+  }
+}
+
+#pragma GCC pop_options
+
+bool avx512_vnni() {
+  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                         __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("f16c");
+  return ok;
+}
+
+// The AVX-512 kernel where the CPU has VNNI and set_isa() / SPECSCOPE_MATMUL_ISA allow AVX-512 (so tests reach the
+// AVX2 kernel on such CPUs too); else AVX2's.
+bool use_avx512_kernel() { return avx512_vnni() && std::string(active_isa()) == "avx512"; }
+
 }  // namespace
 
 int Int4Panels::code(int r, int i) const {
@@ -132,10 +206,9 @@ float Int4Panels::scale(int r, int g) const {
 }
 
 bool int4_panels_supported() {
-  // AVX-512 VNNI (the int8 panels also run on AVX2; these do not), plus F16C for the per-group f16 scales.
-  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-                         __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("f16c");
+  // AVX-512 VNNI or AVX2 + FMA, plus F16C for the per-group f16 scales.
+  static const bool ok = avx512_vnni() || (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                                           __builtin_cpu_supports("f16c"));
   return ok;
 }
 
@@ -191,8 +264,13 @@ void linear_int4_panels(const float* X, int n, const Int4Panels& w, const float*
   thread_local ActS8 buffer;
   quantize_rows(X, n, w.k, w.groups, buffer);
   const ActS8& a = buffer;
-  run_team_units(w.panels, size_t(w.m) * size_t(w.k) * size_t(n), detail::kPanelMinParallelMacs,
-                 [&](int p0, int p1) { run_panels(w, a, n, bias, Y, p0, p1); });
+  const bool avx512 = use_avx512_kernel();
+  run_team_units(w.panels, size_t(w.m) * size_t(w.k) * size_t(n), detail::kPanelMinParallelMacs, [&](int p0, int p1) {
+    if (avx512)
+      run_panels(w, a, n, bias, Y, p0, p1);
+    else
+      run_panels_avx2(w, a, n, bias, Y, p0, p1);
+  });
 }
 
 void linear_int4_panels_reference(const float* X, int n, const Int4Panels& w, const float* bias, float* Y) {
