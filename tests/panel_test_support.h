@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "engine/cpu/matmul.h"
 #include "engine/util/tensor.h"
 
 namespace specscope::test {
@@ -41,30 +42,40 @@ struct PanelPair {
 };
 
 // For m x k weights over shapes with partial panels and tails, and 1-9 tokens (bias on odd counts): the kernel
-// gives the reference's bits, and each token alone gives the bits it got in the batch.
+// gives the reference's bits, and each token alone gives the bits it got in the batch. Run once per kernel family
+// the CPU has (set_isa(Avx2) selects the AVX2 kernel on a CPU with AVX-512 VNNI too); at least one must run.
 inline void expect_kernel_equals_reference_and_batch_invariant(const std::function<PanelPair(const TensorView&)>& pack,
                                                                uint32_t seed) {
-  std::mt19937 rng(seed);
-  for (int m : {1, 16, 37, 256}) {
-    for (int k : {3, 64, 130, 768}) {
-      DenseWeight d{normal_floats(size_t(m) * k, rng)};
-      const PanelPair p = pack(d.view(m, k));
-      for (int n : {1, 2, 3, 4, 5, 9}) {
-        const auto X = normal_floats(size_t(n) * k, rng);
-        const auto bias = normal_floats(size_t(m), rng);
-        const float* b = n % 2 ? bias.data() : nullptr;
-        std::vector<float> want(size_t(n) * m), got(size_t(n) * m, -1.f);
-        p.reference(X.data(), n, b, want.data());
-        p.kernel(X.data(), n, b, got.data());
-        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << m << "x" << k << " n " << n;
-        for (int t = 0; t < n; ++t) {
-          std::vector<float> one(static_cast<size_t>(m));
-          p.kernel(X.data() + size_t(t) * k, 1, b, one.data());
-          ASSERT_EQ(0, std::memcmp(one.data(), got.data() + size_t(t) * m, size_t(m) * sizeof(float))) << t;
+  int kernels = 0;
+  for (cpu::Isa isa : {cpu::Isa::Avx2, cpu::Isa::Avx512}) {
+    if (!cpu::isa_supported(isa)) continue;
+    cpu::set_isa(isa);
+    ++kernels;
+    SCOPED_TRACE(cpu::active_isa());
+    std::mt19937 rng(seed);
+    for (int m : {1, 16, 37, 256}) {
+      for (int k : {3, 64, 130, 768}) {
+        DenseWeight d{normal_floats(size_t(m) * k, rng)};
+        const PanelPair p = pack(d.view(m, k));
+        for (int n : {1, 2, 3, 4, 5, 9}) {
+          const auto X = normal_floats(size_t(n) * k, rng);
+          const auto bias = normal_floats(size_t(m), rng);
+          const float* b = n % 2 ? bias.data() : nullptr;
+          std::vector<float> want(size_t(n) * m), got(size_t(n) * m, -1.f);
+          p.reference(X.data(), n, b, want.data());
+          p.kernel(X.data(), n, b, got.data());
+          ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << m << "x" << k << " n " << n;
+          for (int t = 0; t < n; ++t) {
+            std::vector<float> one(static_cast<size_t>(m));
+            p.kernel(X.data() + size_t(t) * k, 1, b, one.data());
+            ASSERT_EQ(0, std::memcmp(one.data(), got.data() + size_t(t) * m, size_t(m) * sizeof(float))) << t;
+          }
         }
       }
     }
   }
+  cpu::set_isa(cpu::Isa::Auto);
+  EXPECT_GT(kernels, 0);
 }
 
 // A packed weight's reference product and the bound on each of its weights' error (row r, column i).

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
-#include <string>
 #include <vector>
 
 #include "engine/cpu/matmul.h"
@@ -181,17 +180,6 @@ void run_panels_avx2(const Int4Panels& w, const ActS8& a, int n, const float* bi
 
 #pragma GCC pop_options
 
-bool avx512_vnni() {
-  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-                         __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("f16c");
-  return ok;
-}
-
-// The AVX-512 kernel where the CPU has VNNI and set_isa() / SPECSCOPE_MATMUL_ISA allow AVX-512 (so tests reach the
-// AVX2 kernel on such CPUs too); else AVX2's.
-bool use_avx512_kernel() { return avx512_vnni() && std::string(active_isa()) == "avx512"; }
-
 }  // namespace
 
 int Int4Panels::code(int r, int i) const {
@@ -206,10 +194,7 @@ float Int4Panels::scale(int r, int g) const {
 }
 
 bool int4_panels_supported() {
-  // AVX-512 VNNI or AVX2 + FMA, plus F16C for the per-group f16 scales.
-  static const bool ok = avx512_vnni() || (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                                           __builtin_cpu_supports("f16c"));
-  return ok;
+  return detail::panels_have_avx512_vnni() || detail::panels_avx2_supported();  // both with F16C for the scales
 }
 
 std::shared_ptr<const Int4Panels> pack_int4_panels(const TensorView& W) {
@@ -264,7 +249,7 @@ void linear_int4_panels(const float* X, int n, const Int4Panels& w, const float*
   thread_local ActS8 buffer;
   quantize_rows(X, n, w.k, w.groups, buffer);
   const ActS8& a = buffer;
-  const bool avx512 = use_avx512_kernel();
+  const bool avx512 = detail::panels_use_avx512_vnni();
   run_team_units(w.panels, size_t(w.m) * size_t(w.k) * size_t(n), detail::kPanelMinParallelMacs, [&](int p0, int p1) {
     if (avx512)
       run_panels(w, a, n, bias, Y, p0, p1);

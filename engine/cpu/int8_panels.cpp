@@ -6,7 +6,6 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
-#include <string>
 #include <vector>
 
 #include "engine/cpu/matmul.h"
@@ -160,22 +159,10 @@ void run_panels_avx2(const Int8Panels& w, const ActU8& a, int n, const float* bi
 
 #pragma GCC pop_options
 
-bool avx512_vnni() {
-  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-                         __builtin_cpu_supports("avx512vnni");
-  return ok;
-}
-
-// The AVX-512 kernel where the CPU has VNNI and set_isa() / SPECSCOPE_MATMUL_ISA allow AVX-512 (so tests reach the
-// AVX2 kernel on such CPUs too); else AVX2's.
-bool use_avx512_kernel() { return avx512_vnni() && std::string(active_isa()) == "avx512"; }
-
 }  // namespace
 
 bool int8_panels_supported() {
-  static const bool ok = avx512_vnni() || (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
-  return ok;
+  return detail::panels_have_avx512_vnni() || detail::panels_avx2_supported();
 }
 
 std::shared_ptr<const Int8Panels> pack_int8_panels(const TensorView& W) {
@@ -220,7 +207,7 @@ void linear_int8_panels(const float* X, int n, const Int8Panels& w, const float*
   if (n <= 0 || w.m == 0) return;
   // The calling thread's buffer: the team only reads it, and the call returns before the next one.
   thread_local ActU8 buffer;
-  const bool avx512 = use_avx512_kernel();
+  const bool avx512 = detail::panels_use_avx512_vnni();
   quantize_rows(X, n, w.k, w.quads, buffer, false, avx512 ? 128 : 0);
   const ActU8& a = buffer;
   run_team_units(w.panels, size_t(w.m) * size_t(w.k) * size_t(n), detail::kPanelMinParallelMacs, [&](int p0, int p1) {

@@ -3,12 +3,14 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <string_view>
 #include <limits>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
+#include "engine/cpu/matmul.h"
 #include "engine/cpu/round_even.h"
 
 namespace specscope::cpu::detail {
@@ -91,6 +93,29 @@ void quantize_token_rows(const float* X, int n, int k, int kp, uint8_t offset, u
   }
 #endif
   quantize_token_rows_scalar(X, n, k, kp, offset, q, s);
+}
+
+bool panels_have_avx512_vnni() {
+#if defined(__x86_64__)
+  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                         __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("f16c");
+  return ok;
+#else
+  return false;
+#endif
+}
+
+bool panels_use_avx512_vnni() { return panels_have_avx512_vnni() && std::string_view(active_isa()) == "avx512"; }
+
+bool panels_avx2_supported() {
+#if defined(__x86_64__)
+  static const bool ok =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  return ok;
+#else
+  return false;
+#endif
 }
 
 }  // namespace specscope::cpu::detail

@@ -15,6 +15,13 @@ namespace specscope::cpu::detail {
 // gains from a second thread only where half of it takes longer than a fork and join (~1-2 us here).
 constexpr size_t kPanelMinParallelMacs = size_t(1) << 19;
 
+// Whether the panel kernels (int8_panels.h, int4_panels.h) take their AVX-512 VNNI versions: the CPU has AVX-512
+// F/BW/VL/DQ and VNNI, and set_isa() / SPECSCOPE_MATMUL_ISA allow AVX-512 (so tests reach the AVX2 versions on such
+// CPUs too). Otherwise they take the AVX2 ones (where the CPU has AVX2: panels_avx2_supported).
+bool panels_have_avx512_vnni();
+bool panels_use_avx512_vnni();
+bool panels_avx2_supported();
+
 // Per token t of X [n][k]: s[t] = max|x| / 127, or NaN when the row holds a NaN or infinity (its outputs turn NaN,
 // as the exact product's would be non-finite), or 0 when that is below FLT_MIN; codes c = round_even(x * (1 / s[t]))
 // clamped to [-127, 127] (0 for the last two cases), stored as the byte c + offset (offset 0: signed codes; 128:
