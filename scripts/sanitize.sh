@@ -9,7 +9,7 @@
 #         from another thread).
 # Usage: scripts/sanitize.sh [asan|tsan|all]   (default all)
 # The builds are lean so CI stays within its time: -O1 -g1 (line tables are all a sanitizer report needs; full -g
-# cost a quarter more compile time), no GUI, no CUDA, no fuzzers or benches, only the test executables below and the CLI, in build-asan/ and build-tsan/ (SPECSCOPE_ASAN_DIR, SPECSCOPE_TSAN_DIR). Prints
+# cost a quarter more compile time), the tests' own sources at -O0 (tests/CMakeLists.txt: SPECSCOPE_TEST_CXX_FLAGS), no GUI, no CUDA, no fuzzers or benches, only the test executables below and the CLI, in build-asan/ and build-tsan/ (SPECSCOPE_ASAN_DIR, SPECSCOPE_TSAN_DIR). Prints
 # each ctest summary and the wall time of each build and test run; exits non-zero when a build or a test fails.
 # The TSan build compiles the hot loops once (SPECSCOPE_NO_TARGET_CLONES): gcc instruments the ifunc resolvers
 # of target_clones functions, which run during relocation, before the TSan runtime exists, and crash there.
@@ -64,7 +64,8 @@ run_one() {
     "-DCMAKE_C_FLAGS_SANITIZE=-O1 -g1 -fno-omit-frame-pointer $flags" \
     "-DCMAKE_CXX_FLAGS_SANITIZE=-O1 -g1 -fno-omit-frame-pointer $flags" \
     "-DCMAKE_EXE_LINKER_FLAGS_SANITIZE=$flags" "-DCMAKE_SHARED_LINKER_FLAGS_SANITIZE=$flags" \
-    -DSPECSCOPE_GUI=OFF -DSPECSCOPE_CUDA=OFF -DSPECSCOPE_FUZZ=OFF -DSPECSCOPE_TESTS=ON >/dev/null || return 1
+    -DSPECSCOPE_GUI=OFF -DSPECSCOPE_CUDA=OFF -DSPECSCOPE_FUZZ=OFF -DSPECSCOPE_TESTS=ON \
+    "-DSPECSCOPE_TEST_CXX_FLAGS=-O0" >/dev/null || return 1
   cmake --build "$dir" -j "$jobs" --target "$@" || return 1
   t1=$(date +%s)
   echo "== $name: running the tests of: $*"
