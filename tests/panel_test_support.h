@@ -64,7 +64,8 @@ inline void expect_kernel_equals_reference_and_batch_invariant(const std::functi
           std::vector<float> want(size_t(n) * m), got(size_t(n) * m, -1.f);
           p.reference(X.data(), n, b, want.data());
           p.kernel(X.data(), n, b, got.data());
-          ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << m << "x" << k << " n " << n;
+          ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+              << m << "x" << k << " n " << n;
           for (int t = 0; t < n; ++t) {
             std::vector<float> one(static_cast<size_t>(m));
             p.kernel(X.data() + size_t(t) * k, 1, b, one.data());

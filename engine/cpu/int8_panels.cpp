@@ -125,8 +125,10 @@ void tile_avx2(const Int8Panels& w, const ActU8& a, size_t kp, int p, int t0, co
     const __m256i a0 = _mm256_sign_epi8(w0, w0), a1 = _mm256_sign_epi8(w1, w1);
     for (int u = 0; u < T; ++u) {
       const __m256i xv = _mm256_set1_epi32(xq[u][j]);
-      acc[0][u] = _mm256_add_epi32(acc[0][u], _mm256_madd_epi16(_mm256_maddubs_epi16(a0, _mm256_sign_epi8(xv, w0)), ones));
-      acc[1][u] = _mm256_add_epi32(acc[1][u], _mm256_madd_epi16(_mm256_maddubs_epi16(a1, _mm256_sign_epi8(xv, w1)), ones));
+      const __m256i p0 = _mm256_maddubs_epi16(a0, _mm256_sign_epi8(xv, w0));
+      const __m256i p1 = _mm256_maddubs_epi16(a1, _mm256_sign_epi8(xv, w1));
+      acc[0][u] = _mm256_add_epi32(acc[0][u], _mm256_madd_epi16(p0, ones));
+      acc[1][u] = _mm256_add_epi32(acc[1][u], _mm256_madd_epi16(p1, ones));
     }
   }
   for (int h = 0; h < 2; ++h) {

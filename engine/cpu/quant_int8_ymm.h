@@ -2,8 +2,8 @@
 // The 256-bit integer dot kernels (quant_int8.h), shared by the AVX2 (vpmaddubsw + vpmaddwd) and AVX-VNNI
 // (vpdpbusd on ymm) families: each includes this file inside its own #pragma GCC target region and supplies an Ops
 // with its products (AVX2: vpmaddubsw pair sums, added in int16 as far as they cannot overflow, then one vpmaddwd;
-// AVX-VNNI: the 4-product dot-and-add). Everything here has internal linkage (anonymous namespace) on purpose, so that the two
-// translation units' copies, compiled for different instruction sets, never merge at link time.
+// AVX-VNNI: the 4-product dot-and-add). Everything here has internal linkage (anonymous namespace) on purpose, so
+// that the two translation units' copies, compiled for different instruction sets, never merge at link time.
 //
 // A group of 16 blocks is done as two halves of 8 (a K-quant super-block each), one block per ymm lane: per row and
 // half, the weights are unpacked once and transposed to the activations' interleaved layout (ActQ8: lane b of
@@ -254,7 +254,8 @@ constexpr int int16_run_steps(Int8Type t) {
     default: return 8;
   }
 }
-static_assert(8 * 2 * 15 * 127 < 32768 && 4 * 2 * 31 * 127 < 32768 && 2 * 2 * 63 * 127 < 32768 && 2 * 128 * 127 < 32768);
+static_assert(8 * 2 * 15 * 127 < 32768 && 4 * 2 * 31 * 127 < 32768 && 2 * 2 * 63 * 127 < 32768 &&
+              2 * 128 * 127 < 32768);
 
 // The exact integer dot of each of a half's 8 blocks with one token's codes (lane b: block b), before the codes'
 // offset corrections; Q6_K's already weighted by its two per-16 scales.
@@ -263,10 +264,11 @@ QY_INLINE __m256i half_dot(const Half& H, const int8_t* xq) {
   constexpr bool kQ6 = kType == Int8Type::Q6_K || kType == Int8Type::Q6_K_Lanes;
   if constexpr (kQ6 && Ops::kInt16Pairs) {
     // Each half-block's pair sums widened by its scale (vpmaddwd against the scale in both int16 halves).
-    return _mm256_add_epi32(
-        _mm256_add_epi32(dot_steps<Ops, kType, 2>(H, xq, 0, H.sc_first), dot_steps<Ops, kType, 2>(H, xq, 2, H.sc_first)),
-        _mm256_add_epi32(dot_steps<Ops, kType, 2>(H, xq, 4, H.sc_second),
-                         dot_steps<Ops, kType, 2>(H, xq, 6, H.sc_second)));
+    const __m256i first = _mm256_add_epi32(dot_steps<Ops, kType, 2>(H, xq, 0, H.sc_first),
+                                           dot_steps<Ops, kType, 2>(H, xq, 2, H.sc_first));
+    const __m256i second = _mm256_add_epi32(dot_steps<Ops, kType, 2>(H, xq, 4, H.sc_second),
+                                            dot_steps<Ops, kType, 2>(H, xq, 6, H.sc_second));
+    return _mm256_add_epi32(first, second);
   } else if constexpr (kQ6) {
     return _mm256_add_epi32(_mm256_mullo_epi32(dot_steps<Ops, kType, 4>(H, xq, 0, __m256i()), H.sc_lo),
                             _mm256_mullo_epi32(dot_steps<Ops, kType, 4>(H, xq, 4, __m256i()), H.sc_hi));
