@@ -194,15 +194,12 @@ TEST(HtmlExport, TokenTextsAndTitlesCannotBreakOutOfThePage) {
 
 // Issue 20: the page must stay usable at 1,000 steps. Its document stays small (rows, not objects, and floats
 // cut to 6 digits) and is written fast; html_export_browser_test.cpp times the page's load in Chromium.
-TEST(HtmlExport, AThousandStepSessionIsCompactAndQuickToWrite) {
+TEST(HtmlExport, AThousandStepSessionIsCompactAndFaithful) {
   auto dir = test::fresh_dir("html-1000");
   const fs::path db = dir / "s.db";
   test::html::record_synthetic(db, 1000);
   sessions::SessionReader reader(db.string());
-  const auto t0 = std::chrono::steady_clock::now();
   const std::string page = sessions::session_html(reader, 1);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("[html export] 1000 steps: %.2f MB in %.2f s\n", double(page.size()) / 1e6, seconds);
   expect_self_contained(page);
   const json blob = blob_of(page);
   expect_blob_equals_store(blob, reader, 1);
@@ -210,6 +207,19 @@ TEST(HtmlExport, AThousandStepSessionIsCompactAndQuickToWrite) {
   for (const auto& st : blob["runs"][0]["steps"]) nodes += int64_t(st["nodes"].size());
   // About 20 nodes a step: each node a row of ~13 values, at most ~110 bytes with its odd texts.
   EXPECT_LT(double(page.size()), 200000.0 + 110.0 * double(nodes)) << nodes << " nodes";
+}
+
+// The writing time alone (0.6 s here in a release build): a guard against a quadratic step in the exporter, which
+// measures time, not correctness, so scripts/sanitize.sh leaves it out of the ASan run (10 s there).
+TEST(HtmlExport, AThousandStepSessionIsQuickToWrite) {
+  auto dir = test::fresh_dir("html-1000-time");
+  const fs::path db = dir / "s.db";
+  test::html::record_synthetic(db, 1000);
+  sessions::SessionReader reader(db.string());
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string page = sessions::session_html(reader, 1);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("[html export] 1000 steps: %.2f MB in %.2f s\n", double(page.size()) / 1e6, seconds);
   EXPECT_LT(seconds, 5.0);
 }
 
