@@ -13,6 +13,7 @@
 #include "engine/cpu/matmul_quant.h"
 
 #include <cblas.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -93,7 +94,12 @@ int one_row_prefetch_lines(int kernel_default) { return int(g_one_row_prefetch.v
 void set_one_row_prefetch_lines(int lines) { g_one_row_prefetch.set(lines); }
 int panel_prefetch_groups(int kernel_default) { return int(g_panel_ahead.value_or(kernel_default)); }
 void set_panel_prefetch_groups(long groups) { g_panel_ahead.set(groups); }
-bool panel_prefetch_l1() { return g_panel_l1.value_or(1) != 0; }
+bool panel_l1_suits(long l1d_bytes) { return l1d_bytes >= kPanelL1MinBytes; }
+bool panel_prefetch_l1() {
+  // Read once: the first-level data cache does not change under a running process.
+  static const long by_cache = panel_l1_suits(sysconf(_SC_LEVEL1_DCACHE_SIZE)) ? 1 : 0;
+  return g_panel_l1.value_or(by_cache) != 0;
+}
 void set_panel_prefetch_l1(long on) { g_panel_l1.set(on); }
 
 size_t scratch_floats(int k) { return size_t(64) * size_t(std::max(k, 1)) + 64; }

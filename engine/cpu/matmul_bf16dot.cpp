@@ -99,8 +99,9 @@ constexpr auto kTiles = make_tiles(std::make_index_sequence<4 * kTmax>{});
 // output's sum is the same sequence whatever T is.
 // Prefetches of several tokens' tiles go to the first-level cache unless `to_l2`: such a tile computes long enough
 // per line for the lines to arrive. The default base's 8-token step, in one process, 30 rounds, L1 against L2: 0.90-0.98x
-// the time in each of five runs, better in 17-29 of 30 rounds (bench/results/cpu_base_step8_2026-12-02/). One token
-// streams faster into L2 (rows_bf16dot's note below).
+// the time in each of five runs on Zen 5 (48 KB L1d), better in 17-29 of 30 rounds (bench/results/cpu_base_step8_
+// 2026-12-02/); on Zen 4 (32 KB) L1 cost 1.12x at 8 tokens, so the default follows the cache's size
+// (panel_prefetch_l1 in matmul_kernels.h). One token streams faster into L2 (rows_bf16dot's note below).
 template <int P, int T>
 void panel_tile(const uint16_t* xb, size_t kp, const uint16_t* panels, size_t panel_elems, int pairs, int rows_left,
                 const float* bias, float* y, size_t ldy, const uint16_t* prefetch, bool to_l2) {

@@ -133,8 +133,13 @@ void set_one_row_prefetch_lines(int lines);
 // or SPECSCOPE_PANEL_AHEAD=N / set_panel_prefetch_groups(N) (-1 restores the default).
 int panel_prefetch_groups(int kernel_default);
 void set_panel_prefetch_groups(long groups);
-// Where the bf16 panel tiles of several tokens prefetch to: 1 (the default) the first-level cache, 0 the second, as
-// one-token tiles always do; SPECSCOPE_PANEL_L1=N / set_panel_prefetch_l1(N) (-1 restores the default).
+// Where the bf16 panel tiles of several tokens prefetch to: 1 the first-level cache, 0 the second, as one-token
+// tiles always do; SPECSCOPE_PANEL_L1=N / set_panel_prefetch_l1(N) (-1 restores the default). The default follows
+// the first-level data cache: L1 where it holds 48 KB or more (Zen 5: the base's 8-token step 0.90-0.98x the time
+// with L1), L2 where it is smaller or unknown (Zen 4, 32 KB: L1 cost 1.12x the time at 8 tokens, 1.42x at 4;
+// bench/results/cpu_zen4_host_2026-12-04/kernel_ab_step*_pl1*.txt).
+constexpr long kPanelL1MinBytes = 48 * 1024;
+bool panel_l1_suits(long l1d_bytes);
 bool panel_prefetch_l1();
 void set_panel_prefetch_l1(long on);
 // The one-row kernels prefetch at each element k of a row where (k & mask) == 0: every `lines`-th 64-byte line of
