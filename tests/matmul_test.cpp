@@ -710,8 +710,6 @@ TEST(WideningTiles, PanelRowsDoNotChangeABit) {
   cpu::set_quant_exact(old);
 }
 
-// The bf16 panel tiles' prefetches (how many groups ahead, and into which cache: kernel_ab's pahead=N and pl1=0|1)
-// only move lines: every setting gives the same bits, one token or several, and the defaults come back.
 // Several tokens' panel tiles prefetch into L1 only where it holds 48 KB (Zen 5 measured faster so, Zen 4's 32 KB
 // slower); an unknown size (sysconf's 0 or -1) keeps L2.
 TEST(Bf16FastPath, PanelPrefetchGoesToL1OnlyWhereTheFirstLevelCacheIsLarge) {
@@ -722,6 +720,8 @@ TEST(Bf16FastPath, PanelPrefetchGoesToL1OnlyWhereTheFirstLevelCacheIsLarge) {
   EXPECT_FALSE(cpu::detail::panel_l1_suits(-1));
 }
 
+// The bf16 panel tiles' prefetches (how many groups ahead, and into which cache: kernel_ab's pahead=N and pl1=0|1)
+// only move lines: every setting gives the same bits, one token or several, and the defaults come back.
 TEST(Bf16FastPath, PanelPrefetchSettingsDoNotChangeABit) {
   const bool old = cpu::set_quant_exact(false);
   std::mt19937 rng(17);
