@@ -13,8 +13,8 @@
 // instead of their lanes copies, engine/cpu/kquant_lanes.h; its model is loaded once more, without lanes copies),
 // share=0 (the team's static splits instead of units shared out while a fork runs, engine/cpu/unit_shares.h),
 // sharemin=N (the smallest fork shared out, in multiply-adds; 0: the default), pahead=N (groups of bf16 panels
-// prefetched ahead, 0: none), pl1=0 (several tokens' bf16 panel tiles prefetch into L2 instead of L1), and
-// memory=map|copy.
+// prefetched ahead, 0: none), pl1=0|1 (several tokens' bf16 panel tiles prefetch into L2 or L1; the default follows
+// the first-level data cache's size, matmul_kernels.h), and memory=map|copy.
 // --tokens: decode that many tokens after a 128-token prompt (tok/s, higher is better); --step N: instead one forward
 // of N new tokens on top of the prompt, all logits (ms, lower is better). Prints each setting's median, every round,
 // and each setting against the first round by round.
@@ -53,7 +53,7 @@ struct Setting {
   int unit_sharing = 1;                                   // 0: static splits (cpu::set_unit_sharing)
   long share_min_macs = 0;                                // 0: the default smallest shared fork
   long panel_ahead = -1;                                  // the bf16 panel tiles' prefetch distance in groups
-  long panel_l1 = -1;                                     // 0: several tokens' panel tiles prefetch into L2
+  long panel_l1 = -1;                                     // several tokens' panel tiles into L2 (0) or L1 (1)
   std::optional<WeightMemory> memory;                     // none: the process's setting
   void apply() const {
     cpu::set_quant_exact(exact != 0);
