@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 #include <random>
 
 #include "engine/cpu/matmul.h"
@@ -52,18 +53,24 @@ TEST(BatchInvarianceLinear, RowZeroIsBitIdenticalForAnyTokenCount) {
       W.data = dt == DType::F32 ? static_cast<const void*>(wf.data()) : static_cast<const void*>(wh.data());
       std::vector<float> X(size_t(64) * k);
       for (auto& x : X) x = u(rng);
-      for (cpu::Isa isa : {cpu::Isa::Scalar, cpu::Isa::Avx2, cpu::Isa::Avx512}) {
-        if (!cpu::isa_supported(isa)) continue;
-        cpu::set_isa(isa);
-        std::vector<float> y1(static_cast<size_t>(m)), yn(static_cast<size_t>(64 * m));
-        cpu::linear(X.data(), 1, W, nullptr, y1.data());
-        for (int n : {2, 4, 5, 8, 9, 16, 33, 64}) {
-          cpu::linear(X.data(), n, W, nullptr, yn.data());
-          EXPECT_EQ(std::memcmp(yn.data(), y1.data(), sizeof(float) * size_t(m)), 0)
-              << dtype_name(dt) << " k " << k << " n " << n << " " << cpu::active_isa();
+      // bf16 weights with an owner, as a model's are: narrower than 2048 they are packed into panels for the
+      // vdpbf16ps kernel (AVX512-BF16) and the AVX2 widening kernel (bf16_panels.h).
+      for (bool owned : {false, true}) {
+        if (owned && dt != DType::BF16) continue;
+        W.keep_alive = owned ? std::make_shared<int>(0) : nullptr;
+        for (cpu::Isa isa : {cpu::Isa::Scalar, cpu::Isa::Avx2, cpu::Isa::Avx512}) {
+          if (!cpu::isa_supported(isa)) continue;
+          cpu::set_isa(isa);
+          std::vector<float> y1(static_cast<size_t>(m)), yn(static_cast<size_t>(64 * m));
+          cpu::linear(X.data(), 1, W, nullptr, y1.data());
+          for (int n : {2, 4, 5, 6, 7, 8, 9, 13, 16, 33, 64}) {
+            cpu::linear(X.data(), n, W, nullptr, yn.data());
+            EXPECT_EQ(std::memcmp(yn.data(), y1.data(), sizeof(float) * size_t(m)), 0)
+                << dtype_name(dt) << " k " << k << " n " << n << " " << cpu::active_isa() << (owned ? " owned" : "");
+          }
         }
+        cpu::set_isa(cpu::Isa::Auto);
       }
-      cpu::set_isa(cpu::Isa::Auto);
     }
 }
 
@@ -124,11 +131,12 @@ TEST_P(BatchInvariance, RootLogitsAreBitIdenticalAloneAndInTreesOfAnySize) {
   cpu::set_quant_exact(old_exact);
 }
 
-// Block-quantized weights on their default integer path and on the exact path (SPECSCOPE_QUANT_EXACT=1), whose fused
+// Block-quantized weights (and a bf16 model) on their default path and on the exact path (SPECSCOPE_QUANT_EXACT=1), whose fused
 // and row-group kernels are kept to a sequence's first forward.
 INSTANTIATE_TEST_SUITE_P(
     Fixtures, BatchInvariance,
     ::testing::Values(Case{"models/llama_bytelevel_f32", true}, Case{"models/llama_bytelevel_bf16", true},
+                      Case{"models/llama_bytelevel_bf16", false},  // bf16 panels: vdpbf16ps, or AVX2 widening
                       Case{"models/qwen2_bf16", true}, Case{"models/qwen3_bf16", true}, Case{"models/gemma3_bf16", true},
                       Case{"gguf_models/mistral_f32.f16.gguf", true},
                       Case{"gguf_models/llama_bytelevel_f32.q8_0.gguf", false},

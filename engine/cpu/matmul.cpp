@@ -30,6 +30,7 @@
 #include "engine/cpu/bf16_panels.h"
 #include "engine/cpu/weight_form.h"
 #include "engine/cpu/matmul_bf16dot.h"
+#include "engine/cpu/matmul_bf16widen.h"
 #include "engine/cpu/isa_dispatch.h"
 #include "engine/cpu/matmul_kernels.h"
 #include "engine/cpu/product_units.h"
@@ -302,6 +303,11 @@ bool bf16dot_active(const Dispatch& d) {
   return cpu_ok && d.isa == Isa::Avx512 && !quant_exact();
 }
 
+// bf16 weights on AVX2 CPUs (without AVX512-BF16) are widened from their panels (matmul_bf16widen_avx2.cpp), unless
+// the exact path is asked for: the same exact weights and f32 activations, summed k by k in order instead of in the
+// row tiles' blocks, so the exact path keeps the tiles that the parity tests were measured on.
+bool bf16widen_active(const Dispatch& d) { return d.isa == Isa::Avx2 && !quant_exact(); }
+
 // f16 weights multiply activations rounded to f16 (as ggml's f16 dot does), unless the exact path is asked for: the
 // tiles read the rounded values as f32 and the one-row kernel their f16 bits, half the bytes beside the weights.
 bool f16act_active(const Dispatch& d) { return d.isa != Isa::Scalar && !quant_exact(); }
@@ -331,7 +337,7 @@ void round_activations_to_f16(std::vector<LinearArgs>& products) {
 
 // The panel-packed copy of a bf16 weight when the bf16 dot kernel computes it (packed on first use), else null.
 const detail::Bf16Panels* panels_for(const TensorView& W, const Dispatch& d) {
-  return W.dtype == DType::BF16 && bf16dot_active(d) ? detail::bf16_panels_for(W) : nullptr;
+  return W.dtype == DType::BF16 && (bf16dot_active(d) || bf16widen_active(d)) ? detail::bf16_panels_for(W) : nullptr;
 }
 
 // Products of one X with several weights (all of one dense dtype and width k) in one fork of the team: the
@@ -348,6 +354,7 @@ void run_products(const LinearArgs* given, int count, const Dispatch& d) {
   }
   const LinearArgs& a0 = products[0];
   const bool bf16dot = a0.wtype == DType::BF16 && bf16dot_active(d);
+  const bool bf16widen = a0.wtype == DType::BF16 && bf16widen_active(d);
   const size_t kp = (size_t(a0.k) + 31) / 32 * 32;
   const uint16_t* xbp = nullptr;
   if (bf16dot) {  // X rounded to bf16 once for all the products
@@ -357,7 +364,7 @@ void run_products(const LinearArgs* given, int count, const Dispatch& d) {
     xbp = xb.data();  // the caller's buffer: inside the lambda `xb` would name each worker's own
   }
   // Work units: blocks of 4 weight rows, or of 16 (one panel) for panel-packed weights.
-  auto unit_rows = [&](const LinearArgs& a) { return bf16dot && a.panels ? 16 : 4; };
+  auto unit_rows = [&](const LinearArgs& a) { return (bf16dot || bf16widen) && a.panels ? 16 : 4; };
   auto units_of = [&](int i) { return (products[i].m + unit_rows(products[i]) - 1) / unit_rows(products[i]); };
   const int units = detail::total_product_units(count, units_of);
   size_t macs = 0;
@@ -369,6 +376,8 @@ void run_products(const LinearArgs* given, int count, const Dispatch& d) {
       const int r0 = b0 * unit_rows(a), r1 = std::min(a.m, b1 * unit_rows(a));
       if (bf16dot && a.panels)
         detail::panels_bf16dot(xbp, kp, a.n, *a.panels, a.bias, a.Y, b0, b1);
+      else if (bf16widen && a.panels)
+        detail::panels_bf16widen_avx2(a.X, a.n, *a.panels, a.bias, a.Y, b0, b1);
       else if (bf16dot)
         detail::rows_bf16dot(a.X, xbp, kp, a.n, a.k, static_cast<const uint16_t*>(a.W), a.bias, a.Y, a.m, r0, r1);
       else
@@ -384,7 +393,7 @@ bool tiled_product(const LinearArgs& a, const Dispatch& d) {
     fill_bias_or_zero(a);
     return false;
   }
-  if (a.wtype == DType::BF16 && bf16dot_active(d)) return true;
+  if (a.wtype == DType::BF16 && (bf16dot_active(d) || (bf16widen_active(d) && a.panels))) return true;
   const int ov = g_blas_override.load(std::memory_order_relaxed);
   if (t_variant_allowed && a.n >= (ov > 0 ? ov : default_blas_min_tokens(a.wtype, d.isa))) {
     linear_blas(a, d);
@@ -451,7 +460,10 @@ void linear_shared_input(const float* X, int n, std::span<const LinearOutput> ou
   if (!tiled.empty()) run_products(tiled.data(), int(tiled.size()), d);
 }
 
-bool bf16_weights_repacked(int k) { return k > 0 && k < detail::kPanelMaxK && bf16dot_active(dispatch()); }
+bool bf16_weights_repacked(int k) {
+  const Dispatch d = dispatch();
+  return k > 0 && k < detail::kPanelMaxK && (bf16dot_active(d) || bf16widen_active(d));
+}
 
 const char* linear_roofline_path(DType t) {
   detail::Int8Type it;

@@ -66,6 +66,9 @@ void embedding_row(const TensorView& E, int row, float* out);
 //    bits, half the bytes beside the weight stream (1B-shaped F16 file, decode 1.04-1.06x the f32 activations' in one
 //    process: bench/results/cpu_f16_activations_2026-11-30/). Products of n >= the OpenBLAS
 //    crossover (a prompt only) keep f32 activations.
+// bf16 weights on AVX2 CPUs without AVX512-BF16 are widened exactly from their panels (matmul_bf16widen_avx2.cpp):
+// no activation is rounded, only the order of the f32 sums differs from the exact path's row tiles (each output a
+// chain over its even k plus a chain over its odd k).
 // A token's outputs never depend on the other tokens of the call. The exact path computes with the weights widened
 // (or dequantized) to f32 and f32 activations (results equal to linear_reference up to f32 summation order, as
 // transformers computes): set_quant_exact(true), or SPECSCOPE_QUANT_EXACT=1 in the environment. Returns the
@@ -74,12 +77,13 @@ bool set_quant_exact(bool on);
 bool quant_exact();
 
 // Whether linear() keeps a second, panel-packed copy of bf16 weights k inputs wide (bf16_panels.h: on CPUs with
-// AVX512-BF16, for k below 2048, made on first use): memory estimates count those weights twice.
+// AVX512-BF16 and on AVX2 ones, outside the exact path, for k below 2048, made on first use): memory estimates count
+// those weights twice.
 bool bf16_weights_repacked(int k);
 
 // Revision of the CPU kernels' speed: part of the key of every cached timing (runs/step_cost.h). Bump it when a kernel
 // change moves the step-cost curve, so that machines measure again instead of using stale curves.
-inline constexpr const char* kKernelRevision = "2026-12-01a";
+inline constexpr const char* kKernelRevision = "2026-12-04a";  // bf16 panels on AVX2
 
 // The roofline path (engine/cpu/roofline.h: "f32 fma", "bf16 dot", "int8 dot") linear() computes weights of type
 // t on now: what its speed is to be measured against.
