@@ -42,6 +42,8 @@ class ForkBackoff {
   bool on_join(Nanos end, Nanos waited, Nanos worked, int nt);
   // Forgets every back-off and starts the account at kRetryCredit.
   void reset();
+  // Puts a back-off in force until `until` (what a slow join does; for tests).
+  void hold_until(Nanos until) { until_.store(until, std::memory_order_relaxed); }
   // The length of the back-off in force or last in force.
   Nanos last_length() const { return kShortest << level_.load(std::memory_order_relaxed); }
   // The account now (for tests and diagnostics).

@@ -241,6 +241,8 @@ bool step_off_cpu(int cpu) {
   return true;
 }
 
+void hold_backoff(int64_t nanos) { g_backoff.hold_until(nanos_now() + nanos); }
+
 int set_num_threads(int n) { return g_max_threads.exchange(std::max(n, 0)); }
 
 ThreadingStats threading_stats() {

@@ -72,5 +72,8 @@ ThreadingStats threading_stats();
 // Turns the fork/join back-off on or off (and clears its state); returns the previous setting.
 // SPECSCOPE_MATMUL_BACKOFF=0 starts with it off.
 bool set_backoff(bool on);
+// Puts the back-off in force for the next `nanos` nanoseconds, as a join slowed by a preempted member would (for
+// tests of code that must measure the whole team whatever the back-off's state).
+void hold_backoff(int64_t nanos);
 
 }  // namespace specscope::cpu
