@@ -14,7 +14,8 @@
 // share=0 (the team's static splits instead of units shared out while a fork runs, engine/cpu/unit_shares.h),
 // sharemin=N (the smallest fork shared out, in multiply-adds; 0: the default), pahead=N (groups of bf16 panels
 // prefetched ahead, 0: none), pl1=0|1 (several tokens' bf16 panel tiles prefetch into L2 or L1; the default follows
-// the first-level data cache's size, matmul_kernels.h), and memory=map|copy.
+// the first-level data cache's size, matmul_kernels.h), dot=0 (bf16 panels widened to f32 as on CPUs without
+// AVX512-BF16, instead of vdpbf16ps; cpu::set_bf16_dot), and memory=map|copy.
 // --tokens: decode that many tokens after a 128-token prompt (tok/s, higher is better); --step N: instead one forward
 // of N new tokens on top of the prompt, all logits (ms, lower is better). Prints each setting's median, every round,
 // and each setting against the first round by round.
@@ -54,6 +55,7 @@ struct Setting {
   long share_min_macs = 0;                                // 0: the default smallest shared fork
   long panel_ahead = -1;                                  // the bf16 panel tiles' prefetch distance in groups
   long panel_l1 = -1;                                     // several tokens' panel tiles into L2 (0) or L1 (1)
+  int bf16_dot = 1;                                       // 0: bf16 panels widened, not vdpbf16ps (cpu::set_bf16_dot)
   std::optional<WeightMemory> memory;                     // none: the process's setting
   void apply() const {
     cpu::set_quant_exact(exact != 0);
@@ -66,6 +68,7 @@ struct Setting {
     cpu::set_unit_sharing_min_macs(size_t(share_min_macs));
     cpu::detail::set_panel_prefetch_groups(panel_ahead);
     cpu::detail::set_panel_prefetch_l1(panel_l1);
+    cpu::set_bf16_dot(bf16_dot != 0);
   }
 };
 
@@ -96,6 +99,7 @@ std::optional<Setting> parse_setting(const std::string& text) {
     else if (key == "sharemin") s.share_min_macs = value;
     else if (key == "pahead") s.panel_ahead = value;
     else if (key == "pl1") s.panel_l1 = value;
+    else if (key == "dot") s.bf16_dot = int(value);
     else return std::nullopt;
   }
   return s;

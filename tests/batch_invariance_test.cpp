@@ -58,18 +58,25 @@ TEST(BatchInvarianceLinear, RowZeroIsBitIdenticalForAnyTokenCount) {
       for (bool owned : {false, true}) {
         if (owned && dt != DType::BF16) continue;
         W.keep_alive = owned ? std::make_shared<int>(0) : nullptr;
-        for (cpu::Isa isa : {cpu::Isa::Scalar, cpu::Isa::Avx2, cpu::Isa::Avx512}) {
-          if (!cpu::isa_supported(isa)) continue;
-          cpu::set_isa(isa);
-          std::vector<float> y1(static_cast<size_t>(m)), yn(static_cast<size_t>(64 * m));
-          cpu::linear(X.data(), 1, W, nullptr, y1.data());
-          for (int n : {2, 4, 5, 6, 7, 8, 9, 13, 16, 33, 64}) {
-            cpu::linear(X.data(), n, W, nullptr, yn.data());
-            EXPECT_EQ(std::memcmp(yn.data(), y1.data(), sizeof(float) * size_t(m)), 0)
-                << dtype_name(dt) << " k " << k << " n " << n << " " << cpu::active_isa() << (owned ? " owned" : "");
+        // With the bf16 dot kernel off too: AVX-512 then widens the panels as CPUs without AVX512-BF16 do.
+        for (bool dot : {true, false}) {
+          if (!dot && !owned) continue;
+          cpu::set_bf16_dot(dot);
+          for (cpu::Isa isa : {cpu::Isa::Scalar, cpu::Isa::Avx2, cpu::Isa::Avx512}) {
+            if (!cpu::isa_supported(isa)) continue;
+            cpu::set_isa(isa);
+            std::vector<float> y1(static_cast<size_t>(m)), yn(static_cast<size_t>(64 * m));
+            cpu::linear(X.data(), 1, W, nullptr, y1.data());
+            for (int n : {2, 4, 5, 6, 7, 8, 9, 13, 16, 33, 64}) {
+              cpu::linear(X.data(), n, W, nullptr, yn.data());
+              EXPECT_EQ(std::memcmp(yn.data(), y1.data(), sizeof(float) * size_t(m)), 0)
+                  << dtype_name(dt) << " k " << k << " n " << n << " " << cpu::active_isa() << (owned ? " owned" : "")
+                  << (dot ? "" : " no bf16 dot");
+            }
           }
+          cpu::set_isa(cpu::Isa::Auto);
         }
-        cpu::set_isa(cpu::Isa::Auto);
+        cpu::set_bf16_dot(true);
       }
     }
 }

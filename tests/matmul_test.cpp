@@ -724,8 +724,8 @@ TEST(Bf16FastPath, PanelPrefetchGoesToL1OnlyWhereTheFirstLevelCacheIsLarge) {
 
 // The bf16 panel tiles' prefetches (how many groups ahead, and into which cache: kernel_ab's pahead=N and pl1=0|1)
 // only move lines: every setting gives the same bits, one token or several, and the defaults come back.
-// On the panels (owned weights: packed), with the vdpbf16ps kernel where the CPU has AVX512-BF16 and the AVX2 widening
-// kernel (set_isa(Avx2)).
+// On the panels (owned weights: packed), with the vdpbf16ps kernel where the CPU has AVX512-BF16 and the widening
+// kernel (set_isa(Avx2), and AVX-512 with set_bf16_dot(false)).
 TEST(Bf16FastPath, PanelPrefetchSettingsDoNotChangeABit) {
   const bool old = cpu::set_quant_exact(false);
   std::mt19937 rng(17);
@@ -733,9 +733,11 @@ TEST(Bf16FastPath, PanelPrefetchSettingsDoNotChangeABit) {
   auto w = std::make_shared<Weights>(make_weights(DType::BF16, m, k, rng, false));
   TensorView W = w->view();
   W.keep_alive = w;
-  for (cpu::Isa isa : {cpu::Isa::Auto, cpu::Isa::Avx2}) {
+  for (auto [isa, dot] : {std::pair{cpu::Isa::Auto, true}, std::pair{cpu::Isa::Avx2, true},
+                          std::pair{cpu::Isa::Avx512, false}}) {
     if (isa != cpu::Isa::Auto && !cpu::isa_supported(isa)) continue;
     cpu::set_isa(isa);
+    cpu::set_bf16_dot(dot);
     if (std::string(cpu::active_isa()) == "scalar") continue;  // no panel kernel
     ASSERT_NE(cpu::detail::bf16_panels_for(W), nullptr);
     for (int n : {1, 3, 8, 16}) {
@@ -754,6 +756,7 @@ TEST(Bf16FastPath, PanelPrefetchSettingsDoNotChangeABit) {
     }
   }
   cpu::set_isa(cpu::Isa::Auto);
+  cpu::set_bf16_dot(true);
   cpu::detail::set_panel_prefetch_groups(-1);
   cpu::detail::set_panel_prefetch_l1(-1);
   EXPECT_EQ(cpu::detail::panel_prefetch_l1(), cpu::detail::panel_l1_suits(sysconf(_SC_LEVEL1_DCACHE_SIZE)));
@@ -764,52 +767,61 @@ TEST(Bf16FastPath, PanelPrefetchSettingsDoNotChangeABit) {
   cpu::set_quant_exact(old);
 }
 
-// bf16 weights on AVX2 CPUs without AVX512-BF16 (matmul_bf16widen_avx2.cpp; reached on any AVX2 CPU with
-// set_isa(Avx2)): the panels widened exactly, so within f32 rounding of linear_reference's sum (two chains an output
-// and a bias: (k + 2) 2^-23 sum|w x|), and each token's outputs the same bits alone and among other tokens in every
-// tile position (tiles of 1-6 tokens; 7 as 4 + 3, 8 as 4 + 4, 13 as 5 + 4 + 4), with partial panels and half panels
-// (m not a multiple of 16 or of 8), odd k and a bias. The exact path keeps the row tiles: their sums, in another order,
-// differ in the last bits somewhere, which tells that this kernel is the one that ran.
+// bf16 weights on CPUs without AVX512-BF16 (bf16_widen_panels.h; reached on any AVX2 CPU with set_isa(Avx2), and on
+// any AVX-512 one with set_bf16_dot(false)): the panels widened exactly, so within f32 rounding of linear_reference's
+// sum (two chains an output and a bias: (k + 2) 2^-23 sum|w x|), and each token's outputs the same bits alone and
+// among other tokens in every tile position (AVX2 tiles of 1-6 tokens, AVX-512 of 1-8; 7, 8, 13 and 17 tokens split
+// into balanced tiles), with partial panels and half panels (m not a multiple of 16 or of 8), odd k and a bias; and
+// the same bits on AVX2 and AVX-512. The exact path keeps the row tiles: their sums, in another order, differ in the
+// last bits somewhere, which tells that this kernel is the one that ran.
 TEST(Bf16WideningPanels, ExactUpToF32SumsAndBatchInvariant) {
   if (!cpu::isa_supported(cpu::Isa::Avx2)) GTEST_SKIP() << "no AVX2 on this CPU";
   const bool old = cpu::set_quant_exact(false);
-  ASSERT_EQ(cpu::set_isa(cpu::Isa::Avx2), cpu::Isa::Avx2);
+  const bool old_dot = cpu::set_bf16_dot(false);
   std::mt19937 rng(29);
   for (auto [m, k] : {std::pair{4, 3}, std::pair{13, 31}, std::pair{9, 32}, std::pair{7, 33}, std::pair{24, 48},
                       std::pair{64, 384}, std::pair{21, 1000}, std::pair{50, 385}}) {
     auto w = std::make_shared<Weights>(make_weights(DType::BF16, m, k, rng, false));
     TensorView W = w->view();
     W.keep_alive = w;
-    ASSERT_NE(cpu::detail::bf16_panels_for(W), nullptr) << "m=" << m << " k=" << k;
     const std::vector<float> bias = random_vec(size_t(m), rng, false);
-    bool differs_from_row_tiles = false;
     for (int n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 17, 64}) {
       const std::vector<float> x = random_vec(size_t(n) * k, rng, false);
-      std::vector<float> got(size_t(n) * m), ref(size_t(n) * m), rows(size_t(n) * m);
-      cpu::linear(x.data(), n, W, bias.data(), got.data());
+      std::vector<float> ref(size_t(n) * m), rows(size_t(n) * m), avx2;
       cpu::linear_reference(x.data(), n, W, bias.data(), ref.data());
-      cpu::set_quant_exact(true);
-      cpu::linear(x.data(), n, W, bias.data(), rows.data());
-      cpu::set_quant_exact(false);
-      differs_from_row_tiles = differs_from_row_tiles || std::memcmp(got.data(), rows.data(), got.size() * 4) != 0;
-      for (int t = 0; t < n; ++t)
-        for (int r = 0; r < m; ++r) {
-          double abs_sum = std::fabs(double(bias[size_t(r)]));
-          for (int i = 0; i < k; ++i) abs_sum += std::fabs(double(w->f32[size_t(r) * k + i]) * x[size_t(t) * k + i]);
-          const double bound = (k + 2) * std::ldexp(1.0, -23) * abs_sum + 1e-30;
-          ASSERT_LE(std::fabs(double(got[size_t(t) * m + r]) - ref[size_t(t) * m + r]), bound)
-              << "m=" << m << " k=" << k << " n=" << n << " t=" << t << " r=" << r;
+      for (cpu::Isa isa : {cpu::Isa::Avx2, cpu::Isa::Avx512}) {
+        if (!cpu::isa_supported(isa)) continue;
+        ASSERT_EQ(cpu::set_isa(isa), isa);
+        SCOPED_TRACE(cpu::active_isa());
+        ASSERT_NE(cpu::detail::bf16_panels_for(W), nullptr) << "m=" << m << " k=" << k;
+        std::vector<float> got(size_t(n) * m);
+        cpu::linear(x.data(), n, W, bias.data(), got.data());
+        cpu::set_quant_exact(true);
+        cpu::linear(x.data(), n, W, bias.data(), rows.data());
+        cpu::set_quant_exact(false);
+        if (k >= 384 && n == 64)
+          EXPECT_NE(0, std::memcmp(got.data(), rows.data(), got.size() * 4)) << "the row tiles ran: m=" << m << " k=" << k;
+        for (int t = 0; t < n; ++t)
+          for (int r = 0; r < m; ++r) {
+            double abs_sum = std::fabs(double(bias[size_t(r)]));
+            for (int i = 0; i < k; ++i) abs_sum += std::fabs(double(w->f32[size_t(r) * k + i]) * x[size_t(t) * k + i]);
+            const double bound = (k + 2) * std::ldexp(1.0, -23) * abs_sum + 1e-30;
+            ASSERT_LE(std::fabs(double(got[size_t(t) * m + r]) - ref[size_t(t) * m + r]), bound)
+                << "m=" << m << " k=" << k << " n=" << n << " t=" << t << " r=" << r;
+          }
+        for (int t = 0; t < n; ++t) {  // alone == in the batch, bit for bit, every tile position
+          std::vector<float> alone(static_cast<size_t>(m));
+          cpu::linear(x.data() + size_t(t) * k, 1, W, bias.data(), alone.data());
+          ASSERT_EQ(0, std::memcmp(alone.data(), got.data() + size_t(t) * m, sizeof(float) * size_t(m)))
+              << "m=" << m << " k=" << k << " n=" << n << " t=" << t;
         }
-      for (int t = 0; t < n; ++t) {  // alone == in the batch, bit for bit, every tile position
-        std::vector<float> alone(static_cast<size_t>(m));
-        cpu::linear(x.data() + size_t(t) * k, 1, W, bias.data(), alone.data());
-        ASSERT_EQ(0, std::memcmp(alone.data(), got.data() + size_t(t) * m, sizeof(float) * size_t(m)))
-            << "m=" << m << " k=" << k << " n=" << n << " t=" << t;
+        if (isa == cpu::Isa::Avx2) avx2 = got;
+        else ASSERT_EQ(0, std::memcmp(avx2.data(), got.data(), got.size() * 4)) << "AVX2 and AVX-512 differ: m=" << m << " k=" << k << " n=" << n;
       }
     }
-    if (k >= 384) EXPECT_TRUE(differs_from_row_tiles) << "m=" << m << " k=" << k;
   }
   cpu::set_isa(cpu::Isa::Auto);
+  cpu::set_bf16_dot(old_dot);
   cpu::set_quant_exact(old);
 }
 

@@ -1,6 +1,6 @@
 #pragma once
-// Internal to engine/cpu: bf16 weights repacked for the AVX512-BF16 kernel (matmul_bf16dot.cpp) and the AVX2
-// widening kernel (matmul_bf16widen_avx2.cpp, which reads each panel as two halves of 8 rows) so that a product needs
+// Internal to engine/cpu: bf16 weights repacked for the AVX512-BF16 kernel (matmul_bf16dot.cpp) and the widening
+// kernel of CPUs without it (bf16_widen_panels.h, which reads a panel in halves of 8 rows on AVX2) so that a product needs
 // no horizontal sums. Row-major weights put consecutive k of one output row in a vector's lanes, so every (output row, token) of a
 // product ends in a 16-to-1 sum: at k = 384 (the default base) about a fifth of the work of an 8-token step. In the
 // panel layout the lanes are 16 output rows: element (r, k) of W sits at

@@ -156,10 +156,13 @@ bool cpu_has_avx512() {
          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
 }
 
+using WidenPanelsFn = void (*)(const float*, int, const detail::Bf16Panels&, const float*, float*, int, int);
+
 struct Dispatch {
   Isa isa = Isa::Scalar;
   RowsFn rows = detail::rows_scalar;
   ConvertFn convert = widen_to_f32;
+  WidenPanelsFn widen_panels = nullptr;  // bf16 panels widened in registers (bf16_widen_panels.h)
 };
 
 Dispatch make_dispatch(Isa want) {
@@ -167,9 +170,10 @@ Dispatch make_dispatch(Isa want) {
     const int allowed = isa_lanes_allowed_by_env();
     want = allowed >= 16 ? Isa::Avx512 : allowed == 8 ? Isa::Avx2 : Isa::Scalar;
   }
-  if (want == Isa::Avx512 && cpu_has_avx512()) return {Isa::Avx512, detail::rows_avx512, detail::convert_avx512};
+  if (want == Isa::Avx512 && cpu_has_avx512())
+    return {Isa::Avx512, detail::rows_avx512, detail::convert_avx512, detail::panels_bf16widen_avx512};
   if ((want == Isa::Avx512 || want == Isa::Avx2) && cpu_has_avx2())
-    return {Isa::Avx2, detail::rows_avx2, detail::convert_avx2};
+    return {Isa::Avx2, detail::rows_avx2, detail::convert_avx2, detail::panels_bf16widen_avx2};
   return {};
 }
 
@@ -298,15 +302,21 @@ void linear_blas(const LinearArgs& a, const Dispatch& d) {
 
 // bf16 weights go through vdpbf16ps (matmul_bf16dot.cpp) on CPUs with AVX512-BF16, unless the exact path is asked
 // for (set_quant_exact: the products then equal the f32 products of the bf16 weights, as transformers computes).
+std::atomic<bool> g_bf16_dot{[] {
+  const char* e = std::getenv("SPECSCOPE_BF16_DOT");
+  return !(e && std::string(e) == "0");
+}()};
+
 bool bf16dot_active(const Dispatch& d) {
   static const bool cpu_ok = __builtin_cpu_supports("avx512bf16");
-  return cpu_ok && d.isa == Isa::Avx512 && !quant_exact();
+  return cpu_ok && d.isa == Isa::Avx512 && !quant_exact() && g_bf16_dot.load(std::memory_order_relaxed);
 }
 
-// bf16 weights on AVX2 CPUs (without AVX512-BF16) are widened from their panels (matmul_bf16widen_avx2.cpp), unless
-// the exact path is asked for: the same exact weights and f32 activations, summed k by k in order instead of in the
-// row tiles' blocks, so the exact path keeps the tiles that the parity tests were measured on.
-bool bf16widen_active(const Dispatch& d) { return d.isa == Isa::Avx2 && !quant_exact(); }
+// bf16 weights elsewhere (AVX2 CPUs, AVX-512 ones without BF16, or with the bf16 dot kernel turned off) are widened
+// from their panels (bf16_widen_panels.h), unless the exact path is asked for: the same exact weights and f32
+// activations, summed as two chains an output instead of in the row tiles' blocks, so the exact path keeps the tiles
+// that the parity tests were measured on.
+bool bf16widen_active(const Dispatch& d) { return d.widen_panels && !quant_exact() && !bf16dot_active(d); }
 
 // f16 weights multiply activations rounded to f16 (as ggml's f16 dot does), unless the exact path is asked for: the
 // tiles read the rounded values as f32 and the one-row kernel their f16 bits, half the bytes beside the weights.
@@ -377,7 +387,7 @@ void run_products(const LinearArgs* given, int count, const Dispatch& d) {
       if (bf16dot && a.panels)
         detail::panels_bf16dot(xbp, kp, a.n, *a.panels, a.bias, a.Y, b0, b1);
       else if (bf16widen && a.panels)
-        detail::panels_bf16widen_avx2(a.X, a.n, *a.panels, a.bias, a.Y, b0, b1);
+        d.widen_panels(a.X, a.n, *a.panels, a.bias, a.Y, b0, b1);
       else if (bf16dot)
         detail::rows_bf16dot(a.X, xbp, kp, a.n, a.k, static_cast<const uint16_t*>(a.W), a.bias, a.Y, a.m, r0, r1);
       else
@@ -459,6 +469,8 @@ void linear_shared_input(const float* X, int n, std::span<const LinearOutput> ou
   }
   if (!tiled.empty()) run_products(tiled.data(), int(tiled.size()), d);
 }
+
+bool set_bf16_dot(bool on) { return g_bf16_dot.exchange(on); }
 
 bool bf16_weights_repacked(int k) {
   const Dispatch d = dispatch();

@@ -66,7 +66,7 @@ void embedding_row(const TensorView& E, int row, float* out);
 //    bits, half the bytes beside the weight stream (1B-shaped F16 file, decode 1.04-1.06x the f32 activations' in one
 //    process: bench/results/cpu_f16_activations_2026-11-30/). Products of n >= the OpenBLAS
 //    crossover (a prompt only) keep f32 activations.
-// bf16 weights on AVX2 CPUs without AVX512-BF16 are widened exactly from their panels (matmul_bf16widen_avx2.cpp):
+// bf16 weights on CPUs without AVX512-BF16 (AVX2, AVX-512) are widened exactly from their panels (bf16_widen_panels.h):
 // no activation is rounded, only the order of the f32 sums differs from the exact path's row tiles (each output a
 // chain over its even k plus a chain over its odd k).
 // A token's outputs never depend on the other tokens of the call. The exact path computes with the weights widened
@@ -75,10 +75,14 @@ void embedding_row(const TensorView& E, int row, float* out);
 // previous setting. Not thread-safe against concurrent linear() calls.
 bool set_quant_exact(bool on);
 bool quant_exact();
+// Off: bf16 weights skip the vdpbf16ps kernel on AVX512-BF16 CPUs and take the exact widening panels that CPUs
+// without it take (for tests and A/B measurements; SPECSCOPE_BF16_DOT=0 starts with it off). Returns the previous
+// setting.
+bool set_bf16_dot(bool on);
 
-// Whether linear() keeps a second, panel-packed copy of bf16 weights k inputs wide (bf16_panels.h: on CPUs with
-// AVX512-BF16 and on AVX2 ones, outside the exact path, for k below 2048, made on first use): memory estimates count
-// those weights twice.
+// Whether linear() keeps a second, panel-packed copy of bf16 weights k inputs wide (bf16_panels.h: on CPUs with AVX2
+// or AVX-512, outside the exact path, for k below 2048, made on first use): memory estimates count those weights
+// twice.
 bool bf16_weights_repacked(int k);
 
 // Revision of the CPU kernels' speed: part of the key of every cached timing (runs/step_cost.h). Bump it when a kernel

@@ -1,5 +1,5 @@
-// AVX2 + FMA + F16C kernels for linear(): the widening kernels of matmul_rows.h on the Avx2 mapping
-// (simd_map.h: 8-wide vectors, 4 rows x 3 tokens register tiles). Only called after a run-time check (matmul.cpp).
+// AVX2 + FMA + F16C kernels for linear(): the widening kernels of matmul_rows.h and bf16_widen_panels.h on the Avx2
+// mapping (simd_map.h: 8-wide vectors, 4 rows x 3 tokens register tiles). Only called after a run-time check (matmul.cpp).
 // The standard headers are included above the target pragma so that no inline library code is compiled for
 // AVX2 by this file.
 #include <immintrin.h>
@@ -19,10 +19,17 @@
 #pragma GCC target("avx2,fma,f16c")
 #define SPECSCOPE_SIMD_AVX2
 #include "engine/cpu/matmul_rows.h"  // after the target pragma: compiled for AVX2 here
+#include "engine/cpu/bf16_widen_panels.h"
+
+#include "engine/cpu/matmul_bf16widen.h"
 
 namespace specscope::cpu::detail {
 
 void rows_avx2(const LinearArgs& a, int r0, int r1, float* scratch) { rows_for<Avx2>(a, r0, r1, scratch); }
+
+void panels_bf16widen_avx2(const float* X, int n, const Bf16Panels& w, const float* bias, float* Y, int p0, int p1) {
+  widen_panels<Avx2>(X, n, w, bias, Y, p0, p1);
+}
 
 bool to_f16_row_avx2(const float* x, int k, float* xr, uint16_t* xh) {
   const __m256 limit = _mm256_set1_ps(65520.f), sign = _mm256_set1_ps(-0.f);

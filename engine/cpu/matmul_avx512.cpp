@@ -1,5 +1,5 @@
 // AVX-512 kernels for linear() (AVX512F/BW/VL; F16C-style widening via vcvtph2ps): the widening kernels of
-// matmul_rows.h on the Avx512 mapping (simd_map.h), plus a one-row stream for one token over long f16 rows. Only
+// matmul_rows.h and bf16_widen_panels.h on the Avx512 mapping (simd_map.h), plus a one-row stream for one token over long f16 rows. Only
 // called after a run-time check (matmul.cpp). Everything below the pragma is compiled for that target; the
 // standard headers are included above it so that no inline library code is compiled for AVX-512 by this file.
 #include <immintrin.h>
@@ -21,6 +21,9 @@
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
 #define SPECSCOPE_SIMD_AVX512
 #include "engine/cpu/matmul_rows.h"  // after the target pragma: compiled for AVX-512 here
+#include "engine/cpu/bf16_widen_panels.h"
+
+#include "engine/cpu/matmul_bf16widen.h"
 
 namespace specscope::cpu::detail {
 namespace {
@@ -60,6 +63,11 @@ void one_row_f16(const X* x, int k, const uint16_t* w, const float* bias, float*
 }
 
 }  // namespace
+
+void panels_bf16widen_avx512(const float* X, int n, const Bf16Panels& w, const float* bias, float* Y, int p0,
+                             int p1) {
+  widen_panels<Avx512>(X, n, w, bias, Y, p0, p1);
+}
 
 void rows_avx512(const LinearArgs& a, int r0, int r1, float* scratch) {
   if (a.wtype == DType::F16 && a.n == 1 && one_row_stream(a.k, sizeof(uint16_t))) {

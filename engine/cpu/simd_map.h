@@ -61,6 +61,28 @@ struct Avx2 {
       _mm_maskstore_ps(p, _mm256_castsi256_si128(lane_mask(r)), v);
   }
 
+  // The bf16 panels' widening kernel (bf16_widen_panels.h): kWidth rows (half a panel) a slice; tiles of up to 6
+  // tokens, and for T tokens slices so that 2 x slices x T accumulators, 2 x slices weight vectors, the zero and a
+  // broadcast fit the 16 registers (T = 1: 6 + 6 + 2; T = 2: 8 + 4 + 2; T = 6: 12 + 2 + 2).
+  static constexpr int kPairTileTmax = 6;
+  static constexpr int pair_slices(int T) { return T <= 1 ? 3 : T <= 2 ? 2 : 1; }
+  // kWidth pairs of bf16 at p (32-byte aligned) widened exactly as (even k, odd k) lane pairs: lo rows 0, 1 | 4, 5,
+  // hi rows 2, 3 | 6, 7.
+  static SS_INLINE void widen_pairs(const uint16_t* p, V& lo, V& hi) {
+    const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(p)), z = _mm256_setzero_si256();
+    lo = _mm256_castsi256_ps(_mm256_unpacklo_epi16(z, v));
+    hi = _mm256_castsi256_ps(_mm256_unpackhi_epi16(z, v));
+  }
+  // [x0, x1, x0, x1, ...] from two floats at x; [x0, 0, x0, 0, ...] from one.
+  static SS_INLINE V pair_broadcast(const float* x) {
+    double pair;
+    std::memcpy(&pair, x, sizeof pair);
+    return _mm256_castpd_ps(_mm256_set1_pd(pair));
+  }
+  static SS_INLINE V even_broadcast(const float* x) { return _mm256_blend_ps(_mm256_broadcast_ss(x), zero(), 0xAA); }
+  // Each row's even + odd lanes, rows 0..7 in order: [lo0+lo1, lo2+lo3, hi0+hi1, hi2+hi3 | the upper lanes'].
+  static SS_INLINE V pair_sums(V lo, V hi) { return _mm256_hadd_ps(lo, hi); }
+
   // Loaders: kWidth consecutive weights widened to f32 (exact), and the same for a tail.
   template <class Self, class E>
   struct Loader {
@@ -118,6 +140,29 @@ struct Avx512 {
       _mm_storeu_ps(p, v);
     else
       _mm_mask_storeu_ps(p, __mmask8((1u << r) - 1u), v);
+  }
+
+  // The bf16 panels' widening kernel (bf16_widen_panels.h): one panel (16 rows) a slice; tiles of up to 8 tokens,
+  // and for T tokens slices so that 2 x slices x T accumulators, 2 x slices weight vectors, the zero and a broadcast
+  // fit the 32 registers (T = 2: 16 + 8 + 2; T = 6: 24 + 4 + 2; T = 8: 16 + 2 + 2).
+  static constexpr int kPairTileTmax = 8;
+  static constexpr int pair_slices(int T) { return T <= 2 ? 4 : T <= 3 ? 3 : T <= 6 ? 2 : 1; }
+  // 16 pairs of bf16 at p (64-byte aligned) widened exactly as (even k, odd k) lane pairs: lo rows 0, 1 | 4, 5 |
+  // 8, 9 | 12, 13, hi rows 2, 3 | 6, 7 | 10, 11 | 14, 15.
+  static SS_INLINE void widen_pairs(const uint16_t* p, V& lo, V& hi) {
+    const __m512i v = _mm512_load_si512(p), z = _mm512_setzero_si512();
+    lo = _mm512_castsi512_ps(_mm512_unpacklo_epi16(z, v));
+    hi = _mm512_castsi512_ps(_mm512_unpackhi_epi16(z, v));
+  }
+  static SS_INLINE V pair_broadcast(const float* x) {
+    double pair;
+    std::memcpy(&pair, x, sizeof pair);
+    return _mm512_castpd_ps(_mm512_set1_pd(pair));
+  }
+  static SS_INLINE V even_broadcast(const float* x) { return _mm512_maskz_mov_ps(__mmask16(0x5555), _mm512_set1_ps(*x)); }
+  // Each row's even + odd lanes, rows 0..15 in order: per 128-bit lane [lo0+lo1, lo2+lo3, hi0+hi1, hi2+hi3].
+  static SS_INLINE V pair_sums(V lo, V hi) {
+    return _mm512_add_ps(_mm512_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1)));
   }
 
   struct F32 {
