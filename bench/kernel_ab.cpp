@@ -15,7 +15,8 @@
 // sharemin=N (the smallest fork shared out, in multiply-adds; 0: the default), pahead=N (groups of bf16 panels
 // prefetched ahead, 0: none), pl1=0|1 (several tokens' bf16 panel tiles prefetch into L2 or L1; the default follows
 // the first-level data cache's size, matmul_kernels.h), dot=0 (bf16 panels widened to f32 as on CPUs without
-// AVX512-BF16, instead of vdpbf16ps; cpu::set_bf16_dot), and memory=map|copy.
+// AVX512-BF16, instead of vdpbf16ps; cpu::set_bf16_dot), wslices=N (slices a group of one-token tiles of that
+// widening kernel reads, 1-4; 0: the instruction set's default), and memory=map|copy.
 // --tokens: decode that many tokens after a 128-token prompt (tok/s, higher is better); --step N: instead one forward
 // of N new tokens on top of the prompt, all logits (ms, lower is better). Prints each setting's median, every round,
 // and each setting against the first round by round.
@@ -56,6 +57,7 @@ struct Setting {
   long panel_ahead = -1;                                  // the bf16 panel tiles' prefetch distance in groups
   long panel_l1 = -1;                                     // several tokens' panel tiles into L2 (0) or L1 (1)
   int bf16_dot = 1;                                       // 0: bf16 panels widened, not vdpbf16ps (cpu::set_bf16_dot)
+  long widen_slices = -1;                                 // one-token groups of the widening panel kernel
   std::optional<WeightMemory> memory;                     // none: the process's setting
   void apply() const {
     cpu::set_quant_exact(exact != 0);
@@ -69,6 +71,7 @@ struct Setting {
     cpu::detail::set_panel_prefetch_groups(panel_ahead);
     cpu::detail::set_panel_prefetch_l1(panel_l1);
     cpu::set_bf16_dot(bf16_dot != 0);
+    cpu::detail::set_widen_slices_one_token(widen_slices);
   }
 };
 
@@ -100,6 +103,7 @@ std::optional<Setting> parse_setting(const std::string& text) {
     else if (key == "pahead") s.panel_ahead = value;
     else if (key == "pl1") s.panel_l1 = value;
     else if (key == "dot") s.bf16_dot = int(value);
+    else if (key == "wslices") s.widen_slices = value == 0 ? -1 : value;
     else return std::nullopt;
   }
   return s;
@@ -131,7 +135,7 @@ int main(int argc, char** argv) {
         if (!s) {
           std::fprintf(stderr,
                        "kernel_ab: bad setting '%s' (want default, or a ','-list of prefetch=N, kblock=N, panel=N, "
-                       "exact=1, qahead=N, lanes=0|1, share=0|1, sharemin=N, pahead=N, pl1=0|1, memory=map|copy)\n",
+                       "exact=1, qahead=N, lanes=0|1, share=0|1, sharemin=N, pahead=N, pl1=0|1, dot=0, wslices=N, memory=map|copy)\n",
                        item.c_str());
           return 2;
         }

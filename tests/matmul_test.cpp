@@ -723,7 +723,8 @@ TEST(Bf16FastPath, PanelPrefetchGoesToL1OnlyWhereTheFirstLevelCacheIsLarge) {
 }
 
 // The bf16 panel tiles' prefetches (how many groups ahead, and into which cache: kernel_ab's pahead=N and pl1=0|1)
-// only move lines: every setting gives the same bits, one token or several, and the defaults come back.
+// only move lines, and the widening kernel's slices a one-token group (wslices=N) only regroup rows: every setting
+// gives the same bits, one token or several, and the defaults come back.
 // On the panels (owned weights: packed), with the vdpbf16ps kernel where the CPU has AVX512-BF16 and the widening
 // kernel (set_isa(Avx2), and AVX-512 with set_bf16_dot(false)).
 TEST(Bf16FastPath, PanelPrefetchSettingsDoNotChangeABit) {
@@ -744,23 +745,30 @@ TEST(Bf16FastPath, PanelPrefetchSettingsDoNotChangeABit) {
       const std::vector<float> x = random_vec(size_t(n) * k, rng, false);
       std::vector<float> first;
       for (int ahead : {-1, 0, 1, 3})
-        for (int l1 : {-1, 0, 1}) {
-          cpu::detail::set_panel_prefetch_groups(ahead);
-          cpu::detail::set_panel_prefetch_l1(l1);
-          std::vector<float> y(size_t(n) * m);
-          cpu::linear(x.data(), n, W, nullptr, y.data());
-          if (first.empty()) first = y;
-          ASSERT_EQ(0, std::memcmp(first.data(), y.data(), y.size() * sizeof(float)))
-              << cpu::active_isa() << " n=" << n << " ahead=" << ahead << " l1=" << l1;
-        }
+        for (int l1 : {-1, 0, 1})
+          for (int slices : {-1, 1, 2, 3, 4}) {
+            cpu::detail::set_panel_prefetch_groups(ahead);
+            cpu::detail::set_panel_prefetch_l1(l1);
+            cpu::detail::set_widen_slices_one_token(slices);
+            std::vector<float> y(size_t(n) * m);
+            cpu::linear(x.data(), n, W, nullptr, y.data());
+            if (first.empty()) first = y;
+            ASSERT_EQ(0, std::memcmp(first.data(), y.data(), y.size() * sizeof(float)))
+                << cpu::active_isa() << " n=" << n << " ahead=" << ahead << " l1=" << l1 << " slices=" << slices;
+          }
     }
   }
   cpu::set_isa(cpu::Isa::Auto);
   cpu::set_bf16_dot(true);
   cpu::detail::set_panel_prefetch_groups(-1);
   cpu::detail::set_panel_prefetch_l1(-1);
+  cpu::detail::set_widen_slices_one_token(-1);
   EXPECT_EQ(cpu::detail::panel_prefetch_l1(), cpu::detail::panel_l1_suits(sysconf(_SC_LEVEL1_DCACHE_SIZE)));
   EXPECT_EQ(cpu::detail::panel_prefetch_groups(2), 2);
+  EXPECT_EQ(cpu::detail::widen_slices_one_token(2), 2);
+  cpu::detail::set_widen_slices_one_token(9);  // more than the tile table holds: clamped
+  EXPECT_EQ(cpu::detail::widen_slices_one_token(2), 4);
+  cpu::detail::set_widen_slices_one_token(-1);
   cpu::detail::set_panel_prefetch_l1(0);
   EXPECT_FALSE(cpu::detail::panel_prefetch_l1());
   cpu::detail::set_panel_prefetch_l1(-1);

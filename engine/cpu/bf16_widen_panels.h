@@ -129,7 +129,8 @@ void widen_panels(const float* X, int n, const Bf16Panels& w, const float* bias,
   for (int s = s0; s < s1;) {
     // The same slices for every token tile of the group (tiles differ by one token at most), so that the group's
     // weights stream from memory once and the other tiles read them from cache.
-    const int H = std::min(S::pair_slices(tiles_tmax), s1 - s);
+    const int H = std::min(tiles_tmax == 1 ? widen_slices_one_token(S::pair_slices(1)) : S::pair_slices(tiles_tmax),
+                           s1 - s);
     const uint16_t* sl[4];
     for (int i = 0; i < H; ++i) sl[i] = panel_slice<S>(w, s + i);
     // While the first token tile runs, the slices some groups ahead are prefetched: two groups at one token, one

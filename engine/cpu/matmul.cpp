@@ -89,12 +89,17 @@ namespace {
 TuningOverride g_one_row_prefetch{"SPECSCOPE_ONE_ROW_PREFETCH"};
 TuningOverride g_panel_ahead{"SPECSCOPE_PANEL_AHEAD"};
 TuningOverride g_panel_l1{"SPECSCOPE_PANEL_L1"};
+TuningOverride g_widen_slices{"SPECSCOPE_WIDEN_SLICES"};
 }  // namespace
 
 int one_row_prefetch_lines(int kernel_default) { return int(g_one_row_prefetch.value_or(kernel_default)); }
 void set_one_row_prefetch_lines(int lines) { g_one_row_prefetch.set(lines); }
 int panel_prefetch_groups(int kernel_default) { return int(g_panel_ahead.value_or(kernel_default)); }
 void set_panel_prefetch_groups(long groups) { g_panel_ahead.set(groups); }
+int widen_slices_one_token(int kernel_default) {
+  return int(std::clamp(g_widen_slices.value_or(kernel_default), 1L, 4L));
+}
+void set_widen_slices_one_token(long slices) { g_widen_slices.set(slices); }
 bool panel_l1_suits(long l1d_bytes) { return l1d_bytes >= kPanelL1MinBytes; }
 bool panel_prefetch_l1() {
   // Read once: the first-level data cache does not change under a running process.

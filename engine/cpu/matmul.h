@@ -87,7 +87,7 @@ bool bf16_weights_repacked(int k);
 
 // Revision of the CPU kernels' speed: part of the key of every cached timing (runs/step_cost.h). Bump it when a kernel
 // change moves the step-cost curve, so that machines measure again instead of using stale curves.
-inline constexpr const char* kKernelRevision = "2026-12-04a";  // bf16 panels on AVX2
+inline constexpr const char* kKernelRevision = "2026-12-04b";  // one-token widening groups of whole panels
 
 // The roofline path (engine/cpu/roofline.h: "f32 fma", "bf16 dot", "int8 dot") linear() computes weights of type
 // t on now: what its speed is to be measured against.

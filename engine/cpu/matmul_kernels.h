@@ -133,6 +133,11 @@ void set_one_row_prefetch_lines(int lines);
 // or SPECSCOPE_PANEL_AHEAD=N / set_panel_prefetch_groups(N) (-1 restores the default).
 int panel_prefetch_groups(int kernel_default);
 void set_panel_prefetch_groups(long groups);
+// Slices (S::kWidth rows each) a group of one-token tiles of the widening panel kernel reads together
+// (bf16_widen_panels.h): the instruction set's default (S::pair_slices(1)), or SPECSCOPE_WIDEN_SLICES=N /
+// set_widen_slices_one_token(N), clamped to 1-4 (-1 restores the default). Only the grouping changes, never a bit.
+int widen_slices_one_token(int kernel_default);
+void set_widen_slices_one_token(long slices);
 // Where the bf16 panel tiles of several tokens prefetch to: 1 the first-level cache, 0 the second, as one-token
 // tiles always do; SPECSCOPE_PANEL_L1=N / set_panel_prefetch_l1(N) (-1 restores the default). The default follows
 // the first-level data cache: L1 where it holds 48 KB or more (Zen 5: the base's 8-token step 0.90-0.98x the time

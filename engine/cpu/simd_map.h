@@ -63,9 +63,13 @@ struct Avx2 {
 
   // The bf16 panels' widening kernel (bf16_widen_panels.h): kWidth rows (half a panel) a slice; tiles of up to 6
   // tokens, and for T tokens slices so that 2 x slices x T accumulators, 2 x slices weight vectors, the zero and a
-  // broadcast fit the 16 registers (T = 1: 6 + 6 + 2; T = 2: 8 + 4 + 2; T = 6: 12 + 2 + 2).
+  // broadcast fit the 16 registers (T = 1, 2: 4 + 4 + 2, 8 + 4 + 2; T = 6: 12 + 2 + 2). One token takes two slices
+  // (a whole panel), not the three that would fit: groups of one and a half panels, every other one starting in the
+  // middle of a panel, ran a one-token forward of the default base in 1.52-1.61x the time and decoded 1.44-1.70x
+  // slower, in every round (kernel_ab wslices=3 against 2, AVX2 forced on a Zen 4 host,
+  // bench/results/cpu_avx2_widen_slices_2026-12-04/).
   static constexpr int kPairTileTmax = 6;
-  static constexpr int pair_slices(int T) { return T <= 1 ? 3 : T <= 2 ? 2 : 1; }
+  static constexpr int pair_slices(int T) { return T <= 2 ? 2 : 1; }
   // kWidth pairs of bf16 at p (32-byte aligned) widened exactly as (even k, odd k) lane pairs: lo rows 0, 1 | 4, 5,
   // hi rows 2, 3 | 6, 7.
   static SS_INLINE void widen_pairs(const uint16_t* p, V& lo, V& hi) {
