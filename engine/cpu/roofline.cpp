@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 
+#include "engine/cpu/matmul.h"
 #include "engine/cpu/thread_pool.h"
 #include "engine/util/huge_page_arena.h"
 
@@ -159,7 +160,11 @@ Roofline measure_roofline(size_t working_set_bytes) {
   r.read_bytes_per_second = read_bandwidth(buf, floats, 5);
 
   const double chain_calls = double(kIters) * kChains;
-  if (__builtin_cpu_supports("avx512f")) {
+  // The instruction set the kernels run, which SPECSCOPE_MATMUL_ISA / set_isa may have narrowed: with AVX2 forced on
+  // an AVX-512 CPU the steps run AVX2's kernels, and are set against AVX2's peaks (half AVX-512's on a CPU with two
+  // 512-bit FMA units; the same on Zen 4, which splits 512-bit FMAs in two).
+  const std::string isa = active_isa();
+  if (isa == "avx512") {
     r.peaks.push_back({"f32 fma (avx512)", peak_of(fma_loop_avx512, chain_calls * 16)});
     if (__builtin_cpu_supports("avx512bf16"))
       r.peaks.push_back({"bf16 dot (avx512-bf16)", peak_of(bf16_loop_avx512, chain_calls * 32)});
@@ -167,7 +172,7 @@ Roofline measure_roofline(size_t working_set_bytes) {
       r.peaks.push_back({"int8 dot (avx512-vnni)", peak_of(vnni_loop_avx512, chain_calls * 64)});
     else
       r.peaks.push_back({"int8 dot (avx2)", peak_of(int8_loop_avx2, chain_calls * 256)});
-  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+  } else if (isa == "avx2") {
     r.peaks.push_back({"f32 fma (avx2)", peak_of(fma_loop_avx2, chain_calls * 8)});
     // Without AVX-512 the integer kernels are AVX2's (or AVX-VNNI's, whose vpdpbusd does the same multiply-adds in
     // one instruction: this peak is then a lower bound of theirs).
