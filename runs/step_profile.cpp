@@ -28,10 +28,7 @@ std::vector<StepProfile> profile_steps(const Model& model, const cpu::Roofline& 
   // delays a spinning member by 50-100 us now and then) put the fork/join back-off in force for 16 ms or more, longer
   // than a step size's few forwards, and `bench` then printed a one-thread profile (0 forks, the one-token step at
   // 0.75 ms beside the 0.35 ms the same run had just measured for it). Restored, with its account cleared, at the end.
-  struct BackoffOff {
-    bool was = cpu::set_backoff(false);
-    ~BackoffOff() { cpu::set_backoff(was); }
-  } backoff_off;
+  const cpu::BackoffOffScope backoff_off;
   auto ctx = model.new_cpu_context(0, form);
   context = std::max(1, std::min(context, ctx->n_ctx() - *std::max_element(sizes.begin(), sizes.end()) - 1));
   const std::vector<int32_t> prompt = benchmark_tokens(model.config().vocab_size, context);

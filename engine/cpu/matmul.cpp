@@ -369,7 +369,6 @@ void run_products(const LinearArgs* given, int count, const Dispatch& d) {
   }
   const LinearArgs& a0 = products[0];
   const bool bf16dot = a0.wtype == DType::BF16 && bf16dot_active(d);
-  const bool bf16widen = a0.wtype == DType::BF16 && bf16widen_active(d);
   const size_t kp = (size_t(a0.k) + 31) / 32 * 32;
   const uint16_t* xbp = nullptr;
   if (bf16dot) {  // X rounded to bf16 once for all the products
@@ -378,8 +377,9 @@ void run_products(const LinearArgs* given, int count, const Dispatch& d) {
     detail::to_bf16_rows(a0.X, a0.n, a0.k, xb.data(), kp);
     xbp = xb.data();  // the caller's buffer: inside the lambda `xb` would name each worker's own
   }
-  // Work units: blocks of 4 weight rows, or of 16 (one panel) for panel-packed weights.
-  auto unit_rows = [&](const LinearArgs& a) { return (bf16dot || bf16widen) && a.panels ? 16 : 4; };
+  // Work units: blocks of 4 weight rows, or of 16 (one panel) for panel-packed weights (panels_for packs them only for
+  // the bf16 dot or the widening kernel: the dot where it is active, else the widening one).
+  auto unit_rows = [&](const LinearArgs& a) { return a.panels ? 16 : 4; };
   auto units_of = [&](int i) { return (products[i].m + unit_rows(products[i]) - 1) / unit_rows(products[i]); };
   const int units = detail::total_product_units(count, units_of);
   size_t macs = 0;
@@ -389,9 +389,9 @@ void run_products(const LinearArgs* given, int count, const Dispatch& d) {
     detail::for_each_product_units(count, u0, u1, units_of, [&](int i, int b0, int b1) {
       const LinearArgs& a = products[i];
       const int r0 = b0 * unit_rows(a), r1 = std::min(a.m, b1 * unit_rows(a));
-      if (bf16dot && a.panels)
+      if (a.panels && bf16dot)
         detail::panels_bf16dot(xbp, kp, a.n, *a.panels, a.bias, a.Y, b0, b1);
-      else if (bf16widen && a.panels)
+      else if (a.panels)
         d.widen_panels(a.X, a.n, *a.panels, a.bias, a.Y, b0, b1);
       else if (bf16dot)
         detail::rows_bf16dot(a.X, xbp, kp, a.n, a.k, static_cast<const uint16_t*>(a.W), a.bias, a.Y, a.m, r0, r1);
@@ -408,7 +408,7 @@ bool tiled_product(const LinearArgs& a, const Dispatch& d) {
     fill_bias_or_zero(a);
     return false;
   }
-  if (a.wtype == DType::BF16 && (bf16dot_active(d) || (bf16widen_active(d) && a.panels))) return true;
+  if (a.panels || (a.wtype == DType::BF16 && bf16dot_active(d))) return true;
   const int ov = g_blas_override.load(std::memory_order_relaxed);
   if (t_variant_allowed && a.n >= (ov > 0 ? ov : default_blas_min_tokens(a.wtype, d.isa))) {
     linear_blas(a, d);

@@ -148,7 +148,7 @@ const PathPeak* Roofline::peak(const std::string& path_prefix) const {
 
 Roofline measure_roofline(size_t working_set_bytes) {
   // Every team thread, even on a busy machine: the fork/join back-off would otherwise measure one thread's peak.
-  const bool backoff = set_backoff(false);
+  const BackoffOffScope backoff_off;
   Roofline r;
   r.working_set_bytes = std::max<size_t>(working_set_bytes, 1 << 20);
   const size_t floats = r.working_set_bytes / sizeof(float) / 16 * 16;
@@ -178,7 +178,6 @@ Roofline measure_roofline(size_t working_set_bytes) {
     // one instruction: this peak is then a lower bound of theirs).
     r.peaks.push_back({"int8 dot (avx2)", peak_of(int8_loop_avx2, chain_calls * 256)});
   }
-  set_backoff(backoff);
   return r;
 }
 

@@ -72,6 +72,19 @@ ThreadingStats threading_stats();
 // Turns the fork/join back-off on or off (and clears its state); returns the previous setting.
 // SPECSCOPE_MATMUL_BACKOFF=0 starts with it off.
 bool set_backoff(bool on);
+// The back-off off for a scope, and the previous setting back (its state cleared) at its end: for measurements of
+// the whole team (the roofline, bench's step profile), which one slow join before them would otherwise make
+// one-thread measurements.
+class BackoffOffScope {
+ public:
+  BackoffOffScope() : was_(set_backoff(false)) {}
+  ~BackoffOffScope() { set_backoff(was_); }
+  BackoffOffScope(const BackoffOffScope&) = delete;
+  BackoffOffScope& operator=(const BackoffOffScope&) = delete;
+
+ private:
+  bool was_;
+};
 // Puts the back-off in force for the next `nanos` nanoseconds, as a join slowed by a preempted member would (for
 // tests of code that must measure the whole team whatever the back-off's state).
 void hold_backoff(int64_t nanos);
