@@ -6,6 +6,7 @@
 #   log.txt           everything the tasks printed
 #   parity.json       gtest JSON of tests/cuda/cuda_parity_test.cpp (the backend against the CPU backend),
 #                     cuda_kernels_test.cpp (each kernel against its CPU reference) and kernel_refs_test.cpp (core)
+#   sampling.json     gtest JSON of tests/method_sampling_test.cpp with the target on the GPU (core)
 #   heldout.json      compare --backend cuda over the 80 held-out prompts, greedy, chat, 96 tokens: this part's
 #                     methods against vanilla on the GPU; with "cpu_vanilla" (the CPU backend's vanilla outputs
 #                     compared prompt by prompt by their tokens' digest), "with_gemv" and "with_graphs" (the same
@@ -197,9 +198,6 @@ PY
 if [ $run_parity = 1 ]; then
   suites="kernel_refs_test:refs cuda_kernels_test:kernels"
   [ "$(manifest fixtures)" = yes ] && suites="$suites cuda_parity_test:backend"
-  # Every method's sampling test with the target on the GPU (tests/method_sampling_test.cpp; a bundle from before it
-  # travelled has no binary).
-  [ "$(manifest fixtures)" = yes ] && [ -x "$B/run/method_sampling_test" ] && suites="$suites method_sampling_test:sampling"
   task parity 120 parity_result -- sh -c "rc=0; for t in $suites; do SPECSCOPE_TEST_BACKEND=cuda '$B/run/'\${t%%:*} --gtest_output=json:'$out/parity_'\${t##*:}.json || rc=1; done; exit \$rc"
   # One JSON file back, not three (the device tool brings back at most 8).
   python3 - "$out/parity.json" "$out"/parity_*.json <<'PY' 2>>"$log"
@@ -269,7 +267,7 @@ fi
 # 4c''. The same prompts sampled (T = 0.8, top-p 0.95): each visited row's distribution made on the device
 # (kernels/processed_rows.cu) and only its kept tokens sent. Its "identical" counts do not apply: a method spends the
 # seed's draws differently from vanilla, so its answer is another draw from the same distribution (losslessness at
-# T > 0 is method_sampling_test's, in the parity task).
+# T > 0 is method_sampling_test's, in the sampling task).
 sampled_heldout_result() { join_compare sampled "$B/heldout_sampled.json" sampled; }
 if [ -s "$out/heldout.json" ]; then
   task heldout_sampled 60 sampled_heldout_result -- sh -c "'$cli' compare --backend cuda --chat --prompt-file '$B/prompts.jsonl' --methods '$methods' --temperature 0.8 --top-p 0.95 --seed 1 --max-tokens 96 --no-record --json > '$B/heldout_sampled.json'"
@@ -308,6 +306,14 @@ if os.path.exists(a):
 PY
 }
 [ -z "$methods" ] || family_tasks
+
+# 5b. Every method's sampling test with the target on the GPU (tests/method_sampling_test.cpp; a bundle from before it
+# travelled has no binary): its own task after the held-out runs, since its ~50,000 small forwards may take minutes
+# on a device where each forward is launch-bound; gtest's per-test lines reach log.txt even if the cap stops it.
+sampling_result() { gtest_summary "$out/sampling.json"; }
+if [ $run_parity = 1 ] && [ "$(manifest fixtures)" = yes ] && [ -x "$B/run/method_sampling_test" ]; then
+  task sampling 75 sampling_result -- env SPECSCOPE_TEST_BACKEND=cuda "$B/run/method_sampling_test" --gtest_output=json:"$out/sampling.json"
+fi
 
 shapes=none
 if [ "$part" = core ] || [ "$part" = peers ]; then
