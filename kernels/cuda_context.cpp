@@ -86,6 +86,33 @@ void CudaContext::write_cache(int l, int base, int n, const float* k, const floa
 }
 
 void CudaContext::linear(const float* X, int n, const DeviceMatrix& W, const float* bias, float* Y) {
+  product(X, product_input(X, n, W), n, W, bias, Y);
+}
+
+void CudaContext::linear_each(const float* X, int n, std::initializer_list<Output> outs) {
+  const void* x = nullptr;
+  const DeviceMatrix* made_for = nullptr;  // the matrix whose type and width x was made for
+  for (const Output& o : outs) {
+    const bool reuse = fuse_ && made_for && made_for->type == o.W->type && made_for->cols == o.W->cols;
+    if (!reuse) {
+      x = product_input(X, n, *o.W);
+      made_for = o.W;
+    }
+    product(X, x, n, *o.W, o.bias, o.Y);
+  }
+}
+
+const void* CudaContext::product_input(const float* X, int n, const DeviceMatrix& W) {
+  // The product's input in the weights' type: the activations themselves for f32 weights (and for GGUF blocks,
+  // dequantized to f32 panels), a 16-bit copy for f16/bf16 ones (both paths multiply 16-bit weights by 16-bit
+  // activations, summing in f32).
+  if (is_block(W.type) || W.type == WType::F32) return X;
+  void* xh = half_.get<uint16_t>(size_t(n) * W.cols);
+  to_half(X, xh, W.type, int64_t(n) * W.cols, stream_);
+  return xh;
+}
+
+void CudaContext::product(const float* X, const void* x, int n, const DeviceMatrix& W, const float* bias, float* Y) {
   const float alpha = 1.f, beta = 0.f;
   const int m = W.rows, k = W.cols;
   // Row-major Y = X W^T is column-major Y^T (m x n) = W (k x m)^T X^T (k x n).
@@ -101,16 +128,7 @@ void CudaContext::linear(const float* X, int n, const DeviceMatrix& W, const flo
                               &beta, Y + p0, CUDA_R_32F, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     }
   } else {
-    // The product's input in the weights' type: the activations themselves for f32 weights, a 16-bit copy for
-    // f16/bf16 ones (both paths multiply 16-bit weights by 16-bit activations, summing in f32).
-    const void* x = X;
-    size_t elem = sizeof(float);
-    if (W.type != WType::F32) {
-      void* xh = half_.get<uint16_t>(size_t(n) * k);
-      to_half(X, xh, W.type, int64_t(n) * k, stream_);
-      x = xh;
-      elem = sizeof(uint16_t);
-    }
+    const size_t elem = W.type == WType::F32 ? sizeof(float) : sizeof(uint16_t);
     if (use_gemv_ && gemv_fits(W.type, std::min(n, kGemvMaxRows), k, W.data, x)) {
       // In groups of kGemvMaxRows rows, each group's rows contiguous in x and Y.
       for (int r0 = 0; r0 < n; r0 += kGemvMaxRows)
@@ -303,22 +321,29 @@ void CudaContext::device_forward(const Batch& b, const ForwardBuffers& fb, const
   const uint8_t* mask = fb.mask;
   const int stream_start = sr ? c.num_layers - sr->msa_layers : c.num_layers;
   const int prune_layer = sr && !sr->parent_row.empty() ? sr->weights->config().prune_layer : -1;
+  // Fused launches (fuse_) outside Speculative Streaming, whose streams and pruning act between a layer's residual
+  // add and the next layer's norm, and keep pruned rows out of the cache: each layer ends by norming its output into
+  // fb.h for the next (or for the final norm), and the keys and values go straight to their cache slots.
+  const bool fused = fuse_ && !sr;
   for (int l = 0; l < c.num_layers; ++l) {
     const DeviceLayer& L = dm_->layers[l];
     if (sr && l == stream_start) begin_streams(*sr, b, x, pos);
     capture(HiddenTap::LayerInput, l, x);
-    project_qkv(L, x, n, fb.h, fb.q, fb.k, fb.v);
+    float* k = fused ? k_cache_[l] + size_t(base) * kv_dim_ : fb.k;
+    float* v = fused ? v_cache_[l] + size_t(base) * kv_dim_ : fb.v;
+    project_qkv(L, x, n, fb.h, fb.q, k, v, fused && l > 0);
     timer_.mark("rope+cache", stream_);
-    position_qk(l, fb.q, fb.k, n, fb.pos);
-    write_cache(l, base, n, fb.k, fb.v);
+    position_qk(l, fb.q, k, n, fb.pos);
+    if (!fused) write_cache(l, base, n, fb.k, fb.v);
     timer_.mark("attention", stream_);
     attention(fb.q, k_cache_[l], v_cache_[l], slot_pos_, mask, fb.pos, n, base, nh, nkv, hd, c.window_of(l), fb.att,
               stream_, attention_scratch_);
-    finish_layer(L, x, n, fb.att, LayerScratch{fb.h, fb.gate, fb.up});
+    const float* next_norm = !fused ? nullptr : l + 1 < c.num_layers ? dm_->layers[l + 1].input_norm : dm_->final_norm;
+    finish_layer(L, x, n, fb.att, LayerScratch{fb.h, fb.gate, fb.up}, next_norm);
     if (n_streams_ > 0) stream_layer(l);
     if (l == prune_layer) mask = prune_rows(*sr, b, x);
   }
-  rmsnorm(x, dm_->final_norm, fb.h, n, H, c.rms_norm_eps, stream_);
+  if (!fused) rmsnorm(x, dm_->final_norm, fb.h, n, H, c.rms_norm_eps, stream_);
   capture(HiddenTap::FinalNorm, 0, fb.h);
   timer_.mark("lm_head", stream_);
   gather_rows(fb.h, fb.rows, nr, H, fb.sel, stream_);
@@ -376,14 +401,13 @@ void CudaContext::launch_as_graph(const GraphKey& key, const std::function<void(
   CUDA_CHECK(cudaGraphLaunch(it->second, stream_));
 }
 
-void CudaContext::project_qkv(const DeviceLayer& L, const float* x, int rows, float* h, float* q, float* k, float* v) {
+void CudaContext::project_qkv(const DeviceLayer& L, const float* x, int rows, float* h, float* q, float* k, float* v,
+                              bool normed) {
   const auto& c = model_->config();
   timer_.mark("norms+adds", stream_);
-  rmsnorm(x, L.input_norm, h, rows, c.hidden_size, c.rms_norm_eps, stream_);
+  if (!normed) rmsnorm(x, L.input_norm, h, rows, c.hidden_size, c.rms_norm_eps, stream_);
   timer_.mark("qkv", stream_);
-  linear(h, rows, L.wq, L.bq, q);
-  linear(h, rows, L.wk, L.bk, k);
-  linear(h, rows, L.wv, L.bv, v);
+  linear_each(h, rows, {{&L.wq, L.bq, q}, {&L.wk, L.bk, k}, {&L.wv, L.bv, v}});
   if (c.qk_norm) {  // in place, one block per head
     timer_.mark("norms+adds", stream_);
     rmsnorm(q, L.q_norm, q, rows * c.num_heads, c.head_dim, c.rms_norm_eps, stream_);
@@ -394,13 +418,18 @@ void CudaContext::project_qkv(const DeviceLayer& L, const float* x, int rows, fl
 void CudaContext::position_qk(int l, float* q, float* k, int rows, const int32_t* positions) {
   const auto& c = model_->config();
   const float* inv_freq = dm_->inv_freq_of(c, l);
-  rope(q, rows, c.num_heads, c.head_dim, positions, inv_freq, stream_);
-  rope(k, rows, c.num_kv_heads, c.head_dim, positions, inv_freq, stream_);
+  if (fuse_) {
+    rope_qk(q, k, rows, c.num_heads, c.num_kv_heads, c.head_dim, positions, inv_freq, stream_);
+  } else {
+    rope(q, rows, c.num_heads, c.head_dim, positions, inv_freq, stream_);
+    rope(k, rows, c.num_kv_heads, c.head_dim, positions, inv_freq, stream_);
+  }
   const float q_scale = c.attention_scale() * std::sqrt(float(c.head_dim));
   if (q_scale != 1.f) scale(q, q_scale, int64_t(rows) * c.num_heads * c.head_dim, stream_);
 }
 
-void CudaContext::finish_layer(const DeviceLayer& L, float* x, int rows, const float* att, const LayerScratch& s) {
+void CudaContext::finish_layer(const DeviceLayer& L, float* x, int rows, const float* att, const LayerScratch& s,
+                                const float* next_norm) {
   const auto& c = model_->config();
   const int H = c.hidden_size, F = c.intermediate_size;
   timer_.mark("o_proj", stream_);
@@ -408,11 +437,14 @@ void CudaContext::finish_layer(const DeviceLayer& L, float* x, int rows, const f
   timer_.mark("norms+adds", stream_);
   if (L.attn_out_norm) rmsnorm(s.h, L.attn_out_norm, s.h, rows, H, c.rms_norm_eps, stream_);
   if (c.residual_scale != 1.f) scale(s.h, c.residual_scale, int64_t(rows) * H, stream_);  // Granite
-  add(s.h, x, int64_t(rows) * H, stream_);
-  rmsnorm(x, L.post_attn_norm, s.h, rows, H, c.rms_norm_eps, stream_);
+  if (fuse_) {
+    add_rmsnorm(s.h, x, L.post_attn_norm, s.h, rows, H, c.rms_norm_eps, stream_);
+  } else {
+    add(s.h, x, int64_t(rows) * H, stream_);
+    rmsnorm(x, L.post_attn_norm, s.h, rows, H, c.rms_norm_eps, stream_);
+  }
   timer_.mark("gate_up", stream_);
-  linear(s.h, rows, L.w_gate, L.b_gate, s.gate);
-  linear(s.h, rows, L.w_up, L.b_up, s.up);
+  linear_each(s.h, rows, {{&L.w_gate, L.b_gate, s.gate}, {&L.w_up, L.b_up, s.up}});
   timer_.mark("norms+adds", stream_);
   if (c.gelu())
     gelu_tanh_mul(s.gate, s.up, s.gate, int64_t(rows) * F, stream_);
@@ -423,7 +455,10 @@ void CudaContext::finish_layer(const DeviceLayer& L, float* x, int rows, const f
   timer_.mark("norms+adds", stream_);
   if (L.ffn_out_norm) rmsnorm(s.h, L.ffn_out_norm, s.h, rows, H, c.rms_norm_eps, stream_);
   if (c.residual_scale != 1.f) scale(s.h, c.residual_scale, int64_t(rows) * H, stream_);  // Granite
-  add(s.h, x, int64_t(rows) * H, stream_);
+  if (next_norm)
+    add_rmsnorm(s.h, x, next_norm, s.h, rows, H, c.rms_norm_eps, stream_);
+  else
+    add(s.h, x, int64_t(rows) * H, stream_);
 }
 
 void CudaContext::keep(std::span<const int> rows) {

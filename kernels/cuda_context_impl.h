@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <set>
@@ -79,6 +80,17 @@ class CudaContext final : public Context {
   // Y[n, m] = X[n, k] W^T (+ bias), X and Y f32 on the device: cuBLAS, or gemv.cu in groups of kGemvMaxRows rows
   // when SPECSCOPE_CUDA_GEMV=1; GGUF blocks dequantized in panels for cuBLAS.
   void linear(const float* X, int n, const DeviceMatrix& W, const float* bias, float* Y);
+  // The products' input in W's type: X itself for f32 and block weights, else a 16-bit copy in half_ (to_half).
+  const void* product_input(const float* X, int n, const DeviceMatrix& W);
+  // linear()'s product from an input product_input() made (X: the f32 input it was made from, for block weights).
+  void product(const float* X, const void* x, int n, const DeviceMatrix& W, const float* bias, float* Y);
+  // linear() of each (W, bias, Y) over one input, converted once when fusing (the q/k/v and gate/up products).
+  struct Output {
+    const DeviceMatrix* W;
+    const float* bias;
+    float* Y;
+  };
+  void linear_each(const float* X, int n, std::initializer_list<Output> outs);
   // One forward's device buffers, taken before any device work (growing a buffer frees its memory).
   struct ForwardBuffers {
     int32_t *tokens = nullptr, *pos = nullptr, *rows = nullptr;  // tokens, positions, logit rows
@@ -104,7 +116,9 @@ class CudaContext final : public Context {
   void write_cache(int l, int base, int n, const float* k, const float* v);
   // Before attention, for the main rows and the streams alike: the input norm into h, the q/k/v projections, and
   // Qwen3's per-head norms of q and k (RoPE is the caller's: the rows' positions differ).
-  void project_qkv(const DeviceLayer& L, const float* x, int rows, float* h, float* q, float* k, float* v);
+  // normed: h already holds the input norm of x (the previous layer's fused residual add made it).
+  void project_qkv(const DeviceLayer& L, const float* x, int rows, float* h, float* q, float* k, float* v,
+                   bool normed = false);
   // RoPE of layer l's q and k rows at `positions` (Gemma 3's sliding layers with their own theta), and the queries
   // scaled by the model's attention scale over attention()'s 1/sqrt(head_dim) where the two differ (Gemma 3 27B).
   void position_qk(int l, float* q, float* k, int rows, const int32_t* positions);
@@ -115,7 +129,10 @@ class CudaContext final : public Context {
   // Once `att` holds the attention output of `rows` rows: the output projection, the MLP and both residual adds
   // into x (the main rows and the streams alike), each sublayer's output normed before its add where the model
   // has those norms (Gemma 3).
-  void finish_layer(const DeviceLayer& L, float* x, int rows, const float* att, const LayerScratch& s);
+  // next_norm (fusing): the last residual add also norms x with it into s.h (the next layer's input norm, or the
+  // final norm after the last layer).
+  void finish_layer(const DeviceLayer& L, float* x, int rows, const float* att, const LayerScratch& s,
+                    const float* next_norm = nullptr);
 
   // Speculative Streaming (cuda_streaming.cpp; the same rows as the CPU backend's, engine/model/streaming_rows.h).
   // After the pruning adapter's layer: decides which rows survive (alive_) and returns the mask the later layers
@@ -145,6 +162,11 @@ class CudaContext final : public Context {
   // the shipped base's forward is ~120 launches, and on the H200 it ran launch-bound at ~750 tok/s). Off by default
   // until it is measured on a GPU.
   bool use_graphs_ = env_flag("SPECSCOPE_CUDA_GRAPHS", false);
+  // SPECSCOPE_CUDA_FUSE=0 turns off the fused launches (the same results bit for bit, fewer launches): each residual
+  // add with the norm after it (add_rmsnorm), RoPE of q and k in one launch, one 16-bit copy of the input for the
+  // q/k/v and gate/up products, and outside Speculative Streaming the keys and values written by their products
+  // straight into the cache slots instead of copied there. For measuring the fusions against the launches they save.
+  const bool fuse_ = env_flag("SPECSCOPE_CUDA_FUSE", true);
   static constexpr size_t kBlasWorkspaceBytes = size_t(32) << 20;
   void* blas_workspace_ = nullptr;
   std::set<GraphKey> warm_shapes_;                 // shapes that have run once op by op (their buffers are grown)

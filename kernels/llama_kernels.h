@@ -31,6 +31,14 @@ void rmsnorm(const float* x, const float* w, float* y, int rows, int dim, float 
 // Rotate-half RoPE of every head of every row at positions[row] (arbitrary position ids: trees).
 void rope(float* v, int rows, int n_heads, int head_dim, const int32_t* positions, const float* inv_freq,
           cudaStream_t stream);
+// Fused launches of the two above, bit for bit what the separate launches give (fewer launches a layer: a decode
+// step of the 8B shape is ~800 launches, and each small one costs the GPU a few microseconds):
+// x += h, then y = rmsnorm(x) per row (the residual add and the next norm; y may alias h or x).
+void add_rmsnorm(const float* h, float* x, const float* w, float* y, int rows, int dim, float eps,
+                 cudaStream_t stream);
+// rope() of the queries q [rows, nh*head_dim] and of the keys k [rows, nkv*head_dim] in one launch.
+void rope_qk(float* q, float* k, int rows, int nh, int nkv, int head_dim, const int32_t* positions,
+             const float* inv_freq, cudaStream_t stream);
 
 // --- kernels/elementwise.cu: element-wise and row copies -------------------------------------------------
 

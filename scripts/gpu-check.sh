@@ -90,8 +90,9 @@ for f in "$B"/bin/*; do
     LD_LIBRARY_PATH=$bin_ld ldd "$f" | grep "not found" | tee -a "$log" >&2
   fi
 done
-export SPECSCOPE_FIXTURES_DIR=$B/fixtures XDG_CACHE_HOME=$B/cache XDG_DATA_HOME=$B/data
 cli=$B/run/specscope-cli
+# SPECSCOPE_CLI: the tests that run the CLI (run_cli in tests/test_support.cpp) run the one that travelled.
+export SPECSCOPE_FIXTURES_DIR=$B/fixtures XDG_CACHE_HOME=$B/cache XDG_DATA_HOME=$B/data SPECSCOPE_CLI=$cli
 device=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
 [ -n "$device" ] || device="no device (nvidia-smi found none)"
 # The device's own ceiling for memory-bound work: a 4 GiB device-to-device copy, bytes read plus bytes written,
@@ -246,10 +247,12 @@ print("; ".join(f"{x['lane']} {x['tokens_per_second']:.0f} tok/s {x['speedup_vs_
 PY
 }
 
-# 4b. The CUDA backend's greedy outputs against the CPU backend's, prompt by prompt: vanilla on the CPU.
+# 4b. The CUDA backend's greedy outputs against the CPU backend's, prompt by prompt: vanilla on the CPU's exact path
+# (SPECSCOPE_QUANT_EXACT=1: f32 products of the bf16 weights, as the GPU computes; the default path on a CPU with
+# AVX512-BF16 rounds activations to bf16, and agreed with the GPU on 10 of 80 prompts on 2026-12-04).
 cpu_result() { join_compare cpu_vanilla "$B/cpu_vanilla.json"; }
 if [ -s "$out/heldout.json" ]; then
-  task cuda_vs_cpu 30 cpu_result -- sh -c "'$cli' compare --backend cpu --chat --prompt-file '$B/prompts.jsonl' --methods vanilla --max-tokens 96 --no-record --json > '$B/cpu_vanilla.json'"
+  task cuda_vs_cpu 30 cpu_result -- sh -c "SPECSCOPE_QUANT_EXACT=1 '$cli' compare --backend cpu --chat --prompt-file '$B/prompts.jsonl' --methods vanilla --max-tokens 96 --no-record --json > '$B/cpu_vanilla.json'"
 fi
 
 # 4c. The same prompts with every product on gemv.cu (SPECSCOPE_CUDA_GEMV=1, one path for every batch size).
@@ -311,8 +314,9 @@ PY
 # travelled has no binary): its own task after the held-out runs, since its ~50,000 small forwards may take minutes
 # on a device where each forward is launch-bound; gtest's per-test lines reach log.txt even if the cap stops it.
 sampling_result() { gtest_summary "$out/sampling.json"; }
+# SPECSCOPE_GPU_SAMPLING_FILTER: a gtest filter for it (default: every case; a loan's minutes may take a subset).
 if [ $run_parity = 1 ] && [ "$(manifest fixtures)" = yes ] && [ -x "$B/run/method_sampling_test" ]; then
-  task sampling 75 sampling_result -- env SPECSCOPE_TEST_BACKEND=cuda "$B/run/method_sampling_test" --gtest_output=json:"$out/sampling.json"
+  task sampling 60 sampling_result -- env SPECSCOPE_TEST_BACKEND=cuda "$B/run/method_sampling_test" --gtest_output=json:"$out/sampling.json" --gtest_filter="${SPECSCOPE_GPU_SAMPLING_FILTER:-*}"
 fi
 
 shapes=none
@@ -324,8 +328,8 @@ fi
 if [ "$shapes" != none ]; then
   for shape in $shapes; do
     dir=${SPECSCOPE_GPU_WORK:-/tmp/specscope-gpu}/syn$shape
-    need=$([ $shape = 8b ] && echo 150 || echo 60)
-    run_need=$([ $shape = 8b ] && echo 120 || echo 60)  # a 16 GB load for the 8B shape
+    need=$([ $shape = 8b ] && echo 60 || echo 30)  # drawing the weights: 33-39 s and 15-21 s on the H200
+    run_need=$([ $shape = 8b ] && echo 60 || echo 30)  # 10-13 s and 4-5 s on the H200 (a 16 GB load for the 8B shape)
     torch_rc=0
     python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 3)" 2>/dev/null || torch_rc=$?
     if [ $torch_rc != 0 ]; then
@@ -345,6 +349,10 @@ if [ "$shapes" != none ]; then
     # (core only: the peers part measures the same build against llama.cpp instead)
     gemv_result() { bench_file "$1" "$B/bench_${shape}_gemv.json"; }
     [ "$part" != core ] || task "gemv_$shape" "$run_need" gemv_result -- env SPECSCOPE_CUDA_GEMV=1 "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 64 --repeat 5 --step-sizes 1,2,4,8,16,32,64,128 --out "$B/bench_${shape}_gemv.json"
+    # The same without the fused launches (SPECSCOPE_CUDA_FUSE=0: kernels/cuda_context_impl.h), joined as
+    # "without_fusion": what the fusions save, in the same run.
+    nofuse_result() { bench_file "$1" "$B/bench_${shape}_nofuse.json"; }
+    task "nofuse_$shape" "$run_need" nofuse_result -- env SPECSCOPE_CUDA_FUSE=0 "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 64 --repeat 5 --step-sizes 1,2,4,8,16,32,64,128 --out "$B/bench_${shape}_nofuse.json"
     profile_result() { grep "cuda profile" "$log" | tail -n 3 | sed 's/.*cuda profile: //' | tr '\n' ';'; }
     [ "$part" != core ] || task "profile_$shape" 30 profile_result -- env SPECSCOPE_CUDA_PROFILE=1 SPECSCOPE_LOG=info "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 8 --repeat 3 --step-sizes 1,8,64 --out "$B/profile_$shape.json"
     hf_result() { [ "$1" = 3 ] && echo "no device" || python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(f\"transformers {j['transformers']} static cache: decode {j['decode_tokens_per_second']:.1f} tok/s\")" "$out/hf_$shape.json"; }
@@ -357,15 +365,15 @@ if [ "$shapes" != none ]; then
     if [ -x "$B/run/llama-bench" ]; then
       gguf=$dir.bf16.gguf
       gguf_result() { [ -s "$gguf" ] && echo "$(( $(stat -c %s "$gguf") >> 20 )) MiB written" || echo "failed"; }
-      task "gguf_$shape" "$need" gguf_result -- env PYTHONPATH="$B/tools/gguf-py" python3 "$B/tools/make_gguf_models.py" --convert "$dir" bf16 "$gguf"
+      task "gguf_$shape" "$([ $shape = 8b ] && echo 150 || echo 60)" gguf_result -- env PYTHONPATH="$B/tools/gguf-py" python3 "$B/tools/make_gguf_models.py" --convert "$dir" bf16 "$gguf"
       lc_result() { [ -s "$B/llamacpp_$shape.json" ] && bench_result "$B/llamacpp_$shape.json" || echo "failed: see log.txt"; }
       [ -s "$gguf" ] && task "llamacpp_$shape" "$run_need" lc_result -- python3 "$repo/bench/llamacpp_tools.py" bench --bin "$B/run" "$gguf" --threads "$(nproc)" --depth 1024 --gen-tokens 64 --repeat 5 --step-sizes 1,2,4,8,16,32,64,128 --require-gpu --out "$B/llamacpp_$shape.json"
       rm -f "$gguf"
     fi
     # The peer's figures join SpecScope's file (the device tool brings back at most 8 files).
-    python3 - "$out/bench_$shape.json" "$out/hf_$shape.json" "${peak_copy:-}" "$B/bench_${shape}_gemv.json" "$B/llamacpp_$shape.json" <<'PY' 2>>"$log"
+    python3 - "$out/bench_$shape.json" "$out/hf_$shape.json" "${peak_copy:-}" "$B/bench_${shape}_gemv.json" "$B/llamacpp_$shape.json" "$B/bench_${shape}_nofuse.json" <<'PY' 2>>"$log"
 import json, os, sys
-a, b, peak, c, lc = sys.argv[1:6]
+a, b, peak, c, lc, nf = sys.argv[1:7]
 if os.path.exists(a):
     ja = json.load(open(a))
     if os.path.exists(b):
@@ -375,6 +383,8 @@ if os.path.exists(a):
         ja["peer_llamacpp"] = json.load(open(lc))
     if os.path.exists(c):
         ja["with_gemv"] = json.load(open(c))
+    if os.path.exists(nf):
+        ja["without_fusion"] = json.load(open(nf))
     if peak and ja.get("decode_bandwidth_gb_per_s"):
         ja["peak_copy_gb_per_s"] = float(peak)
         ja["decode_bandwidth_fraction_of_peak"] = ja["decode_bandwidth_gb_per_s"] / float(peak)

@@ -87,7 +87,10 @@ std::string fixture(const std::string& rel) {
 }
 
 CommandResult run_cli(const std::string& args, const std::string& env) {
-  std::string cmd = (env.empty() ? "" : env + " ") + std::string(SPECSCOPE_CLI) + " " + args + " 2>&1";
+  // SPECSCOPE_CLI in the environment wins over the build tree's path compiled in: a test binary carried to another
+  // machine (scripts/gpu-check.sh) runs the CLI that travelled with it.
+  const char* cli = std::getenv("SPECSCOPE_CLI");
+  std::string cmd = (env.empty() ? "" : env + " ") + std::string(cli && *cli ? cli : SPECSCOPE_CLI) + " " + args + " 2>&1";
   CommandResult r{-1, {}};
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;

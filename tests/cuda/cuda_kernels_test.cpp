@@ -245,6 +245,45 @@ TEST_F(CudaKernels, RopeOfQueriesAndKeysAtTreePositions) {
   }
 }
 
+// The fused launches (llama_kernels.h) give the separate launches' bits: a residual add and the norm after it, and
+// RoPE of a row's queries and keys at once (the 8B decode step's launch count, issue 23).
+TEST_F(CudaKernels, FusedAddRmsNormAndRopeGiveTheSeparateLaunchesBits) {
+  uint32_t seed = 250;
+  for (const Shape& s : kShapes)
+    for (int rows : {1, 7, 64}) {
+      const std::vector<float> x = uniform(size_t(rows) * s.hidden, -2.f, 2.f, seed++);
+      const std::vector<float> h = uniform(size_t(rows) * s.hidden, -2.f, 2.f, seed++);
+      const std::vector<float> w = uniform(size_t(s.hidden), 0.5f, 1.5f, seed++);
+      DeviceArray<float> dx(x), dh(h), dw(w), dy(x.size());
+      cuda::add(dh.get(), dx.get(), int64_t(rows) * s.hidden, kStream);
+      cuda::rmsnorm(dx.get(), dw.get(), dy.get(), rows, s.hidden, 1e-5f, kStream);
+      const std::vector<float> want_x = dx.to_host(), want_y = dy.to_host();
+      DeviceArray<float> fx(x), fh(h);
+      cuda::add_rmsnorm(fh.get(), fx.get(), dw.get(), fh.get(), rows, s.hidden, 1e-5f, kStream);  // y aliases h
+      const std::string what = std::string(s.name) + " rows " + std::to_string(rows);
+      expect_identical(fx.to_host(), want_x, "add_rmsnorm's sum, " + what);
+      expect_identical(fh.to_host(), want_y, "add_rmsnorm's norm, " + what);
+      // And against the CPU references of the two.
+      std::vector<float> rx = x, ry(x.size());
+      cuda::ref::add(h.data(), rx.data(), int64_t(rows) * s.hidden);
+      cuda::ref::rmsnorm(rx.data(), w.data(), ry.data(), rows, s.hidden, 1e-5f);
+      EXPECT_LT(max_rel_diff(fh.to_host(), ry), 1e-5) << what;
+
+      const std::vector<float> freq = inv_freq(s.head_dim);
+      DeviceArray<float> dfreq(freq);
+      const std::vector<int32_t> pos = random_ints(size_t(rows), 0, 8191, seed++);
+      DeviceArray<int32_t> dpos(pos);
+      const std::vector<float> q = uniform(size_t(rows) * s.heads * s.head_dim, -2.f, 2.f, seed++);
+      const std::vector<float> k = uniform(size_t(rows) * s.kv_heads * s.head_dim, -2.f, 2.f, seed++);
+      DeviceArray<float> sq(q), sk(k), fq(q), fk(k);
+      cuda::rope(sq.get(), rows, s.heads, s.head_dim, dpos.get(), dfreq.get(), kStream);
+      cuda::rope(sk.get(), rows, s.kv_heads, s.head_dim, dpos.get(), dfreq.get(), kStream);
+      cuda::rope_qk(fq.get(), fk.get(), rows, s.heads, s.kv_heads, s.head_dim, dpos.get(), dfreq.get(), kStream);
+      expect_identical(fq.to_host(), sq.to_host(), "rope_qk's queries, " + what);
+      expect_identical(fk.to_host(), sk.to_host(), "rope_qk's keys, " + what);
+    }
+}
+
 TEST_F(CudaKernels, ElementwiseAtModelShapes) {
   // The FFN of one token (1B) and of 64 (8B), and more elements than one grid covers (its stride loop).
   const int64_t beyond_grid = int64_t(65535) * 256 + 1001;

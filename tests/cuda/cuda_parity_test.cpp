@@ -237,7 +237,11 @@ struct StreamingCase {
 
 std::vector<float> row_vec(const ForwardOutput& f, int i) { return {f.row_logits(i), f.row_logits(i) + f.vocab}; }
 
-void expect_same_streaming_output(const ForwardOutput& cpu, const ForwardOutput& gpu, const std::string& label) {
+// `b`: the batch both ran; `prune_layer`: the layer after which rows are pruned. A tap taken at or before it (the
+// embeddings' layer_input(0) when pruning follows layer 0) holds every row on both backends; any later one reads
+// zeros for the pruned rows.
+void expect_same_streaming_output(const ForwardOutput& cpu, const ForwardOutput& gpu, const Batch& b, int prune_layer,
+                                  const std::string& label) {
   ASSERT_EQ(cpu.pruned, gpu.pruned) << label;
   ASSERT_EQ(cpu.stream_rows, gpu.stream_rows) << label;
   ASSERT_EQ(cpu.streams, gpu.streams) << label;
@@ -256,9 +260,13 @@ void expect_same_streaming_output(const ForwardOutput& cpu, const ForwardOutput&
   for (size_t t = 0; t < cpu.hiddens.size(); ++t) {
     ASSERT_EQ(cpu.hiddens[t].size(), gpu.hiddens[t].size()) << label << ": tap " << t;
     const int H = cpu.hidden;
+    const bool after_pruning = !(b.taps[t].kind == HiddenTap::LayerInput && b.taps[t].layer <= prune_layer);
     for (size_t i = 0; i < cpu.pruned.size(); ++i)
-      if (cpu.pruned[i])
-        for (int d = 0; d < H; ++d) ASSERT_EQ(gpu.hiddens[t][i * H + d], 0.f) << label << ": a pruned row's tap";
+      if (cpu.pruned[i] && after_pruning)
+        for (int d = 0; d < H; ++d) {
+          ASSERT_EQ(cpu.hiddens[t][i * H + d], 0.f) << label << ": a pruned row's tap " << t << " on the CPU";
+          ASSERT_EQ(gpu.hiddens[t][i * H + d], 0.f) << label << ": a pruned row's tap " << t << " on the GPU";
+        }
     EXPECT_LT(max_rel_diff(cpu.hiddens[t], gpu.hiddens[t]), 1e-3f) << label << ": tap " << t;
   }
 }
@@ -328,7 +336,7 @@ TEST_F(CudaParity, StreamingForwardMatchesTheCpuBackend) {
     }
     cpu->forward(c.batch, a);
     gpu->forward(c.batch, b);
-    expect_same_streaming_output(a, b, c.label);
+    expect_same_streaming_output(a, b, c.batch, sw->config().prune_layer, c.label);
     bool any = false;
     for (uint8_t p : a.pruned) any = any || p;
     pruned_cases += any ? 1 : 0;
@@ -363,6 +371,50 @@ TEST_F(CudaParity, StreamingGreedyEqualsVanilla) {
       const auto res = generate_speculative(*model, *gctx, *method, prompt, g);
       ASSERT_EQ(res.gen.tokens, ref.tokens) << "prompt " << p << ", " << opts.size() << " options";
     }
+  }
+}
+
+// The fused launches (on by default; SPECSCOPE_CUDA_FUSE=0 turns them off: kernels/cuda_context_impl.h) give the
+// unfused forward's bits: logits and taps of a prefill, decode steps, trees with logit rows and keep() between them,
+// for bf16 and f32 weights, q/k/v biases (Qwen2), per-head q/k norms (Qwen3) and GGUF blocks.
+TEST_F(CudaParity, FusedLaunchesGiveTheUnfusedBits) {
+  for (const char* rel : {"models/llama_bytelevel_bf16", "models/llama_bytelevel_f32", "models/qwen2_bf16",
+                          "models/qwen3_bf16", "gguf_models/llama_bytelevel_f32.q8_0.gguf"}) {
+    SCOPED_TRACE(rel);
+    auto model = Model::load(test::fixture(rel));
+    const auto prompt = prompt_for(*model);
+    setenv("SPECSCOPE_CUDA_FUSE", "0", 1);
+    auto plain = new_context(*model, Backend::Cuda, 256);
+    unsetenv("SPECSCOPE_CUDA_FUSE");
+    auto fused = new_context(*model, Backend::Cuda, 256);
+    ForwardOutput a, b;
+    auto both = [&](const Batch& batch, const std::string& what) {
+      plain->forward(batch, a);
+      fused->forward(batch, b);
+      EXPECT_TRUE(a.logits == b.logits) << what << ": logits differ (largest relative difference "
+                                        << max_rel_diff(a.logits, b.logits) << ")";
+      ASSERT_EQ(a.hiddens.size(), b.hiddens.size()) << what;
+      for (size_t t = 0; t < a.hiddens.size(); ++t) EXPECT_TRUE(a.hiddens[t] == b.hiddens[t]) << what << ": tap " << t;
+    };
+    both(Batch::causal(prompt), "prefill");
+    const int L = model->config().num_layers;
+    for (int step = 0; step < 6; ++step) {
+      Batch one = Batch::causal(std::vector<int32_t>{int32_t((step * 71 + 3) % 200)});
+      if (step % 2 == 0) one.taps = {HiddenTap::final_norm(), HiddenTap::layer_input(0), HiddenTap::layer_input(L - 1)};
+      both(one, "decode step " + std::to_string(step));
+    }
+    for (int round = 0; round < 3; ++round) {
+      Batch t;
+      t.tokens = {5, 6, 7, 8};
+      const int p = fused->n_past();
+      t.positions = {p, p + 1, p + 1, p + 2};
+      t.mask = {1, 0, 0, 0, /**/ 1, 1, 0, 0, /**/ 1, 0, 1, 0, /**/ 1, 1, 0, 1};
+      if (round % 2) t.logit_rows = {1, 3};
+      both(t, "tree round " + std::to_string(round));
+      plain->keep(std::vector<int>{0, 1, 3});
+      fused->keep(std::vector<int>{0, 1, 3});
+    }
+    both(Batch::causal(std::vector<int32_t>{9}), "the step after the trees");
   }
 }
 
