@@ -353,6 +353,9 @@ if [ "$shapes" != none ]; then
     # "without_fusion": what the fusions save, in the same run.
     nofuse_result() { bench_file "$1" "$B/bench_${shape}_nofuse.json"; }
     task "nofuse_$shape" "$run_need" nofuse_result -- env SPECSCOPE_CUDA_FUSE=0 "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 64 --repeat 5 --step-sizes 1,2,4,8,16,32,64,128 --out "$B/bench_${shape}_nofuse.json"
+    # And with each forward as one CUDA graph (SPECSCOPE_CUDA_GRAPHS=1), joined as "with_graphs".
+    graphs_result() { bench_file "$1" "$B/bench_${shape}_graphs.json"; }
+    task "graphs_$shape" "$run_need" graphs_result -- env SPECSCOPE_CUDA_GRAPHS=1 "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 64 --repeat 5 --step-sizes 1,2,4,8,16,32,64,128 --out "$B/bench_${shape}_graphs.json"
     profile_result() { grep "cuda profile" "$log" | tail -n 3 | sed 's/.*cuda profile: //' | tr '\n' ';'; }
     [ "$part" != core ] || task "profile_$shape" 30 profile_result -- env SPECSCOPE_CUDA_PROFILE=1 SPECSCOPE_LOG=info "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 8 --repeat 3 --step-sizes 1,8,64 --out "$B/profile_$shape.json"
     hf_result() { [ "$1" = 3 ] && echo "no device" || python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(f\"transformers {j['transformers']} static cache: decode {j['decode_tokens_per_second']:.1f} tok/s\")" "$out/hf_$shape.json"; }
@@ -371,9 +374,9 @@ if [ "$shapes" != none ]; then
       rm -f "$gguf"
     fi
     # The peer's figures join SpecScope's file (the device tool brings back at most 8 files).
-    python3 - "$out/bench_$shape.json" "$out/hf_$shape.json" "${peak_copy:-}" "$B/bench_${shape}_gemv.json" "$B/llamacpp_$shape.json" "$B/bench_${shape}_nofuse.json" <<'PY' 2>>"$log"
+    python3 - "$out/bench_$shape.json" "$out/hf_$shape.json" "${peak_copy:-}" "$B/bench_${shape}_gemv.json" "$B/llamacpp_$shape.json" "$B/bench_${shape}_nofuse.json" "$B/bench_${shape}_graphs.json" <<'PY' 2>>"$log"
 import json, os, sys
-a, b, peak, c, lc, nf = sys.argv[1:7]
+a, b, peak, c, lc, nf, gr = sys.argv[1:8]
 if os.path.exists(a):
     ja = json.load(open(a))
     if os.path.exists(b):
@@ -385,6 +388,8 @@ if os.path.exists(a):
         ja["with_gemv"] = json.load(open(c))
     if os.path.exists(nf):
         ja["without_fusion"] = json.load(open(nf))
+    if os.path.exists(gr):
+        ja["with_graphs"] = json.load(open(gr))
     if peak and ja.get("decode_bandwidth_gb_per_s"):
         ja["peak_copy_gb_per_s"] = float(peak)
         ja["decode_bandwidth_fraction_of_peak"] = ja["decode_bandwidth_gb_per_s"] / float(peak)
