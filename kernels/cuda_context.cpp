@@ -89,7 +89,11 @@ void CudaContext::linear(const float* X, int n, const DeviceMatrix& W, const flo
   product(X, product_input(X, n, W), n, W, bias, Y);
 }
 
-void CudaContext::linear_each(const float* X, int n, std::initializer_list<Output> outs) {
+void CudaContext::linear_each(const float* X, int n, std::initializer_list<Output> outs, const void* x16) {
+  if (x16) {
+    for (const Output& o : outs) product(X, x16, n, *o.W, o.bias, o.Y);
+    return;
+  }
   const void* x = nullptr;
   const DeviceMatrix* made_for = nullptr;  // the matrix whose type and width x was made for
   for (const Output& o : outs) {
@@ -100,6 +104,14 @@ void CudaContext::linear_each(const float* X, int n, std::initializer_list<Outpu
     }
     product(X, x, n, *o.W, o.bias, o.Y);
   }
+}
+
+WType CudaContext::premade_input_type(std::initializer_list<const DeviceMatrix*> ms) const {
+  const WType t = (*ms.begin())->type;
+  if (!fuse_ || (t != WType::F16 && t != WType::BF16)) return WType::F32;
+  for (const DeviceMatrix* m : ms)
+    if (m->type != t) return WType::F32;
+  return t;
 }
 
 const void* CudaContext::product_input(const float* X, int n, const DeviceMatrix& W) {
@@ -198,6 +210,8 @@ void CudaContext::forward(const Batch& b, ForwardOutput& out) {
   fb.att = att_.get<float>(size_t(n) * q_dim);
   fb.gate = gate_.get<float>(size_t(n) * F);
   fb.up = up_.get<float>(size_t(n) * F);
+  // 16-bit elements: a product's input (q/k/v and gate/up take H wide, down F).
+  fb.x16 = x16_.get<uint16_t>(size_t(n) * std::max(H, F));
   fb.sel = sel_.get<float>(size_t(nr) * H);
   fb.logits = logits_.get<float>(size_t(nr) * c.vocab_size);
   fb.taps = b.taps.empty() ? nullptr : taps_.get<float>(b.taps.size() * size_t(n) * H);
@@ -331,15 +345,21 @@ void CudaContext::device_forward(const Batch& b, const ForwardBuffers& fb, const
     capture(HiddenTap::LayerInput, l, x);
     float* k = fused ? k_cache_[l] + size_t(base) * kv_dim_ : fb.k;
     float* v = fused ? v_cache_[l] + size_t(base) * kv_dim_ : fb.v;
-    project_qkv(L, x, n, fb.h, fb.q, k, v, fused && l > 0);
+    // After the first layer the previous one's last kernel normed x into fb.h (and its 16-bit copy into fb.x16).
+    const bool normed = fused && l > 0;
+    project_qkv(L, x, n, fb.h, fb.q, k, v, normed,
+                normed && premade_input_type({&L.wq, &L.wk, &L.wv}) != WType::F32 ? fb.x16 : nullptr);
     timer_.mark("rope+cache", stream_);
     position_qk(l, fb.q, k, n, fb.pos);
     if (!fused) write_cache(l, base, n, fb.k, fb.v);
     timer_.mark("attention", stream_);
     attention(fb.q, k_cache_[l], v_cache_[l], slot_pos_, mask, fb.pos, n, base, nh, nkv, hd, c.window_of(l), fb.att,
               stream_, attention_scratch_);
-    const float* next_norm = !fused ? nullptr : l + 1 < c.num_layers ? dm_->layers[l + 1].input_norm : dm_->final_norm;
-    finish_layer(L, x, n, fb.att, LayerScratch{fb.h, fb.gate, fb.up}, next_norm);
+    const bool last = l + 1 == c.num_layers;
+    const float* next_norm = !fused ? nullptr : last ? dm_->final_norm : dm_->layers[l + 1].input_norm;
+    const DeviceLayer* next = last ? nullptr : &dm_->layers[l + 1];
+    const WType next16 = fused && next ? premade_input_type({&next->wq, &next->wk, &next->wv}) : WType::F32;
+    finish_layer(L, x, n, fb.att, LayerScratch{fb.h, fb.gate, fb.up, fused ? fb.x16 : nullptr}, next_norm, next16);
     if (n_streams_ > 0) stream_layer(l);
     if (l == prune_layer) mask = prune_rows(*sr, b, x);
   }
@@ -402,12 +422,12 @@ void CudaContext::launch_as_graph(const GraphKey& key, const std::function<void(
 }
 
 void CudaContext::project_qkv(const DeviceLayer& L, const float* x, int rows, float* h, float* q, float* k, float* v,
-                              bool normed) {
+                              bool normed, const void* h16) {
   const auto& c = model_->config();
   timer_.mark("norms+adds", stream_);
   if (!normed) rmsnorm(x, L.input_norm, h, rows, c.hidden_size, c.rms_norm_eps, stream_);
   timer_.mark("qkv", stream_);
-  linear_each(h, rows, {{&L.wq, L.bq, q}, {&L.wk, L.bk, k}, {&L.wv, L.bv, v}});
+  linear_each(h, rows, {{&L.wq, L.bq, q}, {&L.wk, L.bk, k}, {&L.wv, L.bv, v}}, h16);
   if (c.qk_norm) {  // in place, one block per head
     timer_.mark("norms+adds", stream_);
     rmsnorm(q, L.q_norm, q, rows * c.num_heads, c.head_dim, c.rms_norm_eps, stream_);
@@ -429,7 +449,7 @@ void CudaContext::position_qk(int l, float* q, float* k, int rows, const int32_t
 }
 
 void CudaContext::finish_layer(const DeviceLayer& L, float* x, int rows, const float* att, const LayerScratch& s,
-                                const float* next_norm) {
+                                const float* next_norm, WType next16) {
   const auto& c = model_->config();
   const int H = c.hidden_size, F = c.intermediate_size;
   timer_.mark("o_proj", stream_);
@@ -437,26 +457,33 @@ void CudaContext::finish_layer(const DeviceLayer& L, float* x, int rows, const f
   timer_.mark("norms+adds", stream_);
   if (L.attn_out_norm) rmsnorm(s.h, L.attn_out_norm, s.h, rows, H, c.rms_norm_eps, stream_);
   if (c.residual_scale != 1.f) scale(s.h, c.residual_scale, int64_t(rows) * H, stream_);  // Granite
+  // The gate/up products' 16-bit input, written by the norm before them (fused, 16-bit weights), and the down
+  // product's, by silu_mul.
+  const WType gu16 = s.x16 ? premade_input_type({&L.w_gate, &L.w_up}) : WType::F32;
+  const WType down16 = s.x16 && !c.gelu() ? premade_input_type({&L.w_down}) : WType::F32;
+  void* gu_in = gu16 != WType::F32 ? s.x16 : nullptr;
+  void* down_in = down16 != WType::F32 ? s.x16 : nullptr;
   if (fuse_) {
-    add_rmsnorm(s.h, x, L.post_attn_norm, s.h, rows, H, c.rms_norm_eps, stream_);
+    add_rmsnorm(s.h, x, L.post_attn_norm, s.h, rows, H, c.rms_norm_eps, stream_, gu_in, gu16);
   } else {
     add(s.h, x, int64_t(rows) * H, stream_);
     rmsnorm(x, L.post_attn_norm, s.h, rows, H, c.rms_norm_eps, stream_);
   }
   timer_.mark("gate_up", stream_);
-  linear_each(s.h, rows, {{&L.w_gate, L.b_gate, s.gate}, {&L.w_up, L.b_up, s.up}});
+  linear_each(s.h, rows, {{&L.w_gate, L.b_gate, s.gate}, {&L.w_up, L.b_up, s.up}}, gu_in);
   timer_.mark("norms+adds", stream_);
   if (c.gelu())
     gelu_tanh_mul(s.gate, s.up, s.gate, int64_t(rows) * F, stream_);
   else
-    silu_mul(s.gate, s.up, s.gate, int64_t(rows) * F, stream_);
+    silu_mul(s.gate, s.up, s.gate, int64_t(rows) * F, stream_, down_in, down16);
   timer_.mark("down", stream_);
-  linear(s.gate, rows, L.w_down, L.b_down, s.h);
+  linear_each(s.gate, rows, {{&L.w_down, L.b_down, s.h}}, down_in);
   timer_.mark("norms+adds", stream_);
   if (L.ffn_out_norm) rmsnorm(s.h, L.ffn_out_norm, s.h, rows, H, c.rms_norm_eps, stream_);
   if (c.residual_scale != 1.f) scale(s.h, c.residual_scale, int64_t(rows) * H, stream_);  // Granite
   if (next_norm)
-    add_rmsnorm(s.h, x, next_norm, s.h, rows, H, c.rms_norm_eps, stream_);
+    add_rmsnorm(s.h, x, next_norm, s.h, rows, H, c.rms_norm_eps, stream_, next16 != WType::F32 ? s.x16 : nullptr,
+                next16);
   else
     add(s.h, x, int64_t(rows) * H, stream_);
 }

@@ -90,13 +90,18 @@ class CudaContext final : public Context {
     const float* bias;
     float* Y;
   };
-  void linear_each(const float* X, int n, std::initializer_list<Output> outs);
+  // x16 (not null): X's 16-bit copy, already made in every output's weight type (a fused kernel wrote it).
+  void linear_each(const float* X, int n, std::initializer_list<Output> outs, const void* x16 = nullptr);
+  // The 16-bit type the products of these matrices all take their input in (F16 or BF16) when fusing, else F32:
+  // a kernel before them then writes that input beside its f32 output (LayerScratch::x16), saving to_half's launch.
+  WType premade_input_type(std::initializer_list<const DeviceMatrix*> ms) const;
   // One forward's device buffers, taken before any device work (growing a buffer frees its memory).
   struct ForwardBuffers {
     int32_t *tokens = nullptr, *pos = nullptr, *rows = nullptr;  // tokens, positions, logit rows
     const uint8_t* mask = nullptr;                               // the batch's mask (null: causal)
     float *x = nullptr, *h = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *att = nullptr;
     float *gate = nullptr, *up = nullptr, *sel = nullptr, *logits = nullptr;
+    void* x16 = nullptr;    // fused: a product's 16-bit input, rows x max(H, F, q_dim) (LayerScratch::x16)
     float* taps = nullptr;  // [taps][n][H]
     int logit_rows = 0;     // rows whose logits the forward computes (fb.rows holds them)
   };
@@ -117,22 +122,27 @@ class CudaContext final : public Context {
   // Before attention, for the main rows and the streams alike: the input norm into h, the q/k/v projections, and
   // Qwen3's per-head norms of q and k (RoPE is the caller's: the rows' positions differ).
   // normed: h already holds the input norm of x (the previous layer's fused residual add made it).
+  // h16: h's 16-bit copy in the q/k/v weights' type, made with it (premade_input_type), or null.
   void project_qkv(const DeviceLayer& L, const float* x, int rows, float* h, float* q, float* k, float* v,
-                   bool normed = false);
+                   bool normed = false, const void* h16 = nullptr);
   // RoPE of layer l's q and k rows at `positions` (Gemma 3's sliding layers with their own theta), and the queries
   // scaled by the model's attention scale over attention()'s 1/sqrt(head_dim) where the two differ (Gemma 3 27B).
   void position_qk(int l, float* q, float* k, int rows, const int32_t* positions);
   // A decoder layer's scratch for `rows` rows: the normed input, and the MLP's gate and up halves.
   struct LayerScratch {
     float *h = nullptr, *gate = nullptr, *up = nullptr;
+    // Room for one product's 16-bit input of `rows` rows (fused: the norms and silu_mul write it beside their f32
+    // output); null: every product converts its own input.
+    void* x16 = nullptr;
   };
   // Once `att` holds the attention output of `rows` rows: the output projection, the MLP and both residual adds
   // into x (the main rows and the streams alike), each sublayer's output normed before its add where the model
   // has those norms (Gemma 3).
   // next_norm (fusing): the last residual add also norms x with it into s.h (the next layer's input norm, or the
-  // final norm after the last layer).
+  // final norm after the last layer), and into s.x16 in next16's type unless that is F32 (the next layer's q/k/v
+  // input, premade_input_type).
   void finish_layer(const DeviceLayer& L, float* x, int rows, const float* att, const LayerScratch& s,
-                    const float* next_norm = nullptr);
+                    const float* next_norm = nullptr, WType next16 = WType::F32);
 
   // Speculative Streaming (cuda_streaming.cpp; the same rows as the CPU backend's, engine/model/streaming_rows.h).
   // After the pruning adapter's layer: decides which rows survive (alive_) and returns the mask the later layers
@@ -179,7 +189,7 @@ class CudaContext final : public Context {
   std::vector<float*> k_cache_, v_cache_;
   int32_t* slot_pos_ = nullptr;
   float* attention_scratch_ = nullptr;  // the split attention's partials (llama_kernels.h: a capture must not allocate)
-  Buffer x_, h_, q_, k_, v_, att_, gate_, up_, half_, panel_, tokens_, pos_, mask_, rows_, sel_, logits_, taps_;
+  Buffer x_, h_, q_, k_, v_, att_, gate_, up_, half_, x16_, panel_, tokens_, pos_, mask_, rows_, sel_, logits_, taps_;
   Buffer summaries_, probe_start_, probe_tokens_, probe_probs_;  // Batch::summaries_only (kernels/sampling.cu)
   Buffer processed_;  // Batch::rows_on_demand: a row's processed distribution (kernels/processed_rows.cu)
   std::unique_ptr<ProcessedRow> host_processed_ = std::make_unique<ProcessedRow>();

@@ -52,12 +52,8 @@ __global__ void dequant_rows_k(const uint8_t* W, WType t, int cols, int row0, fl
 }
 
 __global__ void to_half_k(const float* x, void* out, WType t, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    if (t == WType::F16)
-      static_cast<__half*>(out)[i] = __float2half_rn(x[i]);
-    else
-      static_cast<__nv_bfloat16*>(out)[i] = __float2bfloat16_rn(x[i]);
-  }
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    store_half(out, i, x[i], t);
 }
 
 }  // namespace

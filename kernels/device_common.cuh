@@ -1,8 +1,13 @@
 #pragma once
 // Device helpers shared by the kernel files (attention.cu, attention_split.cu, norm_rope.cu, dequant.cu, elementwise.cu). Each .cu
 // includes this once; everything here has internal linkage, so the files stay independent translation units.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <cfloat>
 #include <cstdint>
+
+#include "kernels/wtype.h"
 
 namespace specscope::cuda {
 namespace {
@@ -30,6 +35,15 @@ __device__ float block_reduce(float v) {
   v = partial[0];
   __syncthreads();  // partial[] is reused by the next reduction
   return v;
+}
+
+// out[i] = v rounded to nearest even in the 16-bit type t (F16, else BF16): to_half's conversion, also used by the
+// kernels that write a product's 16-bit input beside their f32 output.
+__device__ __forceinline__ void store_half(void* out, int64_t i, float v, WType t) {
+  if (t == WType::F16)
+    static_cast<__half*>(out)[i] = __float2half_rn(v);
+  else
+    static_cast<__nv_bfloat16*>(out)[i] = __float2bfloat16_rn(v);
 }
 
 // Blocks for a grid-stride loop over n elements: enough to cover n, capped at 65535 (the loop does the rest).

@@ -8,9 +8,13 @@ namespace specscope::cuda {
 
 namespace {
 
-__global__ void silu_mul_k(const float* g, const float* u, float* o, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-    o[i] = g[i] / (1.f + __expf(-g[i])) * u[i];
+// o16 (not null): the result also in the 16-bit type t, as to_half() would make it for the down product.
+__global__ void silu_mul_k(const float* g, const float* u, float* o, int64_t n, void* o16, WType t) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const float r = g[i] / (1.f + __expf(-g[i])) * u[i];
+    o[i] = r;
+    if (o16) store_half(o16, i, r, t);
+  }
 }
 
 // GELU (tanh approximation) of the gate times up, written as the CPU's cpu::gelu_tanh_mul writes it:
@@ -46,8 +50,8 @@ __global__ void gather_rows_k(const float* x, const int32_t* rows, int dim, floa
 
 }  // namespace
 
-void silu_mul(const float* g, const float* u, float* o, int64_t n, cudaStream_t s) {
-  silu_mul_k<<<grid_for(n, 256), 256, 0, s>>>(g, u, o, n);
+void silu_mul(const float* g, const float* u, float* o, int64_t n, cudaStream_t s, void* o16, WType t16) {
+  silu_mul_k<<<grid_for(n, 256), 256, 0, s>>>(g, u, o, n, o16, t16);
   CUDA_CHECK(cudaGetLastError());
 }
 void gelu_tanh_mul(const float* g, const float* u, float* o, int64_t n, cudaStream_t s) {

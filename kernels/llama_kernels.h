@@ -33,17 +33,20 @@ void rope(float* v, int rows, int n_heads, int head_dim, const int32_t* position
           cudaStream_t stream);
 // Fused launches of the two above, bit for bit what the separate launches give (fewer launches a layer: a decode
 // step of the 8B shape is ~800 launches, and each small one costs the GPU a few microseconds):
-// x += h, then y = rmsnorm(x) per row (the residual add and the next norm; y may alias h or x).
+// x += h, then y = rmsnorm(x) per row (the residual add and the next norm; y may alias h or x); y16 (not null): y
+// also in the 16-bit type t16, the bits to_half(y) gives, for the products that read it.
 void add_rmsnorm(const float* h, float* x, const float* w, float* y, int rows, int dim, float eps,
-                 cudaStream_t stream);
+                 cudaStream_t stream, void* y16 = nullptr, WType t16 = WType::BF16);
 // rope() of the queries q [rows, nh*head_dim] and of the keys k [rows, nkv*head_dim] in one launch.
 void rope_qk(float* q, float* k, int rows, int nh, int nkv, int head_dim, const int32_t* positions,
              const float* inv_freq, cudaStream_t stream);
 
 // --- kernels/elementwise.cu: element-wise and row copies -------------------------------------------------
 
-// out = silu(gate) * up, element-wise.
-void silu_mul(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream);
+// out = silu(gate) * up, element-wise; out16 (not null): out also in the 16-bit type t16, the bits to_half(out)
+// gives (the down product's input, made in the same launch).
+void silu_mul(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream, void* out16 = nullptr,
+              WType t16 = WType::BF16);
 // out = gelu_tanh(gate) * up, element-wise (Gemma's MLP).
 void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream);
 // y *= factor, element-wise (Gemma's embedding scale, and its attention scale folded into the queries).

@@ -21,7 +21,9 @@ __global__ void rmsnorm_k(const float* x, const float* w, float* y, int dim, flo
 // x += h, then y = rmsnorm(x): rmsnorm_k's arithmetic in the same order (each thread sums the squares of the same
 // elements, now the sums it has just written), so y and x are bit for bit what add() then rmsnorm() give. Each element
 // is read and written by one thread only, and y is written after the reduction's barrier: y may alias h or x.
-__global__ void add_rmsnorm_k(const float* h, float* x, const float* w, float* y, int dim, float eps) {
+// y16 (not null): y also in the 16-bit type t, as to_half() would make it for the products that read it.
+__global__ void add_rmsnorm_k(const float* h, float* x, const float* w, float* y, int dim, float eps, void* y16,
+                              WType t) {
   const float* hr = h + int64_t(blockIdx.x) * dim;
   float* xr = x + int64_t(blockIdx.x) * dim;
   float* yr = y + int64_t(blockIdx.x) * dim;
@@ -33,7 +35,11 @@ __global__ void add_rmsnorm_k(const float* h, float* x, const float* w, float* y
   }
   ss = block_reduce<false>(ss);
   const float scale = rsqrtf(ss / float(dim) + eps);
-  for (int i = threadIdx.x; i < dim; i += blockDim.x) yr[i] = w[i] * (xr[i] * scale);
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+    const float r = w[i] * (xr[i] * scale);
+    yr[i] = r;
+    if (y16) store_half(y16, int64_t(blockIdx.x) * dim + i, r, t);
+  }
 }
 
 // One rotated pair (i, i + half) of one head of a row at position p.
@@ -75,8 +81,9 @@ void rope(float* v, int rows, int n_heads, int head_dim, const int32_t* position
   rope_k<<<rows, 128, 0, s>>>(v, n_heads, head_dim, positions, inv_freq);
   CUDA_CHECK(cudaGetLastError());
 }
-void add_rmsnorm(const float* h, float* x, const float* w, float* y, int rows, int dim, float eps, cudaStream_t s) {
-  add_rmsnorm_k<<<rows, 256, 0, s>>>(h, x, w, y, dim, eps);
+void add_rmsnorm(const float* h, float* x, const float* w, float* y, int rows, int dim, float eps, cudaStream_t s,
+                 void* y16, WType t16) {
+  add_rmsnorm_k<<<rows, 256, 0, s>>>(h, x, w, y, dim, eps, y16, t16);
   CUDA_CHECK(cudaGetLastError());
 }
 void rope_qk(float* q, float* k, int rows, int nh, int nkv, int head_dim, const int32_t* positions,

@@ -259,10 +259,25 @@ TEST_F(CudaKernels, FusedAddRmsNormAndRopeGiveTheSeparateLaunchesBits) {
       cuda::rmsnorm(dx.get(), dw.get(), dy.get(), rows, s.hidden, 1e-5f, kStream);
       const std::vector<float> want_x = dx.to_host(), want_y = dy.to_host();
       DeviceArray<float> fx(x), fh(h);
-      cuda::add_rmsnorm(fh.get(), fx.get(), dw.get(), fh.get(), rows, s.hidden, 1e-5f, kStream);  // y aliases h
+      // y aliases h, and the 16-bit copy (the next products' input) is written beside it.
+      DeviceArray<uint16_t> y16(x.size()), want16(x.size());
+      const cuda::WType t16 = rows == 7 ? cuda::WType::F16 : cuda::WType::BF16;
+      cuda::add_rmsnorm(fh.get(), fx.get(), dw.get(), fh.get(), rows, s.hidden, 1e-5f, kStream, y16.get(), t16);
       const std::string what = std::string(s.name) + " rows " + std::to_string(rows);
       expect_identical(fx.to_host(), want_x, "add_rmsnorm's sum, " + what);
       expect_identical(fh.to_host(), want_y, "add_rmsnorm's norm, " + what);
+      cuda::to_half(dy.get(), want16.get(), t16, int64_t(rows) * s.hidden, kStream);
+      expect_identical(y16.to_host(), want16.to_host(), "add_rmsnorm's 16-bit copy, " + what);
+      // silu_mul's 16-bit copy of its output (the down product's input).
+      const std::vector<float> g = uniform(size_t(rows) * s.ffn, -10.f, 10.f, seed++);
+      const std::vector<float> u = uniform(size_t(rows) * s.ffn, -2.f, 2.f, seed++);
+      DeviceArray<float> dg(g), du(u), plain(g.size()), with16(g.size());
+      DeviceArray<uint16_t> o16(g.size()), o16_want(g.size());
+      cuda::silu_mul(dg.get(), du.get(), plain.get(), int64_t(rows) * s.ffn, kStream);
+      cuda::silu_mul(dg.get(), du.get(), with16.get(), int64_t(rows) * s.ffn, kStream, o16.get(), t16);
+      cuda::to_half(plain.get(), o16_want.get(), t16, int64_t(rows) * s.ffn, kStream);
+      expect_identical(with16.to_host(), plain.to_host(), "silu_mul with a 16-bit copy, " + what);
+      expect_identical(o16.to_host(), o16_want.to_host(), "silu_mul's 16-bit copy, " + what);
       // And against the CPU references of the two.
       std::vector<float> rx = x, ry(x.size());
       cuda::ref::add(h.data(), rx.data(), int64_t(rows) * s.hidden);
