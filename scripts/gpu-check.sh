@@ -93,6 +93,8 @@ done
 cli=$B/run/specscope-cli
 # SPECSCOPE_CLI: the tests that run the CLI (run_cli in tests/test_support.cpp) run the one that travelled.
 export SPECSCOPE_FIXTURES_DIR=$B/fixtures XDG_CACHE_HOME=$B/cache XDG_DATA_HOME=$B/data SPECSCOPE_CLI=$cli
+# cuda_parity_test's real-model check (ARealModelPartsFromTheCpuOnlyAtNearTies): the shipped base, where the part has it.
+[ -f "$B/share/specscope/models/base/config.json" ] && export SPECSCOPE_PARITY_MODEL=$B/share/specscope/models/base
 device=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
 [ -n "$device" ] || device="no device (nvidia-smi found none)"
 # The device's own ceiling for memory-bound work: a 4 GiB device-to-device copy, bytes read plus bytes written,

@@ -20,6 +20,7 @@
 #include "engine/methods/speculative_generator.h"
 #include "engine/model/backend.h"
 #include "engine/model/model.h"
+#include "engine/sampling/sampler.h"
 #include "engine/util/error.h"
 #include "kernels/cuda_backend.h"
 #include "kernels/cuda_context.h"
@@ -371,6 +372,56 @@ TEST_F(CudaParity, StreamingGreedyEqualsVanilla) {
       const auto res = generate_speculative(*model, *gctx, *method, prompt, g);
       ASSERT_EQ(res.gen.tokens, ref.tokens) << "prompt " << p << ", " << opts.size() << " options";
     }
+  }
+}
+
+// A real model (SPECSCOPE_PARITY_MODEL: gpu-check.sh names the shipped base) against the CPU backend's exact path,
+// teacher-forced along the CPU's greedy tokens so that every step is compared even after a disagreement: each step's
+// logits within 2e-2 of the row's largest, and where the two argmaxes differ, the CPU's logits of the two tokens
+// within twice that step's largest difference (a near tie that the backends' roundings may order either way, not a
+// wrong token). On 2026-12-04 the H200's greedy outputs on the shipped base matched the CPU's on 10 of 80 held-out
+// prompts where on 2026-11-28 they matched on 74-75; this prints, per prompt, how far and how often they part.
+TEST_F(CudaParity, ARealModelPartsFromTheCpuOnlyAtNearTies) {
+  const char* path = std::getenv("SPECSCOPE_PARITY_MODEL");
+  if (!path || !*path) GTEST_SKIP() << "SPECSCOPE_PARITY_MODEL names no model (scripts/gpu-check.sh sets it)";
+  auto model = Model::load(path);
+  const int V = model->config().vocab_size;
+  for (const char* text : {"Name three colours.", "What is a harbour?", "Explain what a compiler does.",
+                           "Write a short sentence about the sea.", "What does the word 'ephemeral' mean?"}) {
+    SCOPED_TRACE(text);
+    const auto prompt = encode_prompt(*model, text, /*chat=*/true);
+    auto cpu = model->new_cpu_context(512);
+    auto gpu = new_context(*model, Backend::Cuda, 512);
+    ForwardOutput a, b;
+    Batch first = Batch::causal(prompt);
+    cpu->forward(first, a);
+    gpu->forward(first, b);
+    float worst = 0.f, worst_gap = 0.f;
+    int flips = 0, first_flip = -1;
+    for (int step = 0; step < 64; ++step) {
+      const int rows = int(a.logits.size()) / V;
+      const float* ca = a.logits.data() + size_t(rows - 1) * V;
+      const float* gb = b.logits.data() + size_t(rows - 1) * V;
+      float diff = 0.f, scale = 1e-6f;
+      for (int i = 0; i < V; ++i) diff = std::max(diff, std::abs(ca[i] - gb[i])), scale = std::max(scale, std::abs(ca[i]));
+      worst = std::max(worst, diff / scale);
+      const int32_t tc = argmax(ca, V), tg = argmax(gb, V);
+      if (tc != tg) {
+        ++flips;
+        if (first_flip < 0) first_flip = step;
+        const float gap = ca[tc] - ca[tg];
+        worst_gap = std::max(worst_gap, gap / std::max(diff, 1e-9f));
+        EXPECT_LE(gap, 2.f * diff) << "step " << step << ": the GPU's token " << tg << " is " << gap
+                                    << " below the CPU's " << tc << " in the CPU's logits, where the backends differ by "
+                                    << diff << " at most";
+      }
+      cpu->forward(Batch::causal(std::vector<int32_t>{tc}), a);
+      gpu->forward(Batch::causal(std::vector<int32_t>{tc}), b);
+    }
+    EXPECT_LT(worst, 2e-2f);
+    std::printf("%s: largest logit difference %.3g of the row's largest, %d argmax flips in 64 steps (first at %d), "
+                "the widest flip's CPU gap %.2f x that step's difference\n",
+                text, worst, flips, first_flip, worst_gap);
   }
 }
 
