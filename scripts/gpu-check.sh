@@ -231,13 +231,18 @@ join_compare() {
 import json, sys
 path, other_path, key, sampled = sys.argv[1:5]
 main, other = json.load(open(path)), json.load(open(other_path))
+# Per (prompt, target): a job with streaming has two targets (the base, and the base with streaming's LoRA merged),
+# each with its own vanilla reference; keyed by prompt alone, the second overwrote the first (on 2026-12-04 that read
+# as "CUDA vanilla = CPU vanilla on 10/80", the streaming target's vanilla against the CPU's base: 74/80 per target).
 def digests(j):
-    return {p["prompt"]: r["output_sha256"] for p in j["prompts"] for r in p["runs"] if r["lane"] == "vanilla"}
+    return {(p["prompt"], r.get("target", 0)): r["output_sha256"] for p in j["prompts"] for r in p["runs"]
+            if r["lane"] == "vanilla"}
 a, b = digests(main), digests(other)
-same = sum(1 for p in a if a[p] == b.get(p))
+same = sum(1 for k in b if a.get(k) == b[k])
 main[key] = {"backend": other.get("backend"), "device": other.get("device"), "aggregate": other["aggregate"],
-             "all_identical": other.get("all_identical"), "vanilla_output_sha256": b,
-             "vanilla_identical_to_this_run": same, "prompts": len(a)}
+             "all_identical": other.get("all_identical"),
+             "vanilla_output_sha256": {f"{t}:{p}": d for (p, t), d in b.items()},
+             "vanilla_identical_to_this_run": same, "compared": len(b)}
 if sampled:
     main[key]["sampling"] = other.get("sampling")
     for k in ("vanilla_output_sha256", "vanilla_identical_to_this_run"):
@@ -245,7 +250,7 @@ if sampled:
 json.dump(main, open(path, "w"), indent=1)
 print("; ".join(f"{x['lane']} {x['tokens_per_second']:.0f} tok/s {x['speedup_vs_vanilla']:.2f}x identical "
                 f"{x['identical_to_vanilla']}/{x['prompts']}" for x in other["aggregate"])
-      + ("" if sampled else f"; its vanilla = this run's vanilla on {same}/{len(a)} prompts"))
+      + ("" if sampled else f"; its vanilla = this run's vanilla on {same}/{len(b)} (prompt, target) pairs"))
 PY
 }
 

@@ -379,8 +379,8 @@ TEST_F(CudaParity, StreamingGreedyEqualsVanilla) {
 // teacher-forced along the CPU's greedy tokens so that every step is compared even after a disagreement: each step's
 // logits within 2e-2 of the row's largest, and where the two argmaxes differ, the CPU's logits of the two tokens
 // within twice that step's largest difference (a near tie that the backends' roundings may order either way, not a
-// wrong token). On 2026-12-04 the H200's greedy outputs on the shipped base matched the CPU's on 10 of 80 held-out
-// prompts where on 2026-11-28 they matched on 74-75; this prints, per prompt, how far and how often they part.
+// wrong token). Prints, per prompt, how far and how often the backends part (greedy outputs on the shipped base match
+// on 74 of 80 held-out prompts, H200, 2026-11-28 and 2026-12-04).
 TEST_F(CudaParity, ARealModelPartsFromTheCpuOnlyAtNearTies) {
   const char* path = std::getenv("SPECSCOPE_PARITY_MODEL");
   if (!path || !*path) GTEST_SKIP() << "SPECSCOPE_PARITY_MODEL names no model (scripts/gpu-check.sh sets it)";
