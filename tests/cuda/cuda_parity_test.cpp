@@ -59,6 +59,42 @@ std::vector<int32_t> prompt_for(const Model& m) {
   return p;
 }
 
+// The CPU (exact path) and CUDA backends teacher-forced along the CPU's greedy tokens from `prompt` for `steps` steps:
+// each step's largest logit difference relative to the row's largest, and every step where the argmaxes differ
+// (a flip), counted as wide when the CPU's logit of its own token exceeds its logit of the GPU's by more than twice
+// that step's largest difference (then it is not a near tie that the backends' roundings may order either way).
+struct PartingReport {
+  float worst = 0.f;  // largest logit difference over the steps, relative to the row's largest
+  int flips = 0, wide_flips = 0, first_flip = -1, first_wide = -1;
+};
+PartingReport parting_along(const Model& m, const std::vector<int32_t>& prompt, int steps) {
+  const int V = m.config().vocab_size;
+  auto cpu = m.new_cpu_context(int(prompt.size()) + steps + 1);
+  auto gpu = new_context(m, Backend::Cuda, int(prompt.size()) + steps + 1);
+  ForwardOutput a, b;
+  Batch first = Batch::causal(prompt);
+  first.logit_rows = {int(prompt.size()) - 1};
+  cpu->forward(first, a);
+  gpu->forward(first, b);
+  PartingReport r;
+  for (int step = 0; step < steps; ++step) {
+    const float* ca = a.row_logits(0);
+    const float* gb = b.row_logits(0);
+    float diff = 0.f, scale = 1e-6f;
+    for (int i = 0; i < V; ++i) diff = std::max(diff, std::abs(ca[i] - gb[i])), scale = std::max(scale, std::abs(ca[i]));
+    r.worst = std::max(r.worst, diff / scale);
+    const int32_t tc = argmax(ca, V), tg = argmax(gb, V);
+    if (tc != tg) {
+      if (r.flips++ == 0) r.first_flip = step;
+      if (ca[tc] - ca[tg] > 2.f * diff && r.wide_flips++ == 0) r.first_wide = step;
+    }
+    if (step + 1 == steps) break;
+    cpu->forward(Batch::causal(std::vector<int32_t>{tc}), a);
+    gpu->forward(Batch::causal(std::vector<int32_t>{tc}), b);
+  }
+  return r;
+}
+
 // The CPU and CUDA backends on prompt_for(m) and then `steps` one-token decode steps: every step's logits within
 // `tol` (relative to the row's largest), and greedy continuations of `greedy_tokens` identical (0: not run).
 void expect_backends_agree(const Model& m, float tol, int steps, int greedy_tokens, const std::string& what) {
@@ -82,7 +118,16 @@ void expect_backends_agree(const Model& m, float tol, int steps, int greedy_toke
   opts.stop_at_eos = false;
   auto cpu2 = m.new_cpu_context(128);
   auto gpu2 = new_context(m, Backend::Cuda, 128);
-  EXPECT_EQ(generate(m, *cpu2, prompt, opts).tokens, generate(m, *gpu2, prompt, opts).tokens) << what;
+  const auto want = generate(m, *cpu2, prompt, opts).tokens, got = generate(m, *gpu2, prompt, opts).tokens;
+  if (want == got) return;
+  // Greedy outputs may part where two tokens' logits are closer than the backends' roundings: the GPU multiplies
+  // 16-bit weights by activations rounded to 16 bits, the CPU's exact path by f32 ones (Gemma 3's bf16 fixture parts
+  // at its fourth token, and its GPU output is the CPU bf16-dot path's token for token). Parting there is allowed;
+  // anywhere else it is a wrong token.
+  const PartingReport p = parting_along(m, prompt, greedy_tokens);
+  EXPECT_EQ(p.wide_flips, 0) << what << ": greedy outputs part, and " << p.wide_flips << " of " << p.flips
+                             << " argmax flips are wider than the backends' difference (first at step " << p.first_wide
+                             << ")";
 }
 
 }  // namespace
@@ -164,7 +209,7 @@ TEST_F(CudaParity, RowsOnDemandEqualTheWholeCopyAndExpireAtTheNextForward) {
 // thetas) had not run on a GPU when this test was written. Without SPECSCOPE_CUDA_UNPROVEN=1 the backend refuses it:
 // an explicit cuda is bad input, auto runs it on the CPU and a job says so once. With it, the text model (in its
 // vision-language wrapper), its bf16 twin and its GGUF file match the CPU backend (a 24-token prompt, past the 6-token
-// window of the sliding layers) and greedy outputs are identical.
+// window of the sliding layers) and greedy outputs agree, or part only at a near tie (expect_backends_agree).
 TEST_F(CudaParity, Gemma3RunsOnCudaWhenOptedInAndMatchesTheCpu) {
   ::unsetenv("SPECSCOPE_CUDA_UNPROVEN");
   auto model = Model::load(test::fixture("gguf_models/gemma3_f32.q8_0.gguf"));
@@ -198,19 +243,16 @@ TEST_F(CudaParity, Gemma3RunsOnCudaWhenOptedInAndMatchesTheCpu) {
   ::unsetenv("SPECSCOPE_CUDA_UNPROVEN");
 }
 
-// Granite's CUDA forward (embeddings, queries, residual adds and logits scaled) had not run on a GPU when this test
-// was written: refused without SPECSCOPE_CUDA_UNPROVEN=1, and with it its Q8_0 GGUF file (the fixture that fits the
-// GPU bundle) matches the CPU backend and greedy outputs are identical.
-TEST_F(CudaParity, GraniteRunsOnCudaWhenOptedInAndMatchesTheCpu) {
+// Granite's CUDA forward (embeddings, queries, residual adds and logits scaled) runs by default since it passed this
+// test on an H200 (2026-12-04, twice): auto picks CUDA for it, its Q8_0 GGUF file (the fixture that fits the GPU
+// bundle) matches the CPU backend, and greedy outputs agree (or part only at a near tie).
+TEST_F(CudaParity, GraniteRunsOnCudaAndMatchesTheCpu) {
   ::unsetenv("SPECSCOPE_CUDA_UNPROVEN");
   const char* rel = "gguf_models/granite_f32.q8_0.gguf";
   auto model = Model::load(test::fixture(rel));
-  EXPECT_THROW(new_context(*model, Backend::Cuda, 64), InputError);
-  EXPECT_EQ(backend_for(*model, Backend::Auto), Backend::Cpu);
-  ::setenv("SPECSCOPE_CUDA_UNPROVEN", "1", 1);
   EXPECT_EQ(backend_for(*model, Backend::Auto), Backend::Cuda);
+  EXPECT_EQ(new_context(*model, Backend::Cuda, 64)->backend_name(), "cuda");
   expect_backends_agree(*model, 2e-2f, 8, 48, rel);
-  ::unsetenv("SPECSCOPE_CUDA_UNPROVEN");
 }
 
 // GGUF block weights stay blocks on the GPU: the logits of every quantized fixture match the CPU backend's to f32
@@ -385,43 +427,14 @@ TEST_F(CudaParity, ARealModelPartsFromTheCpuOnlyAtNearTies) {
   const char* path = std::getenv("SPECSCOPE_PARITY_MODEL");
   if (!path || !*path) GTEST_SKIP() << "SPECSCOPE_PARITY_MODEL names no model (scripts/gpu-check.sh sets it)";
   auto model = Model::load(path);
-  const int V = model->config().vocab_size;
   for (const char* text : {"Name three colours.", "What is a harbour?", "Explain what a compiler does.",
                            "Write a short sentence about the sea.", "What does the word 'ephemeral' mean?"}) {
-    SCOPED_TRACE(text);
-    const auto prompt = encode_prompt(*model, text, /*chat=*/true);
-    auto cpu = model->new_cpu_context(512);
-    auto gpu = new_context(*model, Backend::Cuda, 512);
-    ForwardOutput a, b;
-    Batch first = Batch::causal(prompt);
-    cpu->forward(first, a);
-    gpu->forward(first, b);
-    float worst = 0.f, worst_gap = 0.f;
-    int flips = 0, first_flip = -1;
-    for (int step = 0; step < 64; ++step) {
-      const int rows = int(a.logits.size()) / V;
-      const float* ca = a.logits.data() + size_t(rows - 1) * V;
-      const float* gb = b.logits.data() + size_t(rows - 1) * V;
-      float diff = 0.f, scale = 1e-6f;
-      for (int i = 0; i < V; ++i) diff = std::max(diff, std::abs(ca[i] - gb[i])), scale = std::max(scale, std::abs(ca[i]));
-      worst = std::max(worst, diff / scale);
-      const int32_t tc = argmax(ca, V), tg = argmax(gb, V);
-      if (tc != tg) {
-        ++flips;
-        if (first_flip < 0) first_flip = step;
-        const float gap = ca[tc] - ca[tg];
-        worst_gap = std::max(worst_gap, gap / std::max(diff, 1e-9f));
-        EXPECT_LE(gap, 2.f * diff) << "step " << step << ": the GPU's token " << tg << " is " << gap
-                                    << " below the CPU's " << tc << " in the CPU's logits, where the backends differ by "
-                                    << diff << " at most";
-      }
-      cpu->forward(Batch::causal(std::vector<int32_t>{tc}), a);
-      gpu->forward(Batch::causal(std::vector<int32_t>{tc}), b);
-    }
-    EXPECT_LT(worst, 2e-2f);
+    const PartingReport r = parting_along(*model, encode_prompt(*model, text, /*chat=*/true), 64);
+    EXPECT_LT(r.worst, 2e-2f) << text;
+    EXPECT_EQ(r.wide_flips, 0) << text << ": the first at step " << r.first_wide;
     std::printf("%s: largest logit difference %.3g of the row's largest, %d argmax flips in 64 steps (first at %d), "
-                "the widest flip's CPU gap %.2f x that step's difference\n",
-                text, worst, flips, first_flip, worst_gap);
+                "%d wider than the backends' difference\n",
+                text, r.worst, r.flips, r.first_flip, r.wide_flips);
   }
 }
 
