@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <stdexcept>
 
 #include "engine/cpu/matmul.h"
@@ -93,6 +94,32 @@ PartingReport parting_along(const Model& m, const std::vector<int32_t>& prompt, 
     gpu->forward(Batch::causal(std::vector<int32_t>{tc}), b);
   }
   return r;
+}
+
+// Two contexts of one model through the same forwards: the prompt, `steps` one-token decode steps (with `taps` on
+// every `tap_every`-th), `rounds` 4-row trees (logit rows on odd rounds) each kept to a root path, and one step after;
+// `both(batch, what)` runs each batch on both contexts and compares their outputs.
+void same_forwards(Context& x, Context& y, const std::vector<int32_t>& prompt, int steps, int tap_every,
+                   const std::vector<HiddenTap>& taps, int rounds,
+                   const std::function<void(const Batch&, const std::string&)>& both) {
+  both(Batch::causal(prompt), "prefill");
+  for (int step = 0; step < steps; ++step) {
+    Batch one = Batch::causal(std::vector<int32_t>{int32_t((step * 71 + 3) % 200)});
+    if (step % tap_every == 0) one.taps = taps;
+    both(one, "decode step " + std::to_string(step));
+  }
+  for (int round = 0; round < rounds; ++round) {
+    Batch t;
+    t.tokens = {5, 6, 7, 8};
+    const int p = y.n_past();
+    t.positions = {p, p + 1, p + 1, p + 2};
+    t.mask = {1, 0, 0, 0, /**/ 1, 1, 0, 0, /**/ 1, 0, 1, 0, /**/ 1, 1, 0, 1};
+    if (round % 2) t.logit_rows = {1, 3};
+    both(t, "tree round " + std::to_string(round));
+    x.keep(std::vector<int>{0, 1, 3});
+    y.keep(std::vector<int>{0, 1, 3});
+  }
+  both(Batch::causal(std::vector<int32_t>{9}), "the step after the trees");
 }
 
 // The CPU and CUDA backends on prompt_for(m) and then `steps` one-token decode steps: every step's logits within
@@ -460,25 +487,9 @@ TEST_F(CudaParity, FusedLaunchesGiveTheUnfusedBits) {
       ASSERT_EQ(a.hiddens.size(), b.hiddens.size()) << what;
       for (size_t t = 0; t < a.hiddens.size(); ++t) EXPECT_TRUE(a.hiddens[t] == b.hiddens[t]) << what << ": tap " << t;
     };
-    both(Batch::causal(prompt), "prefill");
     const int L = model->config().num_layers;
-    for (int step = 0; step < 6; ++step) {
-      Batch one = Batch::causal(std::vector<int32_t>{int32_t((step * 71 + 3) % 200)});
-      if (step % 2 == 0) one.taps = {HiddenTap::final_norm(), HiddenTap::layer_input(0), HiddenTap::layer_input(L - 1)};
-      both(one, "decode step " + std::to_string(step));
-    }
-    for (int round = 0; round < 3; ++round) {
-      Batch t;
-      t.tokens = {5, 6, 7, 8};
-      const int p = fused->n_past();
-      t.positions = {p, p + 1, p + 1, p + 2};
-      t.mask = {1, 0, 0, 0, /**/ 1, 1, 0, 0, /**/ 1, 0, 1, 0, /**/ 1, 1, 0, 1};
-      if (round % 2) t.logit_rows = {1, 3};
-      both(t, "tree round " + std::to_string(round));
-      plain->keep(std::vector<int>{0, 1, 3});
-      fused->keep(std::vector<int>{0, 1, 3});
-    }
-    both(Batch::causal(std::vector<int32_t>{9}), "the step after the trees");
+    same_forwards(*plain, *fused, prompt, 6, 2,
+                  {HiddenTap::final_norm(), HiddenTap::layer_input(0), HiddenTap::layer_input(L - 1)}, 3, both);
   }
 }
 
@@ -501,23 +512,7 @@ TEST_F(CudaParity, GraphsGiveWhatOpByOpLaunchesGive) {
     ASSERT_EQ(a.hiddens.size(), b.hiddens.size()) << what;
     for (size_t t = 0; t < a.hiddens.size(); ++t) EXPECT_LT(max_rel_diff(a.hiddens[t], b.hiddens[t]), 1e-5f) << what;
   };
-  both(Batch::causal(prompt), "prefill");
-  for (int step = 0; step < 12; ++step) {
-    Batch one = Batch::causal(std::vector<int32_t>{int32_t((step * 71 + 3) % 200)});
-    if (step % 3 == 0) one.taps = {HiddenTap::final_norm(), HiddenTap::layer_input(1)};
-    both(one, "decode step " + std::to_string(step));
-  }
-  for (int round = 0; round < 4; ++round) {
-    Batch t;
-    t.tokens = {5, 6, 7, 8};
-    const int p = graphs->n_past();
-    t.positions = {p, p + 1, p + 1, p + 2};
-    t.mask = {1, 0, 0, 0, /**/ 1, 1, 0, 0, /**/ 1, 0, 1, 0, /**/ 1, 1, 0, 1};
-    if (round % 2) t.logit_rows = {1, 3};
-    both(t, "tree round " + std::to_string(round));
-    plain->keep(std::vector<int>{0, 1, 3});
-    graphs->keep(std::vector<int>{0, 1, 3});
-  }
+  same_forwards(*plain, *graphs, prompt, 12, 3, {HiddenTap::final_norm(), HiddenTap::layer_input(1)}, 4, both);
   GenerateOptions opts;
   opts.max_tokens = 32;
   opts.stop_at_eos = false;
