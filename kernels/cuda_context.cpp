@@ -242,7 +242,11 @@ void CudaContext::forward(const Batch& b, ForwardOutput& out) {
     timer_.mark("summaries", stream_);
     LogitSummary* sums = summaries_.get<LogitSummary>(size_t(nr));
     float* pp = probe_probs_.get<float>(std::max<size_t>(1, b.probe_tokens.size()));
-    logit_summaries(fb.logits, nr, c.vocab_size, probes ? probe_start : nullptr, probe_tokens, sums, pp, stream_);
+    if (summary_chunks_ && c.vocab_size >= 2 * kSummaryChunk)
+      logit_summaries_chunked(fb.logits, nr, c.vocab_size, probes ? probe_start : nullptr, probe_tokens, sums, pp,
+                              summary_parts_.get<uint8_t>(summary_scratch_bytes(nr, c.vocab_size)), stream_);
+    else
+      logit_summaries(fb.logits, nr, c.vocab_size, probes ? probe_start : nullptr, probe_tokens, sums, pp, stream_);
     out.summaries.resize(size_t(nr));
     CUDA_CHECK(cudaMemcpyAsync(out.summaries.data(), sums, sizeof(LogitSummary) * size_t(nr), cudaMemcpyDeviceToHost,
                                stream_));

@@ -177,6 +177,10 @@ class CudaContext final : public Context {
   // q/k/v and gate/up products, and outside Speculative Streaming the keys and values written by their products
   // straight into the cache slots instead of copied there. For measuring the fusions against the launches they save.
   const bool fuse_ = env_flag("SPECSCOPE_CUDA_FUSE", true);
+  // SPECSCOPE_CUDA_SUMMARY_CHUNKS=1: greedy verification's logit summaries of long rows in chunks
+  // (logit_summaries_chunked) instead of one block a row, which scanned a 128,256-entry row in 0.53 ms of an 8.4 ms
+  // 8B decode step on the H200. Off until it has run on a GPU.
+  const bool summary_chunks_ = env_flag("SPECSCOPE_CUDA_SUMMARY_CHUNKS", false);
   static constexpr size_t kBlasWorkspaceBytes = size_t(32) << 20;
   void* blas_workspace_ = nullptr;
   std::set<GraphKey> warm_shapes_;                 // shapes that have run once op by op (their buffers are grown)
@@ -191,6 +195,7 @@ class CudaContext final : public Context {
   float* attention_scratch_ = nullptr;  // the split attention's partials (llama_kernels.h: a capture must not allocate)
   Buffer x_, h_, q_, k_, v_, att_, gate_, up_, half_, x16_, panel_, tokens_, pos_, mask_, rows_, sel_, logits_, taps_;
   Buffer summaries_, probe_start_, probe_tokens_, probe_probs_;  // Batch::summaries_only (kernels/sampling.cu)
+  Buffer summary_parts_;  // logit_summaries_chunked's per-chunk parts
   Buffer processed_;  // Batch::rows_on_demand: a row's processed distribution (kernels/processed_rows.cu)
   std::unique_ptr<ProcessedRow> host_processed_ = std::make_unique<ProcessedRow>();
 

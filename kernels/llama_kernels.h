@@ -6,6 +6,7 @@
 // Activations are f32; weights stay in their stored type (WType). All launches go to `stream`.
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "engine/sampling/logit_summary.h"
@@ -96,6 +97,16 @@ size_t attention_scratch_floats(int hd);
 // equal within f32 rounding, and bars whose probabilities round equal may order differently.
 void logit_summaries(const float* logits, int rows, int vocab, const int32_t* probe_start, const int32_t* probe_tokens,
                      LogitSummary* out, float* probe_probs, cudaStream_t stream);
+// The same in two launches for long rows: each row cut into chunks of kSummaryChunk logits, one block per (row,
+// chunk) finding the chunk's first kSummaryTopK in the order and its sum of exp(x - its max), then one block per row
+// merging them (the normalizer as sum_c S_c exp(m_c - max): equal to the one-block sum within f32 rounding). Needs
+// summary_scratch_bytes(rows, vocab) bytes of device scratch. Opt-in (SPECSCOPE_CUDA_SUMMARY_CHUNKS=1) until it has
+// run on a GPU.
+inline constexpr int kSummaryChunk = 2048;
+size_t summary_scratch_bytes(int rows, int vocab);
+void logit_summaries_chunked(const float* logits, int rows, int vocab, const int32_t* probe_start,
+                             const int32_t* probe_tokens, LogitSummary* out, float* probe_probs, void* scratch,
+                             cudaStream_t stream);
 
 // --- kernels/processed_rows.cu: sampled verification's read of a row -----------------------------------------
 

@@ -15,7 +15,8 @@
 #                     which backend `run` picks with no --backend (auto)
 #   bench_1b.json, bench_8b.json   random-weight Llama-3.2-1B / Llama-3.1-8B shapes in bf16, drawn on the GPU:
 #                     SpecScope's decode, achieved bandwidth against the device's measured copy bandwidth and
-#                     step-cost curve at context 1k (n = 1..128), "with_gemv", and transformers' static-cache
+#                     step-cost curve at context 1k (n = 1..128), the same under each setting ("with_gemv",
+#                     "without_fusion", "with_graphs", "with_summary_chunks"), and transformers' static-cache
 #                     generate on the same directory; log.txt also holds each shape's op profile at 1, 8 and 64
 #                     rows (SPECSCOPE_CUDA_PROFILE=1). The peers part instead puts llama.cpp's CUDA llama-bench
 #                     beside SpecScope and transformers ("peer_llamacpp": the same weights as a BF16 GGUF)
@@ -351,18 +352,25 @@ if [ "$shapes" != none ]; then
     [ -f "$dir/config.json" ] || continue
     spec_result() { bench_file "$1" "$out/bench_$shape.json"; }
     task "specscope_$shape" "$run_need" spec_result -- "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 64 --repeat 5 --step-sizes 1,2,4,8,16,32,64,128 --out "$out/bench_$shape.json"
-    # The same with products of up to 8 rows on gemv.cu (SPECSCOPE_CUDA_GEMV=1), joined to the file below, and
-    # where a forward's time goes at 1, 8 and 64 rows (SPECSCOPE_CUDA_PROFILE: CUDA events between ops, in log.txt).
-    # (core only: the peers part measures the same build against llama.cpp instead)
-    gemv_result() { bench_file "$1" "$B/bench_${shape}_gemv.json"; }
-    [ "$part" != core ] || task "gemv_$shape" "$run_need" gemv_result -- env SPECSCOPE_CUDA_GEMV=1 "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 64 --repeat 5 --step-sizes 1,2,4,8,16,32,64,128 --out "$B/bench_${shape}_gemv.json"
-    # The same without the fused launches (SPECSCOPE_CUDA_FUSE=0: kernels/cuda_context_impl.h), joined as
-    # "without_fusion": what the fusions save, in the same run.
-    nofuse_result() { bench_file "$1" "$B/bench_${shape}_nofuse.json"; }
-    task "nofuse_$shape" "$run_need" nofuse_result -- env SPECSCOPE_CUDA_FUSE=0 "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 64 --repeat 5 --step-sizes 1,2,4,8,16,32,64,128 --out "$B/bench_${shape}_nofuse.json"
-    # And with each forward as one CUDA graph (SPECSCOPE_CUDA_GRAPHS=1), joined as "with_graphs".
-    graphs_result() { bench_file "$1" "$B/bench_${shape}_graphs.json"; }
-    task "graphs_$shape" "$run_need" graphs_result -- env SPECSCOPE_CUDA_GRAPHS=1 "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 64 --repeat 5 --step-sizes 1,2,4,8,16,32,64,128 --out "$B/bench_${shape}_graphs.json"
+    # The same shape under each opt-in or opt-out setting, joined to the file below under its key: NAME:ENV:KEY
+    # (task NAME_<shape>, core only but for the fusion baseline: the peers part measures against llama.cpp instead).
+    #   gemv:     every product of up to 8 rows on gemv.cu (SPECSCOPE_CUDA_GEMV=1)
+    #   nofuse:   without the fused launches (SPECSCOPE_CUDA_FUSE=0): what the fusions save, in the same run
+    #   graphs:   each forward as one CUDA graph (SPECSCOPE_CUDA_GRAPHS=1)
+    #   chunks:   greedy verification's logit summaries in chunks (SPECSCOPE_CUDA_SUMMARY_CHUNKS=1)
+    variants="gemv:SPECSCOPE_CUDA_GEMV=1:with_gemv nofuse:SPECSCOPE_CUDA_FUSE=0:without_fusion
+      graphs:SPECSCOPE_CUDA_GRAPHS=1:with_graphs chunks:SPECSCOPE_CUDA_SUMMARY_CHUNKS=1:with_summary_chunks"
+    joins=()
+    for v in $variants; do
+      name=${v%%:*} rest=${v#*:}
+      setting=${rest%%:*} key=${rest#*:}
+      [ "$part" = core ] || [ "$name" = nofuse ] || continue
+      vfile=$B/bench_${shape}_$name.json
+      variant_result() { bench_file "$1" "$vfile"; }
+      task "${name}_$shape" "$run_need" variant_result -- env "$setting" "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 64 --repeat 5 --step-sizes 1,2,4,8,16,32,64,128 --out "$vfile"
+      joins+=("$key=$vfile")
+    done
+    # Where a forward's time goes at 1, 8 and 64 rows (SPECSCOPE_CUDA_PROFILE: CUDA events between ops, in log.txt).
     profile_result() { grep "cuda profile" "$log" | tail -n 3 | sed 's/.*cuda profile: //' | tr '\n' ';'; }
     [ "$part" != core ] || task "profile_$shape" 30 profile_result -- env SPECSCOPE_CUDA_PROFILE=1 SPECSCOPE_LOG=info "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 8 --repeat 3 --step-sizes 1,8,64 --out "$B/profile_$shape.json"
     hf_result() { [ "$1" = 3 ] && echo "no device" || python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(f\"transformers {j['transformers']} static cache: decode {j['decode_tokens_per_second']:.1f} tok/s\")" "$out/hf_$shape.json"; }
@@ -381,9 +389,9 @@ if [ "$shapes" != none ]; then
       rm -f "$gguf"
     fi
     # The peer's figures join SpecScope's file (the device tool brings back at most 8 files).
-    python3 - "$out/bench_$shape.json" "$out/hf_$shape.json" "${peak_copy:-}" "$B/bench_${shape}_gemv.json" "$B/llamacpp_$shape.json" "$B/bench_${shape}_nofuse.json" "$B/bench_${shape}_graphs.json" <<'PY' 2>>"$log"
+    python3 - "$out/bench_$shape.json" "$out/hf_$shape.json" "${peak_copy:-}" "$B/llamacpp_$shape.json" "${joins[@]}" <<'PY' 2>>"$log"
 import json, os, sys
-a, b, peak, c, lc, nf, gr = sys.argv[1:8]
+a, b, peak, lc = sys.argv[1:5]
 if os.path.exists(a):
     ja = json.load(open(a))
     if os.path.exists(b):
@@ -391,12 +399,10 @@ if os.path.exists(a):
         os.remove(b)
     if os.path.exists(lc):
         ja["peer_llamacpp"] = json.load(open(lc))
-    if os.path.exists(c):
-        ja["with_gemv"] = json.load(open(c))
-    if os.path.exists(nf):
-        ja["without_fusion"] = json.load(open(nf))
-    if os.path.exists(gr):
-        ja["with_graphs"] = json.load(open(gr))
+    for join in sys.argv[5:]:  # KEY=FILE: a setting's run of the same shape
+        key, path = join.split("=", 1)
+        if os.path.exists(path):
+            ja[key] = json.load(open(path))
     if peak and ja.get("decode_bandwidth_gb_per_s"):
         ja["peak_copy_gb_per_s"] = float(peak)
         ja["decode_bandwidth_fraction_of_peak"] = ja["decode_bandwidth_gb_per_s"] / float(peak)

@@ -576,11 +576,18 @@ Summaries summaries_reference(const SummaryCase& c) {
                              want.rows.data(), want.probes.data());
   return want;
 }
-Summaries summaries_on_gpu(const SummaryCase& c) {
+// chunked: logit_summaries_chunked (two launches over chunks of the row) instead of the one-block launcher.
+Summaries summaries_on_gpu(const SummaryCase& c, bool chunked = false) {
   DeviceArray<float> logits(c.logits);
   DeviceArray<int32_t> start(c.probe_start), tokens(c.probe_tokens);
   DeviceArray<LogitSummary> sums(static_cast<size_t>(c.rows));
   DeviceArray<float> probes(c.probe_tokens.size());
+  if (chunked) {
+    DeviceArray<uint8_t> scratch(cuda::summary_scratch_bytes(c.rows, c.vocab));
+    cuda::logit_summaries_chunked(logits.get(), c.rows, c.vocab, start.get(), tokens.get(), sums.get(), probes.get(),
+                                  scratch.get(), kStream);
+    return {sums.to_host(), probes.to_host()};
+  }
   cuda::logit_summaries(logits.get(), c.rows, c.vocab, start.get(), tokens.get(), sums.get(), probes.get(), kStream);
   return {sums.to_host(), probes.to_host()};
 }
@@ -592,12 +599,15 @@ TEST_F(CudaKernels, LogitSummariesAtLlamaVocabularies) {
   // 3e-5 (relative): the reference's normalizer, 16 float running sums of ~8k terms each at 128256 tokens, was
   // measured up to 6.4e-6 below a double-precision sum (2e-5 at Qwen2's 151936), where the device's 256-way sum is
   // within 1e-6; a wrong normalizer or term is off by far more.
+  // Both launches: one block a row, and the chunked path (vocabularies past a whole chunk, and 5000: a short last
+  // chunk).
   uint32_t seed = 900;
-  for (int vocab : {32000, 128256})
+  for (bool chunked : {false, true})
+  for (int vocab : {32000, 128256, 5000})
     for (int rows : {1, 8, 64}) {
       const SummaryCase c = summary_case(rows, vocab, 10, seed += 10);
-      const std::string what = std::to_string(rows) + " rows of " + std::to_string(vocab);
-      const Summaries reference = summaries_reference(c), device = summaries_on_gpu(c);
+      const std::string what = std::to_string(rows) + " rows of " + std::to_string(vocab) + (chunked ? ", chunked" : "");
+      const Summaries reference = summaries_reference(c), device = summaries_on_gpu(c, chunked);
       const std::vector<LogitSummary>& got = device.rows;
       const std::vector<LogitSummary>& want = reference.rows;
       const std::vector<float>& got_probes = device.probes;
@@ -623,7 +633,9 @@ TEST_F(CudaKernels, LogitSummariesOfARowOfMinusInfinityAreZerosAsOnTheHost) {
   const int rows = 3, vocab = 4096;
   SummaryCase c = summary_case(rows, vocab, 6, 990);
   std::fill(c.logits.begin() + vocab, c.logits.begin() + 2 * vocab, -std::numeric_limits<float>::infinity());
-  const Summaries reference = summaries_reference(c), device = summaries_on_gpu(c);
+  for (bool chunked : {false, true}) {
+  SCOPED_TRACE(chunked ? "chunked" : "one block a row");
+  const Summaries reference = summaries_reference(c), device = summaries_on_gpu(c, chunked);
   const std::vector<LogitSummary>& got = device.rows;
   const std::vector<LogitSummary>& want = reference.rows;
   const std::vector<float>& got_probes = device.probes;
@@ -634,6 +646,7 @@ TEST_F(CudaKernels, LogitSummariesOfARowOfMinusInfinityAreZerosAsOnTheHost) {
     EXPECT_NEAR(got[size_t(r)].argmax_prob, want[size_t(r)].argmax_prob, 3e-5) << "row " << r;
   }
   for (int j = c.probe_start[1]; j < c.probe_start[2]; ++j) EXPECT_EQ(got_probes[size_t(j)], 0.f) << "probe " << j;
+  }
 }
 
 TEST_F(CudaKernels, LogitSummariesOfANaNFirstLogitGiveTheHostsArgmax) {
@@ -643,13 +656,16 @@ TEST_F(CudaKernels, LogitSummariesOfANaNFirstLogitGiveTheHostsArgmax) {
   SummaryCase c = summary_case(rows, vocab, 6, 991);
   c.logits[0] = std::numeric_limits<float>::quiet_NaN();
   c.logits[size_t(vocab) + 17] = std::numeric_limits<float>::quiet_NaN();
-  const Summaries reference = summaries_reference(c), device = summaries_on_gpu(c);
+  for (bool chunked : {false, true}) {
+  SCOPED_TRACE(chunked ? "chunked" : "one block a row");
+  const Summaries reference = summaries_reference(c), device = summaries_on_gpu(c, chunked);
   ASSERT_EQ(reference.rows[0].argmax, 0) << "the reference's own reading of the row";
   ASSERT_NE(reference.rows[1].argmax, 17);
   // Only the argmax is compared in the NaN rows: their probabilities are NaN arithmetic on both sides.
   for (int r = 0; r < rows; ++r) EXPECT_EQ(device.rows[size_t(r)].argmax, reference.rows[size_t(r)].argmax) << "row " << r;
   EXPECT_EQ(device.rows[2].top_count, reference.rows[2].top_count);
   EXPECT_NEAR(device.rows[2].argmax_prob, reference.rows[2].argmax_prob, 3e-5);
+  }
 }
 
 TEST_F(CudaKernels, ProcessedRowsMatchProcessLogits) {
