@@ -125,10 +125,22 @@ struct ChunkPart {
   float sum;                // sum of softmax_term(x - top[0]) over the chunk; 0 when top[0] is -inf
 };
 
+// Launched with kSummaryThreads threads: each holds its kSummaryChunk / kSummaryThreads logits of the chunk in
+// registers, read once for the six passes.
+constexpr int kChunkPerThread = kSummaryChunk / kSummaryThreads;
+static_assert(kChunkPerThread * kSummaryThreads == kSummaryChunk, "a chunk is a whole number of logits a thread");
+
 __global__ void summary_chunks_k(const float* logits, int vocab, int chunks, ChunkPart* parts) {
   const int row = blockIdx.x, c = blockIdx.y;
   const float* x = logits + int64_t(row) * vocab;
   const int begin = c * kSummaryChunk, end = min(vocab, begin + kSummaryChunk);
+  float xs[kChunkPerThread];
+  int ids[kChunkPerThread];  // -1 past the row's end
+  for (int k = 0; k < kChunkPerThread; ++k) {
+    const int j = begin + threadIdx.x + k * kSummaryThreads;
+    ids[k] = j < end ? j : -1;
+    xs[k] = j < end ? x[j] : 0.f;
+  }
   ChunkPart part;
   float prev = 0.f;
   int prev_id = -1;
@@ -136,8 +148,9 @@ __global__ void summary_chunks_k(const float* logits, int vocab, int chunks, Chu
     float v = 0.f;
     int id = -1;
     if (t == 0 || prev_id >= 0)
-      for (int j = begin + threadIdx.x; j < end; j += blockDim.x)
-        if ((t == 0 || before(prev, prev_id, x[j], j)) && (id < 0 || before(x[j], j, v, id))) v = x[j], id = j;
+      for (int k = 0; k < kChunkPerThread; ++k)
+        if (ids[k] >= 0 && (t == 0 || before(prev, prev_id, xs[k], ids[k])) && (id < 0 || before(xs[k], ids[k], v, id)))
+          v = xs[k], id = ids[k];
     block_first(v, id);  // every thread calls it, whatever the chunk holds
     part.top[t] = v;
     part.top_ids[t] = id;
@@ -147,72 +160,76 @@ __global__ void summary_chunks_k(const float* logits, int vocab, int chunks, Chu
   const float m = part.top[0];
   float s = 0.f;
   if (part.top_ids[0] >= 0 && m != -INFINITY)  // an all -inf chunk adds nothing (and exp(-inf - -inf) is NaN)
-    for (int j = begin + threadIdx.x; j < end; j += blockDim.x) s += softmax_term(x[j] - m);
+    for (int k = 0; k < kChunkPerThread; ++k)
+      if (ids[k] >= 0) s += softmax_term(xs[k] - m);
   part.sum = block_reduce<false>(s);
   if (threadIdx.x == 0) parts[int64_t(row) * chunks + c] = part;
 }
 
+// One block per row: the chunks' parts into shared memory, then every selection and sum shared by the block's
+// threads (a thread merging alone walked ~1,300 candidates one dependent load at a time).
 __global__ void summary_merge_k(const float* logits, int vocab, int chunks, const ChunkPart* parts,
                                 const int32_t* probe_start, const int32_t* probe_tokens, LogitSummary* out,
                                 float* probe_probs) {
+  extern __shared__ unsigned char part_bytes[];
+  ChunkPart* sp = reinterpret_cast<ChunkPart*>(part_bytes);
   const int row = blockIdx.x;
   const float* x = logits + int64_t(row) * vocab;
-  const ChunkPart* p = parts + int64_t(row) * chunks;
-  __shared__ float shared_best, shared_sum;
-  if (threadIdx.x == 0) {
-    // The row's first in the order is the first of the chunks' firsts; the host keeps a NaN first logit (as in
-    // logit_summaries_k above).
-    float best = 0.f;
-    int best_id = -1;
-    for (int c = 0; c < chunks; ++c)
-      if (p[c].top_ids[0] >= 0 && (best_id < 0 || before(p[c].top[0], p[c].top_ids[0], best, best_id)))
-        best = p[c].top[0], best_id = p[c].top_ids[0];
-    if (isnan(x[0])) best = x[0], best_id = 0;
-    LogitSummary summary;
-    summary.argmax = best_id;
-    float sum = 0.f;
-    if (best == -INFINITY) {
-      summary.argmax_prob = 0.f;  // every logit -inf: zeros, as the host's softmax gives
-    } else {
-      // Each chunk's sum of exp(x - its max), moved to the row's max: exp(x - m_c) exp(m_c - best).
-      for (int c = 0; c < chunks; ++c)
-        if (p[c].top_ids[0] >= 0 && p[c].top[0] != -INFINITY) sum += p[c].sum * softmax_term(p[c].top[0] - best);
-      summary.argmax_prob = 1.f / sum;
-      // The bars: the first kSummaryTopK in the order, each among the chunks' own first kSummaryTopK (a row's t-th
-      // is within the first t of its chunk).
-      float prev = best;
-      int prev_id = best_id;
-      for (int t = 0; t < kSummaryTopK && prev_id >= 0; ++t) {
-        if (t > 0) {
-          float v = 0.f;
-          int id = -1;
-          for (int c = 0; c < chunks; ++c)
-            for (int k = 0; k < kSummaryTopK; ++k) {
-              const float cv = p[c].top[k];
-              const int ci = p[c].top_ids[k];
-              if (ci >= 0 && before(prev, prev_id, cv, ci) && (id < 0 || before(cv, ci, v, id))) v = cv, id = ci;
-            }
-          prev = v;
-          prev_id = id;
-          if (id < 0) break;
-        }
-        const float pr = softmax_term(prev - best) / sum;
-        if (pr > 0.f) {
-          summary.top_ids[summary.top_count] = prev_id;
-          summary.top_probs[summary.top_count] = pr;
-          ++summary.top_count;
-        }
-      }
-    }
-    out[row] = summary;
-    shared_best = best;
-    shared_sum = sum;
-  }
+  for (int c = threadIdx.x; c < chunks; c += blockDim.x) sp[c] = parts[int64_t(row) * chunks + c];
   __syncthreads();
-  if (!probe_start) return;
-  const float best = shared_best, sum = shared_sum;
-  for (int j = probe_start[row] + threadIdx.x; j < probe_start[row + 1]; j += blockDim.x)
-    probe_probs[j] = best == -INFINITY ? 0.f : softmax_term(x[probe_tokens[j]] - best) / sum;
+  // The row's first in the order is the first of the chunks' firsts; the host keeps a NaN first logit (as in
+  // logit_summaries_k above).
+  float best = 0.f;
+  int best_id = -1;
+  for (int c = threadIdx.x; c < chunks; c += blockDim.x)
+    if (sp[c].top_ids[0] >= 0 && (best_id < 0 || before(sp[c].top[0], sp[c].top_ids[0], best, best_id)))
+      best = sp[c].top[0], best_id = sp[c].top_ids[0];
+  block_first(best, best_id);
+  if (isnan(x[0])) best = x[0], best_id = 0;
+  LogitSummary summary;
+  summary.argmax = best_id;
+  if (best == -INFINITY) {  // every logit -inf: zeros, as the host's softmax gives (best is the block's: all return)
+    summary.argmax_prob = 0.f;
+    if (threadIdx.x == 0) out[row] = summary;
+    if (probe_start)
+      for (int j = probe_start[row] + threadIdx.x; j < probe_start[row + 1]; j += blockDim.x) probe_probs[j] = 0.f;
+    return;
+  }
+  // Each chunk's sum of exp(x - its max), moved to the row's max: exp(x - m_c) exp(m_c - best).
+  float s = 0.f;
+  for (int c = threadIdx.x; c < chunks; c += blockDim.x)
+    if (sp[c].top_ids[0] >= 0 && sp[c].top[0] != -INFINITY) s += sp[c].sum * softmax_term(sp[c].top[0] - best);
+  const float sum = block_reduce<false>(s);
+  summary.argmax_prob = 1.f / sum;
+  // The bars: the first kSummaryTopK in the order, each found among the chunks' own first kSummaryTopK (a row's
+  // t-th is within the first t of its chunk).
+  float prev = best;
+  int prev_id = best_id;
+  for (int t = 0; t < kSummaryTopK && prev_id >= 0; ++t) {
+    if (t > 0) {
+      float v = 0.f;
+      int id = -1;
+      for (int i = threadIdx.x; i < chunks * kSummaryTopK; i += blockDim.x) {
+        const float cv = sp[i / kSummaryTopK].top[i % kSummaryTopK];
+        const int ci = sp[i / kSummaryTopK].top_ids[i % kSummaryTopK];
+        if (ci >= 0 && before(prev, prev_id, cv, ci) && (id < 0 || before(cv, ci, v, id))) v = cv, id = ci;
+      }
+      block_first(v, id);
+      prev = v;
+      prev_id = id;
+      if (id < 0) break;
+    }
+    const float pr = softmax_term(prev - best) / sum;
+    if (pr > 0.f) {  // as the host's bars: underflowed tokens are not shown
+      summary.top_ids[summary.top_count] = prev_id;
+      summary.top_probs[summary.top_count] = pr;
+      ++summary.top_count;
+    }
+  }
+  if (threadIdx.x == 0) out[row] = summary;
+  if (probe_start)
+    for (int j = probe_start[row] + threadIdx.x; j < probe_start[row + 1]; j += blockDim.x)
+      probe_probs[j] = softmax_term(x[probe_tokens[j]] - best) / sum;
 }
 
 }  // namespace
@@ -236,7 +253,8 @@ void logit_summaries_chunked(const float* logits, int rows, int vocab, const int
   auto* parts = static_cast<ChunkPart*>(scratch);
   summary_chunks_k<<<dim3(rows, chunks), kSummaryThreads, 0, stream>>>(logits, vocab, chunks, parts);
   CUDA_CHECK(cudaGetLastError());
-  summary_merge_k<<<rows, 128, 0, stream>>>(logits, vocab, chunks, parts, probe_start, probe_tokens, out, probe_probs);
+  summary_merge_k<<<rows, 128, sizeof(ChunkPart) * size_t(chunks), stream>>>(logits, vocab, chunks, parts, probe_start,
+                                                                            probe_tokens, out, probe_probs);
   CUDA_CHECK(cudaGetLastError());
 }
 
