@@ -59,34 +59,25 @@ __device__ void block_first(float& v, int& i) {
   __syncthreads();  // pv / pi are reused by the next call
 }
 
-__global__ void logit_summaries_k(const float* logits, int vocab, const int32_t* probe_start,
-                                  const int32_t* probe_tokens, LogitSummary* out, float* probe_probs) {
-  const int row = blockIdx.x;
-  const float* x = logits + int64_t(row) * vocab;
-  // Pass 1: the argmax.
-  float best = 0.f;
-  int best_id = -1;
-  for (int j = threadIdx.x; j < vocab; j += blockDim.x)
-    if (best_id < 0 || before(x[j], j, best, best_id)) best = x[j], best_id = j;
-  block_first(best, best_id);
-  // The host's argmax (engine/sampling/sampler.cpp) starts at id 0 and moves only to a larger logit, so a NaN first
-  // logit stays its answer where the order above ranks NaN last: take the host's answer (a row with NaN is refused
-  // further on either way; this keeps the two backends' records the same up to there).
-  if (isnan(x[0])) best = x[0], best_id = 0;
-  if (best == -INFINITY) {  // every logit -inf: the host's softmax gives all zeros (cpu::softmax), so no bars either
-    LogitSummary zeros;
-    zeros.argmax = best_id;
-    zeros.argmax_prob = 0.f;
-    if (threadIdx.x == 0) out[row] = zeros;
-    if (probe_start)
-      for (int j = probe_start[row] + threadIdx.x; j < probe_start[row + 1]; j += blockDim.x) probe_probs[j] = 0.f;
-    return;  // best is the block's, so every thread returns here
-  }
-  // Pass 2: the softmax's normalizer, sum exp(x - max).
-  float s = 0.f;
-  for (int j = threadIdx.x; j < vocab; j += blockDim.x) s += softmax_term(x[j] - best);
-  const float sum = block_reduce<false>(s);
-  // Passes 3..: the top bars, each the first in the order after the previous one.
+// A row whose every logit is -inf: the host's softmax gives all zeros (cpu::softmax), so the summary is the argmax at
+// probability 0 with no bars, and every probe is 0. Every thread of the block calls it.
+__device__ void write_minus_infinity_row(int best_id, int row, const int32_t* probe_start, LogitSummary* out,
+                                         float* probe_probs) {
+  LogitSummary zeros;
+  zeros.argmax = best_id;
+  zeros.argmax_prob = 0.f;
+  if (threadIdx.x == 0) out[row] = zeros;
+  if (probe_start)
+    for (int j = probe_start[row] + threadIdx.x; j < probe_start[row + 1]; j += blockDim.x) probe_probs[j] = 0.f;
+}
+
+// From the row's argmax (best, best_id) and its softmax normalizer: the bars, the first kSummaryTopK in before()'s
+// order from the argmax on, each the first after the previous among `n` candidates (cand(i, v, id) gives the i-th;
+// id -1: none), then the probes' probabilities; thread 0 writes the summary. Every thread of the block calls it.
+template <class Candidates>
+__device__ void write_summary(float best, int best_id, float sum, int n, Candidates cand, const float* x, int row,
+                              const int32_t* probe_start, const int32_t* probe_tokens, LogitSummary* out,
+                              float* probe_probs) {
   LogitSummary summary;
   summary.argmax = best_id;
   summary.argmax_prob = 1.f / sum;
@@ -96,8 +87,12 @@ __global__ void logit_summaries_k(const float* logits, int vocab, const int32_t*
     if (t > 0) {
       float v = 0.f;
       int id = -1;
-      for (int j = threadIdx.x; j < vocab; j += blockDim.x)
-        if (before(prev, prev_id, x[j], j) && (id < 0 || before(x[j], j, v, id))) v = x[j], id = j;
+      for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        float cv;
+        int ci;
+        cand(i, cv, ci);
+        if (ci >= 0 && before(prev, prev_id, cv, ci) && (id < 0 || before(cv, ci, v, id))) v = cv, id = ci;
+      }
       block_first(v, id);
       prev = v;
       prev_id = id;
@@ -114,6 +109,30 @@ __global__ void logit_summaries_k(const float* logits, int vocab, const int32_t*
   if (probe_start)
     for (int j = probe_start[row] + threadIdx.x; j < probe_start[row + 1]; j += blockDim.x)
       probe_probs[j] = softmax_term(x[probe_tokens[j]] - best) / sum;
+}
+
+__global__ void logit_summaries_k(const float* logits, int vocab, const int32_t* probe_start,
+                                  const int32_t* probe_tokens, LogitSummary* out, float* probe_probs) {
+  const int row = blockIdx.x;
+  const float* x = logits + int64_t(row) * vocab;
+  // Pass 1: the argmax.
+  float best = 0.f;
+  int best_id = -1;
+  for (int j = threadIdx.x; j < vocab; j += blockDim.x)
+    if (best_id < 0 || before(x[j], j, best, best_id)) best = x[j], best_id = j;
+  block_first(best, best_id);
+  // The host's argmax (engine/sampling/sampler.cpp) starts at id 0 and moves only to a larger logit, so a NaN first
+  // logit stays its answer where the order above ranks NaN last: take the host's answer (a row with NaN is refused
+  // further on either way; this keeps the two backends' records the same up to there).
+  if (isnan(x[0])) best = x[0], best_id = 0;
+  if (best == -INFINITY) return write_minus_infinity_row(best_id, row, probe_start, out, probe_probs);  // all return
+  // Pass 2: the softmax's normalizer, sum exp(x - max).
+  float s = 0.f;
+  for (int j = threadIdx.x; j < vocab; j += blockDim.x) s += softmax_term(x[j] - best);
+  const float sum = block_reduce<false>(s);
+  // Passes 3..: the top bars, each the first in the order after the previous one, over the whole row.
+  write_summary(best, best_id, sum, vocab, [x](int i, float& v, int& id) { v = x[i], id = i; }, x, row, probe_start,
+                probe_tokens, out, probe_probs);
 }
 
 // The chunked path for long rows (llama_kernels.h's logit_summaries_chunked): one block per (row, chunk of
@@ -186,50 +205,17 @@ __global__ void summary_merge_k(const float* logits, int vocab, int chunks, cons
       best = sp[c].top[0], best_id = sp[c].top_ids[0];
   block_first(best, best_id);
   if (isnan(x[0])) best = x[0], best_id = 0;
-  LogitSummary summary;
-  summary.argmax = best_id;
-  if (best == -INFINITY) {  // every logit -inf: zeros, as the host's softmax gives (best is the block's: all return)
-    summary.argmax_prob = 0.f;
-    if (threadIdx.x == 0) out[row] = summary;
-    if (probe_start)
-      for (int j = probe_start[row] + threadIdx.x; j < probe_start[row + 1]; j += blockDim.x) probe_probs[j] = 0.f;
-    return;
-  }
+  if (best == -INFINITY) return write_minus_infinity_row(best_id, row, probe_start, out, probe_probs);  // all return
   // Each chunk's sum of exp(x - its max), moved to the row's max: exp(x - m_c) exp(m_c - best).
   float s = 0.f;
   for (int c = threadIdx.x; c < chunks; c += blockDim.x)
     if (sp[c].top_ids[0] >= 0 && sp[c].top[0] != -INFINITY) s += sp[c].sum * softmax_term(sp[c].top[0] - best);
   const float sum = block_reduce<false>(s);
-  summary.argmax_prob = 1.f / sum;
-  // The bars: the first kSummaryTopK in the order, each found among the chunks' own first kSummaryTopK (a row's
-  // t-th is within the first t of its chunk).
-  float prev = best;
-  int prev_id = best_id;
-  for (int t = 0; t < kSummaryTopK && prev_id >= 0; ++t) {
-    if (t > 0) {
-      float v = 0.f;
-      int id = -1;
-      for (int i = threadIdx.x; i < chunks * kSummaryTopK; i += blockDim.x) {
-        const float cv = sp[i / kSummaryTopK].top[i % kSummaryTopK];
-        const int ci = sp[i / kSummaryTopK].top_ids[i % kSummaryTopK];
-        if (ci >= 0 && before(prev, prev_id, cv, ci) && (id < 0 || before(cv, ci, v, id))) v = cv, id = ci;
-      }
-      block_first(v, id);
-      prev = v;
-      prev_id = id;
-      if (id < 0) break;
-    }
-    const float pr = softmax_term(prev - best) / sum;
-    if (pr > 0.f) {  // as the host's bars: underflowed tokens are not shown
-      summary.top_ids[summary.top_count] = prev_id;
-      summary.top_probs[summary.top_count] = pr;
-      ++summary.top_count;
-    }
-  }
-  if (threadIdx.x == 0) out[row] = summary;
-  if (probe_start)
-    for (int j = probe_start[row] + threadIdx.x; j < probe_start[row + 1]; j += blockDim.x)
-      probe_probs[j] = softmax_term(x[probe_tokens[j]] - best) / sum;
+  // The bars among the chunks' own first kSummaryTopK (a row's t-th is within the first t of its chunk).
+  write_summary(best, best_id, sum, chunks * kSummaryTopK,
+                [sp](int i, float& v, int& id) { v = sp[i / kSummaryTopK].top[i % kSummaryTopK],
+                                                  id = sp[i / kSummaryTopK].top_ids[i % kSummaryTopK]; },
+                x, row, probe_start, probe_tokens, out, probe_probs);
 }
 
 }  // namespace
