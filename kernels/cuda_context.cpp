@@ -343,16 +343,17 @@ void CudaContext::device_forward(const Batch& b, const ForwardBuffers& fb, const
   // add and the next layer's norm, and keep pruned rows out of the cache: each layer ends by norming its output into
   // fb.h for the next (or for the final norm), and the keys and values go straight to their cache slots.
   const bool fused = fuse_ && !sr;
+  // Fused: the q/k/v products' 16-bit input the previous layer's last norm wrote into fb.x16 (null: none, they convert
+  // their own), decided once where it is written.
+  const void* h16 = nullptr;
   for (int l = 0; l < c.num_layers; ++l) {
     const DeviceLayer& L = dm_->layers[l];
     if (sr && l == stream_start) begin_streams(*sr, b, x, pos);
     capture(HiddenTap::LayerInput, l, x);
     float* k = fused ? k_cache_[l] + size_t(base) * kv_dim_ : fb.k;
     float* v = fused ? v_cache_[l] + size_t(base) * kv_dim_ : fb.v;
-    // After the first layer the previous one's last kernel normed x into fb.h (and its 16-bit copy into fb.x16).
-    const bool normed = fused && l > 0;
-    project_qkv(L, x, n, fb.h, fb.q, k, v, normed,
-                normed && premade_input_type({&L.wq, &L.wk, &L.wv}) != WType::F32 ? fb.x16 : nullptr);
+    // After the first layer the previous one's last kernel normed x into fb.h (and into h16 where it wrote one).
+    project_qkv(L, x, n, fb.h, fb.q, k, v, fused && l > 0, h16);
     timer_.mark("rope+cache", stream_);
     position_qk(l, fb.q, k, n, fb.pos);
     if (!fused) write_cache(l, base, n, fb.k, fb.v);
@@ -364,6 +365,7 @@ void CudaContext::device_forward(const Batch& b, const ForwardBuffers& fb, const
     const DeviceLayer* next = last ? nullptr : &dm_->layers[l + 1];
     const WType next16 = fused && next ? premade_input_type({&next->wq, &next->wk, &next->wv}) : WType::F32;
     finish_layer(L, x, n, fb.att, LayerScratch{fb.h, fb.gate, fb.up, fused ? fb.x16 : nullptr}, next_norm, next16);
+    h16 = next16 != WType::F32 ? fb.x16 : nullptr;
     if (n_streams_ > 0) stream_layer(l);
     if (l == prune_layer) mask = prune_rows(*sr, b, x);
   }

@@ -101,7 +101,7 @@ class CudaContext final : public Context {
     const uint8_t* mask = nullptr;                               // the batch's mask (null: causal)
     float *x = nullptr, *h = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *att = nullptr;
     float *gate = nullptr, *up = nullptr, *sel = nullptr, *logits = nullptr;
-    void* x16 = nullptr;    // fused: a product's 16-bit input, rows x max(H, F, q_dim) (LayerScratch::x16)
+    void* x16 = nullptr;    // fused: a product's 16-bit input, rows x max(H, F) (LayerScratch::x16)
     float* taps = nullptr;  // [taps][n][H]
     int logit_rows = 0;     // rows whose logits the forward computes (fb.rows holds them)
   };

@@ -227,15 +227,19 @@ void logit_summaries(const float* logits, int rows, int vocab, const int32_t* pr
   CUDA_CHECK(cudaGetLastError());
 }
 
+namespace {
+int summary_chunks(int vocab) { return (vocab + kSummaryChunk - 1) / kSummaryChunk; }
+}  // namespace
+
 size_t summary_scratch_bytes(int rows, int vocab) {
-  return size_t(std::max(rows, 0)) * size_t((vocab + kSummaryChunk - 1) / kSummaryChunk) * sizeof(ChunkPart);
+  return size_t(std::max(rows, 0)) * size_t(summary_chunks(vocab)) * sizeof(ChunkPart);
 }
 
 void logit_summaries_chunked(const float* logits, int rows, int vocab, const int32_t* probe_start,
                              const int32_t* probe_tokens, LogitSummary* out, float* probe_probs, void* scratch,
                              cudaStream_t stream) {
   if (rows <= 0) return;
-  const int chunks = (vocab + kSummaryChunk - 1) / kSummaryChunk;
+  const int chunks = summary_chunks(vocab);
   auto* parts = static_cast<ChunkPart*>(scratch);
   summary_chunks_k<<<dim3(rows, chunks), kSummaryThreads, 0, stream>>>(logits, vocab, chunks, parts);
   CUDA_CHECK(cudaGetLastError());
