@@ -1,8 +1,9 @@
 // Attention over the KV cache on the GPU (llama_kernels.h, "kernels/attention.cu"): the launcher, which picks one
-// of two paths with the same contract (attention_paths.h), and the single-block path for short contexts: one
+// of three paths with the same contract (attention_paths.h), and the single-block path for short contexts: one
 // block per (new row, query head), the scores of every slot in shared memory, written for clarity first. The
-// split path for long contexts is in attention_split.cu. The CPU reference of both is attention_ref.cpp (the
-// engine's cpu::attention behind the same visibility rule).
+// split path for long contexts is in attention_split.cu, the row-tile path for batches of rows in
+// attention_rows.cu. The CPU reference of all three is attention_ref.cpp (the engine's cpu::attention behind the
+// same visibility rule).
 #include "kernels/attention_paths.h"
 #include "kernels/attention_visibility.cuh"
 #include "kernels/cuda_check.h"
@@ -77,12 +78,15 @@ void single_block(const float* q, const float* kc, const float* vc, const int32_
 
 void attention(const float* q, const float* kc, const float* vc, const int32_t* slot_pos, const uint8_t* mask,
                const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, float* out,
-               cudaStream_t s, float* scratch) {
+               cudaStream_t s, float* scratch, bool row_tiles) {
   const int total = base + n;
-  if (total > attention_paths::kSplitAboveSlots)  // long context: split it (attention_paths.h says why there)
+  const size_t given = scratch ? attention_paths::split_scratch_floats(hd) : 0;
+  if (row_tiles && n >= attention_paths::kRowTilesFromRows && hd <= attention_paths::kMaxHeadDim)
+    attention_paths::row_tiles(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window,
+                               attention_paths::row_tile_count(n, nh, nkv, total), out, s, scratch, given);
+  else if (total > attention_paths::kSplitAboveSlots)  // long context: split it (attention_paths.h says why there)
     attention_paths::split_context(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window,
-                                   attention_paths::split_count(n, nh, nkv, total), out, s, scratch,
-                                   scratch ? attention_paths::split_scratch_floats(hd) : 0);
+                                   attention_paths::split_count(n, nh, nkv, total), out, s, scratch, given);
   else
     attention_paths::single_block(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window, out, s);
 }

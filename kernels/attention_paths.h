@@ -1,6 +1,6 @@
 #pragma once
-// The two ways kernels/attention.cu's launcher computes attention (llama_kernels.h's `attention`, same contract
-// and arguments for both), declared here so the launcher can choose between them and the kernel tests can run
+// The three ways kernels/attention.cu's launcher computes attention (llama_kernels.h's `attention`, same contract
+// and arguments for all), declared here so the launcher can choose between them and the kernel tests can run
 // each one directly (tests/cuda/cuda_kernels_test.cpp checks that they agree). Nothing else should call these.
 #include <cuda_runtime.h>
 
@@ -19,6 +19,10 @@ inline constexpr int kSplitAboveSlots = 1024;
 // refuses models with larger heads.
 inline constexpr int kMaxHeadDim = 128;
 
+// The launcher takes the row-tile path for batches of at least this many rows (when it is on): below it a block
+// of 32 (row, head) queries would be mostly empty, and the split path's one block per row reads little twice.
+inline constexpr int kRowTilesFromRows = 4;
+
 // kernels/attention.cu: one block per (new row, query head), every slot's score in shared memory (base + n
 // floats). Valid while those fit the device's shared memory per block.
 void single_block(const float* q, const float* k_cache, const float* v_cache, const int32_t* slot_pos,
@@ -36,12 +40,31 @@ void split_context(const float* q, const float* k_cache, const float* v_cache, c
                    const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window,
                    int splits, float* out, cudaStream_t stream, float* scratch = nullptr, size_t scratch_floats = 0);
 
+// kernels/attention_rows.cu: one block per (tile of row_tile_rows(nh, nkv) rows, group of query heads sharing a KV
+// head, chunk), each tile of 64 key and value rows loaded into shared memory once for all of the block's 32 (row,
+// head) queries; `splits` and the partials as split_context's (the same combine), 90 KiB of shared memory a block
+// at hd 128. A row's bits do not depend on which rows share its block. Valid at any context length, for head_dim
+// up to kMaxHeadDim.
+void row_tiles(const float* q, const float* k_cache, const float* v_cache, const int32_t* slot_pos,
+               const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window,
+               int splits, float* out, cudaStream_t stream, float* scratch = nullptr, size_t scratch_floats = 0);
+// Rows a row-tile block serves, and the chunks the launcher asks row_tiles for (attention_rows.cu says why).
+int row_tile_rows(int nh, int nkv);
+int row_tile_count(int n, int nh, int nkv, int total_slots);
+
+// Query heads one split or row-tile block serves (all those of a KV head up to 8, else the largest divisor up to 8).
+int heads_per_block(int nh, int nkv);
+// The combine of both chunked paths: out from the chunks' partials (attention_split.cu).
+void combine_chunks(const float* part_o, const float* part_ml, int n, int nh, int hd, int chunks, float* out,
+                    cudaStream_t stream);
+
 // Floats of scratch one split_context call of n rows and nh query heads in `chunks` chunks writes its partials to:
 // each (row, head, chunk)'s output of hd floats, then its running max and sum.
 inline size_t split_partials_floats(int n, int nh, int chunks, int hd) {
   return size_t(n) * size_t(nh) * size_t(chunks) * (size_t(hd) + 2);
 }
-// Floats of scratch that every split_context call with split_count's chunks fits, at any rows and context length.
+// Floats of scratch that every split_context call with split_count's chunks, and every row_tiles call with
+// row_tile_count's, fits, at any rows and context length.
 size_t split_scratch_floats(int hd);
 
 // The number of chunks the launcher asks split_context for (attention_split.cu says why).

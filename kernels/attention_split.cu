@@ -37,16 +37,6 @@ constexpr int kMaxGroup = 8;        // query heads per block
 // inputs give the same chunks, hence the same bits, on every GPU.
 constexpr int64_t kTargetBlocks = 1024;
 
-// The query heads one block serves: all G = nh / nkv heads of its KV head when G <= kMaxGroup, else the largest
-// divisor of G that is (so every block's heads share one KV head). Each key and value row a block loads is used
-// by all of them: grouped-query attention's whole point, which a block per query head threw away.
-int heads_per_block(int nh, int nkv) {
-  const int g = nh / nkv;
-  for (int b = std::min(g, kMaxGroup); b > 1; --b)
-    if (g % b == 0) return b;
-  return 1;
-}
-
 // One block per (row i, group of GB query heads of one KV head, chunk c) over slots [c * chunk, min(total,
 // (c + 1) * chunk)), a tile of kSplitTileSlots at a time:
 //  1. scores: warp w takes slots w, w + 8, ...; its lanes hold the GB queries' dims l + 32e in registers, load
@@ -236,6 +226,22 @@ __global__ void combine_k(const float* part_o, const float* part_ml, int nh, int
 
 namespace attention_paths {
 
+// All G = nh / nkv query heads of a KV head when G <= kMaxGroup, else the largest divisor of G that is (so every
+// block's heads share one KV head). Each key and value row a block loads is used by all of them: grouped-query
+// attention's whole point, which a block per query head threw away.
+int heads_per_block(int nh, int nkv) {
+  const int g = nh / nkv;
+  for (int b = std::min(g, kMaxGroup); b > 1; --b)
+    if (g % b == 0) return b;
+  return 1;
+}
+
+void combine_chunks(const float* part_o, const float* part_ml, int n, int nh, int hd, int chunks, float* out,
+                    cudaStream_t s) {
+  combine_k<<<dim3(n, nh), kThreads, sizeof(float) * chunks, s>>>(part_o, part_ml, nh, hd, chunks, out);
+  CUDA_CHECK(cudaGetLastError());
+}
+
 // Enough chunks that rows x head groups x chunks reaches kTargetBlocks, never more than one per tile. Rows x head
 // groups at or above it (a long prefill) give one chunk: no scratch, no combine, and the blocks already fill the
 // device. This also bounds the scratch: rows x heads x chunks <= kTargetBlocks x kMaxGroup whenever there is more
@@ -312,8 +318,7 @@ void split_context(const float* q, const float* kc, const float* vc, const int32
     default: launch(std::integral_constant<int, 8>{}); break;
   }
   if (chunks == 1) return;
-  combine_k<<<dim3(n, nh), kThreads, sizeof(float) * chunks, s>>>(part_o, part_ml, nh, hd, chunks, out);
-  CUDA_CHECK(cudaGetLastError());
+  combine_chunks(part_o, part_ml, n, nh, hd, chunks, out, s);
   if (own) CUDA_CHECK(cudaFreeAsync(scratch, s));
 }
 

@@ -359,7 +359,7 @@ void CudaContext::device_forward(const Batch& b, const ForwardBuffers& fb, const
     if (!fused) write_cache(l, base, n, fb.k, fb.v);
     timer_.mark("attention", stream_);
     attention(fb.q, k_cache_[l], v_cache_[l], slot_pos_, mask, fb.pos, n, base, nh, nkv, hd, c.window_of(l), fb.att,
-              stream_, attention_scratch_);
+              stream_, attention_scratch_, row_tiles_);
     const bool last = l + 1 == c.num_layers;
     const float* next_norm = !fused ? nullptr : last ? dm_->final_norm : dm_->layers[l + 1].input_norm;
     const DeviceLayer* next = last ? nullptr : &dm_->layers[l + 1];

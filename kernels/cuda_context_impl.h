@@ -181,6 +181,10 @@ class CudaContext final : public Context {
   // (logit_summaries_chunked) instead of one block a row, which scanned a 128,256-entry row in 0.53 ms of an 8.4 ms
   // 8B decode step on the H200. Off until it has run on a GPU.
   const bool summary_chunks_ = env_flag("SPECSCOPE_CUDA_SUMMARY_CHUNKS", false);
+  // SPECSCOPE_CUDA_ROW_TILES=0: attention of 4 rows or more one block per row (the split or single-block path)
+  // instead of in tiles of rows sharing each key and value row loaded (attention_rows.cu). For measuring the tiles
+  // against the paths they replace.
+  const bool row_tiles_ = env_flag("SPECSCOPE_CUDA_ROW_TILES", true);
   static constexpr size_t kBlasWorkspaceBytes = size_t(32) << 20;
   void* blas_workspace_ = nullptr;
   std::set<GraphKey> warm_shapes_;                 // shapes that have run once op by op (their buffers are grown)

@@ -161,7 +161,7 @@ void CudaContext::stream_layer(int l) {
   position_qk(l, sq, sk, m, stream_pos);
   // No sliding window for the streams, as on the CPU (cpu_streaming.cpp).
   attention(sb_.q, sb_.k, sb_.v, sb_.slot_pos, sb_.mask, sb_.positions, ext, base, nh, nkv, hd, 0, sb_.att, stream_,
-            attention_scratch_);
+            attention_scratch_, row_tiles_);
   finish_layer(L, sb_.xs, m, sb_.att + size_t(n) * q_dim, sb_.scratch);
 }
 

@@ -77,15 +77,17 @@ void gemv(const void* W, WType t, const void* X, int n, int m, int k, float* Y, 
 // ones at slots base..base+n-1 (k/v cache [slots, nkv*hd]; query head h reads KV head h / (nh / nkv)). New row i
 // sees every earlier slot and new row j when mask[i*n + j] (nullptr: j <= i); with window > 0 only slots whose
 // position (slot_pos) is within it (positions[i] - slot_pos[j] < window). Softmax of the scaled scores
-// (1/sqrt(hd)) over the visible slots; a row that sees no slot gets zeros. out [n, nh*hd]. Up to 1024 slots one
-// block per (row, head); beyond, the context is split into chunks combined afterwards (attention_split.cu), their
+// (1/sqrt(hd)) over the visible slots; a row that sees no slot gets zeros. out [n, nh*hd]. Batches of 4 rows or
+// more in tiles of rows that share each key and value row loaded (attention_rows.cu; row_tiles = false turns it
+// off: SPECSCOPE_CUDA_ROW_TILES=0 in CudaContext); otherwise up to 1024 slots one block per (row, head), and
+// beyond, the context split into chunks combined afterwards (attention_split.cu). Chunks keep their
 // partials in `scratch` (attention_scratch_floats(hd) floats: enough for every call), or, when it is null, in memory
 // from the stream-ordered allocator. A call captured into a CUDA graph must be given scratch: an allocation
 // captured in a graph becomes a node with an address of its own per capture, which an update of an instantiated
 // graph from a later capture cannot follow.
 void attention(const float* q, const float* k_cache, const float* v_cache, const int32_t* slot_pos,
                const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window,
-               float* out, cudaStream_t stream, float* scratch = nullptr);
+               float* out, cudaStream_t stream, float* scratch = nullptr, bool row_tiles = true);
 size_t attention_scratch_floats(int hd);
 
 // --- kernels/sampling.cu: verification's reads of the logits -------------------------------------------------

@@ -63,6 +63,10 @@ std::vector<double> time_steps(Context& ctx, const std::vector<int32_t>& tokens,
   using clock = std::chrono::steady_clock;
   Batch b;
   for (int i = 0; i < n; ++i) b.tokens.push_back(tokens[size_t(i) % tokens.size()]);
+  // As greedy verification asks (speculative_generator.cpp's request_summaries): every row's summary, not rows x
+  // vocab logits. The CPU returns its logits all the same; the CUDA backend then sends summaries instead of 33 MB
+  // of Llama-3 logits at 64 rows (2 of an 18 ms 8B step on the H200, bench/results/gpu_h200_2026-12-04b).
+  b.summaries_only = true;
   ForwardOutput out;
   warm_up(ctx, b, base);
   std::vector<double> ms;
@@ -145,7 +149,8 @@ std::string cache_dir() {
 
 std::string compute_identity(const Model& model, Backend backend) {
   const Backend b = backend_for(model, backend);
-  std::string path = "gpu";
+  // "summaries": GPU curves timed before the steps asked for summaries (2026-12-04) are measured again.
+  std::string path = "gpu summaries";
   if (b == Backend::Cpu && !model.weights().layers.empty())
     path = std::string(cpu::linear_roofline_path(model.weights().layers.front().wq.dtype)) + " " + cpu::kKernelRevision;
   return std::string(backend_name(b)) + "|" + backend_description(b) + "|" + std::to_string(cpu::team_size()) + "|" + path;

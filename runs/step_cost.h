@@ -21,10 +21,10 @@ struct StepCost {
 
 // The deterministic tokens benchmarks feed a model: `n` ordinary (non-special) ids of a `vocab`-token model.
 std::vector<int32_t> benchmark_tokens(int vocab, int n);
-// Times `timed` forwards of `n` new tokens (taken cyclically from `tokens`; all logits, as verification needs) on
-// top of the cache's first `base` tokens, dropping them again each time. Untimed forwards of the same size run
-// first for at least kWarmMs (and at least one), so neither a thread's wake-up nor the CPU's slower clock after
-// other, heavier work counts. Milliseconds, in order.
+// Times `timed` forwards of `n` new tokens (taken cyclically from `tokens`; every row's logits summarized, as greedy
+// verification asks) on top of the cache's first `base` tokens, dropping them again each time. Untimed forwards of
+// the same size run first for at least kWarmMs (and at least one), so neither a thread's wake-up nor the CPU's
+// slower clock after other, heavier work counts. Milliseconds, in order.
 constexpr double kWarmMs = 8.0;
 // Forwards of `b` on top of the cache's first `base` tokens (dropped again) for at least kWarmMs, at least one.
 void warm_up(Context& ctx, const Batch& b, int base);

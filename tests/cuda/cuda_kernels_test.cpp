@@ -14,11 +14,12 @@
 //    vector exp: a few ulp);
 //  - 1e-4: attention (scores summed over 64-128 dims and softmax sums over up to 32k slots in another order, and
 //    __expf; cpu::attention is 2e-6 from a double-precision definition at 4k slots, 7e-6 at 16k), whichever path
-//    the launcher takes (kernels/attention_paths.h: one block per row and head up to 1024 slots, split over the
-//    context beyond);
-//  - 1e-5: attention's split path against its single-block path on the same inputs at 4k slots (both in f32 with
-//    __expf; only the order of the sums and the split path's two-step exp(s - m_chunk) * exp(m_chunk - m_max)
-//    differ: a few ulp per weight).
+//    the launcher takes (kernels/attention_paths.h: tiles of rows from 4 rows, else one block per row and head up
+//    to 1024 slots, split over the context beyond);
+//  - 1e-5: attention's split and row-tile paths against its single-block path on the same inputs at 4k slots (all
+//    in f32 with __expf; only the order of the sums and the chunked paths' two-step exp(s - m_chunk) *
+//    exp(m_chunk - m_max) differ: a few ulp per weight);
+//  - bit for bit: a row's attention on the row-tile path whatever rows share its block.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -409,6 +410,14 @@ std::vector<float> split_attention(const AttentionCase& c, int splits, const std
   });
 }
 
+std::vector<float> row_tile_attention(const AttentionCase& c, int splits, const std::string& what) {
+  return attention_on_gpu(c, what, [&](const float* q, const float* k, const float* v, const int32_t* slot,
+                                       const uint8_t* mask, const int32_t* pos, float* out) {
+    cuda::attention_paths::row_tiles(q, k, v, slot, mask, pos, c.n, c.base, c.nh, c.nkv, c.hd, c.window, splits, out,
+                                     kStream);
+  });
+}
+
 std::string describe(const Shape& s, const AttentionCase& c) {
   return std::string(s.name) + " base " + std::to_string(c.base) + " n " + std::to_string(c.n) +
          (c.mask.empty() ? " causal" : " tree") + (c.window ? " window " + std::to_string(c.window) : "");
@@ -481,6 +490,66 @@ TEST_F(CudaKernels, AttentionSplitPathAtOtherHeadShapes) {
     }
 }
 
+TEST_F(CudaKernels, AttentionRowTilePathAgreesWithSingleBlockPath) {
+  // The row-tile path (attention_rows.cu) on the split test's inputs at 4k slots, in 1, 3 and 17 chunks, against
+  // the single-block path: 4 rows (one block, half its queries dead at Llama's groups of 4), 13 (a partial second
+  // tile of rows) and 64, trees and causal, windows as there.
+  uint32_t seed = 1650;
+  for (const Shape& s : kShapes)
+    for (const auto& [n, tree] : {std::pair{4, true}, std::pair{13, false}, std::pair{64, true}})
+      for (int window : {0, 1000, 3}) {
+        const AttentionCase c = attention_case(s.heads, s.kv_heads, s.head_dim, 4112 - n, n, tree, window, seed += 10);
+        const std::string what = describe(s, c);
+        const std::vector<float> single = single_block_attention(c, what + " single block");
+        for (int splits : {1, 3, 17})
+          EXPECT_LT(max_rel_diff(row_tile_attention(c, splits, what), single), 1e-5)
+              << what << " row tiles in " << splits << " chunks vs single block";
+      }
+}
+
+TEST_F(CudaKernels, AttentionRowTilePathAtOtherHeadShapes) {
+  // Groups of 3 (10 rows a block, 2 of its 32 queries dead), 7, 1 (32 rows a block), 12 and 16 (two blocks per KV
+  // head), head dims 80 and 32, against the reference, in 1 and 5 chunks; 4 to 64 rows, short and long contexts.
+  struct Heads {
+    int nh, nkv, hd;
+  };
+  uint32_t seed = 1900;
+  for (const Heads& h : {Heads{24, 8, 128}, Heads{14, 2, 64}, Heads{8, 8, 128}, Heads{24, 2, 128}, Heads{32, 2, 80},
+                         Heads{12, 4, 32}})
+    for (const auto& [base, n] : {std::pair{0, 37}, std::pair{3000, 4}, std::pair{700, 64}}) {
+      const AttentionCase c = attention_case(h.nh, h.nkv, h.hd, base, n, n != 37, 0, seed += 10);
+      const std::string what = std::to_string(h.nh) + "/" + std::to_string(h.nkv) + " heads of " +
+                               std::to_string(h.hd) + ", base " + std::to_string(base) + ", n " + std::to_string(n);
+      check_attention(c, what);  // the launcher takes the row tiles from 4 rows
+      for (int splits : {1, 5})
+        EXPECT_LT(max_rel_diff(row_tile_attention(c, splits, what), attention_reference(c)), 1e-4)
+            << what << " row tiles in " << splits << " chunks";
+    }
+}
+
+TEST_F(CudaKernels, AttentionRowTilesGiveARowTheSameBitsWhateverRowsShareItsBlock) {
+  // A causal batch of n rows and the same batch with rows appended (the first n rows do not see them; their keys
+  // and values are new): rows 0..n-1 share their blocks with other rows in the longer batch, and the appended
+  // slots fall in a tile the first rows also read. In the same chunks (every total here is 22 tiles of 64 slots,
+  // so 1 or 4 splits cut both batches alike) their outputs must be the same bits: what a tree's row gets must not
+  // depend on the rows verified beside it.
+  uint32_t seed = 2100;
+  for (const Shape& s : kShapes)
+    for (const auto& [n, more] : {std::pair{5, 11}, std::pair{8, 56}, std::pair{20, 44}})
+      for (int splits : {1, 4}) {
+        const AttentionCase a = attention_case(s.heads, s.kv_heads, s.head_dim, 1344, n, false, 0, seed);
+        const AttentionCase b = attention_case(s.heads, s.kv_heads, s.head_dim, 1344, n + more, false, 0, seed);
+        seed += 10;
+        // attention_case draws every array from its seed in order: a's are b's first elements.
+        ASSERT_TRUE(std::equal(a.k.begin(), a.k.end(), b.k.begin()));
+        const std::string what = describe(s, a) + " and " + std::to_string(more) + " more rows, " +
+                                 std::to_string(splits) + " chunks";
+        const std::vector<float> alone = row_tile_attention(a, splits, what);
+        const std::vector<float> among = row_tile_attention(b, splits, what);
+        EXPECT_EQ(std::memcmp(alone.data(), among.data(), sizeof(float) * alone.size()), 0) << what;
+      }
+}
+
 TEST_F(CudaKernels, AttentionTreeMasksOf1To64Rows) {
   uint32_t seed = 600;
   for (const Shape& s : kShapes)
@@ -507,19 +576,24 @@ TEST_F(CudaKernels, AttentionCausalPrefillAndSlidingWindow) {
 
 TEST(AttentionPaths, TheContextsScratchFitsEverySplitTheLauncherPicks) {
   // Host arithmetic only, so it runs without a GPU: for every head layout (groups of 1 to 16 query heads per KV
-  // head), 1 to 64 rows and contexts past the split threshold to 32k slots, the partials of split_count's chunks
+  // head), 1 to 256 rows and contexts past the split threshold to 32k slots, the partials of split_count's chunks
+  // and of row_tile_count's
   // (an upper bound on the chunks split_context makes of them) fit split_scratch_floats, which CudaContext
   // allocates once. A broken bound would make split_context throw on the GPU rather than allocate inside a graph.
   struct Heads { int nh, nkv; };
   for (const Heads h : {Heads{6, 2}, Heads{32, 8}, Heads{32, 32}, Heads{28, 4}, Heads{64, 4}, Heads{40, 5}})
     for (int hd : {64, 128})
-      for (int n = 1; n <= 64; ++n)
+      for (int n = 1; n <= 256; ++n)
         for (int total = cuda::attention_paths::kSplitAboveSlots + 1; total <= 32768; total += 997) {
-          const int chunks = cuda::attention_paths::split_count(n, h.nh, h.nkv, total);
-          if (chunks == 1) continue;  // one chunk writes the output directly, with no scratch
-          ASSERT_LE(cuda::attention_paths::split_partials_floats(n, h.nh, chunks, hd),
-                    cuda::attention_paths::split_scratch_floats(hd))
-              << "nh " << h.nh << " nkv " << h.nkv << " hd " << hd << " rows " << n << " slots " << total;
+          for (const bool tiles : {false, true}) {
+            const int chunks = tiles ? cuda::attention_paths::row_tile_count(n, h.nh, h.nkv, total)
+                                     : cuda::attention_paths::split_count(n, h.nh, h.nkv, total);
+            if (chunks == 1) continue;  // one chunk writes the output directly, with no scratch
+            ASSERT_LE(cuda::attention_paths::split_partials_floats(n, h.nh, chunks, hd),
+                      cuda::attention_paths::split_scratch_floats(hd))
+                << (tiles ? "row tiles" : "split") << " nh " << h.nh << " nkv " << h.nkv << " hd " << hd << " rows "
+                << n << " slots " << total;
+          }
         }
 }
 
