@@ -16,9 +16,10 @@
 //    __expf; cpu::attention is 2e-6 from a double-precision definition at 4k slots, 7e-6 at 16k), whichever path
 //    the launcher takes (kernels/attention_paths.h: tiles of rows from 4 rows, else one block per row and head up
 //    to 1024 slots, split over the context beyond);
-//  - 1e-5: attention's split and row-tile paths against its single-block path on the same inputs at 4k slots (all
+//  - 2e-5: attention's split and row-tile paths against its single-block path on the same inputs at 4k slots (all
 //    in f32 with __expf; only the order of the sums and the chunked paths' two-step exp(s - m_chunk) *
-//    exp(m_chunk - m_max) differ: a few ulp per weight);
+//    exp(m_chunk - m_max) differ: a few ulp per weight; the single-block path sums its 4k weights one after another,
+//    as a tree row's decode must, and measured 1.0-1.3e-5 from the others on the H200, gpu_h200_2026-12-04d);
 //  - bit for bit: a row's attention on the row-tile path whatever rows share its block.
 #include <gtest/gtest.h>
 
@@ -463,7 +464,7 @@ TEST_F(CudaKernels, AttentionSplitPathAgreesWithSingleBlockPath) {
         const std::vector<float> single = single_block_attention(c, what + " single block");
         EXPECT_LT(max_rel_diff(single, attention_reference(c)), 1e-4) << what << " single block vs reference";
         for (int splits : {1, 3, 17})
-          EXPECT_LT(max_rel_diff(split_attention(c, splits, what), single), 1e-5)
+          EXPECT_LT(max_rel_diff(split_attention(c, splits, what), single), 2e-5)
               << what << " split " << splits << " vs single block";
       }
 }
@@ -502,7 +503,7 @@ TEST_F(CudaKernels, AttentionRowTilePathAgreesWithSingleBlockPath) {
         const std::string what = describe(s, c);
         const std::vector<float> single = single_block_attention(c, what + " single block");
         for (int splits : {1, 3, 17})
-          EXPECT_LT(max_rel_diff(row_tile_attention(c, splits, what), single), 1e-5)
+          EXPECT_LT(max_rel_diff(row_tile_attention(c, splits, what), single), 2e-5)
               << what << " row tiles in " << splits << " chunks vs single block";
       }
 }
