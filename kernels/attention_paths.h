@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace specscope::cuda::attention_paths {
 
@@ -54,9 +55,38 @@ int row_tile_count(int n, int nh, int nkv, int total_slots);
 
 // Query heads one split or row-tile block serves (all those of a KV head up to 8, else the largest divisor up to 8).
 int heads_per_block(int nh, int nkv);
-// The combine of both chunked paths: out from the chunks' partials (attention_split.cu).
-void combine_chunks(const float* part_o, const float* part_ml, int n, int nh, int hd, int chunks, float* out,
-                    cudaStream_t stream);
+
+// The chunks of the two chunked paths: the context's tiles of `tile_slots` cut into at most `splits` chunks of
+// whole tiles (no empty chunk: 3 splits of 4 tiles give 2 + 2), and where their partials go: the caller's scratch
+// when given (std::logic_error when it holds fewer floats than they need: an allocation instead would be captured
+// into the caller's graph, the very thing the buffer is there to prevent), else memory from the stream-ordered
+// allocator. With one chunk nothing goes through scratch.
+struct ChunkPlan {
+  int chunks = 1, chunk_slots = 0;
+  float* part_o = nullptr;   // [n, nh, chunks, hd]
+  float* part_ml = nullptr;  // [n, nh, chunks, 2]
+  bool own = false;          // allocated here; finish_chunks frees it
+};
+ChunkPlan plan_chunks(int n, int nh, int hd, int total_slots, int tile_slots, int splits, float* scratch,
+                      size_t scratch_floats, cudaStream_t stream);
+// The combine when there is more than one chunk, then the allocation's release.
+void finish_chunks(const ChunkPlan& plan, int n, int nh, int hd, float* out, cudaStream_t stream);
+
+// Calls f(std::integral_constant<int, GB>{}) for gb in 1..8 (heads_per_block's range): the kernels take their group
+// of query heads as a template argument, so that its loops unroll into registers.
+template <class F>
+void with_head_group(int gb, F&& f) {
+  switch (gb) {
+    case 1: f(std::integral_constant<int, 1>{}); break;
+    case 2: f(std::integral_constant<int, 2>{}); break;
+    case 3: f(std::integral_constant<int, 3>{}); break;
+    case 4: f(std::integral_constant<int, 4>{}); break;
+    case 5: f(std::integral_constant<int, 5>{}); break;
+    case 6: f(std::integral_constant<int, 6>{}); break;
+    case 7: f(std::integral_constant<int, 7>{}); break;
+    default: f(std::integral_constant<int, 8>{}); break;
+  }
+}
 
 // Floats of scratch one split_context call of n rows and nh query heads in `chunks` chunks writes its partials to:
 // each (row, head, chunk)'s output of hd floats, then its running max and sum.

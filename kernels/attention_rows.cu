@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 
 #include "kernels/attention_paths.h"
 #include "kernels/attention_visibility.cuh"
@@ -293,39 +292,14 @@ void row_tiles(const float* q, const float* kc, const float* vc, const int32_t* 
   if (hd > kMaxHeadDim || hd % 4 != 0)
     throw std::invalid_argument("attention: row tiles need a head_dim that is a multiple of 4 up to " +
                                 std::to_string(kMaxHeadDim) + ", not " + std::to_string(hd));
-  const int total = base + n;
-  const int tiles = (total + kTile - 1) / kTile;
-  const int chunk_tiles = (tiles + std::max(1, splits) - 1) / std::max(1, splits);
-  const int chunks = (tiles + chunk_tiles - 1) / chunk_tiles;  // no empty chunk
-  const int chunk = chunk_tiles * kTile;
+  const ChunkPlan plan = plan_chunks(n, nh, hd, base + n, kTile, splits, given_scratch, given_floats, s);
   const int gb = heads_per_block(nh, nkv), rows = kQueries / gb;
-  const dim3 grid((n + rows - 1) / rows, nh / gb, chunks);
-  float* scratch = nullptr;  // part_o [n, nh, chunks, hd], then part_ml [n, nh, chunks, 2]
-  const size_t parts = size_t(n) * nh * chunks, need = split_partials_floats(n, nh, chunks, hd);
-  if (chunks > 1 && given_scratch && given_floats < need)
-    throw std::logic_error("attention: " + std::to_string(chunks) + " chunks need " + std::to_string(need) +
-                           " floats of scratch, the caller's holds " + std::to_string(given_floats));
-  const bool own = chunks > 1 && !given_scratch;
-  if (chunks > 1) scratch = given_scratch;
-  if (own) CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&scratch), sizeof(float) * need, s));
-  float* part_o = scratch;
-  float* part_ml = scratch ? scratch + parts * hd : nullptr;
-  auto launch = [&](auto group) {
+  const dim3 grid((n + rows - 1) / rows, nh / gb, plan.chunks);
+  with_head_group(gb, [&](auto group) {
     launch_rows<decltype(group)::value>(grid, s, q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window,
-                                        chunk, part_o, part_ml, out);
-  };
-  switch (gb) {
-    case 1: launch(std::integral_constant<int, 1>{}); break;
-    case 2: launch(std::integral_constant<int, 2>{}); break;
-    case 3: launch(std::integral_constant<int, 3>{}); break;
-    case 4: launch(std::integral_constant<int, 4>{}); break;
-    case 5: launch(std::integral_constant<int, 5>{}); break;
-    case 6: launch(std::integral_constant<int, 6>{}); break;
-    case 7: launch(std::integral_constant<int, 7>{}); break;
-    default: launch(std::integral_constant<int, 8>{}); break;
-  }
-  if (chunks > 1) combine_chunks(part_o, part_ml, n, nh, hd, chunks, out, s);
-  if (own) CUDA_CHECK(cudaFreeAsync(scratch, s));
+                                        plan.chunk_slots, plan.part_o, plan.part_ml, out);
+  });
+  finish_chunks(plan, n, nh, hd, out, s);
 }
 
 }  // namespace attention_paths

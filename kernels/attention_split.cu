@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 
 #include "kernels/attention_paths.h"
 #include "kernels/attention_visibility.cuh"
@@ -236,12 +235,6 @@ int heads_per_block(int nh, int nkv) {
   return 1;
 }
 
-void combine_chunks(const float* part_o, const float* part_ml, int n, int nh, int hd, int chunks, float* out,
-                    cudaStream_t s) {
-  combine_k<<<dim3(n, nh), kThreads, sizeof(float) * chunks, s>>>(part_o, part_ml, nh, hd, chunks, out);
-  CUDA_CHECK(cudaGetLastError());
-}
-
 // Enough chunks that rows x head groups x chunks reaches kTargetBlocks, never more than one per tile. Rows x head
 // groups at or above it (a long prefill) give one chunk: no scratch, no combine, and the blocks already fill the
 // device. This also bounds the scratch: rows x heads x chunks <= kTargetBlocks x kMaxGroup whenever there is more
@@ -279,47 +272,45 @@ size_t split_scratch_floats(int hd) {
   return size_t(kTargetBlocks) * size_t(kMaxGroup) * (size_t(hd) + 2);
 }
 
+ChunkPlan plan_chunks(int n, int nh, int hd, int total, int tile_slots, int splits, float* given_scratch,
+                      size_t given_floats, cudaStream_t s) {
+  ChunkPlan p;
+  const int tiles = (total + tile_slots - 1) / tile_slots;
+  const int chunk_tiles = (tiles + std::max(1, splits) - 1) / std::max(1, splits);
+  p.chunks = (tiles + chunk_tiles - 1) / chunk_tiles;
+  p.chunk_slots = chunk_tiles * tile_slots;
+  if (p.chunks == 1) return p;
+  const size_t parts = size_t(n) * nh * p.chunks, need = split_partials_floats(n, nh, p.chunks, hd);
+  if (given_scratch && given_floats < need)
+    throw std::logic_error("attention: " + std::to_string(p.chunks) + " chunks need " + std::to_string(need) +
+                           " floats of scratch, the caller's holds " + std::to_string(given_floats));
+  p.own = !given_scratch;
+  p.part_o = given_scratch;
+  if (p.own) CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&p.part_o), sizeof(float) * need, s));
+  p.part_ml = p.part_o + parts * hd;
+  return p;
+}
+
+void finish_chunks(const ChunkPlan& p, int n, int nh, int hd, float* out, cudaStream_t s) {
+  if (p.chunks == 1) return;
+  combine_k<<<dim3(n, nh), kThreads, sizeof(float) * p.chunks, s>>>(p.part_o, p.part_ml, nh, hd, p.chunks, out);
+  CUDA_CHECK(cudaGetLastError());
+  if (p.own) CUDA_CHECK(cudaFreeAsync(p.part_o, s));
+}
+
 void split_context(const float* q, const float* kc, const float* vc, const int32_t* slot_pos, const uint8_t* mask,
                    const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, int splits,
                    float* out, cudaStream_t s, float* given_scratch, size_t given_floats) {
   if (n <= 0) return;  // no rows: nothing to write (a grid of 0 blocks is a launch error)
   if (hd > kMaxHeadDim) throw std::invalid_argument("attention: head_dim above " + std::to_string(kMaxHeadDim));
-  const int total = base + n;
-  const int tiles = (total + kSplitTileSlots - 1) / kSplitTileSlots;
-  const int chunk_tiles = (tiles + std::max(1, splits) - 1) / std::max(1, splits);
-  const int chunks = (tiles + chunk_tiles - 1) / chunk_tiles;  // no empty chunk (3 splits of 4 tiles: 2 + 2)
-  const int chunk = chunk_tiles * kSplitTileSlots;
+  const ChunkPlan plan = plan_chunks(n, nh, hd, base + n, kSplitTileSlots, splits, given_scratch, given_floats, s);
   const int gb = heads_per_block(nh, nkv);
-  const dim3 grid(n, nh / gb, chunks);
-  float* scratch = nullptr;  // part_o [n, nh, chunks, hd], then part_ml [n, nh, chunks, 2]
-  const size_t parts = size_t(n) * nh * chunks, need = split_partials_floats(n, nh, chunks, hd);
-  // A given buffer too small is a broken bound, not a reason to allocate: an allocation here would be captured into
-  // the caller's graph, the very thing the buffer is there to prevent.
-  if (chunks > 1 && given_scratch && given_floats < need)
-    throw std::logic_error("attention: " + std::to_string(chunks) + " chunks need " + std::to_string(need) +
-                           " floats of scratch, the caller's holds " + std::to_string(given_floats));
-  const bool own = chunks > 1 && !given_scratch;
-  if (chunks > 1) scratch = given_scratch;
-  if (own) CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&scratch), sizeof(float) * need, s));
-  float* part_o = scratch;
-  float* part_ml = scratch ? scratch + parts * hd : nullptr;
-  auto launch = [&](auto group) {
+  const dim3 grid(n, nh / gb, plan.chunks);
+  with_head_group(gb, [&](auto group) {
     launch_partial<decltype(group)::value>(grid, s, q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd,
-                                           window, chunk, part_o, part_ml, out);
-  };
-  switch (gb) {
-    case 1: launch(std::integral_constant<int, 1>{}); break;
-    case 2: launch(std::integral_constant<int, 2>{}); break;
-    case 3: launch(std::integral_constant<int, 3>{}); break;
-    case 4: launch(std::integral_constant<int, 4>{}); break;
-    case 5: launch(std::integral_constant<int, 5>{}); break;
-    case 6: launch(std::integral_constant<int, 6>{}); break;
-    case 7: launch(std::integral_constant<int, 7>{}); break;
-    default: launch(std::integral_constant<int, 8>{}); break;
-  }
-  if (chunks == 1) return;
-  combine_chunks(part_o, part_ml, n, nh, hd, chunks, out, s);
-  if (own) CUDA_CHECK(cudaFreeAsync(scratch, s));
+                                           window, plan.chunk_slots, plan.part_o, plan.part_ml, out);
+  });
+  finish_chunks(plan, n, nh, hd, out, s);
 }
 
 }  // namespace attention_paths
