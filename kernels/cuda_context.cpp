@@ -212,6 +212,7 @@ void CudaContext::forward(const Batch& b, ForwardOutput& out) {
   fb.up = up_.get<float>(size_t(n) * F);
   // 16-bit elements: a product's input (q/k/v and gate/up take H wide, down F).
   fb.x16 = x16_.get<uint16_t>(size_t(n) * std::max(H, F));
+  if (!dm_->layers.empty() && dm_->layers.front().wqkv.data) fb.qkv = qkv_.get<float>(size_t(n) * (q_dim + 2 * kv_dim_));
   fb.sel = sel_.get<float>(size_t(nr) * H);
   fb.logits = logits_.get<float>(size_t(nr) * c.vocab_size);
   fb.taps = b.taps.empty() ? nullptr : taps_.get<float>(b.taps.size() * size_t(n) * H);
@@ -353,7 +354,7 @@ void CudaContext::device_forward(const Batch& b, const ForwardBuffers& fb, const
     float* k = fused ? k_cache_[l] + size_t(base) * kv_dim_ : fb.k;
     float* v = fused ? v_cache_[l] + size_t(base) * kv_dim_ : fb.v;
     // After the first layer the previous one's last kernel normed x into fb.h (and into h16 where it wrote one).
-    project_qkv(L, x, n, fb.h, fb.q, k, v, fused && l > 0, h16);
+    project_qkv(L, x, n, fb.h, fb.q, k, v, fused && l > 0, h16, fb.qkv);
     timer_.mark("rope+cache", stream_);
     position_qk(l, fb.q, k, n, fb.pos);
     if (!fused) write_cache(l, base, n, fb.k, fb.v);
@@ -428,12 +429,17 @@ void CudaContext::launch_as_graph(const GraphKey& key, const std::function<void(
 }
 
 void CudaContext::project_qkv(const DeviceLayer& L, const float* x, int rows, float* h, float* q, float* k, float* v,
-                              bool normed, const void* h16) {
+                              bool normed, const void* h16, float* qkv) {
   const auto& c = model_->config();
   timer_.mark("norms+adds", stream_);
   if (!normed) rmsnorm(x, L.input_norm, h, rows, c.hidden_size, c.rms_norm_eps, stream_);
   timer_.mark("qkv", stream_);
-  linear_each(h, rows, {{&L.wq, L.bq, q}, {&L.wk, L.bk, k}, {&L.wv, L.bv, v}}, h16);
+  if (qkv && L.wqkv.data) {
+    linear_each(h, rows, {{&L.wqkv, L.bqkv, qkv}}, h16);
+    split_qkv(qkv, rows, L.wq.rows, L.wk.rows, q, k, v, stream_);
+  } else {
+    linear_each(h, rows, {{&L.wq, L.bq, q}, {&L.wk, L.bk, k}, {&L.wv, L.bv, v}}, h16);
+  }
   if (c.qk_norm) {  // in place, one block per head
     timer_.mark("norms+adds", stream_);
     rmsnorm(q, L.q_norm, q, rows * c.num_heads, c.head_dim, c.rms_norm_eps, stream_);

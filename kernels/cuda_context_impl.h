@@ -100,6 +100,7 @@ class CudaContext final : public Context {
     int32_t *tokens = nullptr, *pos = nullptr, *rows = nullptr;  // tokens, positions, logit rows
     const uint8_t* mask = nullptr;                               // the batch's mask (null: causal)
     float *x = nullptr, *h = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *att = nullptr;
+    float* qkv = nullptr;  // one q/k/v product's output (DeviceLayer::wqkv), when the model has one
     float *gate = nullptr, *up = nullptr, *sel = nullptr, *logits = nullptr;
     void* x16 = nullptr;    // fused: a product's 16-bit input, rows x max(H, F) (LayerScratch::x16)
     float* taps = nullptr;  // [taps][n][H]
@@ -123,8 +124,10 @@ class CudaContext final : public Context {
   // Qwen3's per-head norms of q and k (RoPE is the caller's: the rows' positions differ).
   // normed: h already holds the input norm of x (the previous layer's fused residual add made it).
   // h16: h's 16-bit copy in the q/k/v weights' type, made with it (premade_input_type), or null.
+  // qkv: rows x (q_dim + 2 kv_dim) floats for one product when the layer has a stacked wqkv, copied apart into q, k
+  // and v after it (split_qkv); null: three products.
   void project_qkv(const DeviceLayer& L, const float* x, int rows, float* h, float* q, float* k, float* v,
-                   bool normed = false, const void* h16 = nullptr);
+                   bool normed = false, const void* h16 = nullptr, float* qkv = nullptr);
   // RoPE of layer l's q and k rows at `positions` (Gemma 3's sliding layers with their own theta), and the queries
   // scaled by the model's attention scale over attention()'s 1/sqrt(head_dim) where the two differ (Gemma 3 27B).
   void position_qk(int l, float* q, float* k, int rows, const int32_t* positions);
@@ -197,7 +200,7 @@ class CudaContext final : public Context {
   std::vector<float*> k_cache_, v_cache_;
   int32_t* slot_pos_ = nullptr;
   float* attention_scratch_ = nullptr;  // the split attention's partials (llama_kernels.h: a capture must not allocate)
-  Buffer x_, h_, q_, k_, v_, att_, gate_, up_, half_, x16_, panel_, tokens_, pos_, mask_, rows_, sel_, logits_, taps_;
+  Buffer x_, h_, q_, k_, v_, qkv_, att_, gate_, up_, half_, x16_, panel_, tokens_, pos_, mask_, rows_, sel_, logits_, taps_;
   Buffer summaries_, probe_start_, probe_tokens_, probe_probs_;  // Batch::summaries_only (kernels/sampling.cu)
   Buffer summary_parts_;  // logit_summaries_chunked's per-chunk parts
   Buffer processed_;  // Batch::rows_on_demand: a row's processed distribution (kernels/processed_rows.cu)

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 
@@ -15,6 +17,31 @@ namespace specscope::cuda {
 namespace {
 std::mutex g_mutex;
 std::map<const Model*, std::weak_ptr<const DeviceModel>> g_cache;
+
+bool can_stack(std::initializer_list<const TensorView*> ts) {
+  const TensorView& first = **ts.begin();
+  if (first.dtype != DType::F32 && first.dtype != DType::F16 && first.dtype != DType::BF16) return false;
+  for (const TensorView* t : ts)
+    if (t->dtype != first.dtype || t->cols() != first.cols() || !t->data) return false;
+  return true;
+}
+
+size_t element_bytes(WType t) { return t == WType::F32 ? sizeof(float) : sizeof(uint16_t); }
+
+// Rows [r0, r0 + rows) of a 16-bit or f32 matrix, in place.
+DeviceMatrix rows_of(const DeviceMatrix& m, int r0, int rows) {
+  DeviceMatrix v = m;
+  v.rows = rows;
+  v.data = static_cast<const char*>(m.data) + size_t(r0) * size_t(m.cols) * element_bytes(m.type);
+  return v;
+}
+
+// SPECSCOPE_CUDA_QKV_ONE_PRODUCT=1: one q/k/v product per layer (DeviceLayer::wqkv). Opt-in until measured on a GPU:
+// cuBLAS may sum a wider product in another order, so its bits need not be the three products'.
+bool one_qkv_product() {
+  const char* v = std::getenv("SPECSCOPE_CUDA_QKV_ONE_PRODUCT");
+  return v && std::strcmp(v, "1") == 0;
+}
 }  // namespace
 
 const void* DeviceUploads::upload(const void* host, size_t n) {
@@ -50,6 +77,20 @@ DeviceMatrix DeviceUploads::matrix(const TensorView& t) {
   return m;
 }
 
+DeviceMatrix DeviceUploads::stacked(std::initializer_list<const TensorView*> ts) {
+  DeviceMatrix m = {nullptr, WType::F32, 0, int((*ts.begin())->cols())};
+  std::vector<char> host;
+  for (const TensorView* t : ts) {
+    m.rows += int(t->rows());
+    const char* p = static_cast<const char*>(t->data);
+    host.insert(host.end(), p, p + t->nbytes());
+  }
+  const DType d = (*ts.begin())->dtype;
+  m.type = d == DType::F32 ? WType::F32 : d == DType::F16 ? WType::F16 : WType::BF16;
+  m.data = upload(host.data(), host.size());
+  return m;
+}
+
 const float* DeviceUploads::vector(const std::vector<float>& v) {
   if (v.empty()) return nullptr;
   return static_cast<const float*>(upload(v.data(), v.size() * sizeof(float)));
@@ -65,13 +106,31 @@ std::shared_ptr<const DeviceModel> DeviceModel::of(const Model& model) {
   dm->embed = dm->matrix(w.embed);
   // A tied LM head is the embedding itself: share the device copy.
   dm->lm_head = w.lm_head.data == w.embed.data ? dm->embed : dm->matrix(w.lm_head);
+  const bool one_qkv = one_qkv_product();
   for (const auto& L : w.layers) {
     DeviceLayer d;
     d.input_norm = dm->vector(L.input_norm);
     d.post_attn_norm = dm->vector(L.post_attn_norm);
-    d.wq = dm->matrix(L.wq), d.wk = dm->matrix(L.wk), d.wv = dm->matrix(L.wv), d.wo = dm->matrix(L.wo);
+    const bool biases = !L.bq.empty() && !L.bk.empty() && !L.bv.empty();
+    const bool no_biases = L.bq.empty() && L.bk.empty() && L.bv.empty();
+    if (one_qkv && can_stack({&L.wq, &L.wk, &L.wv}) && (biases || no_biases)) {
+      d.wqkv = dm->stacked({&L.wq, &L.wk, &L.wv});
+      const int q = int(L.wq.rows()), kv = int(L.wk.rows());
+      d.wq = rows_of(d.wqkv, 0, q), d.wk = rows_of(d.wqkv, q, kv), d.wv = rows_of(d.wqkv, q + kv, int(L.wv.rows()));
+      if (biases) {
+        std::vector<float> b(L.bq);
+        b.insert(b.end(), L.bk.begin(), L.bk.end());
+        b.insert(b.end(), L.bv.begin(), L.bv.end());
+        d.bqkv = dm->vector(b);
+        d.bq = d.bqkv, d.bk = d.bqkv + q, d.bv = d.bqkv + q + kv;
+      }
+    } else {
+      d.wq = dm->matrix(L.wq), d.wk = dm->matrix(L.wk), d.wv = dm->matrix(L.wv);
+      d.bq = dm->vector(L.bq), d.bk = dm->vector(L.bk), d.bv = dm->vector(L.bv);
+    }
+    d.wo = dm->matrix(L.wo);
     d.w_gate = dm->matrix(L.w_gate), d.w_up = dm->matrix(L.w_up), d.w_down = dm->matrix(L.w_down);
-    d.bq = dm->vector(L.bq), d.bk = dm->vector(L.bk), d.bv = dm->vector(L.bv), d.bo = dm->vector(L.bo);
+    d.bo = dm->vector(L.bo);
     d.q_norm = dm->vector(L.q_norm), d.k_norm = dm->vector(L.k_norm);
     d.attn_out_norm = dm->vector(L.attn_out_norm), d.ffn_out_norm = dm->vector(L.ffn_out_norm);
     d.b_gate = dm->vector(L.b_gate), d.b_up = dm->vector(L.b_up), d.b_down = dm->vector(L.b_down);

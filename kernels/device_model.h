@@ -2,6 +2,7 @@
 // A model's weights on the GPU, uploaded once and shared by every CUDA context of that model (compare lanes,
 // drafts): matrices in their stored type (f32, f16, bf16 or GGUF blocks), norms and biases in f32, RoPE
 // frequencies; and Speculative Streaming's extra tensors.
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
@@ -25,6 +26,11 @@ struct DeviceMatrix {
 struct DeviceLayer {
   const float *input_norm = nullptr, *post_attn_norm = nullptr;
   DeviceMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
+  // With SPECSCOPE_CUDA_QKV_ONE_PRODUCT=1 at upload: wq, wk and wv stacked into one matrix (wq/wk/wv are then views of
+  // its rows, and bq/bk/bv of bqkv), so that decoding reads them in one product instead of three; data null
+  // otherwise, or where they cannot stack (GGUF blocks, different types, biases on some only).
+  DeviceMatrix wqkv;
+  const float* bqkv = nullptr;
   const float *bq = nullptr, *bk = nullptr, *bv = nullptr, *bo = nullptr;
   const float *q_norm = nullptr, *k_norm = nullptr;  // Qwen3's and Gemma 3's per-head norms (head_dim each), else null
   const float *attn_out_norm = nullptr, *ffn_out_norm = nullptr;  // Gemma 3's sublayer output norms, else null
@@ -43,6 +49,8 @@ class DeviceUploads {
  protected:
   const void* upload(const void* host, size_t bytes);
   DeviceMatrix matrix(const TensorView& t);
+  // The matrices' rows one after another in one upload (same 16-bit or f32 type and width: can_stack).
+  DeviceMatrix stacked(std::initializer_list<const TensorView*> ts);
   const float* vector(const std::vector<float>& v);
 
  private:

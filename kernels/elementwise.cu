@@ -48,6 +48,21 @@ __global__ void gather_rows_k(const float* x, const int32_t* rows, int dim, floa
   for (int i = threadIdx.x; i < dim; i += blockDim.x) out[int64_t(r) * dim + i] = x[int64_t(rows[r]) * dim + i];
 }
 
+__global__ void split_qkv_k(const float* qkv, int rows, int q_dim, int kv_dim, float* q, float* k, float* v) {
+  const int m = q_dim + 2 * kv_dim;
+  const int64_t n = int64_t(rows) * m;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i / m;
+    const int c = int(i % m);
+    if (c < q_dim)
+      q[r * q_dim + c] = qkv[i];
+    else if (c < q_dim + kv_dim)
+      k[r * kv_dim + (c - q_dim)] = qkv[i];
+    else
+      v[r * kv_dim + (c - q_dim - kv_dim)] = qkv[i];
+  }
+}
+
 }  // namespace
 
 void silu_mul(const float* g, const float* u, float* o, int64_t n, cudaStream_t s, void* o16, WType t16) {
@@ -72,6 +87,12 @@ void add_bias(float* y, const float* b, int rows, int cols, cudaStream_t s, int 
 }
 void gather_rows(const float* x, const int32_t* rows, int nr, int dim, float* out, cudaStream_t s) {
   gather_rows_k<<<nr, 256, 0, s>>>(x, rows, dim, out);
+  CUDA_CHECK(cudaGetLastError());
+}
+void split_qkv(const float* qkv, int rows, int q_dim, int kv_dim, float* q, float* k, float* v, cudaStream_t s) {
+  const int64_t n = int64_t(rows) * (q_dim + 2 * kv_dim);
+  if (n == 0) return;
+  split_qkv_k<<<grid_for(n, 256), 256, 0, s>>>(qkv, rows, q_dim, kv_dim, q, k, v);
   CUDA_CHECK(cudaGetLastError());
 }
 

@@ -26,4 +26,14 @@ void gather_rows(const float* x, const int32_t* rows, int nr, int dim, float* ou
     std::memcpy(out + int64_t(r) * dim, x + int64_t(rows[r]) * dim, sizeof(float) * size_t(dim));
 }
 
+void split_qkv(const float* qkv, int rows, int q_dim, int kv_dim, float* q, float* k, float* v) {
+  const size_t m = size_t(q_dim) + 2 * size_t(kv_dim);
+  for (int r = 0; r < rows; ++r) {
+    const float* row = qkv + r * m;
+    std::memcpy(q + size_t(r) * q_dim, row, sizeof(float) * size_t(q_dim));
+    std::memcpy(k + size_t(r) * kv_dim, row + q_dim, sizeof(float) * size_t(kv_dim));
+    std::memcpy(v + size_t(r) * kv_dim, row + q_dim + kv_dim, sizeof(float) * size_t(kv_dim));
+  }
+}
+
 }  // namespace specscope::cuda::ref

@@ -30,6 +30,7 @@ void scale(float* y, float factor, int64_t n);
 void add(const float* x, float* y, int64_t n);
 void add_bias(float* y, const float* bias, int rows, int cols, int bias_rows = 1);
 void gather_rows(const float* x, const int32_t* rows, int nr, int dim, float* out);
+void split_qkv(const float* qkv, int rows, int q_dim, int kv_dim, float* q, float* k, float* v);
 
 // gemv_ref.cpp (kernels/gemv.cu): X in W's type (f32, or f16/bf16 bits)
 void gemv(const void* W, WType t, const void* X, int n, int m, int k, float* Y);

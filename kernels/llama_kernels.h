@@ -59,6 +59,9 @@ void add(const float* x, float* y, int64_t n, cudaStream_t stream);
 void add_bias(float* y, const float* bias, int rows, int cols, cudaStream_t stream, int bias_rows = 1);
 // out[r, :] = x[rows[r], :].
 void gather_rows(const float* x, const int32_t* rows, int nr, int dim, float* out, cudaStream_t stream);
+// Rows [q | k | v] of one q/k/v product (rows x (q_dim + 2 kv_dim)) copied apart into q [rows, q_dim], k and v
+// [rows, kv_dim] (k and v may be KV-cache slots).
+void split_qkv(const float* qkv, int rows, int q_dim, int kv_dim, float* q, float* k, float* v, cudaStream_t stream);
 
 // --- kernels/gemv.cu: matrix products of a few rows ---------------------------------------------------------
 

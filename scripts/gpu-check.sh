@@ -16,9 +16,9 @@
 #   bench_1b.json, bench_8b.json   random-weight Llama-3.2-1B / Llama-3.1-8B shapes in bf16, drawn on the GPU:
 #                     SpecScope's decode, achieved bandwidth against the device's measured copy bandwidth and
 #                     step-cost curve at context 1k (n = 1..128), the same under each setting ("with_gemv",
-#                     "without_fusion", "with_graphs", "without_summary_chunks", "without_row_tiles"), and
-#                     transformers' static-cache generate on the same directory; log.txt also holds each shape's op profile at 1, 8 and 64
-#                     rows (SPECSCOPE_CUDA_PROFILE=1). The peers part instead puts llama.cpp's CUDA llama-bench
+#                     "without_fusion", "with_graphs", "without_summary_chunks", "without_row_tiles",
+#                     "with_one_qkv_product"), and transformers' static-cache generate on the same directory; log.txt
+#                     also holds each shape's op profile at 1, 8 and 64 rows (SPECSCOPE_CUDA_PROFILE=1). The peers part instead puts llama.cpp's CUDA llama-bench
 #                     beside SpecScope and transformers ("peer_llamacpp": the same weights as a BF16 GGUF)
 #
 #   bash scripts/gpu-check.sh PART.tar.xz|PART_DIR OUT [--budget SECONDS] [--prompts N] [--no-8b]
@@ -360,9 +360,10 @@ if [ "$shapes" != none ]; then
     #   graphs:   each forward as one CUDA graph (SPECSCOPE_CUDA_GRAPHS=1)
     #   chunks:   greedy verification's logit summaries one block a row, not in chunks (SPECSCOPE_CUDA_SUMMARY_CHUNKS=0)
     #   rows:     attention one block per row, without the row tiles (SPECSCOPE_CUDA_ROW_TILES=0)
+    #   qkv:      q, k and v in one product per layer (SPECSCOPE_CUDA_QKV_ONE_PRODUCT=1)
     variants="gemv:SPECSCOPE_CUDA_GEMV=1:with_gemv nofuse:SPECSCOPE_CUDA_FUSE=0:without_fusion
       graphs:SPECSCOPE_CUDA_GRAPHS=1:with_graphs chunks:SPECSCOPE_CUDA_SUMMARY_CHUNKS=0:without_summary_chunks
-      rows:SPECSCOPE_CUDA_ROW_TILES=0:without_row_tiles"
+      rows:SPECSCOPE_CUDA_ROW_TILES=0:without_row_tiles qkv:SPECSCOPE_CUDA_QKV_ONE_PRODUCT=1:with_one_qkv_product"
     joins=()
     for v in $variants; do
       name=${v%%:*} rest=${v#*:}

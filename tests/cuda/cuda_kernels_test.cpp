@@ -7,7 +7,7 @@
 //
 // Tolerances, as a kernel's error relative to the largest reference value (max |gpu - ref| / max |ref|):
 //  - bit for bit: dequant_rows, embed_gather (exact products; quant_decode.h), to_half (round to nearest even),
-//    add, add_bias, gather_rows (one rounding or none);
+//    add, add_bias, gather_rows, split_qkv (one rounding or none);
 //  - ids exactly and probabilities within 1e-5 of the row's largest (its own, for probes): logit_summaries (expf
 //    and another summation order against the CPU's vector softmax);
 //  - 1e-5: rmsnorm, rope, silu_mul, gelu_tanh_mul (other summation orders, rsqrtf, sincosf and __expf against the CPU's libm and
@@ -360,6 +360,25 @@ TEST_F(CudaKernels, AddBiasAndGatherRowsAtModelShapes) {
       std::vector<float> want(size_t(nr) * s.hidden);
       cuda::ref::gather_rows(x.data(), pick.data(), nr, s.hidden, want.data());
       expect_identical(dout.to_host(), want, std::string("gather_rows ") + s.name + " rows " + std::to_string(nr));
+    }
+}
+
+TEST_F(CudaKernels, SplitQkvCopiesEachPartOfOneProduct) {
+  // One q/k/v product's rows [q | k | v] apart into q, k and v (kernels/elementwise.cu), bit for bit, at both shapes
+  // and for 1 to 64 rows.
+  uint32_t seed = 2500;
+  for (const Shape& s : kShapes)
+    for (int rows : {1, 7, 64}) {
+      const int q_dim = s.heads * s.head_dim, kv_dim = s.kv_heads * s.head_dim;
+      const std::vector<float> qkv = uniform(size_t(rows) * (q_dim + 2 * kv_dim), -2.f, 2.f, seed++);
+      DeviceArray<float> dqkv(qkv), dq(size_t(rows) * q_dim), dk(size_t(rows) * kv_dim), dv(size_t(rows) * kv_dim);
+      cuda::split_qkv(dqkv.get(), rows, q_dim, kv_dim, dq.get(), dk.get(), dv.get(), kStream);
+      std::vector<float> q(size_t(rows) * q_dim), k(size_t(rows) * kv_dim), v(size_t(rows) * kv_dim);
+      cuda::ref::split_qkv(qkv.data(), rows, q_dim, kv_dim, q.data(), k.data(), v.data());
+      const std::string what = std::string("split_qkv ") + s.name + " rows " + std::to_string(rows);
+      expect_identical(dq.to_host(), q, what + " q");
+      expect_identical(dk.to_host(), k, what + " k");
+      expect_identical(dv.to_host(), v, what + " v");
     }
 }
 
