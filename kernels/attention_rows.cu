@@ -175,60 +175,58 @@ __global__ void __launch_bounds__(kThreads)
   const bool warp_live = live[0];  // queries fill warps in order: a warp's first query is live if any is
   const float* qw = queries + warp * kQueriesPerWarp * hd;
 
+  // Each tile of the chunk that some row of the block sees: its keys (and with `values` its values) into shared
+  // memory, then in the warps with live queries `use(tl, scores)`. Both passes walk the tiles this one way.
+  auto each_seen_tile = [&](bool values, auto&& use) {
+    for (int t0 = c0; t0 < c1; t0 += kTile) {
+      const int tl = min(kTile, c1 - t0);
+      if (!block_sees_tile(r0, rows_here, t0, tl, n, base, mask, positions, slot_pos, window)) continue;
+      load_tile(kc, t0, tl, kv_dim, kvh, hd, key_tile, ks);
+      if (values) load_tile(vc, t0, tl, kv_dim, kvh, hd, value_tile, hd);
+      __syncthreads();
+      if (!warp_live) continue;
+      float sc[kQueriesPerWarp][2];
+      tile_scores(key_tile, ks, qw, hd, scale, t0, tl, row, live, n, base, mask, positions, slot_pos, window, sc);
+      use(tl, sc);
+    }
+  };
   // Pass 1: each query's largest visible score over the chunk.
-  for (int t0 = c0; t0 < c1; t0 += kTile) {
-    const int tl = min(kTile, c1 - t0);
-    if (!block_sees_tile(r0, rows_here, t0, tl, n, base, mask, positions, slot_pos, window)) continue;
-    load_tile(kc, t0, tl, kv_dim, kvh, hd, key_tile, ks);
-    __syncthreads();
-    if (warp_live) {
-      float sc[kQueriesPerWarp][2];
-      tile_scores(key_tile, ks, qw, hd, scale, t0, tl, row, live, n, base, mask, positions, slot_pos, window, sc);
+  each_seen_tile(false, [&](int, const float (&sc)[kQueriesPerWarp][2]) {
 #pragma unroll
-      for (int a = 0; a < kQueriesPerWarp; ++a) {
-        float mx = fmaxf(sc[a][0], sc[a][1]);
-        for (int o = 16; o > 0; o /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-        m[a] = fmaxf(m[a], mx);
-      }
+    for (int a = 0; a < kQueriesPerWarp; ++a) {
+      float mx = fmaxf(sc[a][0], sc[a][1]);
+      for (int o = 16; o > 0; o /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+      m[a] = fmaxf(m[a], mx);
     }
-  }
+  });
   // Pass 2: weights, their sum and the weighted values.
-  for (int t0 = c0; t0 < c1; t0 += kTile) {
-    const int tl = min(kTile, c1 - t0);
-    if (!block_sees_tile(r0, rows_here, t0, tl, n, base, mask, positions, slot_pos, window)) continue;
-    load_tile(kc, t0, tl, kv_dim, kvh, hd, key_tile, ks);
-    load_tile(vc, t0, tl, kv_dim, kvh, hd, value_tile, hd);
-    __syncthreads();
-    if (warp_live) {
-      float sc[kQueriesPerWarp][2];
-      tile_scores(key_tile, ks, qw, hd, scale, t0, tl, row, live, n, base, mask, positions, slot_pos, window, sc);
+  each_seen_tile(true, [&](int tl, const float (&sc)[kQueriesPerWarp][2]) {
+#pragma unroll
+    for (int a = 0; a < kQueriesPerWarp; ++a) {
+      float* wa = weights + (warp * kQueriesPerWarp + a) * kTile;
+      wa[lane] = sc[a][0] == -FLT_MAX ? 0.f : __expf(sc[a][0] - m[a]);
+      wa[lane + 32] = sc[a][1] == -FLT_MAX ? 0.f : __expf(sc[a][1] - m[a]);
+    }
+    __syncwarp();
+    const float* ww = weights + warp * kQueriesPerWarp * kTile;
+    for (int t = 0; t < tl; ++t) {
+      float vr[kMaxDimsPerLane];
+#pragma unroll
+      for (int e = 0; e < kMaxDimsPerLane; ++e) {
+        const int d = lane + 32 * e;
+        vr[e] = d < hd ? value_tile[t * hd + d] : 0.f;
+      }
 #pragma unroll
       for (int a = 0; a < kQueriesPerWarp; ++a) {
-        float* wa = weights + (warp * kQueriesPerWarp + a) * kTile;
-        wa[lane] = sc[a][0] == -FLT_MAX ? 0.f : __expf(sc[a][0] - m[a]);
-        wa[lane + 32] = sc[a][1] == -FLT_MAX ? 0.f : __expf(sc[a][1] - m[a]);
-      }
-      __syncwarp();
-      const float* ww = weights + warp * kQueriesPerWarp * kTile;
-      for (int t = 0; t < tl; ++t) {
-        float vr[kMaxDimsPerLane];
+        if (!live[a]) continue;
+        const float w = ww[a * kTile + t];
+        if (w == 0.f) continue;  // an unseen slot adds nothing, whatever its value row holds
+        l[a] += w;
 #pragma unroll
-        for (int e = 0; e < kMaxDimsPerLane; ++e) {
-          const int d = lane + 32 * e;
-          vr[e] = d < hd ? value_tile[t * hd + d] : 0.f;
-        }
-#pragma unroll
-        for (int a = 0; a < kQueriesPerWarp; ++a) {
-          if (!live[a]) continue;
-          const float w = ww[a * kTile + t];
-          if (w == 0.f) continue;  // an unseen slot adds nothing, whatever its value row holds
-          l[a] += w;
-#pragma unroll
-          for (int e = 0; e < kMaxDimsPerLane; ++e) acc[a][e] = fmaf(w, vr[e], acc[a][e]);
-        }
+        for (int e = 0; e < kMaxDimsPerLane; ++e) acc[a][e] = fmaf(w, vr[e], acc[a][e]);
       }
     }
-  }
+  });
 
 #pragma unroll
   for (int a = 0; a < kQueriesPerWarp; ++a) {
@@ -278,9 +276,9 @@ int row_tile_count(int n, int nh, int nkv, int total_slots) {
   // Up to kSplitAboveSlots one chunk: a row's bits are then those of its own decode on the single-block path (the
   // decode of a short context), so tree verification cannot part from vanilla at a near tie.
   if (total_slots <= kSplitAboveSlots) return 1;
-  const int gb = heads_per_block(nh, nkv);
+  const int rows = row_tile_rows(nh, nkv);
   const int64_t tiles = (int64_t(total_slots) + kTile - 1) / kTile;
-  const int64_t blocks = (int64_t(n) + kQueries / gb - 1) / (kQueries / gb) * (nh / gb);
+  const int64_t blocks = (int64_t(n) + rows - 1) / rows * (nh / heads_per_block(nh, nkv));
   const int64_t wanted = std::max<int64_t>(1, kRowTargetBlocks / std::max<int64_t>(1, blocks));
   return int(std::max<int64_t>(1, std::min(tiles, wanted)));
 }
@@ -293,7 +291,7 @@ void row_tiles(const float* q, const float* kc, const float* vc, const int32_t* 
     throw std::invalid_argument("attention: row tiles need a head_dim that is a multiple of 4 up to " +
                                 std::to_string(kMaxHeadDim) + ", not " + std::to_string(hd));
   const ChunkPlan plan = plan_chunks(n, nh, hd, base + n, kTile, splits, given_scratch, given_floats, s);
-  const int gb = heads_per_block(nh, nkv), rows = kQueries / gb;
+  const int gb = heads_per_block(nh, nkv), rows = row_tile_rows(nh, nkv);
   const dim3 grid((n + rows - 1) / rows, nh / gb, plan.chunks);
   with_head_group(gb, [&](auto group) {
     launch_rows<decltype(group)::value>(grid, s, q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window,

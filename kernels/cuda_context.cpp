@@ -140,7 +140,7 @@ void CudaContext::product(const float* X, const void* x, int n, const DeviceMatr
                               &beta, Y + p0, CUDA_R_32F, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     }
   } else {
-    const size_t elem = W.type == WType::F32 ? sizeof(float) : sizeof(uint16_t);
+    const size_t elem = dense_element_bytes(W.type);
     if (use_gemv_ && gemv_fits(W.type, std::min(n, kGemvMaxRows), k, W.data, x)) {
       // In groups of kGemvMaxRows rows, each group's rows contiguous in x and Y.
       for (int r0 = 0; r0 < n; r0 += kGemvMaxRows)

@@ -20,6 +20,7 @@
 #include "engine/model/forward.h"
 #include "kernels/cuda_check.h"
 #include "kernels/device_model.h"
+#include "kernels/env_flag.h"
 #include "kernels/op_timer.h"
 #include "kernels/processed_row.h"
 
@@ -28,12 +29,6 @@ class Model;
 }
 
 namespace specscope::cuda {
-
-inline bool env_flag(const char* name, bool fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  return !(std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 || std::strcmp(v, "false") == 0);
-}
 
 // A device buffer that grows to the largest size asked for. Growing frees the old memory, so a forward asks each
 // buffer for its size once and keeps the pointer.

@@ -2,8 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <map>
 #include <mutex>
 
@@ -11,6 +9,7 @@
 #include "engine/model/model.h"
 #include "engine/util/error.h"
 #include "kernels/cuda_check.h"
+#include "kernels/env_flag.h"
 
 namespace specscope::cuda {
 
@@ -26,21 +25,31 @@ bool can_stack(std::initializer_list<const TensorView*> ts) {
   return true;
 }
 
-size_t element_bytes(WType t) { return t == WType::F32 ? sizeof(float) : sizeof(uint16_t); }
-
 // Rows [r0, r0 + rows) of a 16-bit or f32 matrix, in place.
 DeviceMatrix rows_of(const DeviceMatrix& m, int r0, int rows) {
   DeviceMatrix v = m;
   v.rows = rows;
-  v.data = static_cast<const char*>(m.data) + size_t(r0) * size_t(m.cols) * element_bytes(m.type);
+  v.data = static_cast<const char*>(m.data) + size_t(r0) * size_t(m.cols) * dense_element_bytes(m.type);
   return v;
 }
 
-// SPECSCOPE_CUDA_QKV_ONE_PRODUCT=1: one q/k/v product per layer (DeviceLayer::wqkv). Opt-in until measured on a GPU:
-// cuBLAS may sum a wider product in another order, so its bits need not be the three products'.
-bool one_qkv_product() {
-  const char* v = std::getenv("SPECSCOPE_CUDA_QKV_ONE_PRODUCT");
-  return v && std::strcmp(v, "1") == 0;
+// The stored type of a weight on the GPU (GGUF blocks stay blocks: linear() dequantizes panels of rows for cuBLAS).
+WType wtype_of(const TensorView& t) {
+  switch (t.dtype) {
+    case DType::F32: return WType::F32;
+    case DType::F16: return WType::F16;
+    case DType::BF16: return WType::BF16;
+    case DType::Q8_0: return WType::Q8_0;
+    case DType::Q4_0: return WType::Q4_0;
+    case DType::Q4_1: return WType::Q4_1;
+    case DType::Q5_0: return WType::Q5_0;
+    case DType::Q5_1: return WType::Q5_1;
+    case DType::Q4_K: return WType::Q4_K;
+    case DType::Q5_K: return WType::Q5_K;
+    case DType::Q6_K: return WType::Q6_K;
+    default: throw InputError(t.name, "the CUDA backend takes f32, f16, bf16 or GGUF block weights, not " +
+                                          std::string(dtype_name(t.dtype)));
+  }
 }
 }  // namespace
 
@@ -57,22 +66,7 @@ DeviceMatrix DeviceUploads::matrix(const TensorView& t) {
   DeviceMatrix m;
   m.rows = int(t.rows());
   m.cols = int(t.cols());
-  switch (t.dtype) {
-    case DType::F32: m.type = WType::F32; break;
-    case DType::F16: m.type = WType::F16; break;
-    case DType::BF16: m.type = WType::BF16; break;
-    // GGUF blocks stay blocks on the GPU too; linear() dequantizes panels of rows for cuBLAS.
-    case DType::Q8_0: m.type = WType::Q8_0; break;
-    case DType::Q4_0: m.type = WType::Q4_0; break;
-    case DType::Q4_1: m.type = WType::Q4_1; break;
-    case DType::Q5_0: m.type = WType::Q5_0; break;
-    case DType::Q5_1: m.type = WType::Q5_1; break;
-    case DType::Q4_K: m.type = WType::Q4_K; break;
-    case DType::Q5_K: m.type = WType::Q5_K; break;
-    case DType::Q6_K: m.type = WType::Q6_K; break;
-    default: throw InputError(t.name, "the CUDA backend takes f32, f16, bf16 or GGUF block weights, not " +
-                                          std::string(dtype_name(t.dtype)));
-  }
+  m.type = wtype_of(t);
   m.data = upload(t.data, t.nbytes());
   return m;
 }
@@ -85,8 +79,7 @@ DeviceMatrix DeviceUploads::stacked(std::initializer_list<const TensorView*> ts)
     const char* p = static_cast<const char*>(t->data);
     host.insert(host.end(), p, p + t->nbytes());
   }
-  const DType d = (*ts.begin())->dtype;
-  m.type = d == DType::F32 ? WType::F32 : d == DType::F16 ? WType::F16 : WType::BF16;
+  m.type = wtype_of(**ts.begin());
   m.data = upload(host.data(), host.size());
   return m;
 }
@@ -106,7 +99,9 @@ std::shared_ptr<const DeviceModel> DeviceModel::of(const Model& model) {
   dm->embed = dm->matrix(w.embed);
   // A tied LM head is the embedding itself: share the device copy.
   dm->lm_head = w.lm_head.data == w.embed.data ? dm->embed : dm->matrix(w.lm_head);
-  const bool one_qkv = one_qkv_product();
+  // SPECSCOPE_CUDA_QKV_ONE_PRODUCT=1: one q/k/v product per layer (DeviceLayer::wqkv). Opt-in until measured on a
+  // GPU: cuBLAS may sum a wider product in another order, so its bits need not be the three products'.
+  const bool one_qkv = env_flag("SPECSCOPE_CUDA_QKV_ONE_PRODUCT", false);
   for (const auto& L : w.layers) {
     DeviceLayer d;
     d.input_norm = dm->vector(L.input_norm);

@@ -9,5 +9,7 @@ namespace specscope::cuda {
 enum class WType : int { F32 = 0, F16 = 1, BF16 = 2, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K };
 
 SPEC_HD bool is_block(WType t) { return int(t) >= int(WType::Q8_0); }
+// Bytes of one element of a dense (non-block) type: f32 4, f16/bf16 2.
+inline unsigned dense_element_bytes(WType t) { return t == WType::F32 ? 4u : 2u; }
 
 }  // namespace specscope::cuda
