@@ -1,9 +1,11 @@
 // Attention over the KV cache on the GPU (llama_kernels.h, "kernels/attention.cu"): the launcher, which picks one
 // of three paths with the same contract (attention_paths.h), and the single-block path for short contexts: one
 // block per (new row, query head), the scores of every slot in shared memory, written for clarity first. The
-// split path for long contexts is in attention_split.cu, the row-tile path for batches of rows in
-// attention_rows.cu. The CPU reference of all three is attention_ref.cpp (the engine's cpu::attention behind the
+// row-tile path for batches of rows and for every row past 1024 slots is in attention_rows.cu, the split path
+// (long contexts with the row tiles off) in attention_split.cu. The CPU reference of all three is attention_ref.cpp (the engine's cpu::attention behind the
 // same visibility rule).
+#include <algorithm>
+
 #include "kernels/attention_paths.h"
 #include "kernels/attention_visibility.cuh"
 #include "kernels/cuda_check.h"
@@ -79,19 +81,27 @@ void single_block(const float* q, const float* kc, const float* vc, const int32_
 
 void attention(const float* q, const float* kc, const float* vc, const int32_t* slot_pos, const uint8_t* mask,
                const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, float* out,
-               cudaStream_t s, float* scratch, bool row_tiles) {
+               cudaStream_t s, AttentionScratch scratch, bool row_tiles) {
   const int total = base + n;
-  const size_t given = scratch ? attention_paths::split_scratch_floats(hd) : 0;
-  if (row_tiles && n >= attention_paths::kRowTilesFromRows && hd <= attention_paths::kMaxHeadDim && hd % 4 == 0)
-    attention_paths::row_tiles(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window,
-                               attention_paths::row_tile_count(n, nh, nkv, total), out, s, scratch, given);
+  const bool tiles = row_tiles && hd <= attention_paths::kMaxHeadDim && hd % 4 == 0;
+  // Past kSplitAboveSlots every batch, one row included, takes the row tiles: their chunks follow each row's own
+  // visible slots, so a tree row and its decode sum alike (attention_paths.h, canonical_chunks).
+  if (tiles && (n >= attention_paths::kRowTilesFromRows || total > attention_paths::kSplitAboveSlots))
+    attention_paths::row_tiles(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window, out, s, scratch);
   else if (total > attention_paths::kSplitAboveSlots)  // long context: split it (attention_paths.h says why there)
     attention_paths::split_context(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window,
-                                   attention_paths::split_count(n, nh, nkv, total), out, s, scratch, given);
+                                   attention_paths::split_count(n, nh, nkv, total), out, s, scratch);
   else
     attention_paths::single_block(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window, out, s);
 }
 
-size_t attention_scratch_floats(int hd) { return attention_paths::split_scratch_floats(hd); }
+// Eight rows' partials at the longest context: a decode and the first row tile of a tree in one call, more rows in
+// batches (attention_rows.cu); and never less than the split path's own bound.
+size_t attention_scratch_floats(int nh, int hd, int slots) {
+  constexpr size_t kRowsAtTheLongestContext = 8;
+  return std::max(attention_paths::split_scratch_floats(hd),
+                  kRowsAtTheLongestContext *
+                      attention_paths::split_partials_floats(1, nh, attention_paths::canonical_chunks(slots), hd));
+}
 
 }  // namespace specscope::cuda

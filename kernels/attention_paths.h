@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/llama_kernels.h"
+
 namespace specscope::cuda::attention_paths {
 
 // The launcher takes the split path when a row's context (base + n slots) is longer than this. Up to 1024 slots
@@ -34,42 +36,59 @@ void single_block(const float* q, const float* k_cache, const float* v_cache, co
 // fewer chunks when there are fewer tiles), one block per (new row, group of query heads sharing a KV head, chunk)
 // running an online softmax over its chunk tile by tile in fixed shared memory, then a combine kernel that rescales
 // the chunks' partial results (FlashDecoding). splits == 1 writes the output directly with no scratch. Valid at any
-// context length, for head_dim up to kMaxHeadDim.
+// context length, for head_dim up to kMaxHeadDim. Its chunks depend on the call's rows and slots, so past
+// kSplitAboveSlots a tree row need not get its own decode's bits: the launcher takes it only with the row tiles off
+// (or a head_dim they do not take).
 // Partials go to `scratch` when given (std::logic_error when it holds fewer floats than the call needs;
 // split_scratch_floats(hd) covers every split_count choice), else to memory from the stream-ordered allocator.
 void split_context(const float* q, const float* k_cache, const float* v_cache, const int32_t* slot_pos,
                    const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window,
-                   int splits, float* out, cudaStream_t stream, float* scratch = nullptr, size_t scratch_floats = 0);
+                   int splits, float* out, cudaStream_t stream, AttentionScratch scratch = {});
+
+// A row that sees more than kSplitAboveSlots slots ("long": its own decode would have that many) sums its context
+// in chunks of this many slots by rank, its k-th visible slot counted as the prefix's slot index or, in the tree,
+// the prefix plus the tree slots the row sees before it: the slots its own decode reads after the accepted rows are
+// moved together, at the same ranks. So a tree row and its decode cut the same sequence of keys at the same places
+// (attention_rows.cu), whatever the batch. A shorter row sums its context in one chunk.
+inline constexpr int kLongRowChunkSlots = 256;
+// The chunks a row-tile call over `total_slots` slots has: one up to kSplitAboveSlots, else one per
+// kLongRowChunkSlots (a shorter row of the call keeps everything in the first; the others' partials are empty).
+inline int canonical_chunks(int total_slots) {
+  return total_slots <= kSplitAboveSlots ? 1 : (total_slots + kLongRowChunkSlots - 1) / kLongRowChunkSlots;
+}
 
 // kernels/attention_rows.cu: one block per (tile of row_tile_rows(nh, nkv) rows, group of query heads sharing a KV
 // head, chunk), each tile of 64 key and value rows loaded into shared memory once for all of the block's 32 (row,
-// head) queries; `splits` and the partials as split_context's (the same combine), 90 KiB of shared memory a block
-// at hd 128. A row's bits do not depend on which rows share its block. Valid at any context length, for head_dim
-// up to kMaxHeadDim.
+// head) queries, canonical_chunks(base + n) chunks combined as split_context's are, 90 KiB of shared memory a block
+// at hd 128. A row's bits depend only on the keys and values it sees, in order: not on which rows share its block
+// or call, nor on where invisible slots lie between its visible ones. Valid at any context length, for head_dim a
+// multiple of 4 up to kMaxHeadDim. Past one chunk, the rows go in as many calls as `scratch` holds partials for
+// (std::logic_error when it holds fewer than one row's); without scratch, in one call with memory from the
+// stream-ordered allocator.
 void row_tiles(const float* q, const float* k_cache, const float* v_cache, const int32_t* slot_pos,
                const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window,
-               int splits, float* out, cudaStream_t stream, float* scratch = nullptr, size_t scratch_floats = 0);
-// Rows a row-tile block serves, and the chunks the launcher asks row_tiles for (attention_rows.cu says why).
+               float* out, cudaStream_t stream, AttentionScratch scratch = {});
+// Rows a row-tile block serves (attention_rows.cu says why).
 int row_tile_rows(int nh, int nkv);
-int row_tile_count(int n, int nh, int nkv, int total_slots);
 
 // Query heads one split or row-tile block serves (all those of a KV head up to 8, else the largest divisor up to 8).
 int heads_per_block(int nh, int nkv);
 
-// The chunks of the two chunked paths: the context's tiles of `tile_slots` cut into at most `splits` chunks of
-// whole tiles (no empty chunk: 3 splits of 4 tiles give 2 + 2), and where their partials go: the caller's scratch
-// when given (std::logic_error when it holds fewer floats than they need: an allocation instead would be captured
-// into the caller's graph, the very thing the buffer is there to prevent), else memory from the stream-ordered
-// allocator. With one chunk nothing goes through scratch.
+// Where the partials of `chunks` chunks of n rows go: the caller's scratch when given (std::logic_error when it
+// holds fewer floats than they need: an allocation instead would be captured into the caller's graph, the very
+// thing the buffer is there to prevent), else memory from the stream-ordered allocator. With one chunk nothing goes
+// through scratch.
 struct ChunkPlan {
-  int chunks = 1, chunk_slots = 0;
+  int chunks = 1;
   float* part_o = nullptr;   // [n, nh, chunks, hd]
   float* part_ml = nullptr;  // [n, nh, chunks, 2]
   bool own = false;          // allocated here; finish_chunks frees it
 };
-ChunkPlan plan_chunks(int n, int nh, int hd, int total_slots, int tile_slots, int splits, float* scratch,
-                      size_t scratch_floats, cudaStream_t stream);
-// The combine when there is more than one chunk, then the allocation's release.
+ChunkPlan plan_chunks(int n, int nh, int hd, int chunks, AttentionScratch scratch, cudaStream_t stream);
+// The combine when there is more than one chunk (out: the n rows' [n, nh, hd]), then the allocation's release.
+// Every (row, head) folds its chunks in order, each chunk weighted by exp(its maximum - the largest), the first
+// term a product: its bits depend only on the chunks that saw a slot, and a row that saw one chunk gets exactly
+// that chunk's output over its sum, as a call of one chunk normalises it.
 void finish_chunks(const ChunkPlan& plan, int n, int nh, int hd, float* out, cudaStream_t stream);
 
 // Calls f(std::integral_constant<int, GB>{}) for gb in 1..8 (heads_per_block's range): the kernels take their group
@@ -93,8 +112,7 @@ void with_head_group(int gb, F&& f) {
 inline size_t split_partials_floats(int n, int nh, int chunks, int hd) {
   return size_t(n) * size_t(nh) * size_t(chunks) * (size_t(hd) + 2);
 }
-// Floats of scratch that every split_context call with split_count's chunks, and every row_tiles call with
-// row_tile_count's, fits, at any rows and context length.
+// Floats of scratch that every split_context call with split_count's chunks fits, at any rows and context length.
 size_t split_scratch_floats(int hd);
 
 // The number of chunks the launcher asks split_context for (attention_split.cu says why).

@@ -8,11 +8,17 @@
 // partials layout and combine (FlashDecoding) as the split path; CPU reference attention_ref.cpp.
 //
 // Each query's arithmetic is its own and sums in slot order: which rows share its block, and where invisible
-// slots lie between its visible ones, change nothing in its bits; only the chunks (row_tile_count) do, and up to
-// 1,024 slots there is one. A first version kept an online softmax (rescaling by each tile's maximum, as the split
-// path does): on the H200 greedy trees then parted from vanilla on 2-3 of 80 held-out prompts (gpu_h200_2026-12-04c),
-// at near ties, as the tree rows' bits no longer matched their decode's. Two passes (the maximum, then the weights)
-// cost the keys a second read.
+// slots lie between its visible ones, change nothing in its bits; only the chunks do. A first version kept an
+// online softmax (rescaling by each tile's maximum, as the split path does): on the H200 greedy trees then parted
+// from vanilla on 2-3 of 80 held-out prompts (gpu_h200_2026-12-04c), at near ties, as the tree rows' bits no longer
+// matched their decode's. Two passes (the maximum, then the weights) cost the keys a second read.
+//
+// The chunks are the row's own (attention_paths.h, canonical_chunks): up to 1,024 slots one; past them a "long" row
+// (one whose decode would see more than 1,024 slots) cuts its visible slots at every 256th rank, a prefix slot's
+// rank being its index and a tree slot's the prefix's length plus the tree slots the row sees before it. Its decode,
+// after the accepted rows are moved together, has the same keys at the same ranks, so the same chunks, partials and
+// fold. Before, the chunks were cut by slot index in numbers chosen for the call's rows (and a decode took the split
+// path's online softmax), so past 1,024 slots a tree row and its decode could part at a near tie.
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -32,12 +38,6 @@ constexpr int kTile = 64;              // slots a tile: lane l scores slots l an
 constexpr int kQueriesPerWarp = 4;     // each warp owns 4 (row, head) queries from the first tile to the last
 constexpr int kQueries = kWarps * kQueriesPerWarp;
 constexpr int kMaxDimsPerLane = 4;     // head_dim <= 128: lane l accumulates dims l, l + 32, l + 64, l + 96
-// Blocks the launcher aims at: one wave of two 90 KiB blocks per SM of an H100/H200 (132 SMs). It also bounds the
-// scratch: row tiles x head groups x chunks <= 256 whenever there is more than one chunk, and a block holds at most
-// kQueries (row, head) pairs, so the partials fit split_scratch_floats (1024 x 8 queries). A constant rather than
-// a device query so that the same inputs give the same bits on every GPU.
-constexpr int kRowTargetBlocks = 256;
-
 size_t shared_floats(int hd) {
   return size_t(kTile) * (hd + 1) + size_t(kTile) * hd + size_t(kQueries) * hd + size_t(kQueries) * kTile;
 }
@@ -78,12 +78,64 @@ __device__ inline bool block_sees_tile(int r0, int rows, int t0, int tl, int n, 
   return __syncthreads_or(seen);
 }
 
+// Whether new row i sees tree slot k (base + k) by the mask or causality, the window aside (it cuts by position, the
+// same in a row's decode).
+__device__ inline bool tree_slot_seen(int i, int k, int n, const uint8_t* mask) {
+  return mask ? mask[int64_t(i) * n + k] != 0 : k <= i;
+}
+
+// How many of the tree slots 0..k-1 row i sees. One warp, every lane (ballots); the same value in every lane.
+__device__ inline int tree_slots_seen_before(int i, int k, int n, const uint8_t* mask) {
+  if (!mask) return min(k, i + 1);
+  int count = 0;
+  for (int k0 = 0; k0 < k; k0 += 32) {
+    const int kk = k0 + threadIdx.x % 32;
+    count += __popc(__ballot_sync(0xffffffffu, kk < k && mask[int64_t(i) * n + kk] != 0));
+  }
+  return count;
+}
+
+// Whether slots lane and lane + 32 of the tile [t0, t0 + tl) are in chunk z of new row i's context (bits 0 and 1),
+// for a visible slot: its rank's chunk for a long row, chunk 0 for a short one. A prefix slot's rank is its index, a
+// tree slot's the prefix's length plus the tree slots the row sees before it (those before the tile, then those of
+// the tile below this lane's). One warp, every lane (ballots).
+__device__ __noinline__ unsigned slots_in_chunk(int t0, int tl, int i, int n, int base, const uint8_t* mask,
+                                                bool long_row, int z) {
+  if (!long_row) return z == 0 ? 3u : 0u;
+  const int lane = threadIdx.x % 32;
+  int rank[2] = {t0 + lane, t0 + lane + 32};
+  if (t0 + tl > base) {
+    const int before = tree_slots_seen_before(i, max(0, t0 - base), n, mask);
+    bool seen[2];
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int j = t0 + lane + 32 * u;
+      seen[u] = j >= base && lane + 32 * u < tl && tree_slot_seen(i, j - base, n, mask);
+    }
+    const unsigned b0 = __ballot_sync(0xffffffffu, seen[0]), b1 = __ballot_sync(0xffffffffu, seen[1]);
+    const unsigned below = (1u << lane) - 1u;
+    if (rank[0] >= base) rank[0] = base + before + __popc(b0 & below);
+    if (rank[1] >= base) rank[1] = base + before + __popc(b0) + __popc(b1 & below);
+  }
+  constexpr int C = attention_paths::kLongRowChunkSlots;
+  return (rank[0] / C == z ? 1u : 0u) | (rank[1] / C == z ? 2u : 0u);
+}
+
+// A warp's queries in the chunks of a long context: for each, whether its row is long (it sums in chunks of
+// kLongRowChunkSlots by rank; a short one keeps everything in chunk 0), and the chunk this block sums.
+struct ChunkOfBlock {
+  bool chunked = false;  // more than one chunk in the call
+  int z = 0;
+  bool long_row[kQueriesPerWarp] = {};
+};
+
 // The scaled scores of slots lane and lane + 32 of the tile for a warp's queries (-FLT_MAX where the query's row
-// does not see the slot): each one thread's sum over the dims in order, as attention.cu's single-block path sums.
+// does not see the slot, or sees it in another chunk than the block's): each one thread's sum over the dims in
+// order, as attention.cu's single-block path sums. Every lane of the warp calls it (the ranks take ballots).
 __device__ inline void tile_scores(const float* key_tile, int ks, const float* qw, int hd, float scale, int t0, int tl,
                                    const int* row, const bool* live, int n, int base, const uint8_t* mask,
                                    const int32_t* positions, const int32_t* slot_pos, int window,
-                                   float (&sc)[kQueriesPerWarp][2]) {
+                                   const ChunkOfBlock& cb, float (&sc)[kQueriesPerWarp][2]) {
   const int lane = threadIdx.x % 32;
   float s[kQueriesPerWarp][2];
 #pragma unroll
@@ -101,31 +153,40 @@ __device__ inline void tile_scores(const float* key_tile, int ks, const float* q
     }
   }
 #pragma unroll
-  for (int a = 0; a < kQueriesPerWarp; ++a)
+  for (int a = 0; a < kQueriesPerWarp; ++a) {
+    // warp-uniform; out of line, so that the common case of one chunk keeps its registers
+    const unsigned in_chunk = cb.chunked && live[a] ? slots_in_chunk(t0, tl, row[a], n, base, mask, cb.long_row[a], cb.z)
+                                                    : 3u;
 #pragma unroll
     for (int u = 0; u < 2; ++u) {
       const int t = lane + 32 * u;
-      sc[a][u] = live[a] && t < tl && slot_visible(row[a], t0 + t, n, base, mask, positions, slot_pos, window)
+      sc[a][u] = live[a] && t < tl && (in_chunk >> u & 1u) &&
+                         slot_visible(row[a], t0 + t, n, base, mask, positions, slot_pos, window)
                      ? s[a][u] * scale
                      : -FLT_MAX;
     }
+  }
 }
 
-// Block (x, y, z): rows x * R .. x * R + R - 1 (R = kQueries / GB), query heads y * GB .. y * GB + GB - 1 (one KV
-// head), slots [z * chunk, min(total, (z + 1) * chunk)), in tiles of kTile slots, twice:
+// Block (x, y, z) of a call over rows [row0, row0 + rows): rows row0 + x * R .. + R - 1 (R = kQueries / GB), query
+// heads y * GB .. y * GB + GB - 1 (one KV head), chunk z of gridDim.z (one: the whole context), in tiles of kTile
+// slots, twice:
 //  pass 1: each query's largest score over the chunk (a maximum: the same whatever the order);
 //  pass 2: weights exp(s - max), then lane l adds, slot by slot in order, each weight into the query's sum and
 //     weight x value into its dims l, l + 32, ... (every lane the same sum).
-// So a query's weights, sum and output are each one thread's sums over its visible slots in order: with the whole
-// context in one chunk the bits attention.cu's single-block path gives (it sums the same way), whatever rows share
-// the block and wherever invisible slots sit between the visible ones (a tree row against its own decode). Tiles no
-// row of the block sees are skipped (causal prefill: half of them); skipping changes no sum. Keys go to shared
-// memory padded to hd + 1 floats, so the 32 lanes reading 32 slots at one dim hit 32 banks.
-// Query x of the block is (row x / GB, head x % GB); x >= R * GB (GB not dividing 32) or a row past n is dead.
+// So a query's weights, sum and output are each one thread's sums over its visible slots of the chunk in order:
+// with the whole context in one chunk the bits attention.cu's single-block path gives (it sums the same way),
+// whatever rows share the block and wherever invisible slots sit between the visible ones (a tree row against its
+// own decode). With several chunks (the file's head says which slots a row has in each) the block walks the prefix
+// slots of its chunk, all of them in chunk 0 while a row can still be short (base < kSplitAboveSlots), then the tree
+// slots when some row can rank them into its chunk. Tiles no row of the block sees are skipped (causal prefill: half
+// of them); skipping changes no sum. Keys go to shared memory padded to hd + 1 floats, so the 32 lanes reading 32
+// slots at one dim hit 32 banks. Query x of the block is (row x / GB, head x % GB); x >= R * GB (GB not dividing 32)
+// or a row past the call's is dead. Partials are indexed by the row's place in the call.
 template <int GB>
 __global__ void __launch_bounds__(kThreads)
     rows_partial_k(const float* q, const float* kc, const float* vc, const int32_t* slot_pos, const uint8_t* mask,
-                   const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, int chunk,
+                   const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, int row0, int rows,
                    float* part_o, float* part_ml, float* out) {
   constexpr int R = kQueries / GB;
   extern __shared__ float smem[];
@@ -134,11 +195,10 @@ __global__ void __launch_bounds__(kThreads)
   float* value_tile = key_tile + kTile * ks;         // [kTile][hd]
   float* queries = value_tile + kTile * hd;          // [kQueries][hd]
   float* weights = queries + kQueries * hd;          // [kQueries][kTile]
-  const int r0 = blockIdx.x * R, h0 = blockIdx.y * GB, c = blockIdx.z, kvh = h0 / (nh / nkv);
-  const int total = base + n, kv_dim = nkv * hd;
+  const int r0 = row0 + blockIdx.x * R, h0 = blockIdx.y * GB, kvh = h0 / (nh / nkv);
+  const int total = base + n, kv_dim = nkv * hd, row_end = row0 + rows;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int c0 = c * chunk, c1 = min(total, c0 + chunk);
-  const int rows_here = min(R, n - r0);
+  const int rows_here = min(R, row_end - r0);
   const float scale = rsqrtf(float(hd));
 
   {  // The block's queries (every load before any store, as load_tile does).
@@ -149,7 +209,7 @@ __global__ void __launch_bounds__(kThreads)
       const int idx = threadIdx.x + u * kThreads, x = idx / vecs_per_query, d4 = idx % vecs_per_query;
       const int row = r0 + x / GB;
       r[u] = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (x < R * GB && row < n)
+      if (x < R * GB && row < row_end)
         r[u] = *reinterpret_cast<const float4*>(q + (int64_t(row) * nh + h0 + x % GB) * hd + 4 * d4);
     }
 #pragma unroll
@@ -163,31 +223,50 @@ __global__ void __launch_bounds__(kThreads)
   int row[kQueriesPerWarp];
   bool live[kQueriesPerWarp];  // warp-uniform
   float m[kQueriesPerWarp], l[kQueriesPerWarp], acc[kQueriesPerWarp][kMaxDimsPerLane];
+  ChunkOfBlock cb;
+  cb.chunked = gridDim.z > 1;
+  cb.z = blockIdx.z;
 #pragma unroll
   for (int a = 0; a < kQueriesPerWarp; ++a) {
     const int x = warp * kQueriesPerWarp + a;
     row[a] = r0 + x / GB;
-    live[a] = x < R * GB && row[a] < n;
+    live[a] = x < R * GB && row[a] < row_end;
     m[a] = -FLT_MAX, l[a] = 0.f;  // -FLT_MAX: nothing visible
 #pragma unroll
     for (int e = 0; e < kMaxDimsPerLane; ++e) acc[a][e] = 0.f;
+    // Long: the row's own decode would see more than kSplitAboveSlots slots (the prefix and its tree slots).
+    if (cb.chunked && live[a])
+      cb.long_row[a] = base + tree_slots_seen_before(row[a], n, n, mask) > attention_paths::kSplitAboveSlots;
   }
   const bool warp_live = live[0];  // queries fill warps in order: a warp's first query is live if any is
   const float* qw = queries + warp * kQueriesPerWarp * hd;
 
-  // Each tile of the chunk that some row of the block sees: its keys (and with `values` its values) into shared
+  // The slots this block walks: [0, total) in one chunk; else the prefix slots of chunk z (of every row's chunk 0
+  // while a short row is possible), then the tree slots if some row can rank one into chunk z.
+  constexpr int C = attention_paths::kLongRowChunkSlots;
+  const int z = blockIdx.z;
+  const bool short_possible = base < attention_paths::kSplitAboveSlots;
+  const int prefix_lo = cb.chunked ? z * C : 0;
+  const int prefix_hi = !cb.chunked ? total : z == 0 && short_possible ? base : min(base, (z + 1) * C);
+  const bool tree_too = cb.chunked && ((z * C < total && (z + 1) * C > base) || (z == 0 && short_possible));
+
+  // Each tile of those slots that some row of the block sees: its keys (and with `values` its values) into shared
   // memory, then in the warps with live queries `use(tl, scores)`. Both passes walk the tiles this one way.
   auto each_seen_tile = [&](bool values, auto&& use) {
-    for (int t0 = c0; t0 < c1; t0 += kTile) {
-      const int tl = min(kTile, c1 - t0);
-      if (!block_sees_tile(r0, rows_here, t0, tl, n, base, mask, positions, slot_pos, window)) continue;
-      load_tile(kc, t0, tl, kv_dim, kvh, hd, key_tile, ks);
-      if (values) load_tile(vc, t0, tl, kv_dim, kvh, hd, value_tile, hd);
-      __syncthreads();
-      if (!warp_live) continue;
-      float sc[kQueriesPerWarp][2];
-      tile_scores(key_tile, ks, qw, hd, scale, t0, tl, row, live, n, base, mask, positions, slot_pos, window, sc);
-      use(tl, sc);
+    for (int segment = 0; segment < 2; ++segment) {  // one loop body for both: fewer registers than two copies
+      const int lo = segment == 0 ? prefix_lo : base, hi = segment == 0 ? prefix_hi : tree_too ? total : base;
+      for (int t0 = lo; t0 < hi; t0 += kTile) {
+        const int tl = min(kTile, hi - t0);
+        if (!block_sees_tile(r0, rows_here, t0, tl, n, base, mask, positions, slot_pos, window)) continue;
+        load_tile(kc, t0, tl, kv_dim, kvh, hd, key_tile, ks);
+        if (values) load_tile(vc, t0, tl, kv_dim, kvh, hd, value_tile, hd);
+        __syncthreads();
+        if (!warp_live) continue;
+        float sc[kQueriesPerWarp][2];
+        tile_scores(key_tile, ks, qw, hd, scale, t0, tl, row, live, n, base, mask, positions, slot_pos, window, cb,
+                    sc);
+        use(tl, sc);
+      }
     }
   };
   // Pass 1: each query's largest visible score over the chunk.
@@ -233,7 +312,7 @@ __global__ void __launch_bounds__(kThreads)
     if (!live[a]) continue;
     const int x = warp * kQueriesPerWarp + a;
     const int64_t row_head = int64_t(row[a]) * nh + h0 + x % GB;
-    const int64_t part = row_head * gridDim.z + c;
+    const int64_t part = (int64_t(row[a] - row0) * nh + h0 + x % GB) * gridDim.z + blockIdx.z;
     const float inv = l[a] > 0.f ? 1.f / l[a] : 0.f;  // nothing visible: zeros
 #pragma unroll
     for (int e = 0; e < kMaxDimsPerLane; ++e) {
@@ -251,7 +330,7 @@ __global__ void __launch_bounds__(kThreads)
 template <int GB>
 void launch_rows(dim3 grid, cudaStream_t s, const float* q, const float* kc, const float* vc,
                  const int32_t* slot_pos, const uint8_t* mask, const int32_t* positions, int n, int base, int nh,
-                 int nkv, int hd, int window, int chunk, float* part_o, float* part_ml, float* out) {
+                 int nkv, int hd, int window, int row0, int rows, float* part_o, float* part_ml, float* out) {
   const size_t shmem = sizeof(float) * shared_floats(hd);
   // 90 KiB at hd 128: above the default 48 KiB, so the launch needs the opt-in, given once per instance for the
   // largest head (thread-safe static initialisation; sm_86/89 allow 99 KiB a block, sm_80 163, sm_90 227).
@@ -262,7 +341,7 @@ void launch_rows(dim3 grid, cudaStream_t s, const float* q, const float* kc, con
   }();
   (void)opted_in;
   rows_partial_k<GB><<<grid, kThreads, shmem, s>>>(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window,
-                                                   chunk, part_o, part_ml, out);
+                                                   row0, rows, part_o, part_ml, out);
   CUDA_CHECK(cudaGetLastError());
 }
 
@@ -272,32 +351,37 @@ namespace attention_paths {
 
 int row_tile_rows(int nh, int nkv) { return kQueries / heads_per_block(nh, nkv); }
 
-int row_tile_count(int n, int nh, int nkv, int total_slots) {
-  // Up to kSplitAboveSlots one chunk: a row's bits are then those of its own decode on the single-block path (the
-  // decode of a short context), so tree verification cannot part from vanilla at a near tie.
-  if (total_slots <= kSplitAboveSlots) return 1;
-  const int rows = row_tile_rows(nh, nkv);
-  const int64_t tiles = (int64_t(total_slots) + kTile - 1) / kTile;
-  const int64_t blocks = (int64_t(n) + rows - 1) / rows * (nh / heads_per_block(nh, nkv));
-  const int64_t wanted = std::max<int64_t>(1, kRowTargetBlocks / std::max<int64_t>(1, blocks));
-  return int(std::max<int64_t>(1, std::min(tiles, wanted)));
-}
-
 void row_tiles(const float* q, const float* kc, const float* vc, const int32_t* slot_pos, const uint8_t* mask,
-               const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, int splits, float* out,
-               cudaStream_t s, float* given_scratch, size_t given_floats) {
+               const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, float* out,
+               cudaStream_t s, AttentionScratch scratch) {
   if (n <= 0) return;  // no rows: nothing to write (a grid of 0 blocks is a launch error)
   if (hd > kMaxHeadDim || hd % 4 != 0)
     throw std::invalid_argument("attention: row tiles need a head_dim that is a multiple of 4 up to " +
                                 std::to_string(kMaxHeadDim) + ", not " + std::to_string(hd));
-  const ChunkPlan plan = plan_chunks(n, nh, hd, base + n, kTile, splits, given_scratch, given_floats, s);
-  const int gb = heads_per_block(nh, nkv), rows = row_tile_rows(nh, nkv);
-  const dim3 grid((n + rows - 1) / rows, nh / gb, plan.chunks);
-  with_head_group(gb, [&](auto group) {
-    launch_rows<decltype(group)::value>(grid, s, q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window,
-                                        plan.chunk_slots, plan.part_o, plan.part_ml, out);
-  });
-  finish_chunks(plan, n, nh, hd, out, s);
+  const int chunks = canonical_chunks(base + n);
+  const int gb = heads_per_block(nh, nkv), tile_rows = row_tile_rows(nh, nkv);
+  // Rows a call: all of them in one chunk (no partials) or without scratch; else as many as the scratch holds
+  // partials for, whole tiles of rows where more than one fits. A row's bits do not depend on its call.
+  int per_call = n;
+  if (chunks > 1 && scratch.data) {
+    const size_t row_floats = split_partials_floats(1, nh, chunks, hd);
+    if (scratch.floats < row_floats)
+      throw std::logic_error("attention: a row's partials in " + std::to_string(chunks) + " chunks need " +
+                             std::to_string(row_floats) + " floats of scratch, the caller's holds " +
+                             std::to_string(scratch.floats));
+    per_call = int(std::min<size_t>(size_t(n), scratch.floats / row_floats));
+    if (per_call > tile_rows) per_call -= per_call % tile_rows;
+  }
+  for (int row0 = 0; row0 < n; row0 += per_call) {
+    const int rows = std::min(per_call, n - row0);
+    const ChunkPlan plan = plan_chunks(rows, nh, hd, chunks, scratch, s);
+    const dim3 grid((rows + tile_rows - 1) / tile_rows, nh / gb, chunks);
+    with_head_group(gb, [&](auto group) {
+      launch_rows<decltype(group)::value>(grid, s, q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd,
+                                          window, row0, rows, plan.part_o, plan.part_ml, out);
+    });
+    finish_chunks(plan, rows, nh, hd, out + size_t(row0) * nh * hd, s);
+  }
 }
 
 }  // namespace attention_paths

@@ -196,27 +196,32 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // One block per (row, head): out = sum_c w_c o_c / sum_c w_c l_c with w_c = exp(m_c - max_c m_c), over the
-// chunks that saw a slot (l_c > 0); zeros when none did. Shared memory: the `splits` weights w_c.
-__global__ void combine_k(const float* part_o, const float* part_ml, int nh, int hd, int splits, float* out) {
+// chunks that saw a slot (l_c > 0); zeros when none did. Both sums are folded chunk by chunk in order by one thread
+// each (every thread the same normaliser), the first term a product: the bits depend only on the sequence of chunks
+// that saw a slot, not on how many empty ones the call had, and one such chunk gives exactly o / l (w = 1), the
+// bits of a call of one chunk (finish_chunks in attention_paths.h). Shared memory: the `chunks` weights w_c.
+__global__ void combine_k(const float* part_o, const float* part_ml, int nh, int hd, int chunks, float* out) {
   extern __shared__ float w[];
   const int64_t row_head = int64_t(blockIdx.x) * nh + blockIdx.y;
-  const float* ml = part_ml + row_head * splits * 2;
+  const float* ml = part_ml + row_head * chunks * 2;
   float local_max = -FLT_MAX;
-  for (int c = threadIdx.x; c < splits; c += blockDim.x)
+  for (int c = threadIdx.x; c < chunks; c += blockDim.x)
     if (ml[2 * c + 1] > 0.f) local_max = fmaxf(local_max, ml[2 * c]);
   const float m = block_reduce<true>(local_max);
-  float local_sum = 0.f;
-  for (int c = threadIdx.x; c < splits; c += blockDim.x) {
-    w[c] = ml[2 * c + 1] > 0.f ? __expf(ml[2 * c] - m) : 0.f;
-    local_sum += w[c] * ml[2 * c + 1];
-  }
-  const float l = block_reduce<false>(local_sum);  // its barriers also publish w
+  for (int c = threadIdx.x; c < chunks; c += blockDim.x)
+    w[c] = ml[2 * c + 1] > 0.f ? (ml[2 * c] == m ? 1.f : __expf(ml[2 * c] - m)) : 0.f;
+  __syncthreads();
+  float l = 0.f;
+  bool first = true;
+  for (int c = 0; c < chunks; ++c)
+    if (w[c] != 0.f) l = first ? w[c] * ml[2 * c + 1] : fmaf(w[c], ml[2 * c + 1], l), first = false;
   const float inv = l > 0.f ? 1.f / l : 0.f;
-  const float* o = part_o + row_head * splits * hd;
+  const float* o = part_o + row_head * chunks * hd;
   for (int d = threadIdx.x; d < hd; d += blockDim.x) {
     float acc = 0.f;
-    for (int c = 0; c < splits; ++c)
-      if (w[c] != 0.f) acc += w[c] * o[int64_t(c) * hd + d];
+    first = true;
+    for (int c = 0; c < chunks; ++c)
+      if (w[c] != 0.f) acc = first ? w[c] * o[int64_t(c) * hd + d] : fmaf(w[c], o[int64_t(c) * hd + d], acc), first = false;
     out[row_head * hd + d] = acc * inv;
   }
 }
@@ -260,8 +265,8 @@ void launch_partial(dim3 grid, cudaStream_t s, const float* q, const float* kc, 
 
 }  // namespace
 
-// The chunks' partials go to the caller's scratch (CudaContext owns one, split_scratch_floats(hd) floats, 4.3 MB at
-// hd 128), else to memory from the stream-ordered allocator (cudaMallocAsync / cudaFreeAsync on `s`: no host
+// The chunks' partials go to the caller's scratch (CudaContext owns one of attention_scratch_floats, at least
+// split_scratch_floats(hd) floats: 4.3 MB at hd 128), else to memory from the stream-ordered allocator (cudaMallocAsync / cudaFreeAsync on `s`: no host
 // synchronisation, no state kept between calls). Captured into a CUDA graph, such an allocation becomes a node whose
 // address is fixed at capture, a different one each capture, and updating an instantiated graph from a later
 // capture cannot carry it over; the pool also hands its memory back at each synchronisation (release threshold 0),
@@ -272,20 +277,16 @@ size_t split_scratch_floats(int hd) {
   return size_t(kTargetBlocks) * size_t(kMaxGroup) * (size_t(hd) + 2);
 }
 
-ChunkPlan plan_chunks(int n, int nh, int hd, int total, int tile_slots, int splits, float* given_scratch,
-                      size_t given_floats, cudaStream_t s) {
+ChunkPlan plan_chunks(int n, int nh, int hd, int chunks, AttentionScratch scratch, cudaStream_t s) {
   ChunkPlan p;
-  const int tiles = (total + tile_slots - 1) / tile_slots;
-  const int chunk_tiles = (tiles + std::max(1, splits) - 1) / std::max(1, splits);
-  p.chunks = (tiles + chunk_tiles - 1) / chunk_tiles;
-  p.chunk_slots = chunk_tiles * tile_slots;
-  if (p.chunks == 1) return p;
-  const size_t parts = size_t(n) * nh * p.chunks, need = split_partials_floats(n, nh, p.chunks, hd);
-  if (given_scratch && given_floats < need)
-    throw std::logic_error("attention: " + std::to_string(p.chunks) + " chunks need " + std::to_string(need) +
-                           " floats of scratch, the caller's holds " + std::to_string(given_floats));
-  p.own = !given_scratch;
-  p.part_o = given_scratch;
+  p.chunks = chunks;
+  if (chunks == 1) return p;
+  const size_t parts = size_t(n) * nh * chunks, need = split_partials_floats(n, nh, chunks, hd);
+  if (scratch.data && scratch.floats < need)
+    throw std::logic_error("attention: " + std::to_string(chunks) + " chunks need " + std::to_string(need) +
+                           " floats of scratch, the caller's holds " + std::to_string(scratch.floats));
+  p.own = !scratch.data;
+  p.part_o = scratch.data;
   if (p.own) CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&p.part_o), sizeof(float) * need, s));
   p.part_ml = p.part_o + parts * hd;
   return p;
@@ -300,15 +301,18 @@ void finish_chunks(const ChunkPlan& p, int n, int nh, int hd, float* out, cudaSt
 
 void split_context(const float* q, const float* kc, const float* vc, const int32_t* slot_pos, const uint8_t* mask,
                    const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, int splits,
-                   float* out, cudaStream_t s, float* given_scratch, size_t given_floats) {
+                   float* out, cudaStream_t s, AttentionScratch scratch) {
   if (n <= 0) return;  // no rows: nothing to write (a grid of 0 blocks is a launch error)
   if (hd > kMaxHeadDim) throw std::invalid_argument("attention: head_dim above " + std::to_string(kMaxHeadDim));
-  const ChunkPlan plan = plan_chunks(n, nh, hd, base + n, kSplitTileSlots, splits, given_scratch, given_floats, s);
+  // The context's tiles cut into at most `splits` chunks of whole tiles, none empty (3 splits of 4 tiles: 2 + 2).
+  const int tiles = (base + n + kSplitTileSlots - 1) / kSplitTileSlots;
+  const int chunk_tiles = (tiles + std::max(1, splits) - 1) / std::max(1, splits);
+  const ChunkPlan plan = plan_chunks(n, nh, hd, (tiles + chunk_tiles - 1) / chunk_tiles, scratch, s);
   const int gb = heads_per_block(nh, nkv);
   const dim3 grid(n, nh / gb, plan.chunks);
   with_head_group(gb, [&](auto group) {
     launch_partial<decltype(group)::value>(grid, s, q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd,
-                                           window, plan.chunk_slots, plan.part_o, plan.part_ml, out);
+                                           window, chunk_tiles * kSplitTileSlots, plan.part_o, plan.part_ml, out);
   });
   finish_chunks(plan, n, nh, hd, out, s);
 }

@@ -50,7 +50,8 @@ CudaContext::CudaContext(std::shared_ptr<const Model> model, int n_ctx) : model_
     CUDA_CHECK(cudaMemset(v_cache_[l], 0, sizeof(float) * size_t(n_ctx_) * kv_dim_));
   }
   CUDA_CHECK(cudaMalloc(&slot_pos_, sizeof(int32_t) * size_t(n_ctx_)));
-  CUDA_CHECK(cudaMalloc(&attention_scratch_, sizeof(float) * attention_scratch_floats(c.head_dim)));
+  attention_scratch_.floats = attention_scratch_floats(c.num_heads, c.head_dim, n_ctx_);
+  CUDA_CHECK(cudaMalloc(&attention_scratch_.data, sizeof(float) * attention_scratch_.floats));
 }
 
 CudaContext::~CudaContext() {
@@ -58,7 +59,7 @@ CudaContext::~CudaContext() {
   for (auto* p : k_cache_) cudaFree(p);
   for (auto* p : v_cache_) cudaFree(p);
   cudaFree(slot_pos_);
-  cudaFree(attention_scratch_);
+  cudaFree(attention_scratch_.data);
   if (blas_workspace_) cudaFree(blas_workspace_);
   cublasDestroy(blas_);
   cudaStreamDestroy(stream_);

@@ -194,7 +194,9 @@ class CudaContext final : public Context {
   int last_batch_start_ = -1, last_batch_size_ = 0;
   std::vector<float*> k_cache_, v_cache_;
   int32_t* slot_pos_ = nullptr;
-  float* attention_scratch_ = nullptr;  // the split attention's partials (llama_kernels.h: a capture must not allocate)
+  // The chunked attention's partials (llama_kernels.h: a capture must not allocate), attention_scratch_floats for
+  // n_ctx slots.
+  AttentionScratch attention_scratch_;
   Buffer x_, h_, q_, k_, v_, qkv_, att_, gate_, up_, half_, x16_, panel_, tokens_, pos_, mask_, rows_, sel_, logits_, taps_;
   Buffer summaries_, probe_start_, probe_tokens_, probe_probs_;  // Batch::summaries_only (kernels/sampling.cu)
   Buffer summary_parts_;  // logit_summaries_chunked's per-chunk parts

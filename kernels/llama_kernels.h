@@ -80,18 +80,26 @@ void gemv(const void* W, WType t, const void* X, int n, int m, int k, float* Y, 
 // ones at slots base..base+n-1 (k/v cache [slots, nkv*hd]; query head h reads KV head h / (nh / nkv)). New row i
 // sees every earlier slot and new row j when mask[i*n + j] (nullptr: j <= i); with window > 0 only slots whose
 // position (slot_pos) is within it (positions[i] - slot_pos[j] < window). Softmax of the scaled scores
-// (1/sqrt(hd)) over the visible slots; a row that sees no slot gets zeros. out [n, nh*hd]. Batches of 4 rows or
-// more in tiles of rows that share each key and value row loaded (attention_rows.cu; row_tiles = false turns it
-// off: SPECSCOPE_CUDA_ROW_TILES=0 in CudaContext); otherwise up to 1024 slots one block per (row, head), and
-// beyond, the context split into chunks combined afterwards (attention_split.cu). Chunks keep their
-// partials in `scratch` (attention_scratch_floats(hd) floats: enough for every call), or, when it is null, in memory
-// from the stream-ordered allocator. A call captured into a CUDA graph must be given scratch: an allocation
-// captured in a graph becomes a node with an address of its own per capture, which an update of an instantiated
-// graph from a later capture cannot follow.
+// (1/sqrt(hd)) over the visible slots; a row that sees no slot gets zeros. out [n, nh*hd].
+// Up to 1024 slots, one row a block (kernels/attention.cu) below 4 rows and tiles of rows that share each key and
+// value row loaded from 4 (attention_rows.cu); past 1024 slots the row tiles for every batch, each row's context
+// summed in chunks fixed by its own visible slots, so that a tree row gets the bits its own decode gets
+// (attention_paths.h, canonical_chunks). row_tiles = false (SPECSCOPE_CUDA_ROW_TILES=0 in CudaContext) turns them
+// off: then one row a block, and past 1024 slots chunks combined afterwards (attention_split.cu), which a tree row
+// and its decode cut differently. Chunks keep their partials in `scratch` (at least attention_scratch_floats(nh, hd,
+// base + n) floats), or, when it is empty, in memory from the stream-ordered allocator. A call captured into a CUDA
+// graph must be given scratch: an allocation captured in a graph becomes a node with an address of its own per
+// capture, which an update of an instantiated graph from a later capture cannot follow.
+struct AttentionScratch {
+  float* data = nullptr;
+  size_t floats = 0;
+};
 void attention(const float* q, const float* k_cache, const float* v_cache, const int32_t* slot_pos,
                const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window,
-               float* out, cudaStream_t stream, float* scratch = nullptr, bool row_tiles = true);
-size_t attention_scratch_floats(int hd);
+               float* out, cudaStream_t stream, AttentionScratch scratch = {}, bool row_tiles = true);
+// Scratch for every call over at most `slots` slots: the split path's largest, or eight rows' partials in the row
+// tiles' chunks at that length (calls of more rows go in batches of what fits).
+size_t attention_scratch_floats(int nh, int hd, int slots);
 
 // --- kernels/sampling.cu: verification's reads of the logits -------------------------------------------------
 

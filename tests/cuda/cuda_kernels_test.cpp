@@ -430,11 +430,13 @@ std::vector<float> split_attention(const AttentionCase& c, int splits, const std
   });
 }
 
-std::vector<float> row_tile_attention(const AttentionCase& c, int splits, const std::string& what) {
+// The row-tile path in its own chunks (attention_paths.h, canonical_chunks), with `scratch` or allocating.
+std::vector<float> row_tile_attention(const AttentionCase& c, const std::string& what,
+                                      cuda::AttentionScratch scratch = {}) {
   return attention_on_gpu(c, what, [&](const float* q, const float* k, const float* v, const int32_t* slot,
                                        const uint8_t* mask, const int32_t* pos, float* out) {
-    cuda::attention_paths::row_tiles(q, k, v, slot, mask, pos, c.n, c.base, c.nh, c.nkv, c.hd, c.window, splits, out,
-                                     kStream);
+    cuda::attention_paths::row_tiles(q, k, v, slot, mask, pos, c.n, c.base, c.nh, c.nkv, c.hd, c.window, out, kStream,
+                                     scratch);
   });
 }
 
@@ -511,25 +513,23 @@ TEST_F(CudaKernels, AttentionSplitPathAtOtherHeadShapes) {
 }
 
 TEST_F(CudaKernels, AttentionRowTilePathAgreesWithSingleBlockPath) {
-  // The row-tile path (attention_rows.cu) on the split test's inputs at 4k slots, in 1, 3 and 17 chunks, against
-  // the single-block path: 4 rows (one block, half its queries dead at Llama's groups of 4), 13 (a partial second
-  // tile of rows) and 64, trees and causal, windows as there.
+  // The row-tile path (attention_rows.cu) on the split test's inputs at 4k slots (17 chunks of 256 slots), against
+  // the single-block path: 1 row (a decode), 4 rows (one block, half its queries dead at Llama's groups of 4), 13 (a
+  // partial second tile of rows) and 64, trees and causal, windows as there.
   uint32_t seed = 1650;
   for (const Shape& s : kShapes)
-    for (const auto& [n, tree] : {std::pair{4, true}, std::pair{13, false}, std::pair{64, true}})
+    for (const auto& [n, tree] : {std::pair{1, false}, std::pair{4, true}, std::pair{13, false}, std::pair{64, true}})
       for (int window : {0, 1000, 3}) {
         const AttentionCase c = attention_case(s.heads, s.kv_heads, s.head_dim, 4112 - n, n, tree, window, seed += 10);
         const std::string what = describe(s, c);
         const std::vector<float> single = single_block_attention(c, what + " single block");
-        for (int splits : {1, 3, 17})
-          EXPECT_LT(max_rel_diff(row_tile_attention(c, splits, what), single), 2e-5)
-              << what << " row tiles in " << splits << " chunks vs single block";
+        EXPECT_LT(max_rel_diff(row_tile_attention(c, what), single), 2e-5) << what << " row tiles vs single block";
       }
 }
 
 TEST_F(CudaKernels, AttentionRowTilePathAtOtherHeadShapes) {
   // Groups of 3 (10 rows a block, 2 of its 32 queries dead), 7, 1 (32 rows a block), 12 and 16 (two blocks per KV
-  // head), head dims 80 and 32, against the reference, in 1 and 5 chunks; 4 to 64 rows, short and long contexts.
+  // head), head dims 80 and 32, against the reference; 4 to 64 rows, short and long contexts (one chunk, 12).
   struct Heads {
     int nh, nkv, hd;
   };
@@ -541,31 +541,29 @@ TEST_F(CudaKernels, AttentionRowTilePathAtOtherHeadShapes) {
       const std::string what = std::to_string(h.nh) + "/" + std::to_string(h.nkv) + " heads of " +
                                std::to_string(h.hd) + ", base " + std::to_string(base) + ", n " + std::to_string(n);
       check_attention(c, what);  // the launcher takes the row tiles from 4 rows
-      for (int splits : {1, 5})
-        EXPECT_LT(max_rel_diff(row_tile_attention(c, splits, what), attention_reference(c)), 1e-4)
-            << what << " row tiles in " << splits << " chunks";
+      EXPECT_LT(max_rel_diff(row_tile_attention(c, what), attention_reference(c)), 1e-4) << what << " row tiles";
     }
 }
 
 TEST_F(CudaKernels, AttentionRowTilesGiveARowTheSameBitsWhateverRowsShareItsBlock) {
   // A causal batch of n rows and the same batch with rows appended (the first n rows do not see them; their keys
   // and values are new): rows 0..n-1 share their blocks with other rows in the longer batch, and the appended
-  // slots fall in a tile the first rows also read. In the same chunks (every total here is 22 tiles of 64 slots,
-  // so 1 or 4 splits cut both batches alike) their outputs must be the same bits: what a tree's row gets must not
-  // depend on the rows verified beside it.
+  // slots fall in a tile the first rows also read. At base 1,000 the longer batch of 64 rows passes 1,024 slots
+  // (5 chunks) where the shorter one has one: the first rows, short, keep their context in its first chunk; at
+  // 1,344 both have 6. Their outputs must be the same bits: what a tree's row gets must not depend on the rows
+  // verified beside it.
   uint32_t seed = 2100;
   for (const Shape& s : kShapes)
     for (const auto& [n, more] : {std::pair{5, 11}, std::pair{8, 56}, std::pair{20, 44}})
-      for (int splits : {1, 4}) {
-        const AttentionCase a = attention_case(s.heads, s.kv_heads, s.head_dim, 1344, n, false, 0, seed);
-        const AttentionCase b = attention_case(s.heads, s.kv_heads, s.head_dim, 1344, n + more, false, 0, seed);
+      for (int base : {1000, 1344}) {
+        const AttentionCase a = attention_case(s.heads, s.kv_heads, s.head_dim, base, n, false, 0, seed);
+        const AttentionCase b = attention_case(s.heads, s.kv_heads, s.head_dim, base, n + more, false, 0, seed);
         seed += 10;
         // attention_case draws every array from its seed in order: a's are b's first elements.
         ASSERT_TRUE(std::equal(a.k.begin(), a.k.end(), b.k.begin()));
-        const std::string what = describe(s, a) + " and " + std::to_string(more) + " more rows, " +
-                                 std::to_string(splits) + " chunks";
-        const std::vector<float> alone = row_tile_attention(a, splits, what);
-        const std::vector<float> among = row_tile_attention(b, splits, what);
+        const std::string what = describe(s, a) + " and " + std::to_string(more) + " more rows";
+        const std::vector<float> alone = row_tile_attention(a, what);
+        const std::vector<float> among = row_tile_attention(b, what);
         EXPECT_EQ(std::memcmp(alone.data(), among.data(), sizeof(float) * alone.size()), 0) << what;
       }
 }
@@ -604,18 +602,29 @@ TEST_F(CudaKernels, AttentionOfATreeRowIsItsOwnDecodeBitForBit) {
   // does not see. Up to 1,024 slots both the row-tile path (4 rows and more) and the single-block path (decode; also
   // trees with the row tiles off) sum each row's weights and values one thread at a time in slot order, so every
   // row must come out bit for bit as its own decode does. (A first row-tile version rescaled its sums tile by tile
-  // and parted from vanilla on 2-3 of 80 held-out prompts on the H200.)
+  // and parted from vanilla on 2-3 of 80 held-out prompts on the H200.) Past 1,024 slots (row tiles only: the split
+  // path cuts its chunks by the call) each row sums in chunks of 256 by rank, its decode the same: trees that cross
+  // 1,024 with short and long rows in one call (base 1,000 and 1,020), one that crosses a chunk's end at 2,048,
+  // longer contexts, and a window.
+  struct TreeCase {
+    int base, n, window;
+    bool tiles_off_too;
+  };
   uint32_t seed = 2300;
   for (const Shape& s : kShapes)
-    for (const auto& [base, n] : {std::pair{300, 4}, std::pair{200, 16}, std::pair{900, 64}})
+    for (const TreeCase& t : {TreeCase{300, 4, 0, true}, TreeCase{200, 16, 0, true}, TreeCase{900, 64, 0, true},
+                              TreeCase{1000, 64, 0, false}, TreeCase{1020, 16, 0, false}, TreeCase{2040, 16, 0, false},
+                              TreeCase{3000, 64, 0, false}, TreeCase{8190, 8, 0, false}, TreeCase{3000, 16, 1000, false}})
       for (const bool tiles : {true, false}) {
-        const AttentionCase c = attention_case(s.heads, s.kv_heads, s.head_dim, base, n, true, 0, seed += 10);
+        if (!tiles && !t.tiles_off_too) continue;
+        const int base = t.base, n = t.n;
+        const AttentionCase c = attention_case(s.heads, s.kv_heads, s.head_dim, base, n, true, t.window, seed += 10);
         const std::string what = describe(s, c) + (tiles ? " (row tiles)" : " (row tiles off)");
         const std::vector<float> tree =
             attention_on_gpu(c, what, [&](const float* q, const float* k, const float* v, const int32_t* slot,
                                           const uint8_t* mask, const int32_t* pos, float* out) {
               cuda::attention(q, k, v, slot, mask, pos, c.n, c.base, c.nh, c.nkv, c.hd, c.window, out, kStream,
-                              nullptr, tiles);
+                              {}, tiles);
             });
         const size_t row_floats = size_t(c.nh) * c.hd;
         int parted = 0;
@@ -629,6 +638,7 @@ TEST_F(CudaKernels, AttentionOfATreeRowIsItsOwnDecodeBitForBit) {
           parted += std::memcmp(alone.data(), tree.data() + i * row_floats, sizeof(float) * row_floats) != 0;
         }
         EXPECT_EQ(parted, 0) << what << ": rows whose attention differs from their own decode's";
+        EXPECT_LT(max_rel_diff(tree, attention_reference(c)), 1e-4) << what << " vs the reference";
       }
 }
 
@@ -658,47 +668,53 @@ TEST_F(CudaKernels, AttentionCausalPrefillAndSlidingWindow) {
 
 TEST(AttentionPaths, TheContextsScratchFitsEverySplitTheLauncherPicks) {
   // Host arithmetic only, so it runs without a GPU: for every head layout (groups of 1 to 16 query heads per KV
-  // head), 1 to 256 rows and contexts past the split threshold to 32k slots, the partials of split_count's chunks
-  // and of row_tile_count's
-  // (an upper bound on the chunks split_context makes of them) fit split_scratch_floats, which CudaContext
-  // allocates once. A broken bound would make split_context throw on the GPU rather than allocate inside a graph.
+  // head), 1 to 256 rows and contexts past the split threshold to 32k slots, the split path's partials in
+  // split_count's chunks fit split_scratch_floats, and the row tiles' partials of at least one row (the launcher
+  // calls with as many rows as fit) fit attention_scratch_floats, which CudaContext allocates once for its context.
+  // A broken bound would make the launcher throw on the GPU rather than allocate inside a graph.
   struct Heads { int nh, nkv; };
   for (const Heads h : {Heads{6, 2}, Heads{32, 8}, Heads{32, 32}, Heads{28, 4}, Heads{64, 4}, Heads{40, 5}})
     for (int hd : {64, 128})
-      for (int n = 1; n <= 256; ++n)
-        for (int total = cuda::attention_paths::kSplitAboveSlots + 1; total <= 32768; total += 997) {
-          for (const bool tiles : {false, true}) {
-            const int chunks = tiles ? cuda::attention_paths::row_tile_count(n, h.nh, h.nkv, total)
-                                     : cuda::attention_paths::split_count(n, h.nh, h.nkv, total);
-            if (chunks == 1) continue;  // one chunk writes the output directly, with no scratch
-            ASSERT_LE(cuda::attention_paths::split_partials_floats(n, h.nh, chunks, hd),
-                      cuda::attention_paths::split_scratch_floats(hd))
-                << (tiles ? "row tiles" : "split") << " nh " << h.nh << " nkv " << h.nkv << " hd " << hd << " rows "
-                << n << " slots " << total;
-          }
+      for (int total = cuda::attention_paths::kSplitAboveSlots + 1; total <= 32768; total += 997) {
+        ASSERT_GE(cuda::attention_scratch_floats(h.nh, hd, total),
+                  8 * cuda::attention_paths::split_partials_floats(1, h.nh, cuda::attention_paths::canonical_chunks(total), hd))
+            << "row tiles nh " << h.nh << " hd " << hd << " slots " << total;
+        ASSERT_GE(cuda::attention_scratch_floats(h.nh, hd, total), cuda::attention_paths::split_scratch_floats(hd));
+        for (int n = 1; n <= 256; ++n) {
+          const int chunks = cuda::attention_paths::split_count(n, h.nh, h.nkv, total);
+          if (chunks == 1) continue;  // one chunk writes the output directly, with no scratch
+          ASSERT_LE(cuda::attention_paths::split_partials_floats(n, h.nh, chunks, hd),
+                    cuda::attention_paths::split_scratch_floats(hd))
+              << "split nh " << h.nh << " nkv " << h.nkv << " hd " << hd << " rows " << n << " slots " << total;
         }
+      }
 }
 
 TEST_F(CudaKernels, AttentionSplitIntoTheCallersScratchIsBitIdentical) {
-  // CudaContext hands the launcher one buffer of attention_scratch_floats(hd) floats (no allocation a CUDA graph
-  // would capture): it must fit every split the launcher picks, for one row up to 64, and give the very bits of the
-  // stream-ordered allocation's path.
+  // CudaContext hands the launcher one buffer of attention_scratch_floats(nh, hd, n_ctx) floats (no allocation a
+  // CUDA graph would capture): it must fit every call the launcher makes, for one row up to 64, and give the very
+  // bits of the stream-ordered allocation's path, in which the row tiles take all rows in one call (at 8k, 64 rows
+  // go in calls of 8 through the scratch), and the split path's with the row tiles off.
   uint32_t seed = 700;
   for (const Shape& s : kShapes) {
-    DeviceArray<float> scratch(cuda::attention_scratch_floats(s.head_dim));
-    for (auto [total, n] : {std::pair{2048, 1}, std::pair{8192, 1}, std::pair{4096, 8}, std::pair{3000, 64}}) {
-      const AttentionCase c = attention_case(s.heads, s.kv_heads, s.head_dim, total - n, n, n > 1, 0, seed += 10);
-      const std::string what = describe(s, c);
-      auto run = [&](float* given) {
-        return attention_on_gpu(c, what, [&](const float* q, const float* k, const float* v, const int32_t* slot,
-                                             const uint8_t* mask, const int32_t* pos, float* out) {
-          cuda::attention(q, k, v, slot, mask, pos, c.n, c.base, c.nh, c.nkv, c.hd, c.window, out, kStream, given);
-        });
-      };
-      const std::vector<float> allocated = run(nullptr), given = run(scratch.get());
-      EXPECT_EQ(std::memcmp(allocated.data(), given.data(), sizeof(float) * given.size()), 0) << what;
-      EXPECT_LT(max_rel_diff(given, attention_reference(c)), 1e-4) << what;
-    }
+    const size_t floats = cuda::attention_scratch_floats(s.heads, s.head_dim, 8192);
+    DeviceArray<float> scratch(floats);
+    for (auto [total, n] : {std::pair{2048, 1}, std::pair{8192, 1}, std::pair{4096, 8}, std::pair{3000, 64},
+                            std::pair{8192, 64}})
+      for (const bool tiles : {true, false}) {
+        const AttentionCase c = attention_case(s.heads, s.kv_heads, s.head_dim, total - n, n, n > 1, 0, seed += 10);
+        const std::string what = describe(s, c) + (tiles ? " (row tiles)" : " (row tiles off)");
+        auto run = [&](cuda::AttentionScratch given) {
+          return attention_on_gpu(c, what, [&](const float* q, const float* k, const float* v, const int32_t* slot,
+                                               const uint8_t* mask, const int32_t* pos, float* out) {
+            cuda::attention(q, k, v, slot, mask, pos, c.n, c.base, c.nh, c.nkv, c.hd, c.window, out, kStream, given,
+                            tiles);
+          });
+        };
+        const std::vector<float> allocated = run({}), given = run({scratch.get(), floats});
+        EXPECT_EQ(std::memcmp(allocated.data(), given.data(), sizeof(float) * given.size()), 0) << what;
+        EXPECT_LT(max_rel_diff(given, attention_reference(c)), 1e-4) << what;
+      }
   }
 }
 
