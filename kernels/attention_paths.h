@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "engine/util/host_device.h"
 #include "kernels/llama_kernels.h"
 
 namespace specscope::cuda::attention_paths {
@@ -55,6 +56,36 @@ inline constexpr int kLongRowChunkSlots = 256;
 // kLongRowChunkSlots (a shorter row of the call keeps everything in the first; the others' partials are empty).
 inline int canonical_chunks(int total_slots) {
   return total_slots <= kSplitAboveSlots ? 1 : (total_slots + kLongRowChunkSlots - 1) / kLongRowChunkSlots;
+}
+
+// The row tiles' chunk plan, host and device (attention_rows.cu follows it; a host test walks it for trees and
+// their decodes on machines without a GPU):
+// a row is long when its own decode would see more than kSplitAboveSlots slots (the prefix and the tree slots the
+// row sees, itself included);
+SPEC_HD bool is_long_row(int base, int tree_slots_seen) { return base + tree_slots_seen > kSplitAboveSlots; }
+// a slot of rank `rank` in a row's visible sequence (a prefix slot's index, or the prefix's length plus the tree
+// slots the row sees before it) is in chunk rank / kLongRowChunkSlots of a long row, in chunk 0 of a short one;
+SPEC_HD int chunk_of_rank(int rank, bool long_row) { return long_row ? rank / kLongRowChunkSlots : 0; }
+// and block z of a call of `chunks` chunks walks the prefix slots [prefix_lo, prefix_hi), then, when tree_too, the
+// new rows' slots [base, base + n): in one chunk everything; else the prefix slots of chunk z (every prefix slot in
+// chunk 0 while a short row is possible, base < kSplitAboveSlots) and the tree slots when some row can rank one
+// into chunk z. Slots a query does not see, or sees in another chunk, it skips.
+struct ChunkWalk {
+  int prefix_lo = 0, prefix_hi = 0;
+  bool tree_too = false;
+};
+SPEC_HD ChunkWalk chunk_walk(int z, int chunks, int base, int n) {
+  ChunkWalk w;
+  if (chunks == 1) {
+    w.prefix_hi = base + n;  // the whole context as one run of slots, in order
+    return w;
+  }
+  constexpr int C = kLongRowChunkSlots;
+  const bool short_possible = base < kSplitAboveSlots;
+  w.prefix_lo = z * C;
+  w.prefix_hi = z == 0 && short_possible ? base : (base < (z + 1) * C ? base : (z + 1) * C);
+  w.tree_too = (z * C < base + n && (z + 1) * C > base) || (z == 0 && short_possible);
+  return w;
 }
 
 // kernels/attention_rows.cu: one block per (tile of row_tile_rows(nh, nkv) rows, group of query heads sharing a KV

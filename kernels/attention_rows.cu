@@ -117,8 +117,8 @@ __device__ __noinline__ unsigned slots_in_chunk(int t0, int tl, int i, int n, in
     if (rank[0] >= base) rank[0] = base + before + __popc(b0 & below);
     if (rank[1] >= base) rank[1] = base + before + __popc(b0) + __popc(b1 & below);
   }
-  constexpr int C = attention_paths::kLongRowChunkSlots;
-  return (rank[0] / C == z ? 1u : 0u) | (rank[1] / C == z ? 2u : 0u);
+  return (attention_paths::chunk_of_rank(rank[0], true) == z ? 1u : 0u) |
+         (attention_paths::chunk_of_rank(rank[1], true) == z ? 2u : 0u);
 }
 
 // A warp's queries in the chunks of a long context: for each, whether its row is long (it sums in chunks of
@@ -126,7 +126,7 @@ __device__ __noinline__ unsigned slots_in_chunk(int t0, int tl, int i, int n, in
 struct ChunkOfBlock {
   bool chunked = false;  // more than one chunk in the call
   int z = 0;
-  bool long_row[kQueriesPerWarp] = {};
+  unsigned long_rows = 0;  // bit a: query a's row is long (one register for the four)
 };
 
 // The scaled scores of slots lane and lane + 32 of the tile for a warp's queries (-FLT_MAX where the query's row
@@ -155,7 +155,7 @@ __device__ inline void tile_scores(const float* key_tile, int ks, const float* q
 #pragma unroll
   for (int a = 0; a < kQueriesPerWarp; ++a) {
     // warp-uniform; out of line, so that the common case of one chunk keeps its registers
-    const unsigned in_chunk = cb.chunked && live[a] ? slots_in_chunk(t0, tl, row[a], n, base, mask, cb.long_row[a], cb.z)
+    const unsigned in_chunk = cb.chunked && live[a] ? slots_in_chunk(t0, tl, row[a], n, base, mask, cb.long_rows >> a & 1u, cb.z)
                                                     : 3u;
 #pragma unroll
     for (int u = 0; u < 2; ++u) {
@@ -235,26 +235,21 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int e = 0; e < kMaxDimsPerLane; ++e) acc[a][e] = 0.f;
     // Long: the row's own decode would see more than kSplitAboveSlots slots (the prefix and its tree slots).
-    if (cb.chunked && live[a])
-      cb.long_row[a] = base + tree_slots_seen_before(row[a], n, n, mask) > attention_paths::kSplitAboveSlots;
+    if (cb.chunked && live[a] && attention_paths::is_long_row(base, tree_slots_seen_before(row[a], n, n, mask)))
+      cb.long_rows |= 1u << a;
   }
   const bool warp_live = live[0];  // queries fill warps in order: a warp's first query is live if any is
   const float* qw = queries + warp * kQueriesPerWarp * hd;
 
-  // The slots this block walks: [0, total) in one chunk; else the prefix slots of chunk z (of every row's chunk 0
-  // while a short row is possible), then the tree slots if some row can rank one into chunk z.
-  constexpr int C = attention_paths::kLongRowChunkSlots;
-  const int z = blockIdx.z;
-  const bool short_possible = base < attention_paths::kSplitAboveSlots;
-  const int prefix_lo = cb.chunked ? z * C : 0;
-  const int prefix_hi = !cb.chunked ? total : z == 0 && short_possible ? base : min(base, (z + 1) * C);
-  const bool tree_too = cb.chunked && ((z * C < total && (z + 1) * C > base) || (z == 0 && short_possible));
+  // The slots this block walks (attention_paths.h, chunk_walk).
+  const attention_paths::ChunkWalk walk = attention_paths::chunk_walk(blockIdx.z, gridDim.z, base, n);
 
   // Each tile of those slots that some row of the block sees: its keys (and with `values` its values) into shared
   // memory, then in the warps with live queries `use(tl, scores)`. Both passes walk the tiles this one way.
   auto each_seen_tile = [&](bool values, auto&& use) {
     for (int segment = 0; segment < 2; ++segment) {  // one loop body for both: fewer registers than two copies
-      const int lo = segment == 0 ? prefix_lo : base, hi = segment == 0 ? prefix_hi : tree_too ? total : base;
+      const int lo = segment == 0 ? walk.prefix_lo : base;
+      const int hi = segment == 0 ? walk.prefix_hi : walk.tree_too ? total : base;
       for (int t0 = lo; t0 < hi; t0 += kTile) {
         const int tl = min(kTile, hi - t0);
         if (!block_sees_tile(r0, rows_here, t0, tl, n, base, mask, positions, slot_pos, window)) continue;

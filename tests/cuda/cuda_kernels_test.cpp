@@ -690,6 +690,115 @@ TEST(AttentionPaths, TheContextsScratchFitsEverySplitTheLauncherPicks) {
       }
 }
 
+namespace {
+
+// The row tiles' chunk plan (attention_paths.h) walked on the host as rows_partial_k walks it: for new row i of a
+// call over `base` earlier slots and n new ones (mask [n][n], empty: causal), the keys each chunk sums, in order,
+// named by what they are (an earlier slot j as j, new row k's as kNewKey + k), with the window by position (a
+// prefix slot's position its index, a new row's base + its depth: `depth`, the count of new rows it sees).
+constexpr int kNewKey = 1 << 20;
+std::vector<std::vector<int>> keys_by_chunk(int base, int n, const std::vector<uint8_t>& mask, int i, int window,
+                                            const std::vector<int>& depth) {
+  namespace ap = cuda::attention_paths;
+  auto seen = [&](int k) { return mask.empty() ? k <= i : mask[size_t(i) * n + k] != 0; };
+  int tree_seen = 0;
+  for (int k = 0; k < n; ++k) tree_seen += seen(k);
+  const bool long_row = ap::is_long_row(base, tree_seen);
+  const int chunks = ap::canonical_chunks(base + n), row_pos = base + depth[size_t(i)];
+  std::vector<std::vector<int>> out(static_cast<size_t>(chunks));
+  for (int z = 0; z < chunks; ++z) {
+    const ap::ChunkWalk w = ap::chunk_walk(z, chunks, base, n);
+    std::vector<int> slots;
+    for (int j = w.prefix_lo; j < w.prefix_hi; ++j) slots.push_back(j);
+    if (w.tree_too)
+      for (int j = base; j < base + n; ++j) slots.push_back(j);
+    for (int j : slots) {
+      const bool in_tree = j >= base;
+      const int k = j - base;
+      if (in_tree && !seen(k)) continue;
+      const int pos = in_tree ? base + depth[size_t(k)] : j;
+      if (window > 0 && row_pos - pos >= window) continue;
+      int rank = j;
+      if (in_tree) {
+        rank = base;
+        for (int kk = 0; kk < k; ++kk) rank += seen(kk);
+      }
+      if (chunks > 1 && ap::chunk_of_rank(rank, long_row) != z) continue;
+      out[size_t(z)].push_back(in_tree ? kNewKey + k : j);
+    }
+  }
+  while (!out.empty() && out.back().empty()) out.pop_back();  // trailing empty chunks add nothing to the fold
+  return out;
+}
+
+}  // namespace
+
+TEST(AttentionPaths, EveryTreeRowsChunksHoldItsDecodesKeysInOrder) {
+  // Host only, so it runs without a GPU: the plan the row tiles follow past 1,024 slots. For random trees around
+  // the 1,024-slot threshold, a chunk's end (2,048) and a long context, with and without a window, every row's
+  // chunks in the tree's call must hold exactly the keys its own decode's call sums in the same chunks, in the same
+  // order (the decode: one new row after the prefix and the tree rows the row sees, moved together), and every key
+  // the row sees must be summed once. With the two passes and the in-order fold, equal key sequences per chunk are
+  // equal bits (the kernel tests hold that on a GPU).
+  std::mt19937 rng(3100);
+  int rows_checked = 0, long_rows = 0, split_trees = 0;
+  for (int base_lo : {0, 900, 1000, 1010, 1020, 2000, 2040, 8180})
+    for (int rep = 0; rep < 12; ++rep) {
+      const int n = 1 + int(rng() % 64), base = base_lo + int(rng() % 40);
+      const int window = rep % 3 == 0 ? 0 : rep % 3 == 1 ? 300 : 1500;
+      std::vector<int> parent(static_cast<size_t>(n)), depth(static_cast<size_t>(n));
+      std::vector<uint8_t> mask(size_t(n) * n, 0);
+      for (int k = 0; k < n; ++k) {
+        parent[size_t(k)] = k == 0 ? -1 : int(rng() % size_t(k + 1)) - 1;
+        depth[size_t(k)] = parent[size_t(k)] < 0 ? 0 : depth[size_t(parent[size_t(k)])] + 1;
+        for (int a = k; a >= 0; a = parent[size_t(a)]) mask[size_t(k) * n + a] = 1;
+      }
+      for (const bool causal : {false, true}) {
+        std::vector<int> causal_depth(static_cast<size_t>(n));
+        for (int k = 0; k < n; ++k) causal_depth[size_t(k)] = k;
+        const std::vector<uint8_t> m = causal ? std::vector<uint8_t>{} : mask;
+        const std::vector<int>& d = causal ? causal_depth : depth;
+        for (int i = 0; i < n; ++i) {
+          const std::vector<std::vector<int>> tree = keys_by_chunk(base, n, m, i, window, d);
+          // Its decode: the row's visible new rows, before it, moved to the slots after the prefix.
+          std::vector<int> seen;
+          for (int k = 0; k < n; ++k)
+            if (m.empty() ? k <= i : m[size_t(i) * n + k] != 0) seen.push_back(k);
+          ASSERT_EQ(seen.back(), i);
+          const int decode_base = base + int(seen.size()) - 1;
+          // Its row sits at slot decode_base, at depth 0 of its one-row call: position decode_base = base + its
+          // depth in the tree. An earlier slot's position is its index: a moved row at base + r has depth r.
+          ASSERT_EQ(decode_base, base + d[size_t(i)]);
+          std::vector<std::vector<int>> decode = keys_by_chunk(decode_base, 1, {}, 0, window, {0});
+          // The decode names its keys by its own slots; past the prefix they are the moved tree rows.
+          for (auto& chunk : decode)
+            for (int& key : chunk)
+              key = key >= kNewKey ? kNewKey + i : key >= base ? kNewKey + seen[size_t(key - base)] : key;
+          EXPECT_EQ(tree, decode) << "base " << base << " n " << n << " row " << i << (causal ? " causal" : " tree")
+                                  << " window " << window;
+          size_t keys = 0;
+          for (const auto& chunk : tree) keys += chunk.size();
+          std::vector<int> all;
+          for (const auto& chunk : tree) all.insert(all.end(), chunk.begin(), chunk.end());
+          std::sort(all.begin(), all.end());
+          EXPECT_TRUE(std::adjacent_find(all.begin(), all.end()) == all.end()) << "a key summed twice";
+          // And none left out: the keys the row sees at all (its window by position).
+          size_t visible = 0;
+          const int row_pos = base + d[size_t(i)];
+          for (int j = 0; j < base; ++j) visible += window == 0 || row_pos - j < window;
+          for (int k : seen) visible += window == 0 || row_pos - (base + d[size_t(k)]) < window;
+          EXPECT_EQ(keys, visible) << "base " << base << " n " << n << " row " << i << " window " << window;
+          ++rows_checked;
+          long_rows += decode_base + 1 > cuda::attention_paths::kSplitAboveSlots;
+          split_trees += tree.size() > 1 && keys > 0;
+        }
+      }
+    }
+  EXPECT_GT(long_rows, 1000);  // the cases reach the chunked plan, not only the one-chunk path
+  EXPECT_GT(rows_checked - long_rows, 1000);
+  EXPECT_GT(split_trees, 500);
+}
+
 TEST_F(CudaKernels, AttentionSplitIntoTheCallersScratchIsBitIdentical) {
   // CudaContext hands the launcher one buffer of attention_scratch_floats(nh, hd, n_ctx) floats (no allocation a
   // CUDA graph would capture): it must fit every call the launcher makes, for one row up to 64, and give the very
