@@ -322,6 +322,111 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// The row tiles' form for one row: a decode past 1,024 slots, in the chunks rows_partial_k gives that row (the
+// slot index is a decode's rank). rows_partial_k would run it on one warp of eight (a block holds 8 rows); here the
+// same arithmetic is spread over the block: each score is still one thread's sum over the dims in order, a query's
+// maximum a maximum, and each weighted-value sum and the normaliser (summed again by every thread that needs it) one
+// thread's, over the chunk's visible slots in order. So the decode of a token and its row in a tree give the same
+// bits (the kernel tests hold them to it). Threads: the scores of (query p / kTile, slot p % kTile) for p = t, t +
+// 256, ...; the sums of (query x / hd, dim x % hd) for x = t, t + 256, ... (GB x hd <= 1024: at most 4 a thread).
+constexpr int kOneRowPairs = attention_paths::kMaxHeadDim * 8 / kThreads;
+template <int GB>
+__global__ void __launch_bounds__(kThreads)
+    one_row_partial_k(const float* q, const float* kc, const float* vc, const int32_t* slot_pos, const uint8_t* mask,
+                      const int32_t* positions, int base, int nh, int nkv, int hd, int window, float* part_o,
+                      float* part_ml) {
+  extern __shared__ float smem[];
+  __shared__ float m[GB];
+  const int ks = hd + 1;
+  float* key_tile = smem;                     // [kTile][hd + 1]
+  float* value_tile = key_tile + kTile * ks;  // [kTile][hd]
+  float* queries = value_tile + kTile * hd;   // [GB][hd]
+  float* weights = queries + kQueries * hd;   // [GB][kTile]: the scores, then the weights
+  const int h0 = blockIdx.y * GB, kvh = h0 / (nh / nkv), total = base + 1, kv_dim = nkv * hd;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const float scale = rsqrtf(float(hd));
+  for (int x = threadIdx.x; x < GB * hd; x += kThreads) queries[x] = q[int64_t(h0) * hd + x];  // row 0's GB heads
+  if (threadIdx.x < GB) m[threadIdx.x] = -FLT_MAX;
+  const bool long_row = attention_paths::is_long_row(base, tree_slot_seen(0, 0, 1, mask) ? 1 : 0);
+  const attention_paths::ChunkWalk walk = attention_paths::chunk_walk(blockIdx.z, gridDim.z, base, 1);
+  __syncthreads();
+
+  // Each tile of the walk the row sees (rows_partial_k's walk): keys (and with `values` values) into shared memory,
+  // every score into `weights`, then use(tl).
+  auto each_seen_tile = [&](bool values, auto&& use) {
+    for (int segment = 0; segment < 2; ++segment) {
+      const int lo = segment == 0 ? walk.prefix_lo : base;
+      const int hi = segment == 0 ? walk.prefix_hi : walk.tree_too ? total : base;
+      for (int t0 = lo; t0 < hi; t0 += kTile) {
+        const int tl = min(kTile, hi - t0);
+        if (!block_sees_tile(0, 1, t0, tl, 1, base, mask, positions, slot_pos, window)) continue;
+        load_tile(kc, t0, tl, kv_dim, kvh, hd, key_tile, ks);
+        if (values) load_tile(vc, t0, tl, kv_dim, kvh, hd, value_tile, hd);
+        __syncthreads();
+        for (int p = threadIdx.x; p < GB * kTile; p += kThreads) {
+          const int a = p / kTile, t = p % kTile, j = t0 + t;
+          float sc = -FLT_MAX;
+          // A decode's rank is its slot index (its own slot, base, ranks base: no tree slot before it).
+          if (t < tl && attention_paths::chunk_of_rank(j, long_row) == int(blockIdx.z) &&
+              slot_visible(0, j, 1, base, mask, positions, slot_pos, window)) {
+            float acc = 0.f;
+            const float* kj = key_tile + t * ks;
+            const float* qa = queries + a * hd;
+            for (int d = 0; d < hd; ++d) acc = fmaf(qa[d], kj[d], acc);
+            sc = acc * scale;
+          }
+          weights[a * kTile + t] = sc;
+        }
+        __syncthreads();
+        use(tl);
+        __syncthreads();  // every thread is done with the tiles and weights before the next tile overwrites them
+      }
+    }
+  };
+  // Pass 1: each query's largest visible score over the chunk (warp a reduces query a's tile).
+  each_seen_tile(false, [&](int) {
+    if (warp < GB) {
+      float mx = fmaxf(weights[warp * kTile + lane], weights[warp * kTile + lane + 32]);
+      for (int o = 16; o > 0; o /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+      if (lane == 0) m[warp] = fmaxf(m[warp], mx);
+    }
+  });
+  // Pass 2: weights, then each (query, dim) pair's sums in slot order.
+  float acc[kOneRowPairs], l[kOneRowPairs];
+#pragma unroll
+  for (int u = 0; u < kOneRowPairs; ++u) acc[u] = 0.f, l[u] = 0.f;
+  each_seen_tile(true, [&](int tl) {
+    for (int p = threadIdx.x; p < GB * kTile; p += kThreads) {
+      const int a = p / kTile;
+      float& w = weights[p];
+      w = w == -FLT_MAX ? 0.f : __expf(w - m[a]);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int u = 0; u < kOneRowPairs; ++u) {
+      const int x = threadIdx.x + u * kThreads;
+      if (x >= GB * hd) break;
+      const int a = x / hd, d = x % hd;
+      const float* wa = weights + a * kTile;
+      for (int t = 0; t < tl; ++t) {
+        const float w = wa[t];
+        if (w == 0.f) continue;  // an unseen slot adds nothing, whatever its value row holds
+        l[u] += w;
+        acc[u] = fmaf(w, value_tile[t * hd + d], acc[u]);
+      }
+    }
+  });
+#pragma unroll
+  for (int u = 0; u < kOneRowPairs; ++u) {
+    const int x = threadIdx.x + u * kThreads;
+    if (x >= GB * hd) break;
+    const int a = x / hd, d = x % hd;
+    const int64_t part = int64_t(h0 + a) * gridDim.z + blockIdx.z;  // row 0 of the call
+    part_o[part * hd + d] = acc[u];
+    if (d == 0) part_ml[2 * part] = m[a], part_ml[2 * part + 1] = l[u];
+  }
+}
+
 template <int GB>
 void launch_rows(dim3 grid, cudaStream_t s, const float* q, const float* kc, const float* vc,
                  const int32_t* slot_pos, const uint8_t* mask, const int32_t* positions, int n, int base, int nh,
@@ -337,6 +442,22 @@ void launch_rows(dim3 grid, cudaStream_t s, const float* q, const float* kc, con
   (void)opted_in;
   rows_partial_k<GB><<<grid, kThreads, shmem, s>>>(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window,
                                                    row0, rows, part_o, part_ml, out);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+template <int GB>
+void launch_one_row(dim3 grid, cudaStream_t s, const float* q, const float* kc, const float* vc,
+                    const int32_t* slot_pos, const uint8_t* mask, const int32_t* positions, int base, int nh, int nkv,
+                    int hd, int window, float* part_o, float* part_ml) {
+  const size_t shmem = sizeof(float) * shared_floats(hd);  // rows_partial_k's layout (the queries' part unused)
+  static const bool opted_in = [] {
+    CUDA_CHECK(cudaFuncSetAttribute(one_row_partial_k<GB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    int(sizeof(float) * shared_floats(attention_paths::kMaxHeadDim))));
+    return true;
+  }();
+  (void)opted_in;
+  one_row_partial_k<GB><<<grid, kThreads, shmem, s>>>(q, kc, vc, slot_pos, mask, positions, base, nh, nkv, hd, window,
+                                                      part_o, part_ml);
   CUDA_CHECK(cudaGetLastError());
 }
 
@@ -372,8 +493,12 @@ void row_tiles(const float* q, const float* kc, const float* vc, const int32_t* 
     const ChunkPlan plan = plan_chunks(rows, nh, hd, chunks, scratch, s);
     const dim3 grid((rows + tile_rows - 1) / tile_rows, nh / gb, chunks);
     with_head_group(gb, [&](auto group) {
-      launch_rows<decltype(group)::value>(grid, s, q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd,
-                                          window, row0, rows, plan.part_o, plan.part_ml, out);
+      if (n == 1 && chunks > 1)  // a decode past one chunk: the same sums over the whole block
+        launch_one_row<decltype(group)::value>(grid, s, q, kc, vc, slot_pos, mask, positions, base, nh, nkv, hd,
+                                               window, plan.part_o, plan.part_ml);
+      else
+        launch_rows<decltype(group)::value>(grid, s, q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd,
+                                            window, row0, rows, plan.part_o, plan.part_ml, out);
     });
     finish_chunks(plan, rows, nh, hd, out + size_t(row0) * nh * hd, s);
   }

@@ -17,7 +17,8 @@
 #                     SpecScope's decode, achieved bandwidth against the device's measured copy bandwidth and
 #                     step-cost curve at context 1k (n = 1..128), the same under each setting ("with_gemv",
 #                     "without_fusion", "with_graphs", "without_summary_chunks", "without_row_tiles",
-#                     "with_one_qkv_product"), and transformers' static-cache generate on the same directory; log.txt
+#                     "with_one_qkv_product"), at context 4k ("at_4k", "at_4k_without_row_tiles"), and transformers'
+#                     static-cache generate on the same directory; log.txt
 #                     also holds each shape's op profile at 1, 8 and 64 rows (SPECSCOPE_CUDA_PROFILE=1). The peers part instead puts llama.cpp's CUDA llama-bench
 #                     beside SpecScope and transformers ("peer_llamacpp": the same weights as a BF16 GGUF)
 #
@@ -374,6 +375,18 @@ if [ "$shapes" != none ]; then
       task "${name}_$shape" "$run_need" variant_result -- env "$setting" "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 64 --repeat 5 --step-sizes 1,2,4,8,16,32,64,128 --out "$vfile"
       joins+=("$key=$vfile")
     done
+    # Past 1,024 slots (core): decode and the 8- and 64-row steps at context 4k (the CUDA context's default 4,096
+    # positions hold 3,968 + 64), every row in the row tiles' own chunks, against the split path (row tiles off)
+    # that decoded there before the thirty-first session: what losslessness past 1,024 slots costs.
+    if [ "$part" = core ]; then
+      for long in "at_4k::" "at_4k_without_row_tiles:SPECSCOPE_CUDA_ROW_TILES=0"; do
+        key=${long%%:*} setting=${long#*:}
+        lfile=$B/bench_${shape}_$key.json
+        long_result() { bench_file "$1" "$lfile"; }
+        task "${key}_$shape" "$run_need" long_result -- env $setting "$cli" bench --backend cuda --model "$dir" --prompt-tokens 3968 --gen-tokens 32 --repeat 3 --step-sizes 1,8,64 --out "$lfile"
+        joins+=("$key=$lfile")
+      done
+    fi
     # Where a forward's time goes at 1, 8 and 64 rows (SPECSCOPE_CUDA_PROFILE: CUDA events between ops, in log.txt).
     profile_result() { grep "cuda profile" "$log" | tail -n 3 | sed 's/.*cuda profile: //' | tr '\n' ';'; }
     [ "$part" != core ] || task "profile_$shape" 30 profile_result -- env SPECSCOPE_CUDA_PROFILE=1 SPECSCOPE_LOG=info "$cli" bench --backend cuda --model "$dir" --prompt-tokens 1024 --gen-tokens 8 --repeat 3 --step-sizes 1,8,64 --out "$B/profile_$shape.json"
