@@ -379,7 +379,7 @@ if [ "$shapes" != none ]; then
     # positions hold 3,968 + 64), every row in the row tiles' own chunks, against the split path (row tiles off)
     # that decoded there before the thirty-first session: what losslessness past 1,024 slots costs.
     if [ "$part" = core ]; then
-      for long in "at_4k::" "at_4k_without_row_tiles:SPECSCOPE_CUDA_ROW_TILES=0"; do
+      for long in "at_4k:" "at_4k_without_row_tiles:SPECSCOPE_CUDA_ROW_TILES=0"; do
         key=${long%%:*} setting=${long#*:}
         lfile=$B/bench_${shape}_$key.json
         long_result() { bench_file "$1" "$lfile"; }
