@@ -78,6 +78,29 @@ __device__ inline bool block_sees_tile(int r0, int rows, int t0, int tl, int n, 
   return __syncthreads_or(seen);
 }
 
+// The walk of a block (attention_paths.h, chunk_walk): for each tile of its slots that some row of [r0, r0 + rows)
+// sees, its keys (and with `values` its values) loaded into shared memory and published, then per_tile(t0, tl),
+// which must not let a thread leave before the block's next barrier. Both kernels below walk their tiles this one
+// way, both passes each.
+template <class PerTile>
+__device__ __forceinline__ void walk_seen_tiles(const attention_paths::ChunkWalk& walk, int r0, int rows, int n, int base,
+                                       const uint8_t* mask, const int32_t* positions, const int32_t* slot_pos,
+                                       int window, const float* kc, const float* vc, int kv_dim, int kvh, int hd,
+                                       float* key_tile, int ks, float* value_tile, bool values, PerTile&& per_tile) {
+  for (int segment = 0; segment < 2; ++segment) {  // one loop body for both: fewer registers than two copies
+    const int lo = segment == 0 ? walk.prefix_lo : base;
+    const int hi = segment == 0 ? walk.prefix_hi : walk.tree_too ? base + n : base;
+    for (int t0 = lo; t0 < hi; t0 += kTile) {
+      const int tl = min(kTile, hi - t0);
+      if (!block_sees_tile(r0, rows, t0, tl, n, base, mask, positions, slot_pos, window)) continue;
+      load_tile(kc, t0, tl, kv_dim, kvh, hd, key_tile, ks);
+      if (values) load_tile(vc, t0, tl, kv_dim, kvh, hd, value_tile, hd);
+      __syncthreads();
+      per_tile(t0, tl);
+    }
+  }
+}
+
 // Whether new row i sees tree slot k (base + k) by the mask or causality, the window aside (it cuts by position, the
 // same in a row's decode).
 __device__ inline bool tree_slot_seen(int i, int k, int n, const uint8_t* mask) {
@@ -196,7 +219,7 @@ __global__ void __launch_bounds__(kThreads)
   float* queries = value_tile + kTile * hd;          // [kQueries][hd]
   float* weights = queries + kQueries * hd;          // [kQueries][kTile]
   const int r0 = row0 + blockIdx.x * R, h0 = blockIdx.y * GB, kvh = h0 / (nh / nkv);
-  const int total = base + n, kv_dim = nkv * hd, row_end = row0 + rows;
+  const int kv_dim = nkv * hd, row_end = row0 + rows;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int rows_here = min(R, row_end - r0);
   const float scale = rsqrtf(float(hd));
@@ -247,22 +270,14 @@ __global__ void __launch_bounds__(kThreads)
   // Each tile of those slots that some row of the block sees: its keys (and with `values` its values) into shared
   // memory, then in the warps with live queries `use(tl, scores)`. Both passes walk the tiles this one way.
   auto each_seen_tile = [&](bool values, auto&& use) {
-    for (int segment = 0; segment < 2; ++segment) {  // one loop body for both: fewer registers than two copies
-      const int lo = segment == 0 ? walk.prefix_lo : base;
-      const int hi = segment == 0 ? walk.prefix_hi : walk.tree_too ? total : base;
-      for (int t0 = lo; t0 < hi; t0 += kTile) {
-        const int tl = min(kTile, hi - t0);
-        if (!block_sees_tile(r0, rows_here, t0, tl, n, base, mask, positions, slot_pos, window)) continue;
-        load_tile(kc, t0, tl, kv_dim, kvh, hd, key_tile, ks);
-        if (values) load_tile(vc, t0, tl, kv_dim, kvh, hd, value_tile, hd);
-        __syncthreads();
-        if (!warp_live) continue;
-        float sc[kQueriesPerWarp][2];
-        tile_scores(key_tile, ks, qw, hd, scale, t0, tl, row, live, n, base, mask, positions, slot_pos, window, cb,
-                    sc);
-        use(tl, sc);
-      }
-    }
+    walk_seen_tiles(walk, r0, rows_here, n, base, mask, positions, slot_pos, window, kc, vc, kv_dim, kvh, hd,
+                    key_tile, ks, value_tile, values, [&](int t0, int tl) {
+                      if (!warp_live) return;
+                      float sc[kQueriesPerWarp][2];
+                      tile_scores(key_tile, ks, qw, hd, scale, t0, tl, row, live, n, base, mask, positions, slot_pos,
+                                  window, cb, sc);
+                      use(tl, sc);
+                    });
   };
   // Pass 1: each query's largest visible score over the chunk.
   each_seen_tile(false, [&](int, const float (&sc)[kQueriesPerWarp][2]) {
@@ -342,7 +357,7 @@ __global__ void __launch_bounds__(kThreads)
   float* value_tile = key_tile + kTile * ks;  // [kTile][hd]
   float* queries = value_tile + kTile * hd;   // [GB][hd]
   float* weights = queries + kQueries * hd;   // [GB][kTile]: the scores, then the weights
-  const int h0 = blockIdx.y * GB, kvh = h0 / (nh / nkv), total = base + 1, kv_dim = nkv * hd;
+  const int h0 = blockIdx.y * GB, kvh = h0 / (nh / nkv), kv_dim = nkv * hd;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const float scale = rsqrtf(float(hd));
   for (int x = threadIdx.x; x < GB * hd; x += kThreads) queries[x] = q[int64_t(h0) * hd + x];  // row 0's GB heads
@@ -354,15 +369,8 @@ __global__ void __launch_bounds__(kThreads)
   // Each tile of the walk the row sees (rows_partial_k's walk): keys (and with `values` values) into shared memory,
   // every score into `weights`, then use(tl).
   auto each_seen_tile = [&](bool values, auto&& use) {
-    for (int segment = 0; segment < 2; ++segment) {
-      const int lo = segment == 0 ? walk.prefix_lo : base;
-      const int hi = segment == 0 ? walk.prefix_hi : walk.tree_too ? total : base;
-      for (int t0 = lo; t0 < hi; t0 += kTile) {
-        const int tl = min(kTile, hi - t0);
-        if (!block_sees_tile(0, 1, t0, tl, 1, base, mask, positions, slot_pos, window)) continue;
-        load_tile(kc, t0, tl, kv_dim, kvh, hd, key_tile, ks);
-        if (values) load_tile(vc, t0, tl, kv_dim, kvh, hd, value_tile, hd);
-        __syncthreads();
+    walk_seen_tiles(walk, 0, 1, 1, base, mask, positions, slot_pos, window, kc, vc, kv_dim, kvh, hd, key_tile, ks,
+                    value_tile, values, [&](int t0, int tl) {
         for (int p = threadIdx.x; p < GB * kTile; p += kThreads) {
           const int a = p / kTile, t = p % kTile, j = t0 + t;
           float sc = -FLT_MAX;
@@ -380,8 +388,7 @@ __global__ void __launch_bounds__(kThreads)
         __syncthreads();
         use(tl);
         __syncthreads();  // every thread is done with the tiles and weights before the next tile overwrites them
-      }
-    }
+    });
   };
   // Pass 1: each query's largest visible score over the chunk (warp a reduces query a's tile).
   each_seen_tile(false, [&](int) {
