@@ -2,8 +2,8 @@
 // of three paths with the same contract (attention_paths.h), and the single-block path for short contexts: one
 // block per (new row, query head), the scores of every slot in shared memory, written for clarity first. The
 // row-tile path for batches of rows and for every row past 1024 slots is in attention_rows.cu, the split path
-// (long contexts with the row tiles off) in attention_split.cu. The CPU reference of all three is attention_ref.cpp (the engine's cpu::attention behind the
-// same visibility rule).
+// (long contexts with the row tiles off) in attention_split.cu. The CPU reference of all three is
+// attention_ref.cpp (the engine's cpu::attention behind the same visibility rule).
 #include <algorithm>
 
 #include "kernels/attention_paths.h"

@@ -83,10 +83,11 @@ __device__ inline bool block_sees_tile(int r0, int rows, int t0, int tl, int n, 
 // which must not let a thread leave before the block's next barrier. Both kernels below walk their tiles this one
 // way, both passes each.
 template <class PerTile>
-__device__ __forceinline__ void walk_seen_tiles(const attention_paths::ChunkWalk& walk, int r0, int rows, int n, int base,
-                                       const uint8_t* mask, const int32_t* positions, const int32_t* slot_pos,
-                                       int window, const float* kc, const float* vc, int kv_dim, int kvh, int hd,
-                                       float* key_tile, int ks, float* value_tile, bool values, PerTile&& per_tile) {
+__device__ __forceinline__ void walk_seen_tiles(const attention_paths::ChunkWalk& walk, int r0, int rows, int n,
+                                                int base, const uint8_t* mask, const int32_t* positions,
+                                                const int32_t* slot_pos, int window, const float* kc, const float* vc,
+                                                int kv_dim, int kvh, int hd, float* key_tile, int ks, float* value_tile,
+                                                bool values, PerTile&& per_tile) {
   for (int segment = 0; segment < 2; ++segment) {  // one loop body for both: fewer registers than two copies
     const int lo = segment == 0 ? walk.prefix_lo : base;
     const int hi = segment == 0 ? walk.prefix_hi : walk.tree_too ? base + n : base;
@@ -178,8 +179,8 @@ __device__ inline void tile_scores(const float* key_tile, int ks, const float* q
 #pragma unroll
   for (int a = 0; a < kQueriesPerWarp; ++a) {
     // warp-uniform; out of line, so that the common case of one chunk keeps its registers
-    const unsigned in_chunk = cb.chunked && live[a] ? slots_in_chunk(t0, tl, row[a], n, base, mask, cb.long_rows >> a & 1u, cb.z)
-                                                    : 3u;
+    const unsigned in_chunk =
+        cb.chunked && live[a] ? slots_in_chunk(t0, tl, row[a], n, base, mask, cb.long_rows >> a & 1u, cb.z) : 3u;
 #pragma unroll
     for (int u = 0; u < 2; ++u) {
       const int t = lane + 32 * u;
@@ -369,26 +370,27 @@ __global__ void __launch_bounds__(kThreads)
   // Each tile of the walk the row sees (rows_partial_k's walk): keys (and with `values` values) into shared memory,
   // every score into `weights`, then use(tl).
   auto each_seen_tile = [&](bool values, auto&& use) {
-    walk_seen_tiles(walk, 0, 1, 1, base, mask, positions, slot_pos, window, kc, vc, kv_dim, kvh, hd, key_tile, ks,
-                    value_tile, values, [&](int t0, int tl) {
-        for (int p = threadIdx.x; p < GB * kTile; p += kThreads) {
-          const int a = p / kTile, t = p % kTile, j = t0 + t;
-          float sc = -FLT_MAX;
-          // A decode's rank is its slot index (its own slot, base, ranks base: no tree slot before it).
-          if (t < tl && attention_paths::chunk_of_rank(j, long_row) == int(blockIdx.z) &&
-              slot_visible(0, j, 1, base, mask, positions, slot_pos, window)) {
-            float acc = 0.f;
-            const float* kj = key_tile + t * ks;
-            const float* qa = queries + a * hd;
-            for (int d = 0; d < hd; ++d) acc = fmaf(qa[d], kj[d], acc);
-            sc = acc * scale;
+    walk_seen_tiles(
+        walk, 0, 1, 1, base, mask, positions, slot_pos, window, kc, vc, kv_dim, kvh, hd, key_tile, ks, value_tile,
+        values, [&](int t0, int tl) {
+          for (int p = threadIdx.x; p < GB * kTile; p += kThreads) {
+            const int a = p / kTile, t = p % kTile, j = t0 + t;
+            float sc = -FLT_MAX;
+            // A decode's rank is its slot index (its own slot, base, ranks base: no tree slot before it).
+            if (t < tl && attention_paths::chunk_of_rank(j, long_row) == int(blockIdx.z) &&
+                slot_visible(0, j, 1, base, mask, positions, slot_pos, window)) {
+              float acc = 0.f;
+              const float* kj = key_tile + t * ks;
+              const float* qa = queries + a * hd;
+              for (int d = 0; d < hd; ++d) acc = fmaf(qa[d], kj[d], acc);
+              sc = acc * scale;
+            }
+            weights[a * kTile + t] = sc;
           }
-          weights[a * kTile + t] = sc;
-        }
-        __syncthreads();
-        use(tl);
-        __syncthreads();  // every thread is done with the tiles and weights before the next tile overwrites them
-    });
+          __syncthreads();
+          use(tl);
+          __syncthreads();  // every thread is done with the tiles and weights before the next tile overwrites them
+        });
   };
   // Pass 1: each query's largest visible score over the chunk (warp a reduces query a's tile).
   each_seen_tile(false, [&](int) {

@@ -214,14 +214,21 @@ __global__ void combine_k(const float* part_o, const float* part_ml, int nh, int
   float l = 0.f;
   bool first = true;
   for (int c = 0; c < chunks; ++c)
-    if (w[c] != 0.f) l = first ? w[c] * ml[2 * c + 1] : fmaf(w[c], ml[2 * c + 1], l), first = false;
+    if (w[c] != 0.f) {
+      l = first ? w[c] * ml[2 * c + 1] : fmaf(w[c], ml[2 * c + 1], l);
+      first = false;
+    }
   const float inv = l > 0.f ? 1.f / l : 0.f;
   const float* o = part_o + row_head * chunks * hd;
   for (int d = threadIdx.x; d < hd; d += blockDim.x) {
     float acc = 0.f;
     first = true;
     for (int c = 0; c < chunks; ++c)
-      if (w[c] != 0.f) acc = first ? w[c] * o[int64_t(c) * hd + d] : fmaf(w[c], o[int64_t(c) * hd + d], acc), first = false;
+      if (w[c] != 0.f) {
+        const float oc = o[int64_t(c) * hd + d];
+        acc = first ? w[c] * oc : fmaf(w[c], oc, acc);
+        first = false;
+      }
     out[row_head * hd + d] = acc * inv;
   }
 }
@@ -266,8 +273,8 @@ void launch_partial(dim3 grid, cudaStream_t s, const float* q, const float* kc, 
 }  // namespace
 
 // The chunks' partials go to the caller's scratch (CudaContext owns one of attention_scratch_floats, at least
-// split_scratch_floats(hd) floats: 4.3 MB at hd 128), else to memory from the stream-ordered allocator (cudaMallocAsync / cudaFreeAsync on `s`: no host
-// synchronisation, no state kept between calls). Captured into a CUDA graph, such an allocation becomes a node whose
+// split_scratch_floats(hd) floats: 4.3 MB at hd 128), else to memory from the stream-ordered allocator
+// (cudaMallocAsync / cudaFreeAsync on `s`: no host synchronisation, no state kept between calls). Captured into a CUDA graph, such an allocation becomes a node whose
 // address is fixed at capture, a different one each capture, and updating an instantiated graph from a later
 // capture cannot carry it over; the pool also hands its memory back at each synchronisation (release threshold 0),
 // so every forward mapped it again. Hence the caller's buffer on every path CudaContext runs.

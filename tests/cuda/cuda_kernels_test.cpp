@@ -613,8 +613,9 @@ TEST_F(CudaKernels, AttentionOfATreeRowIsItsOwnDecodeBitForBit) {
   uint32_t seed = 2300;
   for (const Shape& s : kShapes)
     for (const TreeCase& t : {TreeCase{300, 4, 0, true}, TreeCase{200, 16, 0, true}, TreeCase{900, 64, 0, true},
-                              TreeCase{1000, 64, 0, false}, TreeCase{1020, 16, 0, false}, TreeCase{2040, 16, 0, false},
-                              TreeCase{3000, 64, 0, false}, TreeCase{8190, 8, 0, false}, TreeCase{3000, 16, 1000, false}})
+                              TreeCase{1000, 64, 0, false}, TreeCase{1020, 16, 0, false},
+                              TreeCase{2040, 16, 0, false}, TreeCase{3000, 64, 0, false}, TreeCase{8190, 8, 0, false},
+                              TreeCase{3000, 16, 1000, false}})
       for (const bool tiles : {true, false}) {
         if (!tiles && !t.tiles_off_too) continue;
         const int base = t.base, n = t.n;
@@ -676,8 +677,9 @@ TEST(AttentionPaths, TheContextsScratchFitsEverySplitTheLauncherPicks) {
   for (const Heads h : {Heads{6, 2}, Heads{32, 8}, Heads{32, 32}, Heads{28, 4}, Heads{64, 4}, Heads{40, 5}})
     for (int hd : {64, 128})
       for (int total = cuda::attention_paths::kSplitAboveSlots + 1; total <= 32768; total += 997) {
+        const int chunks = cuda::attention_paths::canonical_chunks(total);
         ASSERT_GE(cuda::attention_scratch_floats(h.nh, hd, total),
-                  8 * cuda::attention_paths::split_partials_floats(1, h.nh, cuda::attention_paths::canonical_chunks(total), hd))
+                  8 * cuda::attention_paths::split_partials_floats(1, h.nh, chunks, hd))
             << "row tiles nh " << h.nh << " hd " << hd << " slots " << total;
         ASSERT_GE(cuda::attention_scratch_floats(h.nh, hd, total), cuda::attention_paths::split_scratch_floats(hd));
         for (int n = 1; n <= 256; ++n) {
