@@ -357,7 +357,7 @@ __global__ void __launch_bounds__(kThreads)
   float* key_tile = smem;                     // [kTile][hd + 1]
   float* value_tile = key_tile + kTile * ks;  // [kTile][hd]
   float* queries = value_tile + kTile * hd;   // [GB][hd]
-  float* weights = queries + kQueries * hd;   // [GB][kTile]: the scores, then the weights
+  float* weights = queries + GB * hd;         // [GB][kTile]: the scores, then the weights
   const int h0 = blockIdx.y * GB, kvh = h0 / (nh / nkv), kv_dim = nkv * hd;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const float scale = rsqrtf(float(hd));
@@ -454,14 +454,20 @@ void launch_rows(dim3 grid, cudaStream_t s, const float* q, const float* kc, con
   CUDA_CHECK(cudaGetLastError());
 }
 
+// one_row_partial_k's shared memory: the key and value tiles, its GB queries and their scores (67 KiB at hd 128 and
+// groups of 4, where rows_partial_k's 32 queries take 90: three blocks an SM of an H100/H200, not two).
+size_t one_row_shared_floats(int gb, int hd) {
+  return size_t(kTile) * (hd + 1) + size_t(kTile) * hd + size_t(gb) * hd + size_t(gb) * kTile;
+}
+
 template <int GB>
 void launch_one_row(dim3 grid, cudaStream_t s, const float* q, const float* kc, const float* vc,
                     const int32_t* slot_pos, const uint8_t* mask, const int32_t* positions, int base, int nh, int nkv,
                     int hd, int window, float* part_o, float* part_ml) {
-  const size_t shmem = sizeof(float) * shared_floats(hd);  // rows_partial_k's layout (the queries' part unused)
+  const size_t shmem = sizeof(float) * one_row_shared_floats(GB, hd);
   static const bool opted_in = [] {
     CUDA_CHECK(cudaFuncSetAttribute(one_row_partial_k<GB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    int(sizeof(float) * shared_floats(attention_paths::kMaxHeadDim))));
+                                    int(sizeof(float) * one_row_shared_floats(GB, attention_paths::kMaxHeadDim))));
     return true;
   }();
   (void)opted_in;
