@@ -102,19 +102,13 @@ __device__ __forceinline__ void walk_seen_tiles(const attention_paths::ChunkWalk
   }
 }
 
-// Whether new row i sees tree slot k (base + k) by the mask or causality, the window aside (it cuts by position, the
-// same in a row's decode).
-__device__ inline bool tree_slot_seen(int i, int k, int n, const uint8_t* mask) {
-  return mask ? mask[int64_t(i) * n + k] != 0 : k <= i;
-}
-
 // How many of the tree slots 0..k-1 row i sees. One warp, every lane (ballots); the same value in every lane.
 __device__ inline int tree_slots_seen_before(int i, int k, int n, const uint8_t* mask) {
   if (!mask) return min(k, i + 1);
   int count = 0;
   for (int k0 = 0; k0 < k; k0 += 32) {
     const int kk = k0 + threadIdx.x % 32;
-    count += __popc(__ballot_sync(0xffffffffu, kk < k && mask[int64_t(i) * n + kk] != 0));
+    count += __popc(__ballot_sync(0xffffffffu, kk < k && tree_slot_seen(i, kk, n, mask)));
   }
   return count;
 }
