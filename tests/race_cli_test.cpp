@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cmath>
@@ -278,6 +279,14 @@ TEST(RaceCli, ARecordedRaceReplaysExactlyWhatTheLiveRacePrinted) {
           ASSERT_TRUE(a.contains("tree_auto")) << a.dump();
           EXPECT_GT(a["tree_auto"].at("expected_tau").get<double>(), 0.9) << a.dump();
           EXPECT_GT(a["tree_auto"].at("expected_speedup").get<double>(), 0.0) << a.dump();
+          // The calibration itself: every size tried, the chosen one among them, and vanilla's rate beside them.
+          const json& trials = a["tree_auto"].at("trials");
+          ASSERT_FALSE(trials.empty()) << a.dump();
+          EXPECT_EQ(std::count_if(trials.begin(), trials.end(),
+                                  [&](const json& t) { return t.at("options") == a["tree_auto"].at("options"); }),
+                    1) << a.dump();
+          for (const json& t : trials) EXPECT_GT(t.at("verify_ms").get<double>(), 0.0) << t.dump();
+          EXPECT_GT(a["tree_auto"].at("expected_vanilla_tokens_per_second").get<double>(), 0.0) << a.dump();
         }
     }
   }

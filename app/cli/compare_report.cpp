@@ -68,6 +68,11 @@ nlohmann::json expected_json(const nlohmann::json& tree_auto) {
                         {"expected_tokens_per_second", tree_auto.value("expected_tokens_per_second", 0.0)}};
   for (const auto& t : tree_auto.value("trials", nlohmann::json::array()))
     if (t.value("options", nlohmann::json()) == tree_auto["options"]) out["expected_tau"] = t.value("tau", 0.0);
+  // The whole calibration, as `run --json` gives it: every size tried with its tau and step times, and vanilla's rate
+  // in the same calibration (what bench/base_size_projection re-weighs for other targets).
+  if (tree_auto.contains("trials")) out["trials"] = tree_auto["trials"];
+  if (tree_auto.contains("expected_vanilla_tokens_per_second"))
+    out["expected_vanilla_tokens_per_second"] = tree_auto["expected_vanilla_tokens_per_second"];
   return out;
 }
 
