@@ -9,6 +9,8 @@ Sources (all read from the installed packages; nothing is downloaded here):
   * The Elements database (dict-elements): symbols, atomic numbers and weights, descriptions.
   * Docstrings of Python 3.11's standard library (libpython3.11-stdlib, /usr/lib/python3.11).
   * A small synthetic slice (arithmetic) generated here.
+  * With --with-docs (for a base larger than the shipped one; issue 19): prose of the Python 3.11, SQLite and
+    PostgreSQL 15 manuals (doc_sections.py). The shipped corpus is built without it.
 
 Output (deterministic for a given --seed and package versions):
   training/data/train.jsonl.gz, validation.jsonl.gz   one {"messages": [...]} per line
@@ -35,7 +37,9 @@ from collections import Counter, defaultdict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
 from chat_format import render  # noqa: E402
+from doc_sections import doc_items  # noqa: E402
 
 WORDNET_DIR = "/usr/share/wordnet"
 DICTD_DIR = "/usr/share/dictd"
@@ -994,6 +998,9 @@ def build(args):
         for gen in (jargon_items(seed), devil_items(seed), element_items(seed), python_items(seed)):
             items.extend(gen)
     items.extend(arithmetic_items(seed, args.arithmetic if not args.limit_synsets else 200))
+    # 5. the manuals, last, so that every item before them is split, capped and drawn for exactly as without them
+    if args.with_docs:
+        items.extend(doc_items(seed, rng_for, pick, conv))
 
     # split by subject
     train, val = [], []
@@ -1005,16 +1012,30 @@ def build(args):
     def nchars(lst):
         return sum(len(render(m)) for _, _, m in lst)
 
-    total = nchars(train)
+    # The cap is over the dictionaries' conversations; the manuals come on top of it.
+    total = nchars([it for it in train if not it[1].startswith("docs/")])
     if args.max_chars and total > args.max_chars:
         wn_chars = nchars([it for it in train if it[1].startswith("wordnet/")])
         frac = max(0.0, (args.max_chars - (total - wn_chars)) / wn_chars)
         rng = random.Random(f"{seed}:cap")
         train = [it for it in train if not it[1].startswith("wordnet/") or rng.random() < frac]
 
+    # The dictionaries' conversations are shuffled exactly as without the manuals (the same draws for the same
+    # lists); the manuals' are mixed into train and appended to validation with draws of their own, so the shipped
+    # validation order and the held-out prompts drawn from it stay what they are.
+    docs_train = [it for it in train if it[1].startswith("docs/")]
+    docs_val = [it for it in val if it[1].startswith("docs/")]
+    train = [it for it in train if not it[1].startswith("docs/")]
+    val = [it for it in val if not it[1].startswith("docs/")]
     rng = random.Random(f"{seed}:shuffle")
     rng.shuffle(train)
     rng.shuffle(val)
+    if docs_train or docs_val:
+        docs_rng = random.Random(f"{seed}:docs")
+        train += docs_train
+        docs_rng.shuffle(train)
+        docs_rng.shuffle(docs_val)
+        val += docs_val
     return train, val
 
 
@@ -1068,6 +1089,9 @@ def main():
     ap.add_argument("--heldout", type=int, default=80)
     ap.add_argument("--limit-synsets", type=int, default=0, help="read only N synsets per POS (tests)")
     ap.add_argument("--no-text", action="store_true", help="skip the rendered .txt.gz files")
+    ap.add_argument("--with-docs", action="store_true",
+                    help="add the Python, SQLite and PostgreSQL manuals' prose (doc_sections.py; python3.11-doc, "
+                         "sqlite3-doc, postgresql-doc-15) on top of the capped dictionaries")
     args = ap.parse_args()
 
     for p in (WORDNET_DIR, DICTD_DIR):
@@ -1082,7 +1106,8 @@ def main():
         write_text_gz(os.path.join(args.out, "train.txt.gz"), train)
         write_text_gz(os.path.join(args.out, "validation.txt.gz"), val)
 
-    prompts = heldout_prompts(train, val, args.seed, args.heldout)
+    # Held out from the dictionaries' conversations alone: a corpus with the manuals keeps the shipped prompts.
+    prompts = heldout_prompts(train, [v for v in val if not v[1].startswith("docs/")], args.seed, args.heldout)
     if args.prompts_out:
         os.makedirs(os.path.dirname(args.prompts_out), exist_ok=True)
         with open(args.prompts_out, "w", encoding="utf-8") as f:

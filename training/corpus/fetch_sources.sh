@@ -2,7 +2,9 @@
 # Installs (once) the Debian packages whose text build_corpus.py reads. Idempotent: does nothing when
 # they are all installed already. Needs root (or sudo) and Debian's package registry; see SOURCES.md.
 set -euo pipefail
+# --with-docs: also the manuals build_corpus.py --with-docs reads (a corpus for a base larger than the shipped one).
 pkgs=(wordnet-base dict-jargon dict-devil dict-elements libpython3.11-stdlib)
+[[ "${1:-}" == "--with-docs" ]] && pkgs+=(python3.11-doc sqlite3-doc postgresql-doc-15)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -132,6 +132,92 @@ class CorpusBuilder(unittest.TestCase):
         self.assertIn("messages", conv)
 
 
+class DocSections(unittest.TestCase):
+    """The manuals' reader (training/corpus/doc_sections.py, build_corpus.py --with-docs) on small inline pages: it
+    needs no package installed."""
+
+    RST = """Built-in Things
+===============
+
+The interpreter has a number of functions built into it that are always available. They are listed here.
+
+.. function:: abs(x)
+
+   Return the absolute value of a number. The argument may be an integer or a :class:`float`, or an object
+   implementing :meth:`~object.__abs__`. Equivalent to::
+
+      def abs(x):
+          return x if x >= 0 else -x
+
+   .. versionadded:: 3.1
+
+   If the argument is a complex number, its magnitude is returned, as ``abs(z)`` shows in `the guide <https://x>`_.
+
+.. note::
+
+   Notes inside a section are read as the section's own prose, like this sentence here is.
+
+:keyword:`!for` Loops
+---------------------
+
+* a list item that is not prose and must not be read as a paragraph of the section at all
+
+A for loop in Python iterates over the items of any sequence, in the order that they appear in it.
+"""
+
+    HTML = """<html><body><h1>5.3. Constraints</h1><p>Data types are a way to limit the kind of data that can be
+stored in a table, but they are too coarse for many applications.</p><pre>CREATE TABLE products (price numeric);
+</pre><h3>Note</h3><p>PostgreSQL does not support CHECK constraints that reference table data other than the new row.</p>
+<table><tr><td><p>A paragraph in a table cell is part of a table, not prose of the page.</p></td></tr></table>
+<h2>Check Constraints</h2><p>A check constraint is the most generic constraint type there is &amp; it is simple.</p>
+</body></html>"""
+
+    def setUp(self):
+        sys.path.insert(0, os.path.join(TRAINING, "corpus"))
+        import doc_sections
+        self.d = doc_sections
+
+    def test_rst_sections_objects_and_prose(self):
+        units = self.d.rst_units(self.RST)
+        self.assertEqual([(k, n) for k, n, _ in units],
+                         [("section", "Built-in Things"), ("object", "abs(x)"), ("section", "for Loops")])
+        section, obj, loop = (ps for _, _, ps in units)
+        self.assertEqual(section[0], "The interpreter has a number of functions built into it that are always "
+                                     "available. They are listed here.")
+        self.assertIn("Notes inside a section are read as the section's own prose", section[1])
+        # the code sample's introduction is cut with the code; roles, literals and links become their text
+        self.assertEqual(obj[0], "Return the absolute value of a number. The argument may be an integer or a float, "
+                                 "or an object implementing __abs__.")
+        self.assertEqual(obj[1], "If the argument is a complex number, its magnitude is returned, as abs(z) shows in "
+                                 "the guide.")
+        self.assertEqual(len(obj), 2)
+        self.assertEqual(loop, ["A for loop in Python iterates over the items of any sequence, in the order that "
+                                "they appear in it."])
+
+    def test_html_sections_skip_code_tables_and_asides(self):
+        sections = self.d.html_sections(self.HTML)
+        self.assertEqual([t for t, _ in sections], ["Constraints", "Check Constraints"])
+        self.assertEqual(len(sections[0][1]), 2)  # the aside's paragraph joins its section; the table's does not
+        self.assertIn("PostgreSQL does not support CHECK", sections[0][1][1])
+        self.assertEqual(sections[1][1], ["A check constraint is the most generic constraint type there is & it is "
+                                          "simple."])
+
+    def test_long_sections_continue_in_further_answers(self):
+        paragraphs = [f"Paragraph {i} says something long enough about the subject. " * 6 for i in range(12)]
+        answers = self.d.answers_from(paragraphs)
+        self.assertGreater(len(answers), 1)
+        self.assertEqual("\n\n".join(answers), "\n\n".join(paragraphs))  # every paragraph, in order, once
+        self.assertTrue(all(len(a) <= self.d.ANSWER_CHARS or "\n\n" not in a for a in answers))
+        import random
+        items = list(self.d.section_items("s", "docs/x", "First?", "t", "M", answers, random.Random(0),
+                                          lambda r, ph, **kw: r.choice(ph).format(**kw),
+                                          lambda *t: [{"role": "user" if i % 2 == 0 else "assistant", "content": c}
+                                                      for i, c in enumerate(t)]))
+        self.assertEqual(len(items), len(answers))
+        self.assertEqual({subj for subj, _, _ in items}, {"s"})  # one subject: the split keeps a section together
+        self.assertEqual(items[0][2][0]["content"], "First?")
+
+
 class Recipes(unittest.TestCase):
     """Tokenizer -> base -> resume -> draft (text and distilled), on a tiny slice, in one process."""
 
