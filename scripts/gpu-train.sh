@@ -17,6 +17,14 @@
 #       OUT/HEAD/ (float32; Medusa's in bfloat16; files over 15 MiB split into NAME.partNN, which `take` joins), with
 #       results.md (the device, the commit, each step's command, wall time and headline) and log.txt: 8 files at
 #       most. Without a GPU (the rehearsal) --device cpu with a budget of a few minutes runs the same path.
+#   bash scripts/gpu-train.sh pack --head base [--shape 512x10] [--epochs 8] [--out gpu-bundle]
+#       Issue 19, item 3: a base larger than the shipped one, trained from scratch in one call. The bundle holds the
+#       tokenizer and the corpus with the manuals' prose (build_corpus.py --with-docs; fetch_sources.sh --with-docs
+#       installs them). --shape HIDDENxLAYERS (FFN 3x hidden, heads of 64, 2 KV heads up to hidden 512, then 4):
+#       its bf16 export must come back in one call (64 MiB), so 512x10 (32.3M parameters, 64.6 MB) is the largest
+#       of that width; bench/base_size_projection.sh measured what 38-66M bases would let speculation gain here.
+#       `run` trains it with the shipped base's recipe (batch 64 x 512, lr 2e-3) until --epochs or the budget, and
+#       brings back its shards and one meta.tar of the small files (config, tokenizer, logs): 8 files at most.
 #   bash scripts/gpu-train.sh take DIR [--into training/runs/NAME]
 #       Here, after the call: joins the split files of DIR/HEAD into a head directory (default
 #       training/runs/gpu-HEAD-<date>) that specscope-cli loads, and prints the held-out comparison to run:
@@ -26,18 +34,67 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 die() { echo "gpu-train.sh: $*" >&2; exit 2; }
 recipe_of() {  # HEAD -> its training recipe
   case "$1" in
+    base) echo train_base.py ;;
     eagle3) echo train_eagle3.py ;;
     eagle1) echo train_eagle.py ;;
     medusa) echo train_medusa.py ;;
-    *) die "unknown head $1 (eagle3, eagle1, medusa)" ;;
+    *) die "unknown head $1 (eagle3, eagle1, medusa, base)" ;;
   esac
 }
 limit_part_bytes=$((15 << 20))  # files come back at 16 MiB at most
 
+# The base's options for a shape HIDDENxLAYERS, one per line (bf16 bytes of the export on the last: "bytes N").
+base_shape() {
+  local hidden=${1%x*} layers=${1#*x}
+  [[ "$1" =~ ^[0-9]+x[0-9]+$ ]] && [ $((hidden % 64)) = 0 ] && [ "$hidden" -ge 64 ] && [ "$layers" -ge 1 ] ||
+    die "--shape $1: expected HIDDENxLAYERS with HIDDEN a multiple of 64 (e.g. 512x10)"
+  local kv=2 ffn=$((3 * hidden)) vocab=4096
+  [ "$hidden" -le 512 ] || kv=4
+  local heads=$((hidden / 64))
+  # Parameters: the tied embedding, and per layer q and o (hidden^2 each), k and v (hidden x kv x 64 each), the
+  # three FFN matrices and two norms; the final norm.
+  local per_layer=$((2 * hidden * hidden + 2 * hidden * kv * 64 + 3 * hidden * ffn + 2 * hidden))
+  echo "--hidden $hidden --layers $layers --heads $heads --kv-heads $kv --intermediate $ffn"
+  echo "bytes $((2 * (vocab * hidden + layers * per_layer + hidden)))"
+}
+
+pack_base() {
+  local shape=$1 epochs=$2 out=$3
+  local spec bytes
+  spec=$(base_shape "$shape") || exit 2
+  bytes=$(echo "$spec" | sed -n 's/^bytes //p')
+  # 64 MiB come back in all; the small files and the logs take well under 2 MiB of it.
+  [ "$bytes" -le $((62 << 20)) ] ||
+    die "pack: --shape $shape exports $((bytes >> 20)) MiB in bf16, more than one call brings back (62 MiB with the logs)"
+  [ -f /usr/share/doc/python3.11/html/_sources/tutorial/index.rst.txt ] ||
+    die "pack: the manuals are not installed (bash training/corpus/fetch_sources.sh --with-docs)"
+  local stage
+  stage=$(mktemp -d)
+  # Once, on this function's return (a RETURN trap would otherwise also fire when pack returns, stage unset there).
+  trap 'rm -rf "$stage"; trap - RETURN' RETURN
+  mkdir -p "$stage/models/tokenizer" "$stage/data" "$out"
+  cp "$here/assets/models/base"/{tokenizer.json,tokenizer_config.json,special_tokens_map.json} "$stage/models/tokenizer/"
+  echo "gpu-train: building the corpus with the manuals (about a minute)" >&2
+  python3 "$here/training/corpus/build_corpus.py" --with-docs --out "$stage/data" \
+    --prompts-out "$stage/heldout.jsonl" --no-text > "$stage/corpus.log" 2>&1 || { cat "$stage/corpus.log" >&2; die "pack: the corpus build failed"; }
+  cmp -s "$stage/heldout.jsonl" "$here/assets/prompts/heldout.jsonl" ||
+    die "pack: the corpus's held-out prompts differ from assets/prompts/heldout.jsonl (other package versions?)"
+  cp "$here/training/data/NOTICE" "$stage/data/"
+  { echo "head=base"; echo "shape=$shape"; echo "epochs=$epochs"; echo "export_bytes=$bytes";
+    echo "commit=$(cd "$here" && git rev-parse HEAD)"; echo "packed=$(date -u +%FT%TZ) on $(hostname)";
+    tail -n 3 "$stage/corpus.log" | sed 's/^/corpus: /'; } > "$stage/manifest.txt"
+  local tarball=$out/specscope-gpu-train-base.tar.xz
+  tar -C "$stage" -cf - models data manifest.txt | xz -T "$(nproc)" -3 > "$tarball"
+  echo "$tarball: $(( ($(stat -c %s "$tarball") + 1048575) >> 20 )) MiB (the source tree adds ~5 MiB to a call)"
+}
+
 pack() {
   local head=eagle3 from="" out=$here/gpu-bundle distilled=$here/training/runs/distilled distilled_mib=16
+  local shape=512x10 epochs=8
   while [ $# -gt 0 ]; do
     case "$1" in
+      --shape) shape=$2; shift 2 ;;
+      --epochs) epochs=$2; shift 2 ;;
       --head) head=$2; shift 2 ;;
       --from) from=$2; shift 2 ;;
       --out) out=$2; shift 2 ;;
@@ -46,6 +103,10 @@ pack() {
     esac
   done
   recipe_of "$head" >/dev/null
+  if [ "$head" = base ]; then
+    pack_base "$shape" "$epochs" "$out"
+    return
+  fi
   from=${from:-$here/assets/models/$head}
   [ -f "$from/config.json" ] || die "pack: $from holds no head (config.json)"
   [ -f "$here/training/data/train.jsonl.gz" ] || die "pack: training/data is not here (run gpu-stage.sh back first)"
@@ -80,7 +141,7 @@ run() {
   [ $# -ge 2 ] || die "run: BUNDLE OUT are needed"
   local bundle=$1 out=$2
   shift 2
-  local budget=540 distill_minutes=2.5 seed="" device=cuda batch=32 context=512 py=${PYTHON:-python3}
+  local budget=540 distill_minutes=2.5 seed="" device=cuda batch="" context=512 py=${PYTHON:-python3}
   local in_flight=512 shard=2048 val_convs=500
   while [ $# -gt 0 ]; do
     case "$1" in
@@ -105,6 +166,7 @@ run() {
   tar -C "$work" -xf "$bundle" || die "run: cannot unpack $bundle"
   local head
   head=$(sed -n 's/^head=//p' "$work/manifest.txt")
+  [ -n "$batch" ] || { batch=32; [ "$head" != base ] || batch=64; }  # the recipes' batch sizes on the GPU
   local recipe
   recipe=$(recipe_of "$head")
   # float32 keeps the next warm restart's start exact; Medusa's five heads are 34 MB so, 17 MB (two parts) in bf16.
@@ -117,11 +179,46 @@ run() {
     echo "- device: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null || echo "no GPU ($device)")"
     echo "- torch: $($py -c 'import torch; print(torch.__version__, "cuda", torch.cuda.is_available())' 2>&1 | tail -n 1)"
     sed 's/^/- bundle /' "$work/manifest.txt"
-    echo "- seed $seed, budget $budget s, distillation $distill_minutes min, batch $batch x $context"
+    if [ "$head" = base ]; then
+      echo "- seed $seed, budget $budget s, batch $batch x $context"
+    else
+      echo "- seed $seed, budget $budget s, distillation $distill_minutes min, batch $batch x $context"
+    fi
     echo
     echo "| step | command | exit | seconds | result |"
     echo "|---|---|---|---|---|"
   } > "$md"
+  # Issue 19, item 3: the larger base, from scratch, with the shipped base's recipe; shards back as they are, the small
+  # files in one meta.tar (8 files come back at most).
+  run_base() {
+    local shape epochs spec left
+    shape=$(sed -n 's/^shape=//p' "$work/manifest.txt")
+    epochs=$(sed -n 's/^epochs=//p' "$work/manifest.txt")
+    spec=$(base_shape "$shape" | head -n 1)
+    left=$((budget - (SECONDS - t0) - 75))
+    [ "$left" -ge 30 ] || die "run: $left s left for training"
+    # shellcheck disable=SC2086  # spec is a list of options
+    step train trained_base -- "$py" "$here/training/train_base.py" --data "$work/data" --tokenizer "$work/models/tokenizer" \
+      --out "$out/base" --work "$work/run" --device "$device" $spec --context "$context" --batch-size "$batch" \
+      --lr 2e-3 --warmup-steps 200 --eval-every 250 --eval-rows 128 --ckpt-every 0 --max-val-convs "$val_convs" \
+      --max-epochs "$epochs" --seed "$seed" --export-dtype bfloat16 \
+      --max-minutes "$(awk -v s="$left" 'BEGIN { printf "%.2f", s / 60 }')" || true
+    [ -f "$out/base/training_summary.json" ] || die "run: no base was exported (see $log)"
+    rm -f "$out/base/loss_curve.png"
+    (cd "$out/base" && tar -cf meta.tar $(ls | grep -v '^model.*\.safetensors$') &&
+      find . -maxdepth 1 -type f ! -name meta.tar ! -name 'model*.safetensors' -delete)
+    echo >> "$md"
+    echo "Finished in $((SECONDS - t0)) s of a $budget s budget." >> "$md"
+    rm -rf "$work"
+  }
+  trained_base() {
+    "$py" - "$out/base/training_summary.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+print("%.1f M parameters, %d steps, %.1f M tokens, %.1f epochs (%s); final validation loss %.4f" % (
+      s["params"] / 1e6, s["steps"], s["tokens_seen"] / 1e6, s.get("epochs", 0), s["stop_reason"], s["final_val_loss"]))
+PY
+  }
   step() {  # NAME SUMMARY-COMMAND -- COMMAND...: runs it into the log, then one row of results.md
     local name=$1 summary=$2 s0=$SECONDS rc
     shift 3
@@ -147,6 +244,10 @@ print("%d steps, %.1f M tokens at %s tok/s (%s); final %s" % (s["steps"], s["tok
       s["stop_reason"], " ".join("%s %.4f" % kv for kv in s["final_val"].items())))
 PY
   }
+  if [ "$head" = base ]; then
+    run_base
+    return
+  fi
   step distill distilled -- "$py" "$here/training/self_distill.py" --base "$work/models/base" \
     --prompts "$work/data/train.jsonl.gz" --out "$work/sd" --device "$device" --batch-size "$in_flight" --seed "$seed" \
     --shard-size "$shard" --max-minutes "$distill_minutes" --progress lines || say "distillation failed: training on the corpus alone"
@@ -198,6 +299,18 @@ take() {
     esac
   done
   local src
+  if [ -f "$dir/base/meta.tar" ]; then  # a base: its shards, and its small files in meta.tar (the call's files are read-only)
+    into=${into:-$here/training/runs/gpu-base-$(date -u +%Y%m%d-%H%M)}
+    mkdir -p "$into"
+    cp "$dir"/base/model*.safetensors "$into/"
+    tar -C "$into" -xf "$dir/base/meta.tar"
+    echo "$into"
+    echo "try it (greedy, chat) and time it against the shipped base:" >&2
+    echo "  build/app/specscope-cli run --model $into --chat --prompt 'Explain the range function in Python.'" >&2
+    echo "  build/app/specscope-cli compare --chat --prompt-file assets/prompts/heldout.jsonl --max-tokens 96 \\" >&2
+    echo "    --lane vanilla:model=assets/models/base --lane vanilla:model=$into" >&2
+    return
+  fi
   src=$(dirname "$(ls "$dir"/*/training_summary.json 2>/dev/null | head -n 1)")
   [ -n "$src" ] && [ "$src" != . ] || die "take: $dir holds no exported head (*/training_summary.json)"
   local head
