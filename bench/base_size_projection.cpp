@@ -40,6 +40,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/cpu/thread_pool.h"
+#include "engine/methods/method_registry.h"
 #include "engine/model/backend.h"
 #include "engine/model/model.h"
 #include "engine/util/median.h"
@@ -66,6 +67,7 @@ struct Costs {
 // One calibrated lane of the shipped family.
 struct Lane {
   std::string method;
+  bool drafts_with_a_head = false;  // its drafting time scales with the head's cost
   double raced_tau = 0, raced_speedup = 0;  // what the lane measured in the race the calibration came with
   std::vector<runs::TreeTrial> trials;
 };
@@ -109,10 +111,13 @@ std::vector<Lane> read_one_calibration(const std::string& path) {
   for (const auto& a : j.value("aggregate", nlohmann::json::array())) {
     const std::string method = a.value("method", "");
     if (!a.contains("tree_auto") || !a["tree_auto"].contains("trials")) continue;
-    if (method == "sps" || method == "streaming") continue;  // their drafters' sizes are a choice of their own
+    const MethodNeed need = method_info(method).needs;
+    // SpS's drafter and streaming's target are whole models whose size for a larger base is a choice of its own.
+    if (need == MethodNeed::DraftModel || need == MethodNeed::StreamingTarget) continue;
     const auto& ta = a["tree_auto"];
     Lane l;
     l.method = method;
+    l.drafts_with_a_head = need != MethodNeed::Nothing;  // pld and lookahead draft without a model
     l.raced_tau = a.value("tau", 0.0);
     l.raced_speedup = a.value("speedup_vs_vanilla", 0.0);
     for (const auto& t : ta["trials"]) {
@@ -130,14 +135,12 @@ std::vector<Lane> read_one_calibration(const std::string& path) {
   return lanes;
 }
 
-bool drafts_with_a_model(const std::string& method) { return method != "pld" && method != "lookahead"; }
-
 // The shipped lane's trials re-weighed for `to` (see the top of the file): verification and vanilla's token from
 // `to`'s step-cost curve (the shipped row too: the calibrations' own verification times, a few milliseconds each,
 // moved with this VM's spells by more than the shapes differ), drafting from the calibrations scaled by the heads'
 // cost ratio.
 runs::TreeChoice project(const Lane& lane, const Costs& from, const Costs& to) {
-  const double head_ratio = drafts_with_a_model(lane.method) ? to.head_in_turns_ms / from.head_in_turns_ms : 1.0;
+  const double head_ratio = lane.drafts_with_a_head ? to.head_in_turns_ms / from.head_in_turns_ms : 1.0;
   std::vector<runs::TreeTrial> trials = lane.trials;
   for (auto& t : trials) {
     t.verify_ms = 0;  // choose_tree reads it off the curve
@@ -146,11 +149,9 @@ runs::TreeChoice project(const Lane& lane, const Costs& from, const Costs& to) {
   return runs::choose_tree(std::move(trials), to.curve);
 }
 
-// The tau the chosen tree would need for `speedup` at its projected step time.
-double tau_needed(const runs::TreeChoice& c, double speedup) {
-  for (const auto& t : c.trials)
-    if (t.options == c.options) return speedup * (t.verify_ms + t.draft_ms) * c.vanilla_tokens_per_second / 1000.0;
-  return 0;
+// The tau the chosen trial `t` of `c` would need for `speedup` at its projected step time.
+double tau_needed(const runs::TreeChoice& c, const runs::TreeTrial& t, double speedup) {
+  return speedup * (t.verify_ms + t.draft_ms) * c.vanilla_tokens_per_second / 1000.0;
 }
 
 // Options for the table: a tree-choices file by its name (its folder is a cache's).
@@ -254,8 +255,9 @@ int main(int argc, char** argv) {
         const runs::TreeTrial* t = chosen(c);
         if (!t) continue;
         const std::string opts = options_text(c.options);
+        const double tau_for_1_3x = tau_needed(c, *t, 1.3);
         std::printf("%-10s %-10s %-52s %6.2f %8.2fx %13.2f", costs[s].shape.name.c_str(), lane.method.c_str(),
-                    opts.substr(0, 52).c_str(), t->tau, c.expected_speedup, tau_needed(c, 1.3));
+                    opts.substr(0, 52).c_str(), t->tau, c.expected_speedup, tau_for_1_3x);
         if (s == 0) std::printf("   tau %.2f, %.2fx", lane.raced_tau, lane.raced_speedup);
         std::printf("\n");
         j["shapes"][s]["methods"].push_back({{"method", lane.method},
@@ -265,7 +267,7 @@ int main(int argc, char** argv) {
                                              {"draft_ms", t->draft_ms},
                                              {"vanilla_ms", 1000.0 / c.vanilla_tokens_per_second},
                                              {"expected_speedup", c.expected_speedup},
-                                             {"tau_for_1_3x", tau_needed(c, 1.3)}});
+                                             {"tau_for_1_3x", tau_for_1_3x}});
       }
     if (!out_path.empty()) {
       std::ofstream o(out_path);
