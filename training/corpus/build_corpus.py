@@ -39,7 +39,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 from chat_format import render  # noqa: E402
-from doc_sections import doc_items  # noqa: E402
+from doc_sections import doc_items, missing_manuals  # noqa: E402
 
 WORDNET_DIR = "/usr/share/wordnet"
 DICTD_DIR = "/usr/share/dictd"
@@ -927,6 +927,11 @@ def arithmetic_items(seed, n):
 
 
 # ----------------------------------------------------------------------------------------------- assembly
+def from_manuals(item) -> bool:
+    """Whether a (subject, category, messages) item is one of --with-docs's (doc_sections.py)."""
+    return item[1].startswith("docs/")
+
+
 def build(args):
     seed = args.seed
     wn = WordNet(limit=args.limit_synsets)
@@ -1013,7 +1018,7 @@ def build(args):
         return sum(len(render(m)) for _, _, m in lst)
 
     # The cap is over the dictionaries' conversations; the manuals come on top of it.
-    total = nchars([it for it in train if not it[1].startswith("docs/")])
+    total = nchars([it for it in train if not from_manuals(it)])
     if args.max_chars and total > args.max_chars:
         wn_chars = nchars([it for it in train if it[1].startswith("wordnet/")])
         frac = max(0.0, (args.max_chars - (total - wn_chars)) / wn_chars)
@@ -1023,10 +1028,10 @@ def build(args):
     # The dictionaries' conversations are shuffled exactly as without the manuals (the same draws for the same
     # lists); the manuals' are mixed into train and appended to validation with draws of their own, so the shipped
     # validation order and the held-out prompts drawn from it stay what they are.
-    docs_train = [it for it in train if it[1].startswith("docs/")]
-    docs_val = [it for it in val if it[1].startswith("docs/")]
-    train = [it for it in train if not it[1].startswith("docs/")]
-    val = [it for it in val if not it[1].startswith("docs/")]
+    docs_train = [it for it in train if from_manuals(it)]
+    docs_val = [it for it in val if from_manuals(it)]
+    train = [it for it in train if not from_manuals(it)]
+    val = [it for it in val if not from_manuals(it)]
     rng = random.Random(f"{seed}:shuffle")
     rng.shuffle(train)
     rng.shuffle(val)
@@ -1097,6 +1102,8 @@ def main():
     for p in (WORDNET_DIR, DICTD_DIR):
         if not os.path.isdir(p):
             sys.exit(f"{p} is missing: run training/corpus/fetch_sources.sh first")
+    for p in missing_manuals() if args.with_docs else []:
+        sys.exit(f"{p} is missing: run training/corpus/fetch_sources.sh --with-docs first")
 
     train, val = build(args)
     os.makedirs(args.out, exist_ok=True)
@@ -1107,7 +1114,7 @@ def main():
         write_text_gz(os.path.join(args.out, "validation.txt.gz"), val)
 
     # Held out from the dictionaries' conversations alone: a corpus with the manuals keeps the shipped prompts.
-    prompts = heldout_prompts(train, [v for v in val if not v[1].startswith("docs/")], args.seed, args.heldout)
+    prompts = heldout_prompts(train, [v for v in val if not from_manuals(v)], args.seed, args.heldout)
     if args.prompts_out:
         os.makedirs(os.path.dirname(args.prompts_out), exist_ok=True)
         with open(args.prompts_out, "w", encoding="utf-8") as f:

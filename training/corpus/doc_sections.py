@@ -14,7 +14,8 @@ An item's subject (what the train/validation split hashes) is its manual, page a
 section is never seen in training under another phrasing. A section's paragraphs, whole, go in answers of up to
 about 1,500 characters: the first to the section's question, each further one to "what else" about it (the same
 subject); code samples, tables and lists of options are left out (prose is what the base lacks).
-Nothing is downloaded; a manual that is not installed yields nothing.
+Nothing is downloaded; a manual that is not installed yields nothing here, and build_corpus.py --with-docs refuses
+to run without all three (missing_manuals()), so that a corpus never quietly lacks one.
 """
 import glob
 import html
@@ -25,6 +26,11 @@ from html.parser import HTMLParser
 PYTHON_DOCS = "/usr/share/doc/python3.11/html/_sources"
 SQLITE_DOCS = "/usr/share/doc/sqlite3"
 POSTGRES_DOCS = "/usr/share/doc/postgresql-doc-15/html"
+
+def missing_manuals():
+    """The manuals' folders that are not installed (training/corpus/fetch_sources.sh --with-docs installs them)."""
+    return [d for d in (PYTHON_DOCS, SQLITE_DOCS, POSTGRES_DOCS) if not os.path.isdir(d)]
+
 
 # Python's manual parts read (the C API, distutils and the release notes are mostly tables of names and changes).
 PYTHON_PARTS = ("tutorial", "library", "reference", "howto", "faq", "using", "glossary.rst.txt")

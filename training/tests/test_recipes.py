@@ -202,6 +202,12 @@ stored in a table, but they are too coarse for many applications.</p><pre>CREATE
         self.assertEqual(sections[1][1], ["A check constraint is the most generic constraint type there is & it is "
                                           "simple."])
 
+    def test_a_missing_manual_is_named(self):
+        saved = self.d.SQLITE_DOCS
+        self.addCleanup(setattr, self.d, "SQLITE_DOCS", saved)
+        self.d.SQLITE_DOCS = os.path.join(tempfile.gettempdir(), "ss-no-such-manual")
+        self.assertIn(self.d.SQLITE_DOCS, self.d.missing_manuals())
+
     def test_long_sections_continue_in_further_answers(self):
         paragraphs = [f"Paragraph {i} says something long enough about the subject. " * 6 for i in range(12)]
         answers = self.d.answers_from(paragraphs)
