@@ -170,15 +170,12 @@ def rst_units(text: str):
         if not stripped:
             flush()
             if literal_next:
-                skip_indent = para_indent if para_indent >= 0 else 0
-                # the literal block is the next, more indented run of lines
+                # the literal block ("::") is the next, more indented run of lines
                 j = i + 1
                 while j < len(lines) and not lines[j].strip():
                     j += 1
                 if j < len(lines) and _indent(lines[j]) > para_indent:
                     skip_indent = para_indent
-                else:
-                    skip_indent = None
                 literal_next = False
             i += 1
             continue
