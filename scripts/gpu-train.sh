@@ -5,8 +5,10 @@
 # from the head the last one brought back (the optimizer's state, three times the head, does not come back), with a
 # new --seed, so that every call's answers are new text.
 #
-#   bash scripts/gpu-train.sh pack [--head eagle3|eagle1|medusa] [--from DIR] [--out gpu-bundle] [--distilled-mib 16]
-#       Here, before `gpu-stage.sh out`: the base, the head to start from (--from, default the shipped one), the
+#   bash scripts/gpu-train.sh pack [--head eagle3|eagle1|medusa|medusa2] [--from DIR] [--out gpu-bundle] [--distilled-mib 16]
+#       Here, before `gpu-stage.sh out`: the base, the head to start from (--from, default the shipped one; for
+#       medusa2, Medusa-2's heads and LoRA trained together (train_medusa.py --joint-layers), the shipped Medusa-1
+#       heads or an earlier medusa2 export: its adapter and heads/), the
 #       corpus (training/data) and up to --distilled-mib of the answers earlier calls brought back
 #       (training/runs/distilled/) into OUT/specscope-gpu-train-HEAD.tar.xz. The recipes travel with the source tree.
 #   bash scripts/gpu-train.sh run BUNDLE OUT [--budget 540] [--distill-minutes 2.5] [--seed N] [--device cuda]
@@ -37,8 +39,8 @@ recipe_of() {  # HEAD -> its training recipe
     base) echo train_base.py ;;
     eagle3) echo train_eagle3.py ;;
     eagle1) echo train_eagle.py ;;
-    medusa) echo train_medusa.py ;;
-    *) die "unknown head $1 (eagle3, eagle1, medusa, base)" ;;
+    medusa | medusa2) echo train_medusa.py ;;
+    *) die "unknown head $1 (eagle3, eagle1, medusa, medusa2, base)" ;;
   esac
 }
 limit_part_bytes=$((15 << 20))  # files come back at 16 MiB at most
@@ -105,8 +107,9 @@ pack() {
     pack_base "$shape" "$epochs" "$out"
     return
   fi
+  if [ "$head" = medusa2 ]; then from=${from:-$here/assets/models/medusa}; fi
   from=${from:-$here/assets/models/$head}
-  [ -f "$from/config.json" ] || die "pack: $from holds no head (config.json)"
+  [ -f "$from/config.json" ] || [ -f "$from/heads/config.json" ] || die "pack: $from holds no head (config.json)"
   [ -f "$here/training/data/train.jsonl.gz" ] || die "pack: training/data is not here (run gpu-stage.sh back first)"
   local stage
   stage=$(mktemp -d)
@@ -116,7 +119,13 @@ pack() {
   cp -r "$here/assets/models/base" "$stage/models/base"
   rm -f "$stage/models/base"/*.png "$stage/models/base"/train_log.jsonl
   mkdir -p "$stage/models/$head"
-  cp "$from"/config.json "$from"/*.safetensors "$stage/models/$head/"
+  if [ -f "$from/adapter_model.safetensors" ]; then  # a Medusa-2 export: the LoRA, and the heads beside it
+    mkdir -p "$stage/models/$head/heads"
+    cp "$from"/adapter_config.json "$from"/adapter_model.safetensors "$stage/models/$head/"
+    cp "$from"/heads/config.json "$from"/heads/*.safetensors "$stage/models/$head/heads/"
+  else
+    cp "$from"/config.json "$from"/*.safetensors "$stage/models/$head/"
+  fi
   cp "$here/training/data"/*.jsonl.gz "$here/training/data/NOTICE" "$stage/data/"
   # Answers earlier calls brought back (take puts them in training/runs/distilled/), newest first, up to the limit.
   local f bytes=0 size
@@ -168,8 +177,12 @@ run() {
   local recipe
   recipe=$(recipe_of "$head")
   # float32 keeps the next warm restart's start exact; Medusa's five heads are 34 MB so, 17 MB (two parts) in bf16.
-  local dtype=float32
-  [ "$head" != medusa ] || dtype=bfloat16
+  local dtype=float32 recipe_args=()
+  [ "$head" != medusa ] && [ "$head" != medusa2 ] || dtype=bfloat16
+  if [ "$head" = medusa2 ]; then  # Medusa-2: a LoRA on every layer of the base, trained with the heads
+    recipe_args=(--joint-layers "$("$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["num_hidden_layers"])' \
+      "$work/models/base/config.json")" --lr 3e-4)
+  fi
   seed=${seed:-$(date +%s)}
   {
     echo "# gpu-train: $head"
@@ -258,7 +271,7 @@ PY
   ls "$work/sd"/shard-*.jsonl.gz >/dev/null 2>&1 && extra+=(--extra-train "$work/sd")
   step train trained -- "$py" "$here/training/$recipe" --base "$work/models/base" --data "$work/data" \
     --out "$out/$head" --work "$work/run" --device "$device" --context "$context" --batch-size "$batch" \
-    --init-from "$work/models/$head" "${extra[@]}" --seed "$seed" --warmup-steps 20 --ckpt-minutes 0 --max-val-convs "$val_convs" \
+    --init-from "$work/models/$head" "${extra[@]}" "${recipe_args[@]}" --seed "$seed" --warmup-steps 20 --ckpt-minutes 0 --max-val-convs "$val_convs" \
     --max-minutes "$(awk -v s="$left" 'BEGIN { printf "%.2f", s / 60 }')" --export-dtype "$dtype" || true
   # At most 8 files come back: the plot is made again from train_log.jsonl; files over 15 MiB go in parts; this
   # call's answers come back as one file (their first shards, up to 15 MiB), for the next calls and CPU recipes.
@@ -274,9 +287,16 @@ PY
     tar -C "$work/sd" -cf "$out/distilled-$seed.tar" "${shards[@]}"
     say "${#shards[@]} shards of answers ($((bytes >> 10)) KiB) in distilled-$seed.tar"
   fi
+  if [ -f "$out/$head/adapter_config.json" ]; then
+    # Medusa-2: the tokenizer's files are the base's (take puts them back) and the small files travel in one
+    # meta.tar, so that the adapter, the heads' two parts and training_summary.json come back within 8 files.
+    (cd "$out/$head" && rm -f tokenizer.json tokenizer_config.json special_tokens_map.json generation_config.json &&
+      tar -cf meta.tar adapter_config.json heads/config.json train_log.jsonl &&
+      rm adapter_config.json heads/config.json train_log.jsonl)
+  fi
   local f
-  for f in "$out/$head"/*; do
-    [ -f "$f" ] && [ "$(stat -c %s "$f")" -gt $limit_part_bytes ] || continue
+  for f in $(find "$out/$head" -type f); do
+    [ "$(stat -c %s "$f")" -gt $limit_part_bytes ] || continue
     split -b $limit_part_bytes -d -a 2 "$f" "$f.part" && rm "$f"
     say "split $(basename "$f") into $(ls "$f".part* | wc -l) parts"
   done
@@ -327,15 +347,32 @@ take() {
     rmdir "$here/training/runs/distilled/$(basename "$t" .tar)"
     echo "answers of $(basename "$t"): training/runs/distilled/" >&2
   done
-  for f in "$src"/*; do
-    base=$(basename "$f")
-    case "$base" in
-      *.part00) cat "${f%.part00}".part* > "$into/${base%.part00}" ;;
+  local rel
+  for f in $(cd "$src" && find . -type f); do
+    rel=${f#./}
+    mkdir -p "$into/$(dirname "$rel")"
+    case "$rel" in
+      *.part00) cat "$src/${rel%.part00}".part* > "$into/${rel%.part00}" ;;
       *.part[0-9][0-9]) ;;  # joined with its part00
-      *) cp "$f" "$into/" ;;
+      meta.tar) tar -C "$into" -xf "$src/meta.tar" ;;
+      *) cp "$src/$rel" "$into/$rel" ;;
     esac
   done
   echo "$into"
+  if [ -f "$into/adapter_config.json" ]; then  # Medusa-2: a fine-tuned target of its own, with its heads
+    cp "$here/assets/models/base"/{tokenizer.json,tokenizer_config.json,special_tokens_map.json,generation_config.json} "$into/"
+    "${PYTHON:-python3}" - "$into/adapter_config.json" "$here/assets/models/base" <<'PY'
+import json, os, sys
+p = sys.argv[1]
+c = json.load(open(p))
+c["base_model_name_or_path"] = os.path.relpath(sys.argv[2], os.path.dirname(os.path.abspath(p)))
+json.dump(c, open(p, "w"), indent=2)
+PY
+    echo "held-out comparison (greedy, chat, 96 tokens; each lane against its own target's vanilla):" >&2
+    echo "  build/app/specscope-cli compare --chat --prompt-file assets/prompts/heldout.jsonl --max-tokens 96 \\" >&2
+    echo "    --methods vanilla --lane medusa:tree=published --lane medusa:model=$into,head=$into/heads,tree=published" >&2
+    return
+  fi
   echo "held-out comparison (greedy, chat, 96 tokens), the shipped head against this one:" >&2
   echo "  build/app/specscope-cli compare --chat --prompt-file assets/prompts/heldout.jsonl --max-tokens 96 \\" >&2
   echo "    --methods vanilla --lane $head:head=assets/models/$head --lane $head:head=$into --interleaved" >&2

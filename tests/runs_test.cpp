@@ -145,6 +145,29 @@ TEST(FamilyManifest, AppliesOnlyToItsTargetAndResolvesRelativePaths) {
   EXPECT_FALSE(FamilyManifest::find_for((dir / "other").string()).has_value());
 }
 
+TEST(FamilyManifest, AMethodMayNameItsOwnTargetBesideItsDrafter) {
+  // Medusa-2: the base fine-tuned together with its heads is the target those heads draft for.
+  auto dir = family_dir("family-own-target", R"({"specscope_family": 1, "target": "base",
+      "methods": {"medusa": {"model": "tuned", "head": "heads"}, "eagle2": {"head": "heads"}}})");
+  auto m = FamilyManifest::find_for((dir / "base").string());
+  ASSERT_TRUE(m.has_value());
+  EXPECT_TRUE(same_path(m->entry("medusa")->model, (dir / "tuned").string()));
+  runs::LaneDefaults d;
+  d.target = (dir / "base").string();
+  auto lanes = runs::resolve_lanes({runs::parse_lane("medusa"), runs::parse_lane("eagle2")}, d);
+  ASSERT_EQ(lanes.size(), 2u);
+  EXPECT_TRUE(same_path(lanes[0].target, (dir / "tuned").string()));
+  EXPECT_TRUE(same_path(lanes[0].method.head_path, (dir / "heads").string()));
+  EXPECT_TRUE(same_path(lanes[1].target, (dir / "base").string()));  // the others keep the family's target
+  // The lane's own model key still wins.
+  EXPECT_TRUE(same_path(runs::resolve_lanes({runs::parse_lane("medusa:model=/x/m")}, d)[0].target, "/x/m"));
+  // A drafter of the wrong kind is still refused.
+  auto bad = family_dir("family-own-target-bad", R"({"specscope_family": 1, "target": "base",
+      "methods": {"medusa": {"model": "tuned", "draft": "heads"}}})");
+  EXPECT_NE(input_error([&] { FamilyManifest::find_for((bad / "base").string()); }).find("not a \"draft\""),
+            std::string::npos);
+}
+
 TEST(FamilyManifest, AlternativeDraftersReachTheLaneUnlessADraftIsNamed) {
   auto dir = family_dir("family-alternatives", R"({"specscope_family": 1, "target": "base",
       "methods": {"sps": {"draft": "big", "alternatives": ["small", "tiny"]}}})");

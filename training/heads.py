@@ -446,13 +446,26 @@ def parse(defaults, extra=None, argv=None):
 class Recipe:
     """What a head recipe supplies to run(): build(base, train_convs) -> module; loss(head, base, T, M) ->
     (loss tensor, metrics dict of floats); evaluate(head, base, T, M) -> dict of summed metrics incl. 'n';
-    export(head, base, out, dtype) -> list of files written; extra_state() / load_extra_state(st)."""
+    export(head, base, out, dtype) -> list of files written; extra_state() / load_extra_state(st); and, where the
+    defaults do not fit, check_init(path) / init_from(module, path) and param_groups(module)."""
     name = "head"
     fused = False
     export_file = None  # the tensor file export() writes, which --init-from reads back (None: unsupported)
 
     def extra_state(self):
         return {}
+
+    def check_init(self, path):
+        """--init-from: an error now, before anything is built, if `path` holds no export of this recipe."""
+        export_tensors_path(self, path)
+
+    def init_from(self, module, path):
+        """--init-from: the export in `path` loaded into the module."""
+        load_export(module, self, path)
+
+    def param_groups(self, module):
+        """The optimizer's parameter groups; a group's "lr_scale" multiplies the schedule's learning rate."""
+        return [{"params": list(module.parameters())}]
 
     def load_extra_state(self, st):
         pass
@@ -518,17 +531,17 @@ def run(args, recipe):
     vT, vM = torch.from_numpy(vT).to(device), torch.from_numpy(vM).to(device)
 
     if args.init_from:
-        export_tensors_path(recipe, args.init_from)  # fail before building
+        recipe.check_init(args.init_from)  # fail before building
     torch.manual_seed(args.seed)
     head = recipe.build(base, train_convs).to(device)
     if args.init_from:
-        load_export(head, recipe, args.init_from)
+        recipe.init_from(head, args.init_from)
     n_params = sum(p.numel() for p in head.parameters())
     log(f"{role}: {n_params / 1e6:.2f} M trainable parameters")
     opt_kw = {"lr": args.lr, "betas": (args.beta1, args.beta2), "weight_decay": args.weight_decay}
     if cuda:
         opt_kw["fused"] = True
-    opt = torch.optim.AdamW(head.parameters(), **opt_kw)
+    opt = torch.optim.AdamW(recipe.param_groups(head), **opt_kw)
 
     step, progress0, tokens_seen = 0, 0.0, 0
     step_base = 0  # steps before this cycle: --max-steps and warm-up count from here after --restart-schedule
@@ -598,7 +611,7 @@ def run(args, recipe):
             break
         lr = limits.lr(step, progress)
         for g in opt.param_groups:
-            g["lr"] = lr
+            g["lr"] = lr * g.get("lr_scale", 1.0)
         T, M = batches.next()
         with amp():
             loss, metrics = recipe.loss(head, base, T, M)

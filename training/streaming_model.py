@@ -26,8 +26,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-PROJ = ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
-        "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"]
+import lora as lora_lib
+from lora import PROJ  # noqa: F401  (the projections, as train_streaming.py names them)
 
 
 def rope(x, positions, theta):
@@ -46,14 +46,6 @@ def rms(x, w, eps):
     return (w * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps))).to(x.dtype)
 
 
-class LoRA(nn.Module):
-    def __init__(self, d_in, d_out, r):
-        super().__init__()
-        self.A = nn.Parameter(torch.empty(r, d_in))
-        self.B = nn.Parameter(torch.zeros(d_out, r))
-        nn.init.kaiming_uniform_(self.A, a=math.sqrt(5))
-
-
 class StreamingParts(nn.Module):
     """Everything Speculative Streaming trains: LoRA on the MSA layers, the stream map and embeddings, and the
     pruning adapter. The base weights stay outside (frozen, passed in as a state dict)."""
@@ -66,11 +58,7 @@ class StreamingParts(nn.Module):
             raise SystemExit(f"msa_layers {Ns} must be in 1..{N}")
         if not 0 <= cfg["prune_layer"] < N - 1:
             raise SystemExit(f"prune_layer {cfg['prune_layer']} must be in 0..{N - 2}")
-        self.lora = nn.ModuleDict()
-        for l in range(N - Ns, N):
-            for p in PROJ:
-                out_dim, in_dim = base_sd[f"model.layers.{l}.{p}.weight"].shape
-                self.lora[f"{l}_{p.replace('.', '_')}"] = LoRA(in_dim, out_dim, cfg["lora_rank"])
+        self.lora = lora_lib.modules(base_sd, range(N - Ns, N), cfg["lora_rank"])
         self.stream_down = nn.Parameter(torch.randn(cfg["stream_rank"], H) / math.sqrt(H))
         self.stream_up = nn.Parameter(torch.zeros(H, cfg["stream_rank"]))
         self.stream_embeddings = nn.Parameter(torch.randn(cfg["num_streams"], H) * 0.02)
@@ -79,8 +67,7 @@ class StreamingParts(nn.Module):
 
     def delta(self, layer, proj):
         """The LoRA update of one weight, [out, in] (what export merges)."""
-        m = self.lora[f"{layer}_{proj.replace('.', '_')}"]
-        return (m.B @ m.A) * (self.cfg["lora_alpha"] / self.cfg["lora_rank"])
+        return lora_lib.delta(self.lora, layer, proj, self.cfg["lora_alpha"], self.cfg["lora_rank"])
 
     def extras_state_dict(self):
         """streaming.safetensors: the tensors the engine needs besides the merged model."""
@@ -91,8 +78,8 @@ class StreamingParts(nn.Module):
 
 def linear(sd, parts, layer, proj, x):
     y = x @ sd[f"model.layers.{layer}.{proj}.weight"].t()
-    if parts is not None and f"{layer}_{proj.replace('.', '_')}" in parts.lora:
-        m = parts.lora[f"{layer}_{proj.replace('.', '_')}"]
+    if parts is not None and lora_lib.key(layer, proj) in parts.lora:
+        m = parts.lora[lora_lib.key(layer, proj)]
         y = y + ((x @ m.A.t()) @ m.B.t()) * (parts.cfg["lora_alpha"] / parts.cfg["lora_rank"])
     return y
 
@@ -105,7 +92,8 @@ def mlp(sd, parts, l, x):
 def forward(sd, cfg, x, parts=None, streams=True, prune=True, stream_at=None):
     """sd: the base state dict (HF names, tied or not), cfg: the model + streaming config, x [B, T] token ids,
     parts: StreamingParts (None: the plain base model). Returns dict with
-      main [B, T, V] logits, streams [B, gamma, S, V] (if asked), early [B, T, V] (if asked).
+      main [B, T, V] logits, final [B, T, H] (the LM head's input), streams [B, gamma, S, V] (if asked),
+      early [B, T, V] (if asked).
     Positions are 0..T-1; the main stream is causal. stream_at (sorted long [S]): the positions that get streams
     (default: all T); training samples a subset, since streams never influence the main stream."""
     H, N = cfg["hidden_size"], cfg["num_hidden_layers"]
@@ -129,7 +117,7 @@ def forward(sd, cfg, x, parts=None, streams=True, prune=True, stream_at=None):
     h = emb[x]
     s = None  # streams [B, G, T, H]
     for l in range(N):
-        P = parts if l >= N - Ns else None
+        P = parts  # linear() adds LoRA where parts has it: the top Ns layers here, any layers for Medusa-2
         if G and l == N - Ns:
             s = (h[:, at] @ parts.stream_down.t()) @ parts.stream_up.t()
             s = s[:, None] + parts.stream_embeddings[:G, None, :]
@@ -168,7 +156,8 @@ def forward(sd, cfg, x, parts=None, streams=True, prune=True, stream_at=None):
         if parts is not None and prune and l == cfg["prune_layer"]:
             e = h + (h @ parts.prune_down.t()) @ parts.prune_up.t()
             out["early"] = rms(e, sd["model.norm.weight"], eps) @ lm_head.t()
-    out["main"] = rms(h, sd["model.norm.weight"], eps) @ lm_head.t()
+    out["final"] = rms(h, sd["model.norm.weight"], eps)
+    out["main"] = out["final"] @ lm_head.t()
     if s is not None:
         out["streams"] = rms(s, sd["model.norm.weight"], eps) @ lm_head.t()
     return out

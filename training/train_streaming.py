@@ -33,6 +33,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import heads  # noqa: E402
+import lora  # noqa: E402
 import streaming_model as sm  # noqa: E402
 
 DEFAULTS = dict(context=256, batch_size=8, lr=2e-3, warmup=50, eval_every=100, grad_clip=1.0)
@@ -173,27 +174,13 @@ class Streaming(heads.Recipe):
         heads.write_json(cfg_path, cfg)
 
     def export_lora(self, parts, out):
-        """A peft LoRA adapter (adapter_config.json + adapter_model.safetensors, the layout peft's save_pretrained
-        writes) on the unchanged base: the engine merges it at load time, and the base's weights are not copied.
-        A and B stay f32 so that the merge rounds once, as export_merged does."""
+        """A peft LoRA adapter on the unchanged base (lora.py): the engine merges it at load time, and the base's
+        weights are not copied."""
         c = parts.cfg
         N, Ns = c["num_hidden_layers"], c["msa_layers"]
         base_ref = self.args.base_name or os.path.relpath(os.path.abspath(self.args.base), os.path.abspath(out))
-        tensors = {}
-        for l in range(N - Ns, N):
-            for p in sm.PROJ:
-                m = parts.lora[f"{l}_{p.replace('.', '_')}"]
-                key = f"base_model.model.model.layers.{l}.{p}"
-                tensors[f"{key}.lora_A.weight"] = m.A.detach().float().contiguous()
-                tensors[f"{key}.lora_B.weight"] = m.B.detach().float().contiguous()
-        heads.save_safetensors(tensors, os.path.join(out, "adapter_model.safetensors"), torch.float32)
-        heads.write_json(os.path.join(out, "adapter_config.json"), {
-            "peft_type": "LORA", "task_type": "CAUSAL_LM", "base_model_name_or_path": base_ref,
-            "r": c["lora_rank"], "lora_alpha": c["lora_alpha"], "lora_dropout": 0.0, "bias": "none",
-            "fan_in_fan_out": False, "use_rslora": False, "use_dora": False, "inference_mode": True,
-            "target_modules": sorted({p.split(".")[-1] for p in sm.PROJ}),
-            "layers_to_transform": list(range(N - Ns, N)), "rank_pattern": {}, "alpha_pattern": {},
-            "modules_to_save": None})
+        lora.write_peft_adapter(parts.lora, range(N - Ns, N), c["lora_rank"], c["lora_alpha"], out, base_ref,
+                                heads.save_safetensors, heads.write_json)
 
     def export(self, parts, base, out, dtype):
         for f in os.listdir(out):

@@ -85,7 +85,9 @@ FamilyManifest FamilyManifest::parse(const std::string& text, const std::string&
       }
       if (key != "draft" && key != "head" && key != "model")
         throw InputError(file, where + ": unknown key (draft, head, model, alternatives or options)");
-      if (key != wants)
+      // "model" is the method's own target wherever it is given: Speculative Streaming's model, or a fine-tune
+      // trained with its drafter (Medusa-2's base and heads, beside "head").
+      if (key != wants && key != "model")
         throw InputError(file, where + ": " + name + " needs " + need_description(info->needs) +
                                    (wants.empty() ? "" : " (key \"" + wants + "\")") + ", not a \"" + key + "\"");
       if (!v.is_string() || v.get<std::string>().empty()) throw InputError(file, where + " must be a path");

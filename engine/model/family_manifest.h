@@ -12,6 +12,10 @@
 // runs the pair with the most expected tokens/s on this device (a smaller drafter that is accepted less can still
 // win where every drafted token's forward costs, as on a CPU); elsewhere the entry's own drafter runs.
 //
+// Any method's entry may also name "model", its own target (a fine-tune trained together with its drafter, as
+// Medusa-2 trains the base with its heads: "medusa": {"model": "medusa2", "head": "medusa2/heads"}); its runs are
+// then checked against vanilla on that target.
+//
 // Paths are relative to the manifest's folder. It is looked for next to the target (inside a model folder, or
 // beside it: assets/models/family.json serves assets/models/base) and applies only to the target it names.
 // The format is documented in docs/family-manifest.md.

@@ -537,6 +537,62 @@ class HeadRecipes(unittest.TestCase):
         self.assertEqual(cfg["base_model_name_or_path"], self.base)
         self.assertGreater(engine_tau(self, self.base, "medusa", ["--head", d]), 1.0)
 
+    def test_medusa_joint(self):
+        """Medusa-2: the heads and a LoRA on the top two layers, trained together from Medusa-1 heads. The export
+        is a peft adapter whose model is what the recipe's forward computed, with the heads beside it, and the
+        engine runs the fine-tuned model with those heads losslessly against its own vanilla."""
+        import torch
+        from peft import PeftModel
+        from transformers import LlamaForCausalLM
+
+        import lora
+        import streaming_model as sm
+        import train_medusa
+
+        m1 = os.path.join(self.tmp, "medusa1-for-joint")
+        quiet(train_medusa.main, self.head_args + ["--out", m1, "--max-steps", "20"])
+        d = os.path.join(self.tmp, "medusa2")
+        quiet(train_medusa.main, self.head_args + ["--out", d, "--max-steps", "30", "--joint-layers", "2",
+                                                   "--init-from", m1, "--heads-coefficient", "1.0"])
+        log = [r for r in read_lines(os.path.join(d, "train_log.jsonl")) if not r.get("final")]
+        self.assertEqual(log[0]["kl"], 0.0)  # B starts at zero: the first step is the base's forward exactly
+        self.assertGreater(max(r["kl"] for r in log), 0.0)  # ... and the backbone moves
+        self.assert_falls([r["loss"] for r in log], 0.95)
+        self.assertFalse(os.path.exists(os.path.join(d, "config.json")))  # an adapter directory, for the engine
+        ac = read_json(os.path.join(d, "adapter_config.json"))
+        self.assertEqual((ac["peft_type"], ac["r"], ac["layers_to_transform"]), ("LORA", 16, [1, 2]))
+        hc = read_json(os.path.join(d, "heads", "config.json"))
+        self.assertEqual((hc["medusa_num_heads"], hc["base_model_name_or_path"]), (5, ".."))
+        t = self.tensors(os.path.join(d, "heads", "medusa_lm_head.safetensors"))
+        self.assertEqual(tuple(t["4.1.weight"].shape), (self.V, self.H))
+        # The heads moved from their Medusa-1 start.
+        t1 = self.tensors(os.path.join(m1, "medusa_lm_head.safetensors"))
+        self.assertFalse(torch.equal(t["0.0.linear.weight"], t1["0.0.linear.weight"]))
+        # peft's model on the base is the recipe's forward with the trained LoRA (resumed from the last checkpoint).
+        b = LlamaForCausalLM.from_pretrained(self.base, dtype=torch.float32)
+        pm = PeftModel.from_pretrained(LlamaForCausalLM.from_pretrained(self.base, dtype=torch.float32), d)
+        ck = torch.load(os.path.join(d + ".work", "checkpoint.pt"), map_location="cpu", weights_only=False)
+        lora_sd = {k[len("lora."):]: v for k, v in ck["model"].items() if k.startswith("lora.")}
+        parts = torch.nn.Module()
+        parts.lora = lora.modules(b.state_dict(), [1, 2], 16)
+        parts.lora.load_state_dict(lora_sd)
+        parts.cfg = {"hidden_size": self.H, "num_hidden_layers": 3, "num_attention_heads": 4,
+                     "num_key_value_heads": 2, "head_dim": 16, "rms_norm_eps": b.config.rms_norm_eps,
+                     "rope_theta": 10000.0, "msa_layers": 0, "num_streams": 0, "lora_rank": 16, "lora_alpha": 32.0}
+        x = torch.randint(0, self.V, (1, 12))
+        with torch.no_grad():
+            ref = sm.forward({k: v.float() for k, v in b.state_dict().items()}, parts.cfg, x, parts,
+                             streams=False, prune=False)["main"]
+            self.assertLess(float((ref - pm(input_ids=x).logits).abs().max()), 1e-4)
+            self.assertGreater(float((ref - b(input_ids=x).logits).abs().max()), 1e-4)
+        self.assertGreater(engine_tau(self, d, "medusa", ["--head", os.path.join(d, "heads")]), 1.0)
+        # A warm restart from the Medusa-2 export (as each GPU call starts from the last one's) loads the adapter
+        # too: its first step is already off the base.
+        d2 = os.path.join(self.tmp, "medusa2-again")
+        quiet(train_medusa.main, self.head_args + ["--out", d2, "--max-steps", "1", "--joint-layers", "2",
+                                                   "--init-from", d])
+        self.assertGreater(read_lines(os.path.join(d2, "train_log.jsonl"))[0]["kl"], 0.0)
+
     def test_streaming(self):
         import torch
         from transformers import LlamaForCausalLM
