@@ -35,7 +35,7 @@ __global__ void attention_k(const float* q, const float* kc, const float* vc, co
       const float* kj = kc + int64_t(j) * kv_dim + int64_t(kvh) * hd;
       float acc = 0.f;
       for (int d = 0; d < hd; ++d) acc = fmaf(qi[d], kj[d], acc);
-      s = acc * scale;
+      s = __fmul_rn(acc, scale);  // never fused into the exp's subtraction: every path rounds the score alike
     }
     sc[j] = s;
     local_max = fmaxf(local_max, s);

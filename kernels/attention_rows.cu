@@ -180,7 +180,7 @@ __device__ inline void tile_scores(const float* key_tile, int ks, const float* q
       const int t = lane + 32 * u;
       sc[a][u] = live[a] && t < tl && (in_chunk >> u & 1u) &&
                          slot_visible(row[a], t0 + t, n, base, mask, positions, slot_pos, window)
-                     ? s[a][u] * scale
+                     ? __fmul_rn(s[a][u], scale)  // rounded alone: never fused into pass 2's exp(s - max)
                      : -FLT_MAX;
     }
   }
@@ -377,7 +377,7 @@ __global__ void __launch_bounds__(kThreads)
               const float* kj = key_tile + t * ks;
               const float* qa = queries + a * hd;
               for (int d = 0; d < hd; ++d) acc = fmaf(qa[d], kj[d], acc);
-              sc = acc * scale;
+              sc = __fmul_rn(acc, scale);
             }
             weights[a * kTile + t] = sc;
           }

@@ -102,7 +102,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
           for (int e = 0; e < kMaxDimsPerLane; ++e) s = fmaf(qr[g][e], kr[u][e], s);
           for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
-          if (lane == 0 && t < kSplitTileSlots) sc[g * kSplitTileSlots + t] = seen[u] ? s * scale : -FLT_MAX;
+          if (lane == 0 && t < kSplitTileSlots) sc[g * kSplitTileSlots + t] = seen[u] ? __fmul_rn(s, scale) : -FLT_MAX;
         }
       }
     }

@@ -605,21 +605,24 @@ TEST_F(CudaKernels, AttentionOfATreeRowIsItsOwnDecodeBitForBit) {
   // and parted from vanilla on 2-3 of 80 held-out prompts on the H200.) Past 1,024 slots (row tiles only: the split
   // path cuts its chunks by the call) each row sums in chunks of 256 by rank, its decode the same: trees that cross
   // 1,024 with short and long rows in one call (base 1,000 and 1,020), one that crosses a chunk's end at 2,048,
-  // longer contexts, and a window.
+  // longer contexts, and a window. Causal batches too (a chain's verification, a chunk of a long prefill): each row
+  // sees all of the rows before it, so past 1,024 slots short and long rows share a call the same way.
   struct TreeCase {
     int base, n, window;
     bool tiles_off_too;
+    bool tree = true;  // false: causal rows, no mask
   };
   uint32_t seed = 2300;
   for (const Shape& s : kShapes)
     for (const TreeCase& t : {TreeCase{300, 4, 0, true}, TreeCase{200, 16, 0, true}, TreeCase{900, 64, 0, true},
                               TreeCase{1000, 64, 0, false}, TreeCase{1020, 16, 0, false},
                               TreeCase{2040, 16, 0, false}, TreeCase{3000, 64, 0, false}, TreeCase{8190, 8, 0, false},
-                              TreeCase{3000, 16, 1000, false}})
+                              TreeCase{3000, 16, 1000, false}, TreeCase{1020, 16, 0, false, false},
+                              TreeCase{2040, 64, 0, false, false}, TreeCase{200, 16, 0, true, false}})
       for (const bool tiles : {true, false}) {
         if (!tiles && !t.tiles_off_too) continue;
         const int base = t.base, n = t.n;
-        const AttentionCase c = attention_case(s.heads, s.kv_heads, s.head_dim, base, n, true, t.window, seed += 10);
+        const AttentionCase c = attention_case(s.heads, s.kv_heads, s.head_dim, base, n, t.tree, t.window, seed += 10);
         const std::string what = describe(s, c) + (tiles ? " (row tiles)" : " (row tiles off)");
         const std::vector<float> tree =
             attention_on_gpu(c, what, [&](const float* q, const float* k, const float* v, const int32_t* slot,
