@@ -123,9 +123,15 @@ std::vector<Lane> resolve_lanes(const std::vector<LaneRequest>& requests, const 
       auto it = r.keys.find(k);
       return it == r.keys.end() ? std::string() : it->second;
     };
-    lane.target = !key("model").empty() ? key("model") : fam && !fam->model.empty() ? fam->model : d.target;
-    // The drafter.
+    // The family's own model for this method (Medusa-2's fine-tune) goes with the family's drafter: a drafter named
+    // by the lane or a flag drafts for the job's target, as it would without the family.
     const std::string wants = need_key(info->needs);
+    const bool drafter_named = (wants == "draft" && (!key("draft").empty() || !d.draft.empty())) ||
+                               (wants == "head" && (!key("head").empty() || !d.head.empty()));
+    lane.target = !key("model").empty()                               ? key("model")
+                  : fam && !fam->model.empty() && !drafter_named ? fam->model
+                                                                      : d.target;
+    // The drafter.
     for (const char* k : {"head", "draft"})
       if (!key(k).empty() && wants != k)
         throw InputError(where, std::string("key '") + k + "' does not apply: " + r.method + " needs " +

@@ -109,7 +109,12 @@ pack() {
   fi
   if [ "$head" = medusa2 ]; then from=${from:-$here/assets/models/medusa}; fi
   from=${from:-$here/assets/models/$head}
-  [ -f "$from/config.json" ] || [ -f "$from/heads/config.json" ] || die "pack: $from holds no head (config.json)"
+  if [ -f "$from/adapter_model.safetensors" ]; then  # a Medusa-2 export continues only as Medusa-2
+    [ "$head" = medusa2 ] || die "pack: $from is a Medusa-2 export (an adapter with heads/): pack it with --head medusa2"
+    [ -f "$from/heads/config.json" ] || die "pack: $from has an adapter but no heads/config.json"
+  else
+    [ -f "$from/config.json" ] || die "pack: $from holds no head (config.json)"
+  fi
   [ -f "$here/training/data/train.jsonl.gz" ] || die "pack: training/data is not here (run gpu-stage.sh back first)"
   local stage
   stage=$(mktemp -d)
@@ -295,11 +300,11 @@ PY
       rm adapter_config.json heads/config.json train_log.jsonl)
   fi
   local f
-  for f in $(find "$out/$head" -type f); do
+  while IFS= read -r -d '' f; do  # (names with spaces too)
     [ "$(stat -c %s "$f")" -gt $limit_part_bytes ] || continue
     split -b $limit_part_bytes -d -a 2 "$f" "$f.part" && rm "$f"
     say "split $(basename "$f") into $(ls "$f".part* | wc -l) parts"
-  done
+  done < <(find "$out/$head" -type f -print0)
   echo >> "$md"
   echo "Finished in $((SECONDS - t0)) s of a $budget s budget." >> "$md"
   rm -rf "$work"

@@ -123,6 +123,10 @@ TEST(FamilyManifest, BadManifestsNameTheFileAndTheProblem) {
        "must be an array of paths"},
       {R"({"specscope_family": 1, "target": "base", "methods": {"sps": {"alternatives": ["e"]}}})",
        "alternatives to what?"},
+      {R"({"specscope_family": 1, "target": "base", "methods": {"vanilla": {"model": "m"}}})",
+       "vanilla runs the family's target"},
+      {R"({"specscope_family": 1, "target": "base", "methods": {"medusa": {"model": "m"}}})",
+       "comes with the drafter trained for it (key \"head\")"},
   };
   int i = 0;
   for (const auto& [text, want] : cases) {
@@ -161,6 +165,11 @@ TEST(FamilyManifest, AMethodMayNameItsOwnTargetBesideItsDrafter) {
   EXPECT_TRUE(same_path(lanes[1].target, (dir / "base").string()));  // the others keep the family's target
   // The lane's own model key still wins.
   EXPECT_TRUE(same_path(runs::resolve_lanes({runs::parse_lane("medusa:model=/x/m")}, d)[0].target, "/x/m"));
+  // Heads named by the lane or a flag (Medusa-1's, say) draft for the job's target, not the family's fine-tune.
+  EXPECT_TRUE(same_path(runs::resolve_lanes({runs::parse_lane("medusa:head=/x/h")}, d)[0].target, d.target));
+  runs::LaneDefaults flagged = d;
+  flagged.head = "/x/h";
+  EXPECT_TRUE(same_path(runs::resolve_lanes({runs::parse_lane("medusa")}, flagged)[0].target, d.target));
   // A drafter of the wrong kind is still refused.
   auto bad = family_dir("family-own-target-bad", R"({"specscope_family": 1, "target": "base",
       "methods": {"medusa": {"model": "tuned", "draft": "heads"}}})");

@@ -556,6 +556,8 @@ def run(args, recipe):
             recipe.load_extra_state(ck.get("extra", {}))
             head.load_state_dict(ck["model"])
             lm_train.restore_run_state(ck, opt, batches)
+            for g, now in zip(opt.param_groups, recipe.param_groups(head)):  # this run's scales, not the saved ones
+                g["lr_scale"] = now.get("lr_scale", 1.0)
             step, progress0, tokens_seen = ck["step"], ck["progress"], ck["tokens_seen"]
             log(f"resumed from {path} at step {step} (progress {progress0:.3f}, {tokens_seen / 1e6:.2f} M tokens)")
             progress0, step_base = lm_train.cycle_start(args, step, progress0)

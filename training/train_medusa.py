@@ -4,7 +4,9 @@ frozen base, or with --joint-layers Medusa-2, the heads and a LoRA on the base t
 
 --heads (5) heads of --head-layers (1) ResBlocks: head i = x + SiLU(W x + b) -> Linear(H, V), reading the base's
 final-norm hidden state at position p and predicting the token at p + i + 2 (the base's own LM head gives p + 1).
-Loss: sum_i 0.8^i x cross-entropy (Medusa-1's weighting), on assistant tokens. Each ResBlock starts at the
+Loss: sum_k 0.8^k x cross-entropy of head k = 1..5, on assistant tokens (the official code counts its heads from
+1, after the base's LM head at 0, and weights head k medusa_decay_coefficient^k; the shipped Medusa-1 heads were
+trained with 0.8^(k-1), the same loss times 1.25, which AdamW's normalisation all but cancels). Each ResBlock starts at the
 identity (zero weight); each head's Linear starts at zero (--init copy: the base's LM head).
 Validation: per-head cross-entropy and top-1 accuracy.
 
@@ -14,11 +16,13 @@ medusa_lm_head.safetensors with exactly {i}.0.linear.weight [H,H], {i}.0.linear.
 Medusa-2 (--joint-layers N: LoRA of rank --lora-rank on every projection of the top N layers; the official
 training code's self-distillation mode, FasterDecoding/Medusa medusa/train + axolotl's medusa_utils): the
 backbone learns KL(frozen base || fine-tuned) on its next-token distribution, so that it stays the base's, and
-the heads their cross-entropy weighted medusa_heads_coefficient (0.2) x decay^i, their parameters at
+the heads their cross-entropy weighted medusa_heads_coefficient (0.2) x decay^k, their parameters at
 --lr x medusa_lr_multiplier (4). The official recipe trains on answers the model generated itself; here the
 corpus's text stands in for them and each head learns (--head-targets self, the default) what the fine-tuned
-model's own greedy prediction is at the position it stands in for: exactly what greedy verification accepts,
-as train_streaming.py's streams do. --init-from a Medusa-1 export starts the heads from it (Medusa-2's
+model's own greedy prediction is at the position it stands in for, given the corpus's text before it (teacher
+forcing: what greedy verification accepts wherever that text is the model's own greedy continuation), as
+train_streaming.py's streams do. The KL's teacher is the same forward with the LoRA off, as the official code
+disables its adapter. --init-from a Medusa-1 export starts the heads from it (Medusa-2's
 two-stage recipe: heads first, then jointly). Export: the adapter (peft layout, lora.py) in OUT, which the
 engine merges into the base at load time, and the heads in OUT/heads (base_model_name_or_path "..": the
 fine-tuned model is their target). The fine-tuned model is a target of its own: its Medusa output is compared
@@ -28,6 +32,7 @@ with its own vanilla output.
   $PY training/train_medusa.py --base assets/models/base --out training/runs/medusa2 --joint-layers 8 \
       --init-from assets/models/medusa --lr 2.5e-4 --max-minutes 60 --threads 2
 """
+import json
 import os
 import shutil
 import sys
@@ -88,9 +93,37 @@ class Medusa(heads.Recipe):
     def _joint_export(self, path):
         return os.path.isfile(os.path.join(path, "adapter_model.safetensors"))
 
+    def _shape(self):
+        """What a checkpoint or an adapter must match: Medusa-1 or Medusa-2's LoRA (layers from the top, rank,
+        alpha)."""
+        a = self.args
+        return {"joint_layers": a.joint_layers, "lora_rank": a.lora_rank if self.joint else 0,
+                "lora_alpha": float(a.lora_alpha) if self.joint else 0.0}
+
+    def extra_state(self):
+        return {"medusa_shape": self._shape()}
+
+    def load_extra_state(self, st):
+        got = st.get("medusa_shape")  # absent in checkpoints written before it was saved: the state dict decides
+        if got is not None and got != self._shape():
+            raise SystemExit(f"--resume: the checkpoint trained {got}, this run asks for {self._shape()} "
+                             "(--joint-layers, --lora-rank and --lora-alpha must match it)")
+
     def check_init(self, path):
-        """Medusa-2 starts from a Medusa-1 export (the heads) or a Medusa-2 one (the adapter and heads/)."""
+        """Medusa-2 starts from a Medusa-1 export (the heads) or a Medusa-2 one (the adapter and heads/), whose
+        LoRA must be this run's: the same rank, alpha and layers."""
         if self.joint and self._joint_export(path):
+            with open(os.path.join(path, "adapter_config.json")) as f:
+                c = json.load(f)
+            with open(os.path.join(self.args.base, "config.json")) as f:
+                n = json.load(f)["num_hidden_layers"]
+            want = {"r": self.args.lora_rank, "lora_alpha": float(self.args.lora_alpha),
+                    "layers_to_transform": list(range(n - self.args.joint_layers, n))}
+            got = {"r": c.get("r"), "lora_alpha": float(c.get("lora_alpha", 0)),
+                   "layers_to_transform": c.get("layers_to_transform")}
+            if got != want:
+                raise SystemExit(f"--init-from {path}: its adapter is {got}, this run trains {want} (--lora-rank, "
+                                 "--lora-alpha, --joint-layers)")
             path = os.path.join(path, "heads")
         super().check_init(path)
 
@@ -128,8 +161,8 @@ class Medusa(heads.Recipe):
         hits, positions) per head."""
         R = T.shape[1]
         o = sm.forward(self.sd(base), m.cfg, T, m, streams=False, prune=False)
-        with torch.no_grad():
-            teacher = base.features(T)["logits"]
+        with torch.no_grad():  # the teacher: the same forward with the LoRA off (the frozen base)
+            teacher = sm.forward(self.sd(base), m.cfg, T, None, streams=False, prune=False)["main"]
         mk = M[:, 1:]
         student = F.log_softmax(o["main"][:, :R - 1][mk].float(), -1)
         target = F.softmax(teacher[:, :R - 1][mk].float(), -1)
@@ -164,12 +197,12 @@ class Medusa(heads.Recipe):
             res = self._joint_terms(head, base, T, M)
             (kl, agree, n0), res = res[0], res[1:]
             loss = kl / max(n0, 1.0) + self.args.heads_coefficient * sum(
-                self.args.decay ** i * ce / max(n, 1.0) for i, (ce, _, n) in enumerate(res))
+                self.args.decay ** (i + 1) * ce / max(n, 1.0) for i, (ce, _, n) in enumerate(res))
             met = {"kl": float(kl.detach()) / max(n0, 1.0), "agree": agree / max(n0, 1.0)}
             met.update({f"acc{i}": a / max(n, 1.0) for i, (_, a, n) in enumerate(res) if i in (0, len(res) - 1)})
             return loss, met
         res = self._per_head(head, base, T, M)
-        loss = sum(self.args.decay ** i * ce / max(n, 1.0) for i, (ce, _, n) in enumerate(res))
+        loss = sum(self.args.decay ** (i + 1) * ce / max(n, 1.0) for i, (ce, _, n) in enumerate(res))
         met = {f"acc{i}": a / max(n, 1.0) for i, (_, a, n) in enumerate(res) if i in (0, len(res) - 1)}
         return loss, met
 
@@ -190,6 +223,12 @@ class Medusa(heads.Recipe):
         return r
 
     def export(self, head, base, out, dtype):
+        # An export into a folder that held the other kind must not leave that kind's files behind: a stale
+        # adapter beside fresh Medusa-1 heads would be read as a Medusa-2 export (and a stale config.json hides one).
+        for f in ("config.json", "medusa_lm_head.safetensors", "adapter_config.json", "adapter_model.safetensors"):
+            if os.path.exists(os.path.join(out, f)):
+                os.remove(os.path.join(out, f))
+        shutil.rmtree(os.path.join(out, "heads"), ignore_errors=True)
         if not self.joint:
             return self.export_heads(head, base, out, dtype, self.args.base_name or self.args.base)
         base_ref = self.args.base_name or os.path.relpath(os.path.abspath(self.args.base), os.path.abspath(out))
@@ -216,7 +255,7 @@ class Medusa(heads.Recipe):
 def extra(ap):
     ap.add_argument("--heads", type=int, default=5, help="medusa_num_heads")
     ap.add_argument("--head-layers", type=int, default=1, help="medusa_num_layers (ResBlocks per head)")
-    ap.add_argument("--decay", type=float, default=0.8, help="loss weight of head i = decay^i")
+    ap.add_argument("--decay", type=float, default=0.8, help="loss weight of head k = 1, 2, ... is decay^k")
     ap.add_argument("--init", choices=["zero", "copy"], default="zero",
                     help="each head's Linear(H, V): zero (uniform start; the default: this small base's LM head is "
                          "so peaked that a copy starts at a cross-entropy of ~20) or a copy of the base's LM head")

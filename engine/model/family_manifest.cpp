@@ -96,6 +96,13 @@ FamilyManifest FamilyManifest::parse(const std::string& text, const std::string&
     }
     if (!entry.alternatives.empty() && entry.draft.empty())
       throw InputError(file, "methods." + name + ".alternatives: alternatives to what? (no \"draft\")");
+    // A model of its own is a drafter's target (it was trained with it): a method that drafts with nothing runs the
+    // family's target, and a model without its drafter would leave the method with nothing to serve.
+    if (!entry.model.empty() && wants.empty())
+      throw InputError(file, "methods." + name + ".model: " + name + " runs the family's target; it takes no model");
+    if (!entry.model.empty() && wants != "model" && entry.path_for(info->needs).empty())
+      throw InputError(file, "methods." + name + ".model: a model of its own comes with the drafter trained for it "
+                                 "(key \"" + wants + "\")");
     m.methods[name] = std::move(entry);
   }
   return m;

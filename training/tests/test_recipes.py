@@ -592,6 +592,22 @@ class HeadRecipes(unittest.TestCase):
         quiet(train_medusa.main, self.head_args + ["--out", d2, "--max-steps", "1", "--joint-layers", "2",
                                                    "--init-from", d])
         self.assertGreater(read_lines(os.path.join(d2, "train_log.jsonl"))[0]["kl"], 0.0)
+        # Another LoRA is refused with a message, from the export (an alpha that would rescale it silently) and
+        # from the checkpoint (a rank).
+        with self.assertRaises(SystemExit) as e:
+            quiet(train_medusa.main, self.head_args + ["--out", os.path.join(self.tmp, "m2-bad"), "--max-steps", "1",
+                                                       "--joint-layers", "2", "--lora-alpha", "16", "--init-from", d])
+        self.assertIn("its adapter is", str(e.exception.code))
+        with self.assertRaises(SystemExit) as e:
+            quiet(train_medusa.main, self.head_args + ["--out", d2, "--max-steps", "2", "--joint-layers", "2",
+                                                       "--lora-rank", "8", "--resume", "auto"])
+        self.assertIn("the checkpoint trained", str(e.exception.code))
+        # A Medusa-1 export into that folder leaves no adapter behind (it would read as Medusa-2's).
+        quiet(train_medusa.main, self.head_args + ["--out", d2, "--work", os.path.join(self.tmp, "m1-over.work"),
+                                                   "--max-steps", "1"])
+        left = set(os.listdir(d2))
+        self.assertTrue({"config.json", "medusa_lm_head.safetensors"} <= left, left)
+        self.assertFalse({"adapter_config.json", "adapter_model.safetensors", "heads"} & left, left)
 
     def test_streaming(self):
         import torch
