@@ -24,8 +24,8 @@ import json, os, sys
 out, cpu, cmd = sys.argv[1:4]
 j = json.load(open(out + ".json"))
 lines = [f"command: {cmd}", f"cpu: {cpu}", "",
-         "| lane | target | options | tau | tok/s | speedup vs vanilla | identical | tree=auto expected tau / speedup |",
-         "|---|---|---|---|---|---|---|---|"]
+         "| lane | target | options | tau | acceptance by depth (%) | tok/s | speedup vs vanilla | identical | tree=auto expected tau / speedup |",
+         "|---|---|---|---|---|---|---|---|---|"]
 for a in j["aggregate"]:
     options = dict(a.get("options", {}))
     if a.get("draft"):  # the drafter tree=auto chose among a family's alternatives, or the one given
@@ -34,7 +34,8 @@ for a in j["aggregate"]:
     target = os.path.basename(a["target"]["path"])
     e = a.get("tree_auto")
     expected = f"{e.get('expected_tau', 0):.2f} / {e.get('expected_speedup', 0):.2f}x" if e else "-"
-    lines.append(f"| {a['lane']} | {target} | {opts} | {a['tau']:.2f} | {a['tokens_per_second']:.1f} | {a['speedup_vs_vanilla']:.2f}x | "
+    depth = " ".join(f"{100 * x:.0f}" for x in a.get("acceptance_by_depth") or []) or "-"
+    lines.append(f"| {a['lane']} | {target} | {opts} | {a['tau']:.2f} | {depth} | {a['tokens_per_second']:.1f} | {a['speedup_vs_vanilla']:.2f}x | "
                  f"{a['identical_to_vanilla']}/{a['prompts']} | {expected} |")
 open(out + ".md", "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
