@@ -637,6 +637,11 @@ TEST(TreeTuner, ChoosesTheMostExpectedTokensPerSecondAndSaysWhatLoses) {
   EXPECT_TRUE(runs::tree_size_given(e1));
   EXPECT_TRUE(runs::tree_tunable("streaming"));  // streams per step and candidates per stream
   EXPECT_FALSE(runs::tree_tunable("vanilla"));
+  // `--tree published` reaches a lane only through its method's own `tree` option (lane_resolver.cpp applies a
+  // global flag where the method lists it): a tunable method without one was tuned under `--tree published` (eagle1
+  // was, until 2026-12-05).
+  for (const MethodInfo& m : method_registry())
+    if (runs::tree_tunable(m.name)) EXPECT_NE(find_option(m, "tree"), nullptr) << m.name;
   const auto st = runs::tree_candidates("streaming");
   ASSERT_FALSE(st.empty());
   EXPECT_TRUE(st.back().empty());  // the model's own, last

@@ -50,7 +50,7 @@ std::vector<MethodInfo> build() {
   r.push_back({"eagle1", "EAGLE-1 (static draft tree)", "Li et al. 2024, EAGLE; tree mc_sim_7b_63",
                MethodNeed::EagleHead,
                {{"tree-choices", K::File, "mc_sim_7b_63", "a tree_choices JSON file (default: EAGLE's mc_sim_7b_63)"},
-                head_weights_option()}});
+                head_weights_option(), tree_option()}});
   r.push_back({"eagle2", "EAGLE-2 (dynamic draft trees)", "Li et al. 2024, EAGLE-2", MethodNeed::EagleHead,
                dynamic_tree_options()});
   r.push_back({"eagle3", "EAGLE-3 (fused features, training-time test)", "Li et al. 2025, EAGLE-3",
