@@ -58,10 +58,13 @@ TEST(BatchInvarianceLinear, RowZeroIsBitIdenticalForAnyTokenCount) {
       for (bool owned : {false, true}) {
         if (owned && dt != DType::BF16) continue;
         W.keep_alive = owned ? std::make_shared<int>(0) : nullptr;
-        // With the bf16 dot kernel off too: AVX-512 then widens the panels as CPUs without AVX512-BF16 do.
-        for (bool dot : {true, false}) {
+        // With the bf16 dot kernel off too: AVX-512 then widens the panels as CPUs without AVX512-BF16 do; and on
+        // AMX CPUs with the tiles off (the bf16 dot kernel then computes the panels).
+        for (int mode : {0, 1, 2}) {
+          const bool dot = mode < 2, amx = mode == 0;
           if (!dot && !owned) continue;
           cpu::set_bf16_dot(dot);
+          cpu::set_amx(amx);
           for (cpu::Isa isa : {cpu::Isa::Scalar, cpu::Isa::Avx2, cpu::Isa::Avx512}) {
             if (!cpu::isa_supported(isa)) continue;
             cpu::set_isa(isa);
@@ -71,12 +74,13 @@ TEST(BatchInvarianceLinear, RowZeroIsBitIdenticalForAnyTokenCount) {
               cpu::linear(X.data(), n, W, nullptr, yn.data());
               EXPECT_EQ(std::memcmp(yn.data(), y1.data(), sizeof(float) * size_t(m)), 0)
                   << dtype_name(dt) << " k " << k << " n " << n << " " << cpu::active_isa() << (owned ? " owned" : "")
-                  << (dot ? "" : " no bf16 dot");
+                  << (dot ? "" : " no bf16 dot") << (amx ? "" : " no amx");
             }
           }
           cpu::set_isa(cpu::Isa::Auto);
         }
         cpu::set_bf16_dot(true);
+        cpu::set_amx(true);
       }
     }
 }

@@ -550,6 +550,10 @@ TEST(Linear, NonFiniteValuesStayInTheirOutputs) {
 // token's outputs bit-identical whether computed alone or among other tokens, in any tile position.
 TEST(Bf16FastPath, WithinStatedBoundAndBatchInvariant) {
   const bool old = cpu::set_quant_exact(false);
+  // On CPUs with AMX-BF16 the tiles (matmul_amx.cpp: panels whose k is a multiple of 32, here k = 32 and 384) and,
+  // with them turned off, the vdpbf16ps kernel; elsewhere set_amx changes nothing and the loop repeats.
+  for (bool amx : {true, false}) {
+  cpu::set_amx(amx);
   std::printf("bf16 path: %s\n", cpu::linear_roofline_path(DType::BF16));
   std::mt19937 rng(17);
   // Row-major weights (a view without an owner stays row-major) and panel-packed ones (an owned view narrower than
@@ -561,7 +565,7 @@ TEST(Bf16FastPath, WithinStatedBoundAndBatchInvariant) {
       auto w = std::make_shared<Weights>(make_weights(DType::BF16, m, k, rng, false));
       TensorView W = w->view();
       if (owned) W.keep_alive = w;
-      if (owned && k < cpu::detail::kPanelMaxK && std::string(cpu::linear_roofline_path(DType::BF16)) == "bf16 dot")
+      if (owned && k < cpu::detail::kPanelMaxK && std::string(cpu::linear_roofline_path(DType::BF16)) != "f32 fma")
         EXPECT_NE(cpu::detail::bf16_panels_for(W), nullptr) << "m=" << m << " k=" << k;
       const std::vector<float> bias = owned ? random_vec(size_t(m), rng, false) : std::vector<float>{};
       const float* b = owned ? bias.data() : nullptr;
@@ -587,6 +591,8 @@ TEST(Bf16FastPath, WithinStatedBoundAndBatchInvariant) {
         }
       }
     }
+  }
+  cpu::set_amx(true);
   cpu::set_quant_exact(old);
 }
 

@@ -29,6 +29,7 @@
 
 #include "engine/cpu/bf16_panels.h"
 #include "engine/cpu/weight_form.h"
+#include "engine/cpu/matmul_amx.h"
 #include "engine/cpu/matmul_bf16dot.h"
 #include "engine/cpu/matmul_bf16widen.h"
 #include "engine/cpu/isa_dispatch.h"
@@ -317,6 +318,18 @@ bool bf16dot_active(const Dispatch& d) {
   return cpu_ok && d.isa == Isa::Avx512 && !quant_exact() && g_bf16_dot.load(std::memory_order_relaxed);
 }
 
+// On the bf16 dot path, weights whose panels AMX takes go through the tiles (matmul_amx.cpp) on CPUs with AMX-BF16,
+// unless SPECSCOPE_AMX=0 (or set_amx(false)): the same rounding of the activations, other bits, and the choice made
+// per weight, never per number of tokens.
+std::atomic<bool> g_amx{[] {
+  const char* e = std::getenv("SPECSCOPE_AMX");
+  return !(e && std::string(e) == "0");
+}()};
+
+bool amx_active(const Dispatch& d) {
+  return bf16dot_active(d) && g_amx.load(std::memory_order_relaxed) && detail::amx_bf16_usable();
+}
+
 // bf16 weights elsewhere (AVX2 CPUs, AVX-512 ones without BF16, or with the bf16 dot kernel turned off) are widened
 // from their panels (bf16_widen_panels.h), unless the exact path is asked for: the same exact weights and f32
 // activations, summed as two chains an output instead of in the row tiles' blocks, so the exact path keeps the tiles
@@ -369,6 +382,7 @@ void run_products(const LinearArgs* given, int count, const Dispatch& d) {
   }
   const LinearArgs& a0 = products[0];
   const bool bf16dot = a0.wtype == DType::BF16 && bf16dot_active(d);
+  const bool amx = bf16dot && amx_active(d);
   const size_t kp = (size_t(a0.k) + 31) / 32 * 32;
   const uint16_t* xbp = nullptr;
   if (bf16dot) {  // X rounded to bf16 once for all the products
@@ -389,7 +403,9 @@ void run_products(const LinearArgs* given, int count, const Dispatch& d) {
     detail::for_each_product_units(count, u0, u1, units_of, [&](int i, int b0, int b1) {
       const LinearArgs& a = products[i];
       const int r0 = b0 * unit_rows(a), r1 = std::min(a.m, b1 * unit_rows(a));
-      if (a.panels && bf16dot)
+      if (a.panels && amx && detail::amx_takes(*a.panels))
+        detail::panels_amx(xbp, kp, a.n, *a.panels, a.bias, a.Y, b0, b1);
+      else if (a.panels && bf16dot)
         detail::panels_bf16dot(xbp, kp, a.n, *a.panels, a.bias, a.Y, b0, b1);
       else if (a.panels)
         d.widen_panels(a.X, a.n, *a.panels, a.bias, a.Y, b0, b1);
@@ -476,6 +492,7 @@ void linear_shared_input(const float* X, int n, std::span<const LinearOutput> ou
 }
 
 bool set_bf16_dot(bool on) { return g_bf16_dot.exchange(on); }
+bool set_amx(bool on) { return g_amx.exchange(on); }
 
 bool bf16_weights_repacked(int k) {
   const Dispatch d = dispatch();
@@ -485,6 +502,7 @@ bool bf16_weights_repacked(int k) {
 const char* linear_roofline_path(DType t) {
   detail::Int8Type it;
   if (dtype_is_block(t) && !quant_exact() && detail::int8_type(t, &it)) return "int8 dot";
+  if (t == DType::BF16 && amx_active(dispatch())) return "bf16 amx";  // weights whose k is a multiple of 32
   if (t == DType::BF16 && bf16dot_active(dispatch())) return "bf16 dot";
   return "f32 fma";
 }

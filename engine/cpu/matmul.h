@@ -79,6 +79,9 @@ bool quant_exact();
 // without it take (for tests and A/B measurements; SPECSCOPE_BF16_DOT=0 starts with it off). Returns the previous
 // setting.
 bool set_bf16_dot(bool on);
+// Off: bf16 weights on CPUs with AMX-BF16 take the vdpbf16ps kernel instead of the tiles (matmul_amx.cpp; for tests
+// and A/B measurements; SPECSCOPE_AMX=0 starts with it off). Returns the previous setting.
+bool set_amx(bool on);
 
 // Whether linear() keeps a second, panel-packed copy of bf16 weights k inputs wide (bf16_panels.h: on CPUs with AVX2
 // or AVX-512, outside the exact path, for k below 2048, made on first use): memory estimates count those weights
@@ -87,9 +90,9 @@ bool bf16_weights_repacked(int k);
 
 // Revision of the CPU kernels' speed: part of the key of every cached timing (runs/step_cost.h). Bump it when a kernel
 // change moves the step-cost curve, so that machines measure again instead of using stale curves.
-inline constexpr const char* kKernelRevision = "2026-12-04b";  // one-token widening groups of whole panels
+inline constexpr const char* kKernelRevision = "2026-12-05";  // bf16 weights through AMX tiles
 
-// The roofline path (engine/cpu/roofline.h: "f32 fma", "bf16 dot", "int8 dot") linear() computes weights of type
+// The roofline path (engine/cpu/roofline.h: "f32 fma", "bf16 dot", "bf16 amx", "int8 dot") linear() computes weights of type
 // t on now: what its speed is to be measured against.
 const char* linear_roofline_path(DType t);
 

@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "engine/cpu/matmul.h"
+#include "engine/cpu/matmul_amx.h"
 #include "engine/cpu/thread_pool.h"
 #include "engine/util/huge_page_arena.h"
 
@@ -168,6 +169,9 @@ Roofline measure_roofline(size_t working_set_bytes) {
     r.peaks.push_back({"f32 fma (avx512)", peak_of(fma_loop_avx512, chain_calls * 16)});
     if (__builtin_cpu_supports("avx512bf16"))
       r.peaks.push_back({"bf16 dot (avx512-bf16)", peak_of(bf16_loop_avx512, chain_calls * 32)});
+    if (std::string(linear_roofline_path(DType::BF16)) == "bf16 amx")  // matmul_amx.cpp
+      r.peaks.push_back({"bf16 amx (amx-bf16)", peak_of([] { return detail::amx_peak_loop(kIters / 4); },
+                                                        double(kIters / 4) * 4 * 16 * 16 * 32)});
     if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw"))
       r.peaks.push_back({"int8 dot (avx512-vnni)", peak_of(vnni_loop_avx512, chain_calls * 64)});
     else

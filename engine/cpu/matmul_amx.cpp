@@ -1,0 +1,162 @@
+// BF16 weights through Intel AMX (TDPBF16PS), the default path of linear() for bf16 weights on CPUs that have it.
+//
+// Why: on the bf16 dot path (matmul_bf16dot.cpp) a tree step of 8 rows is bound by vdpbf16ps's arithmetic (an
+// 8-token step of the default base cost 2.3x a one-token step on a Sapphire Rapids core, 2026-12-05), while one tile
+// multiply does 16 x 16 x 32 of the same bf16 products; with the tiles the step is bound by the weights' bytes again,
+// as a one-token step is.
+//
+// The panels of bf16_panels.h already are AMX's B layout: 16 consecutive pair slots of a panel are 16 rows of 64
+// bytes, each the (k, k + 1) pairs of 16 output rows, so a weight tile is one tileloadd at stride 64 and nothing is
+// repacked. The tokens' bf16 rows (to_bf16_rows, stride kp) are the A tiles, up to 16 tokens each, and C holds 16
+// outputs of each token in f32.
+//
+// Numbers: the activations rounded to bf16 once (as on the bf16 dot path), products of bf16 exact in f32, sums in
+// f32 (the tile unit flushes denormals), so the bf16 dot path's error bound holds: |fast - exact| <= 2^-8
+// sum_i |w_i x_i| + (f32 rounding of the sums). The bits differ from vdpbf16ps's, which is why the path is chosen by
+// the weight alone (amx_takes) and never by the number of tokens.
+// Batch invariance: an output is one tile accumulator row, summed over the k blocks in order; a token's row of A
+// meets only its own row of C, so its sums are the same whatever other tokens share the tile.
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "engine/cpu/matmul_amx.h"
+
+#include "engine/cpu/bf16_panels.h"
+
+#pragma GCC push_options
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl")
+
+namespace specscope::cpu::detail {
+namespace {
+
+constexpr int kArchReqXcompPerm = 0x1023;  // arch_prctl: ask for an extended state component (Linux 5.16+)
+constexpr int kXfeatureXtiledata = 18;
+
+// ldtilecfg's 64-byte palette-1 layout.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// Tiles 0-3: C, the accumulators of four panels (M tokens x 16 outputs, f32); 4: A, M tokens x 32 activations;
+// 5-7: B, the weights of three of the panels (the fourth reuses tile 5 after its product).
+void configure(int M) {
+  TileConfig c;
+  for (int t = 0; t < 4; ++t) c.rows[t] = uint8_t(M), c.colsb[t] = 64;
+  c.rows[4] = uint8_t(M), c.colsb[4] = 64;
+  for (int t = 5; t < 8; ++t) c.rows[t] = 16, c.colsb[t] = 64;
+  _tile_loadconfig(&c);
+}
+
+// The P <= 4 panels from p on, for the M <= 16 tokens whose bf16 rows start at xb: C_q accumulates over the pair
+// slots in blocks of 16 (32 k), in order, then goes to out [M, 16 * 4] (stride 64 floats).
+template <int P>
+void panel_group(const uint16_t* xb, size_t kp, const Bf16Panels& w, int p, float* out) {
+  const size_t panel_elems = size_t(w.pairs) * 32;
+  const uint16_t* b = w.panel(p);
+  const long a_stride = long(kp * sizeof(uint16_t));
+  _tile_zero(0);
+  if constexpr (P > 1) _tile_zero(1);
+  if constexpr (P > 2) _tile_zero(2);
+  if constexpr (P > 3) _tile_zero(3);
+  for (int j = 0; j < w.pairs; j += 16) {
+    _tile_loadd(4, xb + size_t(j) * 2, a_stride);
+    _tile_loadd(5, b + size_t(j) * 32, 64);
+    if constexpr (P > 1) _tile_loadd(6, b + panel_elems + size_t(j) * 32, 64);
+    if constexpr (P > 2) _tile_loadd(7, b + 2 * panel_elems + size_t(j) * 32, 64);
+    _tile_dpbf16ps(0, 4, 5);
+    if constexpr (P > 1) _tile_dpbf16ps(1, 4, 6);
+    if constexpr (P > 2) _tile_dpbf16ps(2, 4, 7);
+    if constexpr (P > 3) {
+      _tile_loadd(5, b + 3 * panel_elems + size_t(j) * 32, 64);
+      _tile_dpbf16ps(3, 4, 5);
+    }
+  }
+  _tile_stored(0, out, 256);
+  if constexpr (P > 1) _tile_stored(1, out + 16, 256);
+  if constexpr (P > 2) _tile_stored(2, out + 32, 256);
+  if constexpr (P > 3) _tile_stored(3, out + 48, 256);
+}
+
+}  // namespace
+
+bool amx_bf16_usable() {
+  static const bool usable = [] {
+    if (!__builtin_cpu_supports("amx-bf16") || !__builtin_cpu_supports("amx-tile")) return false;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return usable;
+}
+
+float amx_peak_loop(int iterations) {
+  // Four full 16 x 16 accumulators against operands held in tiles: nothing but the tile unit's multiply-adds.
+  configure(16);
+  alignas(64) static const uint16_t ones[16 * 32] = {};
+  _tile_loadd(4, ones, 64);
+  _tile_loadd(5, ones, 64);
+  _tile_loadd(6, ones, 64);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int i = 0; i < iterations; ++i) {
+    _tile_dpbf16ps(0, 4, 5);
+    _tile_dpbf16ps(1, 4, 6);
+    _tile_dpbf16ps(2, 4, 5);
+    _tile_dpbf16ps(3, 4, 6);
+  }
+  alignas(64) float c[16 * 16];
+  _tile_stored(0, c, 64);
+  _tile_release();
+  return c[0];
+}
+
+bool amx_takes(const Bf16Panels& w) { return w.pairs % 16 == 0; }
+
+void panels_amx(const uint16_t* xb, size_t kp, int n, const Bf16Panels& w, const float* bias, float* Y, int p0,
+                int p1) {
+  alignas(64) float out[16 * 64];
+  for (int t0 = 0; t0 < n; t0 += 16) {
+    const int M = std::min(16, n - t0);
+    configure(M);
+    for (int p = p0; p < p1;) {
+      const int P = std::min(4, p1 - p);
+      // No software prefetch: one or two groups ahead, every line or one in two or four, into L1 or L2, each measured
+      // within the noise of none on Sapphire Rapids (the default base's one-token step 0.66-0.73 ms in every case).
+      const uint16_t* x = xb + size_t(t0) * kp;
+      switch (P) {
+        case 4: panel_group<4>(x, kp, w, p, out); break;
+        case 3: panel_group<3>(x, kp, w, p, out); break;
+        case 2: panel_group<2>(x, kp, w, p, out); break;
+        default: panel_group<1>(x, kp, w, p, out); break;
+      }
+      const int cols = std::min(16 * P, w.m - 16 * p);
+      for (int t = 0; t < M; ++t) {
+        float* y = Y + size_t(t0 + t) * size_t(w.m) + size_t(p) * 16;
+        const float* o = out + size_t(t) * 64;
+        if (bias)
+          for (int c = 0; c < cols; ++c) y[c] = o[c] + bias[size_t(p) * 16 + size_t(c)];
+        else
+          std::memcpy(y, o, sizeof(float) * size_t(cols));
+      }
+      p += P;
+    }
+    _tile_release();  // a thread that holds no tile data saves no 8 KB of it at each context switch
+  }
+}
+
+}  // namespace specscope::cpu::detail
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
