@@ -16,6 +16,7 @@
 // the weight alone (amx_takes) and never by the number of tokens.
 // Batch invariance: an output is one tile accumulator row, summed over the k blocks in order; a token's row of A
 // meets only its own row of C, so its sums are the same whatever other tokens share the tile.
+#include <cpuid.h>
 #include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -29,11 +30,8 @@
 
 #include "engine/cpu/bf16_panels.h"
 
-#pragma GCC push_options
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl")
+// The target as a function attribute, which GCC and clang both honour (clang ignores `#pragma GCC target`).
+#define SS_AMX __attribute__((target("amx-tile,amx-bf16")))
 
 namespace specscope::cpu::detail {
 namespace {
@@ -51,7 +49,7 @@ struct alignas(64) TileConfig {
 
 // Tiles 0-3: C, the accumulators of four panels (M tokens x 16 outputs, f32); 4: A, M tokens x 32 activations;
 // 5-7: B, the weights of three of the panels (the fourth reuses tile 5 after its product).
-void configure(int M) {
+SS_AMX void configure(int M) {
   TileConfig c;
   for (int t = 0; t < 4; ++t) c.rows[t] = uint8_t(M), c.colsb[t] = 64;
   c.rows[4] = uint8_t(M), c.colsb[4] = 64;
@@ -62,7 +60,7 @@ void configure(int M) {
 // The P <= 4 panels from p on, for the M <= 16 tokens whose bf16 rows start at xb: C_q accumulates over the pair
 // slots in blocks of 16 (32 k), in order, then goes to out [M, 16 * 4] (stride 64 floats).
 template <int P>
-void panel_group(const uint16_t* xb, size_t kp, const Bf16Panels& w, int p, float* out) {
+SS_AMX void panel_group(const uint16_t* xb, size_t kp, const Bf16Panels& w, int p, float* out) {
   const size_t panel_elems = size_t(w.pairs) * 32;
   const uint16_t* b = w.panel(p);
   const long a_stride = long(kp * sizeof(uint16_t));
@@ -93,13 +91,16 @@ void panel_group(const uint16_t* xb, size_t kp, const Bf16Panels& w, int p, floa
 
 bool amx_bf16_usable() {
   static const bool usable = [] {
-    if (!__builtin_cpu_supports("amx-bf16") || !__builtin_cpu_supports("amx-tile")) return false;
+    // CPUID leaf 7: EDX bit 22 AMX-BF16, bit 24 AMX-TILE (read directly: clang 14's __builtin_cpu_supports knows
+    // neither name). The OS's part is the arch_prctl: it fails where the kernel does not manage the tile state.
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 22)) || !(d & (1u << 24))) return false;
     return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
   }();
   return usable;
 }
 
-float amx_peak_loop(int iterations) {
+SS_AMX float amx_peak_loop(int iterations) {
   // Four full 16 x 16 accumulators against operands held in tiles: nothing but the tile unit's multiply-adds.
   configure(16);
   alignas(64) static const uint16_t ones[16 * 32] = {};
@@ -124,7 +125,7 @@ float amx_peak_loop(int iterations) {
 
 bool amx_takes(const Bf16Panels& w) { return w.pairs % 16 == 0; }
 
-void panels_amx(const uint16_t* xb, size_t kp, int n, const Bf16Panels& w, const float* bias, float* Y, int p0,
+SS_AMX void panels_amx(const uint16_t* xb, size_t kp, int n, const Bf16Panels& w, const float* bias, float* Y, int p0,
                 int p1) {
   alignas(64) float out[16 * 64];
   for (int t0 = 0; t0 < n; t0 += 16) {
@@ -158,5 +159,3 @@ void panels_amx(const uint16_t* xb, size_t kp, int n, const Bf16Panels& w, const
 
 }  // namespace specscope::cpu::detail
 
-#pragma GCC diagnostic pop
-#pragma GCC pop_options
