@@ -1,9 +1,9 @@
 // BF16 weights through Intel AMX (TDPBF16PS), the default path of linear() for bf16 weights on CPUs that have it.
 //
 // Why: on the bf16 dot path (matmul_bf16dot.cpp) a tree step of 8 rows is bound by vdpbf16ps's arithmetic (an
-// 8-token step of the default base cost 2.3x a one-token step on a Sapphire Rapids core, 2026-12-05), while one tile
-// multiply does 16 x 16 x 32 of the same bf16 products; with the tiles the step is bound by the weights' bytes again,
-// as a one-token step is.
+// 8-token step of the default base cost 2.35x a one-token step on a 2-core Sapphire Rapids, 2026-12-05), while one
+// tile multiply does 16 x 16 x 32 of the same bf16 products; with the tiles the step is bound by the weights' bytes
+// again, as a one-token step is (1.40-1.44x there; bench/results/cpu_amx_2026-12-05/).
 //
 // The panels of bf16_panels.h already are AMX's B layout: 16 consecutive pair slots of a panel are 16 rows of 64
 // bytes, each the (k, k + 1) pairs of 16 output rows, so a weight tile is one tileloadd at stride 64 and nothing is
@@ -38,6 +38,11 @@ namespace {
 
 constexpr int kArchReqXcompPerm = 0x1023;  // arch_prctl: ask for an extended state component (Linux 5.16+)
 constexpr int kXfeatureXtiledata = 18;
+
+// Up to this many tokens a tile takes two panels with double-buffered operands (panel_pair), above it four
+// (panel_group). The default base, bench medians of 9 in two runs each: n = 1-4 took 0.61-0.70 ms in pairs against
+// 0.66-0.74 in fours, n = 6 and 8 0.83-0.90 against 0.80-0.88.
+constexpr int kPairTilesMaxTokens = 4;
 
 // ldtilecfg's 64-byte palette-1 layout.
 struct alignas(64) TileConfig {
@@ -87,6 +92,51 @@ SS_AMX void panel_group(const uint16_t* xb, size_t kp, const Bf16Panels& w, int 
   if constexpr (P > 3) _tile_stored(3, out + 48, 256);
 }
 
+// Tiles for panel_pair: 0-1 C, 2-3 A (two k blocks), 4-7 B.
+SS_AMX void configure_pairs(int M) {
+  TileConfig c;
+  for (int t = 0; t < 4; ++t) c.rows[t] = uint8_t(M), c.colsb[t] = 64;
+  for (int t = 4; t < 8; ++t) c.rows[t] = 16, c.colsb[t] = 64;
+  _tile_loadconfig(&c);
+}
+
+// Two panels, the k blocks two at a time: A in tiles 2 and 3, B in 4-5 and 6-7. Tiles are not renamed, so a load
+// into a tile waits for the products that read it; with one set of A and B tiles (panel_group) each block's loads
+// waited for the last block's products, and a few tokens, whose products are short, streamed the weights at 84% of
+// the memory bound (the default base's one-token step 0.64-0.66 ms against 0.61-0.62 for these pairs). Each C tile
+// still adds its blocks in order with the same products, so both kernels give the same bits and the choice may
+// follow the number of tokens.
+template <int P>
+SS_AMX void panel_pair(const uint16_t* xb, size_t kp, const Bf16Panels& w, int p, float* out) {
+  const size_t pe = size_t(w.pairs) * 32;
+  const uint16_t* b = w.panel(p);
+  const long as = long(kp * sizeof(uint16_t));
+  _tile_zero(0);
+  if constexpr (P > 1) _tile_zero(1);
+  int j = 0;
+  for (; j + 32 <= w.pairs; j += 32) {
+    _tile_loadd(2, xb + size_t(j) * 2, as);
+    _tile_loadd(4, b + size_t(j) * 32, 64);
+    if constexpr (P > 1) _tile_loadd(5, b + pe + size_t(j) * 32, 64);
+    _tile_loadd(3, xb + size_t(j + 16) * 2, as);
+    _tile_loadd(6, b + size_t(j + 16) * 32, 64);
+    if constexpr (P > 1) _tile_loadd(7, b + pe + size_t(j + 16) * 32, 64);
+    _tile_dpbf16ps(0, 2, 4);
+    if constexpr (P > 1) _tile_dpbf16ps(1, 2, 5);
+    _tile_dpbf16ps(0, 3, 6);
+    if constexpr (P > 1) _tile_dpbf16ps(1, 3, 7);
+  }
+  if (j < w.pairs) {
+    _tile_loadd(2, xb + size_t(j) * 2, as);
+    _tile_loadd(4, b + size_t(j) * 32, 64);
+    if constexpr (P > 1) _tile_loadd(5, b + pe + size_t(j) * 32, 64);
+    _tile_dpbf16ps(0, 2, 4);
+    if constexpr (P > 1) _tile_dpbf16ps(1, 2, 5);
+  }
+  _tile_stored(0, out, 256);
+  if constexpr (P > 1) _tile_stored(1, out + 16, 256);
+}
+
 }  // namespace
 
 bool amx_bf16_usable() {
@@ -130,17 +180,24 @@ SS_AMX void panels_amx(const uint16_t* xb, size_t kp, int n, const Bf16Panels& w
   alignas(64) float out[16 * 64];
   for (int t0 = 0; t0 < n; t0 += 16) {
     const int M = std::min(16, n - t0);
-    configure(M);
+    const bool pairs = M <= kPairTilesMaxTokens;
+    if (pairs) configure_pairs(M);
+    else configure(M);
     for (int p = p0; p < p1;) {
-      const int P = std::min(4, p1 - p);
+      const int P = std::min(pairs ? 2 : 4, p1 - p);
       // No software prefetch: one or two groups ahead, every line or one in two or four, into L1 or L2, each measured
-      // within the noise of none on Sapphire Rapids (the default base's one-token step 0.66-0.73 ms in every case).
+      // no better than none on Sapphire Rapids (with panel_group alone: the one-token step 0.66-0.73 ms in every case).
       const uint16_t* x = xb + size_t(t0) * kp;
-      switch (P) {
-        case 4: panel_group<4>(x, kp, w, p, out); break;
-        case 3: panel_group<3>(x, kp, w, p, out); break;
-        case 2: panel_group<2>(x, kp, w, p, out); break;
-        default: panel_group<1>(x, kp, w, p, out); break;
+      if (pairs) {
+        if (P == 2) panel_pair<2>(x, kp, w, p, out);
+        else panel_pair<1>(x, kp, w, p, out);
+      } else {
+        switch (P) {
+          case 4: panel_group<4>(x, kp, w, p, out); break;
+          case 3: panel_group<3>(x, kp, w, p, out); break;
+          case 2: panel_group<2>(x, kp, w, p, out); break;
+          default: panel_group<1>(x, kp, w, p, out); break;
+        }
       }
       const int cols = std::min(16 * P, w.m - 16 * p);
       for (int t = 0; t < M; ++t) {
