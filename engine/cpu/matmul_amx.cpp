@@ -52,14 +52,30 @@ struct alignas(64) TileConfig {
   uint8_t rows[16] = {};
 };
 
-// Tiles 0-3: C, the accumulators of four panels (M tokens x 16 outputs, f32); 4: A, M tokens x 32 activations;
-// 5-7: B, the weights of three of the panels (the fourth reuses tile 5 after its product).
-SS_AMX void configure(int M) {
+// Every tile 64 bytes wide; tiles below `token_tiles` (C and A) have M rows, one a token, the rest (B) 16 rows of
+// weight pairs. panel_group: 0-3 C, the accumulators of four panels (M tokens x 16 outputs, f32), 4 A (M tokens x 32
+// activations), 5-7 B (three panels' weights; the fourth reuses tile 5 after its product): token_tiles 5.
+// panel_pair: 0-1 C, 2-3 A, 4-7 B: token_tiles 4.
+SS_AMX void configure(int M, int token_tiles) {
   TileConfig c;
-  for (int t = 0; t < 4; ++t) c.rows[t] = uint8_t(M), c.colsb[t] = 64;
-  c.rows[4] = uint8_t(M), c.colsb[4] = 64;
-  for (int t = 5; t < 8; ++t) c.rows[t] = 16, c.colsb[t] = 64;
+  for (int t = 0; t < 8; ++t) c.rows[t] = uint8_t(t < token_tiles ? M : 16), c.colsb[t] = 64;
   _tile_loadconfig(&c);
+}
+
+// The first P tiles are C: zeroed before a group, stored after it to out [M, 64] (stride 64 floats), 16 outputs each.
+template <int P>
+SS_AMX void zero_c() {
+  _tile_zero(0);
+  if constexpr (P > 1) _tile_zero(1);
+  if constexpr (P > 2) _tile_zero(2);
+  if constexpr (P > 3) _tile_zero(3);
+}
+template <int P>
+SS_AMX void store_c(float* out) {
+  _tile_stored(0, out, 256);
+  if constexpr (P > 1) _tile_stored(1, out + 16, 256);
+  if constexpr (P > 2) _tile_stored(2, out + 32, 256);
+  if constexpr (P > 3) _tile_stored(3, out + 48, 256);
 }
 
 // The P <= 4 panels from p on, for the M <= 16 tokens whose bf16 rows start at xb: C_q accumulates over the pair
@@ -69,10 +85,7 @@ SS_AMX void panel_group(const uint16_t* xb, size_t kp, const Bf16Panels& w, int 
   const size_t panel_elems = size_t(w.pairs) * 32;
   const uint16_t* b = w.panel(p);
   const long a_stride = long(kp * sizeof(uint16_t));
-  _tile_zero(0);
-  if constexpr (P > 1) _tile_zero(1);
-  if constexpr (P > 2) _tile_zero(2);
-  if constexpr (P > 3) _tile_zero(3);
+  zero_c<P>();
   for (int j = 0; j < w.pairs; j += 16) {
     _tile_loadd(4, xb + size_t(j) * 2, a_stride);
     _tile_loadd(5, b + size_t(j) * 32, 64);
@@ -86,18 +99,7 @@ SS_AMX void panel_group(const uint16_t* xb, size_t kp, const Bf16Panels& w, int 
       _tile_dpbf16ps(3, 4, 5);
     }
   }
-  _tile_stored(0, out, 256);
-  if constexpr (P > 1) _tile_stored(1, out + 16, 256);
-  if constexpr (P > 2) _tile_stored(2, out + 32, 256);
-  if constexpr (P > 3) _tile_stored(3, out + 48, 256);
-}
-
-// Tiles for panel_pair: 0-1 C, 2-3 A (two k blocks), 4-7 B.
-SS_AMX void configure_pairs(int M) {
-  TileConfig c;
-  for (int t = 0; t < 4; ++t) c.rows[t] = uint8_t(M), c.colsb[t] = 64;
-  for (int t = 4; t < 8; ++t) c.rows[t] = 16, c.colsb[t] = 64;
-  _tile_loadconfig(&c);
+  store_c<P>(out);
 }
 
 // Two panels, the k blocks two at a time: A in tiles 2 and 3, B in 4-5 and 6-7. Tiles are not renamed, so a load
@@ -111,8 +113,7 @@ SS_AMX void panel_pair(const uint16_t* xb, size_t kp, const Bf16Panels& w, int p
   const size_t pe = size_t(w.pairs) * 32;
   const uint16_t* b = w.panel(p);
   const long as = long(kp * sizeof(uint16_t));
-  _tile_zero(0);
-  if constexpr (P > 1) _tile_zero(1);
+  zero_c<P>();
   int j = 0;
   for (; j + 32 <= w.pairs; j += 32) {
     _tile_loadd(2, xb + size_t(j) * 2, as);
@@ -133,8 +134,7 @@ SS_AMX void panel_pair(const uint16_t* xb, size_t kp, const Bf16Panels& w, int p
     _tile_dpbf16ps(0, 2, 4);
     if constexpr (P > 1) _tile_dpbf16ps(1, 2, 5);
   }
-  _tile_stored(0, out, 256);
-  if constexpr (P > 1) _tile_stored(1, out + 16, 256);
+  store_c<P>(out);
 }
 
 }  // namespace
@@ -152,15 +152,12 @@ bool amx_bf16_usable() {
 
 SS_AMX float amx_peak_loop(int iterations) {
   // Four full 16 x 16 accumulators against operands held in tiles: nothing but the tile unit's multiply-adds.
-  configure(16);
+  configure(16, 5);
   alignas(64) static const uint16_t ones[16 * 32] = {};
   _tile_loadd(4, ones, 64);
   _tile_loadd(5, ones, 64);
   _tile_loadd(6, ones, 64);
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
+  zero_c<4>();
   for (int i = 0; i < iterations; ++i) {
     _tile_dpbf16ps(0, 4, 5);
     _tile_dpbf16ps(1, 4, 6);
@@ -181,8 +178,7 @@ SS_AMX void panels_amx(const uint16_t* xb, size_t kp, int n, const Bf16Panels& w
   for (int t0 = 0; t0 < n; t0 += 16) {
     const int M = std::min(16, n - t0);
     const bool pairs = M <= kPairTilesMaxTokens;
-    if (pairs) configure_pairs(M);
-    else configure(M);
+    configure(M, pairs ? 4 : 5);
     for (int p = p0; p < p1;) {
       const int P = std::min(pairs ? 2 : 4, p1 - p);
       // No software prefetch: one or two groups ahead, every line or one in two or four, into L1 or L2, each measured
