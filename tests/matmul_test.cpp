@@ -550,47 +550,48 @@ TEST(Linear, NonFiniteValuesStayInTheirOutputs) {
 // token's outputs bit-identical whether computed alone or among other tokens, in any tile position.
 TEST(Bf16FastPath, WithinStatedBoundAndBatchInvariant) {
   const bool old = cpu::set_quant_exact(false);
-  // On CPUs with AMX-BF16 the tiles (matmul_amx.cpp: panels whose k is a multiple of 32, here k = 32 and 384) and,
+  // On CPUs with AMX-BF16 the tiles (matmul_amx.cpp: panels of whole 16-pair tiles, here k = 31, 32 and 384) and,
   // with them turned off, the vdpbf16ps kernel; elsewhere set_amx changes nothing and the loop repeats.
   for (bool amx : {true, false}) {
-  cpu::set_amx(amx);
-  std::printf("bf16 path: %s\n", cpu::linear_roofline_path(DType::BF16));
-  std::mt19937 rng(17);
-  // Row-major weights (a view without an owner stays row-major) and panel-packed ones (an owned view narrower than
-  // kPanelMaxK is packed on first use, bf16_panels.h), with partial panels, odd k and a bias; k = 2081 stays row-major
-  // and takes the one-row kernel at n = 1 (matmul_bf16dot.cpp).
-  for (bool owned : {false, true})
-    for (auto [m, k] : {std::pair{4, 3}, std::pair{13, 31}, std::pair{9, 32}, std::pair{7, 33}, std::pair{64, 384},
-                        std::pair{21, 1000}, std::pair{50, 385}, std::pair{37, 2081}}) {
-      auto w = std::make_shared<Weights>(make_weights(DType::BF16, m, k, rng, false));
-      TensorView W = w->view();
-      if (owned) W.keep_alive = w;
-      if (owned && k < cpu::detail::kPanelMaxK && std::string(cpu::linear_roofline_path(DType::BF16)) != "f32 fma")
-        EXPECT_NE(cpu::detail::bf16_panels_for(W), nullptr) << "m=" << m << " k=" << k;
-      const std::vector<float> bias = owned ? random_vec(size_t(m), rng, false) : std::vector<float>{};
-      const float* b = owned ? bias.data() : nullptr;
-      for (int n : {1, 3, 6, 7, 8, 9, 13, 17, 64}) {
-        const std::vector<float> x = random_vec(size_t(n) * k, rng, false);
-        std::vector<float> got(size_t(n) * m), ref(size_t(n) * m);
-        cpu::linear(x.data(), n, W, b, got.data());
-        cpu::linear_reference(x.data(), n, W, b, ref.data());
-        for (int t = 0; t < n; ++t)
-          for (int r = 0; r < m; ++r) {
-            double abs_sum = owned ? std::fabs(double(bias[size_t(r)])) : 0.0;
-            for (int i = 0; i < k; ++i) abs_sum += std::fabs(double(w->f32[size_t(r) * k + i]) * x[size_t(t) * k + i]);
-            const double bound = (std::ldexp(1.0, -8) + k * std::ldexp(1.0, -23)) * abs_sum + 1e-30;
-            ASSERT_LE(std::fabs(double(got[size_t(t) * m + r]) - ref[size_t(t) * m + r]), bound)
-                << "owned=" << owned << " m=" << m << " k=" << k << " n=" << n << " t=" << t << " r=" << r;
+    cpu::set_amx(amx);
+    std::printf("bf16 path: %s\n", cpu::linear_roofline_path(DType::BF16));
+    std::mt19937 rng(17);
+    // Row-major weights (a view without an owner stays row-major) and panel-packed ones (an owned view narrower than
+    // kPanelMaxK is packed on first use, bf16_panels.h), with partial panels, odd k and a bias; k = 2081 stays
+    // row-major and takes the one-row kernel at n = 1 (matmul_bf16dot.cpp).
+    for (bool owned : {false, true})
+      for (auto [m, k] : {std::pair{4, 3}, std::pair{13, 31}, std::pair{9, 32}, std::pair{7, 33}, std::pair{64, 384},
+                          std::pair{21, 1000}, std::pair{50, 385}, std::pair{37, 2081}}) {
+        auto w = std::make_shared<Weights>(make_weights(DType::BF16, m, k, rng, false));
+        TensorView W = w->view();
+        if (owned) W.keep_alive = w;
+        if (owned && k < cpu::detail::kPanelMaxK && std::string(cpu::linear_roofline_path(DType::BF16)) != "f32 fma")
+          EXPECT_NE(cpu::detail::bf16_panels_for(W), nullptr) << "m=" << m << " k=" << k;
+        const std::vector<float> bias = owned ? random_vec(size_t(m), rng, false) : std::vector<float>{};
+        const float* b = owned ? bias.data() : nullptr;
+        for (int n : {1, 3, 6, 7, 8, 9, 13, 17, 64}) {
+          const std::vector<float> x = random_vec(size_t(n) * k, rng, false);
+          std::vector<float> got(size_t(n) * m), ref(size_t(n) * m);
+          cpu::linear(x.data(), n, W, b, got.data());
+          cpu::linear_reference(x.data(), n, W, b, ref.data());
+          for (int t = 0; t < n; ++t)
+            for (int r = 0; r < m; ++r) {
+              double abs_sum = owned ? std::fabs(double(bias[size_t(r)])) : 0.0;
+              for (int i = 0; i < k; ++i)
+                abs_sum += std::fabs(double(w->f32[size_t(r) * k + i]) * x[size_t(t) * k + i]);
+              const double bound = (std::ldexp(1.0, -8) + k * std::ldexp(1.0, -23)) * abs_sum + 1e-30;
+              ASSERT_LE(std::fabs(double(got[size_t(t) * m + r]) - ref[size_t(t) * m + r]), bound)
+                  << "owned=" << owned << " m=" << m << " k=" << k << " n=" << n << " t=" << t << " r=" << r;
+            }
+          for (int t = 0; t < n; t += std::max(1, n / 3)) {  // alone == in the batch, bit for bit
+            std::vector<float> alone(static_cast<size_t>(m));
+            cpu::linear(x.data() + size_t(t) * k, 1, W, b, alone.data());
+            for (int r = 0; r < m; ++r)
+              ASSERT_EQ(alone[size_t(r)], got[size_t(t) * m + r])
+                  << "owned=" << owned << " m=" << m << " k=" << k << " n=" << n << " t=" << t;
           }
-        for (int t = 0; t < n; t += std::max(1, n / 3)) {  // alone == in the batch, bit for bit
-          std::vector<float> alone(static_cast<size_t>(m));
-          cpu::linear(x.data() + size_t(t) * k, 1, W, b, alone.data());
-          for (int r = 0; r < m; ++r)
-            ASSERT_EQ(alone[size_t(r)], got[size_t(t) * m + r])
-                << "owned=" << owned << " m=" << m << " k=" << k << " n=" << n << " t=" << t;
         }
       }
-    }
   }
   cpu::set_amx(true);
   cpu::set_quant_exact(old);

@@ -502,7 +502,7 @@ bool bf16_weights_repacked(int k) {
 const char* linear_roofline_path(DType t) {
   detail::Int8Type it;
   if (dtype_is_block(t) && !quant_exact() && detail::int8_type(t, &it)) return "int8 dot";
-  if (t == DType::BF16 && amx_active(dispatch())) return "bf16 amx";  // weights whose k is a multiple of 32
+  if (t == DType::BF16 && amx_active(dispatch())) return "bf16 amx";  // panels of whole tiles (amx_takes)
   if (t == DType::BF16 && bf16dot_active(dispatch())) return "bf16 dot";
   return "f32 fma";
 }

@@ -59,7 +59,7 @@ void embedding_row(const TensorView& E, int row, float* out);
 //  * bf16 weights go through vdpbf16ps on CPUs with AVX512-BF16 (matmul_bf16dot.cpp): each activation rounded to
 //    bf16 once per call, so off by at most 2^-8 |x| (round to nearest even, 8 significant bits), products and sums in f32:
 //    |fast - exact| <= 2^-8 sum_i |w_i x_i| + (f32 rounding of the sums);
-//    on CPUs with AMX-BF16 the panel-packed ones (bf16_panels.h) whose k is a multiple of 32 go through the tiles
+//    on CPUs with AMX-BF16 the panel-packed ones (bf16_panels.h) of whole 32-k tiles (amx_takes) go through the tiles
 //    instead (matmul_amx.cpp): the same rounding and bound, other bits, chosen per weight and never per token count;
 //  * f16 weights multiply activations rounded to f16 once per call (F16C, round to nearest even; as ggml's f16 dot
 //    product rounds them), widened back and multiplied and summed in f32 by the same tiles, so off by at most

@@ -13,7 +13,7 @@
 // Numbers: the activations rounded to bf16 once (as on the bf16 dot path), products of bf16 exact in f32, sums in
 // f32 (the tile unit flushes denormals), so the bf16 dot path's error bound holds: |fast - exact| <= 2^-8
 // sum_i |w_i x_i| + (f32 rounding of the sums). The bits differ from vdpbf16ps's, which is why the path is chosen by
-// the weight alone (amx_takes) and never by the number of tokens.
+// the weight alone (amx_takes: its panels' pair slots a multiple of 16) and never by the number of tokens.
 // Batch invariance: an output is one tile accumulator row, summed over the k blocks in order; a token's row of A
 // meets only its own row of C, so its sums are the same whatever other tokens share the tile.
 #include <cpuid.h>

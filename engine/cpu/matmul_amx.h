@@ -10,8 +10,9 @@ struct Bf16Panels;
 
 // True when this CPU has AMX-BF16 and the kernel let this process use the tiles (arch_prctl, asked once).
 bool amx_bf16_usable();
-// Whether the AMX kernel computes a weight of these panels: their k a whole number of 32-element blocks (a tile's
-// depth; other widths keep vdpbf16ps, decided by the weight alone so that every n takes the same path).
+// Whether the AMX kernel computes a weight of these panels: their pair slots a whole number of 16, a tile's depth
+// (k of 32j - 1 or 32j: an odd k's last pair is zero-padded in the panels and the activations alike); other widths
+// keep vdpbf16ps, decided by the weight alone so that every n takes the same path.
 bool amx_takes(const Bf16Panels& w);
 // `iterations` x 4 tile multiply-adds of 16 x 16 x 32 (the roofline's peak for this path); only where usable.
 float amx_peak_loop(int iterations);
