@@ -3,9 +3,12 @@
 // (6 query heads over 2 KV heads, head_dim 64). Best of --reps timings of 200 calls each, microseconds per call, one
 // line per row count; the best rather than the median, since the inputs stay in cache and what varies between
 // timings is the machine, not the work.
+// --evict MB reads MB megabytes between calls (untimed), as a forward's weights pass through the caches between one
+// layer's attention and the next: each call then finds its keys and values where a decode step finds them. The
+// figure is then the median of single calls.
 //
 //   attention_bench [--rows 1,2,4,8,16] [--context 128] [--heads 6] [--kv-heads 2] [--head-dim 64] [--threads N]
-//                   [--reps 30]
+//                   [--reps 30] [--evict MB]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -25,7 +28,7 @@ using specscope::cpu::AttentionArgs;
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "attention_bench: %s\nusage: attention_bench [--rows 1,2,4,8,16] [--context 128] [--heads 6] "
-               "[--kv-heads 2] [--head-dim 64] [--threads N] [--reps 30]\n",
+               "[--kv-heads 2] [--head-dim 64] [--threads N] [--reps 30] [--evict MB]\n",
                why);
   std::exit(2);
 }
@@ -35,6 +38,30 @@ int positive(const char* flag, const char* value) {
   const long v = std::strtol(value, &end, 10);
   if (*end || v < 1 || v > 1 << 20) usage((std::string(flag) + ": expected a positive integer").c_str());
   return int(v);
+}
+
+// The median of reps x 200 single calls, each after reading `evict` (untimed). The fork/join back-off off, as in
+// `bench`'s step profile: the cold calls' long joins would otherwise make it run them on one thread.
+double median_cold_us(const AttentionArgs& a, int reps, const std::vector<float>& evict) {
+  const specscope::cpu::BackoffOffScope team_whole;
+  std::vector<double> times;
+  volatile float sink = 0.f;
+  for (int r = 0; r < reps * 200; ++r) {
+    // Read on the team, as a forward's matrix products are: every core's caches see the bytes, and the workers are
+    // as awake as they are between two layers.
+    const int parts = 64;
+    const size_t part = evict.size() / parts;
+    specscope::cpu::run_team_units(parts, evict.size(), 1, [&](int p0, int p1) {
+      float s = 0.f;
+      for (size_t i = size_t(p0) * part; i < size_t(p1) * part; i += 16) s += evict[i];
+      sink = sink + s;
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    specscope::cpu::attention(a);
+    times.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::nth_element(times.begin(), times.begin() + long(times.size() / 2), times.end());
+  return times[times.size() / 2];
 }
 
 double best_us(const AttentionArgs& a, int reps) {
@@ -51,7 +78,7 @@ double best_us(const AttentionArgs& a, int reps) {
 
 int main(int argc, char** argv) {
   std::vector<int> row_counts = {1, 2, 4, 8, 16};
-  int context = 128, heads = 6, kv_heads = 2, head_dim = 64, threads = 0, reps = 30;
+  int context = 128, heads = 6, kv_heads = 2, head_dim = 64, threads = 0, reps = 30, evict_mb = 0;
   for (int i = 1; i < argc; ++i) {
     const char* f = argv[i];
     if (i + 1 >= argc) usage((std::string(f) + ": needs a value").c_str());
@@ -66,12 +93,19 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(f, "--head-dim")) head_dim = positive(f, v);
     else if (!std::strcmp(f, "--threads")) threads = positive(f, v);
     else if (!std::strcmp(f, "--reps")) reps = positive(f, v);
+    else if (!std::strcmp(f, "--evict")) evict_mb = positive(f, v);
     else usage((std::string("unknown option ") + f).c_str());
   }
   if (heads % kv_heads) usage("--heads must be a multiple of --kv-heads");
   if (threads) specscope::cpu::set_num_threads(threads);
-  std::printf("attention: %d heads over %d KV heads, head_dim %d, context %d, %d threads; best of %d x 200 calls\n",
-              heads, kv_heads, head_dim, context, specscope::cpu::team_size(), reps);
+  const std::vector<float> evict(size_t(evict_mb) << 18, 1.f);
+  if (evict_mb)
+    std::printf("attention: %d heads over %d KV heads, head_dim %d, context %d, %d threads; median of %d x 200 calls, "
+                "each after reading %d MB\n",
+                heads, kv_heads, head_dim, context, specscope::cpu::team_size(), reps, evict_mb);
+  else
+    std::printf("attention: %d heads over %d KV heads, head_dim %d, context %d, %d threads; best of %d x 200 calls\n",
+                heads, kv_heads, head_dim, context, specscope::cpu::team_size(), reps);
   for (int rows : row_counts) {
     const int keys = context + rows;
     const size_t kt_stride = specscope::cpu::kt_stride_for(keys);
@@ -89,7 +123,7 @@ int main(int argc, char** argv) {
                           .v = v.data(), .v_stride = size_t(kv_heads) * head_dim, .keys = keys,
                           .visible = visible.data(), .scale = 1.f / 8.f, .out = out.data(),
                           .out_stride = size_t(heads) * head_dim};
-    const double us = best_us(a, reps);
+    const double us = evict_mb ? median_cold_us(a, reps, evict) : best_us(a, reps);
     const double macs = 2.0 * rows * heads * double(keys) * head_dim;
     std::printf("  rows %3d  %8.2f us  %6.2f us/row  %6.1f GMAC/s\n", rows, us, us / rows, macs / us / 1e3);
   }

@@ -10,6 +10,12 @@
 #       ggml-cuda (about 280 steps, ~30 minutes on 2 cores; resumable: run it again). Static ggml and llama, the CUDA
 #       runtime and cuBLAS from the machine (libcudart.so.13, libcublas.so.13), the CPU part for any AVX2 host
 #       (GGML_NATIVE off). No binding venv. Prints the directory holding bin/llama-bench.
+#   bash bench/build_llamacpp.sh --no-amx
+#       llama-bench and llama-quantize for this host's AVX-512/VNNI/BF16 without llama.cpp's AMX buffer (the ISA
+#       flags of GGML_NATIVE, AMX left out; its interleaved "repack" copies stay). On Sapphire Rapids the AMX buffer's
+#       matrix product crashes for Q8_0/Q4_K (llama.cpp issue #20824), and llama-bench --repack 0 would take the
+#       repacked AVX-512 kernels away too, so this is what a user of that CPU runs. No binding venv. Prints the
+#       directory holding bin/llama-bench (compare_llamacpp.sh --no-amx uses it).
 # Idempotent: a finished build (its stamp file) is reused. Cache: ${XDG_CACHE_HOME:-$HOME/.cache}/specscope/llamacpp.
 # The binding's venv: $LLAMACPP_VENV (default ~/.cache/specscope/llamacpp-venv), as bench/llamacpp_bench.py expects.
 set -euo pipefail
@@ -21,14 +27,15 @@ build="$cache/build-$LLAMA_CPP_PYTHON_VERSION"
 venv="${LLAMACPP_VENV:-$HOME/.cache/specscope/llamacpp-venv}"
 die() { echo "build_llamacpp.sh: $*" >&2; exit 1; }
 for t in python3 cmake c++ tar; do command -v "$t" >/dev/null || die "needs $t on PATH (apt-get install cmake g++ python3-venv)"; done
-cuda_arch=""
+cuda_arch="" no_amx=0
 case "${1:-}" in
   --cuda) cuda_arch=${2:?"--cuda needs an architecture, e.g. 90"} ;;
+  --no-amx) no_amx=1 ;;
   "") ;;
-  *) die "unknown argument $1 (--cuda ARCH or nothing)" ;;
+  *) die "unknown argument $1 (--cuda ARCH, --no-amx or nothing)" ;;
 esac
-# Only the binding needs a venv; the CUDA llama-bench is the C++ tool alone.
-[ -n "$cuda_arch" ] || python3 -m venv --help >/dev/null 2>&1 ||
+# Only the binding needs a venv; the CUDA llama-bench and the AMX-less build are the C++ tools alone.
+[ -n "$cuda_arch" ] || [ "$no_amx" = 1 ] || python3 -m venv --help >/dev/null 2>&1 ||
   die "needs python3's venv module (apt-get install python3-venv)"
 mkdir -p "$cache"
 
@@ -52,6 +59,25 @@ if [ -n "$cuda_arch" ]; then
         -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_TOOLS=ON \
         -DLLAMA_BUILD_EXAMPLES=OFF >&2 || die "cmake configure failed (see above)"
     cmake --build "$build" -j"$JOBS" --target llama-bench >&2 || die "llama.cpp CUDA build failed (see above)"
+    touch "$build/.built"
+  fi
+  echo "$build/bin"
+  exit 0
+fi
+
+if [ "$no_amx" = 1 ]; then
+  build="$cache/build-$LLAMA_CPP_PYTHON_VERSION-noamx"
+  flag() { grep -q -w "$1" /proc/cpuinfo && echo ON || echo OFF; }  # the ISA extension GGML_NATIVE would use
+  if [ ! -f "$build/.built" ]; then
+    cmake -S "$src/vendor/llama.cpp" -B "$build" -G "$(command -v ninja >/dev/null && echo Ninja || echo 'Unix Makefiles')" \
+        -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE=OFF -DGGML_OPENMP=ON \
+        -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX_VNNI="$(flag avx_vnni)" \
+        -DGGML_AVX512="$(flag avx512f)" -DGGML_AVX512_VBMI="$(flag avx512vbmi)" \
+        -DGGML_AVX512_VNNI="$(flag avx512_vnni)" -DGGML_AVX512_BF16="$(flag avx512_bf16)" \
+        -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
+        -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_TOOLS=ON \
+        -DLLAMA_BUILD_EXAMPLES=OFF >&2 || die "cmake configure failed (see above)"
+    cmake --build "$build" -j"$JOBS" --target llama-bench >&2 || die "llama.cpp build failed (see above)"
     touch "$build/.built"
   fi
   echo "$build/bin"

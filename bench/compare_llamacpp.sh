@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SpecScope against llama.cpp on the same GGUF files and the same protocol, 2 threads, medians of --repeat runs:
 # decode tokens/s (64 steps after a 128-token prefill) and the time of one forward with n new tokens at context 128.
-#   bash bench/compare_llamacpp.sh [--only LIST] [--quick] [--repeat R] [--rounds K] [OUTDIR]
+#   bash bench/compare_llamacpp.sh [--only LIST] [--quick] [--repeat R] [--rounds K] [--no-amx] [OUTDIR]
 #   (default OUTDIR bench/results/llamacpp)
 #   LIST, comma-separated groups or single files of them (syn1b_q8_0, syn60_f16, ...; default all groups):
 #     base   the default base (bf16; llama.cpp reads a BF16 GGUF converted from the same weights)
@@ -14,6 +14,12 @@
 #            vocabulary): F16, Q8_0, Q4_K_M (not in the default run)
 #     spec   llama-speculative beside `specscope-cli run --method sps` (target base, draft draft; greedy, gamma 4)
 #   --quick: one repeat, 2 prompts of 64 tokens for spec (a smoke run; not figures to quote)
+#   --no-amx: llama-bench from llama.cpp built without its AMX buffer (build_llamacpp.sh --no-amx: this host's
+#     AVX-512/VNNI/BF16 kernels and interleaved copies, no AMX), and the binding (which loads the native build) with
+#     the weights as the file has them (use_extra_bufts off). Needed on CPUs with AMX: there llama.cpp moves Q8_0 and
+#     Q4_K weights into its AMX buffer, whose matrix product crashes (SIGSEGV in ggml_backend_amx_mul_mat, llama.cpp
+#     issue #20824; the pinned 0.3.36 on the 1B Q8_0 file on a Sapphire Rapids, 2026-12-05), so a user of such a CPU
+#     runs it without. F16/BF16 never go through that buffer.
 #   --rounds K: the three engines take turns K times per file (each round --repeat runs of each; SpecScope and
 #     llama-bench swap places every round), and each figure is the median over the rounds (bench/merge_rounds.py):
 #     this machine's speed drifts by up to 30% within minutes, and in one block per engine a slow spell lands on
@@ -26,13 +32,14 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 die() { echo "compare_llamacpp.sh: $*" >&2; exit 1; }
-only="base,syn60,1b,spec" repeat=5 rounds=1 quick=0 out="$here/bench/results/llamacpp" cmdline="bash bench/compare_llamacpp.sh $*"
+only="base,syn60,1b,spec" repeat=5 rounds=1 quick=0 no_amx=0 out="$here/bench/results/llamacpp" cmdline="bash bench/compare_llamacpp.sh $*"
 while [ $# -gt 0 ]; do
   case "$1" in
     --only) only="$2"; shift 2 ;;
     --repeat) repeat="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --quick) quick=1 repeat=1; shift ;;
+    --no-amx) no_amx=1; shift ;;
     -*) die "unknown option $1" ;;
     *) out="$1"; shift ;;
   esac
@@ -50,7 +57,11 @@ echo "## $(date -u +%FT%TZ) $cmdline" >> "$out/timings.txt"  # appended: partial
 stage_start=$SECONDS
 stage() { echo "$1: $((SECONDS - stage_start)) s (load average $(cut -d' ' -f1 /proc/loadavg))" | tee -a "$out/timings.txt" >&2; stage_start=$SECONDS; }
 
-BIN="$(bash "$here/bench/build_llamacpp.sh" | tail -n 1)"
+BIN="$(bash "$here/bench/build_llamacpp.sh" | tail -n 1)"  # the tools, llama-quantize, and the binding's libraries
+BENCH_BIN="$BIN" no_repack=""
+if [ "$no_amx" = 1 ]; then
+  BENCH_BIN="$(bash "$here/bench/build_llamacpp.sh" --no-amx | tail -n 1)" no_repack=--no-repack
+fi
 stage "build llama.cpp (skipped when built)"
 
 hf_to_gguf() {  # HF_DIR NAME: $tmp/NAME.f32.gguf, through an f32 copy (the converter reads f32/f16 safetensors)
@@ -128,10 +139,10 @@ run() {  # NAME GROUP SPECSCOPE_MODEL GGUF
           { "$CLI" bench --model "$2" --repeat "$repeat" --out "$dest.specscope.json" 2>"$log" \
               || die "specscope-cli bench failed: see $log"; } | sed 's/^/  specscope    /' ;;
         llamabench)
-          { python3 "$here/bench/llamacpp_tools.py" bench --bin "$BIN" "$3" --threads 2 --repeat "$repeat" \
+          { python3 "$here/bench/llamacpp_tools.py" bench --bin "$BENCH_BIN" "$3" --threads 2 --repeat "$repeat" \
               --out "$dest.llamabench.json" 2>"$log" || die "llama-bench failed: see $log"; } | sed 's/^/  llama-bench  /' ;;
         binding)
-          { "$LPY" "$here/bench/llamacpp_bench.py" bench "$3" --threads 2 --repeat "$repeat" \
+          { "$LPY" "$here/bench/llamacpp_bench.py" bench "$3" --threads 2 --repeat "$repeat" $no_repack \
               --out "$dest.llamacpp.json" 2>"$log" || die "the binding's bench failed: see $log"; } | sed 's/^/  binding      /' ;;
       esac
     done
@@ -164,5 +175,7 @@ fi
        "table: python3 bench/llamacpp_table.py ${out#$here/})"
   echo "llama.cpp: llama-cpp-python $("$LPY" -c 'import llama_cpp; print(llama_cpp.__version__)')'s vendored source," \
        "built by bench/build_llamacpp.sh (GGML_NATIVE, OpenMP); $("$BIN/llama-bench" --version 2>&1 | head -n 1)"
+  [ "$no_amx" = 0 ] || echo "llama-bench: $BENCH_BIN/llama-bench (build_llamacpp.sh --no-amx: no AMX buffer); the binding" \
+       "with use_extra_bufts off"
   echo "SpecScope: $(git -C "$here" rev-parse --short HEAD 2>/dev/null)$(git -C "$here" diff --quiet 2>/dev/null || echo ' + uncommitted changes')"
 } > "$out/README.txt"

@@ -49,10 +49,12 @@ def quantize(src, dst, kind, threads):
 
 
 class Runner:
-    def __init__(self, path, threads, n_ctx):
+    def __init__(self, path, threads, n_ctx, repack=True):
         L.llama_backend_init()
         mp = L.llama_model_default_params()
         mp.n_gpu_layers = 0
+        # repack=False: the weights stay as the file has them (no AMX or interleaved copies), as llama-bench --repack 0.
+        mp.use_extra_bufts = repack
         self.model = L.llama_model_load_from_file(path.encode(), mp)
         if not self.model:
             raise SystemExit(f"{path}: llama.cpp could not load it")
@@ -90,7 +92,7 @@ class Runner:
 
 def bench(a):
     sizes = [int(s) for s in a.step_sizes.split(",")]
-    r = Runner(a.model, a.threads, a.prompt_tokens + max(a.gen_tokens, max(sizes)) + 8)
+    r = Runner(a.model, a.threads, a.prompt_tokens + max(a.gen_tokens, max(sizes)) + 8, repack=not a.no_repack)
     V = r.V
     prompt = [int((1000003 * (i + 1)) % max(V - 300, 1) + 256) for i in range(a.prompt_tokens)]
     prefill, decode, steps = [], [], {n: [] for n in sizes}
@@ -118,7 +120,7 @@ def bench(a):
     one = statistics.median(steps[sizes[0]])
     j = {"engine": "llama.cpp", "llama_cpp_python": L.__version__, "model": a.model, "threads": a.threads,
          "system_info": L.llama_print_system_info().decode().strip(), "prompt_tokens": a.prompt_tokens,
-         "gen_tokens": a.gen_tokens, "repeat": a.repeat,
+         "gen_tokens": a.gen_tokens, "repeat": a.repeat, "repack": not a.no_repack,
          "prefill_tokens_per_second": statistics.median(prefill),
          "decode_tokens_per_second": statistics.median(decode),
          "step_cost": [{"tokens": n, "ms": statistics.median(steps[n]),
@@ -161,6 +163,8 @@ def main():
     b.add_argument("--prompt-tokens", type=int, default=128)
     b.add_argument("--gen-tokens", type=int, default=64)
     b.add_argument("--step-sizes", default="1,2,4,8,16,32,64")
+    b.add_argument("--no-repack", action="store_true",
+                   help="keep the weights as the file has them (no AMX or interleaved copies), as llama-bench --repack 0")
     b.add_argument("--out")
     g = sub.add_parser("logits", help="llama.cpp's logits of one causal forward, every row, to a .npy file")
     g.add_argument("model")

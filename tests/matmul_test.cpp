@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <random>
@@ -677,13 +678,24 @@ TEST(OneRowKernels, PrefetchSettingsDoNotChangeABit) {
         ASSERT_EQ(0, std::memcmp(first.data(), y.data(), y.size() * sizeof(float)))
             << dtype_str(t) << " threads=" << threads << " lines=" << lines;
       }
-    EXPECT_EQ(cpu::detail::one_row_prefetch_lines(cpu::detail::kBf16OneRowPrefetchLines),
-              cpu::detail::kBf16OneRowPrefetchLines);
+    EXPECT_EQ(cpu::detail::one_row_prefetch_lines(cpu::detail::bf16_one_row_prefetch_lines()),
+              cpu::detail::bf16_one_row_prefetch_lines());
     cpu::detail::set_one_row_prefetch_lines(0);
     EXPECT_EQ(cpu::detail::one_row_prefetch_lines(cpu::detail::kF16OneRowPrefetchLines), 0);
     cpu::detail::set_one_row_prefetch_lines(-1);
   }
   cpu::set_quant_exact(old);
+}
+
+// The bf16 one-row kernel's prefetch default follows the vendor that the kernel reports in /proc/cpuinfo: every line
+// on Intel, every 4th elsewhere (matmul_kernels.h says what each measured).
+TEST(OneRowPrefetch, Bf16DefaultFollowsTheVendor) {
+  std::ifstream info("/proc/cpuinfo");
+  std::string line, vendor;
+  while (vendor.empty() && std::getline(info, line))
+    if (line.rfind("vendor_id", 0) == 0) vendor = line.substr(line.find(':') + 2);
+  if (vendor.empty()) GTEST_SKIP() << "no vendor_id in /proc/cpuinfo";
+  EXPECT_EQ(cpu::detail::bf16_one_row_prefetch_lines(), vendor == "GenuineIntel" ? 1 : 4) << vendor;
 }
 
 // Panel rows only schedule the work (which rows share a cached k block); the k block sets the summation order and is a

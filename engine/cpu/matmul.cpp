@@ -13,6 +13,7 @@
 #include "engine/cpu/matmul_quant.h"
 
 #include <cblas.h>
+#include <cpuid.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -94,6 +95,15 @@ TuningOverride g_widen_slices{"SPECSCOPE_WIDEN_SLICES"};
 }  // namespace
 
 int one_row_prefetch_lines(int kernel_default) { return int(g_one_row_prefetch.value_or(kernel_default)); }
+int bf16_one_row_prefetch_lines() {
+  static const int lines = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    // CPUID leaf 0: the vendor string in EBX, EDX, ECX ("Genu" "ineI" "ntel").
+    const bool intel = __get_cpuid(0, &a, &b, &c, &d) && b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu;
+    return intel ? 1 : 4;
+  }();
+  return lines;
+}
 void set_one_row_prefetch_lines(int lines) { g_one_row_prefetch.set(lines); }
 int panel_prefetch_groups(int kernel_default) { return int(g_panel_ahead.value_or(kernel_default)); }
 void set_panel_prefetch_groups(long groups) { g_panel_ahead.set(groups); }

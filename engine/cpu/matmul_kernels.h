@@ -108,8 +108,14 @@ inline int one_row_prefetch_rows(int k, size_t elem_size) {
 // line, is fastest with every line (every 4th: 0.82x, none: 0.90x) when it reads f32 activations (the exact path);
 // reading the f16 fast path's f16 activations, half the bytes, it is fastest with none (1.038x every line of the f32
 // kernel, better in 10 of 10 rounds; every line 0.96x of none: bench/results/cpu_f16_activations_2026-11-30/).
+// On Intel the bf16 dot kernel wants every line instead: a 2-core Sapphire Rapids decoded the 1B-shaped BF16 file at
+// 14.6-15.3 tok/s prefetching every line against 11.3-11.7 every 4th or 2nd (one-token forward 65-67 against 86-87
+// ms, five runs alternated; bench/results/llamacpp_1b_spr_2026-12-05/one_row_prefetch.txt), so its default follows
+// the vendor (bf16_one_row_prefetch_lines()).
 // SPECSCOPE_ONE_ROW_PREFETCH=N, or set_one_row_prefetch_lines(N), sets all (N = 0: never); -1 restores these defaults.
-inline constexpr int kBf16OneRowPrefetchLines = 4, kF16OneRowPrefetchLines = 1, kF16BitsOneRowPrefetchLines = 0;
+inline constexpr int kF16OneRowPrefetchLines = 1, kF16BitsOneRowPrefetchLines = 0;
+// The bf16 dot kernel's default: 1 on Intel CPUs, 4 on others (above).
+int bf16_one_row_prefetch_lines();
 
 // A kernel tuning value forced from the environment variable `env` (N >= 0) or in process (set; bench/kernel_ab.cpp
 // alternates settings within one process because this VM's memory speed swings too much between processes to compare
