@@ -678,24 +678,29 @@ TEST(OneRowKernels, PrefetchSettingsDoNotChangeABit) {
         ASSERT_EQ(0, std::memcmp(first.data(), y.data(), y.size() * sizeof(float)))
             << dtype_str(t) << " threads=" << threads << " lines=" << lines;
       }
-    EXPECT_EQ(cpu::detail::one_row_prefetch_lines(cpu::detail::bf16_one_row_prefetch_lines()),
-              cpu::detail::bf16_one_row_prefetch_lines());
+    const int bf16_default = cpu::detail::one_row_prefetch_default(cpu::detail::OneRowKernel::Bf16Dot);
+    EXPECT_EQ(cpu::detail::one_row_prefetch_lines(bf16_default), bf16_default);
     cpu::detail::set_one_row_prefetch_lines(0);
-    EXPECT_EQ(cpu::detail::one_row_prefetch_lines(cpu::detail::kF16OneRowPrefetchLines), 0);
+    EXPECT_EQ(cpu::detail::one_row_prefetch_lines(
+                  cpu::detail::one_row_prefetch_default(cpu::detail::OneRowKernel::F16)), 0);
     cpu::detail::set_one_row_prefetch_lines(-1);
   }
   cpu::set_quant_exact(old);
 }
 
-// The bf16 one-row kernel's prefetch default follows the vendor that the kernel reports in /proc/cpuinfo: every line
-// on Intel, every 4th elsewhere (matmul_kernels.h says what each measured).
-TEST(OneRowPrefetch, Bf16DefaultFollowsTheVendor) {
+// The one-row kernels' prefetch defaults follow the vendor that the kernel reports in /proc/cpuinfo: every line on
+// Intel, elsewhere bf16 every 4th, f16 every line, f16 bits none (matmul_kernels.h says what each measured).
+TEST(OneRowPrefetch, DefaultsFollowTheVendor) {
   std::ifstream info("/proc/cpuinfo");
   std::string line, vendor;
   while (vendor.empty() && std::getline(info, line))
     if (line.rfind("vendor_id", 0) == 0) vendor = line.substr(line.find(':') + 2);
   if (vendor.empty()) GTEST_SKIP() << "no vendor_id in /proc/cpuinfo";
-  EXPECT_EQ(cpu::detail::bf16_one_row_prefetch_lines(), vendor == "GenuineIntel" ? 1 : 4) << vendor;
+  using cpu::detail::OneRowKernel;
+  const bool intel = vendor == "GenuineIntel";
+  EXPECT_EQ(cpu::detail::one_row_prefetch_default(OneRowKernel::Bf16Dot), intel ? 1 : 4) << vendor;
+  EXPECT_EQ(cpu::detail::one_row_prefetch_default(OneRowKernel::F16), 1) << vendor;
+  EXPECT_EQ(cpu::detail::one_row_prefetch_default(OneRowKernel::F16Bits), intel ? 1 : 0) << vendor;
 }
 
 // Panel rows only schedule the work (which rows share a cached k block); the k block sets the summation order and is a

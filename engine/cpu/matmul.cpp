@@ -95,14 +95,19 @@ TuningOverride g_widen_slices{"SPECSCOPE_WIDEN_SLICES"};
 }  // namespace
 
 int one_row_prefetch_lines(int kernel_default) { return int(g_one_row_prefetch.value_or(kernel_default)); }
-int bf16_one_row_prefetch_lines() {
-  static const int lines = [] {
+int one_row_prefetch_default(OneRowKernel kernel) {
+  static const bool intel = [] {
     unsigned a = 0, b = 0, c = 0, d = 0;
     // CPUID leaf 0: the vendor string in EBX, EDX, ECX ("Genu" "ineI" "ntel").
-    const bool intel = __get_cpuid(0, &a, &b, &c, &d) && b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu;
-    return intel ? 1 : 4;
+    return __get_cpuid(0, &a, &b, &c, &d) && b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu;
   }();
-  return lines;
+  if (intel) return 1;
+  switch (kernel) {
+    case OneRowKernel::Bf16Dot: return 4;
+    case OneRowKernel::F16: return 1;
+    case OneRowKernel::F16Bits: return 0;
+  }
+  return 1;
 }
 void set_one_row_prefetch_lines(int lines) { g_one_row_prefetch.set(lines); }
 int panel_prefetch_groups(int kernel_default) { return int(g_panel_ahead.value_or(kernel_default)); }

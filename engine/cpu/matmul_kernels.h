@@ -108,14 +108,16 @@ inline int one_row_prefetch_rows(int k, size_t elem_size) {
 // line, is fastest with every line (every 4th: 0.82x, none: 0.90x) when it reads f32 activations (the exact path);
 // reading the f16 fast path's f16 activations, half the bytes, it is fastest with none (1.038x every line of the f32
 // kernel, better in 10 of 10 rounds; every line 0.96x of none: bench/results/cpu_f16_activations_2026-11-30/).
-// On Intel the bf16 dot kernel wants every line instead: a 2-core Sapphire Rapids decoded the 1B-shaped BF16 file at
-// 14.6-15.3 tok/s prefetching every line against 11.3-11.7 every 4th or 2nd (one-token forward 65-67 against 86-87
-// ms, five runs alternated; bench/results/llamacpp_1b_spr_2026-12-05/one_row_prefetch.txt), so its default follows
-// the vendor (bf16_one_row_prefetch_lines()).
+// On Intel every kernel wants every line instead. A 2-core Sapphire Rapids, runs alternated in one shell loop
+// (bench/results/llamacpp_1b_spr_2026-12-05/one_row_prefetch.txt):
+// - the 1B-shaped BF16 file decoded at 14.6-15.3 tok/s with every line, 11.3-11.7 with every 4th or 2nd line (the
+//   one-token forward 65-67 against 86-87 ms);
+// - the F16 file, f16 activations, 15.0-15.2 tok/s with every line, 13.2-13.4 with none, 8.8-8.9 with every 4th.
+// So the defaults follow the vendor (one_row_prefetch_default).
 // SPECSCOPE_ONE_ROW_PREFETCH=N, or set_one_row_prefetch_lines(N), sets all (N = 0: never); -1 restores these defaults.
-inline constexpr int kF16OneRowPrefetchLines = 1, kF16BitsOneRowPrefetchLines = 0;
-// The bf16 dot kernel's default: 1 on Intel CPUs, 4 on others (above).
-int bf16_one_row_prefetch_lines();
+enum class OneRowKernel { Bf16Dot, F16, F16Bits };  // bf16 dot; f16 widened against f32 / against f16 activations
+// Every line (1) on Intel CPUs; elsewhere bf16 dot 4, f16 1, f16 bits 0 (the measurements above).
+int one_row_prefetch_default(OneRowKernel kernel);
 
 // A kernel tuning value forced from the environment variable `env` (N >= 0) or in process (set; bench/kernel_ab.cpp
 // alternates settings within one process because this VM's memory speed swings too much between processes to compare
