@@ -551,8 +551,8 @@ TEST(Linear, NonFiniteValuesStayInTheirOutputs) {
 // token's outputs bit-identical whether computed alone or among other tokens, in any tile position.
 TEST(Bf16FastPath, WithinStatedBoundAndBatchInvariant) {
   const bool old = cpu::set_quant_exact(false);
-  // On CPUs with AMX-BF16 the tiles (matmul_amx.cpp: panels of whole 16-pair tiles, here k = 31, 32 and 384) and,
-  // with them turned off, the vdpbf16ps kernel; elsewhere set_amx changes nothing and the loop repeats.
+  // On CPUs with AMX-BF16 the tiles (matmul_amx.cpp: panels of whole 16-pair tiles, here k = 31, 32, 384, 2048 and
+  // 4096) and, with them turned off, the vdpbf16ps kernel; elsewhere set_amx changes nothing and the loop repeats.
   for (bool amx : {true, false}) {
     cpu::set_amx(amx);
     std::printf("bf16 path: %s\n", cpu::linear_roofline_path(DType::BF16));
@@ -562,12 +562,18 @@ TEST(Bf16FastPath, WithinStatedBoundAndBatchInvariant) {
     // row-major and takes the one-row kernel at n = 1 (matmul_bf16dot.cpp).
     for (bool owned : {false, true})
       for (auto [m, k] : {std::pair{4, 3}, std::pair{13, 31}, std::pair{9, 32}, std::pair{7, 33}, std::pair{64, 384},
-                          std::pair{21, 1000}, std::pair{50, 385}, std::pair{37, 2081}}) {
+                          std::pair{21, 1000}, std::pair{50, 385}, std::pair{37, 2081}, std::pair{19, 2048},
+                          std::pair{33, 4096}}) {
         auto w = std::make_shared<Weights>(make_weights(DType::BF16, m, k, rng, false));
         TensorView W = w->view();
         if (owned) W.keep_alive = w;
         if (owned && k < cpu::detail::kPanelMaxK && std::string(cpu::linear_roofline_path(DType::BF16)) != "f32 fma")
           EXPECT_NE(cpu::detail::bf16_panels_for(W), nullptr) << "m=" << m << " k=" << k;
+        // k = 2048 and 4096 are packed only for the tiles (their panels long enough to be prefetched); k = 2081 never.
+        if (k >= cpu::detail::kPanelMaxK)
+          EXPECT_EQ(cpu::bf16_weights_repacked(k),
+                    k != 2081 && std::string(cpu::linear_roofline_path(DType::BF16)) == "bf16 amx")
+              << "k=" << k;
         const std::vector<float> bias = owned ? random_vec(size_t(m), rng, false) : std::vector<float>{};
         const float* b = owned ? bias.data() : nullptr;
         for (int n : {1, 3, 6, 7, 8, 9, 13, 17, 64}) {

@@ -8,8 +8,10 @@
 // so one vdpbf16ps adds two k of 16 rows against a broadcast pair of one token's activations, and the accumulator
 // already holds 16 outputs. Rows past m and the element past an odd k are zero.
 //
-// Only narrow weights are repacked (k < kPanelMaxK): the horizontal sums are a share of the work that shrinks as
-// 1/k, and above it a second copy of the weights (the mapping stays) would cost memory for a few percent.
+// Only narrow weights are repacked (k < kPanelMaxK) for the vdpbf16ps and widening kernels: the horizontal sums are a
+// share of the work that shrinks as 1/k, and above it a second copy of the weights (the mapping stays) would cost
+// memory for a few percent. On the AMX tiles wider ones are repacked too (matmul.cpp, bf16_repacked): there the
+// panels turn an 8-16-token forward into a one-token one's time.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -33,7 +35,8 @@ std::shared_ptr<const Bf16Panels> pack_bf16_panels(const uint16_t* W, int m, int
 
 // The panels of a bf16 weight, packed on first use and kept while the memory W.data points into lives (tracked
 // through W.keep_alive, so a freed mapping whose address is reused is never mistaken for the old one). Null when W
-// stays row-major: not bf16, k >= kPanelMaxK, or no owner to track. Thread-safe.
+// stays row-major: not bf16 or no owner to track. Which widths are packed is the caller's choice (matmul.cpp's
+// bf16_repacked: below kPanelMaxK, and wider ones on the AMX tiles). Thread-safe.
 const Bf16Panels* bf16_panels_for(const TensorView& W);
 
 }  // namespace specscope::cpu::detail

@@ -378,9 +378,21 @@ void round_activations_to_f16(std::vector<LinearArgs>& products) {
   }
 }
 
-// The panel-packed copy of a bf16 weight when the bf16 dot kernel computes it (packed on first use), else null.
+// Which bf16 weights of width k are packed into panels: on either panel kernel those narrower than kPanelMaxK, and
+// on the AMX tiles the wider ones whose panels the tiles take too. For those (the 1B-class matrices) the tiles make a
+// forward of 8-16 tokens cost what one token costs (a 1B-shaped BF16 file: 75-81 ms against 66-76 for one token, where
+// vdpbf16ps took 117-199 ms) and prefill 3.5x faster, one token as fast as the one-row kernel
+// (bench/results/cpu_amx_large_k_2026-12-05/). The panels replace the resident copy (resident_weights.cpp asks
+// bf16_weights_repacked), so memory does not grow. Fixed per weight for a given setting, as amx_takes requires.
+bool bf16_repacked(int k, const Dispatch& d) {
+  if (k <= 0 || !(bf16dot_active(d) || bf16widen_active(d))) return false;
+  return k < detail::kPanelMaxK || (amx_active(d) && detail::amx_takes_k(k));
+}
+
+// The panel-packed copy of a bf16 weight when a panel kernel computes it (packed on first use), else null.
 const detail::Bf16Panels* panels_for(const TensorView& W, const Dispatch& d) {
-  return W.dtype == DType::BF16 && (bf16dot_active(d) || bf16widen_active(d)) ? detail::bf16_panels_for(W) : nullptr;
+  return W.dtype == DType::BF16 && W.shape.size() == 2 && bf16_repacked(int(W.cols()), d) ? detail::bf16_panels_for(W)
+                                                                                         : nullptr;
 }
 
 // Products of one X with several weights (all of one dense dtype and width k) in one fork of the team: the
@@ -509,10 +521,7 @@ void linear_shared_input(const float* X, int n, std::span<const LinearOutput> ou
 bool set_bf16_dot(bool on) { return g_bf16_dot.exchange(on); }
 bool set_amx(bool on) { return g_amx.exchange(on); }
 
-bool bf16_weights_repacked(int k) {
-  const Dispatch d = dispatch();
-  return k > 0 && k < detail::kPanelMaxK && (bf16dot_active(d) || bf16widen_active(d));
-}
+bool bf16_weights_repacked(int k) { return bf16_repacked(k, dispatch()); }
 
 const char* linear_roofline_path(DType t) {
   detail::Int8Type it;

@@ -86,13 +86,13 @@ bool set_bf16_dot(bool on);
 bool set_amx(bool on);
 
 // Whether linear() keeps a second, panel-packed copy of bf16 weights k inputs wide (bf16_panels.h: on CPUs with AVX2
-// or AVX-512, outside the exact path, for k below 2048, made on first use): memory estimates count those weights
-// twice.
+// or AVX-512, outside the exact path, for k below 2048, and on the AMX tiles for wider k that they take; made on first
+// use, in place of the resident copy): memory estimates count those weights twice.
 bool bf16_weights_repacked(int k);
 
 // Revision of the CPU kernels' speed: part of the key of every cached timing (runs/step_cost.h). Bump it when a kernel
 // change moves the step-cost curve, so that machines measure again instead of using stale curves.
-inline constexpr const char* kKernelRevision = "2026-12-05";  // bf16 weights through AMX tiles
+inline constexpr const char* kKernelRevision = "2026-12-05b";  // AMX tiles for bf16 weights of k >= 2048 too
 
 // The roofline path (engine/cpu/roofline.h: "f32 fma", "bf16 dot", "bf16 amx", "int8 dot") linear() computes weights of type
 // t on now: what its speed is to be measured against.

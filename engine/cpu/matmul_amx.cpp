@@ -108,14 +108,29 @@ SS_AMX void panel_group(const uint16_t* xb, size_t kp, const Bf16Panels& w, int 
 // the memory bound (the default base's one-token step 0.64-0.66 ms against 0.61-0.62 for these pairs). Each C tile
 // still adds its blocks in order with the same products, so both kernels give the same bits and the choice may
 // follow the number of tokens.
+//
+// Panels of kLongPanelPairs pair slots or more (64 KB: the 1B-class matrices, k >= 2048, streamed from memory) are
+// prefetched into L1 every line kLongPanelAhead bytes ahead. Without it the tiles streamed a 1B-shaped BF16 file's
+// weights at 79% of the memory bound and one token took 76 ms, against 66 ms on the one-row vdpbf16ps kernel; 1-4 KB
+// ahead, 63-66 ms (bench/results/cpu_amx_large_k_2026-12-05/). The default base's panels (12-32 KB, read from L3)
+// measured no better with prefetches (session 35), so they keep none.
+constexpr int kLongPanelPairs = 1024;
+constexpr size_t kLongPanelAhead = 2048;
 template <int P>
 SS_AMX void panel_pair(const uint16_t* xb, size_t kp, const Bf16Panels& w, int p, float* out) {
   const size_t pe = size_t(w.pairs) * 32;
   const uint16_t* b = w.panel(p);
   const long as = long(kp * sizeof(uint16_t));
+  const bool stream = w.pairs >= kLongPanelPairs;
+  const char* panels_end = reinterpret_cast<const char*>(b + P * pe);
   zero_c<P>();
   int j = 0;
   for (; j + 32 <= w.pairs; j += 32) {
+    if (stream)  // the 2 KB of each panel this iteration reads, kLongPanelAhead on
+      for (int q = 0; q < P; ++q) {
+        const char* ahead = reinterpret_cast<const char*>(b + size_t(q) * pe + size_t(j) * 32) + kLongPanelAhead;
+        for (int line = 0; line < 32 && ahead + line * 64 < panels_end; ++line) _mm_prefetch(ahead + line * 64, _MM_HINT_T0);
+      }
     _tile_loadd(2, xb + size_t(j) * 2, as);
     _tile_loadd(4, b + size_t(j) * 32, 64);
     if constexpr (P > 1) _tile_loadd(5, b + pe + size_t(j) * 32, 64);
@@ -170,7 +185,7 @@ SS_AMX float amx_peak_loop(int iterations) {
   return c[0];
 }
 
-bool amx_takes(const Bf16Panels& w) { return w.pairs % 16 == 0; }
+bool amx_takes(const Bf16Panels& w) { return amx_takes_k(w.k); }
 
 SS_AMX void panels_amx(const uint16_t* xb, size_t kp, int n, const Bf16Panels& w, const float* bias, float* Y, int p0,
                 int p1) {

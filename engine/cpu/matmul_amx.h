@@ -14,6 +14,7 @@ bool amx_bf16_usable();
 // (k of 32j - 1 or 32j: an odd k's last pair is zero-padded in the panels and the activations alike); other widths
 // keep vdpbf16ps, decided by the weight alone so that every n takes the same path.
 bool amx_takes(const Bf16Panels& w);
+inline bool amx_takes_k(int k) { return (k + 1) / 2 % 16 == 0; }  // the same, from the weight's width
 // `iterations` x 4 tile multiply-adds of 16 x 16 x 32 (the roofline's peak for this path); only where usable.
 float amx_peak_loop(int iterations);
 // Y[:, 16 p0 : 16 p1) = xb W^T (+ bias) from W's panels; the same inputs and contract as panels_bf16dot.

@@ -21,8 +21,9 @@ uint64_t cpu_kv_cache_bytes(const ModelFacts& f, int n_ctx) {
 MemoryNeed model_memory(const ModelFacts& f, int n_ctx, bool with_kv) {
   MemoryNeed m;
   m.weights = f.size_bytes + f.copied_bytes;
-  // bf16 matrices narrower than 2048 inputs get a packed copy for the bf16 panel kernels (cpu::bf16_weights_repacked):
-  // counted as all of them (the down projection, wider, is not copied: a small overcount).
+  // bf16 matrices narrower than 2048 inputs (and, on the AMX tiles, wider ones) get a packed copy for the bf16 panel
+  // kernels (cpu::bf16_weights_repacked): counted as all of them (where the down projection, wider, is not copied: a
+  // small overcount).
   if (f.dtype == "bf16" && cpu::bf16_weights_repacked(f.hidden_size)) m.weights += f.size_bytes;
   if (with_kv && !f.is_head()) m.kv_cache = cpu_kv_cache_bytes(f, n_ctx);
   return m;
