@@ -78,6 +78,25 @@ SS_AMX void store_c(float* out) {
   if constexpr (P > 3) _tile_stored(3, out + 48, 256);
 }
 
+// Panels of kLongPanelPairs pair slots or more (64 KB: the 1B-class matrices, k >= 2048, streamed from memory) are
+// prefetched into L1 every line kLongPanelAhead bytes ahead. Without it the tiles streamed a 1B-shaped BF16 file's
+// weights at 79% of the memory bound and one token took 76 ms, against 66 ms on the one-row vdpbf16ps kernel; 1-4 KB
+// ahead, 63-66 ms (bench/results/cpu_amx_large_k_2026-12-05/). The default base's panels (12-32 KB, read from L3)
+// measured no better with prefetches (session 35), so they keep none.
+constexpr int kLongPanelPairs = 1024;
+constexpr size_t kLongPanelAhead = 2048;
+
+// The `lines` lines of each of the P panels from pair slot j on, kLongPanelAhead bytes ahead, into L1. Only
+// panel_pair prefetches: in panel_group (5-16 tokens) it changed nothing measurable (the 1B file's 8-32-token
+// forwards 72.6-74.8 / 77.1-78.7 / 144.2-144.5 ms with it against 73.4-75.1 / 78.0-79.8 / 146.2-160.1 without).
+template <int P>
+SS_AMX inline void prefetch_ahead(const uint16_t* b, size_t pe, int j, int lines, const char* end) {
+  for (int q = 0; q < P; ++q) {
+    const char* ahead = reinterpret_cast<const char*>(b + size_t(q) * pe + size_t(j) * 32) + kLongPanelAhead;
+    for (int line = 0; line < lines && ahead + line * 64 < end; ++line) _mm_prefetch(ahead + line * 64, _MM_HINT_T0);
+  }
+}
+
 // The P <= 4 panels from p on, for the M <= 16 tokens whose bf16 rows start at xb: C_q accumulates over the pair
 // slots in blocks of 16 (32 k), in order, then goes to out [M, 16 * 4] (stride 64 floats).
 template <int P>
@@ -108,14 +127,6 @@ SS_AMX void panel_group(const uint16_t* xb, size_t kp, const Bf16Panels& w, int 
 // the memory bound (the default base's one-token step 0.64-0.66 ms against 0.61-0.62 for these pairs). Each C tile
 // still adds its blocks in order with the same products, so both kernels give the same bits and the choice may
 // follow the number of tokens.
-//
-// Panels of kLongPanelPairs pair slots or more (64 KB: the 1B-class matrices, k >= 2048, streamed from memory) are
-// prefetched into L1 every line kLongPanelAhead bytes ahead. Without it the tiles streamed a 1B-shaped BF16 file's
-// weights at 79% of the memory bound and one token took 76 ms, against 66 ms on the one-row vdpbf16ps kernel; 1-4 KB
-// ahead, 63-66 ms (bench/results/cpu_amx_large_k_2026-12-05/). The default base's panels (12-32 KB, read from L3)
-// measured no better with prefetches (session 35), so they keep none.
-constexpr int kLongPanelPairs = 1024;
-constexpr size_t kLongPanelAhead = 2048;
 template <int P>
 SS_AMX void panel_pair(const uint16_t* xb, size_t kp, const Bf16Panels& w, int p, float* out) {
   const size_t pe = size_t(w.pairs) * 32;
@@ -126,11 +137,7 @@ SS_AMX void panel_pair(const uint16_t* xb, size_t kp, const Bf16Panels& w, int p
   zero_c<P>();
   int j = 0;
   for (; j + 32 <= w.pairs; j += 32) {
-    if (stream)  // the 2 KB of each panel this iteration reads, kLongPanelAhead on
-      for (int q = 0; q < P; ++q) {
-        const char* ahead = reinterpret_cast<const char*>(b + size_t(q) * pe + size_t(j) * 32) + kLongPanelAhead;
-        for (int line = 0; line < 32 && ahead + line * 64 < panels_end; ++line) _mm_prefetch(ahead + line * 64, _MM_HINT_T0);
-      }
+    if (stream) prefetch_ahead<P>(b, pe, j, 32, panels_end);  // the 2 KB of each panel this iteration reads
     _tile_loadd(2, xb + size_t(j) * 2, as);
     _tile_loadd(4, b + size_t(j) * 32, 64);
     if constexpr (P > 1) _tile_loadd(5, b + pe + size_t(j) * 32, 64);
