@@ -10,6 +10,7 @@
 //   attention_bench [--rows 1,2,4,8,16] [--context 128] [--heads 6] [--kv-heads 2] [--head-dim 64] [--threads N]
 //                   [--reps 30] [--evict MB]
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -45,7 +46,7 @@ int positive(const char* flag, const char* value) {
 double median_cold_us(const AttentionArgs& a, int reps, const std::vector<float>& evict) {
   const specscope::cpu::BackoffOffScope team_whole;
   std::vector<double> times;
-  volatile float sink = 0.f;
+  std::atomic<float> sink{0.f};  // keeps the reads; each thread stores its own sum
   for (int r = 0; r < reps * 200; ++r) {
     // Read on the team, as a forward's matrix products are: every core's caches see the bytes, and the workers are
     // as awake as they are between two layers.
@@ -54,7 +55,7 @@ double median_cold_us(const AttentionArgs& a, int reps, const std::vector<float>
     specscope::cpu::run_team_units(parts, evict.size(), 1, [&](int p0, int p1) {
       float s = 0.f;
       for (size_t i = size_t(p0) * part; i < size_t(p1) * part; i += 16) s += evict[i];
-      sink = sink + s;
+      sink.store(s, std::memory_order_relaxed);
     });
     const auto t0 = std::chrono::steady_clock::now();
     specscope::cpu::attention(a);

@@ -11,7 +11,7 @@
 #       runtime and cuBLAS from the machine (libcudart.so.13, libcublas.so.13), the CPU part for any AVX2 host
 #       (GGML_NATIVE off). No binding venv. Prints the directory holding bin/llama-bench.
 #   bash bench/build_llamacpp.sh --no-amx
-#       llama-bench and llama-quantize for this host's AVX-512/VNNI/BF16 without llama.cpp's AMX buffer (the ISA
+#       llama-bench alone for this host's AVX-512/VNNI/BF16 without llama.cpp's AMX buffer (the ISA
 #       flags of GGML_NATIVE, AMX left out; its interleaved "repack" copies stay). On Sapphire Rapids the AMX buffer's
 #       matrix product crashes for Q8_0/Q4_K (llama.cpp issue #20824), and llama-bench --repack 0 would take the
 #       repacked AVX-512 kernels away too, so this is what a user of that CPU runs. No binding venv. Prints the

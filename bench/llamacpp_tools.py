@@ -59,9 +59,8 @@ def bench(a):
     if not os.path.exists(a.model):
         die(f"{a.model} missing")
     sizes = [int(s) for s in a.step_sizes.split(",")]
-    repack = ["--repack", "0"] if a.no_repack else []
-    pp = llama_bench(b, a.model, a.threads, 3 * a.repeat, a.depth, ["-p", ",".join(map(str, sizes)), "-n", "0"] + repack)
-    tg = llama_bench(b, a.model, a.threads, a.repeat, a.depth, ["-p", "0", "-n", str(a.gen_tokens)] + repack)
+    pp = llama_bench(b, a.model, a.threads, 3 * a.repeat, a.depth, ["-p", ",".join(map(str, sizes)), "-n", "0"])
+    tg = llama_bench(b, a.model, a.threads, a.repeat, a.depth, ["-p", "0", "-n", str(a.gen_tokens)])
     ms = {t["n_prompt"]: statistics.median(t["samples_ns"]) / 1e6 for t in pp}
     t0 = tg[0]
     if a.require_gpu and not t0.get("gpu_info"):
@@ -164,8 +163,6 @@ def main():
     b.add_argument("--depth", type=int, default=128, help="the context before each test (llama-bench -d)")
     b.add_argument("--require-gpu", action="store_true", help="fail unless llama-bench ran on a GPU")
     b.add_argument("--step-sizes", default=",".join(map(str, SIZES)))
-    b.add_argument("--no-repack", action="store_true",
-                   help="llama-bench --repack 0: the weights as the file has them (no AMX or interleaved copies)")
     b.add_argument("--out", required=True)
     s = sub.add_parser("speculative")
     s.add_argument("--bin", required=True)

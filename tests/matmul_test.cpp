@@ -684,11 +684,11 @@ TEST(OneRowKernels, PrefetchSettingsDoNotChangeABit) {
         ASSERT_EQ(0, std::memcmp(first.data(), y.data(), y.size() * sizeof(float)))
             << dtype_str(t) << " threads=" << threads << " lines=" << lines;
       }
-    const int bf16_default = cpu::detail::one_row_prefetch_default(cpu::detail::OneRowKernel::Bf16Dot);
-    EXPECT_EQ(cpu::detail::one_row_prefetch_lines(bf16_default), bf16_default);
+    using cpu::detail::OneRowKernel;
+    EXPECT_EQ(cpu::detail::one_row_prefetch_lines(OneRowKernel::Bf16Dot),
+              cpu::detail::one_row_prefetch_default(OneRowKernel::Bf16Dot));
     cpu::detail::set_one_row_prefetch_lines(0);
-    EXPECT_EQ(cpu::detail::one_row_prefetch_lines(
-                  cpu::detail::one_row_prefetch_default(cpu::detail::OneRowKernel::F16)), 0);
+    EXPECT_EQ(cpu::detail::one_row_prefetch_lines(OneRowKernel::F16), 0);
     cpu::detail::set_one_row_prefetch_lines(-1);
   }
   cpu::set_quant_exact(old);
@@ -701,7 +701,7 @@ TEST(OneRowPrefetch, DefaultsFollowTheVendor) {
   std::string line, vendor;
   while (vendor.empty() && std::getline(info, line))
     if (line.rfind("vendor_id", 0) == 0) vendor = line.substr(line.find(':') + 2);
-  if (vendor.empty()) GTEST_SKIP() << "no vendor_id in /proc/cpuinfo";
+  ASSERT_FALSE(vendor.empty()) << "no vendor_id in /proc/cpuinfo";
   using cpu::detail::OneRowKernel;
   const bool intel = vendor == "GenuineIntel";
   EXPECT_EQ(cpu::detail::one_row_prefetch_default(OneRowKernel::Bf16Dot), intel ? 1 : 4) << vendor;

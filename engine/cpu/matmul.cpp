@@ -13,7 +13,6 @@
 #include "engine/cpu/matmul_quant.h"
 
 #include <cblas.h>
-#include <cpuid.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -94,13 +93,8 @@ TuningOverride g_panel_l1{"SPECSCOPE_PANEL_L1"};
 TuningOverride g_widen_slices{"SPECSCOPE_WIDEN_SLICES"};
 }  // namespace
 
-int one_row_prefetch_lines(int kernel_default) { return int(g_one_row_prefetch.value_or(kernel_default)); }
 int one_row_prefetch_default(OneRowKernel kernel) {
-  static const bool intel = [] {
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    // CPUID leaf 0: the vendor string in EBX, EDX, ECX ("Genu" "ineI" "ntel").
-    return __get_cpuid(0, &a, &b, &c, &d) && b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu;
-  }();
+  static const bool intel = __builtin_cpu_is("intel");
   if (intel) return 1;
   switch (kernel) {
     case OneRowKernel::Bf16Dot: return 4;
@@ -108,6 +102,9 @@ int one_row_prefetch_default(OneRowKernel kernel) {
     case OneRowKernel::F16Bits: return 0;
   }
   return 1;
+}
+int one_row_prefetch_lines(OneRowKernel kernel) {
+  return int(g_one_row_prefetch.value_or(one_row_prefetch_default(kernel)));
 }
 void set_one_row_prefetch_lines(int lines) { g_one_row_prefetch.set(lines); }
 int panel_prefetch_groups(int kernel_default) { return int(g_panel_ahead.value_or(kernel_default)); }

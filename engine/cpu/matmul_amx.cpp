@@ -200,15 +200,15 @@ SS_AMX void panels_amx(const uint16_t* xb, size_t kp, int n, const Bf16Panels& w
   alignas(64) float out[16 * 64];
   for (int t0 = 0; t0 < n; t0 += 16) {
     const int M = std::min(16, n - t0);
-    const bool pairs = M <= kPairTilesMaxTokens;
+    const bool pairs = M <= kPairTilesMaxTokens, stream = w.pairs >= kLongPanelPairs;
     configure(M, pairs ? 4 : 5);
     for (int p = p0; p < p1;) {
       const int P = std::min(pairs ? 2 : 4, p1 - p);
-      // No software prefetch: one or two groups ahead, every line or one in two or four, into L1 or L2, each measured
-      // no better than none on Sapphire Rapids (with panel_group alone: the one-token step 0.66-0.73 ms in every case).
+      // Software prefetch only for long panels (kLongPanelPairs) in panel_pair. For the default base's short ones, one
+      // or two groups ahead, every line or one in two or four, into L1 or L2, each measured no better than none on
+      // Sapphire Rapids (with panel_group alone: the one-token step 0.66-0.73 ms in every case).
       const uint16_t* x = xb + size_t(t0) * kp;
       if (pairs) {
-        const bool stream = w.pairs >= kLongPanelPairs;
         if (P == 2) stream ? panel_pair<2, true>(x, kp, w, p, out) : panel_pair<2, false>(x, kp, w, p, out);
         else stream ? panel_pair<1, true>(x, kp, w, p, out) : panel_pair<1, false>(x, kp, w, p, out);
       } else {

@@ -73,7 +73,7 @@ void rows_avx512(const LinearArgs& a, int r0, int r1, float* scratch) {
   if (a.wtype == DType::F16 && a.n == 1 && one_row_stream(a.k, sizeof(uint16_t))) {
     const uint16_t* W = static_cast<const uint16_t*>(a.W);
     const int ahead = one_row_prefetch_rows(a.k, sizeof(uint16_t));
-    const int lines = one_row_prefetch_lines(one_row_prefetch_default(a.Xh ? OneRowKernel::F16Bits : OneRowKernel::F16));
+    const int lines = one_row_prefetch_lines(a.Xh ? OneRowKernel::F16Bits : OneRowKernel::F16);
     const int mask = one_row_prefetch_mask(lines, sizeof(uint16_t));
     for (int r = r0; r < r1; ++r) {
       const int pf = r + ahead < r1 ? mask : -1;

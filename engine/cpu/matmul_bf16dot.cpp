@@ -181,7 +181,7 @@ void rows_bf16dot(const float* /*X*/, const uint16_t* xb, size_t kp, int n, int 
     // tiles do (one accumulator per row, the same reduction). Measured, the 1B model's linear layers at n = 1 with
     // the two kernels alternated call by call: 34.0 / 52.3 / 52.7 / 57.5 ms against 39.0 / 58.5 / 53.4 / 59.2.
     const int ahead = one_row_prefetch_rows(k, sizeof(uint16_t));
-    const int mask = one_row_prefetch_mask(one_row_prefetch_lines(one_row_prefetch_default(OneRowKernel::Bf16Dot)), sizeof(uint16_t));
+    const int mask = one_row_prefetch_mask(one_row_prefetch_lines(OneRowKernel::Bf16Dot), sizeof(uint16_t));
     for (int r = r0; r < r1; ++r)
       kTiles[0](xb, kp, k, W + size_t(r) * k, size_t(k), bias ? bias + r : nullptr, Y + r, size_t(m),
                 mask >= 0 && r + ahead < r1 ? W + size_t(r + ahead) * k : nullptr, mask);

@@ -135,7 +135,8 @@ class TuningOverride {
   std::atomic<long> forced_;
 };
 
-int one_row_prefetch_lines(int kernel_default);
+// The lines setting a one-row kernel uses: the forced value (below) or its default (one_row_prefetch_default).
+int one_row_prefetch_lines(OneRowKernel kernel);
 void set_one_row_prefetch_lines(int lines);
 // How many groups of panels ahead the bf16 panel tiles prefetch (matmul_bf16dot.cpp; 0: never): the kernel's default,
 // or SPECSCOPE_PANEL_AHEAD=N / set_panel_prefetch_groups(N) (-1 restores the default).
