@@ -3,7 +3,7 @@
 // same f32 weights. Prints median milliseconds, the ratio to n = 1, the weight bytes streamed per second and
 // GFLOP/s; --json FILE writes the same numbers.
 //
-//   matmul_bench [--model 26m|60m|1b|all] [--dtypes f32,f16,bf16] [--ns 1,2,4,8,16,32,64] [--reps 21]
+//   matmul_bench [--model base|26m|60m|1b|all] [--dtypes f32,f16,bf16] [--ns 1,2,4,8,16,32,64] [--reps 21]
 //                [--isa auto|avx512|avx2|scalar] [--no-blas] [--blas-only] [--blas-min N] [--cpu] [--json FILE]
 //
 // Threads: OMP_NUM_THREADS for ours, OPENBLAS_NUM_THREADS for the baseline. OpenBLAS 0.3.21 runs its SSE3
@@ -27,6 +27,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -68,11 +69,16 @@ struct Matrix {
   Shape shape;
   std::vector<float> f32;
   std::vector<uint16_t> half;  // f16 or bf16 copy, depending on the model's dtype pass
+  // An owner for the views, as a model's weights have one: bf16 weights are packed into panels (and so reach the
+  // AMX tiles) only when their view says what owns them (bf16_panels_for). Without it this benchmark timed the row
+  // kernel, which no model's bf16 weights take where panels apply. Reset whenever `half` is refilled.
+  std::shared_ptr<const void> owner;
   TensorView view(DType t) const {
     TensorView v;
     v.dtype = t;
     v.shape = {shape.out, shape.in};
     v.data = t == DType::F32 ? static_cast<const void*>(f32.data()) : static_cast<const void*>(half.data());
+    v.keep_alive = owner;
     return v;
   }
 };
@@ -253,7 +259,7 @@ int main(int argc, char** argv) {
                                                                                                    : cpu::Isa::Auto);
     } else {
       std::fprintf(stderr,
-                   "usage: matmul_bench [--model 26m|60m|1b|all] [--dtypes f32,f16,bf16] [--ns 1,2,4,...] [--reps N]\n"
+                   "usage: matmul_bench [--model base|26m|60m|1b|all] [--dtypes f32,f16,bf16] [--ns 1,2,4,...] [--reps N]\n"
                    "                    [--isa auto|avx512|avx2|scalar] [--no-blas] [--blas-only] [--blas-min N]"
                    " [--cpu] [--json FILE]\n"
                    "       matmul_bench --quant q8_0,q4_k,q6_k [--ns 1,2,...] [--reps N] [--warm]\n");
@@ -264,6 +270,8 @@ int main(int argc, char** argv) {
   if (!quant.empty()) return run_quant(quant, ns, reps);
 
   std::vector<ModelSpec> models;
+  // The shipped default base's widths (its k/v products are narrower, 128 outputs, under GQA).
+  if (model_arg == "base" || model_arg == "all") models.push_back({"base", 384, 1024, 8, 4096});
   if (model_arg == "26m" || model_arg == "all") models.push_back({"26m", 512, 1536, 6, 8192});
   if (model_arg == "60m" || model_arg == "all") models.push_back({"60m", 768, 2048, 8, 8192});
   // Llama-3.2-1B-sized layers (q/k/v/o all square here, so ~1.2B parameters): weights stream from memory.
@@ -326,6 +334,7 @@ int main(int argc, char** argv) {
           m.half.resize(m.f32.size());
           for (size_t i = 0; i < m.f32.size(); ++i)
             m.half[i] = t == DType::F16 ? f32_to_f16(m.f32[i]) : f32_to_bf16(m.f32[i]);
+          m.owner = std::make_shared<int>(0);  // new contents: panels packed from the old ones are dropped
         }
       }
       std::vector<TensorView> views;

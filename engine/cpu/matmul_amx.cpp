@@ -3,7 +3,8 @@
 // Why: on the bf16 dot path (matmul_bf16dot.cpp) a tree step of 8 rows is bound by vdpbf16ps's arithmetic (an
 // 8-token step of the default base cost 2.35x a one-token step on a 2-core Sapphire Rapids, 2026-12-05), while one
 // tile multiply does 16 x 16 x 32 of the same bf16 products; with the tiles the step is bound by the weights' bytes
-// again, as a one-token step is (1.40-1.44x there; bench/results/cpu_amx_2026-12-05/).
+// again, as a one-token step is (1.40-1.44x there, bench/results/cpu_amx_2026-12-05/; 1.28-1.35x since the tiles
+// are stored straight into the outputs and pairs of panels take up to 8 tokens, cpu_amx_direct_store_2026-12-05/).
 //
 // The panels of bf16_panels.h already are AMX's B layout: 16 consecutive pair slots of a panel are 16 rows of 64
 // bytes, each the (k, k + 1) pairs of 16 output rows, so a weight tile is one tileloadd at stride 64 and nothing is
@@ -40,9 +41,13 @@ constexpr int kArchReqXcompPerm = 0x1023;  // arch_prctl: ask for an extended st
 constexpr int kXfeatureXtiledata = 18;
 
 // Up to this many tokens a tile takes two panels with double-buffered operands (panel_pair), above it four
-// (panel_group). The default base, bench medians of 9 in two runs each: n = 1-4 took 0.61-0.70 ms in pairs against
-// 0.66-0.74 in fours, n = 6 and 8 0.83-0.90 against 0.80-0.88.
-constexpr int kPairTilesMaxTokens = 4;
+// (panel_group). With the C tiles stored straight into Y (panels_amx), pairs won up to 8 tokens on the default base,
+// bench medians of 9 alternated three times: the 8-token step 0.78-0.81 ms against 0.84-0.85 in fours (1.33-1.35x a
+// one-token step against 1.40-1.46x), 4 tokens and below unchanged; at 16 tokens pairs were no better there and
+// slower on the 1B-shaped BF16 file (81-101 ms against 81-83), whose 8-token forward was the same either way
+// (76.8-77.7 ms against 75.5-78.9). Through the old buffer-and-memcpy output pairs had lost at 8 tokens (0.85-0.91 ms
+// against 0.80-0.83: bench/results/cpu_attention_cold_2026-12-05/notes.txt).
+constexpr int kPairTilesMaxTokens = 8;
 
 // ldtilecfg's 64-byte palette-1 layout.
 struct alignas(64) TileConfig {
@@ -62,7 +67,7 @@ SS_AMX void configure(int M, int token_tiles) {
   _tile_loadconfig(&c);
 }
 
-// The first P tiles are C: zeroed before a group, stored after it to out [M, 64] (stride 64 floats), 16 outputs each.
+// The first P tiles are C: zeroed before a group, stored after it to out (`stride` floats a token), 16 outputs each.
 template <int P>
 SS_AMX void zero_c() {
   _tile_zero(0);
@@ -71,11 +76,12 @@ SS_AMX void zero_c() {
   if constexpr (P > 3) _tile_zero(3);
 }
 template <int P>
-SS_AMX void store_c(float* out) {
-  _tile_stored(0, out, 256);
-  if constexpr (P > 1) _tile_stored(1, out + 16, 256);
-  if constexpr (P > 2) _tile_stored(2, out + 32, 256);
-  if constexpr (P > 3) _tile_stored(3, out + 48, 256);
+SS_AMX void store_c(float* out, size_t stride) {
+  const long bytes = long(stride * sizeof(float));
+  _tile_stored(0, out, bytes);
+  if constexpr (P > 1) _tile_stored(1, out + 16, bytes);
+  if constexpr (P > 2) _tile_stored(2, out + 32, bytes);
+  if constexpr (P > 3) _tile_stored(3, out + 48, bytes);
 }
 
 // Panels of kLongPanelPairs pair slots or more (64 KB: the 1B-class matrices, k >= 2048, streamed from memory) are
@@ -98,9 +104,9 @@ SS_AMX inline void prefetch_ahead(const uint16_t* b, size_t pe, int j, int lines
 }
 
 // The P <= 4 panels from p on, for the M <= 16 tokens whose bf16 rows start at xb: C_q accumulates over the pair
-// slots in blocks of 16 (32 k), in order, then goes to out [M, 16 * 4] (stride 64 floats).
+// slots in blocks of 16 (32 k), in order, then goes to out [M, 16 * P] (out_stride floats a token).
 template <int P>
-SS_AMX void panel_group(const uint16_t* xb, size_t kp, const Bf16Panels& w, int p, float* out) {
+SS_AMX void panel_group(const uint16_t* xb, size_t kp, const Bf16Panels& w, int p, float* out, size_t out_stride) {
   const size_t panel_elems = size_t(w.pairs) * 32;
   const uint16_t* b = w.panel(p);
   const long a_stride = long(kp * sizeof(uint16_t));
@@ -118,7 +124,7 @@ SS_AMX void panel_group(const uint16_t* xb, size_t kp, const Bf16Panels& w, int 
       _tile_dpbf16ps(3, 4, 5);
     }
   }
-  store_c<P>(out);
+  store_c<P>(out, out_stride);
 }
 
 // Two panels, the k blocks two at a time: A in tiles 2 and 3, B in 4-5 and 6-7. Tiles are not renamed, so a load
@@ -130,7 +136,7 @@ SS_AMX void panel_group(const uint16_t* xb, size_t kp, const Bf16Panels& w, int 
 // kStream: the panels are long (kLongPanelPairs), and each iteration prefetches ahead. A template parameter, not a
 // test in the loop: with the test there the default base's one-token step took 0.65-0.67 ms against 0.59-0.60.
 template <int P, bool kStream>
-SS_AMX void panel_pair(const uint16_t* xb, size_t kp, const Bf16Panels& w, int p, float* out) {
+SS_AMX void panel_pair(const uint16_t* xb, size_t kp, const Bf16Panels& w, int p, float* out, size_t out_stride) {
   const size_t pe = size_t(w.pairs) * 32;
   const uint16_t* b = w.panel(p);
   const long as = long(kp * sizeof(uint16_t));
@@ -157,7 +163,7 @@ SS_AMX void panel_pair(const uint16_t* xb, size_t kp, const Bf16Panels& w, int p
     _tile_dpbf16ps(0, 2, 4);
     if constexpr (P > 1) _tile_dpbf16ps(1, 2, 5);
   }
-  store_c<P>(out);
+  store_c<P>(out, out_stride);
 }
 
 }  // namespace
@@ -197,35 +203,41 @@ bool amx_takes(const Bf16Panels& w) { return amx_takes_k(w.k); }
 
 SS_AMX void panels_amx(const uint16_t* xb, size_t kp, int n, const Bf16Panels& w, const float* bias, float* Y, int p0,
                 int p1) {
-  alignas(64) float out[16 * 64];
+  alignas(64) float part[16 * 64];  // a group that holds the last, partial panel: its tiles before the copy
   for (int t0 = 0; t0 < n; t0 += 16) {
     const int M = std::min(16, n - t0);
     const bool pairs = M <= kPairTilesMaxTokens, stream = w.pairs >= kLongPanelPairs;
     configure(M, pairs ? 4 : 5);
     for (int p = p0; p < p1;) {
       const int P = std::min(pairs ? 2 : 4, p1 - p);
+      const int cols = std::min(16 * P, w.m - 16 * p);
+      // Whole panels go from the tiles straight into Y's rows (stride m). Through a buffer and a memcpy a token and
+      // group, the copies were ~4% of an 8-token step's samples on the default base and its linear layers took
+      // 0.83-0.93 ms at n = 8 against 0.65-0.68 at n = 1 (matmul_bench --model base).
+      const bool direct = cols == 16 * P;
+      float* out = direct ? Y + size_t(t0) * size_t(w.m) + size_t(p) * 16 : part;
+      const size_t stride = direct ? size_t(w.m) : 64;
       // Software prefetch only for long panels (kLongPanelPairs) in panel_pair. For the default base's short ones, one
       // or two groups ahead, every line or one in two or four, into L1 or L2, each measured no better than none on
       // Sapphire Rapids (with panel_group alone: the one-token step 0.66-0.73 ms in every case).
       const uint16_t* x = xb + size_t(t0) * kp;
       if (pairs) {
-        if (P == 2) stream ? panel_pair<2, true>(x, kp, w, p, out) : panel_pair<2, false>(x, kp, w, p, out);
-        else stream ? panel_pair<1, true>(x, kp, w, p, out) : panel_pair<1, false>(x, kp, w, p, out);
+        if (P == 2) stream ? panel_pair<2, true>(x, kp, w, p, out, stride) : panel_pair<2, false>(x, kp, w, p, out, stride);
+        else stream ? panel_pair<1, true>(x, kp, w, p, out, stride) : panel_pair<1, false>(x, kp, w, p, out, stride);
       } else {
         switch (P) {
-          case 4: panel_group<4>(x, kp, w, p, out); break;
-          case 3: panel_group<3>(x, kp, w, p, out); break;
-          case 2: panel_group<2>(x, kp, w, p, out); break;
-          default: panel_group<1>(x, kp, w, p, out); break;
+          case 4: panel_group<4>(x, kp, w, p, out, stride); break;
+          case 3: panel_group<3>(x, kp, w, p, out, stride); break;
+          case 2: panel_group<2>(x, kp, w, p, out, stride); break;
+          default: panel_group<1>(x, kp, w, p, out, stride); break;
         }
       }
-      const int cols = std::min(16 * P, w.m - 16 * p);
       for (int t = 0; t < M; ++t) {
         float* y = Y + size_t(t0 + t) * size_t(w.m) + size_t(p) * 16;
-        const float* o = out + size_t(t) * 64;
-        if (bias)
+        const float* o = direct ? y : part + size_t(t) * 64;
+        if (bias)  // o + b, the same sum whether o sits in Y already or in the buffer
           for (int c = 0; c < cols; ++c) y[c] = o[c] + bias[size_t(p) * 16 + size_t(c)];
-        else
+        else if (!direct)
           std::memcpy(y, o, sizeof(float) * size_t(cols));
       }
       p += P;
