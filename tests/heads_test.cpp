@@ -5,9 +5,12 @@
 
 #include <cmath>
 #include <fstream>
+#include <random>
 #include <nlohmann/json.hpp>
 
 #include "engine/cpu/matmul.h"
+#include "engine/cpu/ops.h"
+#include "engine/cpu/weight_form.h"
 #include "engine/heads/eagle_head.h"
 #include "engine/heads/medusa_head.h"
 #include "engine/methods/eagle_method.h"
@@ -120,6 +123,45 @@ TEST(EagleHead, BinAndSafetensorsCopiesAreIdentical) {
   EXPECT_EQ(a->parameter_count(), b->parameter_count());
   EXPECT_EQ(a->kind(), EagleHead::Kind::Eagle1);
   EXPECT_EQ(EagleHead::load(test::fixture("heads/eagle3"), *target())->kind(), EagleHead::Kind::Eagle3);
+}
+
+// head-weights=int8/int4 on an EAGLE-1 head: its drafts read a requantized copy of the target's LM head (every draft
+// level reads the whole LM head), and the target's own LM head stays as loaded. As loaded, the head reads the
+// target's.
+TEST(EagleHead, RequantizedEagle1HeadDraftsFromItsOwnCopyOfTheTargetsLmHead) {
+  const TensorView& target_head = target()->weights().lm_head;
+  const int H = target()->config().hidden_size, V = target()->config().vocab_size, n = 3;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> hidden(size_t(n) * H);
+  for (auto& v : hidden) v = nd(rng);
+  // log_probs from a given LM head: the linear layer, then each row's log-softmax.
+  auto log_probs_with = [&](const TensorView& lm_head) {
+    std::vector<float> out(size_t(n) * V);
+    cpu::linear(hidden.data(), n, lm_head, nullptr, out.data());
+    for (int r = 0; r < n; ++r) cpu::log_softmax(out.data() + size_t(r) * V, V);
+    return out;
+  };
+  const auto as_loaded = log_probs_with(target_head);
+  {
+    auto head = EagleHead::load(test::fixture("heads/eagle1_st"), *target());
+    std::vector<float> got(size_t(n) * V);
+    head->log_probs(hidden.data(), n, got.data());
+    EXPECT_EQ(got, as_loaded);
+  }
+  for (auto form : {cpu::WeightForm::Int8, cpu::WeightForm::Int4}) {
+    ASSERT_TRUE(cpu::weight_form_supported(form)) << cpu::weight_form_name(form);  // AVX2 and AVX-512 both have them
+    auto head = EagleHead::load(test::fixture("heads/eagle1_st"), *target(), form);
+    EXPECT_FALSE(target_head.requantized) << "the target's LM head was requantized";
+    TensorView copy = target_head;
+    cpu::requantize(copy, form);
+    const auto want = log_probs_with(copy);
+    std::vector<float> got(size_t(n) * V);
+    head->log_probs(hidden.data(), n, got.data());
+    EXPECT_EQ(got, want) << cpu::weight_form_name(form);
+    EXPECT_NE(got, as_loaded) << cpu::weight_form_name(form) << ": the drafts did not read the requantized copy";
+    EXPECT_EQ(log_probs_with(target_head), as_loaded) << "the target's LM head changed";
+  }
 }
 
 TEST(EagleMethod, Eagle1StaticTreeMatchesTheOfficialCandidates) {

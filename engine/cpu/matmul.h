@@ -92,7 +92,7 @@ bool bf16_weights_repacked(int k);
 
 // Revision of the CPU kernels' speed: part of the key of every cached timing (runs/step_cost.h). Bump it when a kernel
 // change moves the step-cost curve, so that machines measure again instead of using stale curves.
-inline constexpr const char* kKernelRevision = "2026-12-05b";  // AMX tiles for bf16 weights of k >= 2048 too
+inline constexpr const char* kKernelRevision = "2026-12-05c";  // AMX tiles into the outputs, pairs up to 8 tokens
 
 // The roofline path (engine/cpu/roofline.h: "f32 fma", "bf16 dot", "bf16 amx", "int8 dot") linear() computes weights of type
 // t on now: what its speed is to be measured against.

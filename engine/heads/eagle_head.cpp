@@ -129,13 +129,16 @@ std::shared_ptr<const EagleHead> EagleHead::load(const std::string& dir, const M
       throw InputError(cfg_path, "EAGLE-3 needs the inputs of three distinct layers 2, N/2, N-3; the target has " +
                                      std::to_string(N) + " layers");
   }
-  // The head's linear weights: requantized when asked (EAGLE-1's LM head is the target's and stays as the target has
-  // it), and, since heads always run on the CPU, their kernels' copies made now (cpu::prepare_linear).
+  // The head's linear weights: requantized when asked, and, since heads always run on the CPU, their kernels' copies
+  // made now (cpu::prepare_linear). EAGLE-1's LM head is the target's: lm_head_ is a view of it, so requantizing
+  // gives the head a copy of its own and leaves the target's as loaded. Every draft level reads the whole LM head,
+  // which as loaded was about half of a level's time on the shipped base: held-out eagle2 at 4 and 8 nodes 1.27-1.28x
+  // and 1.23-1.24x vanilla with the bf16 LM head, 1.37-1.38x and 1.31-1.32x with an int4 copy, tau the same
+  // (bench/results/cpu_amx_direct_store_2026-12-05/notes.txt).
   HeadLayerWeights& hl = head->layer_;
   for (TensorView* W :
        {&head->fc_, &hl.wq, &hl.wk, &hl.wv, &hl.wo, &hl.w_gate, &hl.w_up, &hl.w_down, &head->lm_head_}) {
-    const bool own = W != &head->lm_head_ || eagle3;
-    if (own) cpu::requantize(*W, form);
+    cpu::requantize(*W, form);
     cpu::prepare_linear(*W);
   }
   spdlog::info("loaded {} head from {} ({:.2f}M parameters)", eagle3 ? "EAGLE-3" : "EAGLE-1", dir,

@@ -26,9 +26,10 @@ class EagleHead {
  public:
   enum class Kind { Eagle1, Eagle3 };
   // Throws InputError naming the file and the problem (missing tensors, shapes that do not fit `target`).
-  // form: the head's own dense layers run on requantized copies (int8 per row or int4 per group of 32,
+  // form: the head's dense layers run on requantized copies (int8 per row or int4 per group of 32,
   // engine/cpu/weight_form.h; where the CPU has the kernel): fewer bytes beside the target in the caches; the drafts
-  // change, the verified output not.
+  // change, the verified output not. EAGLE-1's LM head, the target's, is copied for the head (its int8 / int4 copy
+  // costs half / 0.28 of its bf16 bytes in memory); the target's stays as loaded.
   static std::shared_ptr<const EagleHead> load(const std::string& dir, const Model& target,
                                                cpu::WeightForm form = cpu::WeightForm::AsLoaded);
 
@@ -58,7 +59,7 @@ class EagleHead {
   std::vector<float> fc_bias_;
   HeadLayerWeights layer_;
   std::vector<float> input_norm_, hidden_norm_, final_norm_;  // EAGLE-3
-  TensorView embed_, lm_head_;                                // EAGLE-1: the target's
+  TensorView embed_, lm_head_;                                // EAGLE-1: views of the target's
   std::vector<int64_t> d2t_;
   std::vector<int> tap_layers_;
   std::shared_ptr<const TensorStore> store_;

@@ -21,8 +21,9 @@ MethodOption tree_option() {
 // An EAGLE or Medusa head's own weights as loaded or requantized (engine/cpu/weight_form.h).
 MethodOption head_weights_option() {
   return {"head-weights", K::Choice, "as-loaded",
-          "as-loaded, int8 (the head's own layers requantized per row: half of bf16's bytes) or int4 (4 bits per 32 "
-          "weights: 0.28 of bf16's); drafts change, output not"};
+          "as-loaded, int8 (the head's layers requantized per row: half of bf16's bytes) or int4 (4 bits per 32 "
+          "weights: 0.28 of bf16's); EAGLE-1/2 draft from such a copy of the target's LM head too; drafts change, "
+          "output not"};
 }
 
 // EAGLE-2/3 share the dynamic tree's three knobs (EAGLE-2 paper, Table 6 / the official ea_model defaults).
