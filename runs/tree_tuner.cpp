@@ -105,8 +105,8 @@ std::vector<std::map<std::string, std::string>> tree_candidates(const MethodSpec
   auto sizes = tree_candidates(spec.name);
   // EAGLE-2/3's head on int4 weights (head-weights=int4), tried on the small trees, the sizes that win on a CPU. On
   // the shipped family (80 held-out prompts, one race, tree=auto in each lane) eagle3 ran 1.26x with an int4 head
-  // against 1.03x as loaded, eagle2 1.10x against 1.04x (int8: 1.04x, so int8 is not tried). Since the thirty-seventh
-  // session EAGLE-1/2's head drafts from a requantized copy of the target's LM head too (EagleHead::load).
+  // against 1.03x as loaded, eagle2 1.10x against 1.04x (int8: 1.04x, so int8 is not tried). The form covers the LM
+  // head the drafts read too: EAGLE-3's own, and for EAGLE-1/2 a copy of the target's (EagleHead::load).
   if (spec.name == "eagle2" || spec.name == "eagle3")
     add_weight_forms(sizes, spec, "head-weights", {cpu::WeightForm::Int4},
                      [](const auto& c) { return std::stoi(c.at("total-tokens")) <= 8; });

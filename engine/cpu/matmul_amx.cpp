@@ -166,6 +166,14 @@ SS_AMX void panel_pair(const uint16_t* xb, size_t kp, const Bf16Panels& w, int p
   store_c<P>(out, out_stride);
 }
 
+// panel_pair with the prefetch chosen at run time (kStream, once per group, outside the loop).
+template <int P>
+SS_AMX void panel_pair_for(bool stream, const uint16_t* xb, size_t kp, const Bf16Panels& w, int p, float* out,
+                           size_t out_stride) {
+  if (stream) panel_pair<P, true>(xb, kp, w, p, out, out_stride);
+  else panel_pair<P, false>(xb, kp, w, p, out, out_stride);
+}
+
 }  // namespace
 
 bool amx_bf16_usable() {
@@ -222,8 +230,8 @@ SS_AMX void panels_amx(const uint16_t* xb, size_t kp, int n, const Bf16Panels& w
       // Sapphire Rapids (with panel_group alone: the one-token step 0.66-0.73 ms in every case).
       const uint16_t* x = xb + size_t(t0) * kp;
       if (pairs) {
-        if (P == 2) stream ? panel_pair<2, true>(x, kp, w, p, out, stride) : panel_pair<2, false>(x, kp, w, p, out, stride);
-        else stream ? panel_pair<1, true>(x, kp, w, p, out, stride) : panel_pair<1, false>(x, kp, w, p, out, stride);
+        if (P == 2) panel_pair_for<2>(stream, x, kp, w, p, out, stride);
+        else panel_pair_for<1>(stream, x, kp, w, p, out, stride);
       } else {
         switch (P) {
           case 4: panel_group<4>(x, kp, w, p, out, stride); break;
