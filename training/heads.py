@@ -428,6 +428,7 @@ def add_args(ap, d):
     ap.add_argument("--ckpt-every", type=int, default=100, help="steps between checkpoints (0: only at the end)")
     ap.add_argument("--ckpt-minutes", type=float, default=5.0, help="also checkpoint every N minutes (0: off)")
     lm_train.add_resume_args(ap)
+    lm_train.add_precision_args(ap)
     ap.add_argument("--export-dtype", choices=["bfloat16", "float16", "float32"], default="bfloat16")
 
 
@@ -579,9 +580,8 @@ def run(args, recipe):
         torch.save(ck, ckpt_path + ".tmp")
         os.replace(ckpt_path + ".tmp", ckpt_path)
 
-    def amp():
-        import contextlib
-        return torch.autocast("cuda", dtype=torch.bfloat16) if cuda else contextlib.nullcontext()
+    amp, amp_name = lm_train.autocast_for(device, args.autocast)
+    log(f"{role}: precision {amp_name}")
 
     @torch.no_grad()
     def evaluate(max_rows):

@@ -238,7 +238,8 @@ class Recipes(unittest.TestCase):
         cls.tok = os.path.join(cls.tmp, "tok")
         quiet(train_tokenizer.main, ["--data", DATA, "--out", cls.tok, "--vocab", "512", "--max-chars", "400000",
                                      "--context", "128"])
-        cls.small = ["--data", DATA, "--tokenizer", cls.tok, "--device", "cpu", "--threads", "1",
+        # float32 whatever the CPU (--autocast auto takes bf16 on AMX), so each test's thresholds hold everywhere
+        cls.small = ["--data", DATA, "--tokenizer", cls.tok, "--device", "cpu", "--threads", "1", "--autocast", "off",
                      "--context", "128", "--batch-size", "8", "--max-train-convs", "1500", "--max-val-convs", "100",
                      "--eval-every", "20", "--eval-rows", "8", "--log-every", "5", "--warmup-steps", "5",
                      "--progress", "lines"]
@@ -393,7 +394,7 @@ class HeadRecipes(unittest.TestCase):
         quiet(train_tokenizer.main, ["--data", DATA, "--out", cls.tok, "--vocab", "512", "--max-chars", "300000",
                                      "--context", "128"])
         common = ["--data", DATA, "--tokenizer", cls.tok, "--device", "cpu", "--threads", "1", "--context", "128",
-                  "--batch-size", "8", "--max-train-convs", "1000", "--max-val-convs", "40", "--log-every", "5",
+                  "--autocast", "off", "--batch-size", "8", "--max-train-convs", "1000", "--max-val-convs", "40", "--log-every", "5",
                   "--warmup-steps", "5", "--progress", "lines", "--ckpt-every", "0", "--eval-every", "0"]
         cls.base = os.path.join(cls.tmp, "base")
         quiet(train_base.main, common + ["--out", cls.base, "--hidden", "64", "--layers", "3", "--heads", "4",
@@ -401,6 +402,7 @@ class HeadRecipes(unittest.TestCase):
                                          "--max-steps", "30"])
         cls.H, cls.V, cls.I, cls.KV = 64, 512, 128, 2 * 16
         cls.head_args = ["--base", cls.base, "--data", DATA, "--device", "cpu", "--threads", "1", "--context", "64",
+                         "--autocast", "off",
                          "--batch-size", "8", "--max-train-convs", "400", "--max-val-convs", "30", "--log-every", "1",
                          "--eval-every", "0", "--warmup-steps", "3", "--ckpt-every", "0", "--lr", "5e-3",
                          "--export-dtype", "float32"]
@@ -535,6 +537,33 @@ class HeadRecipes(unittest.TestCase):
         cfg = read_json(os.path.join(d, "config.json"))
         self.assertEqual((cfg["medusa_num_heads"], cfg["medusa_num_layers"]), (5, 1))
         self.assertEqual(cfg["base_model_name_or_path"], self.base)
+        self.assertGreater(engine_tau(self, self.base, "medusa", ["--head", d]), 1.0)
+
+    def test_medusa_under_bf16_autocast(self):
+        """--autocast bf16 on the CPU (auto's choice on AMX): the loss still falls, the export is the same tensors
+        in the asked dtype, and the engine runs the heads losslessly; --autocast off runs float32."""
+        import torch
+
+        import lm_train
+        import train_medusa
+
+        make, name = lm_train.autocast_for(torch.device("cpu"), "bf16")
+        with make():
+            self.assertTrue(torch.is_autocast_enabled("cpu"))
+            self.assertEqual(torch.get_autocast_dtype("cpu"), torch.bfloat16)
+            self.assertEqual((torch.ones(4, 4) @ torch.ones(4, 4)).dtype, torch.bfloat16)
+        make, name = lm_train.autocast_for(torch.device("cpu"), "off")
+        with make():
+            self.assertFalse(torch.is_autocast_enabled("cpu"))
+        self.assertEqual(name, "float32")
+        d = os.path.join(self.tmp, "medusa-bf16")
+        args = [a for a in self.head_args]
+        args[args.index("--autocast") + 1] = "bf16"
+        quiet(train_medusa.main, args + ["--out", d, "--max-steps", "40"])
+        self.assert_falls(self.losses(d), 0.9)
+        t = self.tensors(os.path.join(d, "medusa_lm_head.safetensors"))
+        self.assertEqual({v.dtype for v in t.values()}, {torch.float32})
+        self.assertEqual(len(t), 15)
         self.assertGreater(engine_tau(self, self.base, "medusa", ["--head", d]), 1.0)
 
     def test_medusa_joint(self):
