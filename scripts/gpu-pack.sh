@@ -13,13 +13,14 @@
 #   core      the CUDA tests (backend parity and its fixtures, each kernel against its CPU reference, the
 #             references themselves, every method's sampling test with the target on the GPU); the base, the EAGLE-1 and EAGLE-3 heads and the streaming model (methods
 #             vanilla, eagle1, eagle2, eagle3, streaming, lookahead, pld); benchmarks
-#   drafters  the base, the SpS draft model and the Medusa heads (methods vanilla, sps, medusa)
+#   drafters  the base, the SpS draft model and Medusa-2 (the base's LoRA fine-tune and its heads; methods vanilla, sps,
+#             medusa)
 #   peers     llama.cpp's CUDA llama-bench (bench/build_llamacpp.sh --cuda 90, built here first: ~30 minutes the first
 #             time), the gguf package and the converter that writes the shapes as BF16 GGUF files, and the base's
 #             tokenizer files only (no family, no methods): the 1B and 8B shapes against llama.cpp and transformers
-#   all       the whole family and no fixtures (every method): 57 MiB, so it
+#   all       the whole family and no fixtures (every method): 58 MiB, so it
 #             fits only when nearly all of the source tree stays behind (move all but scripts/ and bench/ out)
-# The family is 67 MB and the fixtures 17 MB, so one part cannot hold everything; the base travels in both, since
+# The family is 95 MB and the fixtures 17 MB, so one part cannot hold everything; the base travels in both, since
 # every method is measured against vanilla on its own target in the same run.
 #
 # What does not travel: cuBLAS (540 MB; the GPU image's CUDA 13 toolkit and PyTorch's nvidia-cublas wheel both
@@ -78,8 +79,8 @@ family=$here/assets/models
 models_of() {  # PART -> the family directories it carries
   case "$1" in
     core) echo base eagle1 eagle3 streaming tokenizer ;;
-    drafters) echo base draft medusa tokenizer ;;
-    all) echo base eagle1 eagle3 streaming draft medusa tokenizer ;;
+    drafters) echo base draft medusa2 tokenizer ;;
+    all) echo base eagle1 eagle3 streaming draft medusa2 tokenizer ;;
     peers) ;;
     *) die "unknown part $1 (core, drafters, peers, all)" ;;
   esac

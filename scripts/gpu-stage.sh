@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Moves the folders a device call cannot carry out of the checkout and back (issue 23's GPU runs). A call sends the
-# checkout's tracked and untracked-not-ignored files, at most 64 MiB with what `carry` names, and assets/ (67 MB),
+# checkout's tracked and untracked-not-ignored files, at most 64 MiB with what `carry` names, and assets/ (95 MB),
 # tests/fixtures/ (44 MB), training/data/ and bench/results/ are more than that; gpu-pack.sh's bundle holds what a
 # run reads of them.
 #

@@ -7,8 +7,8 @@
 #
 #   bash scripts/gpu-train.sh pack [--head eagle3|eagle1|medusa|medusa2] [--from DIR] [--out gpu-bundle] [--distilled-mib 16]
 #       Here, before `gpu-stage.sh out`: the base, the head to start from (--from, default the shipped one; for
-#       medusa2, Medusa-2's heads and LoRA trained together (train_medusa.py --joint-layers), the shipped Medusa-1
-#       heads or an earlier medusa2 export: its adapter and heads/), the
+#       medusa2, Medusa-2's heads and LoRA trained together (train_medusa.py --joint-layers), the shipped Medusa-2
+#       or another medusa2 export: its adapter and heads/; --from assets/models/medusa starts from Medusa-1's heads), the
 #       corpus (training/data) and up to --distilled-mib of the answers earlier calls brought back
 #       (training/runs/distilled/) into OUT/specscope-gpu-train-HEAD.tar.xz. The recipes travel with the source tree.
 #   bash scripts/gpu-train.sh run BUNDLE OUT [--budget 540] [--distill-minutes 2.5] [--seed N] [--device cuda]
@@ -107,8 +107,7 @@ pack() {
     pack_base "$shape" "$epochs" "$out"
     return
   fi
-  if [ "$head" = medusa2 ]; then from=${from:-$here/assets/models/medusa}; fi
-  from=${from:-$here/assets/models/$head}
+  from=${from:-$here/assets/models/$head}  # for medusa2 the shipped Medusa-2; --from assets/models/medusa starts afresh
   if [ -f "$from/adapter_model.safetensors" ]; then  # a Medusa-2 export continues only as Medusa-2
     [ "$head" = medusa2 ] || die "pack: $from is a Medusa-2 export (an adapter with heads/): pack it with --head medusa2"
     [ -f "$from/heads/config.json" ] || die "pack: $from has an adapter but no heads/config.json"

@@ -125,7 +125,7 @@ TEST(HtmlExport, ARaceKeepsEveryLaneWithItsLabelTargetAndReferences) {
     else lanes.push_back(r.at("label"));
   }
   EXPECT_EQ(lanes, (std::vector<std::string>{"eagle2", "medusa", "streaming"}));
-  EXPECT_EQ(references, 2) << "one vanilla reference per target (base, streaming)";
+  EXPECT_EQ(references, 3) << "one vanilla reference per target (base, medusa2, streaming)";
 }
 
 TEST(HtmlExport, AStepRangeKeepsItsStepsAndTheTextBeforeThemAsContext) {

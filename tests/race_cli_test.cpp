@@ -40,31 +40,39 @@ TEST(RaceCli, EveryMethodOnTheShippedFamilyIsIdenticalToItsOwnTargetsVanilla) {
   json j = test::json_in_output(r.out);
   ASSERT_TRUE(j.is_object()) << r.out;
   EXPECT_EQ(j.at("all_identical"), true);
-  // Two targets: the base, and the streaming model for the streaming lane.
-  ASSERT_EQ(j.at("targets").size(), 2u);
+  // Three targets: the base, Medusa-2's fine-tune of it for the medusa lane, the streaming model for the streaming
+  // lane, in the order their lanes first name them.
+  ASSERT_EQ(j.at("targets").size(), 3u);
   EXPECT_NE(j["targets"][0].at("path").get<std::string>().find("assets/models/base"), std::string::npos);
-  EXPECT_NE(j["targets"][1].at("path").get<std::string>().find("assets/models/streaming"), std::string::npos);
+  EXPECT_NE(j["targets"][1].at("path").get<std::string>().find("assets/models/medusa2"), std::string::npos);
+  EXPECT_NE(j["targets"][2].at("path").get<std::string>().find("assets/models/streaming"), std::string::npos);
   for (auto& t : j["targets"]) EXPECT_EQ(t.at("config_sha256").get<std::string>().size(), 64u);
   const json& agg = j.at("aggregate");
   // A reference per target first, then the lanes as given.
   std::vector<std::string> lanes;
   for (auto& a : agg) lanes.push_back(a.at("lane").get<std::string>());
-  EXPECT_EQ(lanes, (std::vector<std::string>{"vanilla", "vanilla", "sps", "eagle1", "eagle2", "eagle3", "medusa",
-                                             "streaming", "lookahead", "pld"}));
+  EXPECT_EQ(lanes, (std::vector<std::string>{"vanilla", "vanilla", "vanilla", "sps", "eagle1", "eagle2", "eagle3",
+                                             "medusa", "streaming", "lookahead", "pld"}));
   for (auto& a : agg) {
     SCOPED_TRACE(a.at("lane").get<std::string>());
     EXPECT_EQ(a.at("prompts"), 3);
     EXPECT_EQ(a.at("identical_to_vanilla"), 3);
     EXPECT_GT(a.at("speedup_vs_vanilla").get<double>(), 0.0);
-    const bool streaming = a.at("method") == "streaming" || (a.at("reference") == true && &a == &agg[1]);
-    EXPECT_EQ(a.at("target").at("path"), j["targets"][streaming ? 1 : 0].at("path"));
+    // References come first, one per target in order; a lane runs on its method's own target where it has one.
+    const size_t reference = size_t(&a - &agg[0]);
+    const size_t target = a.at("reference") == true ? reference
+                          : a.at("method") == "medusa"    ? 1
+                          : a.at("method") == "streaming" ? 2
+                                                          : 0;
+    EXPECT_EQ(a.at("target").at("path"), j["targets"][target].at("path"));
   }
   // Drafters came from the manifest.
-  EXPECT_NE(agg[4].at("head").get<std::string>().find("assets/models/eagle1"), std::string::npos);
-  EXPECT_NE(agg[5].at("head").get<std::string>().find("assets/models/eagle3"), std::string::npos);
-  EXPECT_NE(agg[2].at("draft").get<std::string>().find("assets/models/draft"), std::string::npos);
+  EXPECT_NE(agg[5].at("head").get<std::string>().find("assets/models/eagle1"), std::string::npos);
+  EXPECT_NE(agg[6].at("head").get<std::string>().find("assets/models/eagle3"), std::string::npos);
+  EXPECT_NE(agg[7].at("head").get<std::string>().find("assets/models/medusa2/heads"), std::string::npos);
+  EXPECT_NE(agg[3].at("draft").get<std::string>().find("assets/models/draft"), std::string::npos);
   // Every speculative lane drafted something: tau above one.
-  for (size_t i = 2; i < agg.size(); ++i) EXPECT_GT(agg[i].at("tau").get<double>(), 1.0) << agg[i].at("lane");
+  for (size_t i = 3; i < agg.size(); ++i) EXPECT_GT(agg[i].at("tau").get<double>(), 1.0) << agg[i].at("lane");
 }
 
 TEST(RaceCli, LanesCarryTheirOwnOptionsAndMethodsAllUsesTheManifest) {
@@ -76,8 +84,9 @@ TEST(RaceCli, LanesCarryTheirOwnOptionsAndMethodsAllUsesTheManifest) {
   std::vector<std::string> lanes;
   for (auto& a : j.at("aggregate")) lanes.push_back(a.at("lane").get<std::string>());
   // all = every method the manifest serves (vanilla is the reference lane), then the --lane.
-  EXPECT_EQ(lanes, (std::vector<std::string>{"vanilla", "vanilla", "sps", "eagle1", "eagle2", "eagle3", "medusa",
-                                             "streaming", "lookahead", "pld", "eagle2 depth=3 total-tokens=12"}));
+  EXPECT_EQ(lanes, (std::vector<std::string>{"vanilla", "vanilla", "vanilla", "sps", "eagle1", "eagle2", "eagle3",
+                                             "medusa", "streaming", "lookahead", "pld",
+                                             "eagle2 depth=3 total-tokens=12"}));
   const json& last = j["aggregate"].back();
   EXPECT_EQ(last.at("options"), json({{"depth", "3"}, {"total-tokens", "12"}}));
   EXPECT_EQ(last.at("identical_to_vanilla"), 1);

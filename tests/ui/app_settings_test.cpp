@@ -39,7 +39,9 @@ TEST(AppSettings, FamilyPathsComeFromTheManifest) {
   EXPECT_EQ(name_of(f.draft.toStdString()), "draft");
   EXPECT_EQ(name_of(f.eagle_head.toStdString()), "eagle1");
   EXPECT_EQ(name_of(f.eagle3_head.toStdString()), "eagle3");
-  EXPECT_EQ(name_of(f.medusa_head.toStdString()), "medusa");
+  // Medusa-2's heads live inside the fine-tuned model they were trained with.
+  EXPECT_EQ(name_of(f.medusa_head.toStdString()), "heads");
+  EXPECT_EQ(name_of(std::filesystem::path(f.medusa_head.toStdString()).parent_path().string()), "medusa2");
   EXPECT_EQ(name_of(f.streaming.toStdString()), "streaming");
 }
 
@@ -50,10 +52,10 @@ TEST(AppSettings, TheShippedRaceNeedsNoConfiguration) {
   EXPECT_EQ(lanes[1].label, "medusa");
   EXPECT_EQ(lanes[2].label, "streaming");
   EXPECT_EQ(name_of(lanes[0].target), "base");
-  EXPECT_EQ(name_of(lanes[1].target), "base");
+  EXPECT_EQ(name_of(lanes[1].target), "medusa2") << "Medusa-2's heads verify with the base they were tuned with";
   EXPECT_EQ(name_of(lanes[2].target), "streaming") << "streaming verifies with its own target";
   EXPECT_EQ(name_of(lanes[0].method.head_path), "eagle1");
-  EXPECT_EQ(name_of(lanes[1].method.head_path), "medusa");
+  EXPECT_EQ(name_of(lanes[1].method.head_path), "heads");
   // Nothing from Settings became a lane key: the labels stay plain even for two lanes of one method.
   EXPECT_EQ(shipped().with_settings(req("eagle2")).keys.size(), 0u);
 }
