@@ -394,8 +394,8 @@ class HeadRecipes(unittest.TestCase):
         quiet(train_tokenizer.main, ["--data", DATA, "--out", cls.tok, "--vocab", "512", "--max-chars", "300000",
                                      "--context", "128"])
         common = ["--data", DATA, "--tokenizer", cls.tok, "--device", "cpu", "--threads", "1", "--context", "128",
-                  "--autocast", "off", "--batch-size", "8", "--max-train-convs", "1000", "--max-val-convs", "40", "--log-every", "5",
-                  "--warmup-steps", "5", "--progress", "lines", "--ckpt-every", "0", "--eval-every", "0"]
+                  "--autocast", "off", "--batch-size", "8", "--max-train-convs", "1000", "--max-val-convs", "40",
+                  "--log-every", "5", "--warmup-steps", "5", "--progress", "lines", "--ckpt-every", "0", "--eval-every", "0"]
         cls.base = os.path.join(cls.tmp, "base")
         quiet(train_base.main, common + ["--out", cls.base, "--hidden", "64", "--layers", "3", "--heads", "4",
                                          "--kv-heads", "2", "--intermediate", "128", "--lr", "1e-2",
@@ -552,6 +552,7 @@ class HeadRecipes(unittest.TestCase):
             self.assertTrue(torch.is_autocast_enabled("cpu"))
             self.assertEqual(torch.get_autocast_dtype("cpu"), torch.bfloat16)
             self.assertEqual((torch.ones(4, 4) @ torch.ones(4, 4)).dtype, torch.bfloat16)
+        self.assertEqual(name, "bf16 autocast")  # what the first log line names
         make, name = lm_train.autocast_for(torch.device("cpu"), "off")
         with make():
             self.assertFalse(torch.is_autocast_enabled("cpu"))
