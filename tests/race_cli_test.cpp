@@ -75,6 +75,19 @@ TEST(RaceCli, EveryMethodOnTheShippedFamilyIsIdenticalToItsOwnTargetsVanilla) {
   for (size_t i = 3; i < agg.size(); ++i) EXPECT_GT(agg[i].at("tau").get<double>(), 1.0) << agg[i].at("lane");
 }
 
+// `run --method medusa` on the shipped base runs Medusa-2 on the fine-tune the family trained with its heads, and
+// says so; a head named on the command line drafts for --model itself, with no note.
+TEST(RaceCli, RunSaysWhenTheMethodRunsOnItsOwnTarget) {
+  const std::string run = "run --chat --prompt 'Name three colours.' --max-tokens 4 --no-record --method medusa";
+  auto own = test::run_cli(run);
+  ASSERT_EQ(own.exit_code, 0) << own.out;
+  EXPECT_NE(own.out.find("note: medusa runs on its own target "), std::string::npos) << own.out;
+  EXPECT_NE(own.out.find("assets/models/medusa2"), std::string::npos) << own.out;
+  auto named = test::run_cli(run + " --head " + kFamily + "/medusa");
+  ASSERT_EQ(named.exit_code, 0) << named.out;
+  EXPECT_EQ(named.out.find("runs on its own target"), std::string::npos) << named.out;
+}
+
 TEST(RaceCli, LanesCarryTheirOwnOptionsAndMethodsAllUsesTheManifest) {
   auto r = test::run_cli("compare --chat --methods all --lane 'eagle2:total-tokens=12,depth=3' "
                          "--prompt 'Name three colours.' --max-tokens 16 --json --no-record");
