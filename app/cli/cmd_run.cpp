@@ -1,7 +1,6 @@
 // specscope-cli run: generate from a prompt with any method, streaming text (or StepRecords as JSON lines),
 // recorded to the session store unless --no-record. A thin adapter over the run library (runs/).
 #include <cstdio>
-#include <filesystem>
 
 #include "app/cli/chat_input.h"
 #include "app/cli/commands.h"
@@ -9,6 +8,7 @@
 #include "app/cli/method_flags.h"
 #include "app/cli/recording.h"
 #include "app/cli/run_report.h"
+#include "engine/model/family_manifest.h"
 #include "engine/util/error.h"
 #include "runs/runner.h"
 #include "sessions/summary_json.h"
@@ -47,8 +47,7 @@ int cmd_run(Args& args) {
   job.lanes = {read_single_lane(args, args.get_or("--method", "vanilla"), target)};
   // A method the family trained its own target for (Medusa-2, Speculative Streaming) runs on that model, not on
   // --model: say so up front, since its answers are that model's.
-  if (const runs::Lane& lane = job.lanes[0];
-      std::filesystem::path(lane.target).lexically_normal() != std::filesystem::path(target).lexically_normal())
+  if (const runs::Lane& lane = job.lanes[0]; !same_path(lane.target, target))
     std::fprintf(stderr, "note: %s runs on its own target %s (the family's fine-tune of %s, trained with its drafter)\n",
                  lane.method.name.c_str(), lane.target.c_str(), target.c_str());
   job.options.max_tokens = args.get_int("--max-tokens", 128);
