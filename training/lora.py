@@ -7,6 +7,7 @@ The module keys are "{layer}_{projection with '.' -> '_'}" (e.g. "5_self_attn_q_
 and B [out, r]; the update of a weight is B A * alpha / r, B starting at zero so that training starts from the
 base exactly.
 """
+import json
 import math
 import os
 
@@ -64,3 +65,34 @@ def write_peft_adapter(lora, layers, rank, alpha, out, base_ref, save_safetensor
         "layers_to_transform": list(layers), "rank_pattern": {}, "alpha_pattern": {},
         "modules_to_save": None})
     return ["adapter_config.json", "adapter_model.safetensors"]
+
+
+def check_peft_config(path, layers, rank, alpha, flags):
+    """SystemExit unless the adapter in folder `path` is this run's LoRA: the same rank, alpha and layers (another
+    alpha would rescale it silently). `flags` names the options that set them, for the message."""
+    with open(os.path.join(path, "adapter_config.json")) as f:
+        c = json.load(f)
+    want = {"r": rank, "lora_alpha": float(alpha), "layers_to_transform": list(layers)}
+    got = {"r": c.get("r"), "lora_alpha": float(c.get("lora_alpha", 0)), "layers_to_transform": c.get("layers_to_transform")}
+    if got != want:
+        raise SystemExit(f"--init-from {path}: its adapter is {got}, this run trains {want} ({flags})")
+
+
+def read_peft_adapter(path, layers, rank):
+    """The adapter write_peft_adapter wrote in folder `path`, as the state dict of modules(...) on `layers`, or
+    SystemExit naming what does not fit."""
+    from safetensors.torch import load_file
+
+    got = load_file(os.path.join(path, "adapter_model.safetensors"))
+    want = {}
+    for l in layers:
+        for p in PROJ:
+            name = f"base_model.model.model.layers.{l}.{p}"
+            want[f"{key(l, p)}.A"] = got.pop(f"{name}.lora_A.weight", None)
+            want[f"{key(l, p)}.B"] = got.pop(f"{name}.lora_B.weight", None)
+    missing = sorted(k for k, v in want.items() if v is None)
+    if missing or got:
+        layers = list(layers)
+        raise SystemExit(f"--init-from {path}: its adapter is not a LoRA of rank {rank} on layers {layers[0]}-"
+                         f"{layers[-1]} ({', '.join((missing or sorted(got))[:4])})")
+    return want

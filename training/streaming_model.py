@@ -69,11 +69,25 @@ class StreamingParts(nn.Module):
         """The LoRA update of one weight, [out, in] (what export merges)."""
         return lora_lib.delta(self.lora, layer, proj, self.cfg["lora_alpha"], self.cfg["lora_rank"])
 
+    # streaming.safetensors' tensor names (docs/streaming-format.md) and the parameters they hold
+    EXTRAS = {"stream.down.weight": "stream_down", "stream.up.weight": "stream_up",
+              "stream.embeddings": "stream_embeddings", "prune.down.weight": "prune_down",
+              "prune.up.weight": "prune_up"}
+
     def extras_state_dict(self):
         """streaming.safetensors: the tensors the engine needs besides the merged model."""
-        return {"stream.down.weight": self.stream_down, "stream.up.weight": self.stream_up,
-                "stream.embeddings": self.stream_embeddings, "prune.down.weight": self.prune_down,
-                "prune.up.weight": self.prune_up}
+        return {name: getattr(self, attr) for name, attr in self.EXTRAS.items()}
+
+    def load_extras(self, tensors, source):
+        """streaming.safetensors' tensors back into the parameters, or SystemExit naming `source` and what does
+        not fit (a name, or a shape another --streams, --stream-rank or hidden size gives)."""
+        bad = sorted(set(tensors) ^ set(self.EXTRAS))
+        bad += [n for n, a in self.EXTRAS.items() if n in tensors and tensors[n].shape != getattr(self, a).shape]
+        if bad:
+            raise SystemExit(f"{source}: not this model's streams ({', '.join(bad[:5])})")
+        with torch.no_grad():
+            for name, attr in self.EXTRAS.items():
+                getattr(self, attr).copy_(tensors[name].to(getattr(self, attr).dtype))
 
 
 def linear(sd, parts, layer, proj, x):

@@ -113,17 +113,10 @@ class Medusa(heads.Recipe):
         """Medusa-2 starts from a Medusa-1 export (the heads) or a Medusa-2 one (the adapter and heads/), whose
         LoRA must be this run's: the same rank, alpha and layers."""
         if self.joint and self._joint_export(path):
-            with open(os.path.join(path, "adapter_config.json")) as f:
-                c = json.load(f)
             with open(os.path.join(self.args.base, "config.json")) as f:
                 n = json.load(f)["num_hidden_layers"]
-            want = {"r": self.args.lora_rank, "lora_alpha": float(self.args.lora_alpha),
-                    "layers_to_transform": list(range(n - self.args.joint_layers, n))}
-            got = {"r": c.get("r"), "lora_alpha": float(c.get("lora_alpha", 0)),
-                   "layers_to_transform": c.get("layers_to_transform")}
-            if got != want:
-                raise SystemExit(f"--init-from {path}: its adapter is {got}, this run trains {want} (--lora-rank, "
-                                 "--lora-alpha, --joint-layers)")
+            lora.check_peft_config(path, range(n - self.args.joint_layers, n), self.args.lora_rank,
+                                   self.args.lora_alpha, "--lora-rank, --lora-alpha, --joint-layers")
             path = os.path.join(path, "heads")
         super().check_init(path)
 
@@ -131,20 +124,7 @@ class Medusa(heads.Recipe):
         if not self.joint:
             return super().init_from(module, path)
         if self._joint_export(path):
-            from safetensors.torch import load_file
-
-            got = load_file(os.path.join(path, "adapter_model.safetensors"))
-            want = {}
-            for l in module.layers:
-                for p in lora.PROJ:
-                    name = f"base_model.model.model.layers.{l}.{p}"
-                    want[f"{lora.key(l, p)}.A"] = got.pop(f"{name}.lora_A.weight", None)
-                    want[f"{lora.key(l, p)}.B"] = got.pop(f"{name}.lora_B.weight", None)
-            missing = sorted(k for k, v in want.items() if v is None)
-            if missing or got:
-                raise SystemExit(f"--init-from {path}: its adapter is not a LoRA of rank {self.args.lora_rank} on "
-                                 f"layers {module.layers[0]}-{module.layers[-1]} "
-                                 f"({', '.join((missing or sorted(got))[:4])})")
+            want = lora.read_peft_adapter(path, module.layers, self.args.lora_rank)
             module.lora.load_state_dict(want)
             heads.log(f"medusa: LoRA initialised from {path}")
             path = os.path.join(path, "heads")

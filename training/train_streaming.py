@@ -41,6 +41,7 @@ DEFAULTS = dict(context=256, batch_size=8, lr=2e-3, warmup=50, eval_every=100, g
 
 class Streaming(heads.Recipe):
     name = "streaming"
+    export_file = "streaming.safetensors"
 
     def __init__(self, args):
         self.args = args
@@ -66,6 +67,41 @@ class Streaming(heads.Recipe):
         if self.args.prune_layer < 0:
             self.args.prune_layer = base.N - self.args.msa_layers - 1
         return sm.StreamingParts(self.model_cfg(base), self.sd(base))
+
+    def check_init(self, path):
+        """--init-from continues a LoRA export of this recipe (the shipped model's layout) with the same streams,
+        layers and LoRA; a merged export has no separate adapter to continue."""
+        super().check_init(path)
+        cfg_path = os.path.join(path, "streaming_config.json")
+        if not os.path.isfile(cfg_path):
+            raise SystemExit(f"--init-from {path}: no streaming_config.json")
+        with open(cfg_path) as f:
+            c = json.load(f)
+        if c.get("lora_merged", True):
+            raise SystemExit(f"--init-from {path}: a merged export (its LoRA is in the weights); --init-from "
+                             "continues a LoRA export (--export-format lora)")
+        a = self.args
+        want = {"num_streams": a.streams, "msa_layers": a.msa_layers, "stream_rank": a.stream_rank}
+        got = {k: c.get(k) for k in want}
+        if got != want:
+            raise SystemExit(f"--init-from {path}: it has {got}, this run trains {want} (--streams, --msa-layers, "
+                             "--stream-rank)")
+
+    def init_from(self, parts, path):
+        from safetensors.torch import load_file
+
+        c = parts.cfg
+        with open(os.path.join(path, "streaming_config.json")) as f:
+            prune_layer = json.load(f).get("prune_layer")
+        if prune_layer != c["prune_layer"]:
+            raise SystemExit(f"--init-from {path}: its pruning adapter reads layer {prune_layer}, this run's "
+                             f"{c['prune_layer']} (--prune-layer)")
+        N, Ns = c["num_hidden_layers"], c["msa_layers"]
+        lora.check_peft_config(path, range(N - Ns, N), c["lora_rank"], c["lora_alpha"], "--lora-rank, --lora-alpha")
+        parts.lora.load_state_dict(lora.read_peft_adapter(path, range(N - Ns, N), c["lora_rank"]))
+        f = os.path.join(path, self.export_file)
+        parts.load_extras(load_file(f), f"--init-from {f}")
+        heads.log(f"streaming: LoRA and streams initialised from {path}")
 
     def alphas(self):
         a = [float(x) for x in self.args.alphas.split(",")]

@@ -692,6 +692,29 @@ class HeadRecipes(unittest.TestCase):
         # Both layouts in the C++ engine: one target forward per step, lossless, streams accepted.
         for model_dir in (d, dl):
             self.assertGreater(engine_tau(self, model_dir, "streaming", []), 1.0, model_dir)
+        # --init-from continues the LoRA export (as a new stage on other data starts from the shipped model): at
+        # learning rate 0 the new export holds the same adapter and streams, and its first step is already the
+        # trained model's (its loss well below the untrained start's).
+        di = os.path.join(self.tmp, "streaming-again")
+        shape = ["--streams", "3", "--msa-layers", "2", "--stream-rank", "8", "--stream-rows", "16",
+                 "--work", os.path.join(self.tmp, "streaming-again.work")]
+        quiet(train_streaming.main, self.head_args + ["--out", di, "--init-from", dl, "--max-steps", "1", "--lr", "0",
+                                                      "--seed", "99"] + shape)
+        for f in ("streaming.safetensors", "adapter_model.safetensors"):
+            a, b = self.tensors(os.path.join(dl, f)), self.tensors(os.path.join(di, f))
+            self.assertEqual(set(a), set(b), f)
+            for k in a:
+                self.assertTrue(torch.equal(a[k], b[k]), f"{f} {k}")
+        first = read_lines(os.path.join(di, "train_log.jsonl"))[0]
+        self.assertLess(first["loss"], self.losses(d)[0] * 0.9)
+        # What cannot be continued is refused with a message: a merged export, other streams, another LoRA alpha.
+        for extra, says in ((["--init-from", d], "a merged export"),
+                            (["--init-from", dl, "--streams", "2", "--alphas", "1,0.8,0.6"], "this run trains"),
+                            (["--init-from", dl, "--lora-alpha", "16"], "its adapter is")):
+            with self.assertRaises(SystemExit) as e:
+                quiet(train_streaming.main, self.head_args + ["--out", os.path.join(self.tmp, "st-bad"),
+                                                              "--max-steps", "1"] + shape + extra)
+            self.assertIn(says, str(e.exception.code), extra)
 
     def test_self_distill_command(self):
         import lm_train
