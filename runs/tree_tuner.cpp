@@ -43,10 +43,9 @@ bool tree_tunable(const std::string& m) {
 
 bool tree_size_given(const MethodSpec& spec) {
   if (spec.name == "medusa" || spec.name == "eagle1") return spec.options.count("tree-choices") > 0;
-  const auto candidates = tree_candidates(spec.name);
-  if (candidates.empty()) return false;
-  for (const auto& [key, value] : candidates.front())
-    if (spec.options.count(key)) return true;
+  for (const auto& candidate : tree_candidates(spec.name))
+    for (const auto& [key, value] : candidate)
+      if (spec.options.count(key)) return true;
   return false;
 }
 
@@ -66,12 +65,16 @@ std::vector<std::map<std::string, std::string>> tree_candidates(const std::strin
     for (auto [w, n, g] : std::vector<std::tuple<int, int, int>>{
              {2, 2, 2}, {3, 3, 3}, {4, 3, 4}, {5, 4, 5}, {7, 4, 7}, {10, 5, 10}, {15, 5, 15}})
       out.push_back({{"window", std::to_string(w)}, {"ngram", std::to_string(n)}, {"guesses", std::to_string(g)}});
-  // Speculative Streaming: streams per step (gamma) and candidates per stream, then the model's own (its
-  // streaming_config.json). On the shipped streaming model (40 held-out prompts, one race) gamma 1 / top-1 ran 0.92x,
-  // 2 / 1 0.85x, 2 / 2 0.77x and the model's 3 / 2 0.53-0.54x: each stream is rows in the target's own forward.
+  // Speculative Streaming: streams per step (gamma), candidates per stream and the node budget (0: the whole k-ary
+  // tree; else its most probable paths), then the model's own (its streaming_config.json). On the shipped streaming
+  // model (40 held-out prompts, one race) gamma 1 / top-1 ran 0.92x, 2 / 1 0.85x, 2 / 2 0.77x and the then default
+  // 3 / 2 0.53-0.54x: each stream is rows in the target's own forward, and every node a row through the bottom layers.
+  // Budgets of 4 and 8 nodes drawn from the model's default streams (no gamma given) draft deeper paths than a whole
+  // tree of that size.
   if (m == "streaming") {
     for (auto [g, k] : std::vector<std::pair<int, int>>{{1, 1}, {2, 1}, {2, 2}})
-      out.push_back({{"gamma", std::to_string(g)}, {"stream-top-k", std::to_string(k)}});
+      out.push_back({{"gamma", std::to_string(g)}, {"stream-top-k", std::to_string(k)}, {"total-tokens", "0"}});
+    for (int t : {4, 8}) out.push_back({{"stream-top-k", "4"}, {"total-tokens", std::to_string(t)}});
     out.push_back({});  // the model's own
   }
   if (m == "eagle2" || m == "eagle3")

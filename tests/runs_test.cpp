@@ -649,6 +649,8 @@ TEST(TreeTuner, ChoosesTheMostExpectedTokensPerSecondAndSaysWhatLoses) {
   EXPECT_FALSE(runs::tree_size_given(streaming));
   streaming.options["gamma"] = "2";
   EXPECT_TRUE(runs::tree_size_given(streaming));
+  streaming.options = {{"total-tokens", "12"}};  // a key only some of its candidates set
+  EXPECT_TRUE(runs::tree_size_given(streaming));
   EXPECT_EQ(runs::tree_candidates("sps").size(), 7u);  // gamma 1-4, then gamma 8 cut at three confidences
   MethodSpec sps{"sps", "/m/draft", "", {}};
   EXPECT_FALSE(runs::tree_size_given(sps));

@@ -15,6 +15,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 
 #include "engine/cpu/matmul.h"
 #include "engine/formats/safetensors.h"
@@ -225,7 +226,8 @@ TEST(StreamingMethod, GreedyEqualsVanillaWithOneForwardPerStep) {
   const std::vector<Case> cases = {{"defaults", {}},
                                    {"no pruning, k=3", {{"prune-threshold", "0"}, {"stream-top-k", "3"}}},
                                    {"heavy pruning", {{"prune-threshold", "0.05"}}},
-                                   {"gamma 1", {{"gamma", "1"}, {"stream-top-k", "4"}}}};
+                                   {"gamma 1", {{"gamma", "1"}, {"stream-top-k", "4"}}},
+                                   {"a node budget", {{"stream-top-k", "4"}, {"total-tokens", "9"}}}};
   long accepted = 0, pruned = 0, steps = 0;
   for (const auto& c : cases) {
     auto method = make_method(streaming_spec(c.opts), model);
@@ -256,6 +258,57 @@ TEST(StreamingMethod, GreedyEqualsVanillaWithOneForwardPerStep) {
   }
   EXPECT_GT(accepted, steps / 10) << "the fitted streams should get drafts accepted";
   EXPECT_GT(pruned, 0) << "pruning never triggered";
+}
+
+// With total-tokens the tree is the budget's most probable paths of the whole k-ary tree (the product of the
+// streams' probabilities along the path), and every node's parent is in it. The first drafted tree (from the
+// prefill's streams) is the same context in both runs, so the two trees are compared there.
+TEST(StreamingMethod, NodeBudgetKeepsTheMostProbablePathsOfTheWholeTree) {
+  const auto& f = Fixture::get();
+  const auto& model = *f.model;
+  const std::map<std::string, std::string> shape = {{"gamma", "3"}, {"stream-top-k", "4"}, {"prune-threshold", "0"}};
+  auto with = [&](const std::string& budget) {
+    auto o = shape;
+    o["total-tokens"] = budget;
+    auto method = make_method(streaming_spec(o), model);
+    GenerateOptions opts;
+    opts.max_tokens = 8;
+    opts.stop_at_eos = false;
+    auto ctx = model.new_cpu_context(128);
+    auto res = generate_speculative(model, *ctx, *method, f.prompt, opts);
+    return res.steps.at(1).nodes;  // step 0 is the prefill
+  };
+  const auto whole = with("0");
+  ASSERT_EQ(whole.size(), size_t(4 + 16 + 64));
+  // Each node of the whole tree by its path's joint probability, and its path as tokens.
+  std::vector<std::pair<double, std::vector<int32_t>>> ranked;
+  for (const auto& n : whole) {
+    double joint = 1;
+    std::vector<int32_t> path;
+    for (int i = n.id; i >= 0; i = whole[size_t(i)].parent) {
+      joint *= whole[size_t(i)].draft_prob;
+      path.insert(path.begin(), whole[size_t(i)].token);
+    }
+    ranked.push_back({joint, path});
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (int budget : {1, 5, 23}) {
+    const auto tree = with(std::to_string(budget));
+    ASSERT_EQ(tree.size(), size_t(budget));
+    std::set<std::vector<int32_t>> got, want;
+    for (const auto& n : tree) {
+      std::vector<int32_t> path;
+      for (int i = n.id; i >= 0; i = tree[size_t(i)].parent) {
+        ASSERT_LT(tree[size_t(i)].parent, i) << "a parent after its child";
+        path.insert(path.begin(), tree[size_t(i)].token);
+      }
+      got.insert(path);
+    }
+    for (int i = 0; i < budget; ++i) want.insert(ranked[size_t(i)].second);
+    // Ties at the budget's edge could pick either; the fixture's probabilities have none there.
+    ASSERT_GT(ranked[size_t(budget) - 1].first, ranked[size_t(budget)].first * (1 + 1e-6)) << budget;
+    EXPECT_EQ(got, want) << "budget " << budget;
+  }
 }
 
 TEST(StreamingMethod, VerifiesFromSummariesAndRowsOnDemandAsFromLogits) {
@@ -315,6 +368,11 @@ TEST(StreamingMethod, BadFilesAndOptionsAreClearErrors) {
   expect_error(tmp.string(), "msa_layers");
   {
     std::ofstream(tmp / "streaming_config.json")
+        << R"({"num_streams": 3, "msa_layers": 2, "stream_rank": 8, "prune_layer": 0, "total_tokens": -4})";
+  }
+  expect_error(tmp.string(), "total_tokens");
+  {
+    std::ofstream(tmp / "streaming_config.json")
         << R"({"num_streams": 3, "msa_layers": 2, "stream_rank": 16, "prune_layer": 0})";
   }
   fs::copy_file(test::fixture(kDir + "/streaming.safetensors"), tmp / "streaming.safetensors");
@@ -322,6 +380,7 @@ TEST(StreamingMethod, BadFilesAndOptionsAreClearErrors) {
   // A model without streams, and options out of range.
   EXPECT_THROW(make_method(streaming_spec(), *Model::load(test::fixture("models/llama_bytelevel_f32"))), InputError);
   EXPECT_THROW(make_method(streaming_spec({{"gamma", "9"}}), *f.model), InputError);
+  EXPECT_THROW(make_method(streaming_spec({{"total-tokens", "-2"}}), *f.model), InputError);
   EXPECT_THROW(make_method(streaming_spec({{"msa-layers", "3"}}), *f.model), InputError);  // streams before pruning
   EXPECT_NO_THROW(make_method(streaming_spec({{"msa-layers", "3"}, {"prune-threshold", "0"}}), *f.model));
   fs::remove_all(tmp);

@@ -73,7 +73,8 @@ def check_peft_config(path, layers, rank, alpha, flags):
     with open(os.path.join(path, "adapter_config.json")) as f:
         c = json.load(f)
     want = {"r": rank, "lora_alpha": float(alpha), "layers_to_transform": list(layers)}
-    got = {"r": c.get("r"), "lora_alpha": float(c.get("lora_alpha", 0)), "layers_to_transform": c.get("layers_to_transform")}
+    got = {"r": c.get("r"), "lora_alpha": float(c.get("lora_alpha", 0)),
+           "layers_to_transform": c.get("layers_to_transform")}
     if got != want:
         raise SystemExit(f"--init-from {path}: its adapter is {got}, this run trains {want} ({flags})")
 

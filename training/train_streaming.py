@@ -64,6 +64,11 @@ class Streaming(heads.Recipe):
         return self._sd
 
     def build(self, base, train_convs):
+        if not 0 <= self.args.default_streams <= self.args.streams:
+            raise SystemExit(f"--default-streams {self.args.default_streams} must be in 0..{self.args.streams} "
+                             "(--streams)")
+        if self.args.total_tokens < 0:
+            raise SystemExit("--total-tokens must be >= 0 (0: the whole k-ary tree)")
         if self.args.prune_layer < 0:
             self.args.prune_layer = base.N - self.args.msa_layers - 1
         return sm.StreamingParts(self.model_cfg(base), self.sd(base))
@@ -238,6 +243,8 @@ class Streaming(heads.Recipe):
                 "prune_layer": c["prune_layer"], "prune_rank": c["prune_rank"],
                 "prune_threshold": self.threshold if self.threshold is not None else 0.0,
                 "prune_calibration": self.calibration, "top_k": self.args.top_k,
+                "default_streams": self.args.default_streams or c["num_streams"],
+                "total_tokens": self.args.total_tokens,
                 "lora_rank": c["lora_rank"], "lora_alpha": c["lora_alpha"],
                 "lora_merged": self.args.export_format == "merged",
                 "alphas": self.alphas(), "targets": self.args.targets, "stream_targets": self.args.stream_targets,
@@ -270,6 +277,10 @@ def extra(ap):
                          "stands in for (self), or the same labels as the main stream (labels)")
     ap.add_argument("--top-k", type=int, default=3, help="tree width per stream the engine defaults to; also the "
                                                           "top-k accuracy reported")
+    ap.add_argument("--default-streams", type=int, default=0,
+                    help="streams the engine drafts with by default (0: all --streams)")
+    ap.add_argument("--total-tokens", type=int, default=0,
+                    help="the engine's default tree size: the most probable paths of the k-ary tree (0: all of it)")
     ap.add_argument("--max-shard-size", default="15MB")
     ap.add_argument("--base-name", default=None,
                     help="base_model_name_or_path to record (default: --base; for --export-format lora, --base "

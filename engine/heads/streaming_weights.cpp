@@ -41,6 +41,7 @@ std::shared_ptr<const StreamingWeights> StreamingWeights::load(const std::string
     c.prune_threshold = j.value("prune_threshold", 0.0f);
     c.top_k = j.value("top_k", 3);
     c.default_streams = j.value("default_streams", 0);
+    c.total_tokens = j.value("total_tokens", 0);
   } catch (const nlohmann::json::exception& e) {
     throw InputError(cfg_path, std::string("missing or mistyped field: ") + e.what());
   }
@@ -53,6 +54,7 @@ std::shared_ptr<const StreamingWeights> StreamingWeights::load(const std::string
   if (c.default_streams < 0 || c.default_streams > c.num_streams)
     throw InputError(cfg_path, "default_streams must be in 0..num_streams");
   if (c.default_streams == 0) c.default_streams = c.num_streams;
+  if (c.total_tokens < 0) throw InputError(cfg_path, "total_tokens must be >= 0 (0: the whole tree)");
   if (!(c.prune_threshold >= 0.f && c.prune_threshold < 1.f))
     throw InputError(cfg_path, "prune_threshold must be in [0, 1)");
 

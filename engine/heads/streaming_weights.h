@@ -23,6 +23,7 @@ struct StreamingConfig {
   float prune_threshold = 0;  // calibrated transition-probability threshold (0: no pruning)
   int top_k = 3;              // default tree width per stream
   int default_streams = 0;    // streams used by default (<= num_streams; 0 in the file: all of them)
+  int total_tokens = 0;       // default tree node budget, most probable paths first (0: the whole k-ary tree)
 };
 
 class StreamingWeights {

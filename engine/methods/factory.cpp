@@ -140,6 +140,9 @@ std::unique_ptr<Method> make_method(const MethodSpec& spec, const Model& target)
     o.top_k = opt_int(spec, "stream-top-k", 0);
     o.msa_layers = opt_int(spec, "msa-layers", 0);
     o.prune_threshold = opt_float(spec, "prune-threshold", -1.f);
+    o.total_tokens = opt_int(spec, "total-tokens", -1);
+    if (spec.options.count("total-tokens") && o.total_tokens < 0)
+      throw InputError("--total-tokens", "must be >= 0 (0: the whole k-ary tree)");
     return std::make_unique<StreamingMethod>(StreamingWeights::load(dir, target), o, target);
   }
   if (spec.name == "lookahead") {

@@ -69,6 +69,8 @@ std::vector<MethodInfo> build() {
                 {"stream-top-k", K::Int, "", "candidates per stream (default: the model's)"},
                 {"msa-layers", K::Int, "", "layers with multi-stream attention (default: the trained value)"},
                 {"prune-threshold", K::Number, "", "early-exit pruning threshold (default: calibrated; 0: off)"},
+                {"total-tokens", K::Int, "", "tree nodes, the most probable paths of the k-ary tree first (default: "
+                                              "the model's; 0: the whole tree)"},
                 tree_option()}});
   r.push_back({"lookahead", "Lookahead decoding (Jacobi n-grams)", "Fu et al. 2024", MethodNeed::Nothing,
                {{"window", K::Int, "15", "W: Jacobi window"},

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <queue>
 
 #include "engine/cpu/matmul.h"
 #include "engine/model/model.h"
@@ -22,6 +23,7 @@ StreamingMethod::StreamingMethod(std::shared_ptr<const StreamingWeights> weights
   if (o_.top_k == 0) o_.top_k = c.top_k;
   if (o_.msa_layers == 0) o_.msa_layers = c.msa_layers;
   if (o_.prune_threshold < 0) o_.prune_threshold = c.prune_threshold;
+  if (o_.total_tokens < 0) o_.total_tokens = c.total_tokens;
   if (o_.streams < 1 || o_.streams > c.num_streams)
     throw InputError("--gamma", "must be in 1.." + std::to_string(c.num_streams) + " (the streams this model has)");
   if (o_.top_k < 1 || o_.top_k > 32) throw InputError("--k", "must be in 1..32");
@@ -76,16 +78,42 @@ void StreamingMethod::draft(const DecodeState& st, DraftTree& tree, int budget) 
   if (stream_logits_.empty()) return;
   const int G = o_.streams, k = o_.top_k;
   // Stream j's candidates are the same under every parent (streams do not see the draft): the tree is the
-  // Cartesian product of the streams' top-k, built depth by depth so parents precede children.
+  // Cartesian product of the streams' top-k.
+  std::vector<std::vector<int>> top(G);
+  std::vector<std::vector<float>> prob(G);
+  for (int j = 0; j < G; ++j) {
+    const std::vector<float> probs = softmax_probs(stream_logits_.data() + size_t(j) * vocab_, vocab_);
+    top[j] = top_k_indices(probs.data(), vocab_, k);
+    for (int tok : top[j]) prob[j].push_back(probs[tok]);
+  }
+  if (o_.total_tokens > 0) {
+    // A node budget: the paths with the highest product of stream probabilities first (a child's product never
+    // exceeds its parent's, so parents still precede children), as Medusa's and EAGLE-2's trees are chosen.
+    struct Candidate {
+      float joint;
+      int parent, depth, rank;
+      bool operator<(const Candidate& o) const { return joint < o.joint; }
+    };
+    std::priority_queue<Candidate> open;
+    for (int r = 0; r < k; ++r) open.push({prob[0][r], -1, 0, r});
+    const int limit = std::min(budget, o_.total_tokens);
+    while (!open.empty() && tree.size() < limit) {
+      const Candidate c = open.top();
+      open.pop();
+      const int id = tree.add(c.parent, top[c.depth][c.rank], prob[c.depth][c.rank], NodeSource::Stream, c.depth + 1);
+      if (c.depth + 1 < G)
+        for (int r = 0; r < k; ++r) open.push({c.joint * prob[c.depth + 1][r], id, c.depth + 1, r});
+    }
+    return;
+  }
+  // The whole k-ary tree, depth by depth so parents precede children.
   std::vector<int> frontier = {-1};
   for (int j = 0; j < G && tree.size() < budget; ++j) {
-    const std::vector<float> probs = softmax_probs(stream_logits_.data() + size_t(j) * vocab_, vocab_);
-    const std::vector<int> top = top_k_indices(probs.data(), vocab_, k);
     std::vector<int> next;
     for (int parent : frontier)
-      for (int tok : top) {
+      for (int r = 0; r < k; ++r) {
         if (tree.size() >= budget) break;
-        next.push_back(tree.add(parent, tok, probs[tok], NodeSource::Stream, j + 1));
+        next.push_back(tree.add(parent, top[j][r], prob[j][r], NodeSource::Stream, j + 1));
       }
     frontier = std::move(next);
   }

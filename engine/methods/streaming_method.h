@@ -3,10 +3,12 @@
 // Every step is exactly one target forward that both verifies the previous draft tree and, through gamma
 // speculative streams on every surviving tree row (multi-stream attention in the top Ns layers), proposes the
 // next one: after verification, the streams of the last accepted row give the next tree, the top-k of stream j
-// at depth j under every depth j-1 node (a full k-ary tree, fixed for fixed gamma and k). Rows whose early-exit
-// transition probability falls under the calibrated threshold are pruned inside that forward before they
-// reach the streams; the StepRecord marks them pruned. Verification is the engine's lossless tree verification
-// (greedy matching; at T > 0 deterministic candidates are accepted with p(x)).
+// at depth j under every depth j-1 node (a full k-ary tree, fixed for fixed gamma and k), or, with a node budget
+// (total_tokens), that many of its nodes, the paths with the highest product of stream probabilities (our
+// addition: the paper prunes the whole tree only inside the forward, after every node has cost a row through the
+// bottom layers). Rows whose early-exit transition probability falls under the calibrated threshold are pruned
+// inside that forward before they reach the streams; the StepRecord marks them pruned. Verification is the
+// engine's lossless tree verification (greedy matching; at T > 0 deterministic candidates are accepted with p(x)).
 #include <memory>
 
 #include "engine/heads/streaming_weights.h"
@@ -19,6 +21,8 @@ struct StreamingOptions {
   int top_k = 0;               // k; 0: the model's default (streaming_config.json)
   int msa_layers = 0;          // Ns; 0: the trained value (others are allowed but off-distribution: lower tau)
   float prune_threshold = -1;  // < 0: the calibrated one; 0: no pruning
+  int total_tokens = -1;       // the tree's node budget, most probable paths first; 0: the whole k-ary tree;
+                               // < 0: the model's default (streaming_config.json, else 0)
 };
 
 class StreamingMethod final : public Method {

@@ -659,6 +659,8 @@ class HeadRecipes(unittest.TestCase):
                           "prune.up.weight": (self.H, 8)})
         cfg = read_json(os.path.join(d, "streaming_config.json"))
         self.assertEqual((cfg["num_streams"], cfg["msa_layers"], cfg["prune_layer"]), (3, 2, 0))
+        # the engine's defaults: every stream, the whole tree
+        self.assertEqual((cfg["default_streams"], cfg["total_tokens"]), (3, 0))
         self.assertTrue(0.0 < cfg["prune_threshold"] < 1.0)
         # The export is a plain Llama checkpoint whose main stream is the reference's (LoRA merged), and the
         # bottom layers are the base's, untouched.
@@ -699,7 +701,8 @@ class HeadRecipes(unittest.TestCase):
         shape = ["--streams", "3", "--msa-layers", "2", "--stream-rank", "8", "--stream-rows", "16",
                  "--work", os.path.join(self.tmp, "streaming-again.work")]
         quiet(train_streaming.main, self.head_args + ["--out", di, "--init-from", dl, "--max-steps", "1", "--lr", "0",
-                                                      "--seed", "99"] + shape)
+                                                      "--seed", "99", "--total-tokens", "12"] + shape)
+        self.assertEqual(read_json(os.path.join(di, "streaming_config.json"))["total_tokens"], 12)
         for f in ("streaming.safetensors", "adapter_model.safetensors"):
             a, b = self.tensors(os.path.join(dl, f)), self.tensors(os.path.join(di, f))
             self.assertEqual(set(a), set(b), f)
