@@ -19,7 +19,7 @@
 #       OUT/HEAD/ (float32; Medusa's in bfloat16; files over 15 MiB split into NAME.partNN, which `take` joins), with
 #       results.md (the device, the commit, each step's command, wall time and headline) and log.txt: 8 files at
 #       most. Without a GPU (the rehearsal) --device cpu with a budget of a few minutes runs the same path.
-#   bash scripts/gpu-train.sh pack --head base [--shape 512x10] [--epochs 8] [--out gpu-bundle]
+#   bash scripts/gpu-train.sh pack --head base [--shape 512x10] [--epochs 8] [--with-head eagle3] [--out gpu-bundle]
 #       Issue 19, item 3: a base larger than the shipped one, trained from scratch in one call. The bundle holds the
 #       tokenizer and the corpus with the manuals' prose (build_corpus.py --with-docs; fetch_sources.sh --with-docs
 #       installs them). --shape HIDDENxLAYERS (FFN 3x hidden, heads of 64, 2 KV heads up to hidden 512, then 4):
@@ -27,10 +27,16 @@
 #       of that width; bench/base_size_projection.sh measured what 38-66M bases would let speculation gain here.
 #       `run` trains it with the shipped base's recipe (batch 64 x 512, lr 2e-3) until --epochs or the budget, and
 #       brings back its shards and one meta.tar of the small files (config, tokenizer, logs): 8 files at most.
+#       --with-head eagle3 also trains an EAGLE-3 head for that base in the same call (its last --head-minutes, 3 by
+#       default: the new base's own greedy answers for --distill-minutes, 0.75 by default, then the head from scratch
+#       on them and the corpus, over the whole vocabulary, exported in bf16), so that one call answers both of item
+#       3's questions here: does the larger base answer fluently, and does speculation pay on it on this CPU. Base
+#       and head must come back together: 512x8 (26.2M parameters, 52 MB, and a 12.6 MB head) is the largest.
 #   bash scripts/gpu-train.sh take DIR [--into training/runs/NAME]
 #       Here, after the call: joins the split files of DIR/HEAD into a head directory (default
 #       training/runs/gpu-HEAD-<date>) that specscope-cli loads, and prints the held-out comparison to run:
 #       compare --chat over assets/prompts/heldout.jsonl, greedy, 96 tokens, the shipped head against this one.
+#       A base's call becomes a model folder (training/runs/gpu-base-<date>), its head, if any, in eagle3/ inside it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 die() { echo "gpu-train.sh: $*" >&2; exit 2; }
@@ -53,21 +59,34 @@ base_shape() {
   local kv=2 ffn=$((3 * hidden)) vocab=4096
   [ "$hidden" -le 512 ] || kv=4
   local heads=$((hidden / 64))
+  [ "$kv" -le "$heads" ] || kv=$heads  # (a rehearsal's 64-wide base: one head)
   # Parameters: the tied embedding, and per layer q and o (hidden^2 each), k and v (hidden x kv x 64 each), the
   # three FFN matrices and two norms; the final norm.
   local per_layer=$((2 * hidden * hidden + 2 * hidden * kv * 64 + 3 * hidden * ffn + 2 * hidden))
   echo "--hidden $hidden --layers $layers --heads $heads --kv-heads $kv --intermediate $ffn"
   echo "bytes $((2 * (vocab * hidden + layers * per_layer + hidden)))"
+  # An EAGLE-3 head for it over the whole vocabulary, in bf16 (train_eagle3.py's layout): fc from three layers'
+  # features, one layer whose q, k and v read 2 x hidden, its FFN, three norms, the LM head; d2t (int64) and t2d (bool).
+  local head_params=$((3 * hidden * hidden + 2 * hidden * hidden + 2 * 2 * hidden * kv * 64 + hidden * hidden +
+    3 * hidden * ffn + 4 * hidden + vocab * hidden))
+  echo "eagle3_bytes $((2 * head_params + 9 * vocab))"
 }
 
 pack_base() {
-  local shape=$1 epochs=$2 out=$3
+  local shape=$1 epochs=$2 out=$3 with_head=$4
   local spec bytes
   spec=$(base_shape "$shape") || exit 2
   bytes=$(echo "$spec" | sed -n 's/^bytes //p')
-  # 64 MiB come back in all; the small files and the logs take well under 2 MiB of it.
-  [ "$bytes" -le $((62 << 20)) ] ||
-    die "pack: --shape $shape exports $((bytes >> 20)) MiB in bf16, more than one call brings back (62 MiB with the logs)"
+  case "$with_head" in
+    "") ;;
+    eagle3) bytes=$((bytes + $(echo "$spec" | sed -n 's/^eagle3_bytes //p')))
+      # EAGLE-3 reads three distinct layers, 2, N/2 and N-3 (the official code's choice): 7 layers at least.
+      [ "${shape#*x}" -ge 7 ] || die "pack: --with-head eagle3 needs a base of 7 layers or more (--shape $shape)" ;;
+    *) die "pack: --with-head $with_head: only eagle3 is trained beside a base" ;;
+  esac
+  # 64 MiB come back in all; the small files take about half a MiB of it, and run keeps log.txt under 512 KiB.
+  [ "$bytes" -le $((63 << 20)) ] ||
+    die "pack: --shape $shape${with_head:+ with its $with_head head} exports $((bytes >> 20)) MiB in bf16, more than one call brings back (63 MiB with the logs)"
   local stage
   stage=$(mktemp -d)
   # Once, on this function's return (a RETURN trap would otherwise also fire when pack returns, stage unset there).
@@ -80,7 +99,7 @@ pack_base() {
   cmp -s "$stage/heldout.jsonl" "$here/assets/prompts/heldout.jsonl" ||
     die "pack: the corpus's held-out prompts differ from assets/prompts/heldout.jsonl (other package versions?)"
   cp "$here/training/data/NOTICE" "$stage/data/"
-  { echo "head=base"; echo "shape=$shape"; echo "epochs=$epochs"; echo "export_bytes=$bytes";
+  { echo "head=base"; echo "shape=$shape"; echo "epochs=$epochs"; echo "with_head=$with_head"; echo "export_bytes=$bytes";
     echo "commit=$(cd "$here" && git rev-parse HEAD)"; echo "packed=$(date -u +%FT%TZ) on $(hostname)";
     tail -n 3 "$stage/corpus.log" | sed 's/^/corpus: /'; } > "$stage/manifest.txt"
   local tarball=$out/specscope-gpu-train-base.tar.xz
@@ -90,10 +109,11 @@ pack_base() {
 
 pack() {
   local head=eagle3 from="" out=$here/gpu-bundle distilled=$here/training/runs/distilled distilled_mib=16
-  local shape=512x10 epochs=8
+  local shape="" epochs=8 with_head=""
   while [ $# -gt 0 ]; do
     case "$1" in
       --shape) shape=$2; shift 2 ;;
+      --with-head) with_head=$2; shift 2 ;;
       --epochs) epochs=$2; shift 2 ;;
       --head) head=$2; shift 2 ;;
       --from) from=$2; shift 2 ;;
@@ -104,9 +124,11 @@ pack() {
   done
   recipe_of "$head" >/dev/null
   if [ "$head" = base ]; then
-    pack_base "$shape" "$epochs" "$out"
+    [ -n "$shape" ] || { shape=512x10; [ -z "$with_head" ] || shape=512x8; }  # the largest that come back
+    pack_base "$shape" "$epochs" "$out" "$with_head"
     return
   fi
+  [ -z "$with_head$shape" ] || die "pack: --with-head and --shape go with --head base"
   from=${from:-$here/assets/models/$head}  # for medusa2 the shipped Medusa-2; --from assets/models/medusa starts afresh
   if [ -f "$from/adapter_model.safetensors" ]; then  # a Medusa-2 export continues only as Medusa-2
     [ "$head" = medusa2 ] || die "pack: $from is a Medusa-2 export (an adapter with heads/): pack it with --head medusa2"
@@ -153,11 +175,12 @@ run() {
   local bundle=$1 out=$2
   shift 2
   local budget=540 distill_minutes=2.5 seed="" device=cuda batch="" context=512 py=${PYTHON:-python3}
-  local in_flight=512 shard=2048 val_convs=500
+  local in_flight=512 shard=2048 val_convs=500 head_minutes=3 distill_given=""
   while [ $# -gt 0 ]; do
     case "$1" in
       --budget) budget=$2; shift 2 ;;
-      --distill-minutes) distill_minutes=$2; shift 2 ;;
+      --distill-minutes) distill_minutes=$2; distill_given=1; shift 2 ;;
+      --head-minutes) head_minutes=$2; shift 2 ;;
       --seed) seed=$2; shift 2 ;;
       --device) device=$2; shift 2 ;;
       --batch-size) batch=$2; shift 2 ;;
@@ -175,8 +198,10 @@ run() {
   : > "$log"
   say() { echo "[gpu-train] $*" | tee -a "$log" >&2; }
   tar -C "$work" -xf "$bundle" || die "run: cannot unpack $bundle"
-  local head
+  local head with_head
   head=$(sed -n 's/^head=//p' "$work/manifest.txt")
+  with_head=$(sed -n 's/^with_head=//p' "$work/manifest.txt")  # a head trained beside a base (pack --with-head)
+  [ -n "$distill_given" ] || [ -z "$with_head" ] || distill_minutes=0.75
   [ -n "$batch" ] || { batch=32; [ "$head" != base ] || batch=64; }  # the recipes' batch sizes on the GPU
   local recipe
   recipe=$(recipe_of "$head")
@@ -194,7 +219,9 @@ run() {
     echo "- device: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null || echo "no GPU ($device)")"
     echo "- torch: $($py -c 'import torch; print(torch.__version__, "cuda", torch.cuda.is_available())' 2>&1 | tail -n 1)"
     sed 's/^/- bundle /' "$work/manifest.txt"
-    if [ "$head" = base ]; then
+    if [ "$head" = base ] && [ -n "$with_head" ]; then
+      echo "- seed $seed, budget $budget s (the $with_head head its last $head_minutes min, distillation $distill_minutes of them), batch $batch x $context"
+    elif [ "$head" = base ]; then
       echo "- seed $seed, budget $budget s, batch $batch x $context"
     else
       echo "- seed $seed, budget $budget s, distillation $distill_minutes min, batch $batch x $context"
@@ -211,6 +238,7 @@ run() {
     epochs=$(sed -n 's/^epochs=//p' "$work/manifest.txt")
     spec=$(base_shape "$shape" | head -n 1)
     left=$((budget - (SECONDS - t0) - 75))
+    [ -z "$with_head" ] || left=$(awk -v l="$left" -v m="$head_minutes" 'BEGIN { printf "%d", l - 60 * m }')
     [ "$left" -ge 30 ] || die "run: $left s left for training"
     # shellcheck disable=SC2086  # spec is a list of options
     step train trained_base -- "$py" "$here/training/train_base.py" --data "$work/data" --tokenizer "$work/models/tokenizer" \
@@ -220,11 +248,39 @@ run() {
       --max-minutes "$(awk -v s="$left" 'BEGIN { printf "%.2f", s / 60 }')" || true
     [ -f "$out/base/training_summary.json" ] || die "run: no base was exported (see $log)"
     rm -f "$out/base/loss_curve.png"
+    [ -z "$with_head" ] || run_head_of_base
     (cd "$out/base" && tar -cf meta.tar $(ls | grep -v '^model.*\.safetensors$') &&
-      find . -maxdepth 1 -type f ! -name meta.tar ! -name 'model*.safetensors' -delete)
+      find . -maxdepth 1 -type f ! -name meta.tar ! -name 'model*.safetensors' -delete && rm -rf "$with_head")
+    trim_log
     echo >> "$md"
     echo "Finished in $((SECONDS - t0)) s of a $budget s budget." >> "$md"
     rm -rf "$work"
+  }
+  # pack --with-head eagle3: an EAGLE-3 head for the base just trained, from scratch, on the base's own greedy answers
+  # (as the EAGLE authors regenerate their data with the target) and the corpus; its weights come back in
+  # OUT/eagle3/, its small files inside the base's meta.tar (eagle3/), so that the call stays within 8 files. The
+  # corpus's tokens are the base run's cache (the same tokenizer and files: lm_train.tokenize_split's key).
+  run_head_of_base() {
+    step distill distilled -- "$py" "$here/training/self_distill.py" --base "$out/base" \
+      --prompts "$work/data/train.jsonl.gz" --out "$work/sd" --device "$device" --batch-size "$in_flight" --seed "$seed" \
+      --shard-size "$shard" --max-minutes "$distill_minutes" --progress lines || say "distillation failed: training on the corpus alone"
+    local left=$((budget - (SECONDS - t0) - 60)) extra=()
+    [ "$left" -ge 20 ] || { say "$left s left: no $with_head head trained"; return 0; }
+    ls "$work/sd"/shard-*.jsonl.gz >/dev/null 2>&1 && extra+=(--extra-train "$work/sd")
+    trained_dir=$out/$with_head step train_head trained -- "$py" "$here/training/$(recipe_of "$with_head")" \
+      --base "$out/base" --data "$work/data" --out "$out/$with_head" --work "$work/run-$with_head" --device "$device" \
+      --cache "$work/run" \
+      --context "$context" --batch-size 32 --draft-vocab "$(sed -n 's/.*"vocab_size": *\([0-9]*\).*/\1/p' "$out/base/config.json")" \
+      "${extra[@]}" --seed "$seed" --ckpt-minutes 0 --max-val-convs "$val_convs" --export-dtype bfloat16 \
+      --max-minutes "$(awk -v s="$left" 'BEGIN { printf "%.2f", s / 60 }')" || true
+    [ -f "$out/$with_head/training_summary.json" ] || { say "no $with_head head was exported"; return 0; }
+    mkdir -p "$out/base/$with_head"
+    (cd "$out/$with_head" && rm -f loss_curve.png && find . -maxdepth 1 -type f ! -name 'model*.safetensors' \
+      -exec mv {} "$out/base/$with_head/" \;)
+  }
+  trim_log() {  # log.txt within 512 KiB: its first 64 KiB and its last 440
+    [ "$(stat -c %s "$log")" -gt $((512 << 10)) ] || return 0
+    { head -c $((64 << 10)) "$log"; printf '\n[... trimmed ...]\n'; tail -c $((440 << 10)) "$log"; } > "$log.t" && mv "$log.t" "$log"
   }
   trained_base() {
     "$py" - "$out/base/training_summary.json" <<'PY'
@@ -252,7 +308,7 @@ print("%d shards, %d answers, %.2f M tokens, %d truncated" % (len(r), sum(x.get(
 PY
   }
   trained() {
-    "$py" - "$out/$head/training_summary.json" <<'PY'
+    "$py" - "${trained_dir:-$out/$head}/training_summary.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
 print("%d steps, %.1f M tokens at %s tok/s (%s); final %s" % (s["steps"], s["tokens_seen"] / 1e6, s["tokens_per_s"],
@@ -304,6 +360,7 @@ PY
     split -b $limit_part_bytes -d -a 2 "$f" "$f.part" && rm "$f"
     say "split $(basename "$f") into $(ls "$f".part* | wc -l) parts"
   done < <(find "$out/$head" -type f -print0)
+  trim_log
   echo >> "$md"
   echo "Finished in $((SECONDS - t0)) s of a $budget s budget." >> "$md"
   rm -rf "$work"
@@ -326,11 +383,22 @@ take() {
     mkdir -p "$into"
     cp "$dir"/base/model*.safetensors "$into/"
     tar -C "$into" -xf "$dir/base/meta.tar"
+    local h
+    for h in eagle3; do  # a head trained beside it (pack --with-head): its small files came in meta.tar
+      [ -f "$dir/$h/model.safetensors" ] && [ -f "$into/$h/config.json" ] || continue
+      cp "$dir/$h/model.safetensors" "$into/$h/"
+    done
     echo "$into"
     echo "try it (greedy, chat) and time it against the shipped base:" >&2
     echo "  build/app/specscope-cli run --model $into --chat --prompt 'Explain the range function in Python.'" >&2
     echo "  build/app/specscope-cli compare --chat --prompt-file assets/prompts/heldout.jsonl --max-tokens 96 \\" >&2
     echo "    --lane vanilla:model=assets/models/base --lane vanilla:model=$into" >&2
+    if [ -f "$into/eagle3/model.safetensors" ]; then
+      echo "its EAGLE-3 head against the shipped pair, each against its own vanilla (held-out, greedy, tree=auto):" >&2
+      echo "  build/app/specscope-cli compare --chat --prompt-file assets/prompts/heldout.jsonl --max-tokens 96 \\" >&2
+      echo "    --lane vanilla:model=assets/models/base --lane eagle3:model=assets/models/base,tree=auto \\" >&2
+      echo "    --lane vanilla:model=$into --lane eagle3:model=$into,head=$into/eagle3,tree=auto --interleaved" >&2
+    fi
     return
   fi
   src=$(dirname "$(ls "$dir"/*/training_summary.json 2>/dev/null | head -n 1)")
