@@ -2,7 +2,8 @@
 # Moves the folders a device call cannot carry out of the checkout and back (issue 23's GPU runs). A call sends the
 # checkout's tracked and untracked-not-ignored files, at most 64 MiB with what `carry` names, and assets/ (95 MB),
 # tests/fixtures/ (44 MB), training/data/ and bench/results/ are more than that; gpu-pack.sh's bundle holds what a
-# run reads of them.
+# run reads of them. docs/ (1.5 MB of screenshots, read by no run) goes too: the core part (56 MiB) and the source
+# tree (7 MiB) leave little of the 64.
 #
 #   bash scripts/gpu-stage.sh out    # before the device call: the folders go to ../specscope-gpu-staged/
 #   bash scripts/gpu-stage.sh back   # after it (and before any commit: with them out, `git commit -a` deletes them)
@@ -13,7 +14,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 staged=${SPECSCOPE_GPU_STAGED:-$here/../specscope-gpu-staged}
-folders=(assets tests/fixtures training/data bench/results)
+folders=(assets tests/fixtures training/data bench/results docs)
 die() { echo "gpu-stage.sh: $*" >&2; exit 2; }
 
 sending_bytes() {  # tracked and untracked-not-ignored files present now, plus the bundle a call carries
