@@ -36,7 +36,8 @@
 #       Here, after the call: joins the split files of DIR/HEAD into a head directory (default
 #       training/runs/gpu-HEAD-<date>) that specscope-cli loads, and prints the held-out comparison to run:
 #       compare --chat over assets/prompts/heldout.jsonl, greedy, 96 tokens, the shipped head against this one.
-#       A base's call becomes a model folder (training/runs/gpu-base-<date>), its head, if any, in eagle3/ inside it.
+#       A base's call becomes a model folder (training/runs/gpu-base-<date>), its head, if any, in eagle3/ inside it,
+#       named by a family.json there.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 die() { echo "gpu-train.sh: $*" >&2; exit 2; }
@@ -387,6 +388,9 @@ take() {
     for h in eagle3; do  # a head trained beside it (pack --with-head): its small files came in meta.tar
       [ -f "$dir/$h/model.safetensors" ] && [ -f "$into/$h/config.json" ] || continue
       cp "$dir/$h/model.safetensors" "$into/$h/"
+      # A family manifest inside the model (docs/family-manifest.md): run --method eagle3, compare and the app find
+      # the head without flags, and the folder ships as it is.
+      printf '{"specscope_family": 1, "target": ".", "methods": {"%s": {"head": "%s"}}}\n' "$h" "$h" > "$into/family.json"
     done
     echo "$into"
     echo "try it (greedy, chat) and time it against the shipped base:" >&2
