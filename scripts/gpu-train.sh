@@ -32,6 +32,8 @@
 #       on them and the corpus, over the whole vocabulary, exported in bf16), so that one call answers both of item
 #       3's questions here: does the larger base answer fluently, and does speculation pay on it on this CPU. Base
 #       and head must come back together: 512x8 (26.2M parameters, 52 MB, and a 12.6 MB head) is the largest.
+#   bash scripts/gpu-train.sh shape HIDDENxLAYERS
+#       The base's recipe options for that shape and the bf16 bytes pack counts for it and for its EAGLE-3 head.
 #   bash scripts/gpu-train.sh take DIR [--into training/runs/NAME]
 #       Here, after the call: joins the split files of DIR/HEAD into a head directory (default
 #       training/runs/gpu-HEAD-<date>) that specscope-cli loads, and prints the held-out comparison to run:
@@ -455,11 +457,12 @@ PY
 }
 
 cmd=${1:-}
-[ -n "$cmd" ] || die "usage: $0 pack|run|take ... (see the head of this file)"
+[ -n "$cmd" ] || die "usage: $0 pack|run|take|shape ... (see the head of this file)"
 shift
 case "$cmd" in
+  shape) base_shape "${1:?shape HIDDENxLAYERS}" ;;  # what pack counts for a shape (training/tests: GpuTrainShapes)
   pack) pack "$@" ;;
   run) run "$@" ;;
   take) take "$@" ;;
-  *) die "unknown command $cmd (pack, run, take)" ;;
+  *) die "unknown command $cmd (pack, run, take, shape)" ;;
 esac

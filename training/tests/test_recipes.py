@@ -795,6 +795,56 @@ class HeadRecipes(unittest.TestCase):
         self.assertEqual(convs[0]["messages"][-1]["role"], "assistant")
 
 
+class GpuTrainShapes(unittest.TestCase):
+    """scripts/gpu-train.sh decides before a device call whether a base (and its EAGLE-3 head) will come back within
+    the 64 MiB a call returns: a wrong count loses the whole call. Its counts must equal the bf16 bytes of the models
+    the recipes build for that shape: transformers' Llama for the base (tied embedding), heads.Eagle3Head over the
+    whole vocabulary with its d2t (int64) and t2d (bool) buffers."""
+
+    SCRIPT = os.path.join(ROOT, "scripts", "gpu-train.sh")
+
+    def shape(self, s):
+        out = subprocess.run(["bash", self.SCRIPT, "shape", s], capture_output=True, text=True, check=True).stdout
+        lines = out.strip().splitlines()
+        words = lines[0].split()
+        opts = {words[i].lstrip("-").replace("-", "_"): int(words[i + 1]) for i in range(0, len(words), 2)}
+        counts = dict(line.split() for line in lines[1:])
+        return opts, int(counts["bytes"]), int(counts["eagle3_bytes"])
+
+    def test_counts_equal_the_models_bytes(self):
+        import torch
+        from transformers import LlamaConfig, LlamaForCausalLM
+
+        import heads
+
+        vocab = 4096  # the shipped tokenizer's, which every base of gpu-train.sh uses
+        for s in ("512x8", "512x10", "640x6", "64x7"):
+            opts, base_bytes, head_bytes = self.shape(s)
+            cfg = LlamaConfig(vocab_size=vocab, hidden_size=opts["hidden"], num_hidden_layers=opts["layers"],
+                              num_attention_heads=opts["heads"], num_key_value_heads=opts["kv_heads"],
+                              intermediate_size=opts["intermediate"], head_dim=64, tie_word_embeddings=True)
+            with torch.device("meta"):
+                base = LlamaForCausalLM(cfg)
+            self.assertEqual(base_bytes, 2 * sum(p.numel() for p in base.parameters()), s)
+            c = {"H": opts["hidden"], "TH": opts["hidden"], "I": opts["intermediate"], "nh": opts["heads"],
+                 "nkv": opts["kv_heads"], "hd": 64, "eps": 1e-5, "theta": 10000.0}
+            with torch.device("meta"):
+                head = heads.Eagle3Head(c, torch.arange(vocab), torch.ones(vocab, dtype=torch.bool))
+            want = 2 * sum(p.numel() for p in head.parameters()) + sum(
+                b.numel() * b.element_size() for b in head.buffers())
+            self.assertEqual(head_bytes, want, s)
+
+    def test_pack_refuses_what_cannot_come_back(self):
+        for args, words in ((["--with-head", "eagle3", "--shape", "512x9"], "more than one call brings back"),
+                            (["--shape", "512x11"], "more than one call brings back"),
+                            (["--with-head", "eagle3", "--shape", "512x6"], "7 layers or more"),
+                            (["--with-head", "medusa"], "only eagle3")):
+            r = subprocess.run(["bash", self.SCRIPT, "pack", "--head", "base", "--out", tempfile.gettempdir()] + args,
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertIn(words, r.stderr, args)
+
+
 class AverageHeads(unittest.TestCase):
     """training/average_heads.py: float tensors are averaged, index maps must agree, config comes from the last."""
 
