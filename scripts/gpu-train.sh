@@ -208,12 +208,13 @@ run() {
   [ -n "$batch" ] || { batch=32; [ "$head" != base ] || batch=64; }  # the recipes' batch sizes on the GPU
   local recipe
   recipe=$(recipe_of "$head")
+  config_value() { "$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+  minutes() { awk -v s="$1" 'BEGIN { printf "%.2f", s / 60 }'; }  # seconds -> a recipe's --max-minutes
   # float32 keeps the next warm restart's start exact; Medusa's five heads are 34 MB so, 17 MB (two parts) in bf16.
   local dtype=float32 recipe_args=()
   [ "$head" != medusa ] && [ "$head" != medusa2 ] || dtype=bfloat16
   if [ "$head" = medusa2 ]; then  # Medusa-2: a LoRA on every layer of the base, trained with the heads
-    recipe_args=(--joint-layers "$("$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["num_hidden_layers"])' \
-      "$work/models/base/config.json")" --lr 3e-4)
+    recipe_args=(--joint-layers "$(config_value "$work/models/base/config.json" num_hidden_layers)" --lr 3e-4)
   fi
   seed=${seed:-$(date +%s)}
   {
@@ -248,7 +249,7 @@ run() {
       --out "$out/base" --work "$work/run" --device "$device" $spec --context "$context" --batch-size "$batch" \
       --lr 2e-3 --warmup-steps 200 --eval-every 250 --eval-rows 128 --ckpt-every 0 --max-val-convs "$val_convs" \
       --max-epochs "$epochs" --seed "$seed" --export-dtype bfloat16 \
-      --max-minutes "$(awk -v s="$left" 'BEGIN { printf "%.2f", s / 60 }')" || true
+      --max-minutes "$(minutes "$left")" || true
     [ -f "$out/base/training_summary.json" ] || die "run: no base was exported (see $log)"
     rm -f "$out/base/loss_curve.png"
     [ -z "$with_head" ] || run_head_of_base
@@ -259,23 +260,26 @@ run() {
     echo "Finished in $((SECONDS - t0)) s of a $budget s budget." >> "$md"
     rm -rf "$work"
   }
+  distill_answers() {  # BASE's greedy answers to corpus prompts in the order of --seed, into $work/sd
+    step distill distilled -- "$py" "$here/training/self_distill.py" --base "$1" \
+      --prompts "$work/data/train.jsonl.gz" --out "$work/sd" --device "$device" --batch-size "$in_flight" --seed "$seed" \
+      --shard-size "$shard" --max-minutes "$distill_minutes" --progress lines || say "distillation failed: training on the corpus alone"
+  }
   # pack --with-head eagle3: an EAGLE-3 head for the base just trained, from scratch, on the base's own greedy answers
   # (as the EAGLE authors regenerate their data with the target) and the corpus; its weights come back in
   # OUT/eagle3/, its small files inside the base's meta.tar (eagle3/), so that the call stays within 8 files. The
   # corpus's tokens are the base run's cache (the same tokenizer and files: lm_train.tokenize_split's key).
   run_head_of_base() {
-    step distill distilled -- "$py" "$here/training/self_distill.py" --base "$out/base" \
-      --prompts "$work/data/train.jsonl.gz" --out "$work/sd" --device "$device" --batch-size "$in_flight" --seed "$seed" \
-      --shard-size "$shard" --max-minutes "$distill_minutes" --progress lines || say "distillation failed: training on the corpus alone"
+    distill_answers "$out/base"
     local left=$((budget - (SECONDS - t0) - 60)) extra=()
     [ "$left" -ge 20 ] || { say "$left s left: no $with_head head trained"; return 0; }
     ls "$work/sd"/shard-*.jsonl.gz >/dev/null 2>&1 && extra+=(--extra-train "$work/sd")
     trained_dir=$out/$with_head step train_head trained -- "$py" "$here/training/$(recipe_of "$with_head")" \
       --base "$out/base" --data "$work/data" --out "$out/$with_head" --work "$work/run-$with_head" --device "$device" \
       --cache "$work/run" \
-      --context "$context" --batch-size 32 --draft-vocab "$(sed -n 's/.*"vocab_size": *\([0-9]*\).*/\1/p' "$out/base/config.json")" \
+      --context "$context" --batch-size 32 --draft-vocab "$(config_value "$out/base/config.json" vocab_size)" \
       "${extra[@]}" --seed "$seed" --ckpt-minutes 0 --max-val-convs "$val_convs" --export-dtype bfloat16 \
-      --max-minutes "$(awk -v s="$left" 'BEGIN { printf "%.2f", s / 60 }')" || true
+      --max-minutes "$(minutes "$left")" || true
     [ -f "$out/$with_head/training_summary.json" ] || { say "no $with_head head was exported"; return 0; }
     mkdir -p "$out/base/$with_head"
     (cd "$out/$with_head" && rm -f loss_curve.png && find . -maxdepth 1 -type f ! -name 'model*.safetensors' \
@@ -322,9 +326,7 @@ PY
     run_base
     return
   fi
-  step distill distilled -- "$py" "$here/training/self_distill.py" --base "$work/models/base" \
-    --prompts "$work/data/train.jsonl.gz" --out "$work/sd" --device "$device" --batch-size "$in_flight" --seed "$seed" \
-    --shard-size "$shard" --max-minutes "$distill_minutes" --progress lines || say "distillation failed: training on the corpus alone"
+  distill_answers "$work/models/base"
   # What is left, less a margin for reading and tokenizing the data, the final validation and the export.
   local left=$((budget - (SECONDS - t0) - 75))
   [ "$left" -ge 30 ] || die "run: $left s left for training"
@@ -335,7 +337,7 @@ PY
   step train trained -- "$py" "$here/training/$recipe" --base "$work/models/base" --data "$work/data" \
     --out "$out/$head" --work "$work/run" --device "$device" --context "$context" --batch-size "$batch" \
     --init-from "$work/models/$head" "${extra[@]}" "${recipe_args[@]}" --seed "$seed" --warmup-steps 20 --ckpt-minutes 0 --max-val-convs "$val_convs" \
-    --max-minutes "$(awk -v s="$left" 'BEGIN { printf "%.2f", s / 60 }')" --export-dtype "$dtype" || true
+    --max-minutes "$(minutes "$left")" --export-dtype "$dtype" || true
   # At most 8 files come back: the plot is made again from train_log.jsonl; files over 15 MiB go in parts; this
   # call's answers come back as one file (their first shards, up to 15 MiB), for the next calls and CPU recipes.
   rm -f "$out/$head/loss_curve.png"

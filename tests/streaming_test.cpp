@@ -278,32 +278,28 @@ TEST(StreamingMethod, NodeBudgetKeepsTheMostProbablePathsOfTheWholeTree) {
     auto res = generate_speculative(model, *ctx, *method, f.prompt, opts);
     return res.steps.at(1).nodes;  // step 0 is the prefill
   };
+  // A node's path from the root: its tokens, and the product of their draft probabilities. Every parent must come
+  // before its child.
+  auto path_of = [](const std::vector<DraftNode>& tree, int id) {
+    std::pair<double, std::vector<int32_t>> p{1.0, {}};
+    for (int i = id; i >= 0; i = tree[size_t(i)].parent) {
+      EXPECT_LT(tree[size_t(i)].parent, i) << "a parent after its child";
+      p.first *= tree[size_t(i)].draft_prob;
+      p.second.insert(p.second.begin(), tree[size_t(i)].token);
+    }
+    return p;
+  };
   const auto whole = with("0");
   ASSERT_EQ(whole.size(), size_t(4 + 16 + 64));
   // Each node of the whole tree by its path's joint probability, and its path as tokens.
   std::vector<std::pair<double, std::vector<int32_t>>> ranked;
-  for (const auto& n : whole) {
-    double joint = 1;
-    std::vector<int32_t> path;
-    for (int i = n.id; i >= 0; i = whole[size_t(i)].parent) {
-      joint *= whole[size_t(i)].draft_prob;
-      path.insert(path.begin(), whole[size_t(i)].token);
-    }
-    ranked.push_back({joint, path});
-  }
+  for (const auto& n : whole) ranked.push_back(path_of(whole, n.id));
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   for (int budget : {1, 5, 23}) {
     const auto tree = with(std::to_string(budget));
     ASSERT_EQ(tree.size(), size_t(budget));
     std::set<std::vector<int32_t>> got, want;
-    for (const auto& n : tree) {
-      std::vector<int32_t> path;
-      for (int i = n.id; i >= 0; i = tree[size_t(i)].parent) {
-        ASSERT_LT(tree[size_t(i)].parent, i) << "a parent after its child";
-        path.insert(path.begin(), tree[size_t(i)].token);
-      }
-      got.insert(path);
-    }
+    for (const auto& n : tree) got.insert(path_of(tree, n.id).second);
     for (int i = 0; i < budget; ++i) want.insert(ranked[size_t(i)].second);
     // Ties at the budget's edge could pick either; the fixture's probabilities have none there.
     ASSERT_GT(ranked[size_t(budget) - 1].first, ranked[size_t(budget)].first * (1 + 1e-6)) << budget;

@@ -839,8 +839,9 @@ class GpuTrainShapes(unittest.TestCase):
                             (["--shape", "512x11"], "more than one call brings back"),
                             (["--with-head", "eagle3", "--shape", "512x6"], "7 layers or more"),
                             (["--with-head", "medusa"], "only eagle3")):
-            r = subprocess.run(["bash", self.SCRIPT, "pack", "--head", "base", "--out", tempfile.gettempdir()] + args,
-                               capture_output=True, text=True)
+            with tempfile.TemporaryDirectory() as out:  # (a pack that wrongly went on would leave its bundle here)
+                r = subprocess.run(["bash", self.SCRIPT, "pack", "--head", "base", "--out", out] + args,
+                                   capture_output=True, text=True)
             self.assertEqual(r.returncode, 2, args)
             self.assertIn(words, r.stderr, args)
 
