@@ -8,20 +8,13 @@
 #include "app/cli/commands.h"
 #include "engine/discovery/discovery.h"
 #include "engine/discovery/memory_estimate.h"
+#include "engine/discovery/model_listing.h"
 
 namespace specscope::cli {
 
 namespace {
 
 using namespace discovery;
-
-std::string short_count(uint64_t n) {
-  char buf[32];
-  if (n >= 1000000000ull) std::snprintf(buf, sizeof buf, "%.1fB", double(n) / 1e9);
-  else if (n >= 1000000ull) std::snprintf(buf, sizeof buf, "%.1fM", double(n) / 1e6);
-  else std::snprintf(buf, sizeof buf, "%.1fK", double(n) / 1e3);
-  return buf;
-}
 
 std::string what(const Found& f) {
   switch (f.facts.kind) {
@@ -92,7 +85,7 @@ void print_text(const Discovery& d) {
     const Found& f = d.models[i];
     const ModelFacts& x = f.facts;
     std::printf("%-9s %-44s %-20s %8s %-6s %10s  %s\n", source_name(f.source), f.name.c_str(), what(f).c_str(),
-                short_count(x.parameters).c_str(), x.dtype.c_str(), human_bytes(x.size_bytes).c_str(),
+                parameter_count_text(x.parameters).c_str(), x.dtype.c_str(), human_bytes(x.size_bytes).c_str(),
                 x.loads() ? "yes" : ("no: " + x.problem).c_str());
     for (const Pairing* p : d.drafters_of(i)) {
       std::string methods;
