@@ -15,7 +15,8 @@ enum class WeightForm : uint8_t { AsLoaded, Int8, Int4 };
 
 const char* weight_form_name(WeightForm f);  // "as-loaded", "int8", "int4"
 std::optional<WeightForm> parse_weight_form(std::string_view name);
-// Whether this CPU has the form's kernel (both requantized forms need AVX-512 VNNI); AsLoaded always.
+// Whether this CPU has the form's kernel (the requantized forms run on AVX-512 VNNI or on AVX2, each with F16C for
+// the scales: int8_panels_supported, int4_panels_supported); AsLoaded always.
 bool weight_form_supported(WeightForm f);
 // Gives W a requantized copy in form f (W.requantized, W.requantized_bits) when f is supported here and W is dense;
 // block-quantized weights keep their own integer kernels, and AsLoaded changes nothing.
