@@ -279,13 +279,18 @@ TEST(StreamingMethod, NodeBudgetKeepsTheMostProbablePathsOfTheWholeTree) {
     return res.steps.at(1).nodes;  // step 0 is the prefill
   };
   // A node's path from the root: its tokens, and the product of their draft probabilities. Every parent must come
-  // before its child.
+  // before its child; the walk stops at one that does not (a cycle would never end).
   auto path_of = [](const std::vector<DraftNode>& tree, int id) {
     std::pair<double, std::vector<int32_t>> p{1.0, {}};
-    for (int i = id; i >= 0; i = tree[size_t(i)].parent) {
-      EXPECT_LT(tree[size_t(i)].parent, i) << "a parent after its child";
+    for (int i = id; i >= 0;) {
       p.first *= tree[size_t(i)].draft_prob;
       p.second.insert(p.second.begin(), tree[size_t(i)].token);
+      const int parent = tree[size_t(i)].parent;
+      if (parent >= i) {
+        ADD_FAILURE() << "node " << i << "'s parent " << parent << " comes after it";
+        break;
+      }
+      i = parent;
     }
     return p;
   };
