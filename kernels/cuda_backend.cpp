@@ -13,7 +13,8 @@ namespace specscope::cuda {
 
 namespace {
 
-// What this backend does not compute: heads wider than its attention takes. Granite's scaled embeddings, queries,
+// What this backend does not compute: heads wider than its attention takes, Phi's partial rotary and LongRoPE
+// (written for the CPU in the forty-third session, with no GPU to test kernels for them). Granite's scaled embeddings, queries,
 // residual adds and logits, and Gemma 3's parts (sublayer output norms, GELU, sliding layers with their own RoPE)
 // passed cuda_parity_test on an H200 (2026-12-04; Gemma 3's greedy partings judged by the gap, as near ties) and run
 // by default. SPECSCOPE_CUDA_REFUSE=<architecture> refuses one more (its ModelConfig name, e.g. Gemma3ForCausalLM): how
@@ -23,6 +24,10 @@ std::string unsupported(const ModelConfig& c) {
   if (c.head_dim > attention_paths::kMaxHeadDim)
     return "the CUDA backend's attention takes head_dim up to " + std::to_string(attention_paths::kMaxHeadDim) +
            ", this model's is " + std::to_string(c.head_dim);
+  if (c.rotary_dims() != c.head_dim)
+    return "the CUDA backend's RoPE turns whole heads, this model's (partial_rotary_factor) " +
+           std::to_string(c.rotary_dims()) + " of " + std::to_string(c.head_dim) + " dimensions";
+  if (c.rope_scaling.type == "longrope") return "the CUDA backend has no LongRoPE scaling (Phi-3.5, Phi-4-mini)";
   const char* refused = std::getenv("SPECSCOPE_CUDA_REFUSE");
   if (refused && c.architecture == refused) return c.architecture + ": refused by SPECSCOPE_CUDA_REFUSE";
   return "";

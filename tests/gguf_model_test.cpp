@@ -93,6 +93,10 @@ const std::vector<Case> kCases = {
     // "granite": llama's tensors with granite.embedding_scale, residual_scale, attention.scale and logit_scale.
     {"granite_f32.f32.gguf", "granite_f32", "f32"},
     {"granite_f32.q8_0.gguf", "granite_f32", "q8_0"},
+    // "phi3": fused blk.N.attn_qkv and ffn_up (gate and up), RoPE on 12 of 16 dimensions, LongRoPE's factor tensors
+    // and phi3.rope.scaling.attn_factor.
+    {"phi3_f32.f32.gguf", "phi3_f32", "f32"},
+    {"phi3_f32.q8_0.gguf", "phi3_f32", "q8_0"},
 };
 
 double tolerance(const std::string& type) {
@@ -458,13 +462,13 @@ void never_behind_llama_cpp(const std::string& gguf_file, const std::string& sou
 }
 
 // Other families' pre-tokenizers (tokenizer.ggml.pre: Falcon 3, SmolLM, DeepSeek Coder and LLM, Mistral's Tekken,
-// GPT-2, DeepSeek-R1's Qwen distillations) over the fixtures' vocabularies (make_gguf_models.py's pretokenizers/,
+// GPT-2, GPT-4o's o200k (Phi-4-mini), DeepSeek-R1's Qwen distillations) over the fixtures' vocabularies (make_gguf_models.py's pretokenizers/,
 // metadata only). Each family's ids must be the Hugging Face `tokenizers` library's under that family's
 // tokenizer.json pre-tokenizer (pretokenizers/hf_tokens.json) on every corpus line but the one holding the
 // fixture's user-defined token (GGUF keeps no single_word flag: there llama.cpp's ids are the reference); an alias
 // (falcon3 of Llama 3, deepseek-r1-qwen of Qwen2) must give its family's ids, in SpecScope and in llama.cpp alike.
-// llama.cpp agrees on every line but Tekken's with a non-ASCII letter: it runs a rewrite of Mistral's regex for its
-// engine ([^a-z] for an uppercase letter); the test prints how many.
+// llama.cpp agrees on every line but Tekken's and GPT-4o's with a non-ASCII letter: it runs rewrites of their case-aware
+// regexes for its engine ([^a-z] for an uppercase letter); the test prints how many.
 TEST(GgufTokenizer, OtherFamiliesPreTokenizersMatchTheirTokenizerJson) {
   using nlohmann::json;
   static const json lc = json::parse(read_text_file(test::fixture("gguf_models/llamacpp_tokens.json")));
@@ -502,7 +506,7 @@ TEST(GgufTokenizer, OtherFamiliesPreTokenizersMatchTheirTokenizerJson) {
     std::printf("[ gguf     ] %s: %zu lines as its tokenizer.json%s; %d differ from llama.cpp\n", name.c_str(),
                 lines.size(), base ? " (its family's)" : "", not_llama_cpp);
   }
-  EXPECT_EQ(files, 9);
+  EXPECT_EQ(files, 10);
 }
 
 TEST(GgufTokenizer, ByteLevelLlama3NeverBehindLlamaCpp) {
@@ -553,7 +557,7 @@ TEST(GgufTokenizer, SpecialTokensInTextAsLlamaCpp) {
   const auto& special = j.at("special");
   const auto texts = special.at("texts").get<std::vector<std::string>>();
   ASSERT_GE(texts.size(), 10u);
-  ASSERT_EQ(special.at("files").size(), 13u);  // the three fixtures, the <unk> variant, the nine pretokenizers/ files
+  ASSERT_EQ(special.at("files").size(), 14u);  // the three fixtures, the <unk> variant, the ten pretokenizers/ files
   for (const auto& [file, expected] : special.at("files").items()) {
     const std::string variant = "+unk_type_2";
     const bool unk_variant = file.size() > variant.size() && file.ends_with(variant);

@@ -104,7 +104,7 @@ TEST_P(LoraParity, NamesTheAdapterAndKeepsTheBaseTokenizer) {
   EXPECT_EQ(m->weights_dtype(), base->weights_dtype());
 }
 
-INSTANTIATE_TEST_SUITE_P(Adapters, LoraParity, ::testing::Values("qwen2_lora", "llama_rslora"));
+INSTANTIATE_TEST_SUITE_P(Adapters, LoraParity, ::testing::Values("qwen2_lora", "llama_rslora", "phi3_lora"));
 
 // ---- broken adapters ----
 

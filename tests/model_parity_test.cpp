@@ -51,7 +51,7 @@ const std::vector<std::string> kModels = {"llama_bytelevel_f32", "llama_byteleve
                                           "qwen2_f32",           "qwen2_bf16",           "mistral_f32",
                                           "qwen3_f32",           "qwen3_bf16",           "gemma3_f32",
                                           "gemma3_bf16",         "gemma3_vlm_f32",       "gemma3_vlm_statedict_f32",
-                                          "granite_f32"};
+                                          "granite_f32",         "phi3_f32"};
 
 struct GoldenPrompt {
   std::string name, text;
@@ -170,8 +170,9 @@ TEST_P(ModelParity, ConfigMatchesGolden) {
   EXPECT_EQ(c.vocab_size, g().vocab);
   EXPECT_EQ(c.num_heads, 4);
   EXPECT_EQ(c.num_kv_heads, 2);
-  // transformers' inverse frequencies: one per pair of dimensions (16 everywhere but Qwen3's 32-wide heads).
-  EXPECT_EQ(c.head_dim, 2 * int(meta.at("rope_inv_freq").size()));
+  // transformers' inverse frequencies: one per pair of rotated dimensions (16 everywhere but Qwen3's 32-wide heads
+  // and Phi-3's partial rotary, 12 of 16).
+  EXPECT_EQ(c.rotary_dims(), 2 * int(meta.at("rope_inv_freq").size()));
   EXPECT_EQ(c.tie_word_embeddings, meta.at("tie_word_embeddings").get<bool>());
   EXPECT_EQ(c.max_position_embeddings, meta.at("max_position_embeddings").get<int>());
   EXPECT_FLOAT_EQ(c.rms_norm_eps, meta.at("rms_norm_eps").get<float>());
@@ -193,6 +194,20 @@ TEST_P(ModelParity, ConfigMatchesGolden) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i)
     EXPECT_NEAR(got[i], want[i], 1e-5 * std::fabs(want[i])) << "inv_freq[" << i << "]";
+  // LongRoPE's other half (phi3_f32): the long factors, which a context past the original length takes, and the
+  // factor on every cosine and sine.
+  if (rope_type == "longrope") {
+    EXPECT_EQ(c.rope_scaling.original_max_position_embeddings,
+              meta.at("rope_original_max_position_embeddings").get<int>());
+    EXPECT_FLOAT_EQ(rope_attention_factor(c), meta.at("rope_attention_factor").get<float>());
+    const int longer = c.rope_scaling.original_max_position_embeddings + 1;
+    want = meta.at("rope_inv_freq_long").get<std::vector<float>>();
+    got = rope_inv_freq(c, /*local=*/false, longer);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_NEAR(got[i], want[i], 1e-5 * std::fabs(want[i])) << "long inv_freq[" << i << "]";
+    EXPECT_EQ(rope_inv_freq(c, false, longer - 1), rope_inv_freq(c)) << "a context of the original length is short";
+  }
 
   // EOS: config, generation_config and tokenizer agree on these in every fixture.
   auto eos = meta.at("eos_ids").get<std::vector<int>>();

@@ -47,8 +47,8 @@ void rmsnorm(const float* x, const float* w, float* y, int rows, int dim, float 
 }
 
 SPEC_MULTIVERSION_VEC
-void rope_rotate(float* vec, int n_heads, int head_dim, const float* cos_sin) {
-  const int half = head_dim / 2;
+void rope_rotate(float* vec, int n_heads, int head_dim, const float* cos_sin, int rotary_dim) {
+  const int half = (rotary_dim > 0 ? rotary_dim : head_dim) / 2;
   const float* c = cos_sin;
   const float* s = cos_sin + half;
   for (int h = 0; h < n_heads; ++h) {
@@ -61,13 +61,15 @@ void rope_rotate(float* vec, int n_heads, int head_dim, const float* cos_sin) {
   }
 }
 
-void rope_angles(int32_t pos, const float* inv_freq, int half, float* cos_sin) {
+void rope_angles(int32_t pos, const float* inv_freq, int half, float* cos_sin, float scale) {
   for (int i = 0; i < half; ++i) {
     // The angle is formed in float32 as transformers does (position * inv_freq), then cos/sin.
     const float angle = float(pos) * inv_freq[i];
     cos_sin[i] = std::cos(angle);
     cos_sin[half + i] = std::sin(angle);
   }
+  if (scale != 1.f)
+    for (int i = 0; i < 2 * half; ++i) cos_sin[i] *= scale;
 }
 
 void rope(float* vec, int n_heads, int head_dim, int32_t pos, const float* inv_freq) {

@@ -10,9 +10,12 @@ void rmsnorm(const float* x, const float* w, float* y, int rows, int dim, float 
 // Rotates pairs (i, i + head_dim/2) of every head of one token by angle pos * inv_freq[i] (HF rotate_half).
 void rope(float* vec, int n_heads, int head_dim, int32_t pos, const float* inv_freq);
 // The same in two parts, for callers that keep the angles of a position (cpu::RopeTable): cos_sin[0, half) the
-// cosines and cos_sin[half, 2 half) the sines of pos * inv_freq[i], computed exactly as rope() computes them.
-void rope_angles(int32_t pos, const float* inv_freq, int half, float* cos_sin);
-void rope_rotate(float* vec, int n_heads, int head_dim, const float* cos_sin);
+// cosines and cos_sin[half, 2 half) the sines of pos * inv_freq[i], computed exactly as rope() computes them, each
+// then times `scale` (LongRoPE's attention factor, as transformers scales its cos and sin).
+void rope_angles(int32_t pos, const float* inv_freq, int half, float* cos_sin, float scale = 1.f);
+// Rotates pairs (i, i + rotary_dim/2) of each head's first rotary_dim dimensions; the others pass through (Phi's
+// partial rotary). rotary_dim 0: head_dim.
+void rope_rotate(float* vec, int n_heads, int head_dim, const float* cos_sin, int rotary_dim = 0);
 // out[i] = silu(gate[i]) * up[i]
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);
 // out[i] = gelu_tanh(gate[i]) * up[i], PyTorch's gelu(approximate="tanh") (Gemma's gelu_pytorch_tanh)

@@ -12,26 +12,29 @@ namespace {
 constexpr int32_t kMaxTabled = 1 << 16;
 }  // namespace
 
-RopeTable::RopeTable(std::vector<float> inv_freq, int head_dim) : inv_freq_(std::move(inv_freq)), head_dim_(head_dim) {}
+RopeTable::RopeTable(std::vector<float> inv_freq, int head_dim, float scale)
+    : inv_freq_(std::move(inv_freq)), head_dim_(head_dim), rotary_dim_(2 * int(inv_freq_.size())), scale_(scale) {}
 
 const float* RopeTable::angles(int32_t pos) {
   if (pos >= known_) {
     // Grow geometrically (positions arrive one step at a time) and fill the new positions.
     const int32_t want = std::min(kMaxTabled, std::max(pos + 1, std::max<int32_t>(64, known_ * 2)));
-    cos_sin_.resize(size_t(want) * size_t(head_dim_));
+    cos_sin_.resize(size_t(want) * size_t(rotary_dim_));
     for (int32_t p = known_; p < want; ++p)
-      rope_angles(p, inv_freq_.data(), head_dim_ / 2, cos_sin_.data() + size_t(p) * size_t(head_dim_));
+      rope_angles(p, inv_freq_.data(), rotary_dim_ / 2, cos_sin_.data() + size_t(p) * size_t(rotary_dim_), scale_);
     known_ = want;
   }
-  return cos_sin_.data() + size_t(pos) * size_t(head_dim_);
+  return cos_sin_.data() + size_t(pos) * size_t(rotary_dim_);
 }
 
 void RopeTable::apply(float* vec, int n_heads, int32_t pos) {
   if (pos < 0 || pos >= kMaxTabled) {
-    rope(vec, n_heads, head_dim_, pos, inv_freq_.data());
+    std::vector<float> cs(static_cast<size_t>(rotary_dim_));
+    rope_angles(pos, inv_freq_.data(), rotary_dim_ / 2, cs.data(), scale_);
+    rope_rotate(vec, n_heads, head_dim_, cs.data(), rotary_dim_);
     return;
   }
-  rope_rotate(vec, n_heads, head_dim_, angles(pos));
+  rope_rotate(vec, n_heads, head_dim_, angles(pos), rotary_dim_);
 }
 
 }  // namespace specscope::cpu

@@ -10,7 +10,9 @@ namespace specscope::cpu {
 class RopeTable {
  public:
   RopeTable() = default;
-  RopeTable(std::vector<float> inv_freq, int head_dim);
+  // Each head's first 2 * inv_freq.size() dimensions rotate (all of head_dim but for Phi's partial rotary), by
+  // cosines and sines times `scale` (LongRoPE's attention factor; 1 elsewhere).
+  RopeTable(std::vector<float> inv_freq, int head_dim, float scale = 1.f);
 
   // Rotates every head of one token (as cpu::rope with this table's inv_freq). pos >= 0.
   void apply(float* vec, int n_heads, int32_t pos);
@@ -20,7 +22,9 @@ class RopeTable {
 
   std::vector<float> inv_freq_;
   int head_dim_ = 0;
-  std::vector<float> cos_sin_;  // [positions][head_dim]: head_dim / 2 cosines, then as many sines
+  int rotary_dim_ = 0;  // 2 * inv_freq_.size()
+  float scale_ = 1.f;
+  std::vector<float> cos_sin_;  // [positions][rotary_dim]: rotary_dim / 2 cosines, then as many sines
   int32_t known_ = 0;           // positions [0, known_) are in cos_sin_
 };
 

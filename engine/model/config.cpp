@@ -50,6 +50,59 @@ DType parse_torch_dtype(const json& j) {
   return DType::F32;
 }
 
+// One LongRoPE factor list: a divisor per rotary frequency, each positive and finite.
+std::vector<float> longrope_factors(const json& rs, const char* key, int count, const std::string& path) {
+  if (!rs.contains(key) || !rs[key].is_array())
+    throw InputError(path, std::string("longrope scaling without a '") + key + "' list");
+  const json& a = rs[key];
+  if (int(a.size()) != count)
+    throw InputError(path, std::string("'") + key + "' has " + std::to_string(a.size()) + " values, the rotary " +
+                               "dimensions imply " + std::to_string(count));
+  std::vector<float> f;
+  for (const json& x : a) {
+    if (!x.is_number() || !(x.get<float>() > 0.f) || !std::isfinite(x.get<float>()))
+      throw InputError(path, std::string("'") + key + "' holds a value that is not a positive number");
+    f.push_back(x.get<float>());
+  }
+  return f;
+}
+
+// LongRoPE as transformers' _compute_longrope_parameters reads it: the two factor lists, the pretrained context
+// (the scaling's own key, else the config's top-level one, as Phi-3's), and the attention factor, when not given,
+// sqrt(1 + ln(s) / ln(original)) for s = factor, or max_position_embeddings / original without one (1 when s <= 1).
+void parse_longrope(const json& j, const json& rs, ModelConfig& c, const std::string& path) {
+  auto& r = c.rope_scaling;
+  r.type = "longrope";
+  const int count = c.rotary_dims() / 2;
+  r.short_factor = longrope_factors(rs, "short_factor", count, path);
+  r.long_factor = longrope_factors(rs, "long_factor", count, path);
+  r.original_max_position_embeddings = get_int(
+      rs, "original_max_position_embeddings", path, get_int(j, "original_max_position_embeddings", path, c.max_position_embeddings));
+  if (r.original_max_position_embeddings < 2)
+    throw InputError(path, "field 'original_max_position_embeddings' must be at least 2");
+  const double s = rs.contains("factor") && !rs["factor"].is_null()
+                       ? double(get_positive_float(rs, "factor", path, 1.f))
+                       : double(c.max_position_embeddings) / r.original_max_position_embeddings;
+  r.factor = float(s);
+  r.attention_factor = s <= 1.0 ? 1.f : float(std::sqrt(1.0 + std::log(s) / std::log(double(r.original_max_position_embeddings))));
+  if (rs.contains("attention_factor") && !rs["attention_factor"].is_null())
+    r.attention_factor = get_positive_float(rs, "attention_factor", path, 1.f);
+}
+
+// Phi-3's partial_rotary_factor (Phi-4-mini: 0.75): RoPE turns the first int(head_dim * factor) dimensions of each
+// head. transformers 5 keeps it in rope_parameters, earlier versions at the top level.
+void parse_partial_rotary(const json& j, ModelConfig& c, const std::string& path) {
+  const json* rp = j.contains("rope_parameters") && j["rope_parameters"].is_object() ? &j["rope_parameters"] : nullptr;
+  const json& holder = rp && rp->contains("partial_rotary_factor") ? *rp : j;
+  const float f = get_float(holder, "partial_rotary_factor", path, 1.f);
+  const int dims = int(double(c.head_dim) * f);  // Python's int(): truncation
+  if (!(f > 0.f) || f > 1.f || dims < 2 || dims % 2)
+    throw InputError(path, "partial_rotary_factor " + std::to_string(f) + " gives " + std::to_string(dims) +
+                               " rotary dimensions of head_dim " + std::to_string(c.head_dim) +
+                               " (an even count from 2 to head_dim is needed)");
+  c.rotary_dim = dims;
+}
+
 // Transformers < 5 writes rope_theta + rope_scaling; 5.x writes rope_parameters {rope_type, rope_theta, ...}.
 void parse_rope(const json& j, ModelConfig& c, const std::string& path) {
   c.rope_theta = get_float(j, "rope_theta", path, 10000.f);
@@ -73,10 +126,12 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& path) {
         get_int(*rs, "original_max_position_embeddings", path, 8192);
     if (c.rope_scaling.factor <= 0 || c.rope_scaling.high_freq_factor <= c.rope_scaling.low_freq_factor)
       throw InputError(path, "invalid llama3 rope scaling parameters");
+  } else if (type == "longrope" || type == "su") {  // "su": LongRoPE's name in the first Phi-3-128k configs
+    parse_longrope(j, *rs, c, path);
   } else if (type == "dynamic" && c.rope_scaling.factor == 1.f) {
     c.rope_scaling.type = "none";
   } else {
-    throw InputError(path, "unsupported rope scaling type '" + type + "' (supported: default, linear, llama3)");
+    throw InputError(path, "unsupported rope scaling type '" + type + "' (supported: default, linear, llama3, longrope)");
   }
 }
 
@@ -192,6 +247,7 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
     else if (c.model_type == "qwen3") c.architecture = "Qwen3ForCausalLM";
     else if (c.model_type == "gemma3_text") c.architecture = "Gemma3ForCausalLM";
     else if (c.model_type == "granite") c.architecture = "GraniteForCausalLM";
+    else if (c.model_type == "phi3") c.architecture = "Phi3ForCausalLM";
   }
   // architectures[0] and the model_type each name, as transformers' auto classes map them.
   static const std::pair<const char*, const char*> kSupported[] = {{"LlamaForCausalLM", "llama"},
@@ -199,16 +255,18 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
                                                                    {"Qwen2ForCausalLM", "qwen2"},
                                                                    {"Qwen3ForCausalLM", "qwen3"},
                                                                    {"Gemma3ForCausalLM", "gemma3_text"},
-                                                                   {"GraniteForCausalLM", "granite"}};
+                                                                   {"GraniteForCausalLM", "granite"},
+                                                                   {"Phi3ForCausalLM", "phi3"}};
   const auto* known = std::find_if(std::begin(kSupported), std::end(kSupported),
                                    [&](const auto& s) { return c.architecture == s.first; });
   if (known == std::end(kSupported))
     throw InputError(path, "unsupported architecture '" + (c.architecture.empty() ? c.model_type : c.architecture) +
                                "' (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
                                "Qwen3ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration, "
-                               "GraniteForCausalLM)");
+                               "GraniteForCausalLM, Phi3ForCausalLM)");
   if (c.model_type.empty()) c.model_type = known->second;
   c.qk_norm = c.architecture == "Qwen3ForCausalLM" || c.architecture == "Gemma3ForCausalLM";
+  c.fused_projections = c.architecture == "Phi3ForCausalLM";
   if (c.architecture == "Gemma3ForCausalLM") fill_gemma3_text_defaults(j);
 
   c.hidden_size = get_int(j, "hidden_size", path);
@@ -231,6 +289,7 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   if (c.num_heads % c.num_kv_heads)
     throw InputError(path, "num_attention_heads is not a multiple of num_key_value_heads");
   c.rms_norm_eps = get_float(j, "rms_norm_eps", path, 1e-6f);
+  if (c.architecture == "Phi3ForCausalLM") parse_partial_rotary(j, c, path);
   if (c.architecture == "Gemma3ForCausalLM") parse_gemma3(j, c, path);
   else parse_rope(j, c, path);
   if (c.architecture == "GraniteForCausalLM") parse_granite(j, c, path);
@@ -245,8 +304,8 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   if (c.hidden_act == "swish") c.hidden_act = "silu";
   if (c.hidden_act != "silu" && c.hidden_act != "gelu_pytorch_tanh")
     throw InputError(path, "unsupported hidden_act '" + c.hidden_act + "' (supported: silu, gelu_pytorch_tanh)");
-  // Mistral always slides when sliding_window is set; Qwen2 and Qwen3 only with use_sliding_window.
-  bool uses_window = c.architecture == "MistralForCausalLM" ||
+  // Mistral and Phi-3 always slide when sliding_window is set; Qwen2 and Qwen3 only with use_sliding_window.
+  bool uses_window = c.architecture == "MistralForCausalLM" || c.architecture == "Phi3ForCausalLM" ||
                      (j.contains("use_sliding_window") && j["use_sliding_window"].is_boolean() &&
                       j["use_sliding_window"].get<bool>());
   if ((uses_window || !c.layer_sliding.empty()) && j.contains("sliding_window") && j["sliding_window"].is_number_integer()) {
@@ -293,21 +352,26 @@ bool ModelConfig::extended_forward() const {
          residual_scale != 1.f || logit_scale != 1.f;
 }
 
-std::vector<float> rope_inv_freq(const ModelConfig& c, bool local) {
-  const int half = c.head_dim / 2;
+std::vector<float> rope_inv_freq(const ModelConfig& c, bool local, int n_ctx) {
+  const int dims = c.rotary_dims();
+  const int half = dims / 2;
   std::vector<float> inv(half);
   const float theta = local ? c.rope_local_theta : c.rope_theta;
+  const auto& rs = c.rope_scaling;
+  // LongRoPE divides each frequency's base**(2i/dim) before inverting it, as transformers does.
+  const std::vector<float>* ext = nullptr;
+  if (!local && rs.type == "longrope")
+    ext = n_ctx > rs.original_max_position_embeddings ? &rs.long_factor : &rs.short_factor;
   for (int i = 0; i < half; ++i) {
     // As transformers computes it: in float32, base ** (2i / dim).
-    float expo = float(2 * i) / float(c.head_dim);
-    inv[i] = 1.0f / std::pow(theta, expo);
+    float expo = float(2 * i) / float(dims);
+    inv[i] = ext ? 1.0f / ((*ext)[size_t(i)] * std::pow(theta, expo)) : 1.0f / std::pow(theta, expo);
   }
-  if (local) return inv;  // the sliding layers' RoPE is never scaled
+  if (local || ext) return inv;  // the sliding layers' RoPE is never scaled; LongRoPE's is complete
   if (!c.rope_freq_factors.empty()) {  // validated to hold head_dim/2 positive values by the GGUF loader
     for (int i = 0; i < half; ++i) inv[i] /= c.rope_freq_factors[i];
     return inv;
   }
-  const auto& rs = c.rope_scaling;
   if (rs.type == "linear") {
     for (auto& f : inv) f /= rs.factor;
   } else if (rs.type == "llama3") {
@@ -323,6 +387,10 @@ std::vector<float> rope_inv_freq(const ModelConfig& c, bool local) {
     }
   }
   return inv;
+}
+
+float rope_attention_factor(const ModelConfig& c, bool local) {
+  return !local && c.rope_scaling.type == "longrope" ? c.rope_scaling.attention_factor : 1.f;
 }
 
 }  // namespace specscope

@@ -9,11 +9,16 @@
 namespace specscope {
 
 struct RopeScaling {
-  std::string type = "none";  // none | linear | llama3 | dynamic (dynamic: refused unless factor 1)
+  std::string type = "none";  // none | linear | llama3 | longrope | dynamic (dynamic: refused unless factor 1)
   float factor = 1.f;
   float low_freq_factor = 1.f;
   float high_freq_factor = 4.f;
   int original_max_position_embeddings = 8192;
+  // LongRoPE (Phi-3.5, Phi-4-mini): a divisor per rotary frequency for contexts up to
+  // original_max_position_embeddings (short_factor) and one for longer ones (long_factor), and a factor on every
+  // cosine and sine (transformers' attention_factor, llama.cpp's rope.scaling.attn_factor).
+  std::vector<float> short_factor, long_factor;
+  float attention_factor = 1.f;
 };
 
 // The most layers a config may declare: above any published model (Llama 3.1 405B has 126), and low enough that
@@ -22,9 +27,9 @@ constexpr int kMaxConfigLayers = 1024;
 
 struct ModelConfig {
   // LlamaForCausalLM | MistralForCausalLM | Qwen2ForCausalLM | Qwen3ForCausalLM | Gemma3ForCausalLM |
-  // GraniteForCausalLM
+  // GraniteForCausalLM | Phi3ForCausalLM
   std::string architecture;
-  std::string model_type;  // llama | mistral | qwen2 | qwen3 | gemma3_text | granite
+  std::string model_type;  // llama | mistral | qwen2 | qwen3 | gemma3_text | granite | phi3
   // The checkpoint's own architecture when it wraps the language model described here in a larger one: a
   // vision-language Gemma3ForConditionalGeneration (4B-27B), whose text model SpecScope runs; empty otherwise.
   std::string wrapper_architecture;
@@ -34,6 +39,9 @@ struct ModelConfig {
   int num_heads = 0;
   int num_kv_heads = 0;
   int head_dim = 0;
+  // How many of each head's first dimensions RoPE rotates (the rest pass through): head_dim, or less with Phi's
+  // partial_rotary_factor (Phi-4-mini: 96 of 128; llama.cpp's rope.dimension_count). Even; 0: head_dim.
+  int rotary_dim = 0;
   int vocab_size = 0;
   int max_position_embeddings = 2048;
   float rms_norm_eps = 1e-6f;
@@ -45,6 +53,9 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v biases (Qwen2 always; Llama when attention_bias=true)
   bool mlp_bias = false;
+  // Phi-3: q, k and v are one stored matrix (qkv_proj; GGUF attn_qkv) and gate and up another (gate_up_proj; GGUF
+  // ffn_up, gate rows first). The loader binds each part as a view of its rows.
+  bool fused_projections = false;
   // Qwen3 and Gemma 3: each head's query and key go through an RMSNorm over head_dim (weights q_norm, k_norm)
   // before RoPE.
   bool qk_norm = false;
@@ -78,6 +89,7 @@ struct ModelConfig {
   static ModelConfig from_file(const std::string& path);
   std::string summary() const;
 
+  int rotary_dims() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
   int window_of(int layer) const;  // the layer's sliding window; 0: it attends to the whole context
   bool local_rope(int layer) const { return rope_local_theta > 0.f && window_of(layer) > 0; }
   float attention_scale() const;  // what scores are multiplied by
@@ -87,8 +99,13 @@ struct ModelConfig {
   bool extended_forward() const;
 };
 
-// RoPE inverse frequencies (head_dim/2 of them) with the configured scaling applied; `local`: the sliding layers'
-// (rope_local_theta, unscaled).
-std::vector<float> rope_inv_freq(const ModelConfig& c, bool local = false);
+// RoPE inverse frequencies (rotary_dim/2 of them) with the configured scaling applied; `local`: the sliding layers'
+// (rope_local_theta, unscaled). LongRoPE's divisors depend on the context's size, n_ctx: its long factors when
+// n_ctx exceeds original_max_position_embeddings, else its short ones. That is llama.cpp's choice (by the context
+// it was given); transformers switches to the long factors once a sequence passes that length, which agrees
+// for every sequence that fits a context of that size.
+std::vector<float> rope_inv_freq(const ModelConfig& c, bool local = false, int n_ctx = 0);
+// What every RoPE cosine and sine is multiplied by: LongRoPE's attention factor, else 1.
+float rope_attention_factor(const ModelConfig& c, bool local = false);
 
 }  // namespace specscope

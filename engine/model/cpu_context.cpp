@@ -29,7 +29,7 @@ CpuContext::CpuContext(std::shared_ptr<const Model> model, int n_ctx, cpu::Weigh
   kt_stride_ = cpu::kt_stride_for(n_ctx_);
   kt_cache_.assign(c.num_layers, std::vector<float>(size_t(kv_dim_) * kt_stride_));
   slot_pos_.assign(n_ctx_, 0);
-  rope_ = cpu::RopeTable(rope_inv_freq(c), c.head_dim);
+  rope_ = cpu::RopeTable(rope_inv_freq(c, /*local=*/false, n_ctx_), c.head_dim, rope_attention_factor(c));
   if (c.rope_local_theta > 0.f) rope_local_ = cpu::RopeTable(rope_inv_freq(c, /*local=*/true), c.head_dim);
   // The model's one copy in that form, when asked for one; else its one copy in huge pages, where that is allowed.
   own_weights_ = model_->requantized_weights(form);

@@ -80,6 +80,16 @@ void granite_from_gguf(const GgufFile& g, ModelConfig& c) {
   c.attn_scale = optional_scale("attention.scale");  // 0: 1/sqrt(head_dim)
 }
 
+// What LongRoPE needs besides its two factor lists (tensors, bound with the weights: gguf_model.cpp): the pretrained
+// context that picks between them, and the factor on every cosine and sine (llama.cpp's converter writes
+// sqrt(1 + ln(s) / ln(original)) for s = context_length / original; 1 when the key is absent, as llama.cpp reads it).
+void phi3_from_gguf(const GgufFile& g, ModelConfig& c) {
+  const std::string p = "phi3.";
+  c.rope_scaling.original_max_position_embeddings =
+      size_key(g, p + "rope.scaling.original_context_length", 2, 1 << 24, c.max_position_embeddings);
+  c.rope_scaling.attention_factor = float(float_key(g, p + "rope.scaling.attn_factor", 1e-3, 1e3, 1.0));
+}
+
 }  // namespace
 
 ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
@@ -106,8 +116,12 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
   } else if (arch == "granite") {
     c.architecture = "GraniteForCausalLM";
     c.model_type = "granite";
+  } else if (arch == "phi3") {
+    c.architecture = "Phi3ForCausalLM";
+    c.model_type = "phi3";
+    c.fused_projections = true;
   } else {
-    throw InputError(file, "unsupported architecture '" + arch + "' (supported: llama, qwen2, qwen3, gemma3, granite)");
+    throw InputError(file, "unsupported architecture '" + arch + "' (supported: llama, qwen2, qwen3, gemma3, granite, phi3)");
   }
   const std::string p = arch + ".";
   if (g.get_int(p + "expert_count", 0) > 0)
@@ -126,8 +140,13 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
   if (c.head_dim % 2) throw InputError(file, p + "attention.key_length must be even");
   if (size_key(g, p + "attention.value_length", 1, 4096, c.head_dim) != c.head_dim)
     throw InputError(file, p + "attention.value_length differs from key_length (not supported)");
-  if (size_key(g, p + "rope.dimension_count", 1, 4096, c.head_dim) != c.head_dim)
-    throw InputError(file, "partial RoPE (" + p + "rope.dimension_count != head size) is not supported");
+  if (const int rotary = size_key(g, p + "rope.dimension_count", 1, 4096, c.head_dim); rotary != c.head_dim) {
+    if (arch != "phi3") throw InputError(file, "partial RoPE (" + p + "rope.dimension_count != head size) is not supported");
+    if (rotary % 2 || rotary > c.head_dim)
+      throw InputError(file, p + "rope.dimension_count is " + std::to_string(rotary) + " (an even count up to the head size " +
+                                 std::to_string(c.head_dim) + " is needed)");
+    c.rotary_dim = rotary;  // Phi-4-mini's partial rotary
+  }
   // The vocabulary: the explicit key, else the token list's length (older converters write no vocab_size).
   const int64_t n_tokens = g.has("tokenizer.ggml.tokens") ? int64_t(g.array_size("tokenizer.ggml.tokens")) : 0;
   c.vocab_size = size_key(g, p + "vocab_size", 1, 1 << 22, n_tokens > 0 ? std::optional<int64_t>(n_tokens) : std::nullopt);
@@ -137,6 +156,8 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
   if (scaling == "linear") {
     c.rope_scaling.type = "linear";
     c.rope_scaling.factor = float(float_key(g, p + "rope.scaling.factor", 1e-3, 1e6));
+  } else if (scaling == "longrope" && arch == "phi3") {
+    // Its factor lists are tensors (bound with the weights); the type key itself adds nothing.
   } else if (scaling != "none") {
     throw InputError(file, "unsupported " + p + "rope.scaling.type '" + scaling + "' (supported: none, linear)");
   } else if (g.has(p + "rope.scale_linear")) {  // the older key
@@ -146,8 +167,11 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
       c.rope_scaling.factor = float(f);
     }
   }
+  // llama.cpp's converter writes 0 for a Phi model without a window (Phi-4's); for the other architectures a window
+  // of no keys is a broken file.
   if (g.has(p + "attention.sliding_window"))
-    c.sliding_window = size_key(g, p + "attention.sliding_window", 1, 1 << 24);
+    if (const int w = size_key(g, p + "attention.sliding_window", arch == "phi3" ? 0 : 1, 1 << 24); w > 0) c.sliding_window = w;
+  if (arch == "phi3") phi3_from_gguf(g, c);
   if (arch == "gemma3") gemma3_from_gguf(g, c);
   if (arch == "granite") granite_from_gguf(g, c);
   c.tie_word_embeddings = tied;

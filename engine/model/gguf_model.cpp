@@ -183,6 +183,7 @@ class Binder {
   }
 
   bool quantized() const { return quantized_; }
+  bool dry() const { return dry_; }
   const std::string& path() const { return g_.path(); }
 
  private:
@@ -287,9 +288,16 @@ void bind_weights(Binder& b, const ModelConfig& c, ModelWeights& w) {
       L.attn_out_norm = b.vector(p + "post_attention_norm.weight", H);
       L.ffn_out_norm = b.vector(p + "post_ffw_norm.weight", H);
     }
-    L.wq = b.matrix(p + "attn_q.weight", qd, H, permuted ? c.num_heads : 0);
-    L.wk = b.matrix(p + "attn_k.weight", kvd, H, permuted ? c.num_kv_heads : 0);
-    L.wv = b.matrix(p + "attn_v.weight", kvd, H);
+    if (c.fused_projections) {  // Phi-3 (NEOX RoPE: nothing permuted)
+      const TensorView qkv = b.matrix(p + "attn_qkv.weight", qd + 2 * kvd, H);
+      L.wq = qkv.rows_view(0, qd, "[q]");
+      L.wk = qkv.rows_view(qd, kvd, "[k]");
+      L.wv = qkv.rows_view(qd + kvd, kvd, "[v]");
+    } else {
+      L.wq = b.matrix(p + "attn_q.weight", qd, H, permuted ? c.num_heads : 0);
+      L.wk = b.matrix(p + "attn_k.weight", kvd, H, permuted ? c.num_kv_heads : 0);
+      L.wv = b.matrix(p + "attn_v.weight", kvd, H);
+    }
     L.wo = b.matrix(p + "attn_output.weight", H, qd);
     L.bq = b.optional_vector(p + "attn_q.bias", qd, permuted ? c.num_heads : 0);
     L.bk = b.optional_vector(p + "attn_k.bias", kvd, permuted ? c.num_kv_heads : 0);
@@ -302,12 +310,45 @@ void bind_weights(Binder& b, const ModelConfig& c, ModelWeights& w) {
       L.q_norm = b.vector(p + "attn_q_norm.weight", c.head_dim);
       L.k_norm = b.vector(p + "attn_k_norm.weight", c.head_dim);
     }
-    L.w_gate = b.matrix(p + "ffn_gate.weight", F, H);
-    L.w_up = b.matrix(p + "ffn_up.weight", F, H);
+    if (c.fused_projections) {  // llama.cpp's phi3 keeps gate and up in ffn_up (its swiglu halves: gate first)
+      const TensorView gate_up = b.matrix(p + "ffn_up.weight", 2 * F, H);
+      L.w_gate = gate_up.rows_view(0, F, "[gate]");
+      L.w_up = gate_up.rows_view(F, F, "[up]");
+    } else {
+      L.w_gate = b.matrix(p + "ffn_gate.weight", F, H);
+      L.w_up = b.matrix(p + "ffn_up.weight", F, H);
+    }
     L.w_down = b.matrix(p + "ffn_down.weight", H, F);
   }
   w.final_norm = b.vector("output_norm.weight", H);
   w.lm_head = c.tie_word_embeddings ? w.embed : b.matrix("output.weight", V, H);
+}
+
+// LongRoPE's two factor lists, which llama.cpp's converter writes as tensors (rotary_dim/2 f32 values each; Phi-3.5,
+// Phi-4-mini): both or neither, each value a positive divisor. The rest of its parameters are metadata
+// (gguf_config.cpp, phi3_from_gguf).
+void bind_longrope(Binder& b, const GgufFile& g, ModelConfig& c) {
+  const bool has_long = g.find_tensor("rope_factors_long.weight"), has_short = g.find_tensor("rope_factors_short.weight");
+  if (!has_long && !has_short) return;
+  if (has_long != has_short)
+    throw InputError(g.path(), std::string("tensor '") + (has_long ? "rope_factors_long" : "rope_factors_short") +
+                                   ".weight' without '" + (has_long ? "rope_factors_short" : "rope_factors_long") +
+                                   ".weight'");
+  if (c.model_type != "phi3")
+    throw InputError(g.path(), "LongRoPE factor tensors (rope_factors_*) in a " + c.model_type + " file are not supported");
+  auto& r = c.rope_scaling;
+  r.type = "longrope";
+  for (auto [name, factors] : {std::pair{"rope_factors_long.weight", &r.long_factor}, {"rope_factors_short.weight", &r.short_factor}}) {
+    *factors = b.vector(name, c.rotary_dims() / 2);
+    if (!b.dry())
+      for (float f : *factors)
+        if (!(f > 0.f) || !std::isfinite(f))
+          throw InputError(g.path(), std::string("tensor '") + name + "' has a value that is not a positive number");
+  }
+}
+
+bool is_rope_tensor(const std::string& name) {
+  return name == "rope_freqs.weight" || name == "rope_factors_long.weight" || name == "rope_factors_short.weight";
 }
 
 }  // namespace
@@ -315,7 +356,7 @@ void bind_weights(Binder& b, const ModelConfig& c, ModelWeights& w) {
 uint64_t gguf_parameter_count(const GgufFile& g) {
   uint64_t n = 0;
   for (const auto& t : g.tensors())
-    if (t.name != "rope_freqs.weight" && !t.name.starts_with("v.") && !t.name.starts_with("mm."))
+    if (!is_rope_tensor(t.name) && !t.name.starts_with("v.") && !t.name.starts_with("mm."))
       n += uint64_t(t.numel());
   return n;
 }
@@ -328,6 +369,8 @@ std::string gguf_load_problem(const GgufFile& g) {
     // such as a vision tower's, may be of any type, as for the loader).
     Binder dry(g, false, {}, /*dry=*/true);
     if (g.find_tensor("rope_freqs.weight")) dry.vector("rope_freqs.weight", c.head_dim / 2);
+    ModelConfig checked = c;
+    bind_longrope(dry, g, checked);
     ModelWeights w;
     bind_weights(dry, c, w);
   } catch (const InputError& e) {
@@ -356,6 +399,7 @@ std::shared_ptr<const Model> load_gguf_model(const std::string& path, const Load
     for (float f : c.rope_freq_factors)
       if (!(f > 0.f)) throw InputError(path, "tensor 'rope_freqs.weight' has a value that is not positive");
   }
+  bind_longrope(b, *g, c);
   bind_weights(b, c, m->weights_);
   b.finish();
 

@@ -1,6 +1,6 @@
 #pragma once
 // Loading a Llama-family model from one GGUF file (llama.cpp's format): architecture "llama" (Llama, Mistral,
-// TinyLlama, ... as llama.cpp converts them), "qwen2", "qwen3", "gemma3" and "granite".
+// TinyLlama, ... as llama.cpp converts them), "qwen2", "qwen3", "gemma3", "granite" and "phi3".
 //
 // What differs from the Hugging Face layout, and how it is undone:
 //  * The config is metadata (<arch>.embedding_length, .block_count, ...); see config_from_gguf.
@@ -15,6 +15,11 @@
 //    its pre_feedforward_layernorm); its norms are stored as 1 + w, which is what the engine computes with.
 //  * "granite" is llama's layout with four scalars: granite.embedding_scale, .residual_scale, .attention.scale and
 //    .logit_scale (ModelConfig's embed_scale, residual_scale, attn_scale, logit_scale).
+//  * "phi3" (Phi-3, 3.5 and 4-mini) keeps q, k and v in one blk.N.attn_qkv.weight and gate and up in one
+//    blk.N.ffn_up.weight (gate rows first), bound as row views of them (nothing permuted: NEOX RoPE); RoPE turns
+//    phi3.rope.dimension_count dimensions of each head (Phi-4-mini: 96 of 128); LongRoPE comes as the tensors
+//    rope_factors_long.weight / rope_factors_short.weight with phi3.rope.scaling.original_context_length and
+//    .attn_factor.
 //  * llama3 RoPE scaling comes as rope_freqs.weight (per-frequency divisors); linear scaling as
 //    <arch>.rope.scaling.type / .factor.
 //  * No output.weight means the output projection is tied to token_embd.weight.
@@ -41,7 +46,7 @@ std::shared_ptr<const Model> load_gguf_model(const std::string& path, const Load
 std::string gguf_load_problem(const GgufFile& g);
 
 // The language model's parameters in the file, as Model::parameter_count reports them: every tensor but
-// rope_freqs (RoPE's per-frequency divisors) and a vision tower's (llama.cpp's "v." and "mm." tensors, which
+// RoPE's per-frequency divisors (rope_freqs, rope_factors_long, rope_factors_short) and a vision tower's (llama.cpp's "v." and "mm." tensors, which
 // Ollama's Gemma 3 files carry beside the text model).
 uint64_t gguf_parameter_count(const GgufFile& g);
 

@@ -84,30 +84,74 @@ std::shared_ptr<TensorStore> open_weights(const fs::path& dir) {
   return store;
 }
 
-// `wrapped`: the base is the text model of a vision-language checkpoint (hf_text_names.h), whose modules peft names
-// under that checkpoint's prefix.
-TensorView* target_matrix(ModelWeights& w, const std::string& module, bool wrapped, int* layer_out) {
+// The base matrices a module's update adds to, in the order of its rows: one, or for Phi-3's fused modules (qkv_proj,
+// gate_up_proj, which the loader binds as row views) the parts. `wrapped`: the base is the text model of a
+// vision-language checkpoint (hf_text_names.h), whose modules peft names under that checkpoint's prefix.
+std::vector<TensorView*> target_matrices(ModelWeights& w, const ModelConfig& c, const std::string& module, bool wrapped) {
   static const std::regex re(
-      R"((model\.|model\.language_model\.|language_model\.model\.)layers\.(\d+)\.(self_attn|mlp)\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj))");
+      R"((model\.|model\.language_model\.|language_model\.model\.)layers\.(\d+)\.(self_attn|mlp)\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj|qkv_proj|gate_up_proj))");
   std::smatch m;
-  if (!std::regex_match(module, m, re)) return nullptr;
-  if ((m[1].str() == "model.") == wrapped) return nullptr;
+  if (!std::regex_match(module, m, re)) return {};
+  if ((m[1].str() == "model.") == wrapped) return {};
   const std::string digits = m[2].str();
-  if (digits.size() > 6) return nullptr;
+  if (digits.size() > 6) return {};
   const int layer = std::stoi(digits);
-  *layer_out = layer;
-  if (layer < 0 || layer >= int(w.layers.size())) return nullptr;
+  if (layer < 0 || layer >= int(w.layers.size())) return {};
   LayerWeights& L = w.layers[size_t(layer)];
   const std::string p = m[4].str();
   const bool attn = m[3].str() == "self_attn";
-  if (attn && p == "q_proj") return &L.wq;
-  if (attn && p == "k_proj") return &L.wk;
-  if (attn && p == "v_proj") return &L.wv;
-  if (attn && p == "o_proj") return &L.wo;
-  if (!attn && p == "gate_proj") return &L.w_gate;
-  if (!attn && p == "up_proj") return &L.w_up;
-  if (!attn && p == "down_proj") return &L.w_down;
-  return nullptr;
+  // A fused checkpoint's modules are its fused names only (peft adapts what the base has).
+  const bool fused = c.fused_projections;
+  if (attn && p == "qkv_proj" && fused) return {&L.wq, &L.wk, &L.wv};
+  if (!attn && p == "gate_up_proj" && fused) return {&L.w_gate, &L.w_up};
+  if (attn && p == "o_proj") return {&L.wo};
+  if (!attn && p == "down_proj") return {&L.w_down};
+  if (fused) return {};
+  if (attn && p == "q_proj") return {&L.wq};
+  if (attn && p == "k_proj") return {&L.wk};
+  if (attn && p == "v_proj") return {&L.wv};
+  if (!attn && p == "gate_proj") return {&L.w_gate};
+  if (!attn && p == "up_proj") return {&L.w_up};
+  return {};
+}
+
+// W += scale * B[first_row, first_row + rows) A, accumulated in f32 (as peft's merge does) and rounded back to W's
+// type, into a buffer of its own that W then views.
+void merge_rows(const LoraUpdate& u, const std::vector<float>& A, const std::vector<float>& B, int64_t first_row,
+                const std::string& where, TensorView& W) {
+  if (W.dtype != DType::F32 && W.dtype != DType::F16 && W.dtype != DType::BF16)
+    throw InputError(where, "module '" + u.module + "': the base weight is " + std::string(dtype_name(W.dtype)) +
+                                " (LoRA merges need f32, f16 or bf16 weights)");
+  const int64_t out = W.shape[0], in = W.shape[1], r = u.A.shape[0];
+  const size_t esz = dtype_size(W.dtype);
+  auto buf = std::shared_ptr<uint8_t[]>(new uint8_t[size_t(out * in) * esz]);
+  std::vector<float> row(static_cast<size_t>(in));
+  const auto* src = static_cast<const uint8_t*>(W.data);
+  for (int64_t o = 0; o < out; ++o) {
+    widen_to_f32(W.dtype, src + size_t(o * in) * esz, row.data(), size_t(in));
+    std::vector<float> delta(size_t(in), 0.f);
+    for (int64_t k = 0; k < r; ++k) {
+      const float b = B[size_t((first_row + o) * r + k)];
+      const float* ak = &A[size_t(k * in)];
+      for (int64_t i = 0; i < in; ++i) delta[size_t(i)] += b * ak[i];
+    }
+    uint8_t* dst = buf.get() + size_t(o * in) * esz;
+    for (int64_t i = 0; i < in; ++i) {
+      const float v = row[size_t(i)] + delta[size_t(i)] * u.scale;
+      if (!std::isfinite(v))
+        throw InputError(where, "module '" + u.module + "': the merged weight is not finite (corrupt adapter?)");
+      if (W.dtype == DType::F32) std::memcpy(dst + size_t(i) * 4, &v, 4);
+      else {
+        const uint16_t h = W.dtype == DType::F16 ? f32_to_f16(v) : f32_to_bf16(v);
+        std::memcpy(dst + size_t(i) * 2, &h, 2);
+      }
+    }
+  }
+  TensorView merged = W;
+  merged.name = W.name + "+" + u.module + ".lora";
+  merged.data = buf.get();
+  merged.keep_alive = std::shared_ptr<const void>(buf, buf.get());
+  W = std::move(merged);
 }
 
 }  // namespace
@@ -217,50 +261,23 @@ void merge_lora(const LoraAdapter& a, const ModelConfig& c, ModelWeights& w) {
       ++vision;
       continue;
     }
-    int layer = -1;
-    TensorView* W = target_matrix(w, u.module, wrapped, &layer);
-    if (!W)
+    const std::vector<TensorView*> parts = target_matrices(w, c, u.module, wrapped);
+    if (parts.empty())
       throw InputError(where, "module '" + u.module + "' is not a projection of a decoder layer of the base model (" +
                                   std::to_string(w.layers.size()) + " layers)");
-    if (W->dtype != DType::F32 && W->dtype != DType::F16 && W->dtype != DType::BF16)
-      throw InputError(where, "module '" + u.module + "': the base weight is " + std::string(dtype_name(W->dtype)) +
-                                  " (LoRA merges need f32, f16 or bf16 weights)");
-    const int64_t out = W->shape[0], in = W->shape[1], r = u.A.shape[0];
+    int64_t out = 0;
+    for (const TensorView* W : parts) out += W->shape[0];
+    const int64_t in = parts[0]->shape[1];
     if (u.A.shape[1] != in || u.B.shape[0] != out)
       throw InputError(where, "module '" + u.module + "': lora_A " + u.A.shape_str() + " and lora_B " +
-                                  u.B.shape_str() + " do not fit the base weight " + W->shape_str());
+                                  u.B.shape_str() + " do not fit the base weight [" + std::to_string(out) + ", " +
+                                  std::to_string(in) + "]");
     const std::vector<float> A = u.A.to_f32(), B = u.B.to_f32();
-    const size_t esz = dtype_size(W->dtype);
-    auto buf = std::shared_ptr<uint8_t[]>(new uint8_t[size_t(out * in) * esz]);
-    std::vector<float> row(static_cast<size_t>(in));
-    const auto* src = static_cast<const uint8_t*>(W->data);
-    for (int64_t o = 0; o < out; ++o) {
-      // Widen the base row, add scale * sum_k B[o, k] A[k, :] (accumulated in f32, as peft's merge does), round
-      // back to the stored dtype.
-      widen_to_f32(W->dtype, src + size_t(o * in) * esz, row.data(), size_t(in));
-      std::vector<float> delta(size_t(in), 0.f);
-      for (int64_t k = 0; k < r; ++k) {
-        const float b = B[size_t(o * r + k)];
-        const float* ak = &A[size_t(k * in)];
-        for (int64_t i = 0; i < in; ++i) delta[size_t(i)] += b * ak[i];
-      }
-      uint8_t* dst = buf.get() + size_t(o * in) * esz;
-      for (int64_t i = 0; i < in; ++i) {
-        const float v = row[size_t(i)] + delta[size_t(i)] * u.scale;
-        if (!std::isfinite(v))
-          throw InputError(where, "module '" + u.module + "': the merged weight is not finite (corrupt adapter?)");
-        if (W->dtype == DType::F32) std::memcpy(dst + size_t(i) * 4, &v, 4);
-        else {
-          const uint16_t h = W->dtype == DType::F16 ? f32_to_f16(v) : f32_to_bf16(v);
-          std::memcpy(dst + size_t(i) * 2, &h, 2);
-        }
-      }
+    int64_t first_row = 0;  // of B: where this part's rows start
+    for (TensorView* W : parts) {
+      merge_rows(u, A, B, first_row, where, *W);
+      first_row += W->shape[0];
     }
-    TensorView merged = *W;
-    merged.name = W->name + "+" + u.module + ".lora";
-    merged.data = buf.get();
-    merged.keep_alive = std::shared_ptr<const void>(buf, buf.get());
-    *W = std::move(merged);
   }
   if (vision > 0)
     spdlog::info("{}: {} of the adapter's matrices adapt the vision tower, which text generation does not run", where,

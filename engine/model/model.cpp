@@ -140,9 +140,16 @@ std::shared_ptr<Model> Model::load_directory(const std::string& path, const Load
     } else {
       L.post_attn_norm = norm(p + "post_attention_layernorm.weight", H);
     }
-    L.wq = bind_matrix(*store, p + "self_attn.q_proj.weight", qd, H);
-    L.wk = bind_matrix(*store, p + "self_attn.k_proj.weight", kvd, H);
-    L.wv = bind_matrix(*store, p + "self_attn.v_proj.weight", kvd, H);
+    if (c.fused_projections) {
+      const TensorView qkv = bind_matrix(*store, p + "self_attn.qkv_proj.weight", qd + 2 * kvd, H);
+      L.wq = qkv.rows_view(0, qd, "[q]");
+      L.wk = qkv.rows_view(qd, kvd, "[k]");
+      L.wv = qkv.rows_view(qd + kvd, kvd, "[v]");
+    } else {
+      L.wq = bind_matrix(*store, p + "self_attn.q_proj.weight", qd, H);
+      L.wk = bind_matrix(*store, p + "self_attn.k_proj.weight", kvd, H);
+      L.wv = bind_matrix(*store, p + "self_attn.v_proj.weight", kvd, H);
+    }
     L.wo = bind_matrix(*store, p + "self_attn.o_proj.weight", H, qd);
     L.bq = bind_optional_vector(*store, p + "self_attn.q_proj.bias", qd, c.attention_bias);
     L.bk = bind_optional_vector(*store, p + "self_attn.k_proj.bias", kvd, c.attention_bias);
@@ -153,8 +160,14 @@ std::shared_ptr<Model> Model::load_directory(const std::string& path, const Load
       L.q_norm = norm(p + "self_attn.q_norm.weight", c.head_dim);
       L.k_norm = norm(p + "self_attn.k_norm.weight", c.head_dim);
     }
-    L.w_gate = bind_matrix(*store, p + "mlp.gate_proj.weight", F, H);
-    L.w_up = bind_matrix(*store, p + "mlp.up_proj.weight", F, H);
+    if (c.fused_projections) {
+      const TensorView gate_up = bind_matrix(*store, p + "mlp.gate_up_proj.weight", 2 * F, H);
+      L.w_gate = gate_up.rows_view(0, F, "[gate]");
+      L.w_up = gate_up.rows_view(F, F, "[up]");
+    } else {
+      L.w_gate = bind_matrix(*store, p + "mlp.gate_proj.weight", F, H);
+      L.w_up = bind_matrix(*store, p + "mlp.up_proj.weight", F, H);
+    }
     L.w_down = bind_matrix(*store, p + "mlp.down_proj.weight", H, F);
     L.b_gate = bind_optional_vector(*store, p + "mlp.gate_proj.bias", F, c.mlp_bias);
     L.b_up = bind_optional_vector(*store, p + "mlp.up_proj.bias", F, c.mlp_bias);

@@ -77,6 +77,14 @@ const std::vector<PreTokenizerFamily>& pre_tokenizer_families() {
         "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*|\\p{N}|"
         " ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
        .ignore_merges = true, .add_bos = true},
+      // GPT-4o's o200k split (Phi-4-mini's tokenizer): Tekken's case-aware letter runs with English contractions
+      // kept on, digits in runs of up to three.
+      {.names = {"gpt-4o"},
+       .splits = {"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
+        "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+        "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*"
+        "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+        "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"}},
   };
   return families;
 }

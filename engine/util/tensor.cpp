@@ -43,4 +43,17 @@ std::vector<float> TensorView::to_f32() const {
   return out;
 }
 
+TensorView TensorView::rows_view(int64_t first, int64_t count, const std::string& part) const {
+  if (shape.size() != 2 || first < 0 || count < 0 || first + count > rows() || requantized || lanes)
+    throw std::invalid_argument("TensorView::rows_view: rows [" + std::to_string(first) + ", " +
+                                std::to_string(first + count) + ") of '" + name + "' " + shape_str());
+  const size_t row_bytes = dtype_is_block(dtype) ? dtype_row_bytes(dtype, cols()) : size_t(cols()) * dtype_size(dtype);
+  TensorView v = *this;
+  v.name = name + part;
+  v.shape = {count, cols()};
+  // A dry binder's views (gguf_load_problem) hold no data: no offset on a null pointer.
+  v.data = data ? static_cast<const char*>(data) + size_t(first) * row_bytes : nullptr;
+  return v;
+}
+
 }  // namespace specscope

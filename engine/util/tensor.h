@@ -41,6 +41,9 @@ struct TensorView {
   float at(int64_t i) const;
   // Copies the whole tensor to f32 (for small tensors: norms, biases).
   std::vector<float> to_f32() const;
+  // Rows [first, first + count) of a 2-D tensor as a view of the same memory, named name + part: the parts of a
+  // fused matrix (Phi-3's qkv_proj and gate_up_proj). Only for a tensor as loaded (no requantized copy or lanes).
+  TensorView rows_view(int64_t first, int64_t count, const std::string& part) const;
 };
 
 }  // namespace specscope
