@@ -4,7 +4,8 @@
 // tokenizer that builds must encode and decode a fixed text.
 // Seed corpus: fuzz/corpus/gguf_model (metadata-only copies of the GGUF fixtures, as make_gguf_models.py's
 // write_bad() makes them: llama with a SentencePiece tokenizer, qwen2 and qwen3 with byte-level ones, and the
-// Tekken and DeepSeek LLM pre-tokenizers over the byte-level Llama 3 vocabulary).
+// Tekken and DeepSeek LLM pre-tokenizers over the byte-level Llama 3 vocabulary; granite's scales; phi3's partial
+// rotary, LongRoPE keys and SentencePiece chat tokens, which the Phi-3 rstrip patch reads).
 #include <cstdint>
 #include <string>
 

@@ -17,6 +17,8 @@
 #include "engine/model/config.h"
 #include "engine/model/forward.h"
 #include "engine/model/model.h"
+#include "engine/tokenizer/chat_template.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "engine/util/error.h"
 #include "engine/util/mapped_file.h"
 #include "tests/test_support.h"
@@ -139,6 +141,26 @@ TEST(Phi3, CliRefusesABadFactorListWithExitCode2) {
   EXPECT_NE(r.out.find("config.json"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("'short_factor' has 5 values"), std::string::npos) << r.out;
   fs::remove_all(dir);
+}
+
+// Phi-3's chat tokens swallow the line break after them (their tokenizer.json's rstrip; GGUF keeps no flag, and
+// the GGUF tokenizer restores it for phi3 files as llama.cpp's Phi-3 patch does): the fixture's chat template
+// renders a conversation as transformers does, and both loaders give the Hugging Face tokenizer's ids for it
+// (golden "chat", from transformers, which checks that the ids are those of the text without the line breaks).
+TEST(Phi3, ChatTokensSwallowTheLineBreakAfterThemInBothLoaders) {
+  const json chat = json::parse(read_text_file(test::fixture("models/phi3_f32/golden.json"))).at("chat");
+  const auto text = chat.at("text").get<std::string>();
+  const auto want = chat.at("ids").get<std::vector<int32_t>>();
+  const auto hf = Model::load(test::fixture("models/phi3_f32"));
+  const auto gguf = Model::load(test::fixture("gguf_models/phi3_f32.f32.gguf"));
+  std::vector<ChatMessage> messages;
+  for (const auto& m : chat.at("messages"))
+    messages.push_back({m.at("role").get<std::string>(), m.at("content").get<std::string>()});
+  for (const Model* m : {hf.get(), gguf.get()}) {
+    SCOPED_TRACE(m->path());
+    EXPECT_EQ(m->tokenizer().encode(text, true), want);
+    EXPECT_EQ(m->chat_template().render(messages, /*add_generation_prompt=*/true), text);
+  }
 }
 
 // Partial rotary: the dimensions past rotary_dim pass through untouched, and the rotated ones are scaled by the

@@ -156,13 +156,20 @@ json vocab_object(const Vocab& v) {
 // special tokens, so "a <unk> b" gives <unk>'s id and not '<', 'unk', '>'; USER_DEFINED ones as added tokens.
 // All of them in the raw text (normalized: false), so the text after one is a piece of its own: SentencePiece
 // files then give it its "▁" prefix as llama.cpp does after every special fragment ("[INST] hi" -> [INST], ▁, ▁hi).
-json added_tokens(const Vocab& v) {
+// `phi3_rstrip`: Phi-3 and 3.5's SentencePiece tokenizers, whose tokenizer.json gives their chat tokens (and </s>)
+// rstrip, so the line break the chat template writes after <|user|> is swallowed by it; GGUF keeps no such flag.
+// llama.cpp patches them back (llama-vocab.cpp: rstrip on every such token but <unk>, <s> and <|endoftext|>), keyed
+// on general.name holding "phi3" or "phi-3"; SpecScope keys the same patch on the architecture, so a file its
+// converter named "Phi 3 Mini 4k Instruct" is tokenized as Hugging Face's tokenizer does too.
+json added_tokens(const Vocab& v, bool phi3_rstrip) {
   json list = json::array();
   for (size_t i = 0; i < v.tokens.size(); ++i) {
     if (v.types[i] != kControl && v.types[i] != kUnknown && v.types[i] != kUserDefined) continue;
     const bool special = v.types[i] != kUserDefined;
-    list.push_back({{"id", int64_t(i)}, {"content", v.tokens[i]}, {"single_word", false}, {"lstrip", false},
-                    {"rstrip", false}, {"normalized", false}, {"special", special}});
+    const std::string& t = v.tokens[i];
+    const bool rstrip = phi3_rstrip && t != "<unk>" && t != "<s>" && t != "<|endoftext|>";
+    list.push_back({{"id", int64_t(i)}, {"content", t}, {"single_word", false}, {"lstrip", false},
+                    {"rstrip", rstrip}, {"normalized", false}, {"special", special}});
   }
   return list;
 }
@@ -234,7 +241,10 @@ json build_json(const GgufFile& g) {
   const bool add_bos = g.get_bool("tokenizer.ggml.add_bos_token", spm || family->add_bos);
   if (add_bos && !bos) throw InputError(file, "tokenizer.ggml.add_bos_token is set but there is no bos_token_id");
 
-  json root = {{"version", "1.0"}, {"added_tokens", added_tokens(v)}, {"post_processor", bos_template(v, bos, add_bos)}};
+  const bool phi3_rstrip = spm && g.get_string("general.architecture", "") == "phi3";
+  json root = {{"version", "1.0"},
+               {"added_tokens", added_tokens(v, phi3_rstrip)},
+               {"post_processor", bos_template(v, bos, add_bos)}};
   json bpe = {{"type", "BPE"}, {"dropout", nullptr}, {"continuing_subword_prefix", nullptr},
               {"end_of_word_suffix", nullptr}, {"vocab", vocab_object(v)}};
   if (spm) {
