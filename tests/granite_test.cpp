@@ -3,15 +3,10 @@
 // the multipliers are read and refused, and speculation on the family staying lossless.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "engine/generate/generator.h"
-#include "engine/methods/factory.h"
-#include "engine/methods/speculative_generator.h"
 #include "engine/model/config.h"
 #include "engine/model/model.h"
 #include "engine/util/error.h"
@@ -21,7 +16,6 @@
 namespace specscope {
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 json fixture_config() {
@@ -73,46 +67,22 @@ TEST(Granite, NonPositiveMultiplierIsRefusedNamingIt) {
 
 // The CLI's answer to such a checkpoint: one line naming the file and the field, exit code 2.
 TEST(Granite, CliRefusesZeroLogitsScalingWithExitCode2) {
-  const fs::path dir = fs::path(testing::TempDir()) / "granite_zero_logits_scaling";
-  fs::remove_all(dir);
-  fs::copy(test::fixture("models/granite_f32"), dir, fs::copy_options::recursive);
   json j = fixture_config();
   j["logits_scaling"] = 0;
-  std::ofstream(dir / "config.json") << j.dump();
-  const auto r = test::run_cli("run --model " + dir.string() + " --prompt hello --max-tokens 2 --no-record");
+  const auto r = test::run_cli_with_config("models/granite_f32", j);
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("config.json"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("'logits_scaling' must be a positive number"), std::string::npos) << r.out;
-  fs::remove_all(dir);
 }
 
 // Greedy speculation on Granite gives vanilla's tokens, with the multipliers in both the drafter's and the target's
 // forwards: SpS drafting with the Q8_0 GGUF file (accepting most drafts) and prompt lookup.
 TEST(Granite, SpeculationIsLossless) {
   const auto target = Model::load(test::fixture("models/granite_f32"));
-  MethodSpec sps;
-  sps.name = "sps";
-  sps.draft_path = test::fixture("gguf_models/granite_f32.q8_0.gguf");
-  MethodSpec pld;
-  pld.name = "pld";
-  GenerateOptions opts;
-  opts.max_tokens = 40;
-  opts.stop_at_eos = false;
-  for (const MethodSpec* spec : {&sps, &pld}) {
-    SCOPED_TRACE(spec->name);
-    auto method = make_method(*spec, *target);
-    long drafted = 0, accepted = 0;
-    for (int p = 0; p < 4; ++p) {
-      const std::vector<int32_t> prompt = {3000, int32_t(300 + 11 * p), 40, int32_t(500 + p), 40, int32_t(300 + 11 * p)};
-      const auto run = test::speculate_beside_vanilla(*target, *method, prompt, opts);
-      for (const auto& s : run.steps) {
-        drafted += long(s.nodes.size());
-        accepted += s.accepted_count();
-      }
-    }
-    EXPECT_GT(drafted, 0);
-    if (spec == &sps) EXPECT_GT(accepted * 2, drafted);  // an 8-bit twin agrees with its source most of the time
-  }
+  std::vector<std::vector<int32_t>> prompts;
+  for (int p = 0; p < 4; ++p) prompts.push_back({3000, 300 + 11 * p, 40, 500 + p, 40, 300 + 11 * p});
+  const auto sps = test::sps_and_pld_beside_vanilla(*target, test::fixture("gguf_models/granite_f32.q8_0.gguf"), prompts);
+  EXPECT_GT(sps.accepted * 2, sps.drafted);  // an 8-bit twin agrees with its source most of the time
 }
 
 }  // namespace

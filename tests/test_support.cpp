@@ -1,5 +1,6 @@
 #include "tests/test_support.h"
 
+#include "engine/methods/factory.h"
 #include "engine/model/model.h"
 #include "engine/util/dtype.h"
 
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 namespace specscope::test {
@@ -208,6 +210,42 @@ SpeculativeResult speculate_beside_vanilla(const Model& m, Method& method, const
   auto res = generate_speculative(m, *ctx, method, prompt, opts);
   EXPECT_EQ(res.gen.tokens, ref.tokens) << "the output differs from vanilla's";
   return res;
+}
+
+CommandResult run_cli_with_config(const std::string& fixture_dir, const nlohmann::json& config) {
+  const std::filesystem::path dir = scratch_dir("edited_config");
+  std::filesystem::copy(fixture(fixture_dir), dir, std::filesystem::copy_options::recursive |
+                                                       std::filesystem::copy_options::overwrite_existing);
+  std::ofstream(dir / "config.json") << config.dump();
+  CommandResult r = run_cli("run --model " + dir.string() + " --prompt hello --max-tokens 2 --no-record");
+  std::filesystem::remove_all(dir);
+  return r;
+}
+
+NodeCounts sps_and_pld_beside_vanilla(const Model& target, const std::string& draft_path,
+                                      const std::vector<std::vector<int32_t>>& prompts) {
+  MethodSpec sps;
+  sps.name = "sps";
+  sps.draft_path = draft_path;
+  MethodSpec pld;
+  pld.name = "pld";
+  GenerateOptions opts;
+  opts.max_tokens = 40;
+  opts.stop_at_eos = false;
+  NodeCounts sps_counts;
+  for (const MethodSpec* spec : {&sps, &pld}) {
+    SCOPED_TRACE(spec->name);
+    auto method = make_method(*spec, target);
+    NodeCounts counts;
+    for (const auto& prompt : prompts)
+      for (const auto& s : speculate_beside_vanilla(target, *method, prompt, opts).steps) {
+        counts.drafted += long(s.nodes.size());
+        counts.accepted += s.accepted_count();
+      }
+    EXPECT_GT(counts.drafted, 0);
+    if (spec == &sps) sps_counts = counts;
+  }
+  return sps_counts;
 }
 
 }  // namespace specscope::test

@@ -24,6 +24,9 @@ struct CommandResult {
 // Runs specscope-cli with the given arguments (already shell-quoted as needed); `env`: assignments put before the
 // command ("XDG_CACHE_HOME=/x SPECSCOPE_LOG=info").
 CommandResult run_cli(const std::string& args, const std::string& env = "");
+// `specscope-cli run` (2 tokens, nothing recorded) on a copy of the fixture model folder `fixture_dir` (under
+// tests/fixtures) whose config.json is `config`: how the CLI answers a checkpoint with one bad field.
+CommandResult run_cli_with_config(const std::string& fixture_dir, const nlohmann::json& config);
 // The JSON document in a command's merged output: from the first line that opens an object (progress lines on
 // stderr come first) to the end of that value. Null when there is none or it does not parse.
 nlohmann::json json_in_output(const std::string& out);
@@ -32,6 +35,15 @@ nlohmann::json json_in_output(const std::string& out);
 // be identical (a failure names the method's output as differing from vanilla's). Returns the speculative run.
 SpeculativeResult speculate_beside_vanilla(const Model& m, Method& method, const std::vector<int32_t>& prompt,
                                            const GenerateOptions& opts);
+
+// A new architecture's losslessness check: greedy SpS drafting with `draft_path` (its quantized twin) and prompt
+// lookup, each beside vanilla on every prompt for 40 tokens past any EOS (speculate_beside_vanilla), each drafting
+// something. Returns SpS's drafted and accepted node counts, for the caller's bar on how often the twin is right.
+struct NodeCounts {
+  long drafted = 0, accepted = 0;
+};
+NodeCounts sps_and_pld_beside_vanilla(const Model& target, const std::string& draft_path,
+                                      const std::vector<std::vector<int32_t>>& prompts);
 
 // An m x k matrix of GGUF blocks of type `t`: quantized from normal floats where gguf_quant has a quantizer
 // (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) unless `random_bytes`; otherwise (the K-quants always) random bytes with the f16
