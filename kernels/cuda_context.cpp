@@ -450,12 +450,15 @@ void CudaContext::project_qkv(const DeviceLayer& L, const float* x, int rows, fl
 
 void CudaContext::position_qk(int l, float* q, float* k, int rows, const int32_t* positions) {
   const auto& c = model_->config();
-  const float* inv_freq = dm_->inv_freq_of(c, l);
+  const float* inv_freq = dm_->inv_freq_of(c, l, n_ctx_);
+  // Phi's partial rotary and LongRoPE's attention factor (the whole head and 1 for every other model).
+  const int rotary = c.rotary_dims();
+  const float rope_scale = rope_attention_factor(c, c.local_rope(l));
   if (fuse_) {
-    rope_qk(q, k, rows, c.num_heads, c.num_kv_heads, c.head_dim, positions, inv_freq, stream_);
+    rope_qk(q, k, rows, c.num_heads, c.num_kv_heads, c.head_dim, positions, inv_freq, stream_, rotary, rope_scale);
   } else {
-    rope(q, rows, c.num_heads, c.head_dim, positions, inv_freq, stream_);
-    rope(k, rows, c.num_kv_heads, c.head_dim, positions, inv_freq, stream_);
+    rope(q, rows, c.num_heads, c.head_dim, positions, inv_freq, stream_, rotary, rope_scale);
+    rope(k, rows, c.num_kv_heads, c.head_dim, positions, inv_freq, stream_, rotary, rope_scale);
   }
   const float q_scale = c.attention_scale() * std::sqrt(float(c.head_dim));
   if (q_scale != 1.f) scale(q, q_scale, int64_t(rows) * c.num_heads * c.head_dim, stream_);

@@ -134,6 +134,9 @@ std::shared_ptr<const DeviceModel> DeviceModel::of(const Model& model) {
   dm->final_norm = dm->vector(w.final_norm);
   dm->inv_freq = dm->vector(rope_inv_freq(c));
   if (c.rope_local_theta > 0.f) dm->inv_freq_local = dm->vector(rope_inv_freq(c, /*local=*/true));
+  if (c.rope_scaling.type == "longrope")
+    dm->inv_freq_long =
+        dm->vector(rope_inv_freq(c, /*local=*/false, c.rope_scaling.original_max_position_embeddings + 1));
   spdlog::info("uploaded {} to the GPU: {:.1f} MiB", model.path(), double(dm->bytes) / (1 << 20));
   g_cache[&model] = dm;
   return dm;

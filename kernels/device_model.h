@@ -67,8 +67,14 @@ class DeviceModel : public DeviceUploads {
   const float* final_norm = nullptr;
   const float* inv_freq = nullptr;
   const float* inv_freq_local = nullptr;  // Gemma 3's sliding layers' (ModelConfig::local_rope), else null
-  // The RoPE frequencies layer l uses.
-  const float* inv_freq_of(const ModelConfig& c, int l) const { return c.local_rope(l) ? inv_freq_local : inv_freq; }
+  // LongRoPE's frequencies for a context past the original length (rope_inv_freq's choice; inv_freq then holds
+  // the short ones); null for every other model.
+  const float* inv_freq_long = nullptr;
+  // The RoPE frequencies layer l uses in a context of n_ctx positions.
+  const float* inv_freq_of(const ModelConfig& c, int l, int n_ctx) const {
+    if (c.local_rope(l)) return inv_freq_local;
+    return inv_freq_long && n_ctx > c.rope_scaling.original_max_position_embeddings ? inv_freq_long : inv_freq;
+  }
 };
 
 // Speculative Streaming's tensors (engine/heads/streaming_weights.h) on the GPU: a few MB, so each CUDA context

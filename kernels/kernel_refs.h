@@ -21,7 +21,8 @@ void to_half(const float* x, void* out, WType t, int64_t n);  // out: n uint16_t
 
 // norm_rope_ref.cpp (kernels/norm_rope.cu)
 void rmsnorm(const float* x, const float* w, float* y, int rows, int dim, float eps);
-void rope(float* v, int rows, int n_heads, int head_dim, const int32_t* positions, const float* inv_freq);
+void rope(float* v, int rows, int n_heads, int head_dim, const int32_t* positions, const float* inv_freq,
+          int rotary_dim = 0, float scale = 1.f);
 
 // elementwise_ref.cpp (kernels/elementwise.cu)
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);

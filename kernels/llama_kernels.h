@@ -29,9 +29,11 @@ void to_half(const float* x, void* out, WType t, int64_t n, cudaStream_t stream)
 
 // y = x / sqrt(mean(x^2) + eps) * w, per row (y may alias x).
 void rmsnorm(const float* x, const float* w, float* y, int rows, int dim, float eps, cudaStream_t stream);
-// Rotate-half RoPE of every head of every row at positions[row] (arbitrary position ids: trees).
+// Rotate-half RoPE of every head of every row at positions[row] (arbitrary position ids: trees). `rotary_dim`: the
+// head's first dimensions that turn (0: all; Phi's partial rotary), the rest untouched; `scale`: what every cosine
+// and sine is multiplied by (LongRoPE's attention factor; 1 elsewhere).
 void rope(float* v, int rows, int n_heads, int head_dim, const int32_t* positions, const float* inv_freq,
-          cudaStream_t stream);
+          cudaStream_t stream, int rotary_dim = 0, float scale = 1.f);
 // Fused launches of the two above, bit for bit what the separate launches give (fewer launches a layer: a decode
 // step of the 8B shape is ~800 launches, and each small one costs the GPU a few microseconds):
 // x += h, then y = rmsnorm(x) per row (the residual add and the next norm; y may alias h or x); y16 (not null): y
@@ -40,7 +42,7 @@ void add_rmsnorm(const float* h, float* x, const float* w, float* y, int rows, i
                  cudaStream_t stream, void* y16 = nullptr, WType t16 = WType::BF16);
 // rope() of the queries q [rows, nh*head_dim] and of the keys k [rows, nkv*head_dim] in one launch.
 void rope_qk(float* q, float* k, int rows, int nh, int nkv, int head_dim, const int32_t* positions,
-             const float* inv_freq, cudaStream_t stream);
+             const float* inv_freq, cudaStream_t stream, int rotary_dim = 0, float scale = 1.f);
 
 // --- kernels/elementwise.cu: element-wise and row copies -------------------------------------------------
 

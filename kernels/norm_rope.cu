@@ -81,31 +81,34 @@ void launch_norm(const float* h, float* x, const float* w, float* y, int rows, i
   CUDA_CHECK(cudaGetLastError());
 }
 
-// One rotated pair (i, i + half) of one head of a row at position p.
-__device__ __forceinline__ void rope_pair(float* head, int i, int half, float p, const float* inv_freq) {
+// One rotated pair (i, i + half) of one head of a row at position p; half is rotary_dim / 2 (the dimensions past
+// rotary_dim are never touched), and the cosine and sine are multiplied by `scale` as cpu::rope_angles does.
+__device__ __forceinline__ void rope_pair(float* head, int i, int half, float p, const float* inv_freq, float scale) {
   float s, c;
   sincosf(p * inv_freq[i], &s, &c);  // the angle in f32 as transformers forms it
+  if (scale != 1.f) c *= scale, s *= scale;
   const float a = head[i], b = head[i + half];
   head[i] = a * c - b * s;
   head[i + half] = b * c + a * s;
 }
 
-__global__ void rope_k(float* v, int n_heads, int head_dim, const int32_t* positions, const float* inv_freq) {
-  const int row = blockIdx.x, half = head_dim / 2;
+__global__ void rope_k(float* v, int n_heads, int head_dim, int half, const int32_t* positions, const float* inv_freq,
+                       float scale) {
+  const int row = blockIdx.x;
   const float p = float(positions[row]);
   for (int idx = threadIdx.x; idx < n_heads * half; idx += blockDim.x)
-    rope_pair(v + (int64_t(row) * n_heads + idx / half) * head_dim, idx % half, half, p, inv_freq);
+    rope_pair(v + (int64_t(row) * n_heads + idx / half) * head_dim, idx % half, half, p, inv_freq, scale);
 }
 
 // rope_k over a row's query heads and then its key heads, in one launch (k's rows may sit in the KV cache).
-__global__ void rope_qk_k(float* q, float* k, int nh, int nkv, int head_dim, const int32_t* positions,
-                          const float* inv_freq) {
-  const int row = blockIdx.x, half = head_dim / 2;
+__global__ void rope_qk_k(float* q, float* k, int nh, int nkv, int head_dim, int half, const int32_t* positions,
+                          const float* inv_freq, float scale) {
+  const int row = blockIdx.x;
   const float p = float(positions[row]);
   for (int idx = threadIdx.x; idx < (nh + nkv) * half; idx += blockDim.x) {
     const int h = idx / half;
     float* head = h < nh ? q + (int64_t(row) * nh + h) * head_dim : k + (int64_t(row) * nkv + (h - nh)) * head_dim;
-    rope_pair(head, idx % half, half, p, inv_freq);
+    rope_pair(head, idx % half, half, p, inv_freq, scale);
   }
 }
 
@@ -121,8 +124,9 @@ void rmsnorm(const float* x, const float* w, float* y, int rows, int dim, float 
   launch_norm<false>(x, const_cast<float*>(x), w, y, rows, dim, eps, nullptr, WType::BF16, s);
 }
 void rope(float* v, int rows, int n_heads, int head_dim, const int32_t* positions, const float* inv_freq,
-          cudaStream_t s) {
-  rope_k<<<rows, rope_threads(n_heads * (head_dim / 2)), 0, s>>>(v, n_heads, head_dim, positions, inv_freq);
+          cudaStream_t s, int rotary_dim, float scale) {
+  const int half = (rotary_dim > 0 ? rotary_dim : head_dim) / 2;
+  rope_k<<<rows, rope_threads(n_heads * half), 0, s>>>(v, n_heads, head_dim, half, positions, inv_freq, scale);
   CUDA_CHECK(cudaGetLastError());
 }
 void add_rmsnorm(const float* h, float* x, const float* w, float* y, int rows, int dim, float eps, cudaStream_t s,
@@ -131,8 +135,10 @@ void add_rmsnorm(const float* h, float* x, const float* w, float* y, int rows, i
   launch_norm<true>(h, x, w, y, rows, dim, eps, y16, t16, s);
 }
 void rope_qk(float* q, float* k, int rows, int nh, int nkv, int head_dim, const int32_t* positions,
-             const float* inv_freq, cudaStream_t s) {
-  rope_qk_k<<<rows, rope_threads((nh + nkv) * (head_dim / 2)), 0, s>>>(q, k, nh, nkv, head_dim, positions, inv_freq);
+             const float* inv_freq, cudaStream_t s, int rotary_dim, float scale) {
+  const int half = (rotary_dim > 0 ? rotary_dim : head_dim) / 2;
+  rope_qk_k<<<rows, rope_threads((nh + nkv) * half), 0, s>>>(q, k, nh, nkv, head_dim, half, positions, inv_freq,
+                                                              scale);
   CUDA_CHECK(cudaGetLastError());
 }
 

@@ -247,6 +247,39 @@ TEST_F(CudaKernels, RopeOfQueriesAndKeysAtTreePositions) {
   }
 }
 
+// Phi's partial rotary with LongRoPE's attention factor (Phi-4-mini: 96 of 128 dimensions, factor 1.19): the
+// turned dimensions against the CPU reference (cpu::rope_angles with the scale, then rope_rotate), the others
+// untouched bit for bit, separate launches and the fused one alike.
+TEST_F(CudaKernels, PartialRotaryWithAnAttentionFactor) {
+  uint32_t seed = 230;
+  const int head_dim = 128, rotary = 96, nh = 6, nkv = 2;
+  const float factor = 1.190238f;
+  std::vector<float> freq(rotary / 2);
+  for (int i = 0; i < rotary / 2; ++i) freq[size_t(i)] = 1.f / (std::pow(10000.f, float(2 * i) / rotary) * (1.f + 0.1f * i));
+  DeviceArray<float> dfreq(freq);
+  for (int rows : {1, 9, 64}) {
+    const std::vector<int32_t> pos = random_ints(size_t(rows), 0, 131071, seed++);
+    DeviceArray<int32_t> dpos(pos);
+    const std::vector<float> q = uniform(size_t(rows) * nh * head_dim, -2.f, 2.f, seed++);
+    const std::vector<float> k = uniform(size_t(rows) * nkv * head_dim, -2.f, 2.f, seed++);
+    std::vector<float> want_q = q, want_k = k;
+    cuda::ref::rope(want_q.data(), rows, nh, head_dim, pos.data(), freq.data(), rotary, factor);
+    cuda::ref::rope(want_k.data(), rows, nkv, head_dim, pos.data(), freq.data(), rotary, factor);
+    DeviceArray<float> dq(q), dk(k), fq(q), fk(k);
+    cuda::rope(dq.get(), rows, nh, head_dim, dpos.get(), dfreq.get(), kStream, rotary, factor);
+    cuda::rope(dk.get(), rows, nkv, head_dim, dpos.get(), dfreq.get(), kStream, rotary, factor);
+    cuda::rope_qk(fq.get(), fk.get(), rows, nh, nkv, head_dim, dpos.get(), dfreq.get(), kStream, rotary, factor);
+    const std::vector<float> got_q = dq.to_host();
+    EXPECT_LT(max_rel_diff(got_q, want_q), 1e-5) << "rows " << rows;
+    EXPECT_LT(max_rel_diff(dk.to_host(), want_k), 1e-5) << "rows " << rows;
+    for (size_t h = 0; h < size_t(rows) * nh; ++h)
+      for (int d = rotary; d < head_dim; ++d)
+        ASSERT_EQ(got_q[h * head_dim + size_t(d)], q[h * head_dim + size_t(d)]) << "head " << h << " dim " << d;
+    expect_identical(fq.to_host(), got_q, "rope_qk's queries, rows " + std::to_string(rows));
+    expect_identical(fk.to_host(), dk.to_host(), "rope_qk's keys, rows " + std::to_string(rows));
+  }
+}
+
 // The fused launches (llama_kernels.h) give the separate launches' bits: a residual add and the norm after it, and
 // RoPE of a row's queries and keys at once (the 8B decode step's launch count, issue 23).
 TEST_F(CudaKernels, FusedAddRmsNormAndRopeGiveTheSeparateLaunchesBits) {

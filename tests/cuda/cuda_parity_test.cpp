@@ -124,9 +124,11 @@ void same_forwards(Context& x, Context& y, const std::vector<int32_t>& prompt, i
 
 // The CPU and CUDA backends on prompt_for(m) and then `steps` one-token decode steps: every step's logits within
 // `tol` (relative to the row's largest), and greedy continuations of `greedy_tokens` identical (0: not run).
-void expect_backends_agree(const Model& m, float tol, int steps, int greedy_tokens, const std::string& what) {
-  auto cpu = m.new_cpu_context(128);
-  auto gpu = new_context(m, Backend::Cuda, 128);
+// n_ctx: both contexts' size (a LongRoPE model takes its long factors past its original length).
+void expect_backends_agree(const Model& m, float tol, int steps, int greedy_tokens, const std::string& what,
+                           int n_ctx = 128) {
+  auto cpu = m.new_cpu_context(n_ctx);
+  auto gpu = new_context(m, Backend::Cuda, n_ctx);
   ASSERT_EQ(gpu->backend_name(), "cuda") << what;
   const auto prompt = prompt_for(m);
   ForwardOutput a, b;
@@ -143,8 +145,8 @@ void expect_backends_agree(const Model& m, float tol, int steps, int greedy_toke
   GenerateOptions opts;
   opts.max_tokens = greedy_tokens;
   opts.stop_at_eos = false;
-  auto cpu2 = m.new_cpu_context(128);
-  auto gpu2 = new_context(m, Backend::Cuda, 128);
+  auto cpu2 = m.new_cpu_context(n_ctx);
+  auto gpu2 = new_context(m, Backend::Cuda, n_ctx);
   const auto want = generate(m, *cpu2, prompt, opts).tokens, got = generate(m, *gpu2, prompt, opts).tokens;
   if (want == got) return;
   // Greedy outputs may part where two tokens' logits are closer than the backends' roundings: the GPU multiplies
@@ -280,6 +282,24 @@ TEST_F(CudaParity, GraniteRunsOnCudaAndMatchesTheCpu) {
   EXPECT_EQ(backend_for(*model, Backend::Auto), Backend::Cuda);
   EXPECT_EQ(new_context(*model, Backend::Cuda, 64)->backend_name(), "cuda");
   expect_backends_agree(*model, 2e-2f, 8, 48, rel);
+}
+
+// Phi-3's partial rotary and LongRoPE on the GPU (written in the forty-third session, never run on one): refused
+// unless SPECSCOPE_CUDA_UNPROVEN is set (auto then runs the model on the CPU), and when it is, its Q8_0 GGUF file
+// (RoPE on 12 of 16 dimensions, attention factor 1.08) matches the CPU backend and greedy outputs agree, in a context
+// of the original length (short factors) and in a longer one (long factors, DeviceModel::inv_freq_long).
+TEST_F(CudaParity, Phi3PartialRotaryAndLongRopeMatchTheCpuWhenOptedIn) {
+  const char* rel = "gguf_models/phi3_f32.q8_0.gguf";
+  auto model = Model::load(test::fixture(rel));
+  ::unsetenv("SPECSCOPE_CUDA_UNPROVEN");
+  EXPECT_EQ(backend_for(*model, Backend::Auto), Backend::Cpu);
+  EXPECT_THROW(new_context(*model, Backend::Cuda, 64), InputError);
+  ::setenv("SPECSCOPE_CUDA_UNPROVEN", "1", 1);
+  EXPECT_EQ(new_context(*model, Backend::Cuda, 64)->backend_name(), "cuda");
+  expect_backends_agree(*model, 2e-2f, 8, 48, rel);
+  const int longer = model->config().rope_scaling.original_max_position_embeddings + 1;
+  expect_backends_agree(*model, 2e-2f, 8, 0, std::string(rel) + " (long factors)", longer);
+  ::unsetenv("SPECSCOPE_CUDA_UNPROVEN");
 }
 
 // GGUF block weights stay blocks on the GPU: the logits of every quantized fixture match the CPU backend's to f32
