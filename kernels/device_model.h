@@ -73,7 +73,7 @@ class DeviceModel : public DeviceUploads {
   // The RoPE frequencies layer l uses in a context of n_ctx positions.
   const float* inv_freq_of(const ModelConfig& c, int l, int n_ctx) const {
     if (c.local_rope(l)) return inv_freq_local;
-    return inv_freq_long && n_ctx > c.rope_scaling.original_max_position_embeddings ? inv_freq_long : inv_freq;
+    return inv_freq_long && takes_long_rope_factors(c, n_ctx) ? inv_freq_long : inv_freq;
   }
 };
 

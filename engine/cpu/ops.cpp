@@ -72,12 +72,13 @@ void rope_angles(int32_t pos, const float* inv_freq, int half, float* cos_sin, f
     for (int i = 0; i < 2 * half; ++i) cos_sin[i] *= scale;
 }
 
-void rope(float* vec, int n_heads, int head_dim, int32_t pos, const float* inv_freq) {
+void rope(float* vec, int n_heads, int head_dim, int32_t pos, const float* inv_freq, int rotary_dim, float scale) {
+  const int turned = rotary_dim > 0 ? rotary_dim : head_dim;
   float on_stack[512];
   std::vector<float> on_heap;
-  float* cs = head_dim <= 512 ? on_stack : (on_heap.resize(size_t(head_dim)), on_heap.data());
-  rope_angles(pos, inv_freq, head_dim / 2, cs);
-  rope_rotate(vec, n_heads, head_dim, cs);
+  float* cs = turned <= 512 ? on_stack : (on_heap.resize(size_t(turned)), on_heap.data());
+  rope_angles(pos, inv_freq, turned / 2, cs, scale);
+  rope_rotate(vec, n_heads, head_dim, cs, turned);
 }
 
 // silu and softmax run on vec_math.h's exp in vectors (libm's scalar expf made silu alone ~18% of an 8-token step

@@ -7,8 +7,10 @@ namespace specscope::cpu {
 
 // y = x / sqrt(mean(x^2) + eps) * w, for `rows` rows of length `dim` (in place allowed).
 void rmsnorm(const float* x, const float* w, float* y, int rows, int dim, float eps);
-// Rotates pairs (i, i + head_dim/2) of every head of one token by angle pos * inv_freq[i] (HF rotate_half).
-void rope(float* vec, int n_heads, int head_dim, int32_t pos, const float* inv_freq);
+// Rotates pairs (i, i + head_dim/2) of every head of one token by angle pos * inv_freq[i] (HF rotate_half); with
+// rotary_dim (0: head_dim) and scale, as rope_rotate and rope_angles below take them.
+void rope(float* vec, int n_heads, int head_dim, int32_t pos, const float* inv_freq, int rotary_dim = 0,
+          float scale = 1.f);
 // The same in two parts, for callers that keep the angles of a position (cpu::RopeTable): cos_sin[0, half) the
 // cosines and cos_sin[half, 2 half) the sines of pos * inv_freq[i], computed exactly as rope() computes them, each
 // then times `scale` (LongRoPE's attention factor, as transformers scales its cos and sin).

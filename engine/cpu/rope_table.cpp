@@ -29,9 +29,7 @@ const float* RopeTable::angles(int32_t pos) {
 
 void RopeTable::apply(float* vec, int n_heads, int32_t pos) {
   if (pos < 0 || pos >= kMaxTabled) {
-    std::vector<float> cs(static_cast<size_t>(rotary_dim_));
-    rope_angles(pos, inv_freq_.data(), rotary_dim_ / 2, cs.data(), scale_);
-    rope_rotate(vec, n_heads, head_dim_, cs.data(), rotary_dim_);
+    rope(vec, n_heads, head_dim_, pos, inv_freq_.data(), rotary_dim_, scale_);
     return;
   }
   rope_rotate(vec, n_heads, head_dim_, angles(pos), rotary_dim_);

@@ -360,8 +360,7 @@ std::vector<float> rope_inv_freq(const ModelConfig& c, bool local, int n_ctx) {
   const auto& rs = c.rope_scaling;
   // LongRoPE divides each frequency's base**(2i/dim) before inverting it, as transformers does.
   const std::vector<float>* ext = nullptr;
-  if (!local && rs.type == "longrope")
-    ext = n_ctx > rs.original_max_position_embeddings ? &rs.long_factor : &rs.short_factor;
+  if (!local && rs.type == "longrope") ext = takes_long_rope_factors(c, n_ctx) ? &rs.long_factor : &rs.short_factor;
   for (int i = 0; i < half; ++i) {
     // As transformers computes it: in float32, base ** (2i / dim).
     float expo = float(2 * i) / float(dims);
@@ -387,6 +386,10 @@ std::vector<float> rope_inv_freq(const ModelConfig& c, bool local, int n_ctx) {
     }
   }
   return inv;
+}
+
+bool takes_long_rope_factors(const ModelConfig& c, int n_ctx) {
+  return c.rope_scaling.type == "longrope" && n_ctx > c.rope_scaling.original_max_position_embeddings;
 }
 
 float rope_attention_factor(const ModelConfig& c, bool local) {

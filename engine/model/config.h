@@ -105,6 +105,8 @@ struct ModelConfig {
 // it was given); transformers switches to the long factors once a sequence passes that length, which agrees
 // for every sequence that fits a context of that size.
 std::vector<float> rope_inv_freq(const ModelConfig& c, bool local = false, int n_ctx = 0);
+// Whether a context of n_ctx positions takes LongRoPE's long factors (rope_inv_freq's choice, above).
+bool takes_long_rope_factors(const ModelConfig& c, int n_ctx);
 // What every RoPE cosine and sine is multiplied by: LongRoPE's attention factor, else 1.
 float rope_attention_factor(const ModelConfig& c, bool local = false);
 

@@ -289,10 +289,7 @@ void bind_weights(Binder& b, const ModelConfig& c, ModelWeights& w) {
       L.ffn_out_norm = b.vector(p + "post_ffw_norm.weight", H);
     }
     if (c.fused_projections) {  // Phi-3 (NEOX RoPE: nothing permuted)
-      const TensorView qkv = b.matrix(p + "attn_qkv.weight", qd + 2 * kvd, H);
-      L.wq = qkv.rows_view(0, qd, "[q]");
-      L.wk = qkv.rows_view(qd, kvd, "[k]");
-      L.wv = qkv.rows_view(qd + kvd, kvd, "[v]");
+      bind_fused_qkv(L, b.matrix(p + "attn_qkv.weight", qd + 2 * kvd, H), qd, kvd);
     } else {
       L.wq = b.matrix(p + "attn_q.weight", qd, H, permuted ? c.num_heads : 0);
       L.wk = b.matrix(p + "attn_k.weight", kvd, H, permuted ? c.num_kv_heads : 0);
@@ -311,9 +308,7 @@ void bind_weights(Binder& b, const ModelConfig& c, ModelWeights& w) {
       L.k_norm = b.vector(p + "attn_k_norm.weight", c.head_dim);
     }
     if (c.fused_projections) {  // llama.cpp's phi3 keeps gate and up in ffn_up (its swiglu halves: gate first)
-      const TensorView gate_up = b.matrix(p + "ffn_up.weight", 2 * F, H);
-      L.w_gate = gate_up.rows_view(0, F, "[gate]");
-      L.w_up = gate_up.rows_view(F, F, "[up]");
+      bind_fused_gate_up(L, b.matrix(p + "ffn_up.weight", 2 * F, H), F);
     } else {
       L.w_gate = b.matrix(p + "ffn_gate.weight", F, H);
       L.w_up = b.matrix(p + "ffn_up.weight", F, H);
@@ -324,10 +319,17 @@ void bind_weights(Binder& b, const ModelConfig& c, ModelWeights& w) {
   w.lm_head = c.tie_word_embeddings ? w.embed : b.matrix("output.weight", V, H);
 }
 
-// LongRoPE's two factor lists, which llama.cpp's converter writes as tensors (rotary_dim/2 f32 values each; Phi-3.5,
-// Phi-4-mini): both or neither, each value a positive divisor. The rest of its parameters are metadata
-// (gguf_config.cpp, phi3_from_gguf).
-void bind_longrope(Binder& b, const GgufFile& g, ModelConfig& c) {
+// RoPE's per-frequency divisors, which llama.cpp's converter writes as tensors: llama3 scaling's rope_freqs.weight
+// (head_dim/2 values), and LongRoPE's two lists (rotary_dim/2 values each; Phi-3.5, Phi-4-mini), both or neither.
+// Each value must be a positive divisor. The rest of LongRoPE's parameters are metadata (gguf_config.cpp,
+// phi3_from_gguf). A dry binder checks names and shapes only.
+void bind_rope_factors(Binder& b, const GgufFile& g, ModelConfig& c) {
+  if (g.find_tensor("rope_freqs.weight")) {
+    c.rope_freq_factors = b.vector("rope_freqs.weight", c.head_dim / 2);
+    if (!b.dry())
+      for (float f : c.rope_freq_factors)
+        if (!(f > 0.f)) throw InputError(g.path(), "tensor 'rope_freqs.weight' has a value that is not positive");
+  }
   const bool has_long = g.find_tensor("rope_factors_long.weight"), has_short = g.find_tensor("rope_factors_short.weight");
   if (!has_long && !has_short) return;
   if (has_long != has_short)
@@ -363,14 +365,12 @@ uint64_t gguf_parameter_count(const GgufFile& g) {
 
 std::string gguf_load_problem(const GgufFile& g) {
   try {
-    const ModelConfig c = config_from_gguf(g, g.find_tensor("output.weight") == nullptr);
+    ModelConfig c = config_from_gguf(g, g.find_tensor("output.weight") == nullptr);
     check_tokenizer_fits(*tokenizer_from_gguf(g), c.vocab_size, g.path(), /*warn=*/false);
     // Every tensor the loader binds, by name, shape and type, without reading a weight (tensors it does not bind,
     // such as a vision tower's, may be of any type, as for the loader).
     Binder dry(g, false, {}, /*dry=*/true);
-    if (g.find_tensor("rope_freqs.weight")) dry.vector("rope_freqs.weight", c.head_dim / 2);
-    ModelConfig checked = c;
-    bind_longrope(dry, g, checked);
+    bind_rope_factors(dry, g, c);
     ModelWeights w;
     bind_weights(dry, c, w);
   } catch (const InputError& e) {
@@ -394,12 +394,7 @@ std::shared_ptr<const Model> load_gguf_model(const std::string& path, const Load
   check_tokenizer_fits(*m->tokenizer_, c.vocab_size, path);
 
   Binder b(*g, opts.check_finite, opts.progress);
-  if (g->find_tensor("rope_freqs.weight")) {
-    c.rope_freq_factors = b.vector("rope_freqs.weight", c.head_dim / 2);
-    for (float f : c.rope_freq_factors)
-      if (!(f > 0.f)) throw InputError(path, "tensor 'rope_freqs.weight' has a value that is not positive");
-  }
-  bind_longrope(b, *g, c);
+  bind_rope_factors(b, *g, c);
   bind_weights(b, c, m->weights_);
   b.finish();
 

@@ -141,10 +141,7 @@ std::shared_ptr<Model> Model::load_directory(const std::string& path, const Load
       L.post_attn_norm = norm(p + "post_attention_layernorm.weight", H);
     }
     if (c.fused_projections) {
-      const TensorView qkv = bind_matrix(*store, p + "self_attn.qkv_proj.weight", qd + 2 * kvd, H);
-      L.wq = qkv.rows_view(0, qd, "[q]");
-      L.wk = qkv.rows_view(qd, kvd, "[k]");
-      L.wv = qkv.rows_view(qd + kvd, kvd, "[v]");
+      bind_fused_qkv(L, bind_matrix(*store, p + "self_attn.qkv_proj.weight", qd + 2 * kvd, H), qd, kvd);
     } else {
       L.wq = bind_matrix(*store, p + "self_attn.q_proj.weight", qd, H);
       L.wk = bind_matrix(*store, p + "self_attn.k_proj.weight", kvd, H);
@@ -161,9 +158,7 @@ std::shared_ptr<Model> Model::load_directory(const std::string& path, const Load
       L.k_norm = norm(p + "self_attn.k_norm.weight", c.head_dim);
     }
     if (c.fused_projections) {
-      const TensorView gate_up = bind_matrix(*store, p + "mlp.gate_up_proj.weight", 2 * F, H);
-      L.w_gate = gate_up.rows_view(0, F, "[gate]");
-      L.w_up = gate_up.rows_view(F, F, "[up]");
+      bind_fused_gate_up(L, bind_matrix(*store, p + "mlp.gate_up_proj.weight", 2 * F, H), F);
     } else {
       L.w_gate = bind_matrix(*store, p + "mlp.gate_proj.weight", F, H);
       L.w_up = bind_matrix(*store, p + "mlp.up_proj.weight", F, H);

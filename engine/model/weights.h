@@ -37,4 +37,17 @@ void for_each_linear(W& w, F&& f) {
 
 inline const float* bias_or_null(const std::vector<float>& b) { return b.empty() ? nullptr : b.data(); }
 
+// Phi-3's fused matrices (ModelConfig::fused_projections) bound as views of their rows, in their stored order: q, k,
+// v of qkv ([q_rows + 2 kv_rows, H]) and gate, up of gate_up ([2 ffn, H]); a LoRA update over a fused module
+// (lora_adapter.cpp) spans the parts in the same order.
+inline void bind_fused_qkv(LayerWeights& L, const TensorView& qkv, int64_t q_rows, int64_t kv_rows) {
+  L.wq = qkv.rows_view(0, q_rows, "[q]");
+  L.wk = qkv.rows_view(q_rows, kv_rows, "[k]");
+  L.wv = qkv.rows_view(q_rows + kv_rows, kv_rows, "[v]");
+}
+inline void bind_fused_gate_up(LayerWeights& L, const TensorView& gate_up, int64_t ffn) {
+  L.w_gate = gate_up.rows_view(0, ffn, "[gate]");
+  L.w_up = gate_up.rows_view(ffn, ffn, "[up]");
+}
+
 }  // namespace specscope
