@@ -89,10 +89,16 @@ void scores_any(const float* const* q, int gc, const float* kt, size_t kt_stride
 // i % 16 of the packed keys, then vec::hsum, whatever the width L) and the scaling run in vectors of L floats.
 // w is padded to whole 16-float vectors (attend_block's weight rows), so the row's last, partial vector is one load
 // and store.
+// With soft_cap > 0 (Gemma 2), each visible score first becomes soft_cap * tanh(score / soft_cap), element by element
+// (the padding too: whatever it holds is masked below).
 template <int L>
-SS_ATTN_INLINE void packed_softmax(const float* s, int prefix, const int* tail, int nv, float* w) {
+SS_ATTN_INLINE void packed_softmax(const float* s, int prefix, const int* tail, int nv, float soft_cap, float* w) {
   std::memcpy(w, s, sizeof(float) * size_t(prefix));
   for (int i = prefix; i < nv; ++i) w[i] = s[tail[i - prefix]];
+  if (soft_cap > 0.f) {
+    using V = vec::vec_t<L>;
+    for (int i = 0; i < nv; i += L) vec::store(w + i, soft_cap * vec::tanh_v(vec::load<V>(w + i) / soft_cap));
+  }
   vec::scale<true, L>(w, nv, 1.f / vec::sum_exp<true, L>(w, nv, vec::max_of<true, L>(w, nv), true));
 }
 
@@ -221,7 +227,7 @@ SS_ATTN_INLINE void attend_block(const AttentionArgs& a, const VisibleKeys& vk, 
     for (int g = 0; g < gc; ++g) {
       const int row = row_of[g];
       packed_softmax<B::kWidth>(sc + size_t(g) * pad, vk.prefix[size_t(row)], vk.tail_of(row), vk.count[size_t(row)],
-                     w[g]);
+                                a.soft_cap, w[g]);
       shared = std::min(shared, vk.prefix[size_t(row)]);
     }
     values_dispatch<B>(gc, w, 0, nullptr, shared, a, v, out, false);

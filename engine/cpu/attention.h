@@ -42,6 +42,7 @@ struct AttentionArgs {
   const uint8_t* visible = nullptr;  // [rows][keys]
   const VisibleKeys* seen = nullptr;  // `visible` packed (VisibleKeys::build); null: attention() packs it itself
   float scale = 1.f;
+  float soft_cap = 0.f;  // > 0: scores (after scale) become soft_cap * tanh(score / soft_cap) (Gemma 2); 0: as they are
   float* out = nullptr;  // [rows][heads * head_dim] at out_stride
   size_t out_stride = 0;
 };

@@ -125,6 +125,19 @@ SS_VEC_INLINE void gelu_tanh_mul_with(const float* gate, const float* up, float*
   }
 }
 
+// x = cap * tanh(x / cap) (Gemma 2's final logits), on vec_math.h's tanh; the tail through the same vector code.
+template <int L>
+SS_VEC_INLINE void soft_cap_with(float* x, float cap, int64_t n) {
+  using namespace vec;
+  using V = vec_t<L>;
+  int64_t i = 0;
+  for (; i + L <= n; i += L) store(x + i, cap * tanh_v(load<V>(x + i) / cap));
+  if (i < n) {
+    const int r = int(n - i);
+    store_part(x + i, cap * tanh_v(load_part<V>(x + i, r) / cap), r);
+  }
+}
+
 template <int L>
 SS_VEC_INLINE void softmax_with(float* x, int n) {
   const float mx = vec::max_of<false, L>(x, n);
@@ -148,6 +161,7 @@ SS_VEC_INLINE void log_softmax_with(float* x, int n) {
 SS_PER_ISA_KERNEL(void, silu_mul, (const float* gate, const float* up, float* out, int64_t n), (gate, up, out, n))
 SS_PER_ISA_KERNEL(void, gelu_tanh_mul, (const float* gate, const float* up, float* out, int64_t n),
                   (gate, up, out, n))
+SS_PER_ISA_KERNEL(void, soft_cap, (float* x, float cap, int64_t n), (x, cap, n))
 SS_PER_ISA_KERNEL(void, softmax, (float* x, int n), (x, n))
 SS_PER_ISA_KERNEL(void, log_softmax, (float* x, int n), (x, n))
 

@@ -30,5 +30,6 @@ float dot(const float* a, const float* b, int n);  // in 16 lanes, one fixed hor
 void axpy(float a, const float* x, float* y, int64_t n);  // y += a * x
 void add(const float* x, float* y, int64_t n);            // y += x
 void divide(float* x, float d, int64_t n);  // x /= d (Granite's logits / logits_scaling)
+void soft_cap(float* x, float cap, int64_t n);  // x = cap * tanh(x / cap) (Gemma 2's final logits)
 
 }  // namespace specscope::cpu

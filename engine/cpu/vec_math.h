@@ -182,6 +182,24 @@ SS_VEC_INLINE V exp_v(V x) {
   return underflow ? V{} : y;
 }
 
+// tanh, lane by lane as exp_v: Cephes' tanhf, an odd polynomial below |x| = 0.625 (where 1 - 2 / (e^2x + 1) would
+// lose digits to cancellation) and that form above it; within a few float ulps everywhere, +-1 past |x| ~ 9, NaN
+// stays NaN. Gemma 2's soft caps (cap * tanh(x / cap)) run on it.
+template <class V>
+SS_VEC_INLINE V tanh_v(V x) {
+  const V zero{};
+  const V ax = x < zero ? -x : x;
+  const V z = x * x;
+  V p = splat<V>(-5.70498872745E-3f);
+  p = p * z + 2.06390887954E-2f;
+  p = p * z - 5.37397155531E-2f;
+  p = p * z + 1.33314422036E-1f;
+  p = p * z - 3.33332819422E-1f;
+  const V small = p * z * x + x;
+  const V big = 1.0f - 2.0f / (exp_v(ax + ax) + 1.0f);  // exp_v clamps at 88: 1 for every |x| past 44
+  return ax < splat<V>(0.625f) ? small : (x < zero ? -big : big);
+}
+
 // The last, partial vector of a row: lanes [0, n) of p, n < lanes. Read and written lane by lane, or, where the
 // caller's buffer is padded to whole 16-float vectors (kPadded: p may be read and written up to the next multiple
 // of 16 floats), as one vector whose lanes past n are whatever the buffer holds (callers mask them). Lane by lane

@@ -7,6 +7,7 @@
 #include <queue>
 
 #include "engine/cpu/matmul.h"
+#include "engine/model/final_logits.h"
 #include "engine/model/model.h"
 #include "engine/sampling/sampler.h"
 #include "engine/sampling/top_k.h"
@@ -64,6 +65,7 @@ void StreamingMethod::keep_streams_of(const Model& model, const ForwardOutput& o
   const int k = int(it - out.stream_rows.begin());
   stream_logits_.resize(size_t(out.streams) * vocab_);
   cpu::linear(out.stream_row_hidden(k, 0), out.streams, model.weights().lm_head, nullptr, stream_logits_.data());
+  finish_logits(model.config(), stream_logits_.data(), int64_t(stream_logits_.size()));
 }
 
 void StreamingMethod::prefill(const DecodeState& st, const ForwardOutput& out) {

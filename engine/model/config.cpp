@@ -135,18 +135,30 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& path) {
   }
 }
 
-// Gemma 3's text model: RoPE per kind of layer (transformers 5: rope_parameters keyed by layer type; before:
-// rope_theta + rope_scaling for the full-attention layers, rope_local_base_freq for the sliding ones), which layers
-// slide (layer_types, or every layer but each sliding_window_pattern-th), and the constants of its forward.
-void parse_gemma3(const json& j, ModelConfig& c, const std::string& path) {
-  for (const char* key : {"final_logit_softcapping", "attn_logit_softcapping"})
-    if (j.contains(key) && !j[key].is_null())
-      throw InputError(path, std::string(key) + " is set: logit soft-capping (Gemma 2) is not supported");
+// A soft cap (Gemma 2's attn_logit_softcapping, final_logit_softcapping): absent, transformers' default; null, none
+// (0); else a positive, finite number (a zero one divides by zero).
+float soft_cap(const json& j, const char* key, const std::string& path, float def) {
+  if (!j.contains(key)) return def;
+  if (j[key].is_null()) return 0.f;
+  return get_positive_float(j, key, path, def);
+}
+
+// Gemma 2's and Gemma 3's text models: which layers slide (layer_types, or every layer but each N-th: Gemma 3's
+// sliding_window_pattern, default 6; Gemma 2 alternates, from layer 0), and the constants of their forward. Gemma 3:
+// RoPE per kind of layer (transformers 5: rope_parameters keyed by layer type; before: rope_theta + rope_scaling for
+// the full-attention layers, rope_local_base_freq for the sliding ones). Gemma 2: one RoPE for every layer. Both
+// soft-cap scores and logits where the config says so (Gemma 2 by default, Gemma 3 only when set).
+void parse_gemma(const json& j, ModelConfig& c, const std::string& path) {
+  const bool gemma2 = c.architecture == "Gemma2ForCausalLM";
+  c.attn_soft_cap = soft_cap(j, "attn_logit_softcapping", path, gemma2 ? 50.f : 0.f);
+  c.final_soft_cap = soft_cap(j, "final_logit_softcapping", path, gemma2 ? 30.f : 0.f);
   if (j.contains("use_bidirectional_attention") && j["use_bidirectional_attention"].is_boolean() &&
       j["use_bidirectional_attention"].get<bool>())
     throw InputError(path, "use_bidirectional_attention is set: only causal language models are supported");
   const json* rp = j.contains("rope_parameters") && j["rope_parameters"].is_object() ? &j["rope_parameters"] : nullptr;
-  if (rp && rp->contains("full_attention")) {
+  if (gemma2) {
+    parse_rope(j, c, path);
+  } else if (rp && rp->contains("full_attention")) {
     json global = j;
     global["rope_parameters"] = (*rp)["full_attention"];
     parse_rope(global, c, path);
@@ -171,7 +183,7 @@ void parse_gemma3(const json& j, ModelConfig& c, const std::string& path) {
       c.layer_sliding[size_t(l)] = t == "sliding_attention";
     }
   } else {
-    const int pattern = get_int(j, "sliding_window_pattern", path, 6);
+    const int pattern = gemma2 ? 2 : get_int(j, "sliding_window_pattern", path, 6);
     for (int l = 0; l < c.num_layers; ++l) c.layer_sliding[size_t(l)] = pattern <= 0 || (l + 1) % pattern != 0;
   }
   c.embed_scale = std::sqrt(float(c.hidden_size));
@@ -181,18 +193,25 @@ void parse_gemma3(const json& j, ModelConfig& c, const std::string& path) {
   c.hidden_act = "gelu_pytorch_tanh";  // the config's own key, when present, is read after
 }
 
-// What transformers' Gemma3TextConfig assumes for a key the file leaves out. Configs saved by transformers hold only
-// the values that differ from these (Gemma 3 4B's text_config names 6 keys; 1B's leaves out tie_word_embeddings),
-// so reading them with Llama's defaults would compute another model.
-void fill_gemma3_text_defaults(json& j) {
-  static const json kDefaults = {
+// What transformers' Gemma2Config / Gemma3TextConfig assume for a key the file leaves out. Configs saved by
+// transformers may hold only the values that differ from these (Gemma 3 4B's text_config names 6 keys; 1B's leaves
+// out tie_word_embeddings), so reading them with Llama's defaults would compute another model. (Gemma 2's soft caps
+// are read by parse_gemma: there an explicit null means none.)
+void fill_gemma_defaults(json& j, bool gemma2) {
+  static const json kGemma3 = {
       {"vocab_size", 262208},        {"hidden_size", 2304},           {"intermediate_size", 9216},
       {"num_hidden_layers", 26},     {"num_attention_heads", 8},      {"num_key_value_heads", 4},
       {"head_dim", 256},             {"max_position_embeddings", 131072}, {"rms_norm_eps", 1e-6},
       {"bos_token_id", 2},           {"eos_token_id", 1},             {"tie_word_embeddings", true},
       {"rope_theta", 1000000.0},     {"rope_local_base_freq", 10000.0}, {"query_pre_attn_scalar", 256},
       {"sliding_window", 4096},      {"sliding_window_pattern", 6}};
-  for (const auto& [key, value] : kDefaults.items())
+  static const json kGemma2 = {
+      {"vocab_size", 256000},        {"hidden_size", 2304},           {"intermediate_size", 9216},
+      {"num_hidden_layers", 26},     {"num_attention_heads", 8},      {"num_key_value_heads", 4},
+      {"head_dim", 256},             {"max_position_embeddings", 8192}, {"rms_norm_eps", 1e-6},
+      {"bos_token_id", 2},           {"eos_token_id", 1},             {"tie_word_embeddings", true},
+      {"rope_theta", 10000.0},       {"query_pre_attn_scalar", 256},  {"sliding_window", 4096}};
+  for (const auto& [key, value] : (gemma2 ? kGemma2 : kGemma3).items())
     if (!j.contains(key) || j[key].is_null()) j[key] = value;
 }
 
@@ -245,6 +264,7 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
     else if (c.model_type == "mistral") c.architecture = "MistralForCausalLM";
     else if (c.model_type == "qwen2") c.architecture = "Qwen2ForCausalLM";
     else if (c.model_type == "qwen3") c.architecture = "Qwen3ForCausalLM";
+    else if (c.model_type == "gemma2") c.architecture = "Gemma2ForCausalLM";
     else if (c.model_type == "gemma3_text") c.architecture = "Gemma3ForCausalLM";
     else if (c.model_type == "granite") c.architecture = "GraniteForCausalLM";
     else if (c.model_type == "phi3") c.architecture = "Phi3ForCausalLM";
@@ -254,6 +274,7 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
                                                                    {"MistralForCausalLM", "mistral"},
                                                                    {"Qwen2ForCausalLM", "qwen2"},
                                                                    {"Qwen3ForCausalLM", "qwen3"},
+                                                                   {"Gemma2ForCausalLM", "gemma2"},
                                                                    {"Gemma3ForCausalLM", "gemma3_text"},
                                                                    {"GraniteForCausalLM", "granite"},
                                                                    {"Phi3ForCausalLM", "phi3"}};
@@ -262,12 +283,13 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   if (known == std::end(kSupported))
     throw InputError(path, "unsupported architecture '" + (c.architecture.empty() ? c.model_type : c.architecture) +
                                "' (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
-                               "Qwen3ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration, "
+                               "Qwen3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration, "
                                "GraniteForCausalLM, Phi3ForCausalLM)");
   if (c.model_type.empty()) c.model_type = known->second;
   c.qk_norm = c.architecture == "Qwen3ForCausalLM" || c.architecture == "Gemma3ForCausalLM";
   c.fused_projections = c.architecture == "Phi3ForCausalLM";
-  if (c.architecture == "Gemma3ForCausalLM") fill_gemma3_text_defaults(j);
+  const bool gemma = c.architecture == "Gemma2ForCausalLM" || c.architecture == "Gemma3ForCausalLM";
+  if (gemma) fill_gemma_defaults(j, c.architecture == "Gemma2ForCausalLM");
 
   c.hidden_size = get_int(j, "hidden_size", path);
   c.intermediate_size = get_int(j, "intermediate_size", path);
@@ -290,7 +312,7 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
     throw InputError(path, "num_attention_heads is not a multiple of num_key_value_heads");
   c.rms_norm_eps = get_float(j, "rms_norm_eps", path, 1e-6f);
   if (c.architecture == "Phi3ForCausalLM") parse_partial_rotary(j, c, path);
-  if (c.architecture == "Gemma3ForCausalLM") parse_gemma3(j, c, path);
+  if (gemma) parse_gemma(j, c, path);
   else parse_rope(j, c, path);
   if (c.architecture == "GraniteForCausalLM") parse_granite(j, c, path);
   if (j.contains("tie_word_embeddings") && j["tie_word_embeddings"].is_boolean())
@@ -349,7 +371,7 @@ float ModelConfig::attention_scale() const { return attn_scale > 0.f ? attn_scal
 
 bool ModelConfig::extended_forward() const {
   return sandwich_norms || gelu() || embed_scale != 1.f || rope_local_theta > 0.f || attn_scale > 0.f ||
-         residual_scale != 1.f || logit_scale != 1.f;
+         residual_scale != 1.f || logit_scale != 1.f || attn_soft_cap > 0.f || final_soft_cap > 0.f;
 }
 
 std::vector<float> rope_inv_freq(const ModelConfig& c, bool local, int n_ctx) {

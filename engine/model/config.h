@@ -26,10 +26,10 @@ struct RopeScaling {
 constexpr int kMaxConfigLayers = 1024;
 
 struct ModelConfig {
-  // LlamaForCausalLM | MistralForCausalLM | Qwen2ForCausalLM | Qwen3ForCausalLM | Gemma3ForCausalLM |
-  // GraniteForCausalLM | Phi3ForCausalLM
+  // LlamaForCausalLM | MistralForCausalLM | Qwen2ForCausalLM | Qwen3ForCausalLM | Gemma2ForCausalLM |
+  // Gemma3ForCausalLM | GraniteForCausalLM | Phi3ForCausalLM
   std::string architecture;
-  std::string model_type;  // llama | mistral | qwen2 | qwen3 | gemma3_text | granite | phi3
+  std::string model_type;  // llama | mistral | qwen2 | qwen3 | gemma2 | gemma3_text | granite | phi3
   // The checkpoint's own architecture when it wraps the language model described here in a larger one: a
   // vision-language Gemma3ForConditionalGeneration (4B-27B), whose text model SpecScope runs; empty otherwise.
   std::string wrapper_architecture;
@@ -71,6 +71,12 @@ struct ModelConfig {
   float attn_scale = 0.f;  // 0: 1/sqrt(head_dim)
   float residual_scale = 1.f;
   float logit_scale = 1.f;
+  // Gemma 2 (its sandwich norms, GELU, scaled embeddings and queries and alternating sliding layers as Gemma 3's
+  // above, with no q/k norms and one RoPE): every attention score and every final logit is soft-capped,
+  // cap * tanh(x / cap) (attn_logit_softcapping, final_logit_softcapping; llama.cpp's gemma2.*_logit_softcapping).
+  // 0: not capped.
+  float attn_soft_cap = 0.f;
+  float final_soft_cap = 0.f;
   bool sandwich_norms = false;
   // Added to every RMSNorm weight at load. Gemma's norms scale by (1 + w) and its Hugging Face checkpoints store w
   // (1 here), while llama.cpp's converter stores 1 + w in GGUF files (0 there); either way every norm then computes
@@ -94,7 +100,7 @@ struct ModelConfig {
   bool local_rope(int layer) const { return rope_local_theta > 0.f && window_of(layer) > 0; }
   float attention_scale() const;  // what scores are multiplied by
   bool gelu() const { return hidden_act == "gelu_pytorch_tanh"; }
-  // Whether the forward uses any of Gemma 3's or Granite's parts above, beyond a Llama's (model cards and tests;
+  // Whether the forward uses any of Gemma 2's, Gemma 3's or Granite's parts above, beyond a Llama's (model cards and tests;
   // the CUDA backend gates Gemma 3's own parts separately, kernels/cuda_backend.cpp).
   bool extended_forward() const;
 };

@@ -13,6 +13,7 @@
 #include "engine/cpu/ops.h"
 #include "engine/heads/streaming_weights.h"
 #include "engine/model/batch_checks.h"
+#include "engine/model/final_logits.h"
 #include "engine/model/streaming_rows.h"
 #include "engine/model/model.h"
 #include "engine/util/error.h"
@@ -151,7 +152,7 @@ void CpuContext::forward(const Batch& b, ForwardOutput& out) {
       std::memcpy(out.logits.data() + size_t(dst_rows[r]) * c.vocab_size, lg.data() + size_t(r) * c.vocab_size,
                   sizeof(float) * c.vocab_size);
   }
-  if (c.logit_scale != 1.f) cpu::divide(out.logits.data(), c.logit_scale, int64_t(out.logits.size()));  // Granite
+  finish_logits(c, out.logits.data(), int64_t(out.logits.size()));
   if (sr) {
     out.pruned.assign(n, 0);
     for (int i = 0; i < n; ++i) out.pruned[i] = alive_[i] ? 0 : 1;
@@ -282,6 +283,7 @@ void CpuContext::attention(int layer, int na, const int32_t* pos, const uint8_t*
   a.visible = vis.keys.data();
   a.seen = &vis.packed;
   a.scale = c.attention_scale();
+  a.soft_cap = c.attn_soft_cap;
   a.out = att_.data();
   a.out_stride = size_t(q_dim);
   cpu::attention(a);

@@ -19,6 +19,7 @@
 #include "engine/cpu/ops.h"
 #include "engine/heads/streaming_weights.h"
 #include "engine/model/cpu_context.h"
+#include "engine/model/final_logits.h"
 #include "engine/model/model.h"
 #include "engine/model/streaming_rows.h"
 #include "engine/util/error.h"
@@ -53,7 +54,7 @@ int CpuContext::prune_rows(const StreamingRequest& sr, const Batch& b, int na) {
   cpu::add(u.data(), e.data(), int64_t(np) * H);  // e = h + up(down(h))
   cpu::rmsnorm(e.data(), w.final_norm.data(), e.data(), np, H, c.rms_norm_eps);
   cpu::linear(e.data(), np, w.lm_head, nullptr, lg.data());
-  if (c.logit_scale != 1.f) cpu::divide(lg.data(), c.logit_scale, int64_t(lg.size()));  // as the forward's logits
+  finish_logits(c, lg.data(), int64_t(lg.size()));  // as the forward's logits
   for (int k = 0; k < np; ++k) cpu::softmax(lg.data() + size_t(k) * V, V);
   settle_pruning(sr, b.tokens, rows, parents, lg.data(), V, alive_);
   // Compact the survivors in x_ and active_, in batch order.

@@ -38,15 +38,17 @@ double float_key(const GgufFile& g, const std::string& key, double lo, double hi
   return v;
 }
 
-// What llama.cpp's gemma3 reader takes from the file or assumes (src/models/gemma3.cpp): with a sliding window,
-// which layers slide (attention.sliding_window_pattern: one bool per layer, or N for every layer but each N-th;
-// default 6) and their RoPE theta (rope.freq_base_swa, default 10000); embeddings times sqrt(hidden); attention
-// scaled by 1/sqrt(head_dim), or 1/sqrt(hidden / heads) for the 62-layer 27B (its query_pre_attn_scalar).
-void gemma3_from_gguf(const GgufFile& g, ModelConfig& c) {
+// What llama.cpp's gemma2 and gemma3 readers take from the file or assume (src/models/gemma2.cpp, gemma3.cpp): which
+// layers slide (attention.sliding_window_pattern: one bool per layer, or N for every layer but each N-th; default 2
+// for gemma2, 6 for gemma3; gemma2's window is 4096 when the file names none) and their RoPE theta
+// (rope.freq_base_swa; gemma3's default 10000, gemma2's the other layers' theta); embeddings times sqrt(hidden);
+// attention scaled by 1/sqrt(head_dim), or 1/sqrt(hidden / heads) for the 27B models (46 layers in Gemma 2, 62 in
+// Gemma 3: their query_pre_attn_scalar); the soft caps (gemma2: scores 50 and logits 30 unless the file says
+// otherwise; gemma3: the logits only, and only when set).
+void gemma_from_gguf(const GgufFile& g, ModelConfig& c, bool gemma2) {
   const std::string& file = g.path();
-  const std::string p = "gemma3.";
-  if (g.has(p + "final_logit_softcapping") && g.get_float(p + "final_logit_softcapping") != 0.0)
-    throw InputError(file, "gemma3.final_logit_softcapping is set: logit soft-capping is not supported");
+  const std::string p = gemma2 ? "gemma2." : "gemma3.";
+  if (gemma2 && !c.sliding_window) c.sliding_window = 4096;
   c.layer_sliding.assign(size_t(c.num_layers), 0);
   if (c.sliding_window) {
     const std::string key = p + "attention.sliding_window_pattern";
@@ -58,13 +60,21 @@ void gemma3_from_gguf(const GgufFile& g, ModelConfig& c) {
                                    std::to_string(c.num_layers) + " layers");
       for (int l = 0; l < c.num_layers; ++l) c.layer_sliding[size_t(l)] = pattern[size_t(l)];
     } else {
-      const int every = size_key(g, key, 1, 1 << 20, 6);
+      const int every = size_key(g, key, 1, 1 << 20, gemma2 ? 2 : 6);
       for (int l = 0; l < c.num_layers; ++l) c.layer_sliding[size_t(l)] = (l + 1) % every != 0;
     }
-    c.rope_local_theta = float(float_key(g, p + "rope.freq_base_swa", 1.0, 1e12, 10000.0));
+    const double local_theta = float_key(g, p + "rope.freq_base_swa", 1.0, 1e12, gemma2 ? 0.0 : 10000.0);
+    if (local_theta > 0.0) c.rope_local_theta = float(local_theta);
   }
   c.embed_scale = std::sqrt(float(c.hidden_size));
-  c.attn_scale = 1.f / std::sqrt(float(c.num_layers == 62 ? c.hidden_size / c.num_heads : c.head_dim));
+  const bool is_27b = c.num_layers == (gemma2 ? 46 : 62);
+  c.attn_scale = 1.f / std::sqrt(float(is_27b ? c.hidden_size / c.num_heads : c.head_dim));
+  c.final_soft_cap = float(float_key(g, p + "final_logit_softcapping", 0.0, 1e6, gemma2 ? 30.0 : 0.0));
+  if (gemma2) {
+    c.attn_soft_cap = float(float_key(g, p + "attn_logit_softcapping", 1e-6, 1e6, 50.0));
+    // llama.cpp's gemma2 graph divides by the final cap unconditionally: a zero one is a broken file there.
+    if (c.final_soft_cap <= 0.f) throw InputError(file, "metadata key 'gemma2.final_logit_softcapping' is 0");
+  }
 }
 
 // What llama.cpp's granite reader takes (src/models/granite.cpp): logit_scale is required; the other three may be
@@ -107,6 +117,11 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
     c.architecture = "Qwen3ForCausalLM";
     c.model_type = "qwen3";
     c.qk_norm = true;
+  } else if (arch == "gemma2") {
+    c.architecture = "Gemma2ForCausalLM";
+    c.model_type = "gemma2";
+    c.sandwich_norms = true;
+    c.hidden_act = "gelu_pytorch_tanh";
   } else if (arch == "gemma3") {
     c.architecture = "Gemma3ForCausalLM";
     c.model_type = "gemma3_text";
@@ -121,7 +136,7 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
     c.model_type = "phi3";
     c.fused_projections = true;
   } else {
-    throw InputError(file, "unsupported architecture '" + arch + "' (supported: llama, qwen2, qwen3, gemma3, granite, phi3)");
+    throw InputError(file, "unsupported architecture '" + arch + "' (supported: llama, qwen2, qwen3, gemma2, gemma3, granite, phi3)");
   }
   const std::string p = arch + ".";
   if (g.get_int(p + "expert_count", 0) > 0)
@@ -172,7 +187,7 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
   if (g.has(p + "attention.sliding_window"))
     if (const int w = size_key(g, p + "attention.sliding_window", arch == "phi3" ? 0 : 1, 1 << 24); w > 0) c.sliding_window = w;
   if (arch == "phi3") phi3_from_gguf(g, c);
-  if (arch == "gemma3") gemma3_from_gguf(g, c);
+  if (arch == "gemma2" || arch == "gemma3") gemma_from_gguf(g, c, arch == "gemma2");
   if (arch == "granite") granite_from_gguf(g, c);
   c.tie_word_embeddings = tied;
   c.torch_dtype = DType::F32;

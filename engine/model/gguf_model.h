@@ -1,6 +1,7 @@
 #pragma once
 // Loading a Llama-family model from one GGUF file (llama.cpp's format): architecture "llama" (Llama, Mistral,
-// TinyLlama, ... as llama.cpp converts them), "qwen2", "qwen3", "gemma3", "granite" and "phi3".
+// TinyLlama, ... as llama.cpp converts them), "qwen2", "qwen3", "gemma2", "gemma3", "granite" and
+// "phi3".
 //
 // What differs from the Hugging Face layout, and how it is undone:
 //  * The config is metadata (<arch>.embedding_length, .block_count, ...); see config_from_gguf.
@@ -13,6 +14,8 @@
 //  * "qwen3" adds blk.N.attn_q_norm.weight / attn_k_norm.weight (head_dim each) and has no q/k/v biases.
 //  * "gemma3" has those too, and blk.N.post_attention_norm / post_ffw_norm (the sublayer outputs' norms; ffn_norm is
 //    its pre_feedforward_layernorm); its norms are stored as 1 + w, which is what the engine computes with.
+//  * "gemma2" is gemma3's layout without the q/k norms, with gemma2.attn_logit_softcapping and
+//    .final_logit_softcapping (config_from_gguf).
 //  * "granite" is llama's layout with four scalars: granite.embedding_scale, .residual_scale, .attention.scale and
 //    .logit_scale (ModelConfig's embed_scale, residual_scale, attn_scale, logit_scale).
 //  * "phi3" (Phi-3, 3.5 and 4-mini) keeps q, k and v in one blk.N.attn_qkv.weight and gate and up in one
