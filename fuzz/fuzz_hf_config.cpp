@@ -36,6 +36,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (float m : {c.embed_scale, c.residual_scale, c.logit_scale})
     if (!(m > 0.f) || !std::isfinite(m)) std::abort();
   if (c.attn_scale < 0.f || !std::isfinite(c.attn_scale)) std::abort();
+  // Gemma 2's soft caps: none (0) or positive and finite (a cap divides the scores and logits).
+  for (float cap : {c.attn_soft_cap, c.final_soft_cap})
+    if (cap < 0.f || !std::isfinite(cap)) std::abort();
   (void)c.summary();
   (void)c.extended_forward();
   (void)c.attention_scale();

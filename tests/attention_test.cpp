@@ -1,12 +1,14 @@
 // The CPU attention kernel (engine/cpu/attention.cpp) on its own: each row's output against a double-precision
-// reference, and bit-identical whether the row is computed alone or among other tree rows, on one thread or two. The
-// kernel groups rows (two rows of a KV head share every key and value load) and splits a row's keys into the prefix
-// all rows see and its own tail; neither may change a row's result, which greedy losslessness rests on.
+// reference (with and without Gemma 2's soft cap), and bit-identical whether the row is computed alone or among other
+// tree rows, on one thread or two. The kernel groups rows (two rows of a KV head share every key and value load) and
+// splits a row's keys into the prefix all rows see and its own tail; neither may change a row's result, which greedy
+// losslessness rests on.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "engine/cpu/attention.h"
@@ -29,6 +31,7 @@ struct Step {
   size_t kt_stride = 0;
   std::vector<float> q, kt, v;
   std::vector<uint8_t> visible;  // [rows][keys]
+  float soft_cap = 0.f;          // Gemma 2's: scores become soft_cap * tanh(score / soft_cap)
 
   Step(Shape shape, uint32_t seed, int window_hidden = 0) : s(shape) {
     std::mt19937 rng(seed);
@@ -77,6 +80,7 @@ struct Step {
       a.seen = &seen;
     }
     a.scale = 1.f / std::sqrt(float(s.head_dim));
+    a.soft_cap = soft_cap;
     a.out = out.data();
     a.out_stride = size_t(qd);
     const int old = cpu::set_num_threads(threads);
@@ -96,6 +100,7 @@ struct Step {
       double acc = 0;
       for (int d = 0; d < hd; ++d) acc += double(qr[d]) * kt[cpu::kt_index(kvh, d, j, hd, kt_stride)];
       score[size_t(j)] = acc / std::sqrt(double(hd));
+      if (soft_cap > 0.f) score[size_t(j)] = soft_cap * std::tanh(score[size_t(j)] / soft_cap);
       mx = std::max(mx, score[size_t(j)]);
     }
     double sum = 0;
@@ -114,9 +119,12 @@ class AttentionShapes : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(AttentionShapes, EveryRowMatchesDoublePrecisionAndItselfAlone) {
   const Shape s = GetParam();
-  for (int hidden : {0, 5}) {  // 5: a sliding window hides the oldest keys, so no key is seen by every row
-    SCOPED_TRACE(testing::Message() << "window hides " << hidden);
-    const Step step(s, 1234u + uint32_t(s.rows), hidden);
+  // hidden 5: a sliding window hides the oldest keys, so no key is seen by every row; a soft cap of 1.5 bends these
+  // scores (standard deviation 1) well inside tanh's curve.
+  for (const auto [hidden, cap] : {std::pair{0, 0.f}, std::pair{5, 0.f}, std::pair{5, 1.5f}}) {
+    SCOPED_TRACE(testing::Message() << "window hides " << hidden << ", soft cap " << cap);
+    Step step(s, 1234u + uint32_t(s.rows), hidden);
+    step.soft_cap = cap;
     const int qd = s.heads * s.head_dim;
     for (int threads : {1, 2}) {
       SCOPED_TRACE(testing::Message() << threads << " threads");
@@ -149,20 +157,25 @@ TEST_P(AttentionShapes, EveryRowMatchesDoublePrecisionAndItselfAlone) {
 // baseline x86-64 (4, no FMA) rounds each product before adding it, within f32 rounding of the others.
 TEST_P(AttentionShapes, EveryVectorWidthWithFmaGivesTheSameBits) {
   const Shape s = GetParam();
-  const Step step(s, 777u + uint32_t(s.rows));
+  Step step(s, 777u + uint32_t(s.rows));
   const int widest = cpu::isa_lanes_supported(16) ? 16 : cpu::isa_lanes_supported(8) ? 8 : 4;
   const int before = cpu::set_isa_lanes(widest);
-  const std::vector<float> ref = step.run(0, s.rows, 2);
   int widths = 0;
-  for (int lanes : {16, 8, 4}) {
-    if (!cpu::isa_lanes_supported(lanes) || lanes == widest) continue;
-    ++widths;
-    cpu::set_isa_lanes(lanes);
-    const std::vector<float> out = step.run(0, s.rows, 2);
-    if (lanes >= 8) {
-      EXPECT_EQ(std::memcmp(out.data(), ref.data(), sizeof(float) * ref.size()), 0) << lanes << " floats a vector";
-    } else {
-      for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(out[i], ref[i], 1e-5) << "element " << i;
+  for (const float cap : {0.f, 1.5f}) {  // with and without Gemma 2's soft cap
+    step.soft_cap = cap;
+    cpu::set_isa_lanes(widest);
+    const std::vector<float> ref = step.run(0, s.rows, 2);
+    for (int lanes : {16, 8, 4}) {
+      if (!cpu::isa_lanes_supported(lanes) || lanes == widest) continue;
+      widths += cap == 0.f;
+      cpu::set_isa_lanes(lanes);
+      const std::vector<float> out = step.run(0, s.rows, 2);
+      if (lanes >= 8) {
+        EXPECT_EQ(std::memcmp(out.data(), ref.data(), sizeof(float) * ref.size()), 0)
+            << lanes << " floats a vector, soft cap " << cap;
+      } else {
+        for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(out[i], ref[i], 1e-5) << "element " << i << ", cap " << cap;
+      }
     }
   }
   cpu::set_isa_lanes(before);

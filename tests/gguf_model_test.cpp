@@ -680,6 +680,7 @@ TEST(GgufModelErrors, BadMetadataNamesFileAndKey) {
       {"bad_no_tensors_qwen2.gguf", "missing tensor 'token_embd.weight'"},  // metadata fine, no weights
       {"bad_granite_no_logit_scale.gguf", "missing metadata key 'granite.logit_scale'"},
       {"bad_granite_zero_logit_scale.gguf", "'granite.logit_scale' is 0"},
+      {"bad_gemma2_zero_final_cap.gguf", "'gemma2.final_logit_softcapping' is 0"},
   };
   for (const auto& [file, needle] : cases) {
     const std::string path = gguf_path(file);

@@ -212,11 +212,16 @@ SpeculativeResult speculate_beside_vanilla(const Model& m, Method& method, const
   return res;
 }
 
-CommandResult run_cli_with_config(const std::string& fixture_dir, const nlohmann::json& config) {
+std::string fixture_with_config(const std::string& fixture_dir, const nlohmann::json& config) {
   const std::filesystem::path dir = scratch_dir("edited_config");
   std::filesystem::copy(fixture(fixture_dir), dir, std::filesystem::copy_options::recursive |
                                                        std::filesystem::copy_options::overwrite_existing);
   std::ofstream(dir / "config.json") << config.dump();
+  return dir.string();
+}
+
+CommandResult run_cli_with_config(const std::string& fixture_dir, const nlohmann::json& config) {
+  const std::filesystem::path dir = fixture_with_config(fixture_dir, config);
   CommandResult r = run_cli("run --model " + dir.string() + " --prompt hello --max-tokens 2 --no-record");
   std::filesystem::remove_all(dir);
   return r;

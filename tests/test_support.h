@@ -24,6 +24,9 @@ struct CommandResult {
 // Runs specscope-cli with the given arguments (already shell-quoted as needed); `env`: assignments put before the
 // command ("XDG_CACHE_HOME=/x SPECSCOPE_LOG=info").
 CommandResult run_cli(const std::string& args, const std::string& env = "");
+// A copy of the fixture model folder `fixture_dir` (under tests/fixtures) whose config.json is `config`, in a
+// scratch_dir the caller removes: the model with one field changed.
+std::string fixture_with_config(const std::string& fixture_dir, const nlohmann::json& config);
 // `specscope-cli run` (2 tokens, nothing recorded) on a copy of the fixture model folder `fixture_dir` (under
 // tests/fixtures) whose config.json is `config`: how the CLI answers a checkpoint with one bad field.
 CommandResult run_cli_with_config(const std::string& fixture_dir, const nlohmann::json& config);

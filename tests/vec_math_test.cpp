@@ -63,6 +63,42 @@ TEST(VecMath, ExpOfMaskedAndExtremeArguments) {
   EXPECT_TRUE(std::isnan(y[5]));
 }
 
+// Gemma 2's soft cap, cap * tanh(x / cap), on the vector tanh (Cephes' tanhf): within a few float ulps of the
+// double-precision formula over every range it meets, its small arguments included (where 1 - 2 / (e^2x + 1)
+// alone would lose digits), odd, +-cap far out, NaN kept; and the same bits whether an element sits in a whole
+// vector or the tail.
+TEST(VecMath, SoftCapMatchesItsFormula) {
+  std::vector<float> x;
+  for (float v = -200.f; v < 200.f; v += 0.0173f) x.push_back(v);
+  for (float v = -1e-3f; v < 1e-3f; v += 1.37e-6f) x.push_back(v);
+  x.push_back(0.f);
+  for (const float cap : {1.5f, 30.f, 50.f}) {
+    std::vector<float> y = x;
+    cpu::soft_cap(y.data(), cap, int64_t(y.size()));
+    double worst = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double ref = double(cap) * std::tanh(double(x[i]) / double(cap));
+      worst = std::max(worst, std::fabs(y[i] - ref) / std::max(std::fabs(ref), 1e-30));
+    }
+    EXPECT_LE(worst, 4e-7) << "cap " << cap;  // ~3 ulps
+    std::vector<float> ends = {0.f, 1e4f, -1e4f, std::numeric_limits<float>::infinity(),
+                               std::numeric_limits<float>::quiet_NaN()};
+    cpu::soft_cap(ends.data(), cap, int64_t(ends.size()));
+    EXPECT_EQ(ends[0], 0.f);
+    EXPECT_EQ(ends[1], cap);
+    EXPECT_EQ(ends[2], -cap);
+    EXPECT_EQ(ends[3], cap);
+    EXPECT_TRUE(std::isnan(ends[4]));
+    for (int n : {1, 7, 17}) {  // every element alone: as in the whole run
+      for (size_t i = 0; i + size_t(n) <= 200; i += size_t(n)) {
+        std::vector<float> part(x.begin() + long(i), x.begin() + long(i) + n);
+        cpu::soft_cap(part.data(), cap, n);
+        ASSERT_EQ(0, std::memcmp(part.data(), y.data() + i, sizeof(float) * size_t(n))) << "n " << n << " at " << i;
+      }
+    }
+  }
+}
+
 TEST(VecMath, SiluMulMatchesItsFormula) {
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.f, 4.f);
@@ -225,13 +261,15 @@ TEST(VecMath, KernelsGiveTheSameBitsAtEveryWidthWithFma) {
   std::vector<float> g(n), u(n);
   for (int i = 0; i < n; ++i) g[size_t(i)] = nd(rng), u[size_t(i)] = nd(rng);
   auto run_all = [&] {
-    std::vector<std::vector<float>> out(4, std::vector<float>(size_t(n)));
+    std::vector<std::vector<float>> out(5, std::vector<float>(size_t(n)));
     cpu::silu_mul(g.data(), u.data(), out[0].data(), n);
     cpu::gelu_tanh_mul(g.data(), u.data(), out[1].data(), n);
     out[2] = g;
     cpu::softmax(out[2].data(), n);
     out[3] = g;
     cpu::log_softmax(out[3].data(), n);
+    out[4] = g;
+    cpu::soft_cap(out[4].data(), 3.f, n);
     return out;
   };
   const int widest = cpu::isa_lanes_supported(16) ? 16 : cpu::isa_lanes_supported(8) ? 8 : 4;
