@@ -12,6 +12,9 @@
 #            151936-entry vocabulary): F16, Q8_0, Q4_K_M (not in the default run)
 #     g3     a Gemma-3-1B-shaped synthetic (--shape gemma3-1b; sliding layers, head_dim 256, 262144-entry
 #            vocabulary): F16, Q8_0, Q4_K_M (not in the default run)
+#     g2     a Gemma-2-2B-shaped synthetic (--shape gemma2-2b; soft caps, alternating sliding layers, head_dim 256,
+#            256000-entry vocabulary): Q4_0 (what `ollama pull gemma2:2b` gives) and Q4_K_M (not in the default run;
+#            ~13 GB of disk while the files are written)
 #     spec   llama-speculative beside `specscope-cli run --method sps` (target base, draft draft; greedy, gamma 4)
 #   --quick: one repeat, 2 prompts of 64 tokens for spec (a smoke run; not figures to quote)
 #   --no-amx: llama-bench from llama.cpp built without its AMX buffer (build_llamacpp.sh --no-amx: this host's
@@ -118,6 +121,13 @@ if want g3 syng3_; then
   fi
   for t in Q8_0 Q4_K_M; do quantize "$tmp/syng3.f16.gguf" "$tmp/syng3.${t,,}.gguf" $t; done
 fi
+if want g2 syng2_; then
+  if [ ! -f "$tmp/syng2.f16.gguf" ]; then
+    [ -f "$tmp/syng2/config.json" ] || "$PY" "$here/bench/make_synthetic_llama.py" --shape gemma2-2b "$tmp/syng2"
+    "$PY" "$here/tests/fixtures/make_gguf_models.py" --convert "$tmp/syng2" f16 "$tmp/syng2.f16.gguf"
+  fi
+  for t in Q4_0 Q4_K_M; do quantize "$tmp/syng2.f16.gguf" "$tmp/syng2.${t,,}.gguf" $t; done
+fi
 stage "write the GGUF files (skipped when written)"
 
 run() {  # NAME GROUP SPECSCOPE_MODEL GGUF
@@ -160,6 +170,7 @@ for t in f16 bf16 q8_0 q4_k_m; do run "syn1b_$t" 1b "$tmp/syn1b.$t.gguf" "$tmp/s
 for t in q5_k_m q6_k; do run "syn1b_$t" 1bk "$tmp/syn1b.$t.gguf" "$tmp/syn1b.$t.gguf"; done
 for t in f16 q8_0 q4_k_m; do run "synq3_$t" q3 "$tmp/synq3.$t.gguf" "$tmp/synq3.$t.gguf"; done
 for t in f16 q8_0 q4_k_m; do run "syng3_$t" g3 "$tmp/syng3.$t.gguf" "$tmp/syng3.$t.gguf"; done
+for t in q4_0 q4_k_m; do run "syng2_$t" g2 "$tmp/syng2.$t.gguf" "$tmp/syng2.$t.gguf"; done
 if want spec; then
   echo "== speculative (target base, draft draft)"
   count=10 max=128

@@ -12,7 +12,9 @@ change, which is all a speed benchmark needs. `--shape qwen3-0.6b` is Qwen3-0.6B
 norms, head_dim 128 so that attention is 2048 wide on a 1024-wide model, 28 layers, 16 heads / 8 KV heads, FFN 3072,
 its real 151936-entry tied vocabulary, rope theta 1000000): 0.60B parameters, f16 (1.2 GB). `--shape gemma3-1b` is
 Gemma-3-1B's (Gemma3ForCausalLM: 26 layers, hidden 1152, 4 heads / 1 KV head of 256, FFN 6912, its 262144-entry
-tied vocabulary, a 512-token window on five layers of six): 1.0B parameters, f16 (2.0 GB).
+tied vocabulary, a 512-token window on five layers of six): 1.0B parameters, f16 (2.0 GB). `--shape gemma2-2b` is
+Gemma-2-2B's (Gemma2ForCausalLM: 26 layers, hidden 2304, 8 heads / 4 KV heads of 256, FFN 9216, its 256000-entry
+tied vocabulary, a 4096-token window on every other layer, soft caps 50 and 30): 2.6B parameters, f16 (5.2 GB).
 
     /root/.cache/specscope/venv/bin/python bench/make_synthetic_llama.py /tmp/syn60
     /root/.cache/specscope/venv/bin/python tests/fixtures/make_gguf_models.py --convert /tmp/syn60 f32 /tmp/syn60.f32.gguf
@@ -23,8 +25,8 @@ import os
 import shutil
 
 import torch
-from transformers import (Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM, Qwen3Config,
-                          Qwen3ForCausalLM)
+from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig,
+                          LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # name: (hidden, layers, heads, kv heads, FFN, vocab, max positions, rope theta, saved dtype)
@@ -34,11 +36,15 @@ SHAPES = {"60m": (768, 9, 12, 4, 2048, 4096, 1024, 10000.0, torch.float32),
           # benchmarks of issue 23 (--dtype bf16 --device cuda: made on the GPU in seconds, 16 GB on disk).
           "8b": (4096, 32, 32, 8, 14336, 128256, 8192, 500000.0, torch.bfloat16),
           "qwen3-0.6b": (1024, 28, 16, 8, 3072, 151936, 4096, 1000000.0, torch.float16),
-          "gemma3-1b": (1152, 26, 4, 1, 6912, 262144, 32768, 1000000.0, torch.float16)}
+          "gemma3-1b": (1152, 26, 4, 1, 6912, 262144, 32768, 1000000.0, torch.float16),
+          "gemma2-2b": (2304, 26, 8, 4, 9216, 256000, 8192, 10000.0, torch.float16)}
 # The shapes of another architecture: (config class, model class, extra config keys).
 ARCHS = {"qwen3-0.6b": (Qwen3Config, Qwen3ForCausalLM, dict(head_dim=128)),
          "gemma3-1b": (Gemma3TextConfig, Gemma3ForCausalLM,
-                       dict(head_dim=256, query_pre_attn_scalar=256, sliding_window=512))}
+                       dict(head_dim=256, query_pre_attn_scalar=256, sliding_window=512)),
+         "gemma2-2b": (Gemma2Config, Gemma2ForCausalLM,
+                       dict(head_dim=256, query_pre_attn_scalar=256, sliding_window=4096, attn_logit_softcapping=50.0,
+                            final_logit_softcapping=30.0))}
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
 

@@ -15,7 +15,6 @@
 #include "engine/model/config.h"
 #include "engine/model/forward.h"
 #include "engine/model/model.h"
-#include "engine/util/error.h"
 #include "engine/util/mapped_file.h"
 #include "tests/test_support.h"
 
@@ -37,16 +36,6 @@ json released_2b() {
     "num_hidden_layers": 26, "num_key_value_heads": 4, "pad_token_id": 0, "query_pre_attn_scalar": 256,
     "rms_norm_eps": 1e-06, "rope_theta": 10000.0, "sliding_window": 4096, "torch_dtype": "float32",
     "transformers_version": "4.42.4", "use_cache": true, "vocab_size": 256000})");
-}
-
-void expect_refused(const json& j, const std::string& problem_part) {
-  try {
-    ModelConfig::from_json_text(j.dump(), "dir/config.json");
-    ADD_FAILURE() << "accepted; expected an error naming " << problem_part;
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.where(), "dir/config.json");
-    EXPECT_NE(e.problem().find(problem_part), std::string::npos) << e.what();
-  }
 }
 
 TEST(Gemma2, ConfigAndGgufReadTheSameModel) {
@@ -122,20 +111,17 @@ TEST(Gemma2, NonPositiveCapIsRefusedNamingIt) {
     for (double bad : {0.0, -30.0}) {
       json j = released_2b();
       j[key] = bad;
-      expect_refused(j, std::string("'") + key + "' must be a positive number");
+      test::expect_config_refused(j, std::string("'") + key + "' must be a positive number");
     }
   json j = released_2b();
   j["final_logit_softcapping"] = "30";
-  expect_refused(j, "'final_logit_softcapping' must be a number");
+  test::expect_config_refused(j, "'final_logit_softcapping' must be a number");
 }
 
 TEST(Gemma2, CliRefusesAZeroCapWithExitCode2) {
   json j = fixture_config();
   j["final_logit_softcapping"] = 0;
-  const auto r = test::run_cli_with_config("models/gemma2_f32", j);
-  EXPECT_EQ(r.exit_code, 2) << r.out;
-  EXPECT_NE(r.out.find("config.json"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("'final_logit_softcapping' must be a positive number"), std::string::npos) << r.out;
+  test::expect_cli_refuses_config("models/gemma2_f32", j, "'final_logit_softcapping' must be a positive number");
 }
 
 // The fixture's parity (model_parity_test: within 5e-6 of transformers) rests on both caps: the same checkpoint with
@@ -178,9 +164,8 @@ TEST(Gemma2, ParityDependsOnBothCaps) {
 // and the capped logits: SpS drafting with the Q8_0 GGUF file, and prompt lookup.
 TEST(Gemma2, SpeculationIsLossless) {
   const auto target = Model::load(test::fixture("models/gemma2_f32"));
-  std::vector<std::vector<int32_t>> prompts;
-  for (int p = 0; p < 4; ++p) prompts.push_back({1, 300 + 11 * p, 40, 500 + p, 40, 300 + 11 * p});
-  const auto sps = test::sps_and_pld_beside_vanilla(*target, test::fixture("gguf_models/gemma2_f32.q8_0.gguf"), prompts);
+  const auto sps = test::sps_and_pld_beside_vanilla(*target, test::fixture("gguf_models/gemma2_f32.q8_0.gguf"),
+                                                test::repeating_prompts(1));
   // An 8-bit twin agrees with its source on a share of the drafted nodes (this random model's near ties part them
   // often; a drafter that did not compute the same network would all but never hit one of 2,757 tokens).
   EXPECT_GT(sps.accepted * 8, sps.drafted);

@@ -9,7 +9,6 @@
 
 #include "engine/model/config.h"
 #include "engine/model/model.h"
-#include "engine/util/error.h"
 #include "engine/util/mapped_file.h"
 #include "tests/test_support.h"
 
@@ -55,13 +54,8 @@ TEST(Granite, NonPositiveMultiplierIsRefusedNamingIt) {
     for (double bad : {0.0, -2.0}) {
       json j = fixture_config();
       j[key] = bad;
-      try {
-        ModelConfig::from_json_text(j.dump(), "dir/config.json");
-        ADD_FAILURE() << key << " = " << bad << " accepted";
-      } catch (const InputError& e) {
-        EXPECT_EQ(e.where(), "dir/config.json");
-        EXPECT_NE(e.problem().find(key), std::string::npos) << e.what();
-      }
+      SCOPED_TRACE(std::string(key) + " = " + std::to_string(bad));
+      test::expect_config_refused(j, key);
     }
 }
 
@@ -69,19 +63,15 @@ TEST(Granite, NonPositiveMultiplierIsRefusedNamingIt) {
 TEST(Granite, CliRefusesZeroLogitsScalingWithExitCode2) {
   json j = fixture_config();
   j["logits_scaling"] = 0;
-  const auto r = test::run_cli_with_config("models/granite_f32", j);
-  EXPECT_EQ(r.exit_code, 2) << r.out;
-  EXPECT_NE(r.out.find("config.json"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("'logits_scaling' must be a positive number"), std::string::npos) << r.out;
+  test::expect_cli_refuses_config("models/granite_f32", j, "'logits_scaling' must be a positive number");
 }
 
 // Greedy speculation on Granite gives vanilla's tokens, with the multipliers in both the drafter's and the target's
 // forwards: SpS drafting with the Q8_0 GGUF file (accepting most drafts) and prompt lookup.
 TEST(Granite, SpeculationIsLossless) {
   const auto target = Model::load(test::fixture("models/granite_f32"));
-  std::vector<std::vector<int32_t>> prompts;
-  for (int p = 0; p < 4; ++p) prompts.push_back({3000, 300 + 11 * p, 40, 500 + p, 40, 300 + 11 * p});
-  const auto sps = test::sps_and_pld_beside_vanilla(*target, test::fixture("gguf_models/granite_f32.q8_0.gguf"), prompts);
+  const auto sps = test::sps_and_pld_beside_vanilla(*target, test::fixture("gguf_models/granite_f32.q8_0.gguf"),
+                                                test::repeating_prompts(3000));
   EXPECT_GT(sps.accepted * 2, sps.drafted);  // an 8-bit twin agrees with its source most of the time
 }
 

@@ -2,7 +2,9 @@
 
 #include "engine/methods/factory.h"
 #include "engine/model/model.h"
+#include "engine/model/config.h"
 #include "engine/util/dtype.h"
+#include "engine/util/error.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -212,6 +214,24 @@ SpeculativeResult speculate_beside_vanilla(const Model& m, Method& method, const
   return res;
 }
 
+void expect_config_refused(const nlohmann::json& config, const std::string& problem_part) {
+  try {
+    ModelConfig::from_json_text(config.dump(), "dir/config.json");
+    ADD_FAILURE() << "accepted; expected an error naming " << problem_part;
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "dir/config.json");
+    EXPECT_NE(e.problem().find(problem_part), std::string::npos) << e.what();
+  }
+}
+
+void expect_cli_refuses_config(const std::string& fixture_dir, const nlohmann::json& config,
+                               const std::string& problem_part) {
+  const auto r = run_cli_with_config(fixture_dir, config);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("config.json"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(problem_part), std::string::npos) << r.out;
+}
+
 std::string fixture_with_config(const std::string& fixture_dir, const nlohmann::json& config) {
   const std::filesystem::path dir = scratch_dir("edited_config");
   std::filesystem::copy(fixture(fixture_dir), dir, std::filesystem::copy_options::recursive |
@@ -225,6 +245,12 @@ CommandResult run_cli_with_config(const std::string& fixture_dir, const nlohmann
   CommandResult r = run_cli("run --model " + dir.string() + " --prompt hello --max-tokens 2 --no-record");
   std::filesystem::remove_all(dir);
   return r;
+}
+
+std::vector<std::vector<int32_t>> repeating_prompts(int32_t first) {
+  std::vector<std::vector<int32_t>> prompts;
+  for (int p = 0; p < 4; ++p) prompts.push_back({first, 300 + 11 * p, 40, 500 + p, 40, 300 + 11 * p});
+  return prompts;
 }
 
 NodeCounts sps_and_pld_beside_vanilla(const Model& target, const std::string& draft_path,

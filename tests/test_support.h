@@ -24,6 +24,13 @@ struct CommandResult {
 // Runs specscope-cli with the given arguments (already shell-quoted as needed); `env`: assignments put before the
 // command ("XDG_CACHE_HOME=/x SPECSCOPE_LOG=info").
 CommandResult run_cli(const std::string& args, const std::string& env = "");
+// ModelConfig::from_json_text refuses `config` with an InputError naming its path ("dir/config.json") and, in its
+// problem, `problem_part`.
+void expect_config_refused(const nlohmann::json& config, const std::string& problem_part);
+// `specscope-cli run` on the fixture `fixture_dir` with `config` as its config.json: exit code 2 and one line naming
+// config.json and `problem_part` (how the CLI answers a checkpoint with one bad field).
+void expect_cli_refuses_config(const std::string& fixture_dir, const nlohmann::json& config,
+                               const std::string& problem_part);
 // A copy of the fixture model folder `fixture_dir` (under tests/fixtures) whose config.json is `config`, in a
 // scratch_dir the caller removes: the model with one field changed.
 std::string fixture_with_config(const std::string& fixture_dir, const nlohmann::json& config);
@@ -47,6 +54,9 @@ struct NodeCounts {
 };
 NodeCounts sps_and_pld_beside_vanilla(const Model& target, const std::string& draft_path,
                                       const std::vector<std::vector<int32_t>>& prompts);
+// The four short prompts those checks use on the tiny fixtures: `first` (the fixture's BOS), then a few ids that
+// repeat within the prompt, so prompt lookup has something to draft.
+std::vector<std::vector<int32_t>> repeating_prompts(int32_t first);
 
 // An m x k matrix of GGUF blocks of type `t`: quantized from normal floats where gguf_quant has a quantizer
 // (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) unless `random_bytes`; otherwise (the K-quants always) random bytes with the f16
