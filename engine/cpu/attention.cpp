@@ -95,10 +95,7 @@ template <int L>
 SS_ATTN_INLINE void packed_softmax(const float* s, int prefix, const int* tail, int nv, float soft_cap, float* w) {
   std::memcpy(w, s, sizeof(float) * size_t(prefix));
   for (int i = prefix; i < nv; ++i) w[i] = s[tail[i - prefix]];
-  if (soft_cap > 0.f) {
-    using V = vec::vec_t<L>;
-    for (int i = 0; i < nv; i += L) vec::store(w + i, soft_cap * vec::tanh_v(vec::load<V>(w + i) / soft_cap));
-  }
+  if (soft_cap > 0.f) vec::soft_cap<true, L>(w, nv, soft_cap);
   vec::scale<true, L>(w, nv, 1.f / vec::sum_exp<true, L>(w, nv, vec::max_of<true, L>(w, nv), true));
 }
 

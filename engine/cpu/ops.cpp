@@ -125,17 +125,10 @@ SS_VEC_INLINE void gelu_tanh_mul_with(const float* gate, const float* up, float*
   }
 }
 
-// x = cap * tanh(x / cap) (Gemma 2's final logits), on vec_math.h's tanh; the tail through the same vector code.
+// x = cap * tanh(x / cap) (Gemma 2's final logits): vec::soft_cap at this CPU's width.
 template <int L>
 SS_VEC_INLINE void soft_cap_with(float* x, float cap, int64_t n) {
-  using namespace vec;
-  using V = vec_t<L>;
-  int64_t i = 0;
-  for (; i + L <= n; i += L) store(x + i, cap * tanh_v(load<V>(x + i) / cap));
-  if (i < n) {
-    const int r = int(n - i);
-    store_part(x + i, cap * tanh_v(load_part<V>(x + i, r) / cap), r);
-  }
+  vec::soft_cap<false, L>(x, n, cap);
 }
 
 template <int L>

@@ -272,4 +272,14 @@ SS_VEC_INLINE void scale(float* x, int n, float a) {
   if (i < n) store_tail<kPadded>(x + i, load_tail<kPadded, V>(x + i, n - i) * a, n - i);
 }
 
+// x[i] = cap * tanh(x[i] / cap) over x[0, n) in vectors of L floats (Gemma 2's soft cap; kPadded: the padding
+// after n is capped too). Element by element, so a value's result does not depend on where it sits.
+template <bool kPadded = false, int L = kLanes>
+SS_VEC_INLINE void soft_cap(float* x, int64_t n, float cap) {
+  using V = vec_t<L>;
+  int64_t i = 0;
+  for (; i + L <= n; i += L) store(x + i, cap * tanh_v(load<V>(x + i) / cap));
+  if (i < n) store_tail<kPadded>(x + i, cap * tanh_v(load_tail<kPadded, V>(x + i, int(n - i)) / cap), int(n - i));
+}
+
 }  // namespace specscope::cpu::vec

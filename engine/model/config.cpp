@@ -283,8 +283,8 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   if (known == std::end(kSupported))
     throw InputError(path, "unsupported architecture '" + (c.architecture.empty() ? c.model_type : c.architecture) +
                                "' (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
-                               "Qwen3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration, "
-                               "GraniteForCausalLM, Phi3ForCausalLM)");
+                               "Qwen3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
+                               "Gemma3ForConditionalGeneration, GraniteForCausalLM, Phi3ForCausalLM)");
   if (c.model_type.empty()) c.model_type = known->second;
   c.qk_norm = c.architecture == "Qwen3ForCausalLM" || c.architecture == "Gemma3ForCausalLM";
   c.fused_projections = c.architecture == "Phi3ForCausalLM";

@@ -100,8 +100,8 @@ struct ModelConfig {
   bool local_rope(int layer) const { return rope_local_theta > 0.f && window_of(layer) > 0; }
   float attention_scale() const;  // what scores are multiplied by
   bool gelu() const { return hidden_act == "gelu_pytorch_tanh"; }
-  // Whether the forward uses any of Gemma 2's, Gemma 3's or Granite's parts above, beyond a Llama's (model cards and tests;
-  // the CUDA backend gates Gemma 3's own parts separately, kernels/cuda_backend.cpp).
+  // Whether the forward uses any of Gemma 2's, Gemma 3's or Granite's parts above, beyond a Llama's (model cards and
+  // tests; the CUDA backend gates Gemma 3's own parts separately, kernels/cuda_backend.cpp).
   bool extended_forward() const;
 };
 

@@ -69,12 +69,10 @@ void gemma_from_gguf(const GgufFile& g, ModelConfig& c, bool gemma2) {
   c.embed_scale = std::sqrt(float(c.hidden_size));
   const bool is_27b = c.num_layers == (gemma2 ? 46 : 62);
   c.attn_scale = 1.f / std::sqrt(float(is_27b ? c.hidden_size / c.num_heads : c.head_dim));
-  c.final_soft_cap = float(float_key(g, p + "final_logit_softcapping", 0.0, 1e6, gemma2 ? 30.0 : 0.0));
-  if (gemma2) {
-    c.attn_soft_cap = float(float_key(g, p + "attn_logit_softcapping", 1e-6, 1e6, 50.0));
-    // llama.cpp's gemma2 graph divides by the final cap unconditionally: a zero one is a broken file there.
-    if (c.final_soft_cap <= 0.f) throw InputError(file, "metadata key 'gemma2.final_logit_softcapping' is 0");
-  }
+  // llama.cpp's gemma2 graph divides by both caps unconditionally: a zero one is a broken file there; gemma3's 0 is
+  // none.
+  c.final_soft_cap = float(float_key(g, p + "final_logit_softcapping", gemma2 ? 1e-6 : 0.0, 1e6, gemma2 ? 30.0 : 0.0));
+  if (gemma2) c.attn_soft_cap = float(float_key(g, p + "attn_logit_softcapping", 1e-6, 1e6, 50.0));
 }
 
 // What llama.cpp's granite reader takes (src/models/granite.cpp): logit_scale is required; the other three may be
