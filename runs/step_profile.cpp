@@ -13,6 +13,14 @@ namespace specscope::runs {
 size_t forward_weight_bytes(const Model& model) {
   size_t bytes = 0;
   for_each_linear(model.weights(), [&](const TensorView& t) { bytes += t.nbytes(); });
+  // A mixture-of-experts layer's token reads experts_per_token of its experts (all of the same size), not all.
+  const auto& c = model.config();
+  for (const auto& L : model.weights().layers)
+    if (!L.experts.empty()) {
+      const auto& e = L.experts.front();
+      const size_t expert = e.gate.nbytes() + e.up.nbytes() + e.down.nbytes();
+      bytes -= expert * size_t(c.num_experts - c.experts_per_token);
+    }
   return bytes;
 }
 

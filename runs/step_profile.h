@@ -32,7 +32,8 @@ struct StepProfile {
   double join_wait_ms = 0;
 };
 
-// Bytes of weights one forward streams: every layer's matrices and the LM head.
+// Bytes of weights a one-token forward streams: every layer's matrices (of a mixture-of-experts layer, the router and
+// experts_per_token experts) and the LM head.
 size_t forward_weight_bytes(const Model& model);
 // The roofline path the model's matrix products run on this CPU ("bf16 dot", "f32 fma", "int8 dot").
 std::string linear_path(const Model& model);

@@ -135,6 +135,46 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& path) {
   }
 }
 
+// Mixtral's and Qwen3-MoE's experts (ModelConfig::num_experts). Mixtral: num_local_experts experts as wide as
+// intermediate_size in every layer, their weights always renormalized. Qwen3-MoE: num_experts (transformers 5 writes
+// num_local_experts) of moe_intermediate_size, in each decoder_sparse_step-th layer that mlp_only_layers does not
+// list; renormalized when norm_topk_prob. Missing keys take transformers' defaults.
+void parse_moe(const json& j, ModelConfig& c, const std::string& path) {
+  const bool mixtral = c.architecture == "MixtralForCausalLM";
+  const char* count_key = !mixtral && j.contains("num_experts") ? "num_experts" : "num_local_experts";
+  c.num_experts = get_int(j, count_key, path, mixtral ? 8 : 128);
+  c.experts_per_token = get_int(j, "num_experts_per_tok", path, mixtral ? 2 : 8);
+  c.expert_ffn = mixtral ? c.intermediate_size : get_int(j, "moe_intermediate_size", path, 768);
+  if (c.num_experts < 1 || c.num_experts > kMaxExperts)
+    throw InputError(path, std::string("field '") + count_key + "' is " + std::to_string(c.num_experts) +
+                               " (expected 1.." + std::to_string(kMaxExperts) + ")");
+  if (c.experts_per_token < 1 || c.experts_per_token > c.num_experts)
+    throw InputError(path, "field 'num_experts_per_tok' is " + std::to_string(c.experts_per_token) + " (expected 1.." +
+                               std::to_string(c.num_experts) + ", the number of experts)");
+  if (c.expert_ffn < 1) throw InputError(path, "field 'moe_intermediate_size' must be positive");
+  c.moe_layers.assign(size_t(c.num_layers), 1);
+  if (mixtral) return;
+  if (j.contains("norm_topk_prob") && !j["norm_topk_prob"].is_null()) {
+    if (!j["norm_topk_prob"].is_boolean()) throw InputError(path, "field 'norm_topk_prob' must be true or false");
+    c.norm_topk_prob = j["norm_topk_prob"].get<bool>();
+  } else {
+    c.norm_topk_prob = false;  // Qwen3MoeConfig's default (the published checkpoints all say true)
+  }
+  const int step = get_int(j, "decoder_sparse_step", path, 1);
+  if (step < 1) throw InputError(path, "field 'decoder_sparse_step' must be positive");
+  for (int l = 0; l < c.num_layers; ++l) c.moe_layers[size_t(l)] = (l + 1) % step == 0;
+  if (j.contains("mlp_only_layers") && !j["mlp_only_layers"].is_null()) {
+    const json& dense = j["mlp_only_layers"];
+    if (!dense.is_array()) throw InputError(path, "field 'mlp_only_layers' must be a list of layer indices");
+    for (const json& l : dense) {
+      if (!l.is_number_integer() || l.get<int64_t>() < 0 || l.get<int64_t>() >= c.num_layers)
+        throw InputError(path, "field 'mlp_only_layers' holds " + l.dump() + ", not a layer index below " +
+                                   std::to_string(c.num_layers));
+      c.moe_layers[size_t(l.get<int64_t>())] = 0;
+    }
+  }
+}
+
 // A soft cap (Gemma 2's attn_logit_softcapping, final_logit_softcapping): absent, transformers' default; null, none
 // (0); else a positive, finite number (a zero one divides by zero).
 float soft_cap(const json& j, const char* key, const std::string& path, float def) {
@@ -262,8 +302,10 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   if (c.architecture.empty()) {
     if (c.model_type == "llama") c.architecture = "LlamaForCausalLM";
     else if (c.model_type == "mistral") c.architecture = "MistralForCausalLM";
+    else if (c.model_type == "mixtral") c.architecture = "MixtralForCausalLM";
     else if (c.model_type == "qwen2") c.architecture = "Qwen2ForCausalLM";
     else if (c.model_type == "qwen3") c.architecture = "Qwen3ForCausalLM";
+    else if (c.model_type == "qwen3_moe") c.architecture = "Qwen3MoeForCausalLM";
     else if (c.model_type == "gemma2") c.architecture = "Gemma2ForCausalLM";
     else if (c.model_type == "gemma3_text") c.architecture = "Gemma3ForCausalLM";
     else if (c.model_type == "granite") c.architecture = "GraniteForCausalLM";
@@ -272,8 +314,10 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   // architectures[0] and the model_type each name, as transformers' auto classes map them.
   static const std::pair<const char*, const char*> kSupported[] = {{"LlamaForCausalLM", "llama"},
                                                                    {"MistralForCausalLM", "mistral"},
+                                                                   {"MixtralForCausalLM", "mixtral"},
                                                                    {"Qwen2ForCausalLM", "qwen2"},
                                                                    {"Qwen3ForCausalLM", "qwen3"},
+                                                                   {"Qwen3MoeForCausalLM", "qwen3_moe"},
                                                                    {"Gemma2ForCausalLM", "gemma2"},
                                                                    {"Gemma3ForCausalLM", "gemma3_text"},
                                                                    {"GraniteForCausalLM", "granite"},
@@ -282,11 +326,13 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
                                    [&](const auto& s) { return c.architecture == s.first; });
   if (known == std::end(kSupported))
     throw InputError(path, "unsupported architecture '" + (c.architecture.empty() ? c.model_type : c.architecture) +
-                               "' (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
-                               "Qwen3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
+                               "' (supported: LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM, "
+                               "Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, Gemma2ForCausalLM, "
+                               "Gemma3ForCausalLM, "
                                "Gemma3ForConditionalGeneration, GraniteForCausalLM, Phi3ForCausalLM)");
   if (c.model_type.empty()) c.model_type = known->second;
-  c.qk_norm = c.architecture == "Qwen3ForCausalLM" || c.architecture == "Gemma3ForCausalLM";
+  c.qk_norm = c.architecture == "Qwen3ForCausalLM" || c.architecture == "Qwen3MoeForCausalLM" ||
+              c.architecture == "Gemma3ForCausalLM";
   c.fused_projections = c.architecture == "Phi3ForCausalLM";
   const bool gemma = c.architecture == "Gemma2ForCausalLM" || c.architecture == "Gemma3ForCausalLM";
   if (gemma) fill_gemma_defaults(j, c.architecture == "Gemma2ForCausalLM");
@@ -315,6 +361,7 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   if (gemma) parse_gemma(j, c, path);
   else parse_rope(j, c, path);
   if (c.architecture == "GraniteForCausalLM") parse_granite(j, c, path);
+  if (c.architecture == "MixtralForCausalLM" || c.architecture == "Qwen3MoeForCausalLM") parse_moe(j, c, path);
   if (j.contains("tie_word_embeddings") && j["tie_word_embeddings"].is_boolean())
     c.tie_word_embeddings = j["tie_word_embeddings"].get<bool>();
   c.attention_bias = c.architecture == "Qwen2ForCausalLM" ||
@@ -326,8 +373,9 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   if (c.hidden_act == "swish") c.hidden_act = "silu";
   if (c.hidden_act != "silu" && c.hidden_act != "gelu_pytorch_tanh")
     throw InputError(path, "unsupported hidden_act '" + c.hidden_act + "' (supported: silu, gelu_pytorch_tanh)");
-  // Mistral and Phi-3 always slide when sliding_window is set; Qwen2 and Qwen3 only with use_sliding_window.
-  bool uses_window = c.architecture == "MistralForCausalLM" || c.architecture == "Phi3ForCausalLM" ||
+  // Mistral, Mixtral and Phi-3 always slide when sliding_window is set; Qwen2 and Qwen3 only with use_sliding_window.
+  bool uses_window = c.architecture == "MistralForCausalLM" || c.architecture == "MixtralForCausalLM" ||
+                     c.architecture == "Phi3ForCausalLM" ||
                      (j.contains("use_sliding_window") && j["use_sliding_window"].is_boolean() &&
                       j["use_sliding_window"].get<bool>());
   if ((uses_window || !c.layer_sliding.empty()) && j.contains("sliding_window") && j["sliding_window"].is_number_integer()) {
@@ -359,6 +407,7 @@ std::string ModelConfig::summary() const {
   s << architecture << " layers=" << num_layers << " hidden=" << hidden_size << " heads=" << num_heads
     << " kv_heads=" << num_kv_heads << " head_dim=" << head_dim << " ffn=" << intermediate_size
     << " vocab=" << vocab_size << " ctx=" << max_position_embeddings;
+  if (moe()) s << " experts=" << experts_per_token << "/" << num_experts << " expert_ffn=" << expert_ffn;
   return s.str();
 }
 

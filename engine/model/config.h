@@ -24,12 +24,15 @@ struct RopeScaling {
 // The most layers a config may declare: above any published model (Llama 3.1 405B has 126), and low enough that
 // what a hostile config.json sizes from it stays small.
 constexpr int kMaxConfigLayers = 1024;
+// The most experts a mixture-of-experts layer may have: above any published model (Qwen3-Next has 512).
+constexpr int kMaxExperts = 4096;
 
 struct ModelConfig {
-  // LlamaForCausalLM | MistralForCausalLM | Qwen2ForCausalLM | Qwen3ForCausalLM | Gemma2ForCausalLM |
-  // Gemma3ForCausalLM | GraniteForCausalLM | Phi3ForCausalLM
+  // LlamaForCausalLM | MistralForCausalLM | MixtralForCausalLM | Qwen2ForCausalLM | Qwen3ForCausalLM |
+  // Qwen3MoeForCausalLM | Gemma2ForCausalLM | Gemma3ForCausalLM | GraniteForCausalLM | Phi3ForCausalLM
   std::string architecture;
-  std::string model_type;  // llama | mistral | qwen2 | qwen3 | gemma2 | gemma3_text | granite | phi3
+  // llama | mistral | mixtral | qwen2 | qwen3 | qwen3_moe | gemma2 | gemma3_text | granite | phi3
+  std::string model_type;
   // The checkpoint's own architecture when it wraps the language model described here in a larger one: a
   // vision-language Gemma3ForConditionalGeneration (4B-27B), whose text model SpecScope runs; empty otherwise.
   std::string wrapper_architecture;
@@ -86,6 +89,16 @@ struct ModelConfig {
   float rope_local_theta = 0.f;        // > 0: the sliding layers' RoPE theta
   std::optional<int> sliding_window;  // Mistral; applied when shorter than the context
   std::string hidden_act = "silu";  // silu | gelu_pytorch_tanh (Gemma)
+  // Mixture of experts (Mixtral, Qwen3-MoE; llama.cpp's expert_count files): in the layers marked in moe_layers, a
+  // token's MLP is the sum of experts_per_token of num_experts SwiGLU experts (each expert_ffn wide), those with the
+  // highest probabilities in a softmax of the router's logits, each weighted by its probability (renormalized over
+  // the chosen ones when norm_topk_prob: always in Mixtral and llama.cpp). The other layers have the dense MLP
+  // (intermediate_size wide): Qwen3-MoE's mlp_only_layers and decoder_sparse_step. num_experts 0: a dense model.
+  int num_experts = 0;
+  int experts_per_token = 0;
+  int expert_ffn = 0;
+  bool norm_topk_prob = true;
+  std::vector<uint8_t> moe_layers;  // per layer, 1 = experts; empty when num_experts is 0
   DType torch_dtype = DType::F32;
   std::optional<int> bos_token_id;
   std::vector<int> eos_token_ids;
@@ -100,6 +113,8 @@ struct ModelConfig {
   bool local_rope(int layer) const { return rope_local_theta > 0.f && window_of(layer) > 0; }
   float attention_scale() const;  // what scores are multiplied by
   bool gelu() const { return hidden_act == "gelu_pytorch_tanh"; }
+  bool moe() const { return num_experts > 0; }
+  bool moe_layer(int layer) const { return !moe_layers.empty() && moe_layers[size_t(layer)] != 0; }
   // Whether the forward uses any of Gemma 2's, Gemma 3's or Granite's parts above, beyond a Llama's (model cards and
   // tests; the CUDA backend gates Gemma 3's own parts separately, kernels/cuda_backend.cpp).
   bool extended_forward() const;

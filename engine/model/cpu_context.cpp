@@ -45,10 +45,6 @@ cpu::RopeTable& CpuContext::rope_for(int layer) {
   return model_->config().local_rope(layer) ? rope_local_ : rope_;
 }
 
-static void grow(std::vector<float>& v, size_t n) {
-  if (v.size() < n) v.resize(n);
-}
-
 void CpuContext::forward(const Batch& b, ForwardOutput& out) {
   const auto& c = model_->config();
   const auto& w = weights();
@@ -220,15 +216,19 @@ void CpuContext::finish_layer(const LayerWeights& L, float* x, int rows) {
     add_residual(h_.data(), x, rows);
     cpu::rmsnorm(x, L.post_attn_norm.data(), h_.data(), rows, H, c.rms_norm_eps);
   }
-  const cpu::LinearOutput gate_up[] = {{&L.w_gate, bias_or_null(L.b_gate), ffn_gate_.data()},
-                                       {&L.w_up, bias_or_null(L.b_up), ffn_up_.data()}};
-  cpu::linear_shared_input(h_.data(), rows, gate_up);
-  {
-    const cpu::ProfileScope profile(cpu::Op::Elementwise);
-    if (c.gelu()) cpu::gelu_tanh_mul(ffn_gate_.data(), ffn_up_.data(), ffn_gate_.data(), int64_t(rows) * F);
-    else cpu::silu_mul(ffn_gate_.data(), ffn_up_.data(), ffn_gate_.data(), int64_t(rows) * F);
+  if (!L.experts.empty()) {
+    moe_mlp(L, rows);
+  } else {
+    const cpu::LinearOutput gate_up[] = {{&L.w_gate, bias_or_null(L.b_gate), ffn_gate_.data()},
+                                         {&L.w_up, bias_or_null(L.b_up), ffn_up_.data()}};
+    cpu::linear_shared_input(h_.data(), rows, gate_up);
+    {
+      const cpu::ProfileScope profile(cpu::Op::Elementwise);
+      if (c.gelu()) cpu::gelu_tanh_mul(ffn_gate_.data(), ffn_up_.data(), ffn_gate_.data(), int64_t(rows) * F);
+      else cpu::silu_mul(ffn_gate_.data(), ffn_up_.data(), ffn_gate_.data(), int64_t(rows) * F);
+    }
+    cpu::linear(ffn_gate_.data(), rows, L.w_down, bias_or_null(L.b_down), h_.data());
   }
-  cpu::linear(ffn_gate_.data(), rows, L.w_down, bias_or_null(L.b_down), h_.data());
   {
     const cpu::ProfileScope profile(cpu::Op::Elementwise);
     if (!L.ffn_out_norm.empty()) cpu::rmsnorm(h_.data(), L.ffn_out_norm.data(), h_.data(), rows, H, c.rms_norm_eps);

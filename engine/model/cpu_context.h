@@ -7,6 +7,7 @@
 #include "engine/cpu/rope_table.h"
 #include "engine/cpu/weight_form.h"
 
+#include "engine/model/expert_routing.h"
 #include "engine/model/forward.h"
 #include "engine/model/weights.h"
 
@@ -36,6 +37,12 @@ class CpuContext final : public Context {
   void project_qkv(const LayerWeights& L, const float* x, int rows);
   void finish_layer(const LayerWeights& L, float* x, int rows);
   void add_residual(const float* h, float* x, int rows) const;
+  // A mixture-of-experts layer's MLP over the `rows` normed rows in h_, in place (cpu_moe.cpp).
+  void moe_mlp(const LayerWeights& L, int rows);
+  // Scratch only ever grows (to the largest batch seen).
+  static void grow(std::vector<float>& v, size_t n) {
+    if (v.size() < n) v.resize(n);
+  }
   // Speculative Streaming (cpu_streaming.cpp).
   int prune_rows(const StreamingRequest& sr, const Batch& b, int na);  // returns the surviving row count
   void begin_streams(const StreamingRequest& sr, int na);
@@ -77,6 +84,9 @@ class CpuContext final : public Context {
   int n_streams_ = 0;
   // Scratch, grown to the largest batch seen.
   std::vector<float> x_, h_, q_, k_, v_, att_, ffn_gate_, ffn_up_, scores_;
+  // Mixture-of-experts layers: the router's logits, one expert's gathered rows and outputs, the weighted sums.
+  std::vector<float> router_, moe_x_, moe_y_, moe_out_;
+  ExpertRouting routing_;
   // Which keys attention sees, for layers that attend to the whole context [0] and for sliding ones [1]:
   // [active rows][keys], and packed (attention.h); computed once per forward for each kind of layer it has.
   struct Visible {

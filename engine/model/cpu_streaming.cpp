@@ -26,12 +26,6 @@
 
 namespace specscope {
 
-namespace {
-void grow(std::vector<float>& v, size_t n) {
-  if (v.size() < n) v.resize(n);
-}
-}  // namespace
-
 int CpuContext::prune_rows(const StreamingRequest& sr, const Batch& b, int na) {
   const auto& c = model_->config();
   const auto& w = weights();

@@ -98,6 +98,26 @@ void phi3_from_gguf(const GgufFile& g, ModelConfig& c) {
   c.rope_scaling.attention_factor = float(float_key(g, p + "rope.scaling.attn_factor", 1e-3, 1e3, 1.0));
 }
 
+// A mixture of experts, as llama.cpp reads one (src/models/llama.cpp for Mixtral, qwen3moe.cpp): expert_count experts
+// in every layer, expert_used_count of them per token, chosen by a softmax and renormalized; an expert is
+// expert_feed_forward_length wide in qwen3moe (else feed_forward_length / expert_used_count, as llama.cpp falls back)
+// and feed_forward_length in llama's. qwen3moe must have experts; llama may (Mixtral); the others may not.
+void experts_from_gguf(const GgufFile& g, ModelConfig& c, const std::string& arch) {
+  const std::string p = arch + ".";
+  const bool required = arch == "qwen3moe";
+  if (!required && g.get_int(p + "expert_count", 0) == 0) return;
+  if (arch != "llama" && !required)
+    throw InputError(g.path(), "mixture-of-experts " + arch + " models (" + p + "expert_count > 0) are not supported");
+  c.num_experts = size_key(g, p + "expert_count", 1, kMaxExperts);
+  c.experts_per_token = size_key(g, p + "expert_used_count", 1, c.num_experts);
+  c.expert_ffn = required ? size_key(g, p + "expert_feed_forward_length", 1, 1 << 20,
+                                     c.intermediate_size / c.experts_per_token)
+                          : c.intermediate_size;
+  c.norm_topk_prob = true;
+  c.moe_layers.assign(size_t(c.num_layers), 1);
+  if (arch == "llama") c.architecture = "MixtralForCausalLM", c.model_type = "mixtral";
+}
+
 }  // namespace
 
 ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
@@ -114,6 +134,10 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
   } else if (arch == "qwen3") {
     c.architecture = "Qwen3ForCausalLM";
     c.model_type = "qwen3";
+    c.qk_norm = true;
+  } else if (arch == "qwen3moe") {
+    c.architecture = "Qwen3MoeForCausalLM";
+    c.model_type = "qwen3_moe";
     c.qk_norm = true;
   } else if (arch == "gemma2") {
     c.architecture = "Gemma2ForCausalLM";
@@ -134,11 +158,9 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
     c.model_type = "phi3";
     c.fused_projections = true;
   } else {
-    throw InputError(file, "unsupported architecture '" + arch + "' (supported: llama, qwen2, qwen3, gemma2, gemma3, granite, phi3)");
+    throw InputError(file, "unsupported architecture '" + arch + "' (supported: llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, granite, phi3)");
   }
   const std::string p = arch + ".";
-  if (g.get_int(p + "expert_count", 0) > 0)
-    throw InputError(file, "mixture-of-experts models (" + p + "expert_count > 0) are not supported");
   c.hidden_size = size_key(g, p + "embedding_length", 1, 1 << 16);
   c.num_layers = size_key(g, p + "block_count", 1, kMaxConfigLayers);
   c.intermediate_size = size_key(g, p + "feed_forward_length", 1, 1 << 20);
@@ -184,6 +206,7 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
   // of no keys is a broken file.
   if (g.has(p + "attention.sliding_window"))
     if (const int w = size_key(g, p + "attention.sliding_window", arch == "phi3" ? 0 : 1, 1 << 24); w > 0) c.sliding_window = w;
+  experts_from_gguf(g, c, arch);
   if (arch == "phi3") phi3_from_gguf(g, c);
   if (arch == "gemma2" || arch == "gemma3") gemma_from_gguf(g, c, arch == "gemma2");
   if (arch == "granite") granite_from_gguf(g, c);

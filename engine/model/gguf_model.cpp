@@ -150,6 +150,35 @@ class Binder {
     return v;
   }
 
+  // A stack of `count` [rows, cols] matrices stored as one [count, rows, cols] tensor (llama.cpp's ffn_*_exps: one
+  // matrix per expert), each returned as a view of its rows of the same memory.
+  std::vector<TensorView> stacked(const std::string& name, int64_t count, int64_t rows, int64_t cols) {
+    const GgufTensor& t = tensor(name, {count, rows, cols});
+    TensorView all;
+    all.name = name;
+    all.shape = {count * rows, cols};
+    if (!dry_) {
+      if (t.type == GgmlType::F32 || t.type == GgmlType::F16 || t.type == GgmlType::BF16) {
+        all = t.view(g_.path());
+        all.shape = {count * rows, cols};
+        if (check_) check_finite(all, g_.path());
+      } else {
+        const std::optional<DType> dt = block_dtype(t.type);
+        if (!dt) unsupported(t);
+        all.dtype = *dt;
+        all.data = t.data;
+        all.keep_alive = t.keep_alive;
+        if (check_) check_finite_blocks(t);
+        quantized_ = true;
+      }
+    } else if (!(t.type == GgmlType::F32 || t.type == GgmlType::F16 || t.type == GgmlType::BF16) && !block_dtype(t.type)) {
+      unsupported(t);
+    }
+    std::vector<TensorView> parts;
+    for (int64_t e = 0; e < count; ++e) parts.push_back(all.rows_view(e * rows, rows, "[" + std::to_string(e) + "]"));
+    return parts;
+  }
+
   // Points `v` at an owned copy of `t` with its rows in HF order (same type: whole rows are whole blocks).
   void reorder_rows(TensorView& v, const GgufTensor& t, int heads) const {
     const int64_t rows = t.rows();
@@ -274,7 +303,8 @@ class Binder {
 // Every weight of the model `c` describes, bound from the file (or, with a dry binder, checked).
 void bind_weights(Binder& b, const ModelConfig& c, ModelWeights& w) {
   const std::string& path = b.path();
-  const bool permuted = c.model_type == "llama" || c.model_type == "granite";  // see gguf_model.h
+  // See gguf_model.h; Mixtral's files are llama's.
+  const bool permuted = c.model_type == "llama" || c.model_type == "mixtral" || c.model_type == "granite";
   const int64_t H = c.hidden_size, F = c.intermediate_size, V = c.vocab_size;
   const int64_t qd = int64_t(c.num_heads) * c.head_dim, kvd = int64_t(c.num_kv_heads) * c.head_dim;
   w.embed = b.matrix("token_embd.weight", V, H);
@@ -306,6 +336,15 @@ void bind_weights(Binder& b, const ModelConfig& c, ModelWeights& w) {
     if (c.qk_norm) {
       L.q_norm = b.vector(p + "attn_q_norm.weight", c.head_dim);
       L.k_norm = b.vector(p + "attn_k_norm.weight", c.head_dim);
+    }
+    if (c.moe_layer(l)) {  // the router, then each expert's gate, up and down as row views of one stacked tensor
+      const int64_t E = c.num_experts, FE = c.expert_ffn;
+      L.router = b.matrix(p + "ffn_gate_inp.weight", E, H);
+      const auto gate = b.stacked(p + "ffn_gate_exps.weight", E, FE, H), up = b.stacked(p + "ffn_up_exps.weight", E, FE, H),
+                 down = b.stacked(p + "ffn_down_exps.weight", E, H, FE);
+      L.experts.resize(size_t(E));
+      for (size_t e = 0; e < size_t(E); ++e) L.experts[e] = {gate[e], up[e], down[e]};
+      continue;
     }
     if (c.fused_projections) {  // llama.cpp's phi3 keeps gate and up in ffn_up (its swiglu halves: gate first)
       bind_fused_gate_up(L, b.matrix(p + "ffn_up.weight", 2 * F, H), F);

@@ -100,6 +100,7 @@ std::vector<TensorView*> target_matrices(ModelWeights& w, const ModelConfig& c, 
   LayerWeights& L = w.layers[size_t(layer)];
   const std::string p = m[4].str();
   const bool attn = m[3].str() == "self_attn";
+  if (!attn && !L.experts.empty()) return {};  // a mixture-of-experts layer has no one MLP to adapt
   // A fused checkpoint's modules are its fused names only (peft adapts what the base has).
   const bool fused = c.fused_projections;
   if (attn && p == "qkv_proj" && fused) return {&L.wq, &L.wk, &L.wv};

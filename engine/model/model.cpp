@@ -61,6 +61,23 @@ std::vector<float> bind_optional_vector(const TensorStore& st, const std::string
   return bind_vector(st, name, len);
 }
 
+// A mixture-of-experts layer's router and experts, under Mixtral's names (block_sparse_moe.gate, experts.E.w1 / w3 /
+// w2 for gate / up / down) or Qwen3-MoE's (mlp.gate, mlp.experts.E.gate_proj / up_proj / down_proj).
+void bind_experts(const TensorStore& st, const ModelConfig& c, const std::string& layer, LayerWeights& L) {
+  const bool mixtral = c.architecture == "MixtralForCausalLM";
+  const std::string block = layer + (mixtral ? "block_sparse_moe." : "mlp.");
+  const int64_t H = c.hidden_size, F = c.expert_ffn;
+  L.router = bind_matrix(st, block + "gate.weight", c.num_experts, H);
+  L.experts.resize(size_t(c.num_experts));
+  for (int e = 0; e < c.num_experts; ++e) {
+    const std::string p = block + "experts." + std::to_string(e) + ".";
+    auto& E = L.experts[size_t(e)];
+    E.gate = bind_matrix(st, p + (mixtral ? "w1.weight" : "gate_proj.weight"), F, H);
+    E.up = bind_matrix(st, p + (mixtral ? "w3.weight" : "up_proj.weight"), F, H);
+    E.down = bind_matrix(st, p + (mixtral ? "w2.weight" : "down_proj.weight"), H, F);
+  }
+}
+
 ModelIdentity compute_identity(const std::string& path, const ModelConfig& c, const TensorStore& store) {
   ModelIdentity id;
   id.path = fs::absolute(path).lexically_normal().string();
@@ -156,6 +173,10 @@ std::shared_ptr<Model> Model::load_directory(const std::string& path, const Load
     if (c.qk_norm) {
       L.q_norm = norm(p + "self_attn.q_norm.weight", c.head_dim);
       L.k_norm = norm(p + "self_attn.k_norm.weight", c.head_dim);
+    }
+    if (c.moe_layer(l)) {
+      bind_experts(*store, c, p, L);
+      continue;
     }
     if (c.fused_projections) {
       bind_fused_gate_up(L, bind_matrix(*store, p + "mlp.gate_up_proj.weight", 2 * F, H), F);

@@ -7,6 +7,12 @@
 
 namespace specscope {
 
+// One expert of a mixture-of-experts layer: a SwiGLU MLP of its own (ModelConfig::expert_ffn wide).
+struct ExpertWeights {
+  TensorView gate, up;  // [expert_ffn, H]
+  TensorView down;      // [H, expert_ffn]
+};
+
 struct LayerWeights {
   std::vector<float> input_norm, post_attn_norm;  // [H]
   TensorView wq, wk, wv, wo;                      // [out, in], PyTorch Linear layout
@@ -17,6 +23,10 @@ struct LayerWeights {
   std::vector<float> attn_out_norm, ffn_out_norm;  // [H]
   TensorView w_gate, w_up, w_down;
   std::vector<float> b_gate, b_up, b_down;
+  // A mixture-of-experts layer (ModelConfig::moe_layer) has these in place of w_gate, w_up and w_down: the router
+  // [num_experts, H] and the experts.
+  TensorView router;
+  std::vector<ExpertWeights> experts;
 };
 
 struct ModelWeights {
@@ -26,12 +36,21 @@ struct ModelWeights {
   TensorView lm_head;             // [V, H]; the embedding itself when tied
 };
 
-// Calls f on every matrix a forward multiplies by (each layer's seven, then the LM head), for the passes over all of
-// them: kernel copies, requantized copies, byte counts. `W` is ModelWeights or const ModelWeights.
+// Calls f on every matrix a forward multiplies by (each layer's attention four, then its MLP's three, or its router
+// and each expert's three, then the LM head), for the passes over all of them: kernel copies, requantized copies,
+// byte counts. `W` is ModelWeights or const ModelWeights.
 template <class W, class F>
 void for_each_linear(W& w, F&& f) {
-  for (auto& L : w.layers)
-    for (auto* t : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) f(*t);
+  for (auto& L : w.layers) {
+    for (auto* t : {&L.wq, &L.wk, &L.wv, &L.wo}) f(*t);
+    if (L.experts.empty()) {
+      for (auto* t : {&L.w_gate, &L.w_up, &L.w_down}) f(*t);
+      continue;
+    }
+    f(L.router);
+    for (auto& e : L.experts)
+      for (auto* t : {&e.gate, &e.up, &e.down}) f(*t);
+  }
   f(w.lm_head);
 }
 

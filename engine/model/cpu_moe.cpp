@@ -1,0 +1,63 @@
+// The MLP of a mixture-of-experts layer on the CPU (ModelConfig::num_experts; Mixtral, Qwen3-MoE): each expert
+// computes the rows routed to it, gathered into one product per matrix, and each row sums its experts' outputs times
+// their weights in expert order. A one-token step reads the router and experts_per_token experts of the layer; a
+// verification batch reads every expert any of its rows picked (ExpertRouting::experts_hit), which is why
+// speculation costs more per drafted token on these models than on dense ones.
+#include <algorithm>
+#include <cstring>
+
+#include "engine/cpu/matmul.h"
+#include "engine/cpu/ops.h"
+#include "engine/cpu/op_profile.h"
+#include "engine/model/cpu_context.h"
+#include "engine/model/model.h"
+
+namespace specscope {
+
+// h_ holds the `rows` normed inputs; the experts' weighted sum replaces them.
+void CpuContext::moe_mlp(const LayerWeights& L, int rows) {
+  const auto& c = model_->config();
+  const int H = c.hidden_size, E = c.num_experts, F = c.expert_ffn;
+  grow(router_, size_t(rows) * E);
+  cpu::linear(h_.data(), rows, L.router, nullptr, router_.data());
+  {
+    const cpu::ProfileScope profile(cpu::Op::Elementwise);
+    routing_.route(router_.data(), rows, E, c.experts_per_token, c.norm_topk_prob);
+  }
+  const int most = [&] {
+    int m = 0;
+    for (int e = 0; e < E; ++e) m = std::max(m, routing_.count(e));
+    return m;
+  }();
+  grow(moe_x_, size_t(most) * H);
+  grow(moe_y_, size_t(most) * H);
+  grow(ffn_gate_, size_t(most) * F);
+  grow(ffn_up_, size_t(most) * F);
+  moe_out_.assign(size_t(rows) * H, 0.f);
+  for (int e = 0; e < E; ++e) {
+    const int m = routing_.count(e);
+    if (m == 0) continue;
+    const ExpertWeights& X = L.experts[size_t(e)];
+    int i = 0;
+    for (const ExpertRoute* r = routing_.begin(e); r != routing_.end(e); ++r, ++i)
+      std::memcpy(moe_x_.data() + size_t(i) * H, h_.data() + size_t(r->row) * H, sizeof(float) * H);
+    const cpu::LinearOutput gate_up[] = {{&X.gate, nullptr, ffn_gate_.data()}, {&X.up, nullptr, ffn_up_.data()}};
+    cpu::linear_shared_input(moe_x_.data(), m, gate_up);
+    {
+      const cpu::ProfileScope profile(cpu::Op::Elementwise);
+      if (c.gelu()) cpu::gelu_tanh_mul(ffn_gate_.data(), ffn_up_.data(), ffn_gate_.data(), int64_t(m) * F);
+      else cpu::silu_mul(ffn_gate_.data(), ffn_up_.data(), ffn_gate_.data(), int64_t(m) * F);
+    }
+    cpu::linear(ffn_gate_.data(), m, X.down, nullptr, moe_y_.data());
+    const cpu::ProfileScope profile(cpu::Op::Elementwise);
+    i = 0;
+    for (const ExpertRoute* r = routing_.begin(e); r != routing_.end(e); ++r, ++i) {
+      float* out = moe_out_.data() + size_t(r->row) * H;
+      const float* y = moe_y_.data() + size_t(i) * H;
+      for (int d = 0; d < H; ++d) out[d] += y[d] * r->weight;
+    }
+  }
+  std::memcpy(h_.data(), moe_out_.data(), sizeof(float) * size_t(rows) * H);
+}
+
+}  // namespace specscope
