@@ -161,7 +161,11 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"gguf_models/llama_spm_tied_f32.q5_1.gguf", false},
                       Case{"gguf_models/llama_spm_tied_f32.q5_1.gguf", true},
                       Case{"gguf_kquant/tiny.q4_k_m.gguf", false}, Case{"gguf_kquant/tiny.q4_k_m.gguf", true},
-                      Case{"gguf_kquant/tiny.q5_k_m.gguf", false}, Case{"gguf_kquant/tiny.q5_k_m.gguf", true}),
+                      Case{"gguf_kquant/tiny.q5_k_m.gguf", false}, Case{"gguf_kquant/tiny.q5_k_m.gguf", true},
+                      // Mixtures of experts: each expert computes the rows routed to it, so a row is multiplied among
+                      // however many other rows took the same expert.
+                      Case{"models/qwen3moe_mixed_f32", true}, Case{"gguf_models/qwen3moe_f32.q8_0.gguf", false},
+                      Case{"gguf_models/mixtral_f32.q4_0.gguf", false}, Case{"gguf_models/mixtral_f32.q4_0.gguf", true}),
     name_of);
 
 }  // namespace

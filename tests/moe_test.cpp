@@ -1,0 +1,252 @@
+// Mixtures of experts (Mixtral, Qwen3-MoE; llama.cpp's qwen3moe and llama files with expert_count). Parity with
+// transformers and llama.cpp is in model_parity_test (qwen3moe_f32, qwen3moe_mixed_f32, mixtral_f32) and
+// gguf_model_test (their GGUF files); batch invariance in batch_invariance_test. Here: the routing against a plain
+// reference, how configs and GGUF metadata are read and refused, that the fixtures' parity depends on the routing,
+// and speculation on them staying lossless.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/model/config.h"
+#include "engine/model/expert_routing.h"
+#include "engine/model/forward.h"
+#include "engine/model/model.h"
+#include "engine/util/mapped_file.h"
+#include "tests/test_support.h"
+
+namespace specscope {
+namespace {
+
+using nlohmann::json;
+
+json fixture_config(const std::string& name) {
+  return json::parse(read_text_file(test::fixture("models/" + name + "/config.json")));
+}
+
+// Qwen/Qwen3-30B-A3B's config.json as published (transformers 4.51).
+json released_qwen3_30b_a3b() {
+  return json::parse(R"({
+    "architectures": ["Qwen3MoeForCausalLM"], "attention_bias": false, "attention_dropout": 0.0, "bos_token_id": 151643,
+    "decoder_sparse_step": 1, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu", "hidden_size": 2048,
+    "initializer_range": 0.02, "intermediate_size": 6144, "max_position_embeddings": 40960, "max_window_layers": 48,
+    "mlp_only_layers": [], "model_type": "qwen3_moe", "moe_intermediate_size": 768, "norm_topk_prob": true,
+    "num_attention_heads": 32, "num_experts": 128, "num_experts_per_tok": 8, "num_hidden_layers": 48,
+    "num_key_value_heads": 4, "output_router_logits": false, "rms_norm_eps": 1e-06, "rope_scaling": null,
+    "rope_theta": 1000000.0, "router_aux_loss_coef": 0.001, "sliding_window": null, "tie_word_embeddings": false,
+    "torch_dtype": "bfloat16", "transformers_version": "4.51.0", "use_cache": true, "use_sliding_window": false,
+    "vocab_size": 151936})");
+}
+
+// mistralai/Mixtral-8x7B-Instruct-v0.1's config.json as published.
+json released_mixtral_8x7b() {
+  return json::parse(R"({
+    "architectures": ["MixtralForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 2,
+    "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 14336,
+    "max_position_embeddings": 32768, "model_type": "mixtral", "num_attention_heads": 32, "num_experts_per_tok": 2,
+    "num_hidden_layers": 32, "num_key_value_heads": 8, "num_local_experts": 8, "output_router_logits": false,
+    "rms_norm_eps": 1e-05, "rope_theta": 1000000.0, "router_aux_loss_coef": 0.02, "sliding_window": null,
+    "tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.36.0.dev0", "use_cache": true,
+    "vocab_size": 32000})");
+}
+
+// The routing as transformers writes it, in double: softmax, the k largest (lower index first among equals), and
+// the weights divided by their sum when asked.
+std::vector<std::pair<int, double>> reference_route(const std::vector<float>& logits, int k, bool normalize) {
+  const double mx = *std::max_element(logits.begin(), logits.end());
+  std::vector<double> p(logits.size());
+  double sum = 0;
+  for (size_t e = 0; e < logits.size(); ++e) sum += p[e] = std::exp(double(logits[e]) - mx);
+  std::vector<int> order(logits.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return p[size_t(a)] > p[size_t(b)]; });
+  std::vector<std::pair<int, double>> out;
+  double chosen = 0;
+  for (int i = 0; i < k; ++i) chosen += p[size_t(order[size_t(i)])] / sum;
+  for (int i = 0; i < k; ++i) {
+    const double w = p[size_t(order[size_t(i)])] / sum;
+    out.push_back({order[size_t(i)], normalize ? w / chosen : w});
+  }
+  return out;
+}
+
+TEST(ExpertRouting, MatchesTheReferenceAndGroupsRowsByExpert) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.f, 2.f);
+  for (auto [experts, k] : {std::pair{8, 2}, {128, 8}, {4, 4}, {1, 1}})
+    for (bool normalize : {true, false}) {
+      SCOPED_TRACE(std::to_string(experts) + " experts, " + std::to_string(k) + (normalize ? " normalized" : ""));
+      const int rows = 9;
+      std::vector<float> logits(size_t(rows) * size_t(experts));
+      for (float& x : logits) x = normal(rng);
+      if (experts >= 4) logits[2] = logits[3];  // a tie in row 0: the lower index goes first
+      const std::vector<float> kept = logits;
+      ExpertRouting routing;
+      routing.route(logits.data(), rows, experts, k, normalize);
+      ASSERT_EQ(routing.experts(), experts);
+      int total = 0, hit = 0;
+      for (int e = 0; e < experts; ++e) {
+        total += routing.count(e);
+        hit += routing.count(e) > 0;
+        int last_row = -1;
+        for (const ExpertRoute* r = routing.begin(e); r != routing.end(e); ++r) {
+          EXPECT_GT(r->row, last_row) << "rows of expert " << e << " out of order";
+          last_row = r->row;
+        }
+      }
+      EXPECT_EQ(total, rows * k);
+      EXPECT_EQ(routing.experts_hit(), hit);
+      for (int row = 0; row < rows; ++row) {
+        const auto want = reference_route(
+            std::vector<float>(kept.begin() + row * experts, kept.begin() + (row + 1) * experts), k, normalize);
+        for (const auto& [e, w] : want) {
+          const ExpertRoute* r = std::find_if(routing.begin(e), routing.end(e), [&](const ExpertRoute& x) { return x.row == row; });
+          ASSERT_NE(r, routing.end(e)) << "row " << row << " did not go to expert " << e;
+          EXPECT_NEAR(r->weight, w, 1e-6) << "row " << row << " expert " << e;
+        }
+      }
+    }
+}
+
+TEST(Moe, ConfigsAndGgufFilesReadTheSameModels) {
+  for (const char* name : {"qwen3moe_f32", "mixtral_f32"}) {
+    SCOPED_TRACE(name);
+    const std::string file = std::string(name) + (std::string(name) == "mixtral_f32" ? ".q4_0.gguf" : ".q8_0.gguf");
+    const auto hf = Model::load(test::fixture(std::string("models/") + name));
+    const auto gguf = Model::load(test::fixture("gguf_models/" + file));
+    const bool qwen = std::string(name) == "qwen3moe_f32";
+    for (const ModelConfig* c : {&hf->config(), &gguf->config()}) {
+      EXPECT_EQ(c->architecture, qwen ? "Qwen3MoeForCausalLM" : "MixtralForCausalLM");
+      EXPECT_EQ(c->num_experts, qwen ? 8 : 4);
+      EXPECT_EQ(c->experts_per_token, 2);
+      EXPECT_EQ(c->expert_ffn, 32);
+      EXPECT_TRUE(c->norm_topk_prob);
+      EXPECT_EQ(c->moe_layers, (std::vector<uint8_t>{1, 1}));
+      EXPECT_EQ(c->qk_norm, qwen);
+      EXPECT_NE(c->summary().find("experts=2/"), std::string::npos);
+    }
+    for (const auto* m : {hf.get(), gguf.get()})
+      for (const auto& L : m->weights().layers) {
+        ASSERT_EQ(L.experts.size(), size_t(m->config().num_experts));
+        EXPECT_EQ(L.router.shape, (std::vector<int64_t>{m->config().num_experts, 64}));
+        EXPECT_EQ(L.experts.back().down.shape, (std::vector<int64_t>{64, 32}));
+        EXPECT_EQ(L.w_gate.data, nullptr);  // no dense MLP beside the experts
+      }
+  }
+}
+
+TEST(Moe, PublishedConfigsParse) {
+  const ModelConfig q = ModelConfig::from_json_text(released_qwen3_30b_a3b().dump(), "q/config.json");
+  EXPECT_EQ(q.num_experts, 128);
+  EXPECT_EQ(q.experts_per_token, 8);
+  EXPECT_EQ(q.expert_ffn, 768);
+  EXPECT_EQ(q.intermediate_size, 6144);
+  EXPECT_TRUE(q.norm_topk_prob);
+  EXPECT_EQ(std::count(q.moe_layers.begin(), q.moe_layers.end(), 1), 48);
+  EXPECT_TRUE(q.qk_norm);
+  const ModelConfig m = ModelConfig::from_json_text(released_mixtral_8x7b().dump(), "m/config.json");
+  EXPECT_EQ(m.num_experts, 8);
+  EXPECT_EQ(m.experts_per_token, 2);
+  EXPECT_EQ(m.expert_ffn, 14336);
+  EXPECT_TRUE(m.norm_topk_prob);
+  EXPECT_FALSE(m.sliding_window.has_value());
+  // A dense Qwen3 or Llama has no experts.
+  EXPECT_FALSE(ModelConfig::from_json_text(fixture_config("qwen3_f32").dump(), "q3/config.json").moe());
+}
+
+TEST(Moe, SparseStepAndDenseLayersFollowTransformers) {
+  json j = released_qwen3_30b_a3b();
+  j["num_hidden_layers"] = 6;
+  j["decoder_sparse_step"] = 2;
+  j["mlp_only_layers"] = {3};
+  // transformers: experts where the layer is not listed and (layer + 1) % step == 0.
+  EXPECT_EQ(ModelConfig::from_json_text(j.dump(), "q/config.json").moe_layers, (std::vector<uint8_t>{0, 1, 0, 0, 0, 1}));
+  j.erase("norm_topk_prob");
+  EXPECT_FALSE(ModelConfig::from_json_text(j.dump(), "q/config.json").norm_topk_prob);  // Qwen3MoeConfig's default
+  // transformers 5 writes the count as num_local_experts.
+  j.erase("num_experts");
+  j["num_local_experts"] = 16;
+  EXPECT_EQ(ModelConfig::from_json_text(j.dump(), "q/config.json").num_experts, 16);
+  EXPECT_EQ(ModelConfig::from_json_text(fixture_config("qwen3moe_mixed_f32").dump(), "m/config.json").moe_layers,
+            (std::vector<uint8_t>{1, 0, 1}));
+}
+
+TEST(Moe, BadExpertFieldsAreRefusedNamingThem) {
+  auto with = [](json j, const char* key, json value) {
+    j[key] = std::move(value);
+    return j;
+  };
+  const json q = released_qwen3_30b_a3b();
+  test::expect_config_refused(with(q, "num_experts_per_tok", 129), "'num_experts_per_tok' is 129 (expected 1..128");
+  test::expect_config_refused(with(q, "num_experts_per_tok", 0), "'num_experts_per_tok' is 0");
+  test::expect_config_refused(with(q, "num_experts", 0), "'num_experts' is 0");
+  test::expect_config_refused(with(q, "num_experts", 100000), "'num_experts' is 100000");
+  test::expect_config_refused(with(q, "moe_intermediate_size", 0), "'moe_intermediate_size' must be positive");
+  test::expect_config_refused(with(q, "decoder_sparse_step", 0), "'decoder_sparse_step' must be positive");
+  test::expect_config_refused(with(q, "mlp_only_layers", json::array({48})), "'mlp_only_layers' holds 48");
+  test::expect_config_refused(with(q, "mlp_only_layers", "all"), "'mlp_only_layers' must be a list");
+  test::expect_config_refused(with(q, "norm_topk_prob", "yes"), "'norm_topk_prob' must be true or false");
+  test::expect_config_refused(with(released_mixtral_8x7b(), "num_local_experts", 1 << 20), "'num_local_experts'");
+}
+
+TEST(Moe, CliRefusesMoreExpertsPerTokenThanExpertsWithExitCode2) {
+  json j = fixture_config("mixtral_f32");
+  j["num_experts_per_tok"] = 5;
+  test::expect_cli_refuses_config("models/mixtral_f32", j, "'num_experts_per_tok' is 5 (expected 1..4");
+}
+
+// The fixtures' parity (model_parity_test: within 2e-6 of transformers) rests on the routing: the same checkpoint
+// with its chosen experts' weights left unnormalized, or with one more expert per token, is far from transformers.
+TEST(Moe, ParityDependsOnTheRouting) {
+  const json golden = json::parse(read_text_file(test::fixture("models/qwen3moe_f32/golden.json")));
+  const json& prompt = golden.at("prompts").at(0);
+  const auto ids = prompt.at("ids").get<std::vector<int32_t>>();
+  const auto want = prompt.at("logits").get<std::vector<std::vector<float>>>();
+  auto worst_error = [&](const Model& m) {
+    ForwardOutput out;
+    m.new_cpu_context(64)->forward(Batch::causal(ids), out);
+    double worst = 0;
+    for (size_t t = 0; t < ids.size(); ++t) {
+      const float* row = out.row_logits(int(t));
+      double diff = 0, largest = 1;
+      for (size_t i = 0; i < want[t].size(); ++i) {
+        diff = std::max(diff, double(std::fabs(row[i] - want[t][i])));
+        largest = std::max(largest, double(std::fabs(want[t][i])));
+      }
+      worst = std::max(worst, diff / largest);
+    }
+    return worst;
+  };
+  EXPECT_LT(worst_error(*Model::load(test::fixture("models/qwen3moe_f32"))), 1e-5);
+  for (auto [key, value] : {std::pair<const char*, json>{"norm_topk_prob", false}, {"num_experts_per_tok", 3}}) {
+    SCOPED_TRACE(key);
+    json j = fixture_config("qwen3moe_f32");
+    j[key] = value;
+    const std::string dir = test::fixture_with_config("models/qwen3moe_f32", j);
+    const double e = worst_error(*Model::load(dir));
+    std::filesystem::remove_all(dir);
+    std::printf("[ moe      ] with %s = %s: worst relative error %.3g\n", key, value.dump().c_str(), e);
+    EXPECT_GT(e, 0.02);
+  }
+}
+
+// Greedy speculation on a mixture of experts gives vanilla's tokens, though each tree row takes its own experts:
+// SpS drafting with the 8-bit (Qwen3-MoE) and 4-bit (Mixtral) GGUF files, and prompt lookup.
+TEST(Moe, SpeculationIsLossless) {
+  for (auto [source, draft] : {std::pair{"qwen3moe_f32", "qwen3moe_f32.q8_0.gguf"}, {"mixtral_f32", "mixtral_f32.q4_0.gguf"}}) {
+    SCOPED_TRACE(source);
+    const auto target = Model::load(test::fixture(std::string("models/") + source));
+    const auto sps = test::sps_and_pld_beside_vanilla(*target, test::fixture(std::string("gguf_models/") + draft),
+                                                      test::repeating_prompts(1));
+    EXPECT_GT(sps.accepted * 8, sps.drafted);  // a quantized twin agrees often; an unrelated drafter almost never
+  }
+}
+
+}  // namespace
+}  // namespace specscope
