@@ -15,6 +15,8 @@
 #     g2     a Gemma-2-2B-shaped synthetic (--shape gemma2-2b; soft caps, alternating sliding layers, head_dim 256,
 #            256000-entry vocabulary): Q4_0 (what `ollama pull gemma2:2b` gives) and Q4_K_M (not in the default run;
 #            ~13 GB of disk while the files are written)
+#     moe    four layers of Qwen3-30B-A3B (--shape qwen3moe-4l; 128 experts, 8 per token, vocabulary 32000):
+#            Q4_0 and Q4_K_M (not in the default run; ~8 GB of disk while the files are written)
 #     spec   llama-speculative beside `specscope-cli run --method sps` (target base, draft draft; greedy, gamma 4)
 #   --quick: one repeat, 2 prompts of 64 tokens for spec (a smoke run; not figures to quote)
 #   --no-amx: llama-bench from llama.cpp built without its AMX buffer (build_llamacpp.sh --no-amx: this host's
@@ -128,6 +130,13 @@ if want g2 syng2_; then
   fi
   for t in Q4_0 Q4_K_M; do quantize "$tmp/syng2.f16.gguf" "$tmp/syng2.${t,,}.gguf" $t; done
 fi
+if want moe synmoe_; then
+  if [ ! -f "$tmp/synmoe.f16.gguf" ]; then
+    [ -f "$tmp/synmoe/config.json" ] || "$PY" "$here/bench/make_synthetic_llama.py" --shape qwen3moe-4l "$tmp/synmoe"
+    "$PY" "$here/tests/fixtures/make_gguf_models.py" --convert "$tmp/synmoe" f16 "$tmp/synmoe.f16.gguf"
+  fi
+  for t in Q4_0 Q4_K_M; do quantize "$tmp/synmoe.f16.gguf" "$tmp/synmoe.${t,,}.gguf" $t; done
+fi
 stage "write the GGUF files (skipped when written)"
 
 run() {  # NAME GROUP SPECSCOPE_MODEL GGUF
@@ -171,6 +180,7 @@ for t in q5_k_m q6_k; do run "syn1b_$t" 1bk "$tmp/syn1b.$t.gguf" "$tmp/syn1b.$t.
 for t in f16 q8_0 q4_k_m; do run "synq3_$t" q3 "$tmp/synq3.$t.gguf" "$tmp/synq3.$t.gguf"; done
 for t in f16 q8_0 q4_k_m; do run "syng3_$t" g3 "$tmp/syng3.$t.gguf" "$tmp/syng3.$t.gguf"; done
 for t in q4_0 q4_k_m; do run "syng2_$t" g2 "$tmp/syng2.$t.gguf" "$tmp/syng2.$t.gguf"; done
+for t in q4_0 q4_k_m; do run "synmoe_$t" moe "$tmp/synmoe.$t.gguf" "$tmp/synmoe.$t.gguf"; done
 if want spec; then
   echo "== speculative (target base, draft draft)"
   count=10 max=128

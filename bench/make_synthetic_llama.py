@@ -15,6 +15,10 @@ Gemma-3-1B's (Gemma3ForCausalLM: 26 layers, hidden 1152, 4 heads / 1 KV head of 
 tied vocabulary, a 512-token window on five layers of six): 1.0B parameters, f16 (2.0 GB). `--shape gemma2-2b` is
 Gemma-2-2B's (Gemma2ForCausalLM: 26 layers, hidden 2304, 8 heads / 4 KV heads of 256, FFN 9216, its 256000-entry
 tied vocabulary, a 4096-token window on every other layer, soft caps 50 and 30): 2.6B parameters, f16 (5.2 GB).
+`--shape qwen3moe-4l` is four of Qwen3-30B-A3B's 48 layers (Qwen3MoeForCausalLM: hidden 2048, 32 heads / 4 KV heads
+of 128, 128 experts of 768 per layer with 8 per token, renormalized; vocab 32000 where the real one has 151936):
+2.55B parameters of which 0.23B are read per token, f16 (5.1 GB). Its router is random, so tokens pick experts
+nearly uniformly, where a trained router's choices for neighbouring tokens overlap more.
 
     /root/.cache/specscope/venv/bin/python bench/make_synthetic_llama.py /tmp/syn60
     /root/.cache/specscope/venv/bin/python tests/fixtures/make_gguf_models.py --convert /tmp/syn60 f32 /tmp/syn60.f32.gguf
@@ -26,7 +30,7 @@ import shutil
 
 import torch
 from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig,
-                          LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM)
+                          LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM, Qwen3MoeConfig, Qwen3MoeForCausalLM)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # name: (hidden, layers, heads, kv heads, FFN, vocab, max positions, rope theta, saved dtype)
@@ -37,14 +41,18 @@ SHAPES = {"60m": (768, 9, 12, 4, 2048, 4096, 1024, 10000.0, torch.float32),
           "8b": (4096, 32, 32, 8, 14336, 128256, 8192, 500000.0, torch.bfloat16),
           "qwen3-0.6b": (1024, 28, 16, 8, 3072, 151936, 4096, 1000000.0, torch.float16),
           "gemma3-1b": (1152, 26, 4, 1, 6912, 262144, 32768, 1000000.0, torch.float16),
-          "gemma2-2b": (2304, 26, 8, 4, 9216, 256000, 8192, 10000.0, torch.float16)}
+          "gemma2-2b": (2304, 26, 8, 4, 9216, 256000, 8192, 10000.0, torch.float16),
+          "qwen3moe-4l": (2048, 4, 32, 4, 6144, 32000, 4096, 1000000.0, torch.float16)}
 # The shapes of another architecture: (config class, model class, extra config keys).
 ARCHS = {"qwen3-0.6b": (Qwen3Config, Qwen3ForCausalLM, dict(head_dim=128)),
          "gemma3-1b": (Gemma3TextConfig, Gemma3ForCausalLM,
                        dict(head_dim=256, query_pre_attn_scalar=256, sliding_window=512)),
          "gemma2-2b": (Gemma2Config, Gemma2ForCausalLM,
                        dict(head_dim=256, query_pre_attn_scalar=256, sliding_window=4096, attn_logit_softcapping=50.0,
-                            final_logit_softcapping=30.0))}
+                            final_logit_softcapping=30.0)),
+         "qwen3moe-4l": (Qwen3MoeConfig, Qwen3MoeForCausalLM,
+                         dict(head_dim=128, num_experts=128, num_experts_per_tok=8, moe_intermediate_size=768,
+                              norm_topk_prob=True))}
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
 

@@ -3,8 +3,9 @@
 // "InputError or a config, never a crash", an accepted config must describe a model the forward can size: positive
 // sizes, an even head_dim, whole groups of query heads per KV head, a sliding pattern of one entry per layer, a
 // layer count that cannot make the parse allocate without bound, and a wrapper's text model a supported one.
-// Seeds: fuzz/corpus/hf_config (the fixtures' Llama, Qwen2, Mistral, Qwen3 and Gemma 3 configs, both of Gemma 3's
-// vision-language layouts and Google's Gemma 3 4B-it config).
+// Seeds: fuzz/corpus/hf_config (the fixtures' Llama, Qwen2, Mistral, Qwen3, Gemma, Granite, Phi-3, Qwen3-MoE and
+// Mixtral configs, both of Gemma 3's vision-language layouts, and published configs: Gemma 3 4B-it, Gemma 2 2B-it,
+// Qwen3-30B-A3B).
 #include <cstdint>
 #include <cmath>
 #include <cstdlib>
@@ -39,6 +40,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Gemma 2's soft caps: none (0) or positive and finite (a cap divides the scores and logits).
   for (float cap : {c.attn_soft_cap, c.final_soft_cap})
     if (cap < 0.f || !std::isfinite(cap)) std::abort();
+  // Experts: none, or 1..kMaxExperts of them with 1..num_experts per token and a positive width, and a flag for each
+  // layer (the forward indexes moe_layers by layer and the routing picks experts_per_token of num_experts).
+  if (c.num_experts < 0 || c.num_experts > kMaxExperts) std::abort();
+  if (c.moe() && (c.experts_per_token < 1 || c.experts_per_token > c.num_experts || c.expert_ffn < 1 ||
+                  c.moe_layers.size() != size_t(c.num_layers)))
+    std::abort();
+  if (!c.moe() && !c.moe_layers.empty()) std::abort();
   (void)c.summary();
   (void)c.extended_forward();
   (void)c.attention_scale();

@@ -55,10 +55,13 @@ std::vector<StepProfile> profile_steps(const Model& model, const cpu::Roofline& 
     for (int i = 0; i < n; ++i) b.tokens.push_back(prompt[size_t(i) % prompt.size()]);
     warm_up(*ctx, b, context);
     std::vector<cpu::OpProfile::Table> tables;
-    std::vector<double> ms, forks, join_wait;
+    std::vector<double> ms, forks, join_wait, experts;
+    const auto& moe_layers = model.config().moe_layers;
+    const double expert_layers = double(std::count(moe_layers.begin(), moe_layers.end(), uint8_t(1)));
     for (int r = 1; r <= repeat; ++r) {
       cpu::OpProfile::Recording rec;
       const cpu::ThreadingStats before = cpu::threading_stats();
+      const uint64_t experts_before = ctx->experts_computed;
       const auto t0 = std::chrono::steady_clock::now();
       ctx->forward(b, out);
       const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -67,11 +70,13 @@ std::vector<StepProfile> profile_steps(const Model& model, const cpu::Roofline& 
       ms.push_back(t);
       forks.push_back(double(after.parallel_calls - before.parallel_calls));
       join_wait.push_back(1e-6 * double(after.join_wait_ns - before.join_wait_ns));
+      if (expert_layers > 0) experts.push_back(double(ctx->experts_computed - experts_before) / expert_layers);
       tables.push_back(rec.totals());
     }
     p.ms = median(ms);
     p.forks = median(forks);
     p.join_wait_ms = median(join_wait);
+    if (!experts.empty()) p.experts_per_layer = median(experts);
     for (int i = 0; i < int(cpu::Op::kCount); ++i) {
       const cpu::Op op = cpu::Op(i);
       std::vector<double> op_ms;

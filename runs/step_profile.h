@@ -30,6 +30,9 @@ struct StepProfile {
   // other threads' shares, which is inside the ops' times above.
   double forks = 0;
   double join_wait_ms = 0;
+  // Mixture-of-experts models: how many experts an expert layer computed per forward (median; 0 for dense models).
+  // The one-token step reads experts_per_token of them; n tokens read every expert any of them picked.
+  double experts_per_layer = 0;
 };
 
 // Bytes of weights a one-token forward streams: every layer's matrices (of a mixture-of-experts layer, the router and

@@ -236,6 +236,29 @@ TEST(Moe, ParityDependsOnTheRouting) {
   }
 }
 
+// What a forward's expert layers computed (Context::experts_computed, `bench`'s experts per layer): a one-token step
+// takes experts_per_token experts in each layer; a batch of n rows at least that and at most n times as many, and
+// never more than the layer has.
+TEST(Moe, ForwardsCountTheExpertsTheyCompute) {
+  const auto m = Model::load(test::fixture("models/qwen3moe_f32"));  // 2 expert layers, 2 of 8 experts per token
+  auto ctx = m->new_cpu_context(64);
+  ForwardOutput out;
+  ctx->forward(Batch::causal(std::vector<int32_t>{1, 40, 7, 300, 12, 9}), out);
+  uint64_t before = ctx->experts_computed;
+  ctx->forward(Batch::causal(std::vector<int32_t>{77}), out);
+  EXPECT_EQ(ctx->experts_computed - before, 2u * 2u);
+  before = ctx->experts_computed;
+  ctx->forward(Batch::causal(std::vector<int32_t>{5, 600, 31, 2000, 8}), out);
+  const uint64_t five = ctx->experts_computed - before;
+  EXPECT_GE(five, 2u * 2u);
+  EXPECT_LE(five, 2u * 8u);
+  EXPECT_GT(five, 2u * 2u) << "five different tokens all took the same two experts in both layers";
+  const auto dense = Model::load(test::fixture("models/qwen3_f32"));
+  auto dctx = dense->new_cpu_context(64);
+  dctx->forward(Batch::causal(std::vector<int32_t>{1, 40, 7}), out);
+  EXPECT_EQ(dctx->experts_computed, 0u);
+}
+
 // Greedy speculation on a mixture of experts gives vanilla's tokens, though each tree row takes its own experts:
 // SpS drafting with the 8-bit (Qwen3-MoE) and 4-bit (Mixtral) GGUF files, and prompt lookup.
 TEST(Moe, SpeculationIsLossless) {

@@ -171,7 +171,8 @@ nlohmann::json profile_json(const std::vector<runs::StepProfile>& profile, doubl
                      {"fraction_of_bound", o.bound_ms > 0 && o.ms > 0 ? o.bound_ms / o.ms : 0}});
     out.push_back({{"tokens", p.tokens}, {"ms", p.ms}, {"bound_ms", p.bound_ms},
                    {"fraction_of_bound", p.ms > 0 ? p.bound_ms / p.ms : 0}, {"ops", ops}, {"forks", p.forks},
-                   {"join_wait_ms", p.join_wait_ms}, {"bound_vs_one_token_step", floor_ratio(p, one_token_ms)}});
+                   {"join_wait_ms", p.join_wait_ms}, {"bound_vs_one_token_step", floor_ratio(p, one_token_ms)},
+                   {"experts_per_layer", p.experts_per_layer}});
   }
   return out;
 }
@@ -187,6 +188,9 @@ void print_profile(const cpu::Roofline& r, const std::vector<runs::StepProfile>&
   for (const auto& p : profile) {
     std::printf("  n=%-3d %7.3f ms, bound %.3f ms (%.0f%% of the roofline); %.0f forks, %.3f ms waiting at their joins\n",
                 p.tokens, p.ms, p.bound_ms, p.ms > 0 ? 100.0 * p.bound_ms / p.ms : 0.0, p.forks, p.join_wait_ms);
+    if (p.experts_per_layer > 0)
+      std::printf("      each expert layer computed %.1f experts (their weights are in the matrix products' bytes)\n",
+                  p.experts_per_layer);
     for (const auto& o : p.ops) {
       std::printf("      %-12s %7.3f ms %5.1f%%", o.op.c_str(), o.ms, p.ms > 0 ? 100.0 * o.ms / p.ms : 0.0);
       if (o.bound_ms > 0) std::printf("   bound %.3f ms (%s), at %.0f%% of it", o.bound_ms, o.bound_by.c_str(), 100.0 * o.bound_ms / o.ms);

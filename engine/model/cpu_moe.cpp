@@ -58,6 +58,7 @@ void CpuContext::moe_mlp(const LayerWeights& L, int rows) {
     }
   }
   std::memcpy(h_.data(), moe_out_.data(), sizeof(float) * size_t(rows) * H);
+  experts_computed += uint64_t(routing_.experts_hit());
 }
 
 }  // namespace specscope

@@ -158,6 +158,9 @@ class Context {
   virtual std::string backend_name() const = 0;
   // Tokens processed by forward() since creation (for the StepRecord's counts).
   uint64_t forwards = 0, forward_tokens = 0;
+  // Mixture-of-experts models: the experts that computed at least one row, summed over expert layers and forwards
+  // (what the experts' weights cost a forward: a verification batch reads every expert any of its rows picked).
+  uint64_t experts_computed = 0;
 };
 
 }  // namespace specscope
