@@ -427,39 +427,82 @@ TEST(QuantInt8, TokenResultsDoNotDependOnTheBatch) {
   }
 }
 
-// A layer's q/k/v (or gate/up) through linear_shared_input: X quantized once and one fork for all the products, even
-// when their types differ (Q4_K_M files mix Q4_K and Q6_K), and every output the bits a lone linear() gives it.
-TEST(QuantInt8, SharedInputProductsForkOnceAndEqualLoneCalls) {
-  FastPath fast;
-  std::mt19937 rng(23);
-  const int k = 512;
-  const std::vector<std::pair<TypeCase, int>> parts = {{kTypes[2], 601}, {kTypes[4], 64}, {kTypes[0], 130}};
+// Three products of k inputs on the fast path, of different types (Q4_K_M files mix Q4_K and Q6_K), the second
+// without a bias: what the one-fork calls below are checked on.
+struct MixedProducts {
+  static constexpr int k = 512;
+  std::vector<std::pair<TypeCase, int>> parts = {{kTypes[2], 601}, {kTypes[4], 64}, {kTypes[0], 130}};
   std::vector<std::vector<uint8_t>> bytes;
   std::vector<TensorView> views;
   std::vector<std::vector<float>> biases;
-  for (const auto& [q, m] : parts) {
-    bytes.push_back(random_matrix(q, m, k, rng, false));
-    biases.push_back(normal(size_t(m), rng));
+  explicit MixedProducts(std::mt19937& rng) {
+    for (const auto& [q, m] : parts) {
+      bytes.push_back(random_matrix(q, m, k, rng, false));
+      biases.push_back(normal(size_t(m), rng));
+    }
+    for (size_t i = 0; i < parts.size(); ++i) views.push_back(view(parts[i].first, bytes[i], parts[i].second, k));
   }
-  for (size_t i = 0; i < parts.size(); ++i) views.push_back(view(parts[i].first, bytes[i], parts[i].second, k));
+  const float* bias(size_t i) const { return i == 1 ? nullptr : biases[i].data(); }
+};
+
+// A layer's q/k/v (or gate/up) through linear_shared_input: X quantized once and one fork for all the products, even
+// when their types differ, and every output the bits a lone linear() gives it.
+TEST(QuantInt8, SharedInputProductsForkOnceAndEqualLoneCalls) {
+  FastPath fast;
+  std::mt19937 rng(23);
+  const MixedProducts p(rng);
+  const int k = MixedProducts::k;
   const bool old_backoff = cpu::set_backoff(false);
   const int old_threads = cpu::set_num_threads(2);
   for (int n : {1, 3, 8}) {
     const auto X = normal(size_t(n) * k, rng);
-    std::vector<std::vector<float>> alone(parts.size()), shared(parts.size());
+    std::vector<std::vector<float>> alone(p.parts.size()), shared(p.parts.size());
     std::vector<cpu::LinearOutput> outs;
-    for (size_t i = 0; i < parts.size(); ++i) {
-      alone[i].resize(size_t(n) * parts[i].second);
+    for (size_t i = 0; i < p.parts.size(); ++i) {
+      alone[i].resize(size_t(n) * p.parts[i].second);
       shared[i].resize(alone[i].size());
-      cpu::linear(X.data(), n, views[i], i == 1 ? nullptr : biases[i].data(), alone[i].data());
-      outs.push_back({&views[i], i == 1 ? nullptr : biases[i].data(), shared[i].data()});
+      cpu::linear(X.data(), n, p.views[i], p.bias(i), alone[i].data());
+      outs.push_back({&p.views[i], p.bias(i), shared[i].data()});
     }
     const auto before = cpu::threading_stats();
     cpu::linear_shared_input(X.data(), n, outs);
     EXPECT_EQ(cpu::threading_stats().parallel_calls, before.parallel_calls + 1) << "one fork for all, n " << n;
-    for (size_t i = 0; i < parts.size(); ++i)
+    for (size_t i = 0; i < p.parts.size(); ++i)
       ASSERT_EQ(0, std::memcmp(alone[i].data(), shared[i].data(), alone[i].size() * sizeof(float)))
-          << dtype_name(parts[i].first.dtype) << " n " << n;
+          << dtype_name(p.parts[i].first.dtype) << " n " << n;
+  }
+  cpu::set_num_threads(old_threads);
+  cpu::set_backoff(old_backoff);
+}
+
+// A decode step's experts' down products through linear_each: each product its own X, one fork for all, and every
+// output the bits a lone linear() gives it; on the exact path, one call each (the same bits as those calls).
+TEST(QuantInt8, EachOwnInputProductsForkOnceAndEqualLoneCalls) {
+  std::mt19937 rng(29);
+  const MixedProducts p(rng);
+  const int k = MixedProducts::k;
+  const bool old_backoff = cpu::set_backoff(false);
+  const int old_threads = cpu::set_num_threads(2);
+  for (bool exact : {false, true}) {
+    const bool old_exact = cpu::set_quant_exact(exact);
+    for (int n : {1, 3}) {
+      std::vector<std::vector<float>> X(p.parts.size()), alone(p.parts.size()), each(p.parts.size());
+      std::vector<cpu::LinearInput> ins;
+      for (size_t i = 0; i < p.parts.size(); ++i) {
+        X[i] = normal(size_t(n) * k, rng);
+        alone[i].resize(size_t(n) * p.parts[i].second);
+        each[i].resize(alone[i].size());
+        cpu::linear(X[i].data(), n, p.views[i], p.bias(i), alone[i].data());
+        ins.push_back({X[i].data(), &p.views[i], p.bias(i), each[i].data()});
+      }
+      const auto before = cpu::threading_stats();
+      cpu::linear_each(n, ins);
+      if (!exact) EXPECT_EQ(cpu::threading_stats().parallel_calls, before.parallel_calls + 1) << "one fork, n " << n;
+      for (size_t i = 0; i < p.parts.size(); ++i)
+        ASSERT_EQ(0, std::memcmp(alone[i].data(), each[i].data(), alone[i].size() * sizeof(float)))
+            << dtype_name(p.parts[i].first.dtype) << " n " << n << (exact ? " exact" : "");
+    }
+    cpu::set_quant_exact(old_exact);
   }
   cpu::set_num_threads(old_threads);
   cpu::set_backoff(old_backoff);

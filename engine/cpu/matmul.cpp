@@ -515,6 +515,30 @@ void linear_shared_input(const float* X, int n, std::span<const LinearOutput> ou
   if (!tiled.empty()) run_products(tiled.data(), int(tiled.size()), d);
 }
 
+void linear_each(int n, std::span<const LinearInput> inputs) {
+  if (inputs.empty()) return;
+  std::vector<detail::Int8Product> products;
+  int k = -1;
+  bool int8 = !quant_exact();
+  for (const auto& in : inputs) {
+    detail::Int8Type type;
+    int ko = 0;
+    int8 = int8 && dtype_is_block(in.W->dtype) && !in.W->requantized && detail::int8_type(in.W->dtype, &type) &&
+           block_weight_dims(*in.W, "linear", &ko) > 0 && (k < 0 || ko == k);
+    if (!int8) break;
+    k = ko;
+    products.push_back({type, in.W, in.bias, in.Y, in.X});
+  }
+  if (!int8) {
+    for (const auto& in : inputs) linear(in.X, n, *in.W, in.bias, in.Y);
+    return;
+  }
+  double macs = 0, bytes = 0;
+  for (const auto& in : inputs) macs += double(in.W->numel()) * std::max(n, 0), bytes += double(in.W->nbytes());
+  const ProfileScope profile(Op::Linear, macs, bytes);
+  detail::linear_int8_each(n, k, products);
+}
+
 bool set_bf16_dot(bool on) { return g_bf16_dot.exchange(on); }
 bool set_amx(bool on) { return g_amx.exchange(on); }
 

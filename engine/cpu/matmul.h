@@ -45,6 +45,17 @@ struct LinearOutput {
 };
 void linear_shared_input(const float* X, int n, std::span<const LinearOutput> outputs);
 
+// Several products each of its own X (n rows each, every W k wide), Y_i = X_i W_i^T (+ bias_i): in one fork of the
+// thread team where every W takes the integer path (block weights), else one call each; each Y_i bit-identical to what
+// linear() gives. (A decode step's experts' down products: one fork instead of one per expert.)
+struct LinearInput {
+  const float* X;
+  const TensorView* W;
+  const float* bias;  // or null
+  float* Y;
+};
+void linear_each(int n, std::span<const LinearInput> inputs);
+
 // The same product with plain loops and double accumulation (each output rounded once to f32). Slow; the
 // yardstick for tests.
 void linear_reference(const float* X, int n, const TensorView& W, const float* bias, float* Y);

@@ -122,13 +122,11 @@ void linear_int8(Int8Type type, const float* X, int n, const TensorView& W, cons
   linear_int8_shared(X, n, int(W.shape[1]), {&one, 1});
 }
 
-void linear_int8_shared(const float* X, int n, int k, std::span<const Int8Product> products) {
-  if (n <= 0 || products.empty()) return;
-  // The calling thread's buffer: the team below only reads it, and the call returns before the next one.
-  // (Captured through a reference: inside the lambda the name would denote each worker's own, empty, copy.)
-  thread_local ActQ8 buffer;
-  const ActQ8& act = buffer;
-  quantize_act(X, n, k, &buffer);
+namespace {
+
+// The products' rows in one fork of the team, product i dotted with the quantized activations act_of(i).
+template <class ActOf>
+void run_int8_products(int n, int k, std::span<const Int8Product> products, ActOf act_of) {
   const Int8RowsFn fn = int8_rows(int8_active_isa());
   const bool lanes_on = kquant_lanes_enabled();
   // Work units: blocks of kRowsPerUnit rows of every product, one after another, shared out while the fork runs
@@ -164,10 +162,31 @@ void linear_int8_shared(const float* X, int n, int k, std::span<const Int8Produc
       // Q4_K / Q5_K / Q6_K with a lanes copy (kquant_lanes.h): the same values, cheaper to unpack on every kernel.
       const Int8Type type = lanes_on && p.W->lanes ? lanes_type(p.type) : p.type;
       const bool lanes = type != p.type;
-      fn(type, static_cast<const uint8_t*>(lanes ? p.W->lanes.get() : p.W->data), row_bytes_of(i), act, p.bias, p.Y,
-         m, b0 * kRowsPerUnit, std::min(m, b1 * kRowsPerUnit));
+      fn(type, static_cast<const uint8_t*>(lanes ? p.W->lanes.get() : p.W->data), row_bytes_of(i), act_of(i), p.bias,
+         p.Y, m, b0 * kRowsPerUnit, std::min(m, b1 * kRowsPerUnit));
     });
   }, [&](int tid, int nt) { return first_unit_at(bytes * size_t(tid) / size_t(nt)); });
+}
+
+}  // namespace
+
+void linear_int8_shared(const float* X, int n, int k, std::span<const Int8Product> products) {
+  if (n <= 0 || products.empty()) return;
+  // The calling thread's buffer: the team below only reads it, and the call returns before the next one.
+  // (Captured through a reference: inside the lambda the name would denote each worker's own, empty, copy.)
+  thread_local ActQ8 buffer;
+  const ActQ8& act = buffer;
+  quantize_act(X, n, k, &buffer);
+  run_int8_products(n, k, products, [&](int) -> const ActQ8& { return act; });
+}
+
+void linear_int8_each(int n, int k, std::span<const Int8Product> products) {
+  if (n <= 0 || products.empty()) return;
+  thread_local std::vector<ActQ8> buffers;  // the calling thread's, as linear_int8_shared's
+  if (buffers.size() < products.size()) buffers.resize(products.size());
+  for (size_t i = 0; i < products.size(); ++i) quantize_act(products[i].X, n, k, &buffers[i]);
+  const std::vector<ActQ8>& acts = buffers;
+  run_int8_products(n, k, products, [&](int i) -> const ActQ8& { return acts[size_t(i)]; });
 }
 
 }  // namespace detail

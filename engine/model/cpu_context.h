@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "engine/cpu/attention.h"
+#include "engine/cpu/matmul.h"
 #include "engine/cpu/rope_table.h"
 #include "engine/cpu/weight_form.h"
 
@@ -39,6 +40,7 @@ class CpuContext final : public Context {
   void add_residual(const float* h, float* x, int rows) const;
   // A mixture-of-experts layer's MLP over the `rows` normed rows in h_, in place (cpu_moe.cpp).
   void moe_mlp(const LayerWeights& L, int rows);
+  void one_token_experts(const LayerWeights& L);
   // Scratch only ever grows (to the largest batch seen).
   static void grow(std::vector<float>& v, size_t n) {
     if (v.size() < n) v.resize(n);
@@ -87,6 +89,8 @@ class CpuContext final : public Context {
   // Mixture-of-experts layers: the router's logits, one expert's gathered rows and outputs, the weighted sums.
   std::vector<float> router_, moe_x_, moe_y_, moe_out_;
   ExpertRouting routing_;
+  std::vector<cpu::LinearOutput> expert_outputs_;  // a decode step's chosen experts' gate and up products
+  std::vector<cpu::LinearInput> expert_inputs_;    // and their down products
   // Which keys attention sees, for layers that attend to the whole context [0] and for sliding ones [1]:
   // [active rows][keys], and packed (attention.h); computed once per forward for each kind of layer it has.
   struct Visible {
