@@ -127,26 +127,7 @@ TEST(Gemma2, CliRefusesAZeroCapWithExitCode2) {
 // The fixture's parity (model_parity_test: within 5e-6 of transformers) rests on both caps: the same checkpoint with
 // either cap removed is far from transformers' logits, so neither could be skipped unnoticed.
 TEST(Gemma2, ParityDependsOnBothCaps) {
-  const json golden = json::parse(read_text_file(test::fixture("models/gemma2_f32/golden.json")));
-  const json& prompt = golden.at("prompts").at(0);
-  const auto ids = prompt.at("ids").get<std::vector<int32_t>>();
-  const auto want = prompt.at("logits").get<std::vector<std::vector<float>>>();
-  auto worst_error = [&](const Model& m) {
-    auto ctx = m.new_cpu_context(64);
-    ForwardOutput out;
-    ctx->forward(Batch::causal(ids), out);
-    double worst = 0;
-    for (size_t t = 0; t < ids.size(); ++t) {
-      const float* row = out.row_logits(int(t));
-      double diff = 0, largest = 1;
-      for (size_t i = 0; i < want[t].size(); ++i) {
-        diff = std::max(diff, double(std::fabs(row[i] - want[t][i])));
-        largest = std::max(largest, double(std::fabs(want[t][i])));
-      }
-      worst = std::max(worst, diff / largest);
-    }
-    return worst;
-  };
+  auto worst_error = [](const Model& m) { return test::first_golden_prompt_error(m, "models/gemma2_f32/golden.json"); };
   EXPECT_LT(worst_error(*Model::load(test::fixture("models/gemma2_f32"))), 2e-5);
   for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping"}) {
     SCOPED_TRACE(key);

@@ -204,25 +204,7 @@ TEST(Moe, CliRefusesMoreExpertsPerTokenThanExpertsWithExitCode2) {
 // The fixtures' parity (model_parity_test: within 2e-6 of transformers) rests on the routing: the same checkpoint
 // with its chosen experts' weights left unnormalized, or with one more expert per token, is far from transformers.
 TEST(Moe, ParityDependsOnTheRouting) {
-  const json golden = json::parse(read_text_file(test::fixture("models/qwen3moe_f32/golden.json")));
-  const json& prompt = golden.at("prompts").at(0);
-  const auto ids = prompt.at("ids").get<std::vector<int32_t>>();
-  const auto want = prompt.at("logits").get<std::vector<std::vector<float>>>();
-  auto worst_error = [&](const Model& m) {
-    ForwardOutput out;
-    m.new_cpu_context(64)->forward(Batch::causal(ids), out);
-    double worst = 0;
-    for (size_t t = 0; t < ids.size(); ++t) {
-      const float* row = out.row_logits(int(t));
-      double diff = 0, largest = 1;
-      for (size_t i = 0; i < want[t].size(); ++i) {
-        diff = std::max(diff, double(std::fabs(row[i] - want[t][i])));
-        largest = std::max(largest, double(std::fabs(want[t][i])));
-      }
-      worst = std::max(worst, diff / largest);
-    }
-    return worst;
-  };
+  auto worst_error = [](const Model& m) { return test::first_golden_prompt_error(m, "models/qwen3moe_f32/golden.json"); };
   EXPECT_LT(worst_error(*Model::load(test::fixture("models/qwen3moe_f32"))), 1e-5);
   for (auto [key, value] : {std::pair<const char*, json>{"norm_topk_prob", false}, {"num_experts_per_tok", 3}}) {
     SCOPED_TRACE(key);

@@ -5,6 +5,8 @@
 #include "engine/model/config.h"
 #include "engine/util/dtype.h"
 #include "engine/util/error.h"
+#include "engine/util/mapped_file.h"
+#include "engine/model/forward.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -230,6 +232,26 @@ void expect_cli_refuses_config(const std::string& fixture_dir, const nlohmann::j
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("config.json"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(problem_part), std::string::npos) << r.out;
+}
+
+double first_golden_prompt_error(const Model& model, const std::string& golden) {
+  const nlohmann::json g = nlohmann::json::parse(read_text_file(fixture(golden)));
+  const nlohmann::json& prompt = g.at("prompts").at(0);
+  const auto ids = prompt.at("ids").get<std::vector<int32_t>>();
+  const auto want = prompt.at("logits").get<std::vector<std::vector<float>>>();
+  ForwardOutput out;
+  model.new_cpu_context(64)->forward(Batch::causal(ids), out);
+  double worst = 0;
+  for (size_t t = 0; t < ids.size(); ++t) {
+    const float* row = out.row_logits(int(t));
+    double diff = 0, largest = 1;
+    for (size_t i = 0; i < want[t].size(); ++i) {
+      diff = std::max(diff, double(std::fabs(row[i] - want[t][i])));
+      largest = std::max(largest, double(std::fabs(want[t][i])));
+    }
+    worst = std::max(worst, diff / largest);
+  }
+  return worst;
 }
 
 std::string fixture_with_config(const std::string& fixture_dir, const nlohmann::json& config) {

@@ -34,6 +34,10 @@ void expect_cli_refuses_config(const std::string& fixture_dir, const nlohmann::j
 // A copy of the fixture model folder `fixture_dir` (under tests/fixtures) whose config.json is `config`, in a
 // scratch_dir the caller removes: the model with one field changed.
 std::string fixture_with_config(const std::string& fixture_dir, const nlohmann::json& config);
+// The largest difference between `model`'s prefill logits and the golden's (tests/fixtures/<golden>, make_fixtures.py)
+// on its first prompt, relative to each row's largest |logit| (at least 1): how far a model with one part changed is
+// from transformers.
+double first_golden_prompt_error(const Model& model, const std::string& golden);
 // `specscope-cli run` (2 tokens, nothing recorded) on a copy of the fixture model folder `fixture_dir` (under
 // tests/fixtures) whose config.json is `config`: how the CLI answers a checkpoint with one bad field.
 CommandResult run_cli_with_config(const std::string& fixture_dir, const nlohmann::json& config);

@@ -273,6 +273,20 @@ TEST_F(CudaParity, Gemma3RunsOnCudaAndMatchesTheCpu) {
   }
 }
 
+// The CUDA backend has no mixture-of-experts forward (written for the CPU in the forty-fifth session): auto keeps such a
+// model on the CPU and an explicit cuda is bad input naming why.
+TEST_F(CudaParity, MixturesOfExpertsStayOnTheCpu) {
+  auto model = Model::load(test::fixture("gguf_models/qwen3moe_f32.q8_0.gguf"));
+  EXPECT_EQ(backend_for(*model, Backend::Auto), Backend::Cpu);
+  EXPECT_EQ(new_context(*model, Backend::Auto, 64)->backend_name(), "cpu");
+  try {
+    new_context(*model, Backend::Cuda, 64);
+    ADD_FAILURE() << "a mixture of experts ran on CUDA";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("mixture-of-experts"), std::string::npos) << e.what();
+  }
+}
+
 // Granite's CUDA forward (embeddings, queries, residual adds and logits scaled) runs by default since it passed this
 // test on an H200 (2026-12-04, twice): auto picks CUDA for it, its Q8_0 GGUF file (the fixture that fits the GPU
 // bundle) matches the CPU backend, and greedy outputs agree (or part only at a near tie).
