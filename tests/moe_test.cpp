@@ -241,6 +241,29 @@ TEST(Moe, ForwardsCountTheExpertsTheyCompute) {
   EXPECT_EQ(dctx->experts_computed, 0u);
 }
 
+// `specscope-cli info` says what the experts are, from a Hugging Face folder (as the engine read it) and from a GGUF
+// file's metadata.
+TEST(Moe, InfoNamesTheExperts) {
+  auto r = test::run_cli("info --model " + test::fixture("models/qwen3moe_mixed_f32") + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  json j = test::json_in_output(r.out);
+  ASSERT_TRUE(j.contains("experts")) << r.out;
+  EXPECT_EQ(j["experts"]["count"], 8);
+  EXPECT_EQ(j["experts"]["per_token"], 3);
+  EXPECT_EQ(j["experts"]["layers"], 2);
+  EXPECT_EQ(j["experts"]["renormalized"], false);
+  r = test::run_cli("info --model " + test::fixture("models/mixtral_f32"));
+  EXPECT_NE(r.out.find("experts        2 of 4 per token (ffn 32, weights renormalized) in 2 of 2 layers"),
+            std::string::npos) << r.out;
+  r = test::run_cli("info --model " + test::fixture("gguf_models/qwen3moe_f32.q8_0.gguf") + " --json");
+  j = test::json_in_output(r.out);
+  EXPECT_EQ(j["experts"], 8) << r.out;
+  EXPECT_EQ(j["experts_per_token"], 2) << r.out;
+  EXPECT_EQ(j["loadable"], true) << r.out;
+  EXPECT_FALSE(test::run_cli("info --model " + test::fixture("models/qwen3_f32") + " --json").out.find("\"experts\"") !=
+               std::string::npos);
+}
+
 // Greedy speculation on a mixture of experts gives vanilla's tokens, though each tree row takes its own experts:
 // SpS drafting with the 8-bit (Qwen3-MoE) and 4-bit (Mixtral) GGUF files, and prompt lookup.
 TEST(Moe, SpeculationIsLossless) {
