@@ -56,8 +56,7 @@ std::vector<StepProfile> profile_steps(const Model& model, const cpu::Roofline& 
     warm_up(*ctx, b, context);
     std::vector<cpu::OpProfile::Table> tables;
     std::vector<double> ms, forks, join_wait, experts;
-    const auto& moe_layers = model.config().moe_layers;
-    const double expert_layers = double(std::count(moe_layers.begin(), moe_layers.end(), uint8_t(1)));
+    const double expert_layers = model.config().expert_layers();
     for (int r = 1; r <= repeat; ++r) {
       cpu::OpProfile::Recording rec;
       const cpu::ThreadingStats before = cpu::threading_stats();

@@ -1,5 +1,4 @@
 // specscope-cli info: what a model is, as the engine understood it.
-#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -50,7 +49,7 @@ int cmd_info(Args& args) {
   if (c.moe())  // a mixture of experts: how many, how many a token takes, how wide, in which layers
     j["experts"] = {{"count", c.num_experts}, {"per_token", c.experts_per_token}, {"ffn", c.expert_ffn},
                     {"renormalized", c.norm_topk_prob},
-                    {"layers", std::count(c.moe_layers.begin(), c.moe_layers.end(), uint8_t(1))}};
+                    {"layers", c.expert_layers()}};
   // Speculative Streaming models carry their streams; every model gets the heads' parameter overheads.
   std::shared_ptr<const StreamingWeights> streaming;
   if (StreamingWeights::present(path)) streaming = StreamingWeights::load(path, *model);
@@ -88,9 +87,9 @@ int cmd_info(Args& args) {
   std::printf("hidden size    %d (ffn %d)\n", c.hidden_size, c.intermediate_size);
   std::printf("heads          %d (kv heads %d, head dim %d)\n", c.num_heads, c.num_kv_heads, c.head_dim);
   if (c.moe())
-    std::printf("experts        %d of %d per token (ffn %d, weights %s) in %ld of %d layers\n", c.experts_per_token,
+    std::printf("experts        %d of %d per token (ffn %d, weights %s) in %d of %d layers\n", c.experts_per_token,
                 c.num_experts, c.expert_ffn, c.norm_topk_prob ? "renormalized" : "as the softmax gives them",
-                long(std::count(c.moe_layers.begin(), c.moe_layers.end(), uint8_t(1))), c.num_layers);
+                c.expert_layers(), c.num_layers);
   std::printf("vocab size     %d\n", c.vocab_size);
   std::printf("context        %d (rope theta %g, scaling %s)\n", c.max_position_embeddings, c.rope_theta,
               c.rope_scaling.type.c_str());

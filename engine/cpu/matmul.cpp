@@ -459,20 +459,38 @@ bool tiled_product(const LinearArgs& a, const Dispatch& d) {
 
 // Block-quantized weights of one width on the integer path (q/k/v or gate/up of a GGUF model, whose types may
 // differ): X quantized once and one fork for all of them (quant_int8.h). False when that path does not apply.
-bool linear_int8_shared_input(const float* X, int n, std::span<const LinearOutput> outputs) {
+// The integer-path products of `items` (LinearOutput or LinearInput: each with its own X), all k wide; false when one
+// does not take that path (the exact path, dense or requantized weights, another width).
+template <class Item>
+bool int8_products(std::span<const Item> items, std::vector<detail::Int8Product>& products, int& k) {
   if (quant_exact()) return false;
-  std::vector<detail::Int8Product> products;
-  int k = -1;
-  for (const auto& o : outputs) {
+  k = -1;
+  for (const auto& o : items) {
     detail::Int8Type type;
     if (!dtype_is_block(o.W->dtype) || o.W->requantized || !detail::int8_type(o.W->dtype, &type)) return false;
     int ko = 0;
     block_weight_dims(*o.W, "linear", &ko);
     if (k >= 0 && ko != k) return false;
     k = ko;
-    products.push_back({type, o.W, o.bias, o.Y});
+    const float* own_x = nullptr;
+    if constexpr (requires { o.X; }) own_x = o.X;
+    products.push_back({type, o.W, o.bias, o.Y, own_x});
   }
-  if (k <= 0) return false;
+  return k > 0;
+}
+
+// What a call of several products adds to the profile: their multiply-adds and weight bytes.
+template <class Item>
+ProfileScope products_profile(std::span<const Item> items, int n) {
+  double macs = 0, bytes = 0;
+  for (const auto& o : items) macs += double(o.W->numel()) * std::max(n, 0), bytes += double(o.W->nbytes());
+  return ProfileScope(Op::Linear, macs, bytes);
+}
+
+bool linear_int8_shared_input(const float* X, int n, std::span<const LinearOutput> outputs) {
+  std::vector<detail::Int8Product> products;
+  int k = 0;
+  if (!int8_products(outputs, products, k)) return false;
   detail::linear_int8_shared(X, n, k, products);
   return true;
 }
@@ -492,9 +510,7 @@ void linear(const float* X, int n, const TensorView& W, const float* bias, float
 
 void linear_shared_input(const float* X, int n, std::span<const LinearOutput> outputs) {
   if (outputs.empty()) return;
-  double macs = 0, bytes = 0;
-  for (const auto& o : outputs) macs += double(o.W->numel()) * std::max(n, 0), bytes += double(o.W->nbytes());
-  const ProfileScope profile(Op::Linear, macs, bytes);
+  const ProfileScope profile = products_profile(outputs, n);
   if (linear_int8_shared_input(X, n, outputs)) return;
   const DType t = outputs.front().W->dtype;
   bool same = !dtype_is_block(t);
@@ -516,26 +532,13 @@ void linear_shared_input(const float* X, int n, std::span<const LinearOutput> ou
 }
 
 void linear_each(int n, std::span<const LinearInput> inputs) {
-  if (inputs.empty()) return;
   std::vector<detail::Int8Product> products;
-  int k = -1;
-  bool int8 = !quant_exact();
-  for (const auto& in : inputs) {
-    detail::Int8Type type;
-    int ko = 0;
-    int8 = int8 && dtype_is_block(in.W->dtype) && !in.W->requantized && detail::int8_type(in.W->dtype, &type) &&
-           block_weight_dims(*in.W, "linear", &ko) > 0 && (k < 0 || ko == k);
-    if (!int8) break;
-    k = ko;
-    products.push_back({type, in.W, in.bias, in.Y, in.X});
-  }
-  if (!int8) {
+  int k = 0;
+  if (inputs.empty() || !int8_products(inputs, products, k)) {
     for (const auto& in : inputs) linear(in.X, n, *in.W, in.bias, in.Y);
     return;
   }
-  double macs = 0, bytes = 0;
-  for (const auto& in : inputs) macs += double(in.W->numel()) * std::max(n, 0), bytes += double(in.W->nbytes());
-  const ProfileScope profile(Op::Linear, macs, bytes);
+  const ProfileScope profile = products_profile(inputs, n);
   detail::linear_int8_each(n, k, products);
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 // The architecture hyper-parameters of a Llama-family decoder, read from a Hugging Face config.json.
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -115,6 +116,7 @@ struct ModelConfig {
   bool gelu() const { return hidden_act == "gelu_pytorch_tanh"; }
   bool moe() const { return num_experts > 0; }
   bool moe_layer(int layer) const { return !moe_layers.empty() && moe_layers[size_t(layer)] != 0; }
+  int expert_layers() const { return int(std::count(moe_layers.begin(), moe_layers.end(), uint8_t(1))); }
   // Whether the forward uses any of Gemma 2's, Gemma 3's or Granite's parts above, beyond a Llama's (model cards and
   // tests; the CUDA backend gates Gemma 3's own parts separately, kernels/cuda_backend.cpp).
   bool extended_forward() const;

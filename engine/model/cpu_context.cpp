@@ -204,6 +204,12 @@ void CpuContext::add_residual(const float* h, float* x, int rows) const {
   else cpu::add(h, x, n);
 }
 
+void CpuContext::gated_activation(float* gate, const float* up, int64_t n) const {
+  const cpu::ProfileScope profile(cpu::Op::Elementwise);
+  if (model_->config().gelu()) cpu::gelu_tanh_mul(gate, up, gate, n);
+  else cpu::silu_mul(gate, up, gate, n);
+}
+
 // ... and, once att_ holds the attention output, the output projection, the MLP and both residual adds into x.
 void CpuContext::finish_layer(const LayerWeights& L, float* x, int rows) {
   const auto& c = model_->config();
@@ -222,11 +228,7 @@ void CpuContext::finish_layer(const LayerWeights& L, float* x, int rows) {
     const cpu::LinearOutput gate_up[] = {{&L.w_gate, bias_or_null(L.b_gate), ffn_gate_.data()},
                                          {&L.w_up, bias_or_null(L.b_up), ffn_up_.data()}};
     cpu::linear_shared_input(h_.data(), rows, gate_up);
-    {
-      const cpu::ProfileScope profile(cpu::Op::Elementwise);
-      if (c.gelu()) cpu::gelu_tanh_mul(ffn_gate_.data(), ffn_up_.data(), ffn_gate_.data(), int64_t(rows) * F);
-      else cpu::silu_mul(ffn_gate_.data(), ffn_up_.data(), ffn_gate_.data(), int64_t(rows) * F);
-    }
+    gated_activation(ffn_gate_.data(), ffn_up_.data(), int64_t(rows) * F);
     cpu::linear(ffn_gate_.data(), rows, L.w_down, bias_or_null(L.b_down), h_.data());
   }
   {

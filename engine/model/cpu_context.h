@@ -38,6 +38,8 @@ class CpuContext final : public Context {
   void project_qkv(const LayerWeights& L, const float* x, int rows);
   void finish_layer(const LayerWeights& L, float* x, int rows);
   void add_residual(const float* h, float* x, int rows) const;
+  // gate = act(gate) * up over n values: the MLP's SwiGLU, or GeGLU (tanh) for Gemma.
+  void gated_activation(float* gate, const float* up, int64_t n) const;
   // A mixture-of-experts layer's MLP over the `rows` normed rows in h_, in place (cpu_moe.cpp).
   void moe_mlp(const LayerWeights& L, int rows);
   void one_token_experts(const LayerWeights& L);

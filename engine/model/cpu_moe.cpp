@@ -24,6 +24,8 @@ void CpuContext::moe_mlp(const LayerWeights& L, int rows) {
     const cpu::ProfileScope profile(cpu::Op::Elementwise);
     routing_.route(router_.data(), rows, E, c.experts_per_token, c.norm_topk_prob);
   }
+  moe_out_.assign(size_t(rows) * H, 0.f);
+  if (rows == 1) return one_token_experts(L);
   const int most = [&] {
     int m = 0;
     for (int e = 0; e < E; ++e) m = std::max(m, routing_.count(e));
@@ -33,8 +35,6 @@ void CpuContext::moe_mlp(const LayerWeights& L, int rows) {
   grow(moe_y_, size_t(most) * H);
   grow(ffn_gate_, size_t(most) * F);
   grow(ffn_up_, size_t(most) * F);
-  moe_out_.assign(size_t(rows) * H, 0.f);
-  if (rows == 1) return one_token_experts(L);
   for (int e = 0; e < E; ++e) {
     const int m = routing_.count(e);
     if (m == 0) continue;
@@ -44,19 +44,12 @@ void CpuContext::moe_mlp(const LayerWeights& L, int rows) {
       std::memcpy(moe_x_.data() + size_t(i) * H, h_.data() + size_t(r->row) * H, sizeof(float) * H);
     const cpu::LinearOutput gate_up[] = {{&X.gate, nullptr, ffn_gate_.data()}, {&X.up, nullptr, ffn_up_.data()}};
     cpu::linear_shared_input(moe_x_.data(), m, gate_up);
-    {
-      const cpu::ProfileScope profile(cpu::Op::Elementwise);
-      if (c.gelu()) cpu::gelu_tanh_mul(ffn_gate_.data(), ffn_up_.data(), ffn_gate_.data(), int64_t(m) * F);
-      else cpu::silu_mul(ffn_gate_.data(), ffn_up_.data(), ffn_gate_.data(), int64_t(m) * F);
-    }
+    gated_activation(ffn_gate_.data(), ffn_up_.data(), int64_t(m) * F);
     cpu::linear(ffn_gate_.data(), m, X.down, nullptr, moe_y_.data());
     const cpu::ProfileScope profile(cpu::Op::Elementwise);
     i = 0;
-    for (const ExpertRoute* r = routing_.begin(e); r != routing_.end(e); ++r, ++i) {
-      float* out = moe_out_.data() + size_t(r->row) * H;
-      const float* y = moe_y_.data() + size_t(i) * H;
-      for (int d = 0; d < H; ++d) out[d] += y[d] * r->weight;
-    }
+    for (const ExpertRoute* r = routing_.begin(e); r != routing_.end(e); ++r, ++i)
+      cpu::axpy(r->weight, moe_y_.data() + size_t(i) * H, moe_out_.data() + size_t(r->row) * H, H);
   }
   std::memcpy(h_.data(), moe_out_.data(), sizeof(float) * size_t(rows) * H);
   experts_computed += uint64_t(routing_.experts_hit());
@@ -73,33 +66,22 @@ void CpuContext::one_token_experts(const LayerWeights& L) {
   grow(ffn_up_, size_t(k) * F);
   grow(moe_y_, size_t(k) * H);
   expert_outputs_.clear();
-  for (int e = 0, i = 0; e < c.num_experts; ++e)
-    if (routing_.count(e) > 0) {
-      const ExpertWeights& X = L.experts[size_t(e)];
-      expert_outputs_.push_back({&X.gate, nullptr, ffn_gate_.data() + size_t(i) * F});
-      expert_outputs_.push_back({&X.up, nullptr, ffn_up_.data() + size_t(i) * F});
-      ++i;
-    }
-  cpu::linear_shared_input(h_.data(), 1, expert_outputs_);
-  const int chosen = int(expert_outputs_.size()) / 2;
-  {
-    const cpu::ProfileScope profile(cpu::Op::Elementwise);
-    if (c.gelu()) cpu::gelu_tanh_mul(ffn_gate_.data(), ffn_up_.data(), ffn_gate_.data(), int64_t(chosen) * F);
-    else cpu::silu_mul(ffn_gate_.data(), ffn_up_.data(), ffn_gate_.data(), int64_t(chosen) * F);
-  }
   expert_inputs_.clear();
   for (int e = 0; e < c.num_experts; ++e)
-    if (routing_.count(e) > 0) {
+    if (routing_.count(e) > 0) {  // the i-th chosen expert's products, in expert order
+      const ExpertWeights& X = L.experts[size_t(e)];
       const size_t i = expert_inputs_.size();
-      expert_inputs_.push_back({ffn_gate_.data() + i * F, &L.experts[size_t(e)].down, nullptr, moe_y_.data() + i * H});
+      expert_outputs_.push_back({&X.gate, nullptr, ffn_gate_.data() + i * F});
+      expert_outputs_.push_back({&X.up, nullptr, ffn_up_.data() + i * F});
+      expert_inputs_.push_back({ffn_gate_.data() + i * F, &X.down, nullptr, moe_y_.data() + i * H});
     }
+  const int chosen = int(expert_inputs_.size());
+  cpu::linear_shared_input(h_.data(), 1, expert_outputs_);
+  gated_activation(ffn_gate_.data(), ffn_up_.data(), int64_t(chosen) * F);
   cpu::linear_each(1, expert_inputs_);
   const cpu::ProfileScope profile(cpu::Op::Elementwise);
   for (int e = 0, i = 0; e < c.num_experts; ++e)
-    if (routing_.count(e) > 0) {
-      const float w = routing_.begin(e)->weight, *y = moe_y_.data() + size_t(i++) * H;
-      for (int d = 0; d < H; ++d) moe_out_[size_t(d)] += y[d] * w;
-    }
+    if (routing_.count(e) > 0) cpu::axpy(routing_.begin(e)->weight, moe_y_.data() + size_t(i++) * H, moe_out_.data(), H);
   std::memcpy(h_.data(), moe_out_.data(), sizeof(float) * H);
   experts_computed += uint64_t(chosen);
 }

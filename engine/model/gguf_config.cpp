@@ -115,7 +115,10 @@ void experts_from_gguf(const GgufFile& g, ModelConfig& c, const std::string& arc
                           : c.intermediate_size;
   c.norm_topk_prob = true;
   c.moe_layers.assign(size_t(c.num_layers), 1);
-  if (arch == "llama") c.architecture = "MixtralForCausalLM", c.model_type = "mixtral";
+  if (arch == "llama") {
+    c.architecture = "MixtralForCausalLM";
+    c.model_type = "mixtral";
+  }
 }
 
 }  // namespace

@@ -119,61 +119,13 @@ class Binder {
   // A [rows, cols] matrix. `unpermute_heads` > 0: the rows are llama.cpp's interleaved-RoPE order for that many
   // heads and are put back in HF order.
   TensorView matrix(const std::string& name, int64_t rows, int64_t cols, int unpermute_heads = 0) {
-    const GgufTensor& t = tensor(name, {rows, cols});
-    const bool plain = t.type == GgmlType::F32 || t.type == GgmlType::F16 || t.type == GgmlType::BF16;
-    if (dry_) {
-      if (unpermute_heads) hf_row_order(rows, unpermute_heads, name);
-      if (!plain && !block_dtype(t.type)) unsupported(t);
-      TensorView v;
-      v.name = name;
-      v.shape = {rows, cols};
-      return v;
-    }
-    if (plain) {
-      TensorView v = t.view(g_.path());
-      if (check_) check_finite(v, g_.path());
-      if (unpermute_heads) reorder_rows(v, t, unpermute_heads);
-      return v;
-    }
-    const std::optional<DType> dt = block_dtype(t.type);
-    if (!dt) unsupported(t);
-    // Block-quantized: kept in its blocks, zero-copy unless its rows are reordered (whole rows are whole blocks).
-    TensorView v;
-    v.name = name;
-    v.dtype = *dt;
-    v.shape = {rows, cols};
-    v.data = t.data;
-    v.keep_alive = t.keep_alive;
-    if (unpermute_heads) reorder_rows(v, t, unpermute_heads);
-    if (check_) check_finite_blocks(t);
-    quantized_ = true;
-    return v;
+    return bind_matrix(tensor(name, {rows, cols}), rows, cols, unpermute_heads);
   }
 
   // A stack of `count` [rows, cols] matrices stored as one [count, rows, cols] tensor (llama.cpp's ffn_*_exps: one
   // matrix per expert), each returned as a view of its rows of the same memory.
   std::vector<TensorView> stacked(const std::string& name, int64_t count, int64_t rows, int64_t cols) {
-    const GgufTensor& t = tensor(name, {count, rows, cols});
-    TensorView all;
-    all.name = name;
-    all.shape = {count * rows, cols};
-    if (!dry_) {
-      if (t.type == GgmlType::F32 || t.type == GgmlType::F16 || t.type == GgmlType::BF16) {
-        all = t.view(g_.path());
-        all.shape = {count * rows, cols};
-        if (check_) check_finite(all, g_.path());
-      } else {
-        const std::optional<DType> dt = block_dtype(t.type);
-        if (!dt) unsupported(t);
-        all.dtype = *dt;
-        all.data = t.data;
-        all.keep_alive = t.keep_alive;
-        if (check_) check_finite_blocks(t);
-        quantized_ = true;
-      }
-    } else if (!(t.type == GgmlType::F32 || t.type == GgmlType::F16 || t.type == GgmlType::BF16) && !block_dtype(t.type)) {
-      unsupported(t);
-    }
+    const TensorView all = bind_matrix(tensor(name, {count, rows, cols}), count * rows, cols, 0);
     std::vector<TensorView> parts;
     for (int64_t e = 0; e < count; ++e) parts.push_back(all.rows_view(e * rows, rows, "[" + std::to_string(e) + "]"));
     return parts;
@@ -216,6 +168,39 @@ class Binder {
   const std::string& path() const { return g_.path(); }
 
  private:
+  // Tensor t, whose shape tensor() checked, as a [rows, cols] matrix (its rows: ne[1] * ne[2] * ne[3] of the file's).
+  TensorView bind_matrix(const GgufTensor& t, int64_t rows, int64_t cols, int unpermute_heads) {
+    const bool plain = t.type == GgmlType::F32 || t.type == GgmlType::F16 || t.type == GgmlType::BF16;
+    if (dry_) {
+      if (unpermute_heads) hf_row_order(rows, unpermute_heads, t.name);
+      if (!plain && !block_dtype(t.type)) unsupported(t);
+      TensorView v;
+      v.name = t.name;
+      v.shape = {rows, cols};
+      return v;
+    }
+    if (plain) {
+      TensorView v = t.view(g_.path());
+      v.shape = {rows, cols};
+      if (check_) check_finite(v, g_.path());
+      if (unpermute_heads) reorder_rows(v, t, unpermute_heads);
+      return v;
+    }
+    const std::optional<DType> dt = block_dtype(t.type);
+    if (!dt) unsupported(t);
+    // Block-quantized: kept in its blocks, zero-copy unless its rows are reordered (whole rows are whole blocks).
+    TensorView v;
+    v.name = t.name;
+    v.dtype = *dt;
+    v.shape = {rows, cols};
+    v.data = t.data;
+    v.keep_alive = t.keep_alive;
+    if (unpermute_heads) reorder_rows(v, t, unpermute_heads);
+    if (check_) check_finite_blocks(t);
+    quantized_ = true;
+    return v;
+  }
+
   [[noreturn]] void unsupported(const GgufTensor& t) const {
     throw InputError(g_.path(), "tensor '" + t.name + "' has type " + std::string(ggml_type_name(t.type)) +
                                     " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
