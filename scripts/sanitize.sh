@@ -11,7 +11,9 @@
 # Usage: scripts/sanitize.sh [asan|tsan|all]   (default all)
 # The builds are lean so CI stays within its time: -O1 -g1 (line tables are all a sanitizer report needs; full -g
 # cost a quarter more compile time), the tests' own sources at -O0 (tests/CMakeLists.txt: SPECSCOPE_TEST_CXX_FLAGS),
-# precompiled headers (cmake/SpecScopePch.cmake), no GUI, no CUDA, no libFuzzer or benches, only the test executables
+# precompiled headers (cmake/SpecScopePch.cmake), unity batches (cmake/SpecScopeUnity.cmake: each library's sources
+# compiled a dozen at a time, so the json, fmt and container code they share is instantiated and instrumented once
+# per batch, not once per source), no GUI, no CUDA, no libFuzzer or benches, only the test executables
 # below, the fuzz replayers and the CLI, in build-asan/ and build-tsan/ (SPECSCOPE_ASAN_DIR, SPECSCOPE_TSAN_DIR). Prints
 # each ctest summary and the wall time of each build and test run; exits non-zero when a build or a test fails.
 # The TSan build compiles the hot loops once (SPECSCOPE_NO_TARGET_CLONES): gcc instruments the ifunc resolvers
@@ -73,7 +75,7 @@ run_one() {
     "-DCMAKE_CXX_FLAGS_SANITIZE=-O1 -g1 -fno-omit-frame-pointer $flags" \
     "-DCMAKE_EXE_LINKER_FLAGS_SANITIZE=$flags" "-DCMAKE_SHARED_LINKER_FLAGS_SANITIZE=$flags" \
     -DSPECSCOPE_GUI=OFF -DSPECSCOPE_CUDA=OFF -DSPECSCOPE_FUZZ=OFF -DSPECSCOPE_FUZZ_REPLAY=ON -DSPECSCOPE_TESTS=ON \
-    "-DSPECSCOPE_TEST_CXX_FLAGS=-O0" >/dev/null || return 1
+    "-DSPECSCOPE_TEST_CXX_FLAGS=-O0" -DSPECSCOPE_UNITY=ON >/dev/null || return 1
   cmake --build "$dir" -j "$jobs" --target "$@" || return 1
   t1=$(date +%s)
   echo "== $name: running the tests of: $*"

@@ -10,6 +10,7 @@
 
 #include "engine/discovery/memory_estimate.h"
 #include "engine/model/family_manifest.h"
+#include "engine/util/ascii_case.h"
 #include "engine/util/error.h"
 
 namespace specscope::discovery {
@@ -27,11 +28,6 @@ std::string what_of(const ModelFacts& f) {
     case ModelKind::Model: break;
   }
   return f.architecture.empty() ? "?" : f.architecture;
-}
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-  return s;
 }
 
 // The row of one model, without its drafters. Memory is judged only for what could be a target.
@@ -150,8 +146,8 @@ std::vector<ModelGroup> list_models(const Discovery& d, const std::string& shipp
 }
 
 bool matches_query(const ListedModel& m, const std::string& query) {
-  const std::string haystack = lower(m.name + "\n" + m.spec + "\n" + m.what + "\n" + m.dtype);
-  std::istringstream words(lower(query));
+  const std::string haystack = ascii_lower(m.name + "\n" + m.spec + "\n" + m.what + "\n" + m.dtype);
+  std::istringstream words(ascii_lower(query));
   for (std::string w; words >> w;)
     if (haystack.find(w) == std::string::npos) return false;
   return true;

@@ -8,15 +8,11 @@
 #include "engine/discovery/stores.h"
 #include "engine/discovery/tokenizer_fingerprint.h"
 #include "engine/tokenizer/shared_vocabulary.h"
+#include "engine/util/ascii_case.h"
 
 namespace specscope::discovery {
 
 namespace {
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-  return s;
-}
 
 std::string last_component(const std::string& s) {
   std::string t = s;
@@ -35,7 +31,7 @@ std::vector<std::string> names_of(const Found& t) {
     if (const auto slash = n.find('/', n.find('/') + 1); slash != std::string::npos && t.facts.format == "gguf")
       n = n.substr(0, slash);
   }
-  return {lower(n), lower(last_component(n)), lower(last_component(t.path))};
+  return {ascii_lower(n), ascii_lower(last_component(n)), ascii_lower(last_component(t.path))};
 }
 
 bool is_target(const Found& f) {
@@ -60,7 +56,7 @@ std::string sizes(const ModelFacts& f) {
 
 bool names_target(const std::string& base, const Found& target) {
   if (base.empty()) return false;
-  const std::string b = lower(base), tail = lower(last_component(base));
+  const std::string b = ascii_lower(base), tail = ascii_lower(last_component(base));
   for (const auto& n : names_of(target))
     if (!n.empty() && (n == b || n == tail)) return true;
   return false;

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <map>
 
+#include "engine/util/ascii_case.h"
 #include "engine/util/error.h"
 
 namespace specscope {
@@ -51,11 +52,6 @@ const char* ftype_name(int64_t ftype) {
   }
 }
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-  return s;
-}
-
 }  // namespace
 
 std::string gguf_file_type_name(const GgufFile& g) {
@@ -77,7 +73,7 @@ std::string gguf_file_type_name(const GgufFile& g) {
   if (bytes.empty()) return "";
   const auto most = std::max_element(bytes.begin(), bytes.end(),
                                      [](const auto& a, const auto& b) { return a.second < b.second; });
-  return lower(std::string(ggml_type_name(most->first)));
+  return ascii_lower(std::string(ggml_type_name(most->first)));
 }
 
 }  // namespace specscope

@@ -10,7 +10,9 @@
 
 namespace specscope::tok {
 
-namespace {
+// A named namespace, not an anonymous one: the normalizers, pre-tokenizers, decoders and post-processors share
+// kind names (Sequence, ByteLevel, Strip...), and a unity build (cmake/SpecScopeUnity.cmake) compiles them together.
+namespace decoders {
 
 // Maps each token's characters back to bytes (tokens with an unmapped character, e.g. added tokens, keep
 // their own UTF-8), concatenates everything and decodes it lossily into one string.
@@ -178,9 +180,10 @@ class Sequence final : public Decoder {
   std::vector<std::unique_ptr<Decoder>> parts_;
 };
 
-}  // namespace
+}  // namespace decoders
 
 std::unique_ptr<Decoder> make_decoder(const nlohmann::json& j, const std::string& path) {
+  using namespace decoders;
   if (j.is_null()) return nullptr;
   const std::string type = type_of(j, path, "decoder");
   if (type == "ByteLevel") return std::make_unique<ByteLevel>();

@@ -10,7 +10,9 @@
 
 namespace specscope::tok {
 
-namespace {
+// A named namespace, not an anonymous one: the normalizers, pre-tokenizers, decoders and post-processors share
+// kind names (Sequence, ByteLevel, Strip...), and a unity build (cmake/SpecScopeUnity.cmake) compiles them together.
+namespace normalizers {
 
 class UnicodeForm final : public Normalizer {
  public:
@@ -106,9 +108,10 @@ class Sequence final : public Normalizer {
   std::vector<std::unique_ptr<Normalizer>> parts_;
 };
 
-}  // namespace
+}  // namespace normalizers
 
 std::unique_ptr<Normalizer> make_normalizer(const nlohmann::json& j, const std::string& path) {
+  using namespace normalizers;
   if (j.is_null()) return nullptr;
   const std::string type = type_of(j, path, "normalizer");
   if (type == "NFC") return std::make_unique<UnicodeForm>(unicode::NormForm::NFC);

@@ -4,7 +4,9 @@
 
 namespace specscope::tok {
 
-namespace {
+// A named namespace, not an anonymous one: the normalizers, pre-tokenizers, decoders and post-processors share
+// kind names (Sequence, ByteLevel, Strip...), and a unity build (cmake/SpecScopeUnity.cmake) compiles them together.
+namespace post_processors {
 
 class Noop final : public PostProcessor {
  public:
@@ -91,9 +93,10 @@ int32_t pair_id(const nlohmann::json& j, const char* key, const std::string& pat
   return v[1].get<int32_t>();
 }
 
-}  // namespace
+}  // namespace post_processors
 
 std::unique_ptr<PostProcessor> make_post_processor(const nlohmann::json& j, const std::string& path) {
+  using namespace post_processors;
   if (j.is_null()) return nullptr;
   const std::string type = type_of(j, path, "post_processor");
   if (type == "TemplateProcessing") return template_processing(j, path);

@@ -9,7 +9,9 @@
 
 namespace specscope::tok {
 
-namespace {
+// A named namespace, not an anonymous one: the normalizers, pre-tokenizers, decoders and post-processors share
+// kind names (Sequence, ByteLevel, Strip...), and a unity build (cmake/SpecScopeUnity.cmake) compiles them together.
+namespace pre_tokenizers {
 
 // GPT-2's pattern, which the ByteLevel pre-tokenizer applies when use_regex is true.
 constexpr const char* kGpt2Pattern =
@@ -144,9 +146,10 @@ Metaspace::Prepend metaspace_scheme(const nlohmann::json& j, const std::string& 
   return scheme;
 }
 
-}  // namespace
+}  // namespace pre_tokenizers
 
 std::unique_ptr<PreTokenizer> make_pre_tokenizer(const nlohmann::json& j, const std::string& path) {
+  using namespace pre_tokenizers;
   if (j.is_null()) return nullptr;
   const std::string type = type_of(j, path, "pre_tokenizer");
   if (type == "ByteLevel") return std::make_unique<ByteLevel>(bool_or(j, "add_prefix_space", true), bool_or(j, "use_regex", true));

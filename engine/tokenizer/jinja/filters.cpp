@@ -13,8 +13,6 @@ namespace specscope::jinja {
 
 namespace {
 
-[[noreturn]] void bad(const std::string& what) { throw std::invalid_argument(what); }
-
 bool flag(const CallArgs& a, size_t i, const char* name, bool def) {
   const Value* v = arg(a, i, name);
   return v ? v->truthy() : def;
@@ -70,7 +68,7 @@ Value select(Interpreter& in, const Value& v, const CallArgs& a, bool by_attr, b
   std::string attr;
   if (by_attr) {
     const Value* at = arg(a, 0, nullptr);
-    if (!at) bad("selectattr/rejectattr need an attribute name");
+    if (!at) misuse("selectattr/rejectattr need an attribute name");
     attr = to_str(*at);
     next = 1;
   }
@@ -116,7 +114,7 @@ Value to_float(const Value& v, const Value& def) {
 std::string indent(const std::string& s, const std::string& pad, bool first, bool blank) {
   std::vector<std::string> lines = text::splitlines(s + "\n");
   if (s.size() + lines.size() * pad.size() > text::kMaxStringBytes)
-    bad("indent would make a string of more than " + std::to_string(text::kMaxStringBytes) + " bytes (limit)");
+    misuse("indent would make a string of more than " + std::to_string(text::kMaxStringBytes) + " bytes (limit)");
   std::string out;
   for (size_t i = 0; i < lines.size(); ++i) {
     if (i) out += "\n";
@@ -139,12 +137,12 @@ List iterate(const Value& v) {
   if (v.is_string()) {
     const std::u32string u = text::decode(v.str());
     if (u.size() > text::kMaxItems)
-      bad("a string of more than " + std::to_string(text::kMaxItems) + " characters is too long to iterate (limit)");
+      misuse("a string of more than " + std::to_string(text::kMaxItems) + " characters is too long to iterate (limit)");
     List chars;
     for (char32_t c : u) chars.push_back(Value(text::encode(std::u32string(1, c))));
     return chars;
   }
-  bad("'" + v.type_name() + "' object is not iterable");
+  misuse("'" + v.type_name() + "' object is not iterable");
 }
 
 Value apply_filter(Interpreter& in, const std::string& name, const Value& v, const CallArgs& a) {
@@ -154,7 +152,7 @@ Value apply_filter(Interpreter& in, const std::string& name, const Value& v, con
     if (v.is_list()) return Value(int64_t(v.list().size()));
     if (v.is_dict()) return Value(int64_t(v.dict().items.size()));
     if (v.is_undefined()) return Value(int64_t(0));
-    bad("object of type '" + v.type_name() + "' has no len()");
+    misuse("object of type '" + v.type_name() + "' has no len()");
   }
   if (name == "upper") return Value(text::upper(to_str(v)));
   if (name == "lower") return Value(text::lower(to_str(v)));
@@ -164,7 +162,7 @@ Value apply_filter(Interpreter& in, const std::string& name, const Value& v, con
     const Value* from = arg(a, 0, "old");
     const Value* to = arg(a, 1, "new");
     const Value* count = arg(a, 2, "count");
-    if (!from || !to) bad("replace needs the old and the new text");
+    if (!from || !to) misuse("replace needs the old and the new text");
     return Value(text::replace(to_str(v), to_str(*from), to_str(*to),
                                count && !count->is_none() ? count->as_int() : -1));
   }
@@ -194,13 +192,13 @@ Value apply_filter(Interpreter& in, const std::string& name, const Value& v, con
   if (name == "list") return Value(iterate(v));
   if (name == "tojson") {
     const Value* ascii = arg(a, 0, "ensure_ascii");
-    if (ascii && ascii->truthy()) bad("tojson(ensure_ascii=True) is not supported");
+    if (ascii && ascii->truthy()) misuse("tojson(ensure_ascii=True) is not supported");
     const Value* ind = arg(a, 1, "indent");
-    if (arg(a, 2, "separators") && !arg(a, 2, "separators")->is_none()) bad("tojson(separators=...) is not supported");
+    if (arg(a, 2, "separators") && !arg(a, 2, "separators")->is_none()) misuse("tojson(separators=...) is not supported");
     const bool sort_keys = flag(a, 3, "sort_keys", false);
     int width = -1;
     if (ind && !ind->is_none()) {
-      if (!ind->is_int()) bad("tojson indent must be an integer");
+      if (!ind->is_int()) misuse("tojson indent must be an integer");
       width = int(std::clamp<int64_t>(ind->as_int(), 0, 64));
     }
     return Value(to_json(v, width, sort_keys));
@@ -217,13 +215,13 @@ Value apply_filter(Interpreter& in, const std::string& name, const Value& v, con
   }
   if (name == "items") {
     if (v.is_undefined()) return Value(List{});
-    if (!v.is_dict()) bad("Can only get item pairs from a mapping.");
+    if (!v.is_dict()) misuse("Can only get item pairs from a mapping.");
     List out;
     for (const auto& [k, e] : v.dict().items) out.push_back(Value::tuple(List{key_value(k), e}));
     return Value(std::move(out));
   }
   if (name == "dictsort") {
-    if (!v.is_dict()) bad("dictsort needs a mapping");
+    if (!v.is_dict()) misuse("dictsort needs a mapping");
     const bool cs = flag(a, 0, "case_sensitive", false);
     const bool by_value = opt_string(a, 1, "by").value_or("key") == "value";
     const bool reverse = flag(a, 2, "reverse", false);
@@ -251,7 +249,7 @@ Value apply_filter(Interpreter& in, const std::string& name, const Value& v, con
       }
     } else {
       const Value* f = arg(a, 0, nullptr);
-      if (!f) bad("map needs a filter name or attribute=");
+      if (!f) misuse("map needs a filter name or attribute=");
       const CallArgs fargs = rest(a, 1);
       for (const Value& item : iterate(v)) out.push_back(apply_filter(in, to_str(*f), item, fargs));
     }
@@ -270,7 +268,7 @@ Value apply_filter(Interpreter& in, const std::string& name, const Value& v, con
   if (name == "abs") {
     if (v.is_float()) return Value(std::fabs(v.as_double()));
     if (v.is_int() || v.is_bool()) return Value(v.as_int() < 0 ? -v.as_int() : v.as_int());
-    bad("bad operand type for abs(): '" + v.type_name() + "'");
+    misuse("bad operand type for abs(): '" + v.type_name() + "'");
   }
   if (name == "round") {
     const Value* p = arg(a, 0, "precision");
@@ -318,7 +316,7 @@ Value apply_filter(Interpreter& in, const std::string& name, const Value& v, con
     Value total = start ? *start : Value(int64_t(0));
     for (const Value& x : iterate(v)) {
       const Value y = attr ? lookup_path(x, *attr) : x;
-      if (!total.is_number() || !y.is_number()) bad("unsupported operand type(s) for +");
+      if (!total.is_number() || !y.is_number()) misuse("unsupported operand type(s) for +");
       total = total.is_float() || y.is_float() ? Value(total.as_double() + y.as_double())
                                                : Value(total.as_int() + y.as_int());
     }
@@ -326,11 +324,11 @@ Value apply_filter(Interpreter& in, const std::string& name, const Value& v, con
   }
   if (name == "attr") {
     const Value* n = arg(a, 0, "name");
-    if (!n) bad("attr needs a name");
+    if (!n) misuse("attr needs a name");
     return lookup_path(v, to_str(*n));
   }
   if (name == "wordcount") return Value(int64_t(text::split(to_str(v), std::nullopt, -1).size()));
-  bad("no filter named '" + name + "'");
+  misuse("no filter named '" + name + "'");
 }
 
 }  // namespace specscope::jinja

@@ -14,15 +14,13 @@ namespace specscope::jinja {
 
 namespace {
 
-[[noreturn]] void bad(const std::string& what) { throw std::invalid_argument(what); }
-
 Value raise_exception(Interpreter&, const CallArgs& a) {
   throw Raised(a.pos.empty() ? std::string() : to_str(a.pos[0]));
 }
 
 // datetime.now().strftime(fmt): local time, C locale (Python does not apply the user's LC_TIME).
 Value strftime_now(Interpreter& in, const CallArgs& a) {
-  if (a.pos.empty() || !a.pos[0].is_string()) bad("strftime_now() needs a format string");
+  if (a.pos.empty() || !a.pos[0].is_string()) misuse("strftime_now() needs a format string");
   std::tm tm{};
   if (in.options().now) {
     tm = *in.options().now;
@@ -40,12 +38,12 @@ Value make_namespace(Interpreter& in, const CallArgs& a) {
   auto ns = std::make_shared<Namespace>();
   in.track(ns);
   for (const Value& p : a.pos) {  // namespace(mapping) copies it
-    if (!p.is_dict()) bad("namespace() takes a mapping or keyword arguments");
+    if (!p.is_dict()) misuse("namespace() takes a mapping or keyword arguments");
     for (const auto& [k, v] : p.dict().items) ns->attrs->set(k, v);
   }
   for (const auto& [k, v] : a.kw) {
     if (!k.empty() && k[0] == '_')
-      bad("Chat templates cannot store underscore-prefixed attributes on a namespace, but got '" + k +
+      misuse("Chat templates cannot store underscore-prefixed attributes on a namespace, but got '" + k +
           "'. Please rename the attribute.");
     ns->attrs->set(k, v);
   }
@@ -55,7 +53,7 @@ Value make_namespace(Interpreter& in, const CallArgs& a) {
 Value make_dict(Interpreter&, const CallArgs& a) {
   Dict d;
   for (const Value& p : a.pos) {
-    if (!p.is_dict()) bad("dict() takes a mapping or keyword arguments");
+    if (!p.is_dict()) misuse("dict() takes a mapping or keyword arguments");
     for (const auto& [k, v] : p.dict().items) d.set(k, v);
   }
   for (const auto& [k, v] : a.kw) d.set(k, v);
@@ -65,16 +63,16 @@ Value make_dict(Interpreter&, const CallArgs& a) {
 Value range(Interpreter& in, const CallArgs& a) {
   int64_t start = 0, stop = 0, step = 1;
   for (const Value& v : a.pos)
-    if (!v.is_int() && !v.is_bool()) bad("'" + v.type_name() + "' object cannot be interpreted as an integer");
+    if (!v.is_int() && !v.is_bool()) misuse("'" + v.type_name() + "' object cannot be interpreted as an integer");
   if (a.pos.size() == 1) stop = a.pos[0].as_int();
   else if (a.pos.size() >= 2) {
     start = a.pos[0].as_int();
     stop = a.pos[1].as_int();
     if (a.pos.size() >= 3) step = a.pos[2].as_int();
   } else {
-    bad("range expected at least 1 argument, got 0");
+    misuse("range expected at least 1 argument, got 0");
   }
-  if (step == 0) bad("range() arg 3 must not be zero");
+  if (step == 0) misuse("range() arg 3 must not be zero");
   const double count = std::max(0.0, (double(stop) - double(start)) / double(step));
   in.count_iterations(int64_t(std::min(count, 1e18)));  // a range larger than the loop budget is refused
   List out;

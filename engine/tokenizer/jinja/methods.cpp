@@ -11,25 +11,23 @@ namespace specscope::jinja {
 
 namespace {
 
-[[noreturn]] void bad(const std::string& what) { throw std::invalid_argument(what); }
-
 std::optional<std::string> opt_str(const CallArgs& a, size_t i, const char* name) {
   const Value* v = arg(a, i, name);
   if (!v || v->is_none()) return std::nullopt;
-  if (!v->is_string()) bad("expected a string argument, got " + v->type_name());
+  if (!v->is_string()) misuse("expected a string argument, got " + v->type_name());
   return v->str();
 }
 
 std::string need_str(const CallArgs& a, size_t i, const char* name, const std::string& method) {
   const Value* v = arg(a, i, name);
-  if (!v || !v->is_string()) bad(method + "() needs a string argument");
+  if (!v || !v->is_string()) misuse(method + "() needs a string argument");
   return v->str();
 }
 
 int64_t opt_int(const CallArgs& a, size_t i, const char* name, int64_t def) {
   const Value* v = arg(a, i, name);
   if (!v || v->is_none()) return def;
-  if (!v->is_int() && !v->is_bool()) bad("expected an integer argument, got " + v->type_name());
+  if (!v->is_int() && !v->is_bool()) misuse("expected an integer argument, got " + v->type_name());
   return v->as_int();
 }
 
@@ -48,12 +46,12 @@ bool affix(const std::string& s, const Value& what, bool prefix) {
   if (what.is_string()) return one(what.str());
   if (what.is_list()) {
     for (const Value& p : what.list()) {
-      if (!p.is_string()) bad("tuple for startswith/endswith must only contain str");
+      if (!p.is_string()) misuse("tuple for startswith/endswith must only contain str");
       if (one(p.str())) return true;
     }
     return false;
   }
-  bad("startswith/endswith first arg must be str or a tuple of str, not " + what.type_name());
+  misuse("startswith/endswith first arg must be str or a tuple of str, not " + what.type_name());
 }
 
 // str.format with {}, {0} and {name} fields (no format specs).
@@ -70,9 +68,9 @@ std::string format(const std::string& f, const CallArgs& a) {
       ++i;
     } else if (c == '{') {
       const size_t close = f.find('}', i);
-      if (close == std::string::npos) bad("Single '{' encountered in format string");
+      if (close == std::string::npos) misuse("Single '{' encountered in format string");
       const std::string field = f.substr(i + 1, close - i - 1);
-      if (field.find_first_of(":!") != std::string::npos) bad("format specs are not supported in str.format");
+      if (field.find_first_of(":!") != std::string::npos) misuse("format specs are not supported in str.format");
       const Value* v = nullptr;
       if (field.empty()) v = auto_index < a.pos.size() ? &a.pos[auto_index++] : nullptr;
       else if (std::isdigit(static_cast<unsigned char>(field[0]))) {
@@ -88,12 +86,12 @@ std::string format(const std::string& f, const CallArgs& a) {
       } else {
         v = a.kwarg(field);
       }
-      if (!v) bad("Replacement index " + field + " out of range for positional args tuple");
+      if (!v) misuse("Replacement index " + field + " out of range for positional args tuple");
       out += to_str(*v);
-      if (out.size() > text::kMaxStringBytes) bad("format() would make a string too long (limit)");
+      if (out.size() > text::kMaxStringBytes) misuse("format() would make a string too long (limit)");
       i = close;
     } else if (c == '}') {
-      bad("Single '}' encountered in format string");
+      misuse("Single '}' encountered in format string");
     } else {
       out += c;
     }
@@ -116,14 +114,14 @@ Value string_method(const std::string& s, const std::string& name, const CallArg
   if (name == "rstrip") return Value(text::strip(s, opt_str(a, 0, "chars"), false, true));
   if (name == "split" || name == "rsplit") {
     const auto sep = opt_str(a, 0, "sep");
-    if (sep && sep->empty()) bad("empty separator");
+    if (sep && sep->empty()) misuse("empty separator");
     const int64_t maxsplit = opt_int(a, 1, "maxsplit", -1);
     return strings(name == "split" ? text::split(s, sep, maxsplit) : text::rsplit(s, sep, maxsplit));
   }
   if (name == "splitlines") return strings(text::splitlines(s));
   if (name == "startswith" || name == "endswith") {
     const Value* what = arg(a, 0, nullptr);
-    if (!what) bad(name + "() takes at least 1 argument (0 given)");
+    if (!what) misuse(name + "() takes at least 1 argument (0 given)");
     return Value(affix(s, *what, name == "startswith"));
   }
   if (name == "replace")
@@ -137,9 +135,9 @@ Value string_method(const std::string& s, const std::string& name, const CallArg
     std::string out;
     bool first = true;
     for (const Value& v : iterate(a.pos.empty() ? Value(List{}) : a.pos[0])) {
-      if (!v.is_string()) bad("sequence item: expected str instance, " + v.type_name() + " found");
+      if (!v.is_string()) misuse("sequence item: expected str instance, " + v.type_name() + " found");
       out += (first ? "" : s) + v.str();
-      if (out.size() > text::kMaxStringBytes) bad("join() would make a string too long (limit)");
+      if (out.size() > text::kMaxStringBytes) misuse("join() would make a string too long (limit)");
       first = false;
     }
     return Value(std::move(out));
@@ -154,7 +152,7 @@ Value string_method(const std::string& s, const std::string& name, const CallArg
     }
     const size_t at = name[0] == 'r' ? s.rfind(sub) : s.find(sub);
     if (at == std::string::npos) {
-      if (name == "index" || name == "rindex") bad("substring not found");
+      if (name == "index" || name == "rindex") misuse("substring not found");
       return Value(int64_t(-1));
     }
     return Value(int64_t(text::length(s.substr(0, at))));  // a code point index, as Python counts
@@ -166,7 +164,7 @@ Value string_method(const std::string& s, const std::string& name, const CallArg
   if (name == "isspace") return Value(all_chars(s, [](char32_t c) { return text::py_isspace(c); }));
   if (name == "islower") return Value(text::lower(s) == s && text::upper(s) != s);
   if (name == "isupper") return Value(text::upper(s) == s && text::lower(s) != s);
-  bad("'str' object has no attribute '" + name + "'");
+  misuse("'str' object has no attribute '" + name + "'");
 }
 
 bool is_string_method(const std::string& n) {
@@ -204,29 +202,29 @@ Value call_dict(const Value& obj, const std::string& name, const CallArgs& a) {
   }
   if (name == "get") {
     const Value* key = arg(a, 0, nullptr);
-    if (!key) bad("get expected at least 1 argument, got 0");
+    if (!key) misuse("get expected at least 1 argument, got 0");
     const Value* def = arg(a, 1, nullptr);
     const Value* v = key->is_list() || key->is_dict() || key->is_undefined() ? nullptr : d.find(dict_key(*key));
     return v ? *v : def ? *def : Value(None{});
   }
-  bad("access to attribute '" + name + "' of 'dict' object is unsafe.");
+  misuse("access to attribute '" + name + "' of 'dict' object is unsafe.");
 }
 
 Value call_list(const Value& obj, const std::string& name, const CallArgs& a) {
   const List& l = obj.list();
   if (name == "index" || name == "count") {
     const Value* x = arg(a, 0, nullptr);
-    if (!x) bad(name + "() takes exactly one argument");
+    if (!x) misuse(name + "() takes exactly one argument");
     int64_t n = 0;
     for (size_t i = 0; i < l.size(); ++i) {
       if (!equals(l[i], *x)) continue;
       if (name == "index") return Value(int64_t(i));
       ++n;
     }
-    if (name == "index") bad(repr(*x) + " is not in list");
+    if (name == "index") misuse(repr(*x) + " is not in list");
     return Value(n);
   }
-  bad("access to attribute '" + name + "' of 'list' object is unsafe.");
+  misuse("access to attribute '" + name + "' of 'list' object is unsafe.");
 }
 
 }  // namespace
