@@ -23,6 +23,7 @@ StepCostBreakdown step_breakdown(const StepRecord& step, const StepCost& cost) {
   b.tokens = int(step.committed.size());
   b.expected_ms = b.verify_ms + b.draft_ms;
   b.vanilla_ms = b.tokens * cost.at(1);
+  b.experts_per_layer = step.experts_per_layer;
   return b;
 }
 
@@ -31,7 +32,12 @@ std::string describe_step(const StepCostBreakdown& b) {
   std::snprintf(buf, sizeof buf, "verify %.1f ms (%d token%s) + draft %.1f ms for %d token%s; vanilla would take %.1f ms",
                 b.verify_ms, b.target_tokens, b.target_tokens == 1 ? "" : "s", b.draft_ms, b.tokens,
                 b.tokens == 1 ? "" : "s", b.vanilla_ms);
-  return buf;
+  std::string text = buf;
+  if (std::isfinite(b.experts_per_layer)) {
+    std::snprintf(buf, sizeof buf, "; the forward ran %.1f experts per layer", b.experts_per_layer);
+    text += buf;
+  }
+  return text;
 }
 
 namespace {
@@ -60,7 +66,8 @@ bool fit_draft_forwards(const std::vector<StepRecord>& steps, double* first_ms, 
 RunCostModel model_run_cost(const std::vector<StepRecord>& steps, const StepCost& cost) {
   RunCostModel m;
   m.cost1_ms = cost.at(1);
-  double accepted = 0, verify = 0, draft = 0, target = 0, measured = 0;
+  double accepted = 0, verify = 0, draft = 0, target = 0, measured = 0, experts = 0;
+  int expert_steps = 0;
   bool timed = true;
   for (const auto& s : steps) {
     if (s.root_token < 0) continue;  // the prefill
@@ -72,6 +79,10 @@ RunCostModel model_run_cost(const std::vector<StepRecord>& steps, const StepCost
     target += b.target_tokens;
     measured += double(s.timings.verify_forward_us) / 1000.0;
     timed = timed && s.timings.verify_forward_us > 0;
+    if (std::isfinite(b.experts_per_layer)) {
+      experts += b.experts_per_layer;
+      ++expert_steps;
+    }
     if (b.target_tokens > 1 || s.draft_tokens > 0 || !s.nodes.empty()) m.drafted = true;
   }
   if (m.steps.empty()) return m;
@@ -84,6 +95,7 @@ RunCostModel model_run_cost(const std::vector<StepRecord>& steps, const StepCost
     m.mean_measured_verify_ms = measured / n;
     m.verify_vs_curve = m.mean_verify_ms > 0 ? m.mean_measured_verify_ms / m.mean_verify_ms : 0;
   }
+  if (expert_steps > 0) m.mean_experts_per_layer = experts / expert_steps;
   fit_draft_forwards(steps, &m.first_draft_forward_ms, &m.later_draft_forward_ms);
   const double step_ms = m.mean_verify_ms + m.mean_draft_ms;
   m.expected_speedup = step_ms > 0 && m.cost1_ms > 0 ? m.tau / (step_ms / m.cost1_ms) : 0;
@@ -112,6 +124,14 @@ RunCostModel model_run_cost(const std::vector<StepRecord>& steps, const StepCost
                     " The drafter's first forward of a step took about %.2f ms and each one after it %.2f ms: the "
                     "target's forward pushes the drafter's weights out of the cache, and every step brings them back.",
                     m.first_draft_forward_ms, m.later_draft_forward_ms);
+      m.verdict += buf;
+    }
+    if (std::isfinite(m.mean_experts_per_layer)) {
+      std::snprintf(buf, sizeof buf,
+                    " The target is a mixture of experts: a verification of %.1f tokens ran %.1f experts per layer, "
+                    "where one token runs only those it picks. Every expert a row picks is read whole, so the "
+                    "tree's cost grows with the experts its rows reach, not only with its tokens.",
+                    m.mean_target_tokens, m.mean_experts_per_layer);
       m.verdict += buf;
     }
   }

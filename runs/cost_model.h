@@ -21,6 +21,9 @@ struct StepCostBreakdown {
   int tokens = 0;             // committed: accepted drafts + the bonus
   double expected_ms = 0;     // verify_ms + draft_ms
   double vanilla_ms = 0;      // tokens * cost(1): vanilla's time for the same tokens
+  // A mixture-of-experts target: the experts its forward ran per expert layer (StepRecord::experts_per_layer); NaN
+  // for a dense one.
+  double experts_per_layer = kNoValue;
 };
 
 struct RunCostModel {
@@ -40,10 +43,16 @@ struct RunCostModel {
   // drafter's weights left the cache during the target's forward (SpS on the shipped family, 2026-11-29: ~0.17 ms
   // against ~0.06-0.09 ms for the chain's next forwards, bench/results/cpu_sps_step_anatomy_2026-11-29/).
   double first_draft_forward_ms = 0, later_draft_forward_ms = 0;
+  // A mixture-of-experts target: the experts its verifications ran per expert layer, mean over the steps that
+  // recorded it; NaN for a dense target (or steps recorded before session schema 6). A verification batch reads
+  // every expert any of its rows picked, so this, against the k one token picks, is why its cost(n) climbs faster
+  // than a dense model's.
+  double mean_experts_per_layer = kNoValue;
   // One sentence for a run that drafted: "Expected 0.65x (...): it loses on drafting: ..." naming the losing term
   // (losing_term) when the expected speedup is below 1, else "...: it wins, committing tau tokens in ...". When the
   // run's verifications took at least kColdVerification times the curve's cost, a second sentence says so and why;
-  // when the drafter's first forward of a step cost at least kColdDrafter times its later ones, another says that.
+  // when the drafter's first forward of a step cost at least kColdDrafter times its later ones, another says that;
+// on a mixture-of-experts target, another gives the experts a verification ran.
   // Empty for vanilla and for no steps.
   std::string verdict;
 };
@@ -68,7 +77,8 @@ std::string losing_term(double tau, double verify_ms, double draft_ms, double co
 
 // One step's breakdown (a prefill step, root_token < 0, is still computed; model_run_cost leaves it out).
 StepCostBreakdown step_breakdown(const StepRecord& step, const StepCost& cost);
-// "verify 2.1 ms (7 tokens) + draft 0.9 ms for 3 tokens; vanilla would take 3.3 ms"
+// "verify 2.1 ms (7 tokens) + draft 0.9 ms for 3 tokens; vanilla would take 3.3 ms", and on a mixture of experts
+// "; the forward ran 17.5 experts per layer"
 std::string describe_step(const StepCostBreakdown& b);
 
 RunCostModel model_run_cost(const std::vector<StepRecord>& steps, const StepCost& cost);

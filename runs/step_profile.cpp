@@ -56,7 +56,7 @@ std::vector<StepProfile> profile_steps(const Model& model, const cpu::Roofline& 
     warm_up(*ctx, b, context);
     std::vector<cpu::OpProfile::Table> tables;
     std::vector<double> ms, forks, join_wait, experts;
-    const double expert_layers = model.config().expert_layers();
+    const int expert_layers = model.config().expert_layers();
     for (int r = 1; r <= repeat; ++r) {
       cpu::OpProfile::Recording rec;
       const cpu::ThreadingStats before = cpu::threading_stats();
@@ -69,7 +69,7 @@ std::vector<StepProfile> profile_steps(const Model& model, const cpu::Roofline& 
       ms.push_back(t);
       forks.push_back(double(after.parallel_calls - before.parallel_calls));
       join_wait.push_back(1e-6 * double(after.join_wait_ns - before.join_wait_ns));
-      if (expert_layers > 0) experts.push_back(double(ctx->experts_computed - experts_before) / expert_layers);
+      if (expert_layers > 0) experts.push_back(ctx->experts_per_layer_since(experts_before, expert_layers));
       tables.push_back(rec.totals());
     }
     p.ms = median(ms);

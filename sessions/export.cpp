@@ -102,7 +102,7 @@ void export_csv(SessionReader& reader, int64_t session_id, CsvTable table, std::
   if (table == CsvTable::Steps)
     out << "session,run,method,step_index,step,position,root_token,nodes,accepted,accepted_path,bonus_token,"
            "bonus_text,bonus_source,bonus_prob,committed,text_piece,draft_us,verify_forward_us,verify_us,"
-           "kv_update_us,target_forwards,target_tokens,draft_forwards,draft_tokens,lossy\n";
+           "kv_update_us,target_forwards,target_tokens,draft_forwards,draft_tokens,lossy,experts_per_layer\n";
   else
     out << "session,run,method,step_index,step,node,parent,depth,token,text,draft_prob,cum_score,source,"
            "source_index,pruned,target_prob,accept_prob,decision,verify_rule,tested_prob,u\n";
@@ -119,7 +119,8 @@ void export_csv(SessionReader& reader, int64_t session_id, CsvTable table, std::
             << "," << csv_field(join_ids(rec.committed)) << "," << csv_field(st.text_piece) << ","
             << rec.timings.draft_us << "," << rec.timings.verify_forward_us << "," << rec.timings.verify_us << ","
             << rec.timings.kv_update_us << "," << rec.target_forwards << "," << rec.target_tokens << ","
-            << rec.draft_forwards << "," << rec.draft_tokens << "," << int(rec.lossy) << "\n";
+            << rec.draft_forwards << "," << rec.draft_tokens << "," << int(rec.lossy) << ","
+            << csv_num(rec.experts_per_layer) << "\n";
         return;
       }
       for (const DraftNode& n : rec.nodes)

@@ -14,7 +14,7 @@ namespace {
 constexpr const char* kStepColumns =
     "idx, step, position, root_token, accepted_path, bonus_token, bonus_text, bonus_source, bonus_prob, committed, "
     "text_piece, draft_us, verify_forward_us, verify_us, kv_update_us, target_forwards, target_tokens, "
-    "draft_forwards, draft_tokens, lossy, node_count, verified, residual_top_k, draft_cut";
+    "draft_forwards, draft_tokens, lossy, node_count, verified, residual_top_k, draft_cut, experts_per_layer";
 constexpr const char* kNodeColumns =
     "step_idx, id, parent, depth, token, text, draft_prob, cum_score, source, source_index, pruned, target_prob, "
     "accept_prob, decision, u, tested_prob";
@@ -237,6 +237,7 @@ void SessionReader::for_each_step(int64_t run_id, int64_t from, int64_t to,
       if (!S.steps.is_null(21)) decode_verified(S.steps.text_at(21), r, at_step);
       if (!S.steps.is_null(22)) r.residual_top_k = decode_bars(S.steps.text_at(22), at_step);
       r.draft_cut = float(S.steps.real_at(23));  // NULL (NaN): no cut, or recorded before schema 5
+      r.experts_per_layer = float(S.steps.real_at(24));  // NULL (NaN): a dense target, or recorded before schema 6
       fn(std::move(out));
     }
   } catch (...) {

@@ -135,6 +135,11 @@ ALTER TABLE steps ADD COLUMN residual_top_k BLOB;
     R"sql(
 ALTER TABLE steps ADD COLUMN draft_cut REAL;
 )sql",
+    // 5 -> 6: on a mixture-of-experts target, the experts the step's forward ran per expert layer (a tree's rows pick
+    // more than one token's k). NULL: a dense target, or recorded before.
+    R"sql(
+ALTER TABLE steps ADD COLUMN experts_per_layer REAL;
+)sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 

@@ -9,10 +9,10 @@
 
 namespace specscope::sessions {
 
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 inline constexpr int32_t kApplicationId = 0x53705363;  // "SpSc" in PRAGMA application_id
 
-// The SQL that creates schema version `version` from nothing, for tests of the migrations (1 to 5).
+// The SQL that creates schema version `version` from nothing, for tests of the migrations (1 to 6).
 std::string schema_sql(int version);
 
 enum class OpenFor { Reading, Writing };

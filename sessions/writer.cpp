@@ -61,8 +61,8 @@ struct SessionWriter::Statements {
             "INSERT INTO steps(run_id, idx, step, position, root_token, accepted_path, accepted, node_count, "
             "bonus_token, bonus_text, bonus_source, bonus_prob, committed, text_piece, draft_us, "
             "verify_forward_us, verify_us, kv_update_us, target_forwards, target_tokens, draft_forwards, "
-            "draft_tokens, lossy, verified, residual_top_k, draft_cut) "
-            "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")),
+            "draft_tokens, lossy, verified, residual_top_k, draft_cut, experts_per_layer) "
+            "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")),
         node(db.prepare(
             "INSERT INTO nodes(run_id, step_idx, id, parent, depth, token, text, draft_prob, cum_score, source, "
             "source_index, pruned, target_prob, accept_prob, decision, u, tested_prob) "
@@ -219,6 +219,7 @@ void SessionWriter::write(Item& item, CommitReport& report) {
     if (residual.empty()) S.step.bind_null(25);
     else S.step.bind_blob(25, residual.data(), residual.size());
     S.step.bind(26, double(rec.draft_cut));
+    S.step.bind(27, double(rec.experts_per_layer));
     S.step.run();
     for (const DraftNode& n : rec.nodes) {
       S.node.bind(1, st->run_id).bind(2, idx).bind(3, n.id).bind(4, n.parent).bind(5, n.depth).bind(6, n.token);

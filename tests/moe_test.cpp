@@ -14,11 +14,14 @@
 #include <string>
 #include <vector>
 
+#include "engine/methods/factory.h"
+#include "engine/methods/speculative_generator.h"
 #include "engine/model/config.h"
 #include "engine/model/expert_routing.h"
 #include "engine/model/forward.h"
 #include "engine/model/model.h"
 #include "engine/util/mapped_file.h"
+#include "runs/cost_model.h"
 #include "tests/test_support.h"
 
 namespace specscope {
@@ -274,6 +277,51 @@ TEST(Moe, SpeculationIsLossless) {
                                                       test::repeating_prompts(1));
     EXPECT_GT(sps.accepted * 8, sps.drafted);  // a quantized twin agrees often; an unrelated drafter almost never
   }
+}
+
+// Each step records the experts its target forward ran per expert layer (StepRecord::experts_per_layer, session
+// schema 6): at least the k one token picks, at most what its rows could pick and never more than the layer has; a
+// step that verified one token exactly k. The cost model's step line and verdict say it. A dense target records none.
+TEST(Moe, StepsRecordTheExpertsTheirForwardRan) {
+  const auto target = Model::load(test::fixture("models/qwen3moe_f32"));  // 8 experts, 2 per token, 2 layers
+  const double k = target->config().experts_per_token, experts = target->config().num_experts;
+  MethodSpec spec;
+  spec.name = "sps";
+  spec.draft_path = test::fixture("gguf_models/qwen3moe_f32.q8_0.gguf");
+  auto method = make_method(spec, *target);
+  auto ctx = target->new_cpu_context(0);
+  GenerateOptions opts;
+  opts.max_tokens = 24;
+  opts.stop_at_eos = false;
+  const auto res = generate_speculative(*target, *ctx, *method, test::repeating_prompts(1).at(0), opts);
+  ASSERT_GE(res.steps.size(), 3u);
+  bool wider = false;
+  for (const StepRecord& st : res.steps) {
+    SCOPED_TRACE("step " + std::to_string(st.step));
+    ASSERT_FALSE(std::isnan(st.experts_per_layer));
+    EXPECT_GE(st.experts_per_layer, k);
+    EXPECT_LE(st.experts_per_layer, std::min(experts, k * st.target_tokens));
+    if (st.target_tokens == 1) EXPECT_EQ(st.experts_per_layer, k);
+    wider = wider || (st.root_token >= 0 && st.experts_per_layer > k);
+  }
+  EXPECT_TRUE(wider) << "no verification of several rows reached more experts than one token picks";
+
+  runs::StepCost curve;
+  curve.ms = {{1, 1.0}, {8, 3.0}};
+  const auto cost = runs::model_run_cost(res.steps, curve);
+  EXPECT_GT(cost.mean_experts_per_layer, k);
+  EXPECT_LE(cost.mean_experts_per_layer, experts);
+  EXPECT_NE(cost.verdict.find("mixture of experts"), std::string::npos) << cost.verdict;
+  EXPECT_NE(runs::describe_step(cost.steps.at(0)).find("experts per layer"), std::string::npos);
+
+  const auto dense = Model::load(test::fixture("models/qwen3_f32"));
+  auto dense_method = make_method(MethodSpec{"pld", "", "", {}}, *dense);
+  auto dense_ctx = dense->new_cpu_context(0);
+  const auto plain = generate_speculative(*dense, *dense_ctx, *dense_method, test::repeating_prompts(1).at(0), opts);
+  for (const StepRecord& st : plain.steps) EXPECT_TRUE(std::isnan(st.experts_per_layer)) << "step " << st.step;
+  const auto dense_cost = runs::model_run_cost(plain.steps, curve);
+  EXPECT_TRUE(std::isnan(dense_cost.mean_experts_per_layer));
+  EXPECT_EQ(dense_cost.verdict.find("mixture of experts"), std::string::npos) << dense_cost.verdict;
 }
 
 }  // namespace

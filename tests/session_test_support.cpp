@@ -56,6 +56,8 @@ StepRecord synthetic_step(int64_t run_id, int64_t index, int max_nodes) {
   r.draft_forwards = int(rng() % 5);
   r.draft_tokens = int(rng() % 30);
   r.lossy = rng() % 13 == 0;
+  // A mixture-of-experts target's count on two steps in three (schema 6), none on the third, as a dense one records.
+  r.experts_per_layer = index % 3 == 2 ? kNoValue : 2.0f + 6.0f * u(rng);
   return r;
 }
 

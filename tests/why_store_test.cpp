@@ -49,6 +49,8 @@ StepRecord step_with_why() {
   // SpS's confidence cut (schema 5): the one draft below it ended its branch.
   r.draft_cut = 0.2f;
   r.nodes[size_t(e)].draft_prob = 0.125f;
+  // A mixture-of-experts target (schema 6): the experts the step's forward ran per expert layer.
+  r.experts_per_layer = 17.75f;
   for (int id : {a, b}) r.nodes[size_t(id)].target_top_k = root_top;
   for (int id : {c, d}) r.nodes[size_t(id)].target_top_k = inner_top;
   r.nodes[size_t(a)].u = 0.875f, r.nodes[size_t(a)].tested_prob = 0.125f, r.nodes[size_t(a)].accept_prob = 0.5f;
@@ -79,6 +81,8 @@ void expect_same_why(const StepRecord& got, const StepRecord& want) {
   EXPECT_EQ(got.residual_top_k, want.residual_top_k);
   EXPECT_EQ(std::isnan(got.draft_cut), std::isnan(want.draft_cut));
   if (!std::isnan(want.draft_cut)) EXPECT_EQ(got.draft_cut, want.draft_cut);
+  EXPECT_EQ(std::isnan(got.experts_per_layer), std::isnan(want.experts_per_layer));
+  if (!std::isnan(want.experts_per_layer)) EXPECT_EQ(got.experts_per_layer, want.experts_per_layer);
 }
 
 }  // namespace
@@ -155,7 +159,7 @@ TEST(WhyStore, AVersion3StoreReplaysWithThePanelSayingWhatItLacks) {
   {
     Database d(db, Database::Mode::ReadOnly);
     EXPECT_EQ(d.scalar_int("PRAGMA user_version"), kSchemaVersion);
-    EXPECT_EQ(kSchemaVersion, 5);
+    EXPECT_EQ(kSchemaVersion, 6);
   }
   const StepRecord s = r.step(1, 0).record;
   ASSERT_EQ(s.nodes.size(), 2u);
@@ -167,6 +171,7 @@ TEST(WhyStore, AVersion3StoreReplaysWithThePanelSayingWhatItLacks) {
   }
   EXPECT_TRUE(s.residual_top_k.empty());
   EXPECT_TRUE(std::isnan(s.draft_cut)) << "no cut recorded before schema 5";
+  EXPECT_TRUE(std::isnan(s.experts_per_layer)) << "no expert count recorded before schema 6";
   EXPECT_FLOAT_EQ(s.nodes[1].accept_prob, 0.2f) << "what schema 3 had is kept";
   const auto j = to_json(s);
   EXPECT_TRUE(j["nodes"][1]["u"].is_null());

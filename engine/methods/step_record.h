@@ -89,6 +89,11 @@ struct StepRecord {
   // SpS's confidence cut (sps:confidence-threshold; schema 5): a branch stopped after the first draft the drafter
   // gave less than this probability. NaN: the method cuts nothing (or the step was recorded before schema 5).
   float draft_cut = kNoValue;
+  // Mixtures of experts (schema 6): the distinct experts the step's target forward ran, averaged over the model's
+  // expert layers. A one-token step runs the k each token picks; a verified tree's rows pick more, and every expert
+  // any row picked has its weights read, which is why a tree costs more on these models than on a dense one.
+  // NaN: a dense target, or a step recorded before schema 6.
+  float experts_per_layer = kNoValue;
 
   int accepted_count() const { return int(accepted_path.size()); }
   int verified_count() const;  // nodes that entered verification (not pruned)

@@ -69,7 +69,8 @@ nlohmann::json to_json(const StepRecord& r) {
           {"draft_forwards", r.draft_forwards},
           {"draft_tokens", r.draft_tokens},
           {"lossy", r.lossy},
-          {"draft_cut", num(r.draft_cut)}};
+          {"draft_cut", num(r.draft_cut)},
+          {"experts_per_layer", num(r.experts_per_layer)}};
 }
 
 nlohmann::json to_json(const RunSummary& s) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -161,6 +162,12 @@ class Context {
   // Mixture-of-experts models: the experts that computed at least one row, summed over expert layers and forwards
   // (what the experts' weights cost a forward: a verification batch reads every expert any of its rows picked).
   uint64_t experts_computed = 0;
+  // experts_computed's growth since `before` per expert layer: the experts the forwards since then ran in each (the
+  // StepRecord's experts_per_layer, bench's step profile). NaN for a model without expert layers.
+  double experts_per_layer_since(uint64_t before, int expert_layers) const {
+    return expert_layers > 0 ? double(experts_computed - before) / expert_layers
+                             : std::numeric_limits<double>::quiet_NaN();
+  }
 };
 
 }  // namespace specscope

@@ -49,6 +49,8 @@ json step_json(const RecordedStep& st, const std::string& run_method, json& node
   json s = to_json(st.record);
   s.erase("type");
   if (s.value("method", "") == run_method) s.erase("method");  // the run says it once
+  // A dense target's steps carry no expert count: left out, not a null in every step of the page.
+  if (const auto it = s.find("experts_per_layer"); it != s.end() && it->is_null()) s.erase(it);
   json rows = json::array();
   for (auto n : s.at("nodes")) {
     // A null is what a row's missing column reads as anyway: leaving nulls out means a field only some nodes carry

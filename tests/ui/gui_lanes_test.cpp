@@ -90,4 +90,25 @@ TEST(GuiLanes, FourLanesFitA1600PixelScreenShareItEquallyAndShowTheirStatLinesWh
   expect_equal_widths_and_whole_stat_lines(w, "at the narrowest");
 }
 
+// A lane's step tooltip on a mixture-of-experts target says how many experts the step's forward ran (the step's
+// experts_per_layer); on a dense target it says nothing of experts.
+TEST(GuiLanes, AStepTooltipGivesTheExpertsItsForwardRan) {
+  runs::RunTrace t;
+  t.method = "sps";
+  StepRecord prefill;
+  prefill.target_tokens = 6;
+  StepRecord step;
+  step.step = 1;
+  step.root_token = 7;
+  step.target_tokens = 5;
+  step.committed = {9};
+  for (StepRecord* s : {&prefill, &step}) t.steps.push_back(*s);
+  t.pieces = {"a", "b"};
+  t.tokens_before = {0, 1};
+  EXPECT_FALSE(RaceLane::describeStep(t, 1).contains("experts")) << "a dense target";
+  t.steps[1].experts_per_layer = 17.5f;
+  const QString tip = RaceLane::describeStep(t, 1);
+  EXPECT_TRUE(tip.contains("17.5 experts per layer ran")) << tip.toStdString();
+}
+
 SPECSCOPE_GUI_TEST_MAIN("lanes")

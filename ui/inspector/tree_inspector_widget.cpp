@@ -1136,10 +1136,14 @@ void TreeInspectorWidget::drawHeader() {
     }
     ImGui::TextUnformatted(headerTitle().toUtf8().constData());
     ImGui::SameLine();
+    // A mixture-of-experts target: the experts this step's forward read, the term that grows with a tree's rows.
+    const std::string experts = std::isnan(st.experts_per_layer)
+                                    ? std::string()
+                                    : "  \xC2\xB7  " + fmtProb(st.experts_per_layer, "%.1f") + " experts/layer";
     ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(pack_abgr(th.dim)),
-                       "%s  \xC2\xB7  pos %d  \xC2\xB7  %d drafted, %d accepted%s, %d rejected, %d pruned",
+                       "%s  \xC2\xB7  pos %d  \xC2\xB7  %d drafted, %d accepted%s, %d rejected, %d pruned%s",
                        st.method.c_str(), st.position, int(st.nodes.size()), st.accepted_count(),
-                       bonus_committed(st) ? " + bonus" : "", rejected, pruned);
+                       bonus_committed(st) ? " + bonus" : "", rejected, pruned, experts.c_str());
     // The cost model's breakdown of this step (when the target's step-cost curve is known).
     if (ImGui::IsItemHovered()) {
       const QString cost = stepCostText();
@@ -1363,6 +1367,7 @@ void TreeInspectorWidget::drawTree(const ImVec2& size) {
       row("text", rootText(s.steps, s.current, s.unicode));
       row("position", std::to_string(step.position));
       row("method", step.method);
+      if (!std::isnan(step.experts_per_layer)) row("experts", fmtProb(step.experts_per_layer, "%.1f") + " per layer ran");
     } else if (li.kind == LayoutKind::Bonus) {
       ImGui::TextUnformatted("Bonus token (sampled by the target)");
       ImGui::Separator();

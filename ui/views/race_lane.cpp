@@ -141,6 +141,9 @@ QString RaceLane::describeStep(const runs::RunTrace& t, int i) {
                .arg(ms(s.timings.draft_us))
                .arg(ms(s.timings.verify_forward_us + s.timings.verify_us))
                .arg(s.target_forwards);
+  if (!std::isnan(s.experts_per_layer))
+    lines << QObject::tr("%1 experts per layer ran (a mixture of experts: every expert a row picks is read)")
+                 .arg(double(s.experts_per_layer), 0, 'f', 1);
   lines << QObject::tr("click: open in the inspector");
   return lines.join('\n');
 }
