@@ -52,7 +52,7 @@ struct RunCostModel {
   // (losing_term) when the expected speedup is below 1, else "...: it wins, committing tau tokens in ...". When the
   // run's verifications took at least kColdVerification times the curve's cost, a second sentence says so and why;
   // when the drafter's first forward of a step cost at least kColdDrafter times its later ones, another says that;
-// on a mixture-of-experts target, another gives the experts a verification ran.
+  // on a mixture-of-experts target, another gives the experts a verification ran.
   // Empty for vanilla and for no steps.
   std::string verdict;
 };

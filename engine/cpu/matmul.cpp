@@ -483,7 +483,10 @@ bool int8_products(std::span<const Item> items, std::vector<detail::Int8Product>
 template <class Item>
 ProfileScope products_profile(std::span<const Item> items, int n) {
   double macs = 0, bytes = 0;
-  for (const auto& o : items) macs += double(o.W->numel()) * std::max(n, 0), bytes += double(o.W->nbytes());
+  for (const auto& o : items) {
+    macs += double(o.W->numel()) * std::max(n, 0);
+    bytes += double(o.W->nbytes());
+  }
   return ProfileScope(Op::Linear, macs, bytes);
 }
 

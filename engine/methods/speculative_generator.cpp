@@ -106,6 +106,13 @@ SpeculativeResult generate_speculative(const Model& model, Context& ctx, Method&
   const int V = model.config().vocab_size;
   const auto taps = method.target_taps();
   const int expert_layers = model.config().expert_layers();
+  ForwardOutput out;
+  // The target's forward of a step; returns the experts it ran per expert layer (StepRecord::experts_per_layer).
+  auto target_forward = [&](const Batch& b) {
+    const uint64_t experts_before = ctx.experts_computed;
+    ctx.forward(b, out);
+    return float(ctx.experts_per_layer_since(experts_before, expert_layers));
+  };
 
   // Commits tokens in order; returns false when generation must stop (EOS, limit, stop string, callback).
   bool stop = false;
@@ -160,15 +167,13 @@ SpeculativeResult generate_speculative(const Model& model, Context& ctx, Method&
     return res;
   };
   auto t0 = clock::now();
-  ForwardOutput out;
-  uint64_t experts_before = 0;
+  float prefill_experts = kNoValue;
   try {
     Batch b = Batch::causal(prompt);
     b.taps = taps;
     b.logit_rows = {int(prompt.size()) - 1};  // taps still cover every prompt row
     method.shape_forward(st, b, nullptr, nullptr);
-    experts_before = ctx.experts_computed;
-    ctx.forward(b, out);
+    prefill_experts = target_forward(b);
   } catch (const Interrupted&) {
     return stopped_in_prefill();
   }
@@ -180,7 +185,7 @@ SpeculativeResult generate_speculative(const Model& model, Context& ctx, Method&
   first.position = int(prompt.size()) - 1;
   first.target_forwards = 1;
   first.target_tokens = int(prompt.size());
-  first.experts_per_layer = float(ctx.experts_per_layer_since(experts_before, expert_layers));
+  first.experts_per_layer = prefill_experts;
   {
     const float* lg = out.row_logits(0);
     Distribution d = process_logits(lg, V, opts.sampling);
@@ -245,9 +250,7 @@ SpeculativeResult generate_speculative(const Model& model, Context& ctx, Method&
       if (opts.sampling.greedy()) request_summaries(b, tree, row_of_node);
       else b.rows_on_demand = true;
     }
-    experts_before = ctx.experts_computed;
-    ctx.forward(b, out);
-    rec.experts_per_layer = float(ctx.experts_per_layer_since(experts_before, expert_layers));
+    rec.experts_per_layer = target_forward(b);
     if (extra.size() > 0) method.observe_extra(st, out, first_extra);
     mark_pruned_in_forward(tree, row_of_node, out);
     rec.timings.verify_forward_us = us_since(tf);
