@@ -17,6 +17,8 @@
 #            ~13 GB of disk while the files are written)
 #     moe    four layers of Qwen3-30B-A3B (--shape qwen3moe-4l; 128 experts, 8 per token, vocabulary 32000):
 #            Q4_0 and Q4_K_M (not in the default run; ~8 GB of disk while the files are written)
+#     moe2   four layers of Qwen1.5-MoE-A2.7B (--shape qwen2moe-4l; 60 experts, 4 per token, a shared expert,
+#            vocabulary 32000): Q4_0 and Q4_K_M (not in the default run; ~8 GB of disk while the files are written)
 #     spec   llama-speculative beside `specscope-cli run --method sps` (target base, draft draft; greedy, gamma 4)
 #   --quick: one repeat, 2 prompts of 64 tokens for spec (a smoke run; not figures to quote)
 #   --no-amx: llama-bench from llama.cpp built without its AMX buffer (build_llamacpp.sh --no-amx: this host's
@@ -109,34 +111,22 @@ if want 1b syn1b_ || want 1bk; then
     for t in Q5_K_M Q6_K; do quantize "$tmp/syn1b.f16.gguf" "$tmp/syn1b.${t,,}.gguf" $t; done
   fi
 fi
-if want q3 synq3_; then
-  if [ ! -f "$tmp/synq3.f16.gguf" ]; then
-    [ -f "$tmp/synq3/config.json" ] || "$PY" "$here/bench/make_synthetic_llama.py" --shape qwen3-0.6b "$tmp/synq3"
-    "$PY" "$here/tests/fixtures/make_gguf_models.py" --convert "$tmp/synq3" f16 "$tmp/synq3.f16.gguf"
+# synthetic NAME SHAPE TYPES...: make_synthetic_llama.py --shape SHAPE as $tmp/NAME, its F16 GGUF, and each type by
+# llama-quantize ($tmp/NAME.<type>.gguf); whatever is already written is kept.
+synthetic() {
+  local name=$1 shape=$2
+  shift 2
+  if [ ! -f "$tmp/$name.f16.gguf" ]; then
+    [ -f "$tmp/$name/config.json" ] || "$PY" "$here/bench/make_synthetic_llama.py" --shape "$shape" "$tmp/$name"
+    "$PY" "$here/tests/fixtures/make_gguf_models.py" --convert "$tmp/$name" f16 "$tmp/$name.f16.gguf"
   fi
-  for t in Q8_0 Q4_K_M; do quantize "$tmp/synq3.f16.gguf" "$tmp/synq3.${t,,}.gguf" $t; done
-fi
-if want g3 syng3_; then
-  if [ ! -f "$tmp/syng3.f16.gguf" ]; then
-    [ -f "$tmp/syng3/config.json" ] || "$PY" "$here/bench/make_synthetic_llama.py" --shape gemma3-1b "$tmp/syng3"
-    "$PY" "$here/tests/fixtures/make_gguf_models.py" --convert "$tmp/syng3" f16 "$tmp/syng3.f16.gguf"
-  fi
-  for t in Q8_0 Q4_K_M; do quantize "$tmp/syng3.f16.gguf" "$tmp/syng3.${t,,}.gguf" $t; done
-fi
-if want g2 syng2_; then
-  if [ ! -f "$tmp/syng2.f16.gguf" ]; then
-    [ -f "$tmp/syng2/config.json" ] || "$PY" "$here/bench/make_synthetic_llama.py" --shape gemma2-2b "$tmp/syng2"
-    "$PY" "$here/tests/fixtures/make_gguf_models.py" --convert "$tmp/syng2" f16 "$tmp/syng2.f16.gguf"
-  fi
-  for t in Q4_0 Q4_K_M; do quantize "$tmp/syng2.f16.gguf" "$tmp/syng2.${t,,}.gguf" $t; done
-fi
-if want moe synmoe_; then
-  if [ ! -f "$tmp/synmoe.f16.gguf" ]; then
-    [ -f "$tmp/synmoe/config.json" ] || "$PY" "$here/bench/make_synthetic_llama.py" --shape qwen3moe-4l "$tmp/synmoe"
-    "$PY" "$here/tests/fixtures/make_gguf_models.py" --convert "$tmp/synmoe" f16 "$tmp/synmoe.f16.gguf"
-  fi
-  for t in Q4_0 Q4_K_M; do quantize "$tmp/synmoe.f16.gguf" "$tmp/synmoe.${t,,}.gguf" $t; done
-fi
+  for t in "$@"; do quantize "$tmp/$name.f16.gguf" "$tmp/$name.${t,,}.gguf" "$t"; done
+}
+if want q3 synq3_; then synthetic synq3 qwen3-0.6b Q8_0 Q4_K_M; fi
+if want g3 syng3_; then synthetic syng3 gemma3-1b Q8_0 Q4_K_M; fi
+if want g2 syng2_; then synthetic syng2 gemma2-2b Q4_0 Q4_K_M; fi
+if want moe synmoe_; then synthetic synmoe qwen3moe-4l Q4_0 Q4_K_M; fi
+if want moe2 synmoe2_; then synthetic synmoe2 qwen2moe-4l Q4_0 Q4_K_M; fi
 stage "write the GGUF files (skipped when written)"
 
 run() {  # NAME GROUP SPECSCOPE_MODEL GGUF
@@ -181,6 +171,7 @@ for t in f16 q8_0 q4_k_m; do run "synq3_$t" q3 "$tmp/synq3.$t.gguf" "$tmp/synq3.
 for t in f16 q8_0 q4_k_m; do run "syng3_$t" g3 "$tmp/syng3.$t.gguf" "$tmp/syng3.$t.gguf"; done
 for t in q4_0 q4_k_m; do run "syng2_$t" g2 "$tmp/syng2.$t.gguf" "$tmp/syng2.$t.gguf"; done
 for t in q4_0 q4_k_m; do run "synmoe_$t" moe "$tmp/synmoe.$t.gguf" "$tmp/synmoe.$t.gguf"; done
+for t in q4_0 q4_k_m; do run "synmoe2_$t" moe2 "$tmp/synmoe2.$t.gguf" "$tmp/synmoe2.$t.gguf"; done
 if want spec; then
   echo "== speculative (target base, draft draft)"
   count=10 max=128

@@ -23,7 +23,9 @@ ROWS = [("base_bf16", "default base, bf16 (14M)"), ("syn60_f32", "60M, f32"), ("
         ("synq3_q4_k_m", "Qwen3-0.6B-shaped, Q4_K_M"), ("syng3_f16", "Gemma-3-1B-shaped, F16"),
         ("syng3_q8_0", "Gemma-3-1B-shaped, Q8_0"), ("syng3_q4_k_m", "Gemma-3-1B-shaped, Q4_K_M"),
         ("syng2_q4_0", "Gemma-2-2B-shaped, Q4_0"), ("syng2_q4_k_m", "Gemma-2-2B-shaped, Q4_K_M"),
-        ("synmoe_q4_0", "Qwen3-30B-A3B layers (MoE), Q4_0"), ("synmoe_q4_k_m", "Qwen3-30B-A3B layers (MoE), Q4_K_M")]
+        ("synmoe_q4_0", "Qwen3-30B-A3B layers (MoE), Q4_0"), ("synmoe_q4_k_m", "Qwen3-30B-A3B layers (MoE), Q4_K_M"),
+        ("synmoe2_q4_0", "Qwen1.5-MoE-A2.7B layers (shared expert), Q4_0"),
+        ("synmoe2_q4_k_m", "Qwen1.5-MoE-A2.7B layers (shared expert), Q4_K_M")]
 ENGINES = [("llamabench", "llama.cpp `llama-bench`"), ("llamacpp", "llama.cpp binding, all n logits")]
 
 

@@ -18,7 +18,11 @@ tied vocabulary, a 4096-token window on every other layer, soft caps 50 and 30):
 `--shape qwen3moe-4l` is four of Qwen3-30B-A3B's 48 layers (Qwen3MoeForCausalLM: hidden 2048, 32 heads / 4 KV heads
 of 128, 128 experts of 768 per layer with 8 per token, renormalized; vocab 32000 where the real one has 151936):
 2.55B parameters of which 0.23B are read per token, f16 (5.1 GB). Its router is random, so tokens pick experts
-nearly uniformly, where a trained router's choices for neighbouring tokens overlap more.
+nearly uniformly, where a trained router's choices for neighbouring tokens overlap more. `--shape qwen2moe-4l` is four
+of Qwen1.5-MoE-A2.7B's 24 layers (Qwen2MoeForCausalLM: hidden 2048, 16 heads / 16 KV heads of 128 with q/k/v biases,
+60 experts of 1408 per layer with 4 per token, not renormalized, and a shared expert of 5632 on every token; vocab
+32000 where the real one has 151936; untied, as published, since llama.cpp's qwen2moe needs output.weight): 2.41B
+parameters of which 0.41B are read per token, f16 (4.8 GB).
 
     /root/.cache/specscope/venv/bin/python bench/make_synthetic_llama.py /tmp/syn60
     /root/.cache/specscope/venv/bin/python tests/fixtures/make_gguf_models.py --convert /tmp/syn60 f32 /tmp/syn60.f32.gguf
@@ -30,7 +34,8 @@ import shutil
 
 import torch
 from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig,
-                          LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM, Qwen3MoeConfig, Qwen3MoeForCausalLM)
+                          LlamaForCausalLM, Qwen2MoeConfig, Qwen2MoeForCausalLM, Qwen3Config, Qwen3ForCausalLM,
+                          Qwen3MoeConfig, Qwen3MoeForCausalLM)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # name: (hidden, layers, heads, kv heads, FFN, vocab, max positions, rope theta, saved dtype)
@@ -42,7 +47,8 @@ SHAPES = {"60m": (768, 9, 12, 4, 2048, 4096, 1024, 10000.0, torch.float32),
           "qwen3-0.6b": (1024, 28, 16, 8, 3072, 151936, 4096, 1000000.0, torch.float16),
           "gemma3-1b": (1152, 26, 4, 1, 6912, 262144, 32768, 1000000.0, torch.float16),
           "gemma2-2b": (2304, 26, 8, 4, 9216, 256000, 8192, 10000.0, torch.float16),
-          "qwen3moe-4l": (2048, 4, 32, 4, 6144, 32000, 4096, 1000000.0, torch.float16)}
+          "qwen3moe-4l": (2048, 4, 32, 4, 6144, 32000, 4096, 1000000.0, torch.float16),
+          "qwen2moe-4l": (2048, 4, 16, 16, 5632, 32000, 8192, 1000000.0, torch.float16)}
 # The shapes of another architecture: (config class, model class, extra config keys).
 ARCHS = {"qwen3-0.6b": (Qwen3Config, Qwen3ForCausalLM, dict(head_dim=128)),
          "gemma3-1b": (Gemma3TextConfig, Gemma3ForCausalLM,
@@ -52,7 +58,10 @@ ARCHS = {"qwen3-0.6b": (Qwen3Config, Qwen3ForCausalLM, dict(head_dim=128)),
                             final_logit_softcapping=30.0)),
          "qwen3moe-4l": (Qwen3MoeConfig, Qwen3MoeForCausalLM,
                          dict(head_dim=128, num_experts=128, num_experts_per_tok=8, moe_intermediate_size=768,
-                              norm_topk_prob=True))}
+                              norm_topk_prob=True)),
+         "qwen2moe-4l": (Qwen2MoeConfig, Qwen2MoeForCausalLM,
+                         dict(num_experts=60, num_experts_per_tok=4, moe_intermediate_size=1408,
+                              shared_expert_intermediate_size=5632, norm_topk_prob=False, tie_word_embeddings=False))}
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
 
@@ -78,10 +87,12 @@ def main():
         dtype = DTYPES[a.dtype]
     torch.manual_seed(a.seed)
     config_cls, model_cls, extra = ARCHS.get(a.shape, (LlamaConfig, LlamaForCausalLM, {}))
+    extra = dict(extra)
+    tied = extra.pop("tie_word_embeddings", True)
     cfg = config_cls(vocab_size=pick(a.vocab, vocab), hidden_size=pick(a.hidden, hidden),
                       intermediate_size=pick(a.intermediate, ffn), num_hidden_layers=pick(a.layers, layers),
                       num_attention_heads=pick(a.heads, heads), num_key_value_heads=pick(a.kv_heads, kv_heads),
-                      max_position_embeddings=max_pos, rope_theta=theta, tie_word_embeddings=True,
+                      max_position_embeddings=max_pos, rope_theta=theta, tie_word_embeddings=tied,
                       bos_token_id=0, eos_token_id=1, **extra)
     if a.device == "cpu":
         model = model_cls(cfg).to(dtype)

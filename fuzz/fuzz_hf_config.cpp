@@ -47,6 +47,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                   c.moe_layers.size() != size_t(c.num_layers)))
     std::abort();
   if (!c.moe() && !c.moe_layers.empty()) std::abort();
+  // A shared expert (Qwen2-MoE) only beside routed ones, and of a positive width.
+  if (c.shared_expert_ffn < 0 || (c.shared_expert_ffn > 0 && !c.moe())) std::abort();
   (void)c.summary();
   (void)c.extended_forward();
   (void)c.attention_scale();

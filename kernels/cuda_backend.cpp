@@ -35,7 +35,7 @@ std::string unsupported(const ModelConfig& c) {
   if (c.attn_soft_cap > 0.f || c.final_soft_cap > 0.f)
     return c.architecture + ": soft-capped attention scores and logits (Gemma 2) are not computed by the CUDA backend";
   // Written for the CPU in the forty-fifth session; the device model binds dense MLPs only.
-  if (c.moe()) return c.architecture + ": mixture-of-experts layers (Mixtral, Qwen3-MoE) are not computed by the CUDA backend";
+  if (c.moe()) return c.architecture + ": mixture-of-experts layers (Mixtral, Qwen2-MoE, Qwen3-MoE) are not computed by the CUDA backend";
   const char* refused = std::getenv("SPECSCOPE_CUDA_REFUSE");
   if (refused && c.architecture == refused) return c.architecture + ": refused by SPECSCOPE_CUDA_REFUSE";
   return "";

@@ -13,7 +13,8 @@ namespace specscope::runs {
 size_t forward_weight_bytes(const Model& model) {
   size_t bytes = 0;
   for_each_linear(model.weights(), [&](const TensorView& t) { bytes += t.nbytes(); });
-  // A mixture-of-experts layer's token reads experts_per_token of its experts (all of the same size), not all.
+  // A mixture-of-experts layer's token reads experts_per_token of its routed experts (all of the same size), not all
+  // (and the shared expert, which for_each_linear counted).
   const auto& c = model.config();
   for (const auto& L : model.weights().layers)
     if (!L.experts.empty()) {

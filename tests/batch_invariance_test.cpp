@@ -165,7 +165,9 @@ INSTANTIATE_TEST_SUITE_P(
                       // Mixtures of experts: each expert computes the rows routed to it, so a row is multiplied among
                       // however many other rows took the same expert.
                       Case{"models/qwen3moe_mixed_f32", true}, Case{"gguf_models/qwen3moe_f32.q8_0.gguf", false},
-                      Case{"gguf_models/mixtral_f32.q4_0.gguf", false}, Case{"gguf_models/mixtral_f32.q4_0.gguf", true}),
+                      Case{"gguf_models/mixtral_f32.q4_0.gguf", false}, Case{"gguf_models/mixtral_f32.q4_0.gguf", true},
+                      // Qwen2-MoE's shared expert runs on every row at once.
+                      Case{"models/qwen2moe_f32", true}, Case{"gguf_models/qwen2moe_f32.q8_0.gguf", false}),
     name_of);
 
 }  // namespace

@@ -106,6 +106,10 @@ const std::vector<Case> kCases = {
     {"qwen3moe_f32.q8_0.gguf", "qwen3moe_f32", "q8_0"},
     {"mixtral_f32.f32.gguf", "mixtral_f32", "f32"},
     {"mixtral_f32.q4_0.gguf", "mixtral_f32", "q4_0"},
+    // "qwen2moe": qwen3moe's experts with qwen2's biases, the weights not renormalized, and the shared expert
+    // (ffn_*_shexp) with its gate ffn_gate_inp_shexp: a vector of H in the f32 file, a quantized [1, H] in the q8_0 one.
+    {"qwen2moe_f32.f32.gguf", "qwen2moe_f32", "f32"},
+    {"qwen2moe_f32.q8_0.gguf", "qwen2moe_f32", "q8_0"},
 };
 
 // The MLP's down projection: a dense layer's, or a mixture-of-experts layer's last expert's (its row view of the stacked

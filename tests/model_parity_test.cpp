@@ -52,7 +52,8 @@ const std::vector<std::string> kModels = {"llama_bytelevel_f32", "llama_byteleve
                                           "qwen3_f32",           "qwen3_bf16",           "gemma3_f32",
                                           "gemma3_bf16",         "gemma3_vlm_f32",       "gemma3_vlm_statedict_f32",
                                           "granite_f32",         "phi3_f32",             "gemma2_f32",
-                                          "qwen3moe_f32",        "qwen3moe_mixed_f32",   "mixtral_f32"};
+                                          "qwen3moe_f32",        "qwen3moe_mixed_f32",   "mixtral_f32",
+                                          "qwen2moe_f32"};
 
 struct GoldenPrompt {
   std::string name, text;

@@ -1,5 +1,6 @@
-// Mixtures of experts (Mixtral, Qwen3-MoE; llama.cpp's qwen3moe and llama files with expert_count). Parity with
-// transformers and llama.cpp is in model_parity_test (qwen3moe_f32, qwen3moe_mixed_f32, mixtral_f32) and
+// Mixtures of experts (Mixtral, Qwen2-MoE, Qwen3-MoE; llama.cpp's qwen2moe, qwen3moe and llama files with
+// expert_count). Parity with transformers and llama.cpp is in model_parity_test (qwen3moe_f32, qwen3moe_mixed_f32,
+// mixtral_f32, qwen2moe_f32) and
 // gguf_model_test (their GGUF files); batch invariance in batch_invariance_test. Here: the routing against a plain
 // reference, how configs and GGUF metadata are read and refused, that the fixtures' parity depends on the routing,
 // and speculation on them staying lossless.
@@ -57,6 +58,20 @@ json released_mixtral_8x7b() {
     "rms_norm_eps": 1e-05, "rope_theta": 1000000.0, "router_aux_loss_coef": 0.02, "sliding_window": null,
     "tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.36.0.dev0", "use_cache": true,
     "vocab_size": 32000})");
+}
+
+// Qwen/Qwen1.5-MoE-A2.7B's config.json values (transformers 4.40): 60 experts, 4 per token, a shared expert, no
+// attention_bias key (Qwen2-MoE always has q/k/v biases).
+json released_qwen15_moe_a27b() {
+  return json::parse(R"({
+    "architectures": ["Qwen2MoeForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643, "eos_token_id": 151643,
+    "hidden_act": "silu", "hidden_size": 2048, "initializer_range": 0.02, "intermediate_size": 5632,
+    "max_position_embeddings": 8192, "max_window_layers": 21, "model_type": "qwen2_moe", "num_attention_heads": 16,
+    "num_hidden_layers": 24, "num_key_value_heads": 16, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0,
+    "sliding_window": 32768, "tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.40.0.dev0",
+    "use_cache": true, "use_sliding_window": false, "vocab_size": 151936, "decoder_sparse_step": 1,
+    "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632, "num_experts_per_tok": 4,
+    "num_experts": 60, "norm_topk_prob": false, "output_router_logits": false, "router_aux_loss_coef": 0.001})");
 }
 
 // The routing as transformers writes it, in double: softmax, the k largest (lower index first among equals), and
@@ -144,6 +159,43 @@ TEST(Moe, ConfigsAndGgufFilesReadTheSameModels) {
   }
 }
 
+// Qwen2-MoE's shared expert, from the Hugging Face folder and from both GGUF files (its gate a vector of H in the f32
+// file, a quantized [1, H] matrix in the q8_0 one): the same config, the shared expert and its gate bound in every
+// expert layer, and the chosen experts' weights left as the softmax gives them (transformers' and llama.cpp's
+// qwen2moe). Their logits against transformers are model_parity_test's and gguf_model_test's.
+TEST(Moe, Qwen2MoeSharedExpertReadsAlikeFromBothFormats) {
+  std::vector<std::shared_ptr<const Model>> models;
+  models.push_back(Model::load(test::fixture("models/qwen2moe_f32")));
+  for (const char* f : {"qwen2moe_f32.f32.gguf", "qwen2moe_f32.q8_0.gguf"})
+    models.push_back(Model::load(test::fixture(std::string("gguf_models/") + f)));
+  for (const auto& m : models) {
+    SCOPED_TRACE(m->identity().path);
+    const ModelConfig& c = m->config();
+    EXPECT_EQ(c.architecture, "Qwen2MoeForCausalLM");
+    EXPECT_EQ(c.model_type, "qwen2_moe");
+    EXPECT_EQ(c.num_experts, 8);
+    EXPECT_EQ(c.experts_per_token, 2);
+    EXPECT_EQ(c.expert_ffn, 32);
+    EXPECT_EQ(c.shared_expert_ffn, 64);
+    EXPECT_FALSE(c.norm_topk_prob);
+    EXPECT_TRUE(c.attention_bias);
+    EXPECT_FALSE(c.qk_norm);
+    EXPECT_NE(c.summary().find("shared_expert_ffn=64"), std::string::npos);
+    for (const auto& L : m->weights().layers) {
+      ASSERT_TRUE(L.has_shared_expert());
+      EXPECT_EQ(L.shared_expert.gate.shape, (std::vector<int64_t>{64, 64}));
+      EXPECT_EQ(L.shared_expert.down.shape, (std::vector<int64_t>{64, 64}));
+      EXPECT_EQ(L.shared_expert_gate.shape, (std::vector<int64_t>{1, 64}));
+      EXPECT_NE(L.shared_expert_gate.data, nullptr);
+      EXPECT_FALSE(L.bq.empty());
+      EXPECT_TRUE(L.bo.empty());
+    }
+  }
+  EXPECT_EQ(models[2]->weights().layers[0].shared_expert_gate.dtype, DType::Q8_0);
+  // The other mixtures have none.
+  EXPECT_FALSE(Model::load(test::fixture("models/qwen3moe_f32"))->weights().layers[0].has_shared_expert());
+}
+
 TEST(Moe, PublishedConfigsParse) {
   const ModelConfig q = ModelConfig::from_json_text(released_qwen3_30b_a3b().dump(), "q/config.json");
   EXPECT_EQ(q.num_experts, 128);
@@ -159,6 +211,30 @@ TEST(Moe, PublishedConfigsParse) {
   EXPECT_EQ(m.expert_ffn, 14336);
   EXPECT_TRUE(m.norm_topk_prob);
   EXPECT_FALSE(m.sliding_window.has_value());
+  const ModelConfig q15 = ModelConfig::from_json_text(released_qwen15_moe_a27b().dump(), "q15/config.json");
+  EXPECT_EQ(q15.num_experts, 60);
+  EXPECT_EQ(q15.experts_per_token, 4);
+  EXPECT_EQ(q15.expert_ffn, 1408);
+  EXPECT_EQ(q15.shared_expert_ffn, 5632);
+  EXPECT_FALSE(q15.norm_topk_prob);
+  EXPECT_TRUE(q15.attention_bias);
+  EXPECT_FALSE(q15.sliding_window.has_value());  // use_sliding_window false
+  EXPECT_EQ(q15.expert_layers(), 24);
+  EXPECT_EQ(q.shared_expert_ffn, 0);
+  EXPECT_EQ(m.shared_expert_ffn, 0);
+  // Keys left out take Qwen2MoeConfig's defaults (Qwen1.5-MoE-A2.7B's sizes); qkv_bias false drops the biases.
+  json bare = released_qwen15_moe_a27b();
+  for (const char* key : {"num_experts", "num_experts_per_tok", "moe_intermediate_size", "shared_expert_intermediate_size",
+                          "norm_topk_prob"})
+    bare.erase(key);
+  const ModelConfig d = ModelConfig::from_json_text(bare.dump(), "d/config.json");
+  EXPECT_EQ(d.num_experts, 60);
+  EXPECT_EQ(d.experts_per_token, 4);
+  EXPECT_EQ(d.expert_ffn, 1408);
+  EXPECT_EQ(d.shared_expert_ffn, 5632);
+  EXPECT_FALSE(d.norm_topk_prob);
+  bare["qkv_bias"] = false;
+  EXPECT_FALSE(ModelConfig::from_json_text(bare.dump(), "d/config.json").attention_bias);
   // A dense Qwen3 or Llama has no experts.
   EXPECT_FALSE(ModelConfig::from_json_text(fixture_config("qwen3_f32").dump(), "q3/config.json").moe());
 }
@@ -196,6 +272,8 @@ TEST(Moe, BadExpertFieldsAreRefusedNamingThem) {
   test::expect_config_refused(with(q, "mlp_only_layers", "all"), "'mlp_only_layers' must be a list");
   test::expect_config_refused(with(q, "norm_topk_prob", "yes"), "'norm_topk_prob' must be true or false");
   test::expect_config_refused(with(released_mixtral_8x7b(), "num_local_experts", 1 << 20), "'num_local_experts'");
+  test::expect_config_refused(with(released_qwen15_moe_a27b(), "shared_expert_intermediate_size", 0),
+                              "'shared_expert_intermediate_size' must be positive");
 }
 
 TEST(Moe, CliRefusesMoreExpertsPerTokenThanExpertsWithExitCode2) {
@@ -207,17 +285,23 @@ TEST(Moe, CliRefusesMoreExpertsPerTokenThanExpertsWithExitCode2) {
 // The fixtures' parity (model_parity_test: within 2e-6 of transformers) rests on the routing: the same checkpoint
 // with its chosen experts' weights left unnormalized, or with one more expert per token, is far from transformers.
 TEST(Moe, ParityDependsOnTheRouting) {
-  auto worst_error = [](const Model& m) { return test::first_golden_prompt_error(m, "models/qwen3moe_f32/golden.json"); };
-  EXPECT_LT(worst_error(*Model::load(test::fixture("models/qwen3moe_f32"))), 1e-5);
-  for (auto [key, value] : {std::pair<const char*, json>{"norm_topk_prob", false}, {"num_experts_per_tok", 3}}) {
-    SCOPED_TRACE(key);
-    json j = fixture_config("qwen3moe_f32");
-    j[key] = value;
-    const std::string dir = test::fixture_with_config("models/qwen3moe_f32", j);
-    const double e = worst_error(*Model::load(dir));
-    std::filesystem::remove_all(dir);
-    std::printf("[ moe      ] with %s = %s: worst relative error %.3g\n", key, value.dump().c_str(), e);
-    EXPECT_GT(e, 0.02);
+  for (const char* name : {"qwen3moe_f32", "qwen2moe_f32"}) {
+    SCOPED_TRACE(name);
+    const std::string golden = std::string("models/") + name + "/golden.json";
+    auto worst_error = [&](const Model& m) { return test::first_golden_prompt_error(m, golden); };
+    EXPECT_LT(worst_error(*Model::load(test::fixture(std::string("models/") + name))), 1e-5);
+    const json base = fixture_config(name);
+    for (auto [key, value] : {std::pair<const char*, json>{"norm_topk_prob", !base["norm_topk_prob"].get<bool>()},
+                              {"num_experts_per_tok", 3}}) {
+      SCOPED_TRACE(key);
+      json j = base;
+      j[key] = value;
+      const std::string dir = test::fixture_with_config(std::string("models/") + name, j);
+      const double e = worst_error(*Model::load(dir));
+      std::filesystem::remove_all(dir);
+      std::printf("[ moe      ] %s with %s = %s: worst relative error %.3g\n", name, key, value.dump().c_str(), e);
+      EXPECT_GT(e, 0.02);
+    }
   }
 }
 
@@ -238,6 +322,13 @@ TEST(Moe, ForwardsCountTheExpertsTheyCompute) {
   EXPECT_GE(five, 2u * 2u);
   EXPECT_LE(five, 2u * 8u);
   EXPECT_GT(five, 2u * 2u) << "five different tokens all took the same two experts in both layers";
+  // Qwen2-MoE's shared expert runs on every token and is not counted: a one-token step still takes 2 routed experts.
+  const auto shared = Model::load(test::fixture("models/qwen2moe_f32"));
+  auto sctx = shared->new_cpu_context(64);
+  sctx->forward(Batch::causal(std::vector<int32_t>{1, 40, 7}), out);
+  before = sctx->experts_computed;
+  sctx->forward(Batch::causal(std::vector<int32_t>{77}), out);
+  EXPECT_EQ(sctx->experts_computed - before, 2u * 2u);
   const auto dense = Model::load(test::fixture("models/qwen3_f32"));
   auto dctx = dense->new_cpu_context(64);
   dctx->forward(Batch::causal(std::vector<int32_t>{1, 40, 7}), out);
@@ -265,12 +356,26 @@ TEST(Moe, InfoNamesTheExperts) {
   EXPECT_EQ(j["loadable"], true) << r.out;
   EXPECT_FALSE(test::run_cli("info --model " + test::fixture("models/qwen3_f32") + " --json").out.find("\"experts\"") !=
                std::string::npos);
+  // Qwen2-MoE's shared expert, as the engine read the folder and as the GGUF metadata says.
+  r = test::run_cli("info --model " + test::fixture("models/qwen2moe_f32"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("shared expert  ffn 64, every token, scaled by sigmoid of its gate"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("weights as the softmax gives them"), std::string::npos) << r.out;
+  r = test::run_cli("info --model " + test::fixture("models/qwen2moe_f32") + " --json");
+  EXPECT_EQ(test::json_in_output(r.out)["experts"]["shared_expert_ffn"], 64) << r.out;
+  r = test::run_cli("info --model " + test::fixture("gguf_models/qwen2moe_f32.q8_0.gguf"));
+  EXPECT_NE(r.out.find("expert_shared_feed_forward_length 64"), std::string::npos) << r.out;
+  r = test::run_cli("info --model " + test::fixture("gguf_models/qwen2moe_f32.q8_0.gguf") + " --json");
+  j = test::json_in_output(r.out);
+  EXPECT_EQ(j["shared_expert_ffn"], 64) << r.out;
+  EXPECT_EQ(j["loadable"], true) << r.out;
 }
 
 // Greedy speculation on a mixture of experts gives vanilla's tokens, though each tree row takes its own experts:
-// SpS drafting with the 8-bit (Qwen3-MoE) and 4-bit (Mixtral) GGUF files, and prompt lookup.
+// SpS drafting with the 8-bit (Qwen3-MoE, Qwen2-MoE) and 4-bit (Mixtral) GGUF files, and prompt lookup.
 TEST(Moe, SpeculationIsLossless) {
-  for (auto [source, draft] : {std::pair{"qwen3moe_f32", "qwen3moe_f32.q8_0.gguf"}, {"mixtral_f32", "mixtral_f32.q4_0.gguf"}}) {
+  for (auto [source, draft] : {std::pair{"qwen3moe_f32", "qwen3moe_f32.q8_0.gguf"}, {"mixtral_f32", "mixtral_f32.q4_0.gguf"},
+                               {"qwen2moe_f32", "qwen2moe_f32.q8_0.gguf"}}) {
     SCOPED_TRACE(source);
     const auto target = Model::load(test::fixture(std::string("models/") + source));
     const auto sps = test::sps_and_pld_beside_vanilla(*target, test::fixture(std::string("gguf_models/") + draft),

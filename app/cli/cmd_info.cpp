@@ -49,7 +49,8 @@ int cmd_info(Args& args) {
   if (c.moe())  // a mixture of experts: how many, how many a token takes, how wide, in which layers
     j["experts"] = {{"count", c.num_experts}, {"per_token", c.experts_per_token}, {"ffn", c.expert_ffn},
                     {"renormalized", c.norm_topk_prob},
-                    {"layers", c.expert_layers()}};
+                    {"layers", c.expert_layers()},
+                    {"shared_expert_ffn", c.shared_expert_ffn > 0 ? nlohmann::json(c.shared_expert_ffn) : nlohmann::json(nullptr)}};
   // Speculative Streaming models carry their streams; every model gets the heads' parameter overheads.
   std::shared_ptr<const StreamingWeights> streaming;
   if (StreamingWeights::present(path)) streaming = StreamingWeights::load(path, *model);
@@ -90,6 +91,8 @@ int cmd_info(Args& args) {
     std::printf("experts        %d of %d per token (ffn %d, weights %s) in %d of %d layers\n", c.experts_per_token,
                 c.num_experts, c.expert_ffn, c.norm_topk_prob ? "renormalized" : "as the softmax gives them",
                 c.expert_layers(), c.num_layers);
+  if (c.shared_expert_ffn > 0)
+    std::printf("shared expert  ffn %d, every token, scaled by sigmoid of its gate\n", c.shared_expert_ffn);
   std::printf("vocab size     %d\n", c.vocab_size);
   std::printf("context        %d (rope theta %g, scaling %s)\n", c.max_position_embeddings, c.rope_theta,
               c.rope_scaling.type.c_str());

@@ -44,6 +44,7 @@ int gguf_info(const std::string& path, bool json) {
                       {"intermediate_size", num(arch + ".feed_forward_length")},
                       {"experts", num(arch + ".expert_count")},
                       {"experts_per_token", num(arch + ".expert_used_count")},
+                      {"shared_expert_ffn", num(arch + ".expert_shared_feed_forward_length")},
                       {"heads", num(arch + ".attention.head_count")},
                       {"kv_heads", num(arch + ".attention.head_count_kv")},
                       {"context_length", num(arch + ".context_length")},
@@ -69,7 +70,8 @@ int gguf_info(const std::string& path, bool json) {
   std::printf("architecture   %s%s\n", arch.empty() ? "(none)" : arch.c_str(),
               f.has("general.name") ? (" · " + f.get_string("general.name")).c_str() : "");
   for (const char* key : {"block_count", "embedding_length", "feed_forward_length", "expert_count", "expert_used_count",
-                          "expert_feed_forward_length", "attention.head_count", "attention.head_count_kv",
+                          "expert_feed_forward_length", "expert_shared_feed_forward_length", "attention.head_count",
+                          "attention.head_count_kv",
                           "context_length", "rope.freq_base"}) {
     auto v = num(arch + "." + key);
     if (!v.is_null()) std::printf("%-14s %s\n", key, v.dump().c_str());

@@ -135,16 +135,18 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& path) {
   }
 }
 
-// Mixtral's and Qwen3-MoE's experts (ModelConfig::num_experts). Mixtral: num_local_experts experts as wide as
-// intermediate_size in every layer, their weights always renormalized. Qwen3-MoE: num_experts (transformers 5 writes
-// num_local_experts) of moe_intermediate_size, in each decoder_sparse_step-th layer that mlp_only_layers does not
-// list; renormalized when norm_topk_prob. Missing keys take transformers' defaults.
+// Mixtral's, Qwen2-MoE's and Qwen3-MoE's experts (ModelConfig::num_experts). Mixtral: num_local_experts experts as
+// wide as intermediate_size in every layer, their weights always renormalized. Qwen2-MoE and Qwen3-MoE: num_experts
+// (transformers 5 writes num_local_experts) of moe_intermediate_size, in each decoder_sparse_step-th layer that
+// mlp_only_layers does not list; renormalized when norm_topk_prob. Qwen2-MoE adds a shared expert
+// (shared_expert_intermediate_size). Missing keys take transformers' defaults (Qwen2MoeConfig's are those of
+// Qwen1.5-MoE-A2.7B).
 void parse_moe(const json& j, ModelConfig& c, const std::string& path) {
-  const bool mixtral = c.architecture == "MixtralForCausalLM";
+  const bool mixtral = c.architecture == "MixtralForCausalLM", qwen2 = c.architecture == "Qwen2MoeForCausalLM";
   const char* count_key = !mixtral && j.contains("num_experts") ? "num_experts" : "num_local_experts";
-  c.num_experts = get_int(j, count_key, path, mixtral ? 8 : 128);
-  c.experts_per_token = get_int(j, "num_experts_per_tok", path, mixtral ? 2 : 8);
-  c.expert_ffn = mixtral ? c.intermediate_size : get_int(j, "moe_intermediate_size", path, 768);
+  c.num_experts = get_int(j, count_key, path, mixtral ? 8 : qwen2 ? 60 : 128);
+  c.experts_per_token = get_int(j, "num_experts_per_tok", path, mixtral ? 2 : qwen2 ? 4 : 8);
+  c.expert_ffn = mixtral ? c.intermediate_size : get_int(j, "moe_intermediate_size", path, qwen2 ? 1408 : 768);
   if (c.num_experts < 1 || c.num_experts > kMaxExperts)
     throw InputError(path, std::string("field '") + count_key + "' is " + std::to_string(c.num_experts) +
                                " (expected 1.." + std::to_string(kMaxExperts) + ")");
@@ -152,13 +154,17 @@ void parse_moe(const json& j, ModelConfig& c, const std::string& path) {
     throw InputError(path, "field 'num_experts_per_tok' is " + std::to_string(c.experts_per_token) + " (expected 1.." +
                                std::to_string(c.num_experts) + ", the number of experts)");
   if (c.expert_ffn < 1) throw InputError(path, "field 'moe_intermediate_size' must be positive");
+  if (qwen2) {
+    c.shared_expert_ffn = get_int(j, "shared_expert_intermediate_size", path, 5632);
+    if (c.shared_expert_ffn < 1) throw InputError(path, "field 'shared_expert_intermediate_size' must be positive");
+  }
   c.moe_layers.assign(size_t(c.num_layers), 1);
   if (mixtral) return;
   if (j.contains("norm_topk_prob") && !j["norm_topk_prob"].is_null()) {
     if (!j["norm_topk_prob"].is_boolean()) throw InputError(path, "field 'norm_topk_prob' must be true or false");
     c.norm_topk_prob = j["norm_topk_prob"].get<bool>();
   } else {
-    c.norm_topk_prob = false;  // Qwen3MoeConfig's default (the published checkpoints all say true)
+    c.norm_topk_prob = false;  // Qwen2MoeConfig's and Qwen3MoeConfig's default (Qwen3's checkpoints all say true)
   }
   const int step = get_int(j, "decoder_sparse_step", path, 1);
   if (step < 1) throw InputError(path, "field 'decoder_sparse_step' must be positive");
@@ -304,6 +310,7 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
     else if (c.model_type == "mistral") c.architecture = "MistralForCausalLM";
     else if (c.model_type == "mixtral") c.architecture = "MixtralForCausalLM";
     else if (c.model_type == "qwen2") c.architecture = "Qwen2ForCausalLM";
+    else if (c.model_type == "qwen2_moe") c.architecture = "Qwen2MoeForCausalLM";
     else if (c.model_type == "qwen3") c.architecture = "Qwen3ForCausalLM";
     else if (c.model_type == "qwen3_moe") c.architecture = "Qwen3MoeForCausalLM";
     else if (c.model_type == "gemma2") c.architecture = "Gemma2ForCausalLM";
@@ -316,6 +323,7 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
                                                                    {"MistralForCausalLM", "mistral"},
                                                                    {"MixtralForCausalLM", "mixtral"},
                                                                    {"Qwen2ForCausalLM", "qwen2"},
+                                                                   {"Qwen2MoeForCausalLM", "qwen2_moe"},
                                                                    {"Qwen3ForCausalLM", "qwen3"},
                                                                    {"Qwen3MoeForCausalLM", "qwen3_moe"},
                                                                    {"Gemma2ForCausalLM", "gemma2"},
@@ -327,7 +335,8 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   if (known == std::end(kSupported))
     throw InputError(path, "unsupported architecture '" + (c.architecture.empty() ? c.model_type : c.architecture) +
                                "' (supported: LlamaForCausalLM, MistralForCausalLM, MixtralForCausalLM, "
-                               "Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, Gemma2ForCausalLM, "
+                               "Qwen2ForCausalLM, Qwen2MoeForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, "
+                               "Gemma2ForCausalLM, "
                                "Gemma3ForCausalLM, "
                                "Gemma3ForConditionalGeneration, GraniteForCausalLM, Phi3ForCausalLM)");
   if (c.model_type.empty()) c.model_type = known->second;
@@ -361,10 +370,14 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   if (gemma) parse_gemma(j, c, path);
   else parse_rope(j, c, path);
   if (c.architecture == "GraniteForCausalLM") parse_granite(j, c, path);
-  if (c.architecture == "MixtralForCausalLM" || c.architecture == "Qwen3MoeForCausalLM") parse_moe(j, c, path);
+  if (c.architecture == "MixtralForCausalLM" || c.architecture == "Qwen2MoeForCausalLM" ||
+      c.architecture == "Qwen3MoeForCausalLM")
+    parse_moe(j, c, path);
   if (j.contains("tie_word_embeddings") && j["tie_word_embeddings"].is_boolean())
     c.tie_word_embeddings = j["tie_word_embeddings"].get<bool>();
-  c.attention_bias = c.architecture == "Qwen2ForCausalLM" ||
+  // Qwen2 always has q/k/v biases; Qwen2-MoE unless its qkv_bias (transformers 5) says not.
+  const bool qkv_bias = !(j.contains("qkv_bias") && j["qkv_bias"].is_boolean() && !j["qkv_bias"].get<bool>());
+  c.attention_bias = c.architecture == "Qwen2ForCausalLM" || (c.architecture == "Qwen2MoeForCausalLM" && qkv_bias) ||
                      (j.contains("attention_bias") && j["attention_bias"].is_boolean() && j["attention_bias"].get<bool>());
   c.mlp_bias = j.contains("mlp_bias") && j["mlp_bias"].is_boolean() && j["mlp_bias"].get<bool>();
   // Gemma's configs name it hidden_activation.
@@ -408,6 +421,7 @@ std::string ModelConfig::summary() const {
     << " kv_heads=" << num_kv_heads << " head_dim=" << head_dim << " ffn=" << intermediate_size
     << " vocab=" << vocab_size << " ctx=" << max_position_embeddings;
   if (moe()) s << " experts=" << experts_per_token << "/" << num_experts << " expert_ffn=" << expert_ffn;
+  if (shared_expert_ffn > 0) s << " shared_expert_ffn=" << shared_expert_ffn;
   return s.str();
 }
 

@@ -29,10 +29,10 @@ constexpr int kMaxConfigLayers = 1024;
 constexpr int kMaxExperts = 4096;
 
 struct ModelConfig {
-  // LlamaForCausalLM | MistralForCausalLM | MixtralForCausalLM | Qwen2ForCausalLM | Qwen3ForCausalLM |
-  // Qwen3MoeForCausalLM | Gemma2ForCausalLM | Gemma3ForCausalLM | GraniteForCausalLM | Phi3ForCausalLM
+  // LlamaForCausalLM | MistralForCausalLM | MixtralForCausalLM | Qwen2ForCausalLM | Qwen2MoeForCausalLM |
+  // Qwen3ForCausalLM | Qwen3MoeForCausalLM | Gemma2ForCausalLM | Gemma3ForCausalLM | GraniteForCausalLM | Phi3ForCausalLM
   std::string architecture;
-  // llama | mistral | mixtral | qwen2 | qwen3 | qwen3_moe | gemma2 | gemma3_text | granite | phi3
+  // llama | mistral | mixtral | qwen2 | qwen2_moe | qwen3 | qwen3_moe | gemma2 | gemma3_text | granite | phi3
   std::string model_type;
   // The checkpoint's own architecture when it wraps the language model described here in a larger one: a
   // vision-language Gemma3ForConditionalGeneration (4B-27B), whose text model SpecScope runs; empty otherwise.
@@ -90,7 +90,7 @@ struct ModelConfig {
   float rope_local_theta = 0.f;        // > 0: the sliding layers' RoPE theta
   std::optional<int> sliding_window;  // Mistral; applied when shorter than the context
   std::string hidden_act = "silu";  // silu | gelu_pytorch_tanh (Gemma)
-  // Mixture of experts (Mixtral, Qwen3-MoE; llama.cpp's expert_count files): in the layers marked in moe_layers, a
+  // Mixture of experts (Mixtral, Qwen2-MoE, Qwen3-MoE; llama.cpp's expert_count files): in the layers marked in moe_layers, a
   // token's MLP is the sum of experts_per_token of num_experts SwiGLU experts (each expert_ffn wide), those with the
   // highest probabilities in a softmax of the router's logits, each weighted by its probability (renormalized over
   // the chosen ones when norm_topk_prob: always in Mixtral and llama.cpp). The other layers have the dense MLP
@@ -99,6 +99,9 @@ struct ModelConfig {
   int experts_per_token = 0;
   int expert_ffn = 0;
   bool norm_topk_prob = true;
+  // Qwen2-MoE's shared expert: in every expert layer one more SwiGLU MLP (shared_expert_ffn wide) runs on every token,
+  // its output times sigmoid(shared_expert_gate . x) added after the routed experts'. 0: none (Mixtral, Qwen3-MoE).
+  int shared_expert_ffn = 0;
   std::vector<uint8_t> moe_layers;  // per layer, 1 = experts; empty when num_experts is 0
   DType torch_dtype = DType::F32;
   std::optional<int> bos_token_id;

@@ -1,9 +1,11 @@
-// The MLP of a mixture-of-experts layer on the CPU (ModelConfig::num_experts; Mixtral, Qwen3-MoE): each expert
-// computes the rows routed to it, gathered into one product per matrix, and each row sums its experts' outputs times
-// their weights in expert order. A one-token step reads the router and experts_per_token experts of the layer; a
-// verification batch reads every expert any of its rows picked (ExpertRouting::experts_hit), which is why
+// The MLP of a mixture-of-experts layer on the CPU (ModelConfig::num_experts; Mixtral, Qwen2-MoE, Qwen3-MoE): each
+// expert computes the rows routed to it, gathered into one product per matrix, and each row sums its experts' outputs
+// times their weights in expert order, then (Qwen2-MoE) the shared expert's output times sigmoid of its gate, as
+// transformers' Qwen2MoeSparseMoeBlock adds them. A one-token step reads the router and experts_per_token experts of
+// the layer; a verification batch reads every expert any of its rows picked (ExpertRouting::experts_hit), which is why
 // speculation costs more per drafted token on these models than on dense ones.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "engine/cpu/matmul.h"
@@ -51,6 +53,7 @@ void CpuContext::moe_mlp(const LayerWeights& L, int rows) {
     for (const ExpertRoute* r = routing_.begin(e); r != routing_.end(e); ++r, ++i)
       cpu::axpy(r->weight, moe_y_.data() + size_t(i) * H, moe_out_.data() + size_t(r->row) * H, H);
   }
+  if (L.has_shared_expert()) add_shared_expert(L, rows);
   std::memcpy(h_.data(), moe_out_.data(), sizeof(float) * size_t(rows) * H);
   experts_computed += uint64_t(routing_.experts_hit());
 }
@@ -76,14 +79,57 @@ void CpuContext::one_token_experts(const LayerWeights& L) {
       expert_inputs_.push_back({ffn_gate_.data() + i * F, &X.down, nullptr, moe_y_.data() + i * H});
     }
   const int chosen = int(expert_inputs_.size());
+  const bool shared = L.has_shared_expert();
+  if (shared) {  // the shared expert's products join the same two forks
+    const int S = c.shared_expert_ffn;
+    grow(shared_gate_, size_t(S));
+    grow(shared_up_, size_t(S));
+    grow(shared_y_, size_t(H));
+    grow(shared_logit_, 1);
+    expert_outputs_.push_back({&L.shared_expert.gate, nullptr, shared_gate_.data()});
+    expert_outputs_.push_back({&L.shared_expert.up, nullptr, shared_up_.data()});
+    expert_outputs_.push_back({&L.shared_expert_gate, nullptr, shared_logit_.data()});
+    expert_inputs_.push_back({shared_gate_.data(), &L.shared_expert.down, nullptr, shared_y_.data()});
+  }
   cpu::linear_shared_input(h_.data(), 1, expert_outputs_);
   gated_activation(ffn_gate_.data(), ffn_up_.data(), int64_t(chosen) * F);
+  if (shared) gated_activation(shared_gate_.data(), shared_up_.data(), c.shared_expert_ffn);
   cpu::linear_each(1, expert_inputs_);
-  const cpu::ProfileScope profile(cpu::Op::Elementwise);
-  for (int e = 0, i = 0; e < c.num_experts; ++e)
-    if (routing_.count(e) > 0) cpu::axpy(routing_.begin(e)->weight, moe_y_.data() + size_t(i++) * H, moe_out_.data(), H);
+  {
+    const cpu::ProfileScope profile(cpu::Op::Elementwise);
+    for (int e = 0, i = 0; e < c.num_experts; ++e)
+      if (routing_.count(e) > 0) cpu::axpy(routing_.begin(e)->weight, moe_y_.data() + size_t(i++) * H, moe_out_.data(), H);
+  }
+  if (shared) add_shared_outputs(1);
   std::memcpy(h_.data(), moe_out_.data(), sizeof(float) * H);
   experts_computed += uint64_t(chosen);
+}
+
+// A batch's shared expert: every row runs it, so its products take all the rows at once (each row the bits a one-row
+// product gives: the decode step above computes the same row alike).
+void CpuContext::add_shared_expert(const LayerWeights& L, int rows) {
+  const int S = model_->config().shared_expert_ffn, H = model_->config().hidden_size;
+  grow(shared_gate_, size_t(rows) * S);
+  grow(shared_up_, size_t(rows) * S);
+  grow(shared_y_, size_t(rows) * H);
+  grow(shared_logit_, size_t(rows));
+  const cpu::LinearOutput products[] = {{&L.shared_expert.gate, nullptr, shared_gate_.data()},
+                                        {&L.shared_expert.up, nullptr, shared_up_.data()},
+                                        {&L.shared_expert_gate, nullptr, shared_logit_.data()}};
+  cpu::linear_shared_input(h_.data(), rows, products);
+  gated_activation(shared_gate_.data(), shared_up_.data(), int64_t(rows) * S);
+  cpu::linear(shared_gate_.data(), rows, L.shared_expert.down, nullptr, shared_y_.data());
+  add_shared_outputs(rows);
+}
+
+// moe_out_ += sigmoid(gate logit) * shared output, row by row, after the routed experts' sum (transformers' order).
+void CpuContext::add_shared_outputs(int rows) {
+  const int H = model_->config().hidden_size;
+  const cpu::ProfileScope profile(cpu::Op::Elementwise);
+  for (int r = 0; r < rows; ++r) {
+    const float scale = 1.f / (1.f + std::exp(-shared_logit_[size_t(r)]));
+    cpu::axpy(scale, shared_y_.data() + size_t(r) * H, moe_out_.data() + size_t(r) * H, H);
+  }
 }
 
 }  // namespace specscope

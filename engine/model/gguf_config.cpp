@@ -98,13 +98,15 @@ void phi3_from_gguf(const GgufFile& g, ModelConfig& c) {
   c.rope_scaling.attention_factor = float(float_key(g, p + "rope.scaling.attn_factor", 1e-3, 1e3, 1.0));
 }
 
-// A mixture of experts, as llama.cpp reads one (src/models/llama.cpp for Mixtral, qwen3moe.cpp): expert_count experts
-// in every layer, expert_used_count of them per token, chosen by a softmax and renormalized; an expert is
-// expert_feed_forward_length wide in qwen3moe (else feed_forward_length / expert_used_count, as llama.cpp falls back)
-// and feed_forward_length in llama's. qwen3moe must have experts; llama may (Mixtral); the others may not.
+// A mixture of experts, as llama.cpp reads one (src/models/llama.cpp for Mixtral, qwen2moe.cpp, qwen3moe.cpp):
+// expert_count experts in every layer, expert_used_count of them per token, chosen by a softmax; renormalized but in
+// qwen2moe (its graph passes norm_w false, as Qwen2-MoE's norm_topk_prob is); an expert is
+// expert_feed_forward_length wide in qwen2moe and qwen3moe (else feed_forward_length / expert_used_count, as llama.cpp
+// falls back) and feed_forward_length in llama's. qwen2moe's shared expert is expert_shared_feed_forward_length wide
+// (else feed_forward_length). qwen2moe and qwen3moe must have experts; llama may (Mixtral); the others may not.
 void experts_from_gguf(const GgufFile& g, ModelConfig& c, const std::string& arch) {
   const std::string p = arch + ".";
-  const bool required = arch == "qwen3moe";
+  const bool required = arch == "qwen3moe" || arch == "qwen2moe";
   if (!required && g.get_int(p + "expert_count", 0) == 0) return;
   if (arch != "llama" && !required)
     throw InputError(g.path(), "mixture-of-experts " + arch + " models (" + p + "expert_count > 0) are not supported");
@@ -113,7 +115,12 @@ void experts_from_gguf(const GgufFile& g, ModelConfig& c, const std::string& arc
   c.expert_ffn = required ? size_key(g, p + "expert_feed_forward_length", 1, 1 << 20,
                                      c.intermediate_size / c.experts_per_token)
                           : c.intermediate_size;
-  c.norm_topk_prob = true;
+  if (c.expert_ffn < 1)
+    throw InputError(g.path(), p + "expert_feed_forward_length is missing and " + p + "feed_forward_length / " + p +
+                                   "expert_used_count is 0");
+  c.norm_topk_prob = arch != "qwen2moe";
+  if (arch == "qwen2moe")
+    c.shared_expert_ffn = size_key(g, p + "expert_shared_feed_forward_length", 1, 1 << 20, c.intermediate_size);
   c.moe_layers.assign(size_t(c.num_layers), 1);
   if (arch == "llama") {
     c.architecture = "MixtralForCausalLM";
@@ -138,6 +145,10 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
     c.architecture = "Qwen3ForCausalLM";
     c.model_type = "qwen3";
     c.qk_norm = true;
+  } else if (arch == "qwen2moe") {
+    c.architecture = "Qwen2MoeForCausalLM";
+    c.model_type = "qwen2_moe";
+    c.attention_bias = true;
   } else if (arch == "qwen3moe") {
     c.architecture = "Qwen3MoeForCausalLM";
     c.model_type = "qwen3_moe";
@@ -161,7 +172,7 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
     c.model_type = "phi3";
     c.fused_projections = true;
   } else {
-    throw InputError(file, "unsupported architecture '" + arch + "' (supported: llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, granite, phi3)");
+    throw InputError(file, "unsupported architecture '" + arch + "' (supported: llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma2, gemma3, granite, phi3)");
   }
   const std::string p = arch + ".";
   c.hidden_size = size_key(g, p + "embedding_length", 1, 1 << 16);

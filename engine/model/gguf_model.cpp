@@ -122,6 +122,14 @@ class Binder {
     return bind_matrix(tensor(name, {rows, cols}), rows, cols, unpermute_heads);
   }
 
+  // A [1, cols] matrix, which a file may also hold as a vector of cols: llama.cpp's converter writes transformers'
+  // Linear(H, 1) as [1, H] and its loader asks for {H}, accepting either. Any type a matrix may have is read.
+  TensorView row_matrix(const std::string& name, int64_t cols) {
+    const GgufTensor* t = g_.find_tensor(name);
+    if (t && t->shape() == std::vector<int64_t>{cols}) return bind_matrix(tensor(name, {cols}), 1, cols, 0);
+    return matrix(name, 1, cols);
+  }
+
   // A stack of `count` [rows, cols] matrices stored as one [count, rows, cols] tensor (llama.cpp's ffn_*_exps: one
   // matrix per expert), each returned as a view of its rows of the same memory.
   std::vector<TensorView> stacked(const std::string& name, int64_t count, int64_t rows, int64_t cols) {
@@ -329,6 +337,12 @@ void bind_weights(Binder& b, const ModelConfig& c, ModelWeights& w) {
                  down = b.stacked(p + "ffn_down_exps.weight", E, H, FE);
       L.experts.resize(size_t(E));
       for (size_t e = 0; e < size_t(E); ++e) L.experts[e] = {gate[e], up[e], down[e]};
+      if (c.shared_expert_ffn > 0) {  // qwen2moe: the shared expert and its gate (llama.cpp's *_shexp)
+        const int64_t S = c.shared_expert_ffn;
+        L.shared_expert = {b.matrix(p + "ffn_gate_shexp.weight", S, H), b.matrix(p + "ffn_up_shexp.weight", S, H),
+                           b.matrix(p + "ffn_down_shexp.weight", H, S)};
+        L.shared_expert_gate = b.row_matrix(p + "ffn_gate_inp_shexp.weight", H);
+      }
       continue;
     }
     if (c.fused_projections) {  // llama.cpp's phi3 keeps gate and up in ffn_up (its swiglu halves: gate first)

@@ -1,7 +1,7 @@
 #pragma once
 // Loading a Llama-family model from one GGUF file (llama.cpp's format): architecture "llama" (Llama, Mistral,
-// TinyLlama, ... as llama.cpp converts them), "qwen2", "qwen3", "gemma2", "gemma3", "granite" and
-// "phi3".
+// TinyLlama, ... as llama.cpp converts them; Mixtral with expert_count), "qwen2", "qwen2moe", "qwen3", "qwen3moe",
+// "gemma2", "gemma3", "granite" and "phi3".
 //
 // What differs from the Hugging Face layout, and how it is undone:
 //  * The config is metadata (<arch>.embedding_length, .block_count, ...); see config_from_gguf.
@@ -12,6 +12,10 @@
 //    other F32/F16/BF16 tensor is a zero-copy view into the mapping. ("granite" is permuted too; "qwen2" and
 //    "qwen3" are not: llama.cpp runs them with NEOX RoPE, which is rotate-half.)
 //  * "qwen3" adds blk.N.attn_q_norm.weight / attn_k_norm.weight (head_dim each) and has no q/k/v biases.
+//  * Mixtures of experts keep each layer's experts stacked, one [experts, out, in] tensor per matrix
+//    (blk.N.ffn_gate_exps / ffn_up_exps / ffn_down_exps), the router as blk.N.ffn_gate_inp; "qwen2moe" adds its shared
+//    expert (ffn_gate_shexp / ffn_up_shexp / ffn_down_shexp) and that expert's gate (ffn_gate_inp_shexp, [1, H] or
+//    a vector of H).
 //  * "gemma3" has those too, and blk.N.post_attention_norm / post_ffw_norm (the sublayer outputs' norms; ffn_norm is
 //    its pre_feedforward_layernorm); its norms are stored as 1 + w, which is what the engine computes with.
 //  * "gemma2" is gemma3's layout without the q/k norms, with gemma2.attn_logit_softcapping and

@@ -62,7 +62,8 @@ std::vector<float> bind_optional_vector(const TensorStore& st, const std::string
 }
 
 // A mixture-of-experts layer's router and experts, under Mixtral's names (block_sparse_moe.gate, experts.E.w1 / w3 /
-// w2 for gate / up / down) or Qwen3-MoE's (mlp.gate, mlp.experts.E.gate_proj / up_proj / down_proj).
+// w2 for gate / up / down) or Qwen2-MoE's and Qwen3-MoE's (mlp.gate, mlp.experts.E.gate_proj / up_proj / down_proj);
+// Qwen2-MoE's shared expert (mlp.shared_expert.*) and its gate (mlp.shared_expert_gate, [1, H]).
 void bind_experts(const TensorStore& st, const ModelConfig& c, const std::string& layer, LayerWeights& L) {
   const bool mixtral = c.architecture == "MixtralForCausalLM";
   const std::string block = layer + (mixtral ? "block_sparse_moe." : "mlp.");
@@ -75,6 +76,13 @@ void bind_experts(const TensorStore& st, const ModelConfig& c, const std::string
     E.gate = bind_matrix(st, p + (mixtral ? "w1.weight" : "gate_proj.weight"), F, H);
     E.up = bind_matrix(st, p + (mixtral ? "w3.weight" : "up_proj.weight"), F, H);
     E.down = bind_matrix(st, p + (mixtral ? "w2.weight" : "down_proj.weight"), H, F);
+  }
+  if (c.shared_expert_ffn > 0) {
+    const int64_t S = c.shared_expert_ffn;
+    const std::string p = block + "shared_expert.";
+    L.shared_expert = {bind_matrix(st, p + "gate_proj.weight", S, H), bind_matrix(st, p + "up_proj.weight", S, H),
+                       bind_matrix(st, p + "down_proj.weight", H, S)};
+    L.shared_expert_gate = bind_matrix(st, block + "shared_expert_gate.weight", 1, H);
   }
 }
 
@@ -168,7 +176,7 @@ std::shared_ptr<Model> Model::load_directory(const std::string& path, const Load
     L.bq = bind_optional_vector(*store, p + "self_attn.q_proj.bias", qd, c.attention_bias);
     L.bk = bind_optional_vector(*store, p + "self_attn.k_proj.bias", kvd, c.attention_bias);
     L.bv = bind_optional_vector(*store, p + "self_attn.v_proj.bias", kvd, c.attention_bias);
-    if (c.architecture != "Qwen2ForCausalLM")
+    if (c.architecture != "Qwen2ForCausalLM" && c.architecture != "Qwen2MoeForCausalLM")  // biases on q, k, v only
       L.bo = bind_optional_vector(*store, p + "self_attn.o_proj.bias", H, c.attention_bias);
     if (c.qk_norm) {
       L.q_norm = norm(p + "self_attn.q_norm.weight", c.head_dim);
