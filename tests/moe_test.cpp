@@ -185,13 +185,17 @@ TEST(Moe, Qwen2MoeSharedExpertReadsAlikeFromBothFormats) {
       ASSERT_TRUE(L.has_shared_expert());
       EXPECT_EQ(L.shared_expert.gate.shape, (std::vector<int64_t>{64, 64}));
       EXPECT_EQ(L.shared_expert.down.shape, (std::vector<int64_t>{64, 64}));
-      EXPECT_EQ(L.shared_expert_gate.shape, (std::vector<int64_t>{1, 64}));
-      EXPECT_NE(L.shared_expert_gate.data, nullptr);
+      EXPECT_EQ(L.shared_expert_gate.size(), 64u);
       EXPECT_FALSE(L.bq.empty());
       EXPECT_TRUE(L.bo.empty());
     }
   }
-  EXPECT_EQ(models[2]->weights().layers[0].shared_expert_gate.dtype, DType::Q8_0);
+  // The Q8_0 file's gate is its dequantized row: the same up to Q8_0's rounding (a scale per 32 values).
+  const auto& exact = models[0]->weights().layers[0].shared_expert_gate;
+  const auto& q8 = models[2]->weights().layers[0].shared_expert_gate;
+  EXPECT_EQ(models[1]->weights().layers[0].shared_expert_gate, exact);
+  EXPECT_NE(q8, exact);
+  for (size_t i = 0; i < exact.size(); ++i) EXPECT_NEAR(q8[i], exact[i], 0.02) << i;
   // The other mixtures have none.
   EXPECT_FALSE(Model::load(test::fixture("models/qwen3moe_f32"))->weights().layers[0].has_shared_expert());
 }

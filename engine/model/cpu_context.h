@@ -45,7 +45,7 @@ class CpuContext final : public Context {
   void one_token_experts(const LayerWeights& L);
   // Qwen2-MoE's shared expert over the `rows` rows in h_, added to moe_out_ after the routed experts (cpu_moe.cpp).
   void add_shared_expert(const LayerWeights& L, int rows);
-  void add_shared_outputs(int rows);
+  void add_shared_outputs(const LayerWeights& L, int rows);
   // Scratch only ever grows (to the largest batch seen).
   static void grow(std::vector<float>& v, size_t n) {
     if (v.size() < n) v.resize(n);
@@ -96,8 +96,8 @@ class CpuContext final : public Context {
   ExpertRouting routing_;
   std::vector<cpu::LinearOutput> expert_outputs_;  // a decode step's chosen experts' gate and up products
   std::vector<cpu::LinearInput> expert_inputs_;    // and their down products
-  // The shared expert's gate and up products, its outputs, and its gate's logit per row.
-  std::vector<float> shared_gate_, shared_up_, shared_y_, shared_logit_;
+  // The shared expert's gate and up products and its outputs.
+  std::vector<float> shared_gate_, shared_up_, shared_y_;
   // Which keys attention sees, for layers that attend to the whole context [0] and for sliding ones [1]:
   // [active rows][keys], and packed (attention.h); computed once per forward for each kind of layer it has.
   struct Visible {

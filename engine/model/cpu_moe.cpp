@@ -85,10 +85,8 @@ void CpuContext::one_token_experts(const LayerWeights& L) {
     grow(shared_gate_, size_t(S));
     grow(shared_up_, size_t(S));
     grow(shared_y_, size_t(H));
-    grow(shared_logit_, 1);
     expert_outputs_.push_back({&L.shared_expert.gate, nullptr, shared_gate_.data()});
     expert_outputs_.push_back({&L.shared_expert.up, nullptr, shared_up_.data()});
-    expert_outputs_.push_back({&L.shared_expert_gate, nullptr, shared_logit_.data()});
     expert_inputs_.push_back({shared_gate_.data(), &L.shared_expert.down, nullptr, shared_y_.data()});
   }
   cpu::linear_shared_input(h_.data(), 1, expert_outputs_);
@@ -100,7 +98,7 @@ void CpuContext::one_token_experts(const LayerWeights& L) {
     for (int e = 0, i = 0; e < c.num_experts; ++e)
       if (routing_.count(e) > 0) cpu::axpy(routing_.begin(e)->weight, moe_y_.data() + size_t(i++) * H, moe_out_.data(), H);
   }
-  if (shared) add_shared_outputs(1);
+  if (shared) add_shared_outputs(L, 1);
   std::memcpy(h_.data(), moe_out_.data(), sizeof(float) * H);
   experts_computed += uint64_t(chosen);
 }
@@ -112,23 +110,22 @@ void CpuContext::add_shared_expert(const LayerWeights& L, int rows) {
   grow(shared_gate_, size_t(rows) * S);
   grow(shared_up_, size_t(rows) * S);
   grow(shared_y_, size_t(rows) * H);
-  grow(shared_logit_, size_t(rows));
   const cpu::LinearOutput products[] = {{&L.shared_expert.gate, nullptr, shared_gate_.data()},
-                                        {&L.shared_expert.up, nullptr, shared_up_.data()},
-                                        {&L.shared_expert_gate, nullptr, shared_logit_.data()}};
+                                        {&L.shared_expert.up, nullptr, shared_up_.data()}};
   cpu::linear_shared_input(h_.data(), rows, products);
   gated_activation(shared_gate_.data(), shared_up_.data(), int64_t(rows) * S);
   cpu::linear(shared_gate_.data(), rows, L.shared_expert.down, nullptr, shared_y_.data());
-  add_shared_outputs(rows);
+  add_shared_outputs(L, rows);
 }
 
-// moe_out_ += sigmoid(gate logit) * shared output, row by row, after the routed experts' sum (transformers' order).
-void CpuContext::add_shared_outputs(int rows) {
+// moe_out_ += sigmoid(gate . x) * shared output, row by row, after the routed experts' sum (transformers' order); the
+// gate's dot product is each row's own, so a row gets the same scale alone or in a batch.
+void CpuContext::add_shared_outputs(const LayerWeights& L, int rows) {
   const int H = model_->config().hidden_size;
   const cpu::ProfileScope profile(cpu::Op::Elementwise);
   for (int r = 0; r < rows; ++r) {
-    const float scale = 1.f / (1.f + std::exp(-shared_logit_[size_t(r)]));
-    cpu::axpy(scale, shared_y_.data() + size_t(r) * H, moe_out_.data() + size_t(r) * H, H);
+    const float logit = cpu::dot(L.shared_expert_gate.data(), h_.data() + size_t(r) * H, H);
+    cpu::axpy(1.f / (1.f + std::exp(-logit)), shared_y_.data() + size_t(r) * H, moe_out_.data() + size_t(r) * H, H);
   }
 }
 

@@ -122,12 +122,17 @@ class Binder {
     return bind_matrix(tensor(name, {rows, cols}), rows, cols, unpermute_heads);
   }
 
-  // A [1, cols] matrix, which a file may also hold as a vector of cols: llama.cpp's converter writes transformers'
-  // Linear(H, 1) as [1, H] and its loader asks for {H}, accepting either. Any type a matrix may have is read.
-  TensorView row_matrix(const std::string& name, int64_t cols) {
+  // One row of `cols` widened to f32, stored as [1, cols] or as a vector: llama.cpp's converter writes transformers'
+  // Linear(H, 1) as [1, H] and its loader asks for {H}, accepting either.
+  std::vector<float> row(const std::string& name, int64_t cols) {
     const GgufTensor* t = g_.find_tensor(name);
-    if (t && t->shape() == std::vector<int64_t>{cols}) return bind_matrix(tensor(name, {cols}), 1, cols, 0);
-    return matrix(name, 1, cols);
+    if (!t || t->shape() == std::vector<int64_t>{cols}) return vector(name, cols);
+    const GgufTensor& r = tensor(name, {1, cols});
+    if (dry_) {
+      if (!ggml_can_dequantize(r.type)) cannot_read(r);
+      return std::vector<float>(size_t(cols));
+    }
+    return dequant(r);
   }
 
   // A stack of `count` [rows, cols] matrices stored as one [count, rows, cols] tensor (llama.cpp's ffn_*_exps: one
@@ -341,7 +346,7 @@ void bind_weights(Binder& b, const ModelConfig& c, ModelWeights& w) {
         const int64_t S = c.shared_expert_ffn;
         L.shared_expert = {b.matrix(p + "ffn_gate_shexp.weight", S, H), b.matrix(p + "ffn_up_shexp.weight", S, H),
                            b.matrix(p + "ffn_down_shexp.weight", H, S)};
-        L.shared_expert_gate = b.row_matrix(p + "ffn_gate_inp_shexp.weight", H);
+        L.shared_expert_gate = b.row(p + "ffn_gate_inp_shexp.weight", H);
       }
       continue;
     }

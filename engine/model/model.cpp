@@ -82,7 +82,7 @@ void bind_experts(const TensorStore& st, const ModelConfig& c, const std::string
     const std::string p = block + "shared_expert.";
     L.shared_expert = {bind_matrix(st, p + "gate_proj.weight", S, H), bind_matrix(st, p + "up_proj.weight", S, H),
                        bind_matrix(st, p + "down_proj.weight", H, S)};
-    L.shared_expert_gate = bind_matrix(st, block + "shared_expert_gate.weight", 1, H);
+    L.shared_expert_gate = bind_matrix(st, block + "shared_expert_gate.weight", 1, H).to_f32();
   }
 }
 

@@ -27,10 +27,12 @@ struct LayerWeights {
   // [num_experts, H] and the experts.
   TensorView router;
   std::vector<ExpertWeights> experts;
-  // Qwen2-MoE's shared expert (ModelConfig::shared_expert_ffn wide) and its gate [1, H]; no data when there is none.
+  // Qwen2-MoE's shared expert (ModelConfig::shared_expert_ffn wide) and its gate, one row of H widened to f32 at load
+  // (a dot product per token: as a matrix of its own type it would keep a decode step's expert products from sharing
+  // one fork whenever its type differs from theirs, as llama-quantize leaves it); empty when there is none.
   ExpertWeights shared_expert;
-  TensorView shared_expert_gate;
-  bool has_shared_expert() const { return shared_expert_gate.shape.size() == 2; }
+  std::vector<float> shared_expert_gate;
+  bool has_shared_expert() const { return !shared_expert_gate.empty(); }
 };
 
 struct ModelWeights {
@@ -41,8 +43,8 @@ struct ModelWeights {
 };
 
 // Calls f on every matrix a forward multiplies by (each layer's attention four, then its MLP's three, or its router
-// and each expert's three and the shared expert's three and its gate, then the LM head), for the passes over all of
-// them: kernel copies, requantized copies, byte counts. `W` is ModelWeights or const ModelWeights.
+// and each expert's three and the shared expert's three, then the LM head), for the passes over all of them: kernel
+// copies, requantized copies, byte counts. `W` is ModelWeights or const ModelWeights.
 template <class W, class F>
 void for_each_linear(W& w, F&& f) {
   for (auto& L : w.layers) {
@@ -55,7 +57,7 @@ void for_each_linear(W& w, F&& f) {
     for (auto& e : L.experts)
       for (auto* t : {&e.gate, &e.up, &e.down}) f(*t);
     if (L.has_shared_expert())
-      for (auto* t : {&L.shared_expert.gate, &L.shared_expert.up, &L.shared_expert.down, &L.shared_expert_gate}) f(*t);
+      for (auto* t : {&L.shared_expert.gate, &L.shared_expert.up, &L.shared_expert.down}) f(*t);
   }
   f(w.lm_head);
 }
