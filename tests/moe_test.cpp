@@ -74,6 +74,20 @@ json released_qwen15_moe_a27b() {
     "num_experts": 60, "norm_topk_prob": false, "output_router_logits": false, "router_aux_loss_coef": 0.001})");
 }
 
+// The experts a config describes: how many, how many a token takes, how wide, the shared expert's width (0: none)
+// and whether the chosen ones' weights are renormalized.
+struct Experts {
+  int count, per_token, ffn, shared_ffn;
+  bool renormalized;
+};
+void expect_experts(const ModelConfig& c, const Experts& want) {
+  EXPECT_EQ(c.num_experts, want.count);
+  EXPECT_EQ(c.experts_per_token, want.per_token);
+  EXPECT_EQ(c.expert_ffn, want.ffn);
+  EXPECT_EQ(c.shared_expert_ffn, want.shared_ffn);
+  EXPECT_EQ(c.norm_topk_prob, want.renormalized);
+}
+
 // The routing as transformers writes it, in double: softmax, the k largest (lower index first among equals), and
 // the weights divided by their sum when asked.
 std::vector<std::pair<int, double>> reference_route(const std::vector<float>& logits, int k, bool normalize) {
@@ -141,10 +155,7 @@ TEST(Moe, ConfigsAndGgufFilesReadTheSameModels) {
     const bool qwen = std::string(name) == "qwen3moe_f32";
     for (const ModelConfig* c : {&hf->config(), &gguf->config()}) {
       EXPECT_EQ(c->architecture, qwen ? "Qwen3MoeForCausalLM" : "MixtralForCausalLM");
-      EXPECT_EQ(c->num_experts, qwen ? 8 : 4);
-      EXPECT_EQ(c->experts_per_token, 2);
-      EXPECT_EQ(c->expert_ffn, 32);
-      EXPECT_TRUE(c->norm_topk_prob);
+      expect_experts(*c, {qwen ? 8 : 4, 2, 32, 0, true});
       EXPECT_EQ(c->moe_layers, (std::vector<uint8_t>{1, 1}));
       EXPECT_EQ(c->qk_norm, qwen);
       EXPECT_NE(c->summary().find("experts=2/"), std::string::npos);
@@ -173,11 +184,7 @@ TEST(Moe, Qwen2MoeSharedExpertReadsAlikeFromBothFormats) {
     const ModelConfig& c = m->config();
     EXPECT_EQ(c.architecture, "Qwen2MoeForCausalLM");
     EXPECT_EQ(c.model_type, "qwen2_moe");
-    EXPECT_EQ(c.num_experts, 8);
-    EXPECT_EQ(c.experts_per_token, 2);
-    EXPECT_EQ(c.expert_ffn, 32);
-    EXPECT_EQ(c.shared_expert_ffn, 64);
-    EXPECT_FALSE(c.norm_topk_prob);
+    expect_experts(c, {8, 2, 32, 64, false});
     EXPECT_TRUE(c.attention_bias);
     EXPECT_FALSE(c.qk_norm);
     EXPECT_NE(c.summary().find("shared_expert_ffn=64"), std::string::npos);
@@ -202,41 +209,24 @@ TEST(Moe, Qwen2MoeSharedExpertReadsAlikeFromBothFormats) {
 
 TEST(Moe, PublishedConfigsParse) {
   const ModelConfig q = ModelConfig::from_json_text(released_qwen3_30b_a3b().dump(), "q/config.json");
-  EXPECT_EQ(q.num_experts, 128);
-  EXPECT_EQ(q.experts_per_token, 8);
-  EXPECT_EQ(q.expert_ffn, 768);
+  expect_experts(q, {128, 8, 768, 0, true});
   EXPECT_EQ(q.intermediate_size, 6144);
-  EXPECT_TRUE(q.norm_topk_prob);
   EXPECT_EQ(std::count(q.moe_layers.begin(), q.moe_layers.end(), 1), 48);
   EXPECT_TRUE(q.qk_norm);
   const ModelConfig m = ModelConfig::from_json_text(released_mixtral_8x7b().dump(), "m/config.json");
-  EXPECT_EQ(m.num_experts, 8);
-  EXPECT_EQ(m.experts_per_token, 2);
-  EXPECT_EQ(m.expert_ffn, 14336);
-  EXPECT_TRUE(m.norm_topk_prob);
+  expect_experts(m, {8, 2, 14336, 0, true});
   EXPECT_FALSE(m.sliding_window.has_value());
   const ModelConfig q15 = ModelConfig::from_json_text(released_qwen15_moe_a27b().dump(), "q15/config.json");
-  EXPECT_EQ(q15.num_experts, 60);
-  EXPECT_EQ(q15.experts_per_token, 4);
-  EXPECT_EQ(q15.expert_ffn, 1408);
-  EXPECT_EQ(q15.shared_expert_ffn, 5632);
-  EXPECT_FALSE(q15.norm_topk_prob);
+  expect_experts(q15, {60, 4, 1408, 5632, false});
   EXPECT_TRUE(q15.attention_bias);
   EXPECT_FALSE(q15.sliding_window.has_value());  // use_sliding_window false
   EXPECT_EQ(q15.expert_layers(), 24);
-  EXPECT_EQ(q.shared_expert_ffn, 0);
-  EXPECT_EQ(m.shared_expert_ffn, 0);
   // Keys left out take Qwen2MoeConfig's defaults (Qwen1.5-MoE-A2.7B's sizes); qkv_bias false drops the biases.
   json bare = released_qwen15_moe_a27b();
   for (const char* key : {"num_experts", "num_experts_per_tok", "moe_intermediate_size", "shared_expert_intermediate_size",
                           "norm_topk_prob"})
     bare.erase(key);
-  const ModelConfig d = ModelConfig::from_json_text(bare.dump(), "d/config.json");
-  EXPECT_EQ(d.num_experts, 60);
-  EXPECT_EQ(d.experts_per_token, 4);
-  EXPECT_EQ(d.expert_ffn, 1408);
-  EXPECT_EQ(d.shared_expert_ffn, 5632);
-  EXPECT_FALSE(d.norm_topk_prob);
+  expect_experts(ModelConfig::from_json_text(bare.dump(), "d/config.json"), {60, 4, 1408, 5632, false});
   bare["qkv_bias"] = false;
   EXPECT_FALSE(ModelConfig::from_json_text(bare.dump(), "d/config.json").attention_bias);
   // A dense Qwen3 or Llama has no experts.
