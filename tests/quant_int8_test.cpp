@@ -508,6 +508,44 @@ TEST(QuantInt8, EachOwnInputProductsForkOnceAndEqualLoneCalls) {
   cpu::set_backoff(old_backoff);
 }
 
+// Products of different widths, each with its own X (a decode step's routed experts' down products, 1408 wide in
+// Qwen1.5-MoE, beside its shared expert's, 5632): still one fork, each output the bits a lone linear() gives.
+TEST(QuantInt8, EachOwnInputProductsOfDifferentWidthsForkOnce) {
+  FastPath fast;
+  std::mt19937 rng(31);
+  const bool old_backoff = cpu::set_backoff(false);
+  const int old_threads = cpu::set_num_threads(2);
+  struct Part {
+    const TypeCase& q;
+    int m, k;
+  };
+  // 393k multiply-adds a token: past the least that forks (kMinParallelMacs, 262k).
+  const Part parts[] = {{kTypes[1], 384, 256}, {kTypes[1], 256, 256}, {kTypes[2], 160, 1024}, {kTypes[0], 129, 512}};
+  std::vector<std::vector<uint8_t>> bytes;
+  std::vector<TensorView> views;
+  for (const Part& part : parts) bytes.push_back(random_matrix(part.q, part.m, part.k, rng, false));
+  for (size_t i = 0; i < bytes.size(); ++i) views.push_back(view(parts[i].q, bytes[i], parts[i].m, parts[i].k));
+  for (int n : {1, 3}) {
+    std::vector<std::vector<float>> X, alone, each;
+    std::vector<cpu::LinearInput> ins;
+    for (size_t i = 0; i < views.size(); ++i) {
+      X.push_back(normal(size_t(n) * size_t(parts[i].k), rng));
+      alone.emplace_back(size_t(n) * size_t(parts[i].m));
+      each.emplace_back(alone.back().size(), -1.f);
+      cpu::linear(X[i].data(), n, views[i], nullptr, alone[i].data());
+    }
+    for (size_t i = 0; i < views.size(); ++i) ins.push_back({X[i].data(), &views[i], nullptr, each[i].data()});
+    const auto before = cpu::threading_stats();
+    cpu::linear_each(n, ins);
+    EXPECT_EQ(cpu::threading_stats().parallel_calls, before.parallel_calls + 1) << "one fork, n " << n;
+    for (size_t i = 0; i < views.size(); ++i)
+      ASSERT_EQ(0, std::memcmp(alone[i].data(), each[i].data(), alone[i].size() * sizeof(float)))
+          << "product " << i << " (k " << parts[i].k << "), n " << n;
+  }
+  cpu::set_num_threads(old_threads);
+  cpu::set_backoff(old_backoff);
+}
+
 // The thread cap holds and the split of rows over threads changes no bit (as MatmulQuant's test of the exact path).
 TEST(QuantInt8, ThreadCapHoldsAndThreadCountDoesNotChangeResults) {
   FastPath fast;

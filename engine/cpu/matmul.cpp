@@ -459,8 +459,10 @@ bool tiled_product(const LinearArgs& a, const Dispatch& d) {
 
 // Block-quantized weights of one width on the integer path (q/k/v or gate/up of a GGUF model, whose types may
 // differ): X quantized once and one fork for all of them (quant_int8.h). False when that path does not apply.
-// The integer-path products of `items` (LinearOutput or LinearInput: each with its own X), all k wide; false when one
-// does not take that path (the exact path, dense or requantized weights, another width).
+// The integer-path products of `items`: LinearOutput ones share one X, so all are k wide; LinearInput ones each have
+// their own X and may differ in width (a decode step's routed experts' down products beside Qwen2-MoE's wider shared
+// one), and k is then the first one's. False when one does not take that path (the exact path, dense or requantized
+// weights, another width where they share X).
 template <class Item>
 bool int8_products(std::span<const Item> items, std::vector<detail::Int8Product>& products, int& k) {
   if (quant_exact()) return false;
@@ -470,10 +472,11 @@ bool int8_products(std::span<const Item> items, std::vector<detail::Int8Product>
     if (!dtype_is_block(o.W->dtype) || o.W->requantized || !detail::int8_type(o.W->dtype, &type)) return false;
     int ko = 0;
     block_weight_dims(*o.W, "linear", &ko);
-    if (k >= 0 && ko != k) return false;
-    k = ko;
+    if (ko <= 0) return false;
     const float* own_x = nullptr;
     if constexpr (requires { o.X; }) own_x = o.X;
+    else if (k >= 0 && ko != k) return false;
+    if (k < 0) k = ko;
     products.push_back({type, o.W, o.bias, o.Y, own_x});
   }
   return k > 0;
@@ -542,7 +545,7 @@ void linear_each(int n, std::span<const LinearInput> inputs) {
     return;
   }
   const ProfileScope profile = products_profile(inputs, n);
-  detail::linear_int8_each(n, k, products);
+  detail::linear_int8_each(n, products);
 }
 
 bool set_bf16_dot(bool on) { return g_bf16_dot.exchange(on); }

@@ -185,8 +185,9 @@ struct Int8Product {
   const float* X = nullptr;  // linear_int8_each: this product's own n x k activations
 };
 void linear_int8_shared(const float* X, int n, int k, std::span<const Int8Product> products);
-// Several products each of its own X (n rows of k), in one fork of the team: each X quantized as linear_int8 quantizes
-// it and each product's rows computed as there (a decode step's experts' down products).
-void linear_int8_each(int n, int k, std::span<const Int8Product> products);
+// Several products each of its own X (n rows as wide as its W), in one fork of the team: each X quantized as
+// linear_int8 quantizes it and each product's rows computed as there (a decode step's experts' down products, Qwen2-MoE's
+// shared expert's wider one among them).
+void linear_int8_each(int n, std::span<const Int8Product> products);
 
 }  // namespace specscope::cpu::detail

@@ -124,9 +124,10 @@ void linear_int8(Int8Type type, const float* X, int n, const TensorView& W, cons
 
 namespace {
 
-// The products' rows in one fork of the team, product i dotted with the quantized activations act_of(i).
+// The products' rows in one fork of the team, product i dotted with the quantized activations act_of(i) (as wide as
+// its W).
 template <class ActOf>
-void run_int8_products(int n, int k, std::span<const Int8Product> products, ActOf act_of) {
+void run_int8_products(int n, std::span<const Int8Product> products, ActOf act_of) {
   const Int8RowsFn fn = int8_rows(int8_active_isa());
   const bool lanes_on = kquant_lanes_enabled();
   // Work units: blocks of kRowsPerUnit rows of every product, one after another, shared out while the fork runs
@@ -134,13 +135,14 @@ void run_int8_products(int n, int k, std::span<const Int8Product> products, ActO
   // rows differ in size: Q6_K's are 1.46x Q4_K's), and every unit is computed the same way a lone call would.
   const int count = int(products.size());
   auto rows_of = [&](int i) { return int(products[i].W->shape[0]); };
+  auto k_of = [&](int i) { return products[i].W->shape[1]; };
   auto units_of = [&](int i) { return (rows_of(i) + kRowsPerUnit - 1) / kRowsPerUnit; };
-  auto row_bytes_of = [&](int i) { return dtype_row_bytes(products[i].W->dtype, k); };
+  auto row_bytes_of = [&](int i) { return dtype_row_bytes(products[i].W->dtype, k_of(i)); };
   const int units = detail::total_product_units(count, units_of);
   if (units == 0) return;
   size_t macs = 0, bytes = 0;
   for (int i = 0; i < count; ++i) {
-    macs += size_t(rows_of(i)) * size_t(k) * size_t(n);
+    macs += size_t(rows_of(i)) * size_t(k_of(i)) * size_t(n);
     bytes += size_t(rows_of(i)) * row_bytes_of(i);
   }
   // The first unit (over all products) whose first byte is at or after byte b.
@@ -177,16 +179,17 @@ void linear_int8_shared(const float* X, int n, int k, std::span<const Int8Produc
   thread_local ActQ8 buffer;
   const ActQ8& act = buffer;
   quantize_act(X, n, k, &buffer);
-  run_int8_products(n, k, products, [&](int) -> const ActQ8& { return act; });
+  run_int8_products(n, products, [&](int) -> const ActQ8& { return act; });
 }
 
-void linear_int8_each(int n, int k, std::span<const Int8Product> products) {
+void linear_int8_each(int n, std::span<const Int8Product> products) {
   if (n <= 0 || products.empty()) return;
   thread_local std::vector<ActQ8> buffers;  // the calling thread's, as linear_int8_shared's
   if (buffers.size() < products.size()) buffers.resize(products.size());
-  for (size_t i = 0; i < products.size(); ++i) quantize_act(products[i].X, n, k, &buffers[i]);
+  for (size_t i = 0; i < products.size(); ++i)
+    quantize_act(products[i].X, n, int(products[i].W->shape[1]), &buffers[i]);
   const std::vector<ActQ8>& acts = buffers;
-  run_int8_products(n, k, products, [&](int i) -> const ActQ8& { return acts[size_t(i)]; });
+  run_int8_products(n, products, [&](int i) -> const ActQ8& { return acts[size_t(i)]; });
 }
 
 }  // namespace detail
