@@ -207,6 +207,33 @@ TEST(Moe, Qwen2MoeSharedExpertReadsAlikeFromBothFormats) {
   EXPECT_FALSE(Model::load(test::fixture("models/qwen3moe_f32"))->weights().layers[0].has_shared_expert());
 }
 
+// Mixtral as llama.cpp wrote it until April 2024 (TheBloke's Mixtral files; llama.cpp no longer reads them): one
+// tensor per expert and matrix (blk.N.ffn_gate.E.weight ...). The same Q4_0 weights as the stacked file give the same
+// logits bit for bit, and the models listing's dry check calls the file loadable.
+TEST(Moe, TheOlderGgufLayoutWithATensorPerExpertReadsTheSameModel) {
+  const auto stacked = Model::load(test::fixture("gguf_models/mixtral_f32.q4_0.gguf"));
+  const auto per_expert = Model::load(test::fixture("gguf_models/mixtral_f32_per_expert.q4_0.gguf"));
+  expect_experts(per_expert->config(), {4, 2, 32, 0, true});
+  EXPECT_EQ(per_expert->config().architecture, "MixtralForCausalLM");
+  for (const auto& L : per_expert->weights().layers) {
+    ASSERT_EQ(L.experts.size(), 4u);
+    EXPECT_EQ(L.experts[3].down.shape, (std::vector<int64_t>{64, 32}));
+    EXPECT_EQ(L.experts[3].down.dtype, DType::Q4_0);
+  }
+  const std::vector<int32_t> prompt = {1, 40, 7, 300, 12, 9, 77, 5};
+  std::vector<std::vector<float>> logits;
+  for (const auto* m : {stacked.get(), per_expert.get()}) {
+    auto ctx = m->new_cpu_context(64);
+    ForwardOutput out;
+    ctx->forward(Batch::causal(prompt), out);
+    logits.push_back(out.logits);
+  }
+  ASSERT_FALSE(logits[0].empty());
+  EXPECT_EQ(logits[0], logits[1]);
+  auto r = test::run_cli("info --model " + test::fixture("gguf_models/mixtral_f32_per_expert.q4_0.gguf") + " --json");
+  EXPECT_EQ(test::json_in_output(r.out)["loadable"], true) << r.out;
+}
+
 TEST(Moe, PublishedConfigsParse) {
   const ModelConfig q = ModelConfig::from_json_text(released_qwen3_30b_a3b().dump(), "q/config.json");
   expect_experts(q, {128, 8, 768, 0, true});

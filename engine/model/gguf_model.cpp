@@ -176,6 +176,7 @@ class Binder {
     return g_.find_tensor(name) ? vector(name, len, unpermute_heads) : std::vector<float>{};
   }
 
+  bool has(const std::string& name) const { return g_.find_tensor(name) != nullptr; }
   bool quantized() const { return quantized_; }
   bool dry() const { return dry_; }
   const std::string& path() const { return g_.path(); }
@@ -335,13 +336,21 @@ void bind_weights(Binder& b, const ModelConfig& c, ModelWeights& w) {
       L.q_norm = b.vector(p + "attn_q_norm.weight", c.head_dim);
       L.k_norm = b.vector(p + "attn_k_norm.weight", c.head_dim);
     }
-    if (c.moe_layer(l)) {  // the router, then each expert's gate, up and down as row views of one stacked tensor
+    if (c.moe_layer(l)) {  // the router, then each expert's gate, up and down
       const int64_t E = c.num_experts, FE = c.expert_ffn;
       L.router = b.matrix(p + "ffn_gate_inp.weight", E, H);
-      const auto gate = b.stacked(p + "ffn_gate_exps.weight", E, FE, H), up = b.stacked(p + "ffn_up_exps.weight", E, FE, H),
-                 down = b.stacked(p + "ffn_down_exps.weight", E, H, FE);
       L.experts.resize(size_t(E));
-      for (size_t e = 0; e < size_t(E); ++e) L.experts[e] = {gate[e], up[e], down[e]};
+      if (b.has(p + "ffn_gate_exps.weight") || !b.has(p + "ffn_gate.0.weight")) {  // row views of one stacked tensor
+        const auto gate = b.stacked(p + "ffn_gate_exps.weight", E, FE, H), up = b.stacked(p + "ffn_up_exps.weight", E, FE, H),
+                   down = b.stacked(p + "ffn_down_exps.weight", E, H, FE);
+        for (size_t e = 0; e < size_t(E); ++e) L.experts[e] = {gate[e], up[e], down[e]};
+      } else {  // llama.cpp's first Mixtral layout (until April 2024, which it no longer reads): a tensor per expert
+        for (int64_t e = 0; e < E; ++e) {
+          const std::string x = "." + std::to_string(e) + ".weight";
+          L.experts[size_t(e)] = {b.matrix(p + "ffn_gate" + x, FE, H), b.matrix(p + "ffn_up" + x, FE, H),
+                                  b.matrix(p + "ffn_down" + x, H, FE)};
+        }
+      }
       if (c.shared_expert_ffn > 0) {  // qwen2moe: the shared expert and its gate (llama.cpp's *_shexp)
         const int64_t S = c.shared_expert_ffn;
         L.shared_expert = {b.matrix(p + "ffn_gate_shexp.weight", S, H), b.matrix(p + "ffn_up_shexp.weight", S, H),

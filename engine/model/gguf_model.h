@@ -13,7 +13,8 @@
 //    "qwen3" are not: llama.cpp runs them with NEOX RoPE, which is rotate-half.)
 //  * "qwen3" adds blk.N.attn_q_norm.weight / attn_k_norm.weight (head_dim each) and has no q/k/v biases.
 //  * Mixtures of experts keep each layer's experts stacked, one [experts, out, in] tensor per matrix
-//    (blk.N.ffn_gate_exps / ffn_up_exps / ffn_down_exps), the router as blk.N.ffn_gate_inp; "qwen2moe" adds its shared
+//    (blk.N.ffn_gate_exps / ffn_up_exps / ffn_down_exps), the router as blk.N.ffn_gate_inp; Mixtral files written
+//    before April 2024 hold one tensor per expert instead (blk.N.ffn_gate.E.weight ...); "qwen2moe" adds its shared
 //    expert (ffn_gate_shexp / ffn_up_shexp / ffn_down_shexp) and that expert's gate (ffn_gate_inp_shexp, [1, H] or
 //    a vector of H).
 //  * "gemma3" has those too, and blk.N.post_attention_norm / post_ffw_norm (the sublayer outputs' norms; ffn_norm is
