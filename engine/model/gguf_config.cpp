@@ -115,9 +115,6 @@ void experts_from_gguf(const GgufFile& g, ModelConfig& c, const std::string& arc
   c.expert_ffn = required ? size_key(g, p + "expert_feed_forward_length", 1, 1 << 20,
                                      c.intermediate_size / c.experts_per_token)
                           : c.intermediate_size;
-  if (c.expert_ffn < 1)
-    throw InputError(g.path(), p + "expert_feed_forward_length is missing and " + p + "feed_forward_length / " + p +
-                                   "expert_used_count is 0");
   c.norm_topk_prob = arch != "qwen2moe";
   if (arch == "qwen2moe")
     c.shared_expert_ffn = size_key(g, p + "expert_shared_feed_forward_length", 1, 1 << 20, c.intermediate_size);

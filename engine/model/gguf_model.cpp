@@ -127,12 +127,7 @@ class Binder {
   std::vector<float> row(const std::string& name, int64_t cols) {
     const GgufTensor* t = g_.find_tensor(name);
     if (!t || t->shape() == std::vector<int64_t>{cols}) return vector(name, cols);
-    const GgufTensor& r = tensor(name, {1, cols});
-    if (dry_) {
-      if (!ggml_can_dequantize(r.type)) cannot_read(r);
-      return std::vector<float>(size_t(cols));
-    }
-    return dequant(r);
+    return widened(tensor(name, {1, cols}));
   }
 
   // A stack of `count` [rows, cols] matrices stored as one [count, rows, cols] tensor (llama.cpp's ffn_*_exps: one
@@ -156,24 +151,17 @@ class Binder {
   }
 
   std::vector<float> vector(const std::string& name, int64_t len, int unpermute_heads = 0) {
-    const GgufTensor& t = tensor(name, {len});
-    if (dry_) {
-      if (!ggml_can_dequantize(t.type)) cannot_read(t);
-      if (unpermute_heads) hf_row_order(len, unpermute_heads, name);
-      return std::vector<float>(size_t(len));
-    }
-    std::vector<float> v = dequant(t);
-    if (unpermute_heads) {
-      std::vector<float> hf(v.size());
-      const auto order = hf_row_order(len, unpermute_heads, name);
-      for (int64_t r = 0; r < len; ++r) hf[size_t(order[r])] = v[size_t(r)];
-      v.swap(hf);
-    }
-    return v;
+    std::vector<float> v = widened(tensor(name, {len}));
+    if (!unpermute_heads) return v;
+    const auto order = hf_row_order(len, unpermute_heads, name);  // checked in a dry bind too
+    if (dry_) return v;
+    std::vector<float> hf(v.size());
+    for (int64_t r = 0; r < len; ++r) hf[size_t(order[r])] = v[size_t(r)];
+    return hf;
   }
 
   std::vector<float> optional_vector(const std::string& name, int64_t len, int unpermute_heads = 0) {
-    return g_.find_tensor(name) ? vector(name, len, unpermute_heads) : std::vector<float>{};
+    return has(name) ? vector(name, len, unpermute_heads) : std::vector<float>{};
   }
 
   bool has(const std::string& name) const { return g_.find_tensor(name) != nullptr; }
@@ -182,6 +170,13 @@ class Binder {
   const std::string& path() const { return g_.path(); }
 
  private:
+  // Tensor t's values widened to f32 (a dry bind: only whether they can be, and as many zeros).
+  std::vector<float> widened(const GgufTensor& t) {
+    if (!dry_) return dequant(t);
+    if (!ggml_can_dequantize(t.type)) cannot_read(t);
+    return std::vector<float>(size_t(t.rows() * t.cols()));
+  }
+
   // Tensor t, whose shape tensor() checked, as a [rows, cols] matrix (its rows: ne[1] * ne[2] * ne[3] of the file's).
   TensorView bind_matrix(const GgufTensor& t, int64_t rows, int64_t cols, int unpermute_heads) {
     const bool plain = t.type == GgmlType::F32 || t.type == GgmlType::F16 || t.type == GgmlType::BF16;
