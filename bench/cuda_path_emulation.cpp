@@ -66,7 +66,7 @@ class EmulatedCuda {
       std::copy(k.begin(), k.end(), kc_[size_t(l)].begin() + size_t(base) * kv_);
       std::copy(v.begin(), v.end(), vc_[size_t(l)].begin() + size_t(base) * kv_);
       ref::attention(q.data(), kc_[size_t(l)].data(), vc_[size_t(l)].data(), slot_pos_.data(), nullptr, pos.data(), n,
-                     base, nh, nkv, hd, c_.window_of(l), att.data());
+                     base, nh, nkv, hd, c_.window_of(l), c_.attn_soft_cap, att.data());
       linear(att, n, L.wo, h);
       ref::add(h.data(), x.data(), int64_t(n) * H);
       ref::rmsnorm(x.data(), L.post_attn_norm.data(), h.data(), n, H, c_.rms_norm_eps);

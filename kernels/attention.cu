@@ -22,7 +22,7 @@ namespace {
 // (attention_rows.cu sums the same way, and the kernel tests hold the two to the same bits).
 __global__ void attention_k(const float* q, const float* kc, const float* vc, const int32_t* slot_pos,
                             const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd,
-                            int window, float* out) {
+                            int window, float soft_cap, float* out) {
   extern __shared__ float sc[];
   const int i = blockIdx.x, h = blockIdx.y, kvh = h / (nh / nkv);
   const int total = base + n, kv_dim = nkv * hd;
@@ -35,7 +35,7 @@ __global__ void attention_k(const float* q, const float* kc, const float* vc, co
       const float* kj = kc + int64_t(j) * kv_dim + int64_t(kvh) * hd;
       float acc = 0.f;
       for (int d = 0; d < hd; ++d) acc = fmaf(qi[d], kj[d], acc);
-      s = __fmul_rn(acc, scale);  // never fused into the exp's subtraction: every path rounds the score alike
+      s = slot_score(acc, scale, soft_cap);  // every path rounds the score alike
     }
     sc[j] = s;
     local_max = fmaxf(local_max, s);
@@ -60,8 +60,8 @@ __global__ void attention_k(const float* q, const float* kc, const float* vc, co
 namespace attention_paths {
 
 void single_block(const float* q, const float* kc, const float* vc, const int32_t* slot_pos, const uint8_t* mask,
-                  const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, float* out,
-                  cudaStream_t s) {
+                  const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, float soft_cap,
+                  float* out, cudaStream_t s) {
   if (n <= 0) return;  // no rows: nothing to write (a grid of 0 blocks is a launch error)
   const size_t shmem = sizeof(float) * size_t(base + n);
   // Above the default 48 KiB a launch needs the opt-in, and the limit counts the kernel's static shared memory
@@ -73,26 +73,29 @@ void single_block(const float* q, const float* kc, const float* vc, const int32_
   }();
   if (shmem + static_shmem > 48 * 1024)
     CUDA_CHECK(cudaFuncSetAttribute(attention_k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shmem)));
-  attention_k<<<dim3(n, nh), 128, shmem, s>>>(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window, out);
+  attention_k<<<dim3(n, nh), 128, shmem, s>>>(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window,
+                                                   soft_cap, out);
   CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace attention_paths
 
 void attention(const float* q, const float* kc, const float* vc, const int32_t* slot_pos, const uint8_t* mask,
-               const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, float* out,
-               cudaStream_t s, AttentionScratch scratch, bool row_tiles) {
+               const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, float soft_cap,
+               float* out, cudaStream_t s, AttentionScratch scratch, bool row_tiles) {
   const int total = base + n;
   const bool tiles = row_tiles && hd <= attention_paths::kMaxHeadDim && hd % 4 == 0;
   // Past kSplitAboveSlots every batch, one row included, takes the row tiles: their chunks follow each row's own
   // visible slots, so a tree row and its decode sum alike (attention_paths.h, canonical_chunks).
   if (tiles && (n >= attention_paths::kRowTilesFromRows || total > attention_paths::kSplitAboveSlots))
-    attention_paths::row_tiles(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window, out, s, scratch);
+    attention_paths::row_tiles(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window, soft_cap, out, s,
+                                scratch);
   else if (total > attention_paths::kSplitAboveSlots)  // long context: split it (attention_paths.h says why there)
-    attention_paths::split_context(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window,
+    attention_paths::split_context(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window, soft_cap,
                                    attention_paths::split_count(n, nh, nkv, total), out, s, scratch);
   else
-    attention_paths::single_block(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window, out, s);
+    attention_paths::single_block(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window, soft_cap, out,
+                                  s);
 }
 
 // Eight rows' partials at the longest context: a decode and the first row tile of a tree in one call, more rows in

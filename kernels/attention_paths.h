@@ -31,7 +31,7 @@ inline constexpr int kRowTilesFromRows = 4;
 // floats). Valid while those fit the device's shared memory per block.
 void single_block(const float* q, const float* k_cache, const float* v_cache, const int32_t* slot_pos,
                   const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window,
-                  float* out, cudaStream_t stream);
+                  float soft_cap, float* out, cudaStream_t stream);
 
 // kernels/attention_split.cu: the context cut into at most `splits` contiguous chunks (whole tiles of 64 slots;
 // fewer chunks when there are fewer tiles), one block per (new row, group of query heads sharing a KV head, chunk)
@@ -44,7 +44,7 @@ void single_block(const float* q, const float* k_cache, const float* v_cache, co
 // split_scratch_floats(hd) covers every split_count choice), else to memory from the stream-ordered allocator.
 void split_context(const float* q, const float* k_cache, const float* v_cache, const int32_t* slot_pos,
                    const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window,
-                   int splits, float* out, cudaStream_t stream, AttentionScratch scratch = {});
+                   float soft_cap, int splits, float* out, cudaStream_t stream, AttentionScratch scratch = {});
 
 // A row that sees more than kSplitAboveSlots slots ("long": its own decode would have that many) sums its context
 // in chunks of this many slots by rank, its k-th visible slot counted as the prefix's slot index or, in the tree,
@@ -98,7 +98,7 @@ SPEC_HD ChunkWalk chunk_walk(int z, int chunks, int base, int n) {
 // stream-ordered allocator.
 void row_tiles(const float* q, const float* k_cache, const float* v_cache, const int32_t* slot_pos,
                const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window,
-               float* out, cudaStream_t stream, AttentionScratch scratch = {});
+               float soft_cap, float* out, cudaStream_t stream, AttentionScratch scratch = {});
 // Rows a row-tile block serves (attention_rows.cu says why).
 int row_tile_rows(int nh, int nkv);
 

@@ -2,7 +2,7 @@
 // single-block one or attention_split.cu's; attention_paths.h): the launcher's visibility rule (earlier slots, the mask
 // or causality among the new rows, the sliding window) written out as the [rows][keys] table the engine's
 // cpu::attention takes, and the keys copied into its transposed tiles; cpu::attention does the rest (GQA, the
-// scaled softmax, zeros for a row that sees nothing).
+// scaled and soft-capped softmax, zeros for a row that sees nothing).
 #include <cmath>
 #include <vector>
 
@@ -13,7 +13,7 @@ namespace specscope::cuda::ref {
 
 void attention(const float* q, const float* k_cache, const float* v_cache, const int32_t* slot_pos,
                const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window,
-               float* out) {
+               float soft_cap, float* out) {
   const int total = base + n, kv_dim = nkv * hd;
   std::vector<uint8_t> visible(size_t(n) * size_t(total));
   for (int i = 0; i < n; ++i)
@@ -41,6 +41,7 @@ void attention(const float* q, const float* k_cache, const float* v_cache, const
   a.keys = total;
   a.visible = visible.data();
   a.scale = 1.0f / std::sqrt(float(hd));
+  a.soft_cap = soft_cap;
   a.out = out;
   a.out_stride = size_t(nh) * hd;
   cpu::attention(a);

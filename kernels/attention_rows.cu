@@ -150,7 +150,8 @@ struct ChunkOfBlock {
 // The scaled scores of slots lane and lane + 32 of the tile for a warp's queries (-FLT_MAX where the query's row
 // does not see the slot, or sees it in another chunk than the block's): each one thread's sum over the dims in
 // order, as attention.cu's single-block path sums. Every lane of the warp calls it (the ranks take ballots).
-__device__ inline void tile_scores(const float* key_tile, int ks, const float* qw, int hd, float scale, int t0, int tl,
+__device__ inline void tile_scores(const float* key_tile, int ks, const float* qw, int hd, float scale, float soft_cap,
+                                   int t0, int tl,
                                    const int* row, const bool* live, int n, int base, const uint8_t* mask,
                                    const int32_t* positions, const int32_t* slot_pos, int window,
                                    const ChunkOfBlock& cb, float (&sc)[kQueriesPerWarp][2]) {
@@ -180,7 +181,7 @@ __device__ inline void tile_scores(const float* key_tile, int ks, const float* q
       const int t = lane + 32 * u;
       sc[a][u] = live[a] && t < tl && (in_chunk >> u & 1u) &&
                          slot_visible(row[a], t0 + t, n, base, mask, positions, slot_pos, window)
-                     ? __fmul_rn(s[a][u], scale)  // rounded alone: never fused into pass 2's exp(s - max)
+                     ? slot_score(s[a][u], scale, soft_cap)  // as every path rounds it
                      : -FLT_MAX;
     }
   }
@@ -204,8 +205,8 @@ __device__ inline void tile_scores(const float* key_tile, int ks, const float* q
 template <int GB>
 __global__ void __launch_bounds__(kThreads)
     rows_partial_k(const float* q, const float* kc, const float* vc, const int32_t* slot_pos, const uint8_t* mask,
-                   const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, int row0, int rows,
-                   float* part_o, float* part_ml, float* out) {
+                   const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, float soft_cap,
+                   int row0, int rows, float* part_o, float* part_ml, float* out) {
   constexpr int R = kQueries / GB;
   extern __shared__ float smem[];
   const int ks = hd + 1;
@@ -269,8 +270,8 @@ __global__ void __launch_bounds__(kThreads)
                     key_tile, ks, value_tile, values, [&](int t0, int tl) {
                       if (!warp_live) return;
                       float sc[kQueriesPerWarp][2];
-                      tile_scores(key_tile, ks, qw, hd, scale, t0, tl, row, live, n, base, mask, positions, slot_pos,
-                                  window, cb, sc);
+                      tile_scores(key_tile, ks, qw, hd, scale, soft_cap, t0, tl, row, live, n, base, mask, positions,
+                                  slot_pos, window, cb, sc);
                       use(tl, sc);
                     });
   };
@@ -343,8 +344,8 @@ constexpr int kOneRowPairs = attention_paths::kMaxHeadDim * 8 / kThreads;
 template <int GB>
 __global__ void __launch_bounds__(kThreads)
     one_row_partial_k(const float* q, const float* kc, const float* vc, const int32_t* slot_pos, const uint8_t* mask,
-                      const int32_t* positions, int base, int nh, int nkv, int hd, int window, float* part_o,
-                      float* part_ml) {
+                      const int32_t* positions, int base, int nh, int nkv, int hd, int window, float soft_cap,
+                      float* part_o, float* part_ml) {
   extern __shared__ float smem[];
   __shared__ float m[GB];
   const int ks = hd + 1;
@@ -377,7 +378,7 @@ __global__ void __launch_bounds__(kThreads)
               const float* kj = key_tile + t * ks;
               const float* qa = queries + a * hd;
               for (int d = 0; d < hd; ++d) acc = fmaf(qa[d], kj[d], acc);
-              sc = __fmul_rn(acc, scale);
+              sc = slot_score(acc, scale, soft_cap);
             }
             weights[a * kTile + t] = sc;
           }
@@ -433,7 +434,8 @@ __global__ void __launch_bounds__(kThreads)
 template <int GB>
 void launch_rows(dim3 grid, cudaStream_t s, const float* q, const float* kc, const float* vc,
                  const int32_t* slot_pos, const uint8_t* mask, const int32_t* positions, int n, int base, int nh,
-                 int nkv, int hd, int window, int row0, int rows, float* part_o, float* part_ml, float* out) {
+                 int nkv, int hd, int window, float soft_cap, int row0, int rows, float* part_o, float* part_ml,
+                 float* out) {
   const size_t shmem = sizeof(float) * shared_floats(hd);
   // 90 KiB at hd 128: above the default 48 KiB, so the launch needs the opt-in, given once per instance for the
   // largest head (thread-safe static initialisation; sm_86/89 allow 99 KiB a block, sm_80 163, sm_90 227).
@@ -444,7 +446,7 @@ void launch_rows(dim3 grid, cudaStream_t s, const float* q, const float* kc, con
   }();
   (void)opted_in;
   rows_partial_k<GB><<<grid, kThreads, shmem, s>>>(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window,
-                                                   row0, rows, part_o, part_ml, out);
+                                                   soft_cap, row0, rows, part_o, part_ml, out);
   CUDA_CHECK(cudaGetLastError());
 }
 
@@ -457,7 +459,7 @@ size_t one_row_shared_floats(int gb, int hd) {
 template <int GB>
 void launch_one_row(dim3 grid, cudaStream_t s, const float* q, const float* kc, const float* vc,
                     const int32_t* slot_pos, const uint8_t* mask, const int32_t* positions, int base, int nh, int nkv,
-                    int hd, int window, float* part_o, float* part_ml) {
+                    int hd, int window, float soft_cap, float* part_o, float* part_ml) {
   const size_t shmem = sizeof(float) * one_row_shared_floats(GB, hd);
   static const bool opted_in = [] {
     CUDA_CHECK(cudaFuncSetAttribute(one_row_partial_k<GB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -466,7 +468,7 @@ void launch_one_row(dim3 grid, cudaStream_t s, const float* q, const float* kc, 
   }();
   (void)opted_in;
   one_row_partial_k<GB><<<grid, kThreads, shmem, s>>>(q, kc, vc, slot_pos, mask, positions, base, nh, nkv, hd, window,
-                                                      part_o, part_ml);
+                                                      soft_cap, part_o, part_ml);
   CUDA_CHECK(cudaGetLastError());
 }
 
@@ -477,8 +479,8 @@ namespace attention_paths {
 int row_tile_rows(int nh, int nkv) { return kQueries / heads_per_block(nh, nkv); }
 
 void row_tiles(const float* q, const float* kc, const float* vc, const int32_t* slot_pos, const uint8_t* mask,
-               const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, float* out,
-               cudaStream_t s, AttentionScratch scratch) {
+               const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, float soft_cap,
+               float* out, cudaStream_t s, AttentionScratch scratch) {
   if (n <= 0) return;  // no rows: nothing to write (a grid of 0 blocks is a launch error)
   if (hd > kMaxHeadDim || hd % 4 != 0)
     throw std::invalid_argument("attention: row tiles need a head_dim that is a multiple of 4 up to " +
@@ -504,10 +506,10 @@ void row_tiles(const float* q, const float* kc, const float* vc, const int32_t* 
     with_head_group(gb, [&](auto group) {
       if (n == 1 && chunks > 1)  // a decode past one chunk: the same sums over the whole block
         launch_one_row<decltype(group)::value>(grid, s, q, kc, vc, slot_pos, mask, positions, base, nh, nkv, hd,
-                                               window, plan.part_o, plan.part_ml);
+                                               window, soft_cap, plan.part_o, plan.part_ml);
       else
         launch_rows<decltype(group)::value>(grid, s, q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd,
-                                            window, row0, rows, plan.part_o, plan.part_ml, out);
+                                            window, soft_cap, row0, rows, plan.part_o, plan.part_ml, out);
     });
     finish_chunks(plan, rows, nh, hd, out + size_t(row0) * nh * hd, s);
   }

@@ -51,8 +51,8 @@ constexpr int64_t kTargetBlocks = 1024;
 template <int GB>
 __global__ void __launch_bounds__(kThreads)
     split_partial_k(const float* q, const float* kc, const float* vc, const int32_t* slot_pos, const uint8_t* mask,
-                    const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, int chunk,
-                    float* part_o, float* part_ml, float* out) {
+                    const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, float soft_cap,
+                    int chunk, float* part_o, float* part_ml, float* out) {
   extern __shared__ float smem[];
   float* sc = smem;                            // [GB][kSplitTileSlots]
   float* tile_stat = sc + GB * kSplitTileSlots;  // [GB]: the tile's max, then its sum
@@ -102,7 +102,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
           for (int e = 0; e < kMaxDimsPerLane; ++e) s = fmaf(qr[g][e], kr[u][e], s);
           for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
-          if (lane == 0 && t < kSplitTileSlots) sc[g * kSplitTileSlots + t] = seen[u] ? __fmul_rn(s, scale) : -FLT_MAX;
+          if (lane == 0 && t < kSplitTileSlots) sc[g * kSplitTileSlots + t] = seen[u] ? slot_score(s, scale, soft_cap) : -FLT_MAX;
         }
       }
     }
@@ -263,10 +263,11 @@ namespace {
 template <int GB>
 void launch_partial(dim3 grid, cudaStream_t s, const float* q, const float* kc, const float* vc,
                     const int32_t* slot_pos, const uint8_t* mask, const int32_t* positions, int n, int base, int nh,
-                    int nkv, int hd, int window, int chunk, float* part_o, float* part_ml, float* out) {
+                    int nkv, int hd, int window, float soft_cap, int chunk, float* part_o, float* part_ml,
+                    float* out) {
   const size_t shmem = sizeof(float) * (size_t(GB) * kSplitTileSlots + GB + size_t(kWarps) * GB * hd);
   split_partial_k<GB><<<grid, kThreads, shmem, s>>>(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd,
-                                                    window, chunk, part_o, part_ml, out);
+                                                    window, soft_cap, chunk, part_o, part_ml, out);
   CUDA_CHECK(cudaGetLastError());
 }
 
@@ -307,8 +308,8 @@ void finish_chunks(const ChunkPlan& p, int n, int nh, int hd, float* out, cudaSt
 }
 
 void split_context(const float* q, const float* kc, const float* vc, const int32_t* slot_pos, const uint8_t* mask,
-                   const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, int splits,
-                   float* out, cudaStream_t s, AttentionScratch scratch) {
+                   const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, float soft_cap,
+                   int splits, float* out, cudaStream_t s, AttentionScratch scratch) {
   if (n <= 0) return;  // no rows: nothing to write (a grid of 0 blocks is a launch error)
   if (hd > kMaxHeadDim) throw std::invalid_argument("attention: head_dim above " + std::to_string(kMaxHeadDim));
   // The context's tiles cut into at most `splits` chunks of whole tiles, none empty (3 splits of 4 tiles: 2 + 2).
@@ -319,7 +320,8 @@ void split_context(const float* q, const float* kc, const float* vc, const int32
   const dim3 grid(n, nh / gb, plan.chunks);
   with_head_group(gb, [&](auto group) {
     launch_partial<decltype(group)::value>(grid, s, q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd,
-                                           window, chunk_tiles * kSplitTileSlots, plan.part_o, plan.part_ml, out);
+                                           window, soft_cap, chunk_tiles * kSplitTileSlots, plan.part_o,
+                                           plan.part_ml, out);
   });
   finish_chunks(plan, n, nh, hd, out, s);
 }

@@ -1,7 +1,8 @@
 #pragma once
-// The visibility rule of llama_kernels.h's `attention`, shared by both of its kernels (attention.cu's single-block
-// path and attention_split.cu's split path) so that it is written once on the GPU. (Its CPU copy is in
-// attention_ref.cpp.) Internal linkage, like device_common.cuh.
+// The visibility rule and the score of llama_kernels.h's `attention`, shared by its kernels (attention.cu's
+// single-block path, attention_rows.cu's row tiles and attention_split.cu's split path) so that each is written once
+// on the GPU. (The CPU copies: the rule in attention_ref.cpp, the score in engine/cpu/attention.cpp.) Internal
+// linkage, like device_common.cuh.
 #include <cstdint>
 
 namespace specscope::cuda {
@@ -20,6 +21,15 @@ __device__ inline bool slot_visible(int i, int j, int n, int base, const uint8_t
   bool visible = j < base || tree_slot_seen(i, j - base, n, mask);
   if (visible && window > 0 && positions[i] - slot_pos[j] >= window) visible = false;
   return visible;
+}
+
+// The score of a visible slot from its dot product with the query: times `scale`, then with soft_cap > 0 (Gemma 2's
+// attn_logit_softcapping) soft_cap * tanh(score / soft_cap), as the CPU backend caps it. Each step is rounded alone
+// (__fmul_rn, __fdiv_rn): a product the compiler fused into the exp's subtraction (exp(s - max)) would round
+// differently in each kernel, and the paths must give a row the same bits whichever one runs it.
+__device__ inline float slot_score(float dot, float scale, float soft_cap) {
+  const float s = __fmul_rn(dot, scale);
+  return soft_cap > 0.f ? __fmul_rn(soft_cap, tanhf(__fdiv_rn(s, soft_cap))) : s;
 }
 
 }  // namespace

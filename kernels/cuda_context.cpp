@@ -360,8 +360,8 @@ void CudaContext::device_forward(const Batch& b, const ForwardBuffers& fb, const
     position_qk(l, fb.q, k, n, fb.pos);
     if (!fused) write_cache(l, base, n, fb.k, fb.v);
     timer_.mark("attention", stream_);
-    attention(fb.q, k_cache_[l], v_cache_[l], slot_pos_, mask, fb.pos, n, base, nh, nkv, hd, c.window_of(l), fb.att,
-              stream_, attention_scratch_, row_tiles_);
+    attention(fb.q, k_cache_[l], v_cache_[l], slot_pos_, mask, fb.pos, n, base, nh, nkv, hd, c.window_of(l),
+              c.attn_soft_cap, fb.att, stream_, attention_scratch_, row_tiles_);
     const bool last = l + 1 == c.num_layers;
     const float* next_norm = !fused ? nullptr : last ? dm_->final_norm : dm_->layers[l + 1].input_norm;
     const DeviceLayer* next = last ? nullptr : &dm_->layers[l + 1];
@@ -376,9 +376,16 @@ void CudaContext::device_forward(const Batch& b, const ForwardBuffers& fb, const
   timer_.mark("lm_head", stream_);
   gather_rows(fb.h, fb.rows, nr, H, fb.sel, stream_);
   linear(fb.sel, nr, dm_->lm_head, nullptr, fb.logits);
+  finish_logits(fb.logits, nr);
+}
+
+void CudaContext::finish_logits(float* logits, int rows) {
+  const ModelConfig& c = model_->config();
+  const int64_t n = int64_t(rows) * c.vocab_size;
   // Granite: logits / logits_scaling, as a multiplication by its inverse (as llama.cpp's graph; within an ulp of the
   // CPU's division).
-  if (c.logit_scale != 1.f) scale(fb.logits, 1.f / c.logit_scale, int64_t(nr) * c.vocab_size, stream_);
+  if (c.logit_scale != 1.f) scale(logits, 1.f / c.logit_scale, n, stream_);
+  if (c.final_soft_cap > 0.f) soft_cap(logits, c.final_soft_cap, n, stream_);  // Gemma 2
 }
 
 void CudaContext::launch_as_graph(const GraphKey& key, const std::function<void()>& body) {

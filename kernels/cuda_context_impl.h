@@ -75,6 +75,9 @@ class CudaContext final : public Context {
   // Y[n, m] = X[n, k] W^T (+ bias), X and Y f32 on the device: cuBLAS, or gemv.cu in groups of kGemvMaxRows rows
   // when SPECSCOPE_CUDA_GEMV=1; GGUF blocks dequantized in panels for cuBLAS.
   void linear(const float* X, int n, const DeviceMatrix& W, const float* bias, float* Y);
+  // The last steps of the logits of `rows` rows after the lm_head, as engine/model/final_logits.h's finish_logits
+  // does them on the CPU: Granite's logits / logits_scaling, Gemma 2's final soft cap.
+  void finish_logits(float* logits, int rows);
   // The products' input in W's type: X itself for f32 and block weights, else a 16-bit copy in half_ (to_half).
   const void* product_input(const float* X, int n, const DeviceMatrix& W);
   // linear()'s product from an input product_input() made (X: the f32 input it was made from, for block weights).

@@ -58,7 +58,7 @@ const uint8_t* CudaContext::prune_rows(const StreamingRequest& sr, const Batch& 
     add(u, e, int64_t(np) * H, stream_);  // e = h + up(down(h))
     rmsnorm(e, dm_->final_norm, e, np, H, c.rms_norm_eps, stream_);
     linear(e, np, dm_->lm_head, nullptr, lg);
-    if (c.logit_scale != 1.f) scale(lg, 1.f / c.logit_scale, int64_t(np) * V, stream_);  // as the forward's logits
+    finish_logits(lg, np);  // as the forward's logits
     std::vector<float> probs(size_t(np) * V);
     CUDA_CHECK(cudaMemcpyAsync(probs.data(), lg, sizeof(float) * probs.size(), cudaMemcpyDeviceToHost, stream_));
     CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -159,9 +159,9 @@ void CudaContext::stream_layer(int l) {
   project_qkv(L, sb_.xs, m, sb_.scratch.h, sq, sk, sv);
   const int32_t* stream_pos = sb_.positions + n;
   position_qk(l, sq, sk, m, stream_pos);
-  // No sliding window for the streams, as on the CPU (cpu_streaming.cpp).
-  attention(sb_.q, sb_.k, sb_.v, sb_.slot_pos, sb_.mask, sb_.positions, ext, base, nh, nkv, hd, 0, sb_.att, stream_,
-            attention_scratch_, row_tiles_);
+  // No sliding window for the streams, as on the CPU (cpu_streaming.cpp); the model's soft cap, as there.
+  attention(sb_.q, sb_.k, sb_.v, sb_.slot_pos, sb_.mask, sb_.positions, ext, base, nh, nkv, hd, 0,
+            model_->config().attn_soft_cap, sb_.att, stream_, attention_scratch_, row_tiles_);
   finish_layer(L, sb_.xs, m, sb_.att + size_t(n) * q_dim, sb_.scratch);
 }
 

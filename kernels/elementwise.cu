@@ -32,6 +32,11 @@ __global__ void scale_k(float* y, float s, int64_t n) {
     y[i] *= s;
 }
 
+__global__ void soft_cap_k(float* y, float cap, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = cap * tanhf(y[i] / cap);
+}
+
 __global__ void add_k(const float* x, float* y, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     y[i] += x[i];
@@ -75,6 +80,11 @@ void gelu_tanh_mul(const float* g, const float* u, float* o, int64_t n, cudaStre
 }
 void scale(float* y, float factor, int64_t n, cudaStream_t s) {
   scale_k<<<grid_for(n, 256), 256, 0, s>>>(y, factor, n);
+  CUDA_CHECK(cudaGetLastError());
+}
+void soft_cap(float* y, float cap, int64_t n, cudaStream_t s) {
+  if (n == 0) return;
+  soft_cap_k<<<grid_for(n, 256), 256, 0, s>>>(y, cap, n);
   CUDA_CHECK(cudaGetLastError());
 }
 void add(const float* x, float* y, int64_t n, cudaStream_t s) {

@@ -1,5 +1,5 @@
-// CPU references of kernels/elementwise.cu (kernel_refs.h): the engine's cpu::silu_mul, cpu::gelu_tanh_mul and
-// cpu::add; the scale a loop (the CPU forward's own), the bias add cpu::add per row, and the row gather a copy per row.
+// CPU references of kernels/elementwise.cu (kernel_refs.h): the engine's cpu::silu_mul, cpu::gelu_tanh_mul,
+// cpu::soft_cap and cpu::add; the scale a loop (the CPU forward's own), the bias add cpu::add per row, and the row gather a copy per row.
 #include <cstring>
 
 #include "engine/cpu/ops.h"
@@ -14,6 +14,8 @@ void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n) { 
 void scale(float* y, float factor, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] *= factor;
 }
+
+void soft_cap(float* y, float cap, int64_t n) { cpu::soft_cap(y, cap, n); }
 
 void add(const float* x, float* y, int64_t n) { cpu::add(x, y, n); }
 

@@ -28,6 +28,7 @@ void rope(float* v, int rows, int n_heads, int head_dim, const int32_t* position
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);
 void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n);
 void scale(float* y, float factor, int64_t n);
+void soft_cap(float* y, float cap, int64_t n);
 void add(const float* x, float* y, int64_t n);
 void add_bias(float* y, const float* bias, int rows, int cols, int bias_rows = 1);
 void gather_rows(const float* x, const int32_t* rows, int nr, int dim, float* out);
@@ -39,7 +40,7 @@ void gemv(const void* W, WType t, const void* X, int n, int m, int k, float* Y);
 // attention_ref.cpp (kernels/attention.cu, both paths: single block and attention_split.cu)
 void attention(const float* q, const float* k_cache, const float* v_cache, const int32_t* slot_pos,
                const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window,
-               float* out);
+               float soft_cap, float* out);
 
 // sampling_ref.cpp (kernels/sampling.cu)
 void logit_summaries(const float* logits, int rows, int vocab, const int32_t* probe_start, const int32_t* probe_tokens,

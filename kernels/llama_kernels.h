@@ -54,6 +54,8 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n, cudaStr
 void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream);
 // y *= factor, element-wise (Gemma's embedding scale, and its attention scale folded into the queries).
 void scale(float* y, float factor, int64_t n, cudaStream_t stream);
+// y = cap * tanh(y / cap), element-wise (Gemma 2's final logits).
+void soft_cap(float* y, float cap, int64_t n, cudaStream_t stream);
 // y += x, element-wise.
 void add(const float* x, float* y, int64_t n, cudaStream_t stream);
 // y[r, c] += bias[r % bias_rows, c]: one bias row for every row, or bias_rows of them in turn (Speculative
@@ -82,7 +84,8 @@ void gemv(const void* W, WType t, const void* X, int n, int m, int k, float* Y, 
 // ones at slots base..base+n-1 (k/v cache [slots, nkv*hd]; query head h reads KV head h / (nh / nkv)). New row i
 // sees every earlier slot and new row j when mask[i*n + j] (nullptr: j <= i); with window > 0 only slots whose
 // position (slot_pos) is within it (positions[i] - slot_pos[j] < window). Softmax of the scaled scores
-// (1/sqrt(hd)) over the visible slots; a row that sees no slot gets zeros. out [n, nh*hd].
+// (1/sqrt(hd)), each capped to soft_cap * tanh(score / soft_cap) when soft_cap > 0 (Gemma 2), over the visible
+// slots; a row that sees no slot gets zeros. out [n, nh*hd].
 // Up to 1024 slots, one row a block (kernels/attention.cu) below 4 rows and tiles of rows that share each key and
 // value row loaded from 4 (attention_rows.cu); past 1024 slots the row tiles for every batch, each row's context
 // summed in chunks fixed by its own visible slots, so that a tree row gets the bits its own decode gets
@@ -98,7 +101,7 @@ struct AttentionScratch {
 };
 void attention(const float* q, const float* k_cache, const float* v_cache, const int32_t* slot_pos,
                const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window,
-               float* out, cudaStream_t stream, AttentionScratch scratch = {}, bool row_tiles = true);
+               float soft_cap, float* out, cudaStream_t stream, AttentionScratch scratch = {}, bool row_tiles = true);
 // Scratch for every call over at most `slots` slots: the split path's largest, or eight rows' partials in the row
 // tiles' chunks at that length (calls of more rows go in batches of what fits).
 size_t attention_scratch_floats(int nh, int hd, int slots);

@@ -94,7 +94,12 @@ void CpuContext::stream_layer(int l, const StreamingRequest& sr, const int32_t* 
   const int hd = c.head_dim, nh = c.num_heads, group = c.num_heads / c.num_kv_heads;
   const int q_dim = nh * hd, G = sr.streams, m = n_streams_;
   const int base = n_past_, n = batch_n_;
-  const float scale = c.attention_scale();
+  const float scale = c.attention_scale(), cap = c.attn_soft_cap;
+  // A visible slot's score as the main rows' attention gives it: scaled, then soft-capped (Gemma 2).
+  auto score = [&](const float* q, const float* k) {
+    const float s = cpu::dot(q, k, hd) * scale;
+    return cap > 0.f ? cap * std::tanh(s / cap) : s;
+  };
   cpu::RopeTable& rope = rope_for(l);
   // The main rows' scratch is free again: the layer's main pass is done and its keys/values are in the cache.
   project_qkv(L, xs_.data(), m);
@@ -118,11 +123,10 @@ void CpuContext::stream_layer(int l, const StreamingRequest& sr, const int32_t* 
     // Keys: the cache and the batch rows this stream's row sees, then streams 0..j of the row.
     for (int t = 0; t < base + n; ++t) {
       const bool visible = t < base || batch_row_sees(row, t - base, n, mask, alive_);
-      sc[t] = visible ? cpu::dot(q, kc + size_t(t) * kv_dim_ + size_t(kvh) * hd, hd) * scale
-                      : -std::numeric_limits<float>::infinity();
+      sc[t] = visible ? score(q, kc + size_t(t) * kv_dim_ + size_t(kvh) * hd) : -std::numeric_limits<float>::infinity();
     }
     for (int jj = 0; jj < G; ++jj)
-      sc[base + n + jj] = jj <= j ? cpu::dot(q, k_.data() + size_t(s * G + jj) * kv_dim_ + size_t(kvh) * hd, hd) * scale
+      sc[base + n + jj] = jj <= j ? score(q, k_.data() + size_t(s * G + jj) * kv_dim_ + size_t(kvh) * hd)
                                   : -std::numeric_limits<float>::infinity();
     cpu::softmax(sc, total);
     float* o = att_.data() + size_t(i) * q_dim + size_t(h) * hd;

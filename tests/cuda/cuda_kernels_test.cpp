@@ -29,6 +29,7 @@
 #include <limits>
 #include <memory>
 #include <random>
+#include <tuple>
 #include <utility>
 
 #include "kernels/attention_paths.h"
@@ -348,6 +349,11 @@ TEST_F(CudaKernels, ElementwiseAtModelShapes) {
     cuda::gelu_tanh_mul(dg.get(), du.get(), dout.get(), n, kStream);
     cuda::ref::gelu_tanh_mul(g.data(), u.data(), want.data(), n);
     EXPECT_LT(max_rel_diff(dout.to_host(), want), 1e-5) << "gelu_tanh_mul n " << n;
+    DeviceArray<float> dcapped(g);  // Gemma 2's final soft cap over logits of up to +-10
+    cuda::soft_cap(dcapped.get(), 4.f, n, kStream);
+    std::vector<float> capped = g;
+    cuda::ref::soft_cap(capped.data(), 4.f, n);
+    EXPECT_LT(max_rel_diff(dcapped.to_host(), capped), 1e-5) << "soft_cap n " << n;
     DeviceArray<float> dscaled(g);
     cuda::scale(dscaled.get(), 1.75f, n, kStream);
     std::vector<float> scaled = g;
@@ -433,7 +439,7 @@ std::vector<float> attention_on_gpu(const AttentionCase& c, const std::string& w
 std::vector<float> attention_reference(const AttentionCase& c) {
   std::vector<float> want(size_t(c.n) * c.nh * c.hd);
   cuda::ref::attention(c.q.data(), c.k.data(), c.v.data(), c.slot_pos.data(), c.mask.empty() ? nullptr : c.mask.data(),
-                       c.positions.data(), c.n, c.base, c.nh, c.nkv, c.hd, c.window, want.data());
+                       c.positions.data(), c.n, c.base, c.nh, c.nkv, c.hd, c.window, c.soft_cap, want.data());
   return want;
 }
 
@@ -442,7 +448,7 @@ void check_attention(const AttentionCase& c, const std::string& what) {
   const std::vector<float> got =
       attention_on_gpu(c, what, [&](const float* q, const float* k, const float* v, const int32_t* slot,
                                     const uint8_t* mask, const int32_t* pos, float* out) {
-        cuda::attention(q, k, v, slot, mask, pos, c.n, c.base, c.nh, c.nkv, c.hd, c.window, out, kStream);
+        cuda::attention(q, k, v, slot, mask, pos, c.n, c.base, c.nh, c.nkv, c.hd, c.window, c.soft_cap, out, kStream);
       });
   EXPECT_LT(max_rel_diff(got, attention_reference(c)), 1e-4) << what;
 }
@@ -451,14 +457,14 @@ void check_attention(const AttentionCase& c, const std::string& what) {
 std::vector<float> single_block_attention(const AttentionCase& c, const std::string& what) {
   return attention_on_gpu(c, what, [&](const float* q, const float* k, const float* v, const int32_t* slot,
                                        const uint8_t* mask, const int32_t* pos, float* out) {
-    cuda::attention_paths::single_block(q, k, v, slot, mask, pos, c.n, c.base, c.nh, c.nkv, c.hd, c.window, out,
+    cuda::attention_paths::single_block(q, k, v, slot, mask, pos, c.n, c.base, c.nh, c.nkv, c.hd, c.window, c.soft_cap, out,
                                         kStream);
   });
 }
 std::vector<float> split_attention(const AttentionCase& c, int splits, const std::string& what) {
   return attention_on_gpu(c, what, [&](const float* q, const float* k, const float* v, const int32_t* slot,
                                        const uint8_t* mask, const int32_t* pos, float* out) {
-    cuda::attention_paths::split_context(q, k, v, slot, mask, pos, c.n, c.base, c.nh, c.nkv, c.hd, c.window, splits,
+    cuda::attention_paths::split_context(q, k, v, slot, mask, pos, c.n, c.base, c.nh, c.nkv, c.hd, c.window, c.soft_cap, splits,
                                          out, kStream);
   });
 }
@@ -468,7 +474,7 @@ std::vector<float> row_tile_attention(const AttentionCase& c, const std::string&
                                       cuda::AttentionScratch scratch = {}) {
   return attention_on_gpu(c, what, [&](const float* q, const float* k, const float* v, const int32_t* slot,
                                        const uint8_t* mask, const int32_t* pos, float* out) {
-    cuda::attention_paths::row_tiles(q, k, v, slot, mask, pos, c.n, c.base, c.nh, c.nkv, c.hd, c.window, out, kStream,
+    cuda::attention_paths::row_tiles(q, k, v, slot, mask, pos, c.n, c.base, c.nh, c.nkv, c.hd, c.window, c.soft_cap, out, kStream,
                                      scratch);
   });
 }
@@ -612,6 +618,7 @@ AttentionCase decode_of_row(const AttentionCase& c, int i) {
     if (c.mask.empty() ? j <= i : c.mask[size_t(i) * c.n + j] != 0) seen.push_back(j);
   AttentionCase d;
   d.n = 1, d.base = c.base + int(seen.size()) - 1, d.nh = c.nh, d.nkv = c.nkv, d.hd = c.hd, d.window = c.window;
+  d.soft_cap = c.soft_cap;
   d.q.assign(c.q.begin() + i * qw, c.q.begin() + (i + 1) * qw);
   d.k.assign(c.k.begin(), c.k.begin() + c.base * kv);
   d.v.assign(c.v.begin(), c.v.begin() + c.base * kv);
@@ -660,7 +667,7 @@ TEST_F(CudaKernels, AttentionOfATreeRowIsItsOwnDecodeBitForBit) {
         const std::vector<float> tree =
             attention_on_gpu(c, what, [&](const float* q, const float* k, const float* v, const int32_t* slot,
                                           const uint8_t* mask, const int32_t* pos, float* out) {
-              cuda::attention(q, k, v, slot, mask, pos, c.n, c.base, c.nh, c.nkv, c.hd, c.window, out, kStream,
+              cuda::attention(q, k, v, slot, mask, pos, c.n, c.base, c.nh, c.nkv, c.hd, c.window, c.soft_cap, out, kStream,
                               {}, tiles);
             });
         const size_t row_floats = size_t(c.nh) * c.hd;
@@ -670,13 +677,52 @@ TEST_F(CudaKernels, AttentionOfATreeRowIsItsOwnDecodeBitForBit) {
           const std::vector<float> alone =
               attention_on_gpu(d, what, [&](const float* q, const float* k, const float* v, const int32_t* slot,
                                             const uint8_t* mask, const int32_t* pos, float* out) {
-                cuda::attention(q, k, v, slot, mask, pos, d.n, d.base, d.nh, d.nkv, d.hd, d.window, out, kStream);
+                cuda::attention(q, k, v, slot, mask, pos, d.n, d.base, d.nh, d.nkv, d.hd, d.window, d.soft_cap, out, kStream);
               });
           parted += std::memcmp(alone.data(), tree.data() + i * row_floats, sizeof(float) * row_floats) != 0;
         }
         EXPECT_EQ(parted, 0) << what << ": rows whose attention differs from their own decode's";
         EXPECT_LT(max_rel_diff(tree, attention_reference(c)), 1e-4) << what << " vs the reference";
       }
+}
+
+TEST_F(CudaKernels, AttentionWithASoftCapOnEveryPath) {
+  // Gemma 2's attn_logit_softcapping (slot_score in attention_visibility.cuh), at a cap of 2 so that it moves these
+  // cases' scores: the launcher on each of its paths against the reference (a decode and a 16-row tree up to 1,024
+  // slots, the row tiles and a long decode past it, with a window), the split and row-tile paths against the
+  // single-block one at 4k, a tree row bit for bit its own decode, and every output far from the uncapped one.
+  uint32_t seed = 3100;
+  for (const Shape& s : kShapes) {
+    for (const auto& [base, n, tree, window] : {std::tuple{300, 1, false, 0}, std::tuple{300, 16, true, 0},
+                                               std::tuple{700, 64, false, 128}, std::tuple{5000, 1, false, 0},
+                                               std::tuple{3000, 16, true, 1000}}) {
+      AttentionCase c = attention_case(s.heads, s.kv_heads, s.head_dim, base, n, tree, window, seed += 10);
+      const std::vector<float> uncapped = attention_reference(c);
+      c.soft_cap = 2.f;
+      const std::string what = describe(s, c) + " soft cap 2";
+      check_attention(c, what);
+      EXPECT_GT(max_rel_diff(attention_reference(c), uncapped), 0.1) << what << ": the cap changed nothing";
+    }
+    for (const auto& [n, tree] : {std::pair{1, false}, std::pair{16, true}}) {
+      AttentionCase c = attention_case(s.heads, s.kv_heads, s.head_dim, 4112 - n, n, tree, 0, seed += 10);
+      c.soft_cap = 2.f;
+      const std::string what = describe(s, c) + " soft cap 2";
+      const std::vector<float> single = single_block_attention(c, what + " single block");
+      EXPECT_LT(max_rel_diff(single, attention_reference(c)), 1e-4) << what << " single block";
+      EXPECT_LT(max_rel_diff(split_attention(c, 3, what), single), 2e-5) << what << " split vs single block";
+      EXPECT_LT(max_rel_diff(row_tile_attention(c, what), single), 2e-5) << what << " row tiles vs single block";
+    }
+    AttentionCase c = attention_case(s.heads, s.kv_heads, s.head_dim, 900, 16, true, 0, seed += 10);
+    c.soft_cap = 2.f;
+    const std::vector<float> tree = row_tile_attention(c, "soft-capped tree");
+    const size_t row_floats = size_t(c.nh) * c.hd;
+    for (int i = 0; i < c.n; ++i) {
+      const AttentionCase d = decode_of_row(c, i);
+      const std::vector<float> alone = single_block_attention(d, "soft-capped decode");
+      EXPECT_EQ(std::memcmp(alone.data(), tree.data() + i * row_floats, sizeof(float) * row_floats), 0)
+          << s.name << " soft-capped tree row " << i << " differs from its own decode";
+    }
+  }
 }
 
 TEST_F(CudaKernels, AttentionTreeMasksOf1To64Rows) {
@@ -854,7 +900,7 @@ TEST_F(CudaKernels, AttentionSplitIntoTheCallersScratchIsBitIdentical) {
         auto run = [&](cuda::AttentionScratch given) {
           return attention_on_gpu(c, what, [&](const float* q, const float* k, const float* v, const int32_t* slot,
                                                const uint8_t* mask, const int32_t* pos, float* out) {
-            cuda::attention(q, k, v, slot, mask, pos, c.n, c.base, c.nh, c.nkv, c.hd, c.window, out, kStream, given,
+            cuda::attention(q, k, v, slot, mask, pos, c.n, c.base, c.nh, c.nkv, c.hd, c.window, c.soft_cap, out, kStream, given,
                             tiles);
           });
         };

@@ -316,6 +316,24 @@ TEST_F(CudaParity, Phi3PartialRotaryAndLongRopeMatchTheCpuWhenOptedIn) {
   ::unsetenv("SPECSCOPE_CUDA_UNPROVEN");
 }
 
+// Gemma 2's soft caps on the GPU (attention's soft_cap and CudaContext::finish_logits, written in the forty-eighth
+// session with no GPU to run them on): refused unless SPECSCOPE_CUDA_UNPROVEN is set (auto then runs the model on the
+// CPU), and when it is, its Q8_0 GGUF file (scores capped at 8 and logits at 60, caps its weights reach, so that both
+// bend them; a window of 6 on layers 0 and 2) matches the CPU backend and greedy outputs agree.
+TEST_F(CudaParity, Gemma2SoftCapsMatchTheCpuWhenOptedIn) {
+  const char* rel = "gguf_models/gemma2_f32.q8_0.gguf";
+  auto model = Model::load(test::fixture(rel));
+  ASSERT_GT(model->config().attn_soft_cap, 0.f);
+  ASSERT_GT(model->config().final_soft_cap, 0.f);
+  ::unsetenv("SPECSCOPE_CUDA_UNPROVEN");
+  EXPECT_EQ(backend_for(*model, Backend::Auto), Backend::Cpu);
+  EXPECT_THROW(new_context(*model, Backend::Cuda, 64), InputError);
+  ::setenv("SPECSCOPE_CUDA_UNPROVEN", "1", 1);
+  EXPECT_EQ(new_context(*model, Backend::Cuda, 64)->backend_name(), "cuda");
+  expect_backends_agree(*model, 2e-2f, 8, 48, rel);
+  ::unsetenv("SPECSCOPE_CUDA_UNPROVEN");
+}
+
 // GGUF block weights stay blocks on the GPU: the logits of every quantized fixture match the CPU backend's to f32
 // accumulation order (both dequantize exactly, kernels/quant_decode.h and gguf_quant.cpp), and greedy agrees.
 TEST_F(CudaParity, QuantizedGgufFilesMatchTheCpuBackend) {

@@ -27,7 +27,8 @@ using namespace specscope::kernel_test;
 namespace {
 
 // Attention from its definition, in double: row i, head h attends to the earlier slots within the window and to
-// the new rows on its path from the root (itself and its ancestors), with softmax weights of q.k / sqrt(hd).
+// the new rows on its path from the root (itself and its ancestors), with softmax weights of q.k / sqrt(hd), each
+// score first capped to cap * tanh(score / cap) when the case has a soft cap (Gemma 2).
 std::vector<float> attention_by_definition(const AttentionCase& c) {
   const int kv_dim = c.nkv * c.hd, group = c.nh / c.nkv;
   std::vector<float> out(size_t(c.n) * c.nh * c.hd, 0.f);
@@ -45,7 +46,9 @@ std::vector<float> attention_by_definition(const AttentionCase& c) {
       for (int j : slots) {
         double d = 0;
         for (int e = 0; e < c.hd; ++e) d += double(q[e]) * c.k[size_t(j) * kv_dim + kv + e];
-        s.push_back(d / std::sqrt(double(c.hd)));
+        d /= std::sqrt(double(c.hd));
+        if (c.soft_cap > 0.f) d = c.soft_cap * std::tanh(d / c.soft_cap);
+        s.push_back(d);
         mx = std::max(mx, s.back());
       }
       for (double& x : s) sum += (x = std::exp(x - mx));
@@ -63,7 +66,7 @@ std::vector<float> attention_ref(const AttentionCase& c) {
   std::vector<float> out(size_t(c.n) * c.nh * c.hd);
   cuda::ref::attention(c.q.data(), c.k.data(), c.v.data(), c.slot_pos.data(),
                        c.mask.empty() ? nullptr : c.mask.data(), c.positions.data(), c.n, c.base, c.nh, c.nkv, c.hd,
-                       c.window, out.data());
+                       c.window, c.soft_cap, out.data());
   return out;
 }
 
@@ -85,6 +88,21 @@ TEST(KernelRefs, AttentionIsTheSoftmaxOverEachRowsVisibleSlots) {
     EXPECT_LT(max_rel_diff(attention_ref(c), attention_by_definition(c)), 1e-5)
         << "hd " << k.hd << " base " << k.base << " n " << k.n << (k.tree ? " tree" : " causal") << " window "
         << k.window;
+  }
+}
+
+TEST(KernelRefs, AttentionWithASoftCapIsTheSoftmaxOfTheCappedScores) {
+  // Gemma 2's attn_logit_softcapping, at a cap of 2 so that it moves scores of a few units (the cases' q.k / sqrt(hd)
+  // spread about 3): the reference (the engine's cpu::attention) against the definition, and far from the uncapped
+  // output, so a reference that dropped the cap would fail.
+  uint32_t seed = 300;
+  for (const bool tree : {false, true}) {
+    AttentionCase c = attention_case(8, 2, 64, 150, 16, tree, tree ? 0 : 40, seed += 10);
+    const std::vector<float> uncapped = attention_ref(c);
+    c.soft_cap = 2.f;
+    const std::vector<float> capped = attention_ref(c);
+    EXPECT_LT(max_rel_diff(capped, attention_by_definition(c)), 1e-5) << (tree ? "tree" : "causal, window 40");
+    EXPECT_GT(max_rel_diff(capped, uncapped), 0.1) << "the cap changed nothing";
   }
 }
 
@@ -190,6 +208,11 @@ TEST(KernelRefs, RowAndElementwiseOpsFollowTheirDefinitions) {
     const double g = x[i];
     want[i] = float(0.5 * g * (1 + std::tanh(std::sqrt(2 / M_PI) * (g + 0.044715 * g * g * g))) * u[i]);
   }
+  EXPECT_LT(max_rel_diff(y, want), 1e-6);
+  // soft_cap: cap * tanh(x / cap) (Gemma 2's final logits), at a cap the inputs of up to 2 reach.
+  y = x;
+  cuda::ref::soft_cap(y.data(), 1.5f, int64_t(y.size()));
+  for (size_t i = 0; i < x.size(); ++i) want[i] = float(1.5 * std::tanh(double(x[i]) / 1.5));
   EXPECT_LT(max_rel_diff(y, want), 1e-6);
   y = x;
   cuda::ref::scale(y.data(), 1.75f, int64_t(y.size()));

@@ -107,6 +107,7 @@ inline Tree random_tree(int n, uint32_t seed) {
 // (mask empty: the launcher's nullptr).
 struct AttentionCase {
   int n = 0, base = 0, nh = 0, nkv = 0, hd = 0, window = 0;
+  float soft_cap = 0.f;                      // > 0: scores capped to soft_cap * tanh(score / soft_cap) (Gemma 2)
   std::vector<float> q, k, v;               // q [n, nh * hd]; k, v [base + n, nkv * hd]
   std::vector<int32_t> slot_pos, positions;  // [base + n], [n]
   std::vector<uint8_t> mask;                 // [n * n] or empty
