@@ -14,31 +14,29 @@ namespace specscope::cuda {
 
 namespace {
 
-// What this backend does not compute: heads wider than its attention takes, mixtures of experts; and what it has not
-// yet computed on a GPU, which runs only when asked: Phi's partial rotary and LongRoPE's scaled cosines and long
-// factors (rope and rope_qk's rotary_dim and scale, DeviceModel::inv_freq_long), Gemma 2's soft caps (attention's
-// soft_cap, CudaContext::finish_logits). Granite's scaled embeddings, queries,
-// residual adds and logits, and Gemma 3's parts (sublayer output norms, GELU, sliding layers with their own RoPE)
-// passed cuda_parity_test on an H200 (2026-12-04; Gemma 3's greedy partings judged by the gap, as near ties) and run
-// by default. SPECSCOPE_CUDA_REFUSE=<architecture> refuses one more (its ModelConfig name, e.g. Gemma3ForCausalLM): how
-// the parity test reaches the fallback to the CPU now that every fixture's architecture runs here, and a way to
-// keep a model off the GPU under auto.
+// What this backend does not compute: heads wider than its attention takes; and what it has not yet computed on a
+// GPU, which runs only when asked (SPECSCOPE_CUDA_UNPROVEN=1; auto runs such a model on the CPU): Phi's partial
+// rotary and LongRoPE's scaled cosines and long factors (rope and rope_qk's rotary_dim and scale,
+// DeviceModel::inv_freq_long; written in the forty-third session), Gemma 2's soft caps (attention's soft_cap,
+// CudaContext::finish_logits) and mixtures of experts (kernels/experts.cu, cuda_experts.cpp; both written in the
+// forty-eighth). Granite's scaled embeddings, queries, residual adds and logits, and Gemma 3's parts (sublayer output
+// norms, GELU, sliding layers with their own RoPE) passed cuda_parity_test on an H200 (2026-12-04; Gemma 3's greedy
+// partings judged by the gap, as near ties) and run by default. SPECSCOPE_CUDA_REFUSE=<architecture> refuses one more
+// (its ModelConfig name, e.g. Gemma3ForCausalLM): how the parity test reaches the fallback to the CPU now that every
+// fixture's architecture runs here, and a way to keep a model off the GPU under auto.
 std::string unsupported(const ModelConfig& c) {
   if (c.head_dim > attention_paths::kMaxHeadDim)
     return "the CUDA backend's attention takes head_dim up to " + std::to_string(attention_paths::kMaxHeadDim) +
            ", this model's is " + std::to_string(c.head_dim);
-  // Written with no GPU to run them on (partial rotary and LongRoPE in the forty-third session, the soft caps in the
-  // forty-eighth): the CPU runs these unless asked.
-  const bool unproven_rope = c.rotary_dims() != c.head_dim || c.rope_scaling.type == "longrope";
-  if (unproven_rope && !env_flag("SPECSCOPE_CUDA_UNPROVEN", false))
-    return c.architecture + ": partial rotary and LongRoPE (Phi-3.5, Phi-4-mini) have not run on a GPU yet "
-                            "(SPECSCOPE_CUDA_UNPROVEN=1 runs them)";
-  const bool soft_caps = c.attn_soft_cap > 0.f || c.final_soft_cap > 0.f;
-  if (soft_caps && !env_flag("SPECSCOPE_CUDA_UNPROVEN", false))
-    return c.architecture + ": soft-capped attention scores and logits (Gemma 2) have not run on a GPU yet "
-                            "(SPECSCOPE_CUDA_UNPROVEN=1 runs them)";
-  // Written for the CPU in the forty-fifth session; the device model binds dense MLPs only.
-  if (c.moe()) return c.architecture + ": mixture-of-experts layers (Mixtral, Qwen2-MoE, Qwen3-MoE) are not computed by the CUDA backend";
+  std::string unproven;
+  if (c.rotary_dims() != c.head_dim || c.rope_scaling.type == "longrope")
+    unproven = "partial rotary and LongRoPE (Phi-3.5, Phi-4-mini)";
+  else if (c.attn_soft_cap > 0.f || c.final_soft_cap > 0.f)
+    unproven = "soft-capped attention scores and logits (Gemma 2)";
+  else if (c.moe())
+    unproven = "mixture-of-experts layers (Mixtral, Qwen2-MoE, Qwen3-MoE)";
+  if (!unproven.empty() && !env_flag("SPECSCOPE_CUDA_UNPROVEN", false))
+    return c.architecture + ": " + unproven + " have not run on a GPU yet (SPECSCOPE_CUDA_UNPROVEN=1 runs them)";
   const char* refused = std::getenv("SPECSCOPE_CUDA_REFUSE");
   if (refused && c.architecture == refused) return c.architecture + ": refused by SPECSCOPE_CUDA_REFUSE";
   return "";

@@ -217,6 +217,7 @@ void CudaContext::forward(const Batch& b, ForwardOutput& out) {
   fb.sel = sel_.get<float>(size_t(nr) * H);
   fb.logits = logits_.get<float>(size_t(nr) * c.vocab_size);
   fb.taps = b.taps.empty() ? nullptr : taps_.get<float>(b.taps.size() * size_t(n) * H);
+  if (c.moe()) fb.moe = moe_buffers_.take(c, n);
   batch_n_ = n;
   batch_base_ = base;
   alive_.assign(size_t(n), 1);
@@ -309,9 +310,15 @@ void CudaContext::forward(const Batch& b, ForwardOutput& out) {
                                cudaMemcpyDeviceToHost, stream_));
   }
   if (n_streams_ > 0) finish_streams(*sr, out);
+  if (c.moe()) {  // the routing of every layer: a few bytes a row, for the experts each layer ran
+    host_ids_.resize(size_t(c.num_layers) * size_t(n) * size_t(c.experts_per_token));
+    CUDA_CHECK(cudaMemcpyAsync(host_ids_.data(), fb.moe.ids, sizeof(int32_t) * host_ids_.size(), cudaMemcpyDeviceToHost,
+                               stream_));
+  }
   timer_.mark("end", stream_);
   CUDA_CHECK(cudaStreamSynchronize(stream_));
   timer_.collect(n);
+  if (c.moe()) count_experts(n);
   if (sr) mark_pruned(b, out);
 
   n_past_ += n;
@@ -366,7 +373,8 @@ void CudaContext::device_forward(const Batch& b, const ForwardBuffers& fb, const
     const float* next_norm = !fused ? nullptr : last ? dm_->final_norm : dm_->layers[l + 1].input_norm;
     const DeviceLayer* next = last ? nullptr : &dm_->layers[l + 1];
     const WType next16 = fused && next ? premade_input_type({&next->wq, &next->wk, &next->wv}) : WType::F32;
-    finish_layer(L, x, n, fb.att, LayerScratch{fb.h, fb.gate, fb.up, fused ? fb.x16 : nullptr}, next_norm, next16);
+    finish_layer(L, x, n, fb.att, LayerScratch{fb.h, fb.gate, fb.up, fused ? fb.x16 : nullptr, &fb.moe}, next_norm,
+                 next16);
     h16 = next16 != WType::F32 ? fb.x16 : nullptr;
     if (n_streams_ > 0) stream_layer(l);
     if (l == prune_layer) mask = prune_rows(*sr, b, x);
@@ -492,15 +500,16 @@ void CudaContext::finish_layer(const DeviceLayer& L, float* x, int rows, const f
     add(s.h, x, int64_t(rows) * H, stream_);
     rmsnorm(x, L.post_attn_norm, s.h, rows, H, c.rms_norm_eps, stream_);
   }
-  timer_.mark("gate_up", stream_);
-  linear_each(s.h, rows, {{&L.w_gate, L.b_gate, s.gate}, {&L.w_up, L.b_up, s.up}}, gu_in);
-  timer_.mark("norms+adds", stream_);
-  if (c.gelu())
-    gelu_tanh_mul(s.gate, s.up, s.gate, int64_t(rows) * F, stream_);
-  else
-    silu_mul(s.gate, s.up, s.gate, int64_t(rows) * F, stream_, down_in, down16);
-  timer_.mark("down", stream_);
-  linear_each(s.gate, rows, {{&L.w_down, L.b_down, s.h}}, down_in);
+  if (L.moe()) {
+    moe_mlp(L, rows, s);
+  } else {
+    timer_.mark("gate_up", stream_);
+    linear_each(s.h, rows, {{&L.w_gate, L.b_gate, s.gate}, {&L.w_up, L.b_up, s.up}}, gu_in);
+    timer_.mark("norms+adds", stream_);
+    gated_activation(s.gate, s.up, int64_t(rows) * F, down_in, down16);
+    timer_.mark("down", stream_);
+    linear_each(s.gate, rows, {{&L.w_down, L.b_down, s.h}}, down_in);
+  }
   timer_.mark("norms+adds", stream_);
   if (L.ffn_out_norm) rmsnorm(s.h, L.ffn_out_norm, s.h, rows, H, c.rms_norm_eps, stream_);
   if (c.residual_scale != 1.f) scale(s.h, c.residual_scale, int64_t(rows) * H, stream_);  // Granite
@@ -509,6 +518,13 @@ void CudaContext::finish_layer(const DeviceLayer& L, float* x, int rows, const f
                 next16);
   else
     add(s.h, x, int64_t(rows) * H, stream_);
+}
+
+void CudaContext::gated_activation(float* gate, const float* up, int64_t n, void* out16, WType t16) {
+  if (model_->config().gelu())
+    gelu_tanh_mul(gate, up, gate, n, stream_);  // (no 16-bit copy: down16 is F32 for GELU models)
+  else
+    silu_mul(gate, up, gate, n, stream_, out16, t16);
 }
 
 void CudaContext::keep(std::span<const int> rows) {

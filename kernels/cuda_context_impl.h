@@ -93,6 +93,21 @@ class CudaContext final : public Context {
   // The 16-bit type the products of these matrices all take their input in (F16 or BF16) when fusing, else F32:
   // a kernel before them then writes that input beside its f32 output (LayerScratch::x16), saving to_half's launch.
   WType premade_input_type(std::initializer_list<const DeviceMatrix*> ms) const;
+  // A mixture-of-experts layer's scratch for `rows` rows (kernels/cuda_experts.cpp).
+  struct ExpertScratch {
+    float* router = nullptr;                 // rows x num_experts: the router's logits, then their softmax
+    int32_t* ids = nullptr;                  // per layer, rows x experts_per_token: each row's experts, in order
+    float* weights = nullptr;                // rows x experts_per_token: what each expert's output is multiplied by
+    float *gate = nullptr, *up = nullptr;    // rows * experts_per_token x expert_ffn
+    float* outs = nullptr;                   // rows * experts_per_token x H: each chosen expert's output
+    float *shared_gate = nullptr, *shared_up = nullptr;  // rows x shared_expert_ffn (Qwen2-MoE)
+    float *shared_out = nullptr, *shared_scales = nullptr;  // rows x H, rows
+  };
+  // The buffers behind one ExpertScratch (the main rows' and the streams' are separate).
+  struct ExpertBuffers {
+    Buffer router, ids, weights, gate, up, outs, shared_gate, shared_up, shared_out, shared_scales;
+    ExpertScratch take(const ModelConfig& c, int rows);
+  };
   // One forward's device buffers, taken before any device work (growing a buffer frees its memory).
   struct ForwardBuffers {
     int32_t *tokens = nullptr, *pos = nullptr, *rows = nullptr;  // tokens, positions, logit rows
@@ -103,6 +118,7 @@ class CudaContext final : public Context {
     void* x16 = nullptr;    // fused: a product's 16-bit input, rows x max(H, F) (LayerScratch::x16)
     float* taps = nullptr;  // [taps][n][H]
     int logit_rows = 0;     // rows whose logits the forward computes (fb.rows holds them)
+    ExpertScratch moe;      // a mixture of experts' (else all null)
   };
   // The device work of a forward, from the embedding to the logits on the device: nothing in it waits for the host
   // (except Speculative Streaming's pruning), so without streaming it can be captured as a CUDA graph.
@@ -135,6 +151,7 @@ class CudaContext final : public Context {
     // Room for one product's 16-bit input of `rows` rows (fused: the norms and silu_mul write it beside their f32
     // output); null: every product converts its own input.
     void* x16 = nullptr;
+    const ExpertScratch* moe = nullptr;  // a mixture of experts' layers' scratch for the same rows
   };
   // Once `att` holds the attention output of `rows` rows: the output projection, the MLP and both residual adds
   // into x (the main rows and the streams alike), each sublayer's output normed before its add where the model
@@ -144,6 +161,15 @@ class CudaContext final : public Context {
   // input, premade_input_type).
   void finish_layer(const DeviceLayer& L, float* x, int rows, const float* att, const LayerScratch& s,
                     const float* next_norm = nullptr, WType next16 = WType::F32);
+  // gate = act(gate) * up over n elements: SiLU, or Gemma's tanh GELU (ModelConfig::gelu); out16 as silu_mul's.
+  void gated_activation(float* gate, const float* up, int64_t n, void* out16 = nullptr, WType t16 = WType::BF16);
+  // A mixture-of-experts layer's MLP (kernels/cuda_experts.cpp): s.h holds the `rows` normed inputs, and the experts'
+  // weighted sum (and Qwen2-MoE's gated shared expert) replaces them. The routing stays on the device, in s.moe->ids'
+  // slice for this layer.
+  void moe_mlp(const DeviceLayer& L, int rows, const LayerScratch& s);
+  // After a forward of n rows has synced: experts_computed grows by the experts its expert layers ran (host_ids_).
+  void count_experts(int n);
+  std::vector<int32_t> host_ids_;  // the main rows' routing of every layer, copied back for count_experts
 
   // Speculative Streaming (cuda_streaming.cpp; the same rows as the CPU backend's, engine/model/streaming_rows.h).
   // After the pruning adapter's layer: decides which rows survive (alive_) and returns the mask the later layers
@@ -225,6 +251,8 @@ class CudaContext final : public Context {
   } sb_;
   Buffer xs_, s_h_, s_gate_, s_up_, ext_q_, ext_k_, ext_v_, ext_att_, ext_slot_pos_, ext_pos_, ext_mask_, s_rows_;
   Buffer p_rows_, p_e_, p_t_, p_u_, p_logits_;
+  ExpertBuffers moe_buffers_, stream_moe_buffers_;  // the main rows', the streams'
+  ExpertScratch stream_moe_;
 };
 
 }  // namespace specscope::cuda

@@ -93,6 +93,10 @@ void CudaContext::begin_streams(const StreamingRequest& sr, const Batch& b, cons
   sb_.scratch.h = s_h_.get<float>(size_t(std::max(m, S)) * std::max(H, eta));
   sb_.scratch.gate = s_gate_.get<float>(size_t(m) * F);
   sb_.scratch.up = s_up_.get<float>(size_t(std::max(m, S)) * std::max(F, H));
+  if (c.moe()) {
+    stream_moe_ = stream_moe_buffers_.take(c, m);
+    sb_.scratch.moe = &stream_moe_;
+  }
   sb_.q = ext_q_.get<float>(size_t(ext) * q_dim);
   sb_.k = ext_k_.get<float>(size_t(base + ext) * kv_dim_);
   sb_.v = ext_v_.get<float>(size_t(base + ext) * kv_dim_);

@@ -11,23 +11,7 @@
 
 namespace specscope::cuda {
 
-// WType's block types and quant_decode::Block must list the formats in the same order (block_of subtracts).
-static_assert(int(WType::Q6_K) - int(WType::Q8_0) == int(quant_decode::Block::Q6_K));
-static_assert(int(WType::Q4_K) - int(WType::Q8_0) == int(quant_decode::Block::Q4_K));
-
 namespace {
-
-__device__ __forceinline__ quant_decode::Block block_of(WType t) {
-  return quant_decode::Block(int(t) - int(WType::Q8_0));
-}
-
-__device__ __forceinline__ float load_w(const void* p, WType t, int64_t i) {
-  switch (t) {
-    case WType::F16: return __half2float(static_cast<const __half*>(p)[i]);
-    case WType::BF16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
-    default: return static_cast<const float*>(p)[i];
-  }
-}
 
 __global__ void embed_gather_k(const void* table, WType t, const int32_t* tokens, int H, float* out) {
   const int row = blockIdx.x;

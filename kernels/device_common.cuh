@@ -1,5 +1,6 @@
 #pragma once
-// Device helpers shared by the kernel files (attention.cu, attention_split.cu, norm_rope.cu, dequant.cu, elementwise.cu). Each .cu
+// Device helpers shared by the kernel files (attention.cu, attention_split.cu, norm_rope.cu, dequant.cu, elementwise.cu,
+// experts.cu). Each .cu
 // includes this once; everything here has internal linkage, so the files stay independent translation units.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -7,10 +8,29 @@
 #include <cfloat>
 #include <cstdint>
 
+#include "kernels/quant_decode.h"
 #include "kernels/wtype.h"
 
 namespace specscope::cuda {
+
+// WType's block types and quant_decode::Block must list the formats in the same order (block_of subtracts).
+static_assert(int(WType::Q6_K) - int(WType::Q8_0) == int(quant_decode::Block::Q6_K));
+static_assert(int(WType::Q4_K) - int(WType::Q8_0) == int(quant_decode::Block::Q4_K));
+
 namespace {
+
+__device__ __forceinline__ quant_decode::Block block_of(WType t) {
+  return quant_decode::Block(int(t) - int(WType::Q8_0));
+}
+
+// Element i of a dense (f32, f16 or bf16) weight array, widened to f32.
+__device__ __forceinline__ float load_w(const void* p, WType t, int64_t i) {
+  switch (t) {
+    case WType::F16: return __half2float(static_cast<const __half*>(p)[i]);
+    case WType::BF16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+    default: return static_cast<const float*>(p)[i];
+  }
+}
 
 // Sum (or max) over a block of blockDim.x threads (a multiple of 32, at most 1024); every thread gets the result.
 template <bool kMax>

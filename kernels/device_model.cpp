@@ -71,7 +71,7 @@ DeviceMatrix DeviceUploads::matrix(const TensorView& t) {
   return m;
 }
 
-DeviceMatrix DeviceUploads::stacked(std::initializer_list<const TensorView*> ts) {
+DeviceMatrix DeviceUploads::stacked(const std::vector<const TensorView*>& ts) {
   DeviceMatrix m = {nullptr, WType::F32, 0, int((*ts.begin())->cols())};
   std::vector<char> host;
   for (const TensorView* t : ts) {
@@ -79,7 +79,7 @@ DeviceMatrix DeviceUploads::stacked(std::initializer_list<const TensorView*> ts)
     const char* p = static_cast<const char*>(t->data);
     host.insert(host.end(), p, p + t->nbytes());
   }
-  m.type = wtype_of(**ts.begin());
+  m.type = wtype_of(*ts.front());
   m.data = upload(host.data(), host.size());
   return m;
 }
@@ -124,7 +124,10 @@ std::shared_ptr<const DeviceModel> DeviceModel::of(const Model& model) {
       d.bq = dm->vector(L.bq), d.bk = dm->vector(L.bk), d.bv = dm->vector(L.bv);
     }
     d.wo = dm->matrix(L.wo);
-    d.w_gate = dm->matrix(L.w_gate), d.w_up = dm->matrix(L.w_up), d.w_down = dm->matrix(L.w_down);
+    if (L.experts.empty())
+      d.w_gate = dm->matrix(L.w_gate), d.w_up = dm->matrix(L.w_up), d.w_down = dm->matrix(L.w_down);
+    else
+      dm->bind_experts(L, d);
     d.bo = dm->vector(L.bo);
     d.q_norm = dm->vector(L.q_norm), d.k_norm = dm->vector(L.k_norm);
     d.attn_out_norm = dm->vector(L.attn_out_norm), d.ffn_out_norm = dm->vector(L.ffn_out_norm);
@@ -140,6 +143,35 @@ std::shared_ptr<const DeviceModel> DeviceModel::of(const Model& model) {
   spdlog::info("uploaded {} to the GPU: {:.1f} MiB", model.path(), double(dm->bytes) / (1 << 20));
   g_cache[&model] = dm;
   return dm;
+}
+
+void DeviceModel::bind_experts(const LayerWeights& L, DeviceLayer& d) {
+  d.router = matrix(L.router);
+  d.experts.count = int(L.experts.size());
+  // Each matrix of every expert in one upload: expert e's begins e matrices in (experts.cu's stride).
+  auto stack = [&](TensorView ExpertWeights::* part) {
+    std::vector<const TensorView*> ts;
+    for (const ExpertWeights& e : L.experts) {
+      const TensorView& t = e.*part;
+      const TensorView& first = L.experts.front().*part;
+      if (t.dtype != first.dtype || t.rows() != first.rows() || t.cols() != first.cols())
+        throw InputError(t.name, "the CUDA backend stacks a layer's experts, which need one type and shape (" +
+                                     std::string(first.name) + " differs)");
+      ts.push_back(&t);
+    }
+    DeviceMatrix m = stacked(ts);
+    m.rows = int(ts.front()->rows());  // one expert's shape; stacked() counted all of them
+    return m;
+  };
+  d.experts.gate = stack(&ExpertWeights::gate);
+  d.experts.up = stack(&ExpertWeights::up);
+  d.experts.down = stack(&ExpertWeights::down);
+  if (L.has_shared_expert()) {
+    d.shared_gate = matrix(L.shared_expert.gate);
+    d.shared_up = matrix(L.shared_expert.up);
+    d.shared_down = matrix(L.shared_expert.down);
+    d.shared_expert_gate = vector(L.shared_expert_gate);
+  }
 }
 
 DeviceUploads::~DeviceUploads() {

@@ -11,6 +11,7 @@
 
 namespace specscope {
 class Model;
+struct LayerWeights;
 class StreamingWeights;
 struct TensorView;
 }  // namespace specscope
@@ -21,6 +22,14 @@ struct DeviceMatrix {
   const void* data = nullptr;  // [rows, cols] row-major (PyTorch Linear layout)
   WType type = WType::F32;
   int rows = 0, cols = 0;
+};
+
+// A mixture-of-experts layer's experts on the GPU: each of their gate, up and down matrices stacked in one upload,
+// expert e's at data + e * expert_matrix_bytes(type, rows, cols) (kernels/experts.cu picks the expert by the routing's
+// ids on the device).
+struct DeviceExperts {
+  DeviceMatrix gate, up, down;  // one expert's shape; data: expert 0's
+  int count = 0;
 };
 
 struct DeviceLayer {
@@ -35,6 +44,13 @@ struct DeviceLayer {
   const float *q_norm = nullptr, *k_norm = nullptr;  // Qwen3's and Gemma 3's per-head norms (head_dim each), else null
   const float *attn_out_norm = nullptr, *ffn_out_norm = nullptr;  // Gemma 3's sublayer output norms, else null
   const float *b_gate = nullptr, *b_up = nullptr, *b_down = nullptr;
+  // A mixture-of-experts layer (LayerWeights::router) has these instead of w_gate, w_up and w_down (whose data is then
+  // null): the router [num_experts, H], the experts, and Qwen2-MoE's shared expert with its gate row (null if none).
+  DeviceMatrix router;
+  DeviceExperts experts;
+  DeviceMatrix shared_gate, shared_up, shared_down;
+  const float* shared_expert_gate = nullptr;
+  bool moe() const { return experts.count > 0; }
 };
 
 // Device memory uploaded once and freed together: the base of the device copies below.
@@ -49,8 +65,8 @@ class DeviceUploads {
  protected:
   const void* upload(const void* host, size_t bytes);
   DeviceMatrix matrix(const TensorView& t);
-  // The matrices' rows one after another in one upload (same 16-bit or f32 type and width: can_stack).
-  DeviceMatrix stacked(std::initializer_list<const TensorView*> ts);
+  // The matrices' rows one after another in one upload (same type and width: the caller checks).
+  DeviceMatrix stacked(const std::vector<const TensorView*>& ts);
   const float* vector(const std::vector<float>& v);
 
  private:
@@ -70,6 +86,8 @@ class DeviceModel : public DeviceUploads {
   // LongRoPE's frequencies for a context past the original length (rope_inv_freq's choice; inv_freq then holds
   // the short ones); null for every other model.
   const float* inv_freq_long = nullptr;
+  // A mixture-of-experts layer's router, experts and shared expert into d.
+  void bind_experts(const LayerWeights& L, DeviceLayer& d);
   // The RoPE frequencies layer l uses in a context of n_ctx positions.
   const float* inv_freq_of(const ModelConfig& c, int l, int n_ctx) const {
     if (c.local_rope(l)) return inv_freq_local;

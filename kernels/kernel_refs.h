@@ -37,6 +37,14 @@ void split_qkv(const float* qkv, int rows, int q_dim, int kv_dim, float* q, floa
 // gemv_ref.cpp (kernels/gemv.cu): X in W's type (f32, or f16/bf16 bits)
 void gemv(const void* W, WType t, const void* X, int n, int m, int k, float* Y);
 
+// experts_ref.cpp (kernels/experts.cu)
+void route_experts(float* logits, int rows, int experts, int k, bool normalize, int32_t* ids, float* weights);
+void expert_products(const void* W, WType t, int m, int cols, const int32_t* ids, int rows, int k, const float* X,
+                     int64_t x_row_stride, int64_t x_pick_stride, float* Y);
+void shared_expert_scales(const float* gate, const float* h, int rows, int dim, float* scales);
+void sum_expert_outputs(const float* outs, const float* weights, int rows, int k, int dim, const float* shared,
+                        const float* shared_scales, float* y);
+
 // attention_ref.cpp (kernels/attention.cu, both paths: single block and attention_split.cu)
 void attention(const float* q, const float* k_cache, const float* v_cache, const int32_t* slot_pos,
                const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window,

@@ -78,6 +78,28 @@ bool gemv_fits(WType t, int n, int k, const void* W, const void* X);
 // n. X is in W's type: f32 for f32 weights, else the f16/bf16 bits to_half makes (as the GEMM path takes them).
 void gemv(const void* W, WType t, const void* X, int n, int m, int k, float* Y, cudaStream_t stream);
 
+// --- kernels/experts.cu: mixture-of-experts layers ---------------------------------------------------------
+
+// Per row of router logits [rows, experts] (overwritten with their softmax): the k most probable experts (ties to
+// the lower index) into ids [rows, k] and their probabilities into weights [rows, k], renormalized to sum to 1 when
+// `normalize`, each row's picks in increasing expert order (engine/model/expert_routing.h's routing).
+void route_experts(float* logits, int rows, int experts, int k, bool normalize, int32_t* ids, float* weights,
+                   cudaStream_t stream);
+// Bytes of one expert's [m, cols] matrix in type t: the stride between experts stacked in one upload.
+size_t expert_matrix_bytes(WType t, int m, int cols);
+// For each row r and pick j (product p = r * k + j): Y[p, :] = W_e x_p, with W_e expert ids[p]'s [m, cols] matrix of
+// the experts stacked at W (expert_matrix_bytes apart) in any weight type, and x_p = X + r * x_row_stride + j *
+// x_pick_stride (f32; a pick stride of 0 gives every pick the row's input). Each output one warp's f32 sum in a fixed
+// order: the same bits whatever the batch.
+void expert_products(const void* W, WType t, int m, int cols, const int32_t* ids, int rows, int k, const float* X,
+                     int64_t x_row_stride, int64_t x_pick_stride, float* Y, cudaStream_t stream);
+// scales[r] = sigmoid(gate . h[r, :]) (Qwen2-MoE's shared-expert gate, one row of dim).
+void shared_expert_scales(const float* gate, const float* h, int rows, int dim, float* scales, cudaStream_t stream);
+// y[r, :] = sum over j in order of weights[r, j] * outs[r * k + j, :], then + shared_scales[r] * shared[r, :] when
+// shared is not null (transformers' Qwen2MoeSparseMoeBlock adds the shared expert after the routed ones).
+void sum_expert_outputs(const float* outs, const float* weights, int rows, int k, int dim, const float* shared,
+                        const float* shared_scales, float* y, cudaStream_t stream);
+
 // --- kernels/attention.cu: attention over the KV cache ----------------------------------------------------
 
 // Attention of n new rows (queries q [n, nh*hd]) over a KV cache holding `base` earlier entries and the n new

@@ -421,6 +421,79 @@ TEST_F(CudaKernels, SplitQkvCopiesEachPartOfOneProduct) {
     }
 }
 
+TEST_F(CudaKernels, ExpertRoutingProductsAndSumsMatchTheReferences) {
+  // kernels/experts.cu against experts_ref.cpp: Mixtral's 8 experts choosing 2, Qwen3-MoE's 128 choosing 8 (E, k), at
+  // widths of 512 inputs and 256 expert rows (multiples of the K-quants' 256), 1 to 33 rows, every weight type for
+  // the products. The routing's picks are the reference's exactly, its weights within f32 rounding; the products
+  // within f32 summation; the sums bit for bit (the same fma chain). And a row's products alone are the bits it gets
+  // among others: a tree row and its own decode multiply alike.
+  const int H = 512, F = 256;
+  uint32_t seed = 3300;
+  for (const auto& [E, k] : {std::pair{8, 2}, std::pair{128, 8}})
+    for (int rows : {1, 7, 33}) {
+      const std::string shape = std::to_string(E) + " experts, " + std::to_string(k) + " a row, " +
+                                std::to_string(rows) + " rows";
+      std::vector<float> logits = uniform(size_t(rows) * E, -4.f, 4.f, seed++);
+      DeviceArray<float> dlogits(logits), dw(size_t(rows) * k);
+      DeviceArray<int32_t> dids(size_t(rows) * k);
+      cuda::route_experts(dlogits.get(), rows, E, k, true, dids.get(), dw.get(), kStream);
+      std::vector<int32_t> ids(size_t(rows) * k);
+      std::vector<float> weights(ids.size());
+      cuda::ref::route_experts(logits.data(), rows, E, k, true, ids.data(), weights.data());
+      expect_identical(dids.to_host(), ids, shape + ": routing picks");
+      EXPECT_LT(max_rel_diff(dw.to_host(), weights), 1e-6) << shape << ": routing weights";
+      EXPECT_LT(max_rel_diff(dlogits.to_host(), logits), 1e-6) << shape << ": routing probabilities";
+
+      const std::vector<float> x = uniform(size_t(rows) * H, -1.f, 1.f, seed++);
+      const std::vector<float> act = uniform(ids.size() * F, -1.f, 1.f, seed++);  // each pick's own down input
+      DeviceArray<float> dx(x), dact(act);
+      for (WType t : kAllTypes) {
+        const std::string what = shape + ", " + type_name(t);
+        // gate/up: [F, H] per expert, every pick reading its row; down: [H, F], each pick its own input.
+        const std::vector<uint8_t> up = random_rows(t, E * F, H, seed++), down = random_rows(t, E * H, F, seed++);
+        DeviceArray<uint8_t> dup(up), ddown(down);
+        DeviceArray<float> gy(ids.size() * F), dy(ids.size() * H);
+        cuda::expert_products(dup.get(), t, F, H, dids.get(), rows, k, dx.get(), H, 0, gy.get(), kStream);
+        cuda::expert_products(ddown.get(), t, H, F, dids.get(), rows, k, dact.get(), int64_t(k) * F, F, dy.get(),
+                              kStream);
+        std::vector<float> want_g(ids.size() * F), want_d(ids.size() * H);
+        cuda::ref::expert_products(up.data(), t, F, H, ids.data(), rows, k, x.data(), H, 0, want_g.data());
+        cuda::ref::expert_products(down.data(), t, H, F, ids.data(), rows, k, act.data(), int64_t(k) * F, F,
+                                   want_d.data());
+        const std::vector<float> got_g = gy.to_host(), got_d = dy.to_host();
+        EXPECT_LT(max_rel_diff(got_g, want_g), 1e-5) << what << ": gate/up products";
+        EXPECT_LT(max_rel_diff(got_d, want_d), 1e-5) << what << ": down products";
+        if (rows > 1) {  // the last row alone
+          const int r = rows - 1;
+          DeviceArray<float> lone(size_t(k) * H);
+          cuda::expert_products(ddown.get(), t, H, F, dids.get() + r * k, 1, k, dact.get() + size_t(r) * k * F,
+                                int64_t(k) * F, F, lone.get(), kStream);
+          const std::vector<float> alone = lone.to_host();
+          EXPECT_EQ(std::memcmp(alone.data(), got_d.data() + size_t(r) * k * H, sizeof(float) * alone.size()), 0)
+              << what << ": a row's products alone differ from the same row's among others";
+        }
+      }
+
+      const std::vector<float> outs = uniform(ids.size() * H, -1.f, 1.f, seed++);
+      const std::vector<float> shared = uniform(size_t(rows) * H, -1.f, 1.f, seed++);
+      const std::vector<float> gate = uniform(size_t(H), -0.1f, 0.1f, seed++);
+      DeviceArray<float> douts(outs), dshared(shared), dgate(gate), dscales(static_cast<size_t>(rows)), dsum(size_t(rows) * H);
+      cuda::shared_expert_scales(dgate.get(), dx.get(), rows, H, dscales.get(), kStream);
+      std::vector<float> scales(static_cast<size_t>(rows)), sum(size_t(rows) * H);
+      cuda::ref::shared_expert_scales(gate.data(), x.data(), rows, H, scales.data());
+      const std::vector<float> got_scales = dscales.to_host();
+      EXPECT_LT(max_rel_diff(got_scales, scales), 1e-6) << shape << ": shared-expert gates";
+      DeviceArray<float> dscales_ref(scales);  // the sums below from the same scales, so their bits can match
+      for (const bool with_shared : {false, true}) {
+        cuda::sum_expert_outputs(douts.get(), dw.get(), rows, k, H, with_shared ? dshared.get() : nullptr,
+                                 dscales_ref.get(), dsum.get(), kStream);
+        cuda::ref::sum_expert_outputs(outs.data(), dw.to_host().data(), rows, k, H,
+                                      with_shared ? shared.data() : nullptr, scales.data(), sum.data());
+        expect_identical(dsum.to_host(), sum, shape + (with_shared ? ": sums with a shared expert" : ": sums"));
+      }
+    }
+}
+
 namespace {
 
 // One attention call on the GPU: `launch` gets the case's device pointers (q, k, v, slot_pos, mask or nullptr,

@@ -7,19 +7,30 @@
 //    runs (kernels/quant_decode.h), bit for bit, and round-to-nearest-even on the awkward values;
 //  - the row-wise and element-wise references against their one-line definitions;
 //  - the logit summary (greedy verification's reads of a row) against the softmax in double and the definition's
-//    order (larger logit first, ties to the lower id).
+//    order (larger logit first, ties to the lower id);
+//  - the mixture-of-experts references: the routing against its definition, and all of them composed in
+//    kernels/cuda_experts.cpp's order over a fixture's stacked experts against the CPU backend's way (cpu_moe.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <numeric>
 #include <random>
+#include <stdexcept>
+#include <tuple>
 
+#include "engine/cpu/matmul.h"
+#include "engine/cpu/matmul_quant.h"
+#include "engine/cpu/ops.h"
 #include "engine/cpu/rope_table.h"
+#include "engine/model/expert_routing.h"
+#include "engine/model/model.h"
 #include "engine/sampling/sampler.h"
 #include "engine/util/half_float.h"
 #include "kernels/kernel_refs.h"
 #include "tests/cuda/kernel_test_data.h"
+#include "tests/test_support.h"
 
 using namespace specscope;
 using namespace specscope::kernel_test;
@@ -103,6 +114,146 @@ TEST(KernelRefs, AttentionWithASoftCapIsTheSoftmaxOfTheCappedScores) {
     const std::vector<float> capped = attention_ref(c);
     EXPECT_LT(max_rel_diff(capped, attention_by_definition(c)), 1e-5) << (tree ? "tree" : "causal, window 40");
     EXPECT_GT(max_rel_diff(capped, uncapped), 0.1) << "the cap changed nothing";
+  }
+}
+
+TEST(KernelRefs, ExpertRoutingIsTheTopKOfTheSoftmaxInExpertOrder) {
+  // Per row: k distinct experts in increasing order, exactly the k most probable by the softmax in double (a tie
+  // between two drawn logits is not expected at these sizes), weighted by their probabilities, renormalized when
+  // asked; the logits left holding the softmax.
+  for (const auto& [experts, k, normalize] : {std::tuple{8, 2, true}, std::tuple{128, 8, true}, std::tuple{60, 4, false}}) {
+    const int rows = 9;
+    std::vector<float> logits = uniform(size_t(rows) * experts, -4.f, 4.f, uint32_t(experts + k));
+    const std::vector<float> original = logits;
+    std::vector<int32_t> ids(size_t(rows) * k);
+    std::vector<float> weights(ids.size());
+    cuda::ref::route_experts(logits.data(), rows, experts, k, normalize, ids.data(), weights.data());
+    for (int r = 0; r < rows; ++r) {
+      const float* x = original.data() + size_t(r) * experts;
+      double mx = -1e300, sum = 0;
+      for (int e = 0; e < experts; ++e) mx = std::max(mx, double(x[e]));
+      std::vector<double> p(static_cast<size_t>(experts));
+      for (int e = 0; e < experts; ++e) sum += p[e] = std::exp(x[e] - mx);
+      for (double& v : p) v /= sum;
+      std::vector<int> order(static_cast<size_t>(experts));
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return p[a] > p[b]; });
+      std::vector<int> want(order.begin(), order.begin() + k);
+      std::sort(want.begin(), want.end());
+      double chosen = 0;
+      for (int e : want) chosen += p[e];
+      for (int j = 0; j < k; ++j) {
+        const size_t at = size_t(r) * k + j;
+        ASSERT_EQ(ids[at], want[j]) << experts << " experts, row " << r << " pick " << j;
+        EXPECT_NEAR(weights[at], p[want[j]] / (normalize ? chosen : 1.0), 1e-6) << experts << " experts, row " << r;
+      }
+      for (int e = 0; e < experts; ++e) EXPECT_NEAR(logits[size_t(r) * experts + e], p[e], 1e-6);
+    }
+  }
+}
+
+namespace {
+
+cuda::WType wtype_of(DType t) {
+  switch (t) {
+    case DType::F32: return cuda::WType::F32;
+    case DType::F16: return cuda::WType::F16;
+    case DType::BF16: return cuda::WType::BF16;
+    case DType::Q8_0: return cuda::WType::Q8_0;
+    case DType::Q4_0: return cuda::WType::Q4_0;
+    default: throw std::invalid_argument("a weight type this test does not map");
+  }
+}
+
+// An f32 copy of a weight matrix (the engine's dequantizer for blocks): the CPU way below multiplies by these, since
+// the CPU backend's block products round their activations to 8 bits, where the references (and the GPU) do not.
+TensorView widened(const TensorView& t, std::vector<std::vector<float>>& keep) {
+  if (t.dtype == DType::F32) return t;
+  keep.emplace_back(size_t(t.rows()) * size_t(t.cols()));
+  cpu::dequantize_rows(t, 0, t.rows(), keep.back().data());
+  TensorView w = t;
+  w.dtype = DType::F32;
+  w.data = keep.back().data();
+  w.keep_alive.reset();
+  return w;
+}
+
+// One matrix of every expert, one after another (DeviceModel::bind_experts's upload).
+std::vector<uint8_t> stacked(const std::vector<ExpertWeights>& experts, TensorView ExpertWeights::* part) {
+  std::vector<uint8_t> out;
+  for (const ExpertWeights& e : experts) {
+    const auto* p = static_cast<const uint8_t*>((e.*part).data);
+    out.insert(out.end(), p, p + (e.*part).nbytes());
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(KernelRefs, ExpertReferencesComposeToTheCpuMixtureOfExperts) {
+  // A fixture's first expert layer on 5 rows, two ways: the CPU backend's (cpu_moe.cpp: ExpertRouting, each chosen
+  // expert's products, the outputs added in expert order, then the shared expert times sigmoid of its gate), and the
+  // references in kernels/cuda_experts.cpp's order over the experts stacked as the device model uploads them (the
+  // down products reading each pick's own input by the pick stride). Qwen2-MoE with its shared expert (f32) and
+  // Qwen3-MoE from a Q8_0 GGUF file (block rows: the stride between stacked experts is in blocks).
+  for (const char* rel : {"models/qwen2moe_f32", "gguf_models/qwen3moe_f32.q8_0.gguf"}) {
+    auto model = Model::load(test::fixture(rel));
+    const ModelConfig& c = model->config();
+    int layer = 0;
+    while (!c.moe_layer(layer)) ++layer;
+    const LayerWeights& L = model->weights().layers[size_t(layer)];
+    const int rows = 5, H = c.hidden_size, E = c.num_experts, k = c.experts_per_token, F = c.expert_ffn;
+    const std::vector<float> h = uniform(size_t(rows) * H, -1.f, 1.f, 77);
+    std::vector<float> router(size_t(rows) * E);
+    cpu::linear(h.data(), rows, L.router, nullptr, router.data());
+
+    std::vector<float> want(size_t(rows) * H, 0.f), probs = router;
+    ExpertRouting routing;
+    routing.route(probs.data(), rows, E, k, c.norm_topk_prob);
+    std::vector<float> g(static_cast<size_t>(F)), u(g.size()), y(static_cast<size_t>(H));
+    for (int e = 0; e < E; ++e)
+      for (const ExpertRoute* r = routing.begin(e); r != routing.end(e); ++r) {
+        const ExpertWeights& X = L.experts[size_t(e)];
+        std::vector<std::vector<float>> keep;
+        const float* x = h.data() + size_t(r->row) * H;
+        cpu::linear(x, 1, widened(X.gate, keep), nullptr, g.data());
+        cpu::linear(x, 1, widened(X.up, keep), nullptr, u.data());
+        cpu::silu_mul(g.data(), u.data(), g.data(), F);
+        cpu::linear(g.data(), 1, widened(X.down, keep), nullptr, y.data());
+        cpu::axpy(r->weight, y.data(), want.data() + size_t(r->row) * H, H);
+      }
+    const int S = c.shared_expert_ffn;
+    std::vector<float> sg(size_t(rows) * S), su(sg.size()), shared(size_t(rows) * H), scales(static_cast<size_t>(rows));
+    if (L.has_shared_expert()) {
+      cpu::linear(h.data(), rows, L.shared_expert.gate, nullptr, sg.data());
+      cpu::linear(h.data(), rows, L.shared_expert.up, nullptr, su.data());
+      cpu::silu_mul(sg.data(), su.data(), sg.data(), int64_t(rows) * S);
+      cpu::linear(sg.data(), rows, L.shared_expert.down, nullptr, shared.data());
+      for (int r = 0; r < rows; ++r) {
+        const float s = 1.f / (1.f + std::exp(-cpu::dot(L.shared_expert_gate.data(), h.data() + size_t(r) * H, H)));
+        cpu::axpy(s, shared.data() + size_t(r) * H, want.data() + size_t(r) * H, H);
+      }
+    }
+
+    const cuda::WType gt = wtype_of(L.experts[0].gate.dtype), ut = wtype_of(L.experts[0].up.dtype),
+                      dt = wtype_of(L.experts[0].down.dtype);
+    const std::vector<uint8_t> gates = stacked(L.experts, &ExpertWeights::gate),
+                               ups = stacked(L.experts, &ExpertWeights::up),
+                               downs = stacked(L.experts, &ExpertWeights::down);
+    std::vector<int32_t> ids(size_t(rows) * k);
+    std::vector<float> weights(ids.size()), pg(ids.size() * F), pu(pg.size()), outs(ids.size() * H);
+    std::vector<float> got(size_t(rows) * H), logits = router;
+    cuda::ref::route_experts(logits.data(), rows, E, k, c.norm_topk_prob, ids.data(), weights.data());
+    cuda::ref::expert_products(gates.data(), gt, F, H, ids.data(), rows, k, h.data(), H, 0, pg.data());
+    cuda::ref::expert_products(ups.data(), ut, F, H, ids.data(), rows, k, h.data(), H, 0, pu.data());
+    cuda::ref::silu_mul(pg.data(), pu.data(), pg.data(), int64_t(pg.size()));
+    cuda::ref::expert_products(downs.data(), dt, H, F, ids.data(), rows, k, pg.data(), int64_t(k) * F, F, outs.data());
+    if (L.has_shared_expert())
+      cuda::ref::shared_expert_scales(L.shared_expert_gate.data(), h.data(), rows, H, scales.data());
+    cuda::ref::sum_expert_outputs(outs.data(), weights.data(), rows, k, H,
+                                  L.has_shared_expert() ? shared.data() : nullptr, scales.data(), got.data());
+    EXPECT_LT(max_rel_diff(got, want), 1e-5) << rel;
+    EXPECT_GT(routing.experts_hit(), k) << rel << ": the rows should not all pick the same experts";
   }
 }
 

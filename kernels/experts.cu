@@ -1,0 +1,142 @@
+// Mixture-of-experts layers on the GPU (llama_kernels.h, "kernels/experts.cu"): the routing of each row, the chosen
+// experts' products with the expert read from device memory (so a forward with experts still needs nothing from the
+// host and can be captured as a CUDA graph), and each row's weighted sum with Qwen2-MoE's gated shared expert. The
+// CPU references are experts_ref.cpp (the engine's ExpertRouting for the routing).
+//
+// Written for clarity first, in the forty-eighth session with no GPU to run them on: one thread routes a row, one warp
+// computes an output of a product, decoding GGUF blocks element by element (quant_decode.h) as dequant.cu does. Each
+// output is one warp's sum in a fixed order, so a row's bits do not depend on its batch: a tree row and its decode
+// route and multiply alike, as greedy losslessness on the GPU needs.
+#include "kernels/cuda_check.h"
+#include "kernels/device_common.cuh"
+#include "kernels/llama_kernels.h"
+#include "kernels/quant_decode.h"
+
+namespace specscope::cuda {
+
+namespace {
+
+// One thread a row: the softmax of its router logits (in place), the k most probable experts by selection (ties to
+// the lower index; engine/model/expert_routing.cpp's loop), renormalized when asked, then the picks ordered by
+// expert index, the order in which the CPU adds each row's expert outputs.
+__global__ void route_experts_k(float* logits, int rows, int experts, int k, bool normalize, int32_t* ids,
+                                float* weights) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  float* p = logits + int64_t(r) * experts;
+  float mx = -FLT_MAX;
+  for (int e = 0; e < experts; ++e) mx = fmaxf(mx, p[e]);
+  float sum = 0.f;
+  for (int e = 0; e < experts; ++e) sum += (p[e] = expf(p[e] - mx));
+  for (int e = 0; e < experts; ++e) p[e] /= sum;
+  int32_t* pick = ids + int64_t(r) * k;
+  float* w = weights + int64_t(r) * k;
+  for (int j = 0; j < k; ++j) {
+    int best = -1;
+    for (int e = 0; e < experts; ++e) {
+      bool taken = false;
+      for (int i = 0; i < j; ++i) taken |= pick[i] == e;
+      if (taken) continue;
+      if (best < 0 || p[e] > p[best]) best = e;
+    }
+    pick[j] = best;
+    w[j] = p[best];
+  }
+  if (normalize) {
+    float total = 0.f;
+    for (int j = 0; j < k; ++j) total += w[j];
+    for (int j = 0; j < k; ++j) w[j] /= total;
+  }
+  for (int j = 1; j < k; ++j)  // insertion sort of (id, weight) by id: k is 2-8
+    for (int i = j; i > 0 && pick[i - 1] > pick[i]; --i) {
+      const int32_t id = pick[i];
+      pick[i] = pick[i - 1], pick[i - 1] = id;
+      const float wt = w[i];
+      w[i] = w[i - 1], w[i - 1] = wt;
+    }
+}
+
+constexpr int kProductThreads = 256, kProductWarps = kProductThreads / 32;
+
+// Block (x, p): outputs x * 8 .. x * 8 + 7 of product p (row p / k, pick p % k), one warp each: lane l sums input
+// elements l, l + 32, ... in order, then the warp adds its lanes by butterfly.
+__global__ void __launch_bounds__(kProductThreads)
+    expert_products_k(const uint8_t* W, WType t, size_t expert_bytes, size_t row_bytes, int m, int cols,
+                      const int32_t* ids, int k, const float* X, int64_t x_row_stride, int64_t x_pick_stride,
+                      float* Y) {
+  const int p = blockIdx.y, lane = threadIdx.x % 32;
+  const int o = blockIdx.x * kProductWarps + threadIdx.x / 32;
+  if (o >= m) return;  // warp-uniform
+  const float* x = X + int64_t(p / k) * x_row_stride + int64_t(p % k) * x_pick_stride;
+  const uint8_t* row = W + size_t(ids[p]) * expert_bytes + size_t(o) * row_bytes;
+  float acc = 0.f;
+  if (is_block(t)) {
+    const quant_decode::Block b = block_of(t);
+    for (int i = lane; i < cols; i += 32) acc = fmaf(x[i], quant_decode::element(row, b, i), acc);
+  } else {
+    for (int i = lane; i < cols; i += 32) acc = fmaf(x[i], load_w(row, t, i), acc);
+  }
+  for (int s = 16; s > 0; s /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, s);
+  if (lane == 0) Y[int64_t(p) * m + o] = acc;
+}
+
+// One block a row: sigmoid(gate . h_row), the dot product summed as block_reduce adds.
+__global__ void shared_expert_scales_k(const float* gate, const float* h, int dim, float* scales) {
+  const float* x = h + int64_t(blockIdx.x) * dim;
+  float acc = 0.f;
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) acc = fmaf(gate[i], x[i], acc);
+  acc = block_reduce<false>(acc);
+  if (threadIdx.x == 0) scales[blockIdx.x] = 1.f / (1.f + expf(-acc));
+}
+
+__global__ void sum_expert_outputs_k(const float* outs, const float* weights, int rows, int k, int dim,
+                                     const float* shared, const float* shared_scales, float* y) {
+  const int64_t n = int64_t(rows) * dim;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i / dim, d = i % dim;
+    float acc = 0.f;
+    for (int j = 0; j < k; ++j) acc = fmaf(weights[r * k + j], outs[(r * k + j) * dim + d], acc);
+    if (shared) acc = fmaf(shared_scales[r], shared[i], acc);
+    y[i] = acc;
+  }
+}
+
+}  // namespace
+
+void route_experts(float* logits, int rows, int experts, int k, bool normalize, int32_t* ids, float* weights,
+                   cudaStream_t s) {
+  if (rows <= 0) return;
+  route_experts_k<<<(rows + 63) / 64, 64, 0, s>>>(logits, rows, experts, k, normalize, ids, weights);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+size_t expert_matrix_bytes(WType t, int m, int cols) {
+  if (is_block(t)) return size_t(m) * quant_decode::row_bytes(quant_decode::Block(int(t) - int(WType::Q8_0)), cols);
+  return size_t(m) * size_t(cols) * dense_element_bytes(t);
+}
+
+void expert_products(const void* W, WType t, int m, int cols, const int32_t* ids, int rows, int k, const float* X,
+                     int64_t x_row_stride, int64_t x_pick_stride, float* Y, cudaStream_t s) {
+  if (rows <= 0 || m <= 0) return;
+  const size_t row_bytes = expert_matrix_bytes(t, 1, cols);
+  const dim3 grid((m + kProductWarps - 1) / kProductWarps, rows * k);
+  expert_products_k<<<grid, kProductThreads, 0, s>>>(static_cast<const uint8_t*>(W), t, size_t(m) * row_bytes,
+                                                     row_bytes, m, cols, ids, k, X, x_row_stride, x_pick_stride, Y);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void shared_expert_scales(const float* gate, const float* h, int rows, int dim, float* scales, cudaStream_t s) {
+  if (rows <= 0) return;
+  shared_expert_scales_k<<<rows, 256, 0, s>>>(gate, h, dim, scales);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void sum_expert_outputs(const float* outs, const float* weights, int rows, int k, int dim, const float* shared,
+                        const float* shared_scales, float* y, cudaStream_t s) {
+  const int64_t n = int64_t(rows) * dim;
+  if (n == 0) return;
+  sum_expert_outputs_k<<<grid_for(n, 256), 256, 0, s>>>(outs, weights, rows, k, dim, shared, shared_scales, y);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace specscope::cuda
