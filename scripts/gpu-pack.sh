@@ -13,10 +13,11 @@
 #
 # Parts (each a .tar.xz holding bin/, lib/, share/specscope/, and what its tasks read; manifest.txt lists them):
 #   core      the CUDA tests (backend parity and its fixtures, each kernel against its CPU reference, the
-#             references themselves, every method's sampling test with the target on the GPU); the base, the EAGLE-1 and EAGLE-3 heads and the streaming model (methods
-#             vanilla, eagle1, eagle2, eagle3, streaming, lookahead, pld); benchmarks
-#   drafters  the base, the SpS draft model and Medusa-2 (the base's LoRA fine-tune and its heads; methods vanilla, sps,
-#             medusa)
+#             references themselves, every method's sampling test with the target on the GPU); the base, the EAGLE-3
+#             head and the streaming model (methods vanilla, eagle3, streaming, lookahead, pld); benchmarks
+#   drafters  the base, the SpS draft model, Medusa-2 (the base's LoRA fine-tune and its heads) and the EAGLE-1 head
+#             (methods vanilla, sps, medusa, eagle1, eagle2). The EAGLE-1 head moved here from core on 2026-12-07,
+#             when the mixture-of-experts and Gemma 2 fixtures and kernels took core to 57.6 MiB.
 #   peers     llama.cpp's CUDA llama-bench (bench/build_llamacpp.sh --cuda 90, built here first: ~30 minutes the first
 #             time), the gguf package and the converter that writes the shapes as BF16 GGUF files, and the base's
 #             tokenizer files only (no family, no methods): the 1B and 8B shapes against llama.cpp and transformers
@@ -80,8 +81,8 @@ cp "$here/scripts/gpu-check.sh" "$common/"
 family=$here/assets/models
 models_of() {  # PART -> the family directories it carries
   case "$1" in
-    core) echo base eagle1 eagle3 streaming tokenizer ;;
-    drafters) echo base draft medusa2 tokenizer ;;
+    core) echo base eagle3 streaming tokenizer ;;
+    drafters) echo base draft medusa2 eagle1 tokenizer ;;
     all) echo base eagle1 eagle3 streaming draft medusa2 tokenizer ;;
     peers) ;;
     *) die "unknown part $1 (core, drafters, peers, all)" ;;
@@ -89,8 +90,8 @@ models_of() {  # PART -> the family directories it carries
 }
 methods_of() {
   case "$1" in
-    core) echo vanilla,eagle1,eagle2,eagle3,streaming,lookahead,pld ;;
-    drafters) echo vanilla,sps,medusa ;;
+    core) echo vanilla,eagle3,streaming,lookahead,pld ;;
+    drafters) echo vanilla,sps,medusa,eagle1,eagle2 ;;
     all) echo vanilla,sps,eagle1,eagle2,eagle3,medusa,streaming,lookahead,pld ;;
     peers) ;;
   esac

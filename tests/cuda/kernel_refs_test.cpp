@@ -194,9 +194,9 @@ TEST(KernelRefs, ExpertReferencesComposeToTheCpuMixtureOfExperts) {
   // A fixture's first expert layer on 5 rows, two ways: the CPU backend's (cpu_moe.cpp: ExpertRouting, each chosen
   // expert's products, the outputs added in expert order, then the shared expert times sigmoid of its gate), and the
   // references in kernels/cuda_experts.cpp's order over the experts stacked as the device model uploads them (the
-  // down products reading each pick's own input by the pick stride). Qwen2-MoE with its shared expert (f32) and
-  // Qwen3-MoE from a Q8_0 GGUF file (block rows: the stride between stacked experts is in blocks).
-  for (const char* rel : {"models/qwen2moe_f32", "gguf_models/qwen3moe_f32.q8_0.gguf"}) {
+  // down products reading each pick's own input by the pick stride). Qwen2-MoE with its shared expert and Qwen3-MoE,
+  // from the Q8_0 GGUF files the GPU bundle carries (block rows: the stride between stacked experts is in blocks).
+  for (const char* rel : {"gguf_models/qwen2moe_f32.q8_0.gguf", "gguf_models/qwen3moe_f32.q8_0.gguf"}) {
     auto model = Model::load(test::fixture(rel));
     const ModelConfig& c = model->config();
     int layer = 0;
