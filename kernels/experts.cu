@@ -7,6 +7,7 @@
 // computes an output of a product, decoding GGUF blocks element by element (quant_decode.h) as dequant.cu does. Each
 // output is one warp's sum in a fixed order, so a row's bits do not depend on its batch: a tree row and its decode
 // route and multiply alike, as greedy losslessness on the GPU needs.
+#include "engine/model/expert_choice.h"
 #include "kernels/cuda_check.h"
 #include "kernels/device_common.cuh"
 #include "kernels/llama_kernels.h"
@@ -16,9 +17,9 @@ namespace specscope::cuda {
 
 namespace {
 
-// One thread a row: the softmax of its router logits (in place), the k most probable experts by selection (ties to
-// the lower index; engine/model/expert_routing.cpp's loop), renormalized when asked, then the picks ordered by
-// expert index, the order in which the CPU adds each row's expert outputs.
+// One thread a row: the softmax of its router logits (in place), the experts chosen by the CPU's rule
+// (engine/model/expert_choice.h), then the picks ordered by expert index, the order in which the CPU adds each row's
+// expert outputs.
 __global__ void route_experts_k(float* logits, int rows, int experts, int k, bool normalize, int32_t* ids,
                                 float* weights) {
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
@@ -31,22 +32,7 @@ __global__ void route_experts_k(float* logits, int rows, int experts, int k, boo
   for (int e = 0; e < experts; ++e) p[e] /= sum;
   int32_t* pick = ids + int64_t(r) * k;
   float* w = weights + int64_t(r) * k;
-  for (int j = 0; j < k; ++j) {
-    int best = -1;
-    for (int e = 0; e < experts; ++e) {
-      bool taken = false;
-      for (int i = 0; i < j; ++i) taken |= pick[i] == e;
-      if (taken) continue;
-      if (best < 0 || p[e] > p[best]) best = e;
-    }
-    pick[j] = best;
-    w[j] = p[best];
-  }
-  if (normalize) {
-    float total = 0.f;
-    for (int j = 0; j < k; ++j) total += w[j];
-    for (int j = 0; j < k; ++j) w[j] /= total;
-  }
+  choose_experts(p, experts, k, normalize, pick, w);
   for (int j = 1; j < k; ++j)  // insertion sort of (id, weight) by id: k is 2-8
     for (int i = j; i > 0 && pick[i - 1] > pick[i]; --i) {
       const int32_t id = pick[i];

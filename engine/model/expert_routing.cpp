@@ -1,8 +1,7 @@
 #include "engine/model/expert_routing.h"
 
-#include <algorithm>
-
 #include "engine/cpu/ops.h"
+#include "engine/model/expert_choice.h"
 
 namespace specscope {
 
@@ -14,22 +13,7 @@ void ExpertRouting::route(float* logits, int rows, int experts, int per_token, b
     float* p = logits + size_t(r) * size_t(experts);
     cpu::softmax(p, experts);
     int* pick = chosen_.data() + size_t(r) * size_t(per_token);
-    float* w = weights_.data() + size_t(r) * size_t(per_token);
-    // The per_token largest by selection: k is 2-8 of 8-128 experts, fewer passes than a sort. A NaN never wins.
-    for (int k = 0; k < per_token; ++k) {
-      int best = -1;
-      for (int e = 0; e < experts; ++e) {
-        if (std::find(pick, pick + k, e) != pick + k) continue;
-        if (best < 0 || p[e] > p[best]) best = e;
-      }
-      pick[k] = best;
-      w[k] = p[best];
-    }
-    if (normalize) {
-      float sum = 0.f;
-      for (int k = 0; k < per_token; ++k) sum += w[k];
-      for (int k = 0; k < per_token; ++k) w[k] /= sum;
-    }
+    choose_experts(p, experts, per_token, normalize, pick, weights_.data() + size_t(r) * size_t(per_token));
     for (int k = 0; k < per_token; ++k) ++start_[size_t(pick[k]) + 1];
   }
   for (int e = 0; e < experts; ++e) start_[size_t(e) + 1] += start_[size_t(e)];
