@@ -29,7 +29,8 @@ __global__ void route_experts_k(float* logits, int rows, int experts, int k, boo
   for (int e = 0; e < experts; ++e) mx = fmaxf(mx, p[e]);
   float sum = 0.f;
   for (int e = 0; e < experts; ++e) sum += (p[e] = expf(p[e] - mx));
-  for (int e = 0; e < experts; ++e) p[e] /= sum;
+  const float inv = 1.f / sum;  // times the inverse, as the CPU's softmax scales
+  for (int e = 0; e < experts; ++e) p[e] *= inv;
   int32_t* pick = ids + int64_t(r) * k;
   float* w = weights + int64_t(r) * k;
   choose_experts(p, experts, k, normalize, pick, w);
