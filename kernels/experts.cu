@@ -4,8 +4,8 @@
 // CPU references are experts_ref.cpp (the engine's ExpertRouting for the routing).
 //
 // Written for clarity first, in the forty-eighth session with no GPU to run them on: one thread routes a row, one warp
-// computes an output of a product, decoding GGUF blocks element by element (quant_decode.h) as dequant.cu does. Each
-// output is one warp's sum in a fixed order, so a row's bits do not depend on its batch: a tree row and its decode
+// computes an output of a product, each lane decoding whole runs of 32 block weights (quant_decode.h). Each output is
+// one warp's sum in a fixed order, so a row's bits do not depend on its batch: a tree row and its decode
 // route and multiply alike, as greedy losslessness on the GPU needs.
 #include "engine/model/expert_choice.h"
 #include "kernels/cuda_check.h"
@@ -45,8 +45,10 @@ __global__ void route_experts_k(float* logits, int rows, int experts, int k, boo
 
 constexpr int kProductThreads = 256, kProductWarps = kProductThreads / 32;
 
-// Block (x, p): outputs x * 8 .. x * 8 + 7 of product p (row p / k, pick p % k), one warp each: lane l sums input
-// elements l, l + 32, ... in order, then the warp adds its lanes by butterfly.
+// Block (x, p): outputs x * 8 .. x * 8 + 7 of product p (row p / k, pick p % k), one warp each: lane l sums, in
+// order, input elements l, l + 32, ... of a 16- or 32-bit row, or the runs of 32 elements l, l + 32, ... of a GGUF
+// block row (each run's scale decoded once: quant_decode.h's decode_run, bit for bit element()'s values), then the
+// warp adds its lanes by butterfly.
 __global__ void __launch_bounds__(kProductThreads)
     expert_products_k(const uint8_t* W, WType t, size_t expert_bytes, size_t row_bytes, int m, int cols,
                       const int32_t* ids, int k, const float* X, int64_t x_row_stride, int64_t x_pick_stride,
@@ -57,9 +59,15 @@ __global__ void __launch_bounds__(kProductThreads)
   const float* x = X + int64_t(p / k) * x_row_stride + int64_t(p % k) * x_pick_stride;
   const uint8_t* row = W + size_t(ids[p]) * expert_bytes + size_t(o) * row_bytes;
   float acc = 0.f;
-  if (is_block(t)) {
+  if (is_block(t)) {  // cols is a whole number of blocks, so of runs
     const quant_decode::Block b = block_of(t);
-    for (int i = lane; i < cols; i += 32) acc = fmaf(x[i], quant_decode::element(row, b, i), acc);
+    float w[32];
+    for (int run = lane; run < cols / 32; run += 32) {
+      quant_decode::decode_run(row, b, run, w);
+      const float* xr = x + 32 * run;
+#pragma unroll
+      for (int j = 0; j < 32; ++j) acc = fmaf(xr[j], w[j], acc);
+    }
   } else {
     for (int i = lane; i < cols; i += 32) acc = fmaf(x[i], load_w(row, t, i), acc);
   }

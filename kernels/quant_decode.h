@@ -84,4 +84,74 @@ SPEC_HD float element(const uint8_t* row, Block b, int i) {
   return 0.f;
 }
 
+// Elements [32 run, 32 run + 32) of a row of type b into out, each the very bits element() gives: the run's scale
+// (and min) decoded once instead of per element (every type's scales cover runs of 32, or 16 in Q6_K). Each product
+// d*sc*q is exact in f32, so computing d*sc first changes nothing. The GPU's expert products decode a run per lane.
+SPEC_HD void decode_run(const uint8_t* row, Block b, int run, float* out) {
+  const int be = block_elems(b), runs_per_block = be / 32;
+  const uint8_t* blk = row + size_t(run / runs_per_block) * size_t(block_bytes(b));
+  const int r = run % runs_per_block;  // the run within its block (K-quants: 0..7)
+  switch (b) {
+    case Block::Q8_0: {
+      const float d = load_half(blk);
+      for (int j = 0; j < 32; ++j) out[j] = float(int8_t(blk[2 + j])) * d;
+      return;
+    }
+    case Block::Q4_0: {
+      const float d = load_half(blk);
+      for (int j = 0; j < 16; ++j) out[j] = float((blk[2 + j] & 0x0F) - 8) * d, out[j + 16] = float((blk[2 + j] >> 4) - 8) * d;
+      return;
+    }
+    case Block::Q4_1: {
+      const float d = load_half(blk), m = load_half(blk + 2);
+      for (int j = 0; j < 16; ++j) out[j] = float(blk[4 + j] & 0x0F) * d + m, out[j + 16] = float(blk[4 + j] >> 4) * d + m;
+      return;
+    }
+    case Block::Q5_0:
+    case Block::Q5_1: {
+      const int off = b == Block::Q5_0 ? 2 : 4;
+      const uint32_t qh = uint32_t(blk[off]) | (uint32_t(blk[off + 1]) << 8) | (uint32_t(blk[off + 2]) << 16) |
+                          (uint32_t(blk[off + 3]) << 24);
+      const uint8_t* qs = blk + off + 4;
+      const float d = load_half(blk), m = b == Block::Q5_1 ? load_half(blk + 2) : 0.f;
+      for (int j = 0; j < 32; ++j) {
+        const int lo = j < 16 ? (qs[j] & 0x0F) : (qs[j - 16] >> 4);
+        const int q = lo | int(((qh >> j) & 1u) << 4);
+        out[j] = b == Block::Q5_0 ? float(q - 16) * d : float(q) * d + m;
+      }
+      return;
+    }
+    case Block::Q4_K:
+    case Block::Q5_K: {
+      int sc, m;
+      k4_scale_min(r, blk + 4, &sc, &m);
+      const float dsc = load_half(blk) * float(sc), dm = load_half(blk + 2) * float(m);
+      const uint8_t* qs = blk + (b == Block::Q4_K ? 16 : 48) + 32 * (r / 2);
+      for (int l = 0; l < 32; ++l) {
+        int q = (r % 2 == 0) ? (qs[l] & 0x0F) : (qs[l] >> 4);
+        if (b == Block::Q5_K) q += ((blk[16 + l] >> r) & 1) ? 16 : 0;
+        out[l] = dsc * float(q) - dm;
+      }
+      return;
+    }
+    case Block::Q6_K: {
+      const int half = r / 4, run_in_half = r % 4;  // element() names these `half` and `run`
+      const uint8_t* ql = blk + 64 * half;
+      const uint8_t* qh = blk + 128 + 32 * half;
+      const float d = load_half(blk + 208);
+      const float dsc[2] = {d * float(int8_t(blk[192 + 8 * half + 2 * run_in_half])),
+                            d * float(int8_t(blk[192 + 8 * half + 2 * run_in_half + 1]))};
+      for (int l = 0; l < 32; ++l) {
+        const int low = run_in_half == 0   ? (ql[l] & 0x0F)
+                        : run_in_half == 1 ? (ql[l + 32] & 0x0F)
+                        : run_in_half == 2 ? (ql[l] >> 4)
+                                           : (ql[l + 32] >> 4);
+        const int q = (low | (((qh[l] >> (2 * run_in_half)) & 3) << 4)) - 32;
+        out[l] = dsc[l / 16] * float(q);
+      }
+      return;
+    }
+  }
+}
+
 }  // namespace specscope::quant_decode

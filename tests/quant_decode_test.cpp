@@ -1,4 +1,4 @@
-// kernels/quant_decode.h, the element decoder the CUDA kernels dequantize GGUF blocks with, checked on the CPU
+// kernels/quant_decode.h, the element and run decoders the CUDA kernels dequantize GGUF blocks with, checked on the CPU
 // (so on machines without a GPU too) bit for bit against the engine's reference dequantizer, which is itself
 // bit-exact with the gguf package (gguf_test): every element of random blocks of every type, random f16 scales
 // including subnormal and negative ones, random mins.
@@ -60,6 +60,13 @@ TEST_P(QuantDecode, EveryElementEqualsTheReferenceBitForBit) {
       ASSERT_EQ(bits(qd::element(row.data(), c.block, i)), bits(ref[size_t(i)]))
           << c.name << " trial " << trial << " element " << i << ": " << qd::element(row.data(), c.block, i)
           << " vs " << ref[size_t(i)];
+    // decode_run: the same bits, a run of 32 at a time (the GPU's expert products).
+    float run[32];
+    for (int r = 0; r < cols / 32; ++r) {
+      qd::decode_run(row.data(), c.block, r, run);
+      for (int j = 0; j < 32; ++j)
+        ASSERT_EQ(bits(run[j]), bits(ref[size_t(32 * r + j)])) << c.name << " trial " << trial << " run " << r << " element " << j;
+    }
   }
 }
 
