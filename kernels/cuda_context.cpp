@@ -129,7 +129,12 @@ void CudaContext::product(const float* X, const void* x, int n, const DeviceMatr
   const float alpha = 1.f, beta = 0.f;
   const int m = W.rows, k = W.cols;
   // Row-major Y = X W^T is column-major Y^T (m x n) = W (k x m)^T X^T (k x n).
-  if (is_block(W.type)) {
+  if (is_block(W.type) && use_gemv_ && block_gemv_fits(W.type, std::min(n, kGemvMaxRows), k, X)) {
+    // GGUF blocks read as blocks (gemv.cu's block_gemv), in groups of kGemvMaxRows rows: as the 16-bit weights go to
+    // gemv() under the same setting, one path for every batch size.
+    for (int r0 = 0; r0 < n; r0 += kGemvMaxRows)
+      block_gemv(W.data, W.type, X + size_t(r0) * k, std::min(kGemvMaxRows, n - r0), m, k, Y + size_t(r0) * m, stream_);
+  } else if (is_block(W.type)) {
     // GGUF blocks: panels of at most 16 MB of rows dequantized exactly to f32, each multiplied at once (the model
     // itself is never expanded). Columns p0.. of Y^T (column-major, leading dimension m) are Y + p0.
     const int panel = std::max(1, std::min(m, int((size_t(16) << 20) / (sizeof(float) * size_t(std::max(k, 1))))));

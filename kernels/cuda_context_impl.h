@@ -188,7 +188,8 @@ class CudaContext final : public Context {
 
   std::shared_ptr<const Model> model_;
   std::shared_ptr<const DeviceModel> dm_;
-  // SPECSCOPE_CUDA_GEMV=1 sends every product of 16-bit or f32 weights to gemv.cu, in groups of kGemvMaxRows rows:
+  // SPECSCOPE_CUDA_GEMV=1 sends every product of 16-bit or f32 weights to gemv.cu, in groups of kGemvMaxRows rows
+  // (and since the forty-eighth session, never run on a GPU, those of GGUF block weights to its block_gemv):
   // one product path for every batch size, and each row's sums independent of its batch. On the H200 gemv.cu gave
   // 3.1 TB/s on the 8B FFN's matrices and the shipped base 1,240 tok/s against cuBLAS's 714-771 (launch-bound),
   // but a tree of 64 rows reads the weights 8 times, and with gemv.cu on up to 8 rows only (cuBLAS beyond), greedy

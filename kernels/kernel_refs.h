@@ -36,6 +36,7 @@ void split_qkv(const float* qkv, int rows, int q_dim, int kv_dim, float* q, floa
 
 // gemv_ref.cpp (kernels/gemv.cu): X in W's type (f32, or f16/bf16 bits)
 void gemv(const void* W, WType t, const void* X, int n, int m, int k, float* Y);
+void block_gemv(const void* W, WType t, const float* X, int n, int m, int k, float* Y);  // GGUF blocks, f32 X
 
 // experts_ref.cpp (kernels/experts.cu)
 void route_experts(float* logits, int rows, int experts, int k, bool normalize, int32_t* ids, float* weights);

@@ -77,6 +77,11 @@ bool gemv_fits(WType t, int n, int k, const void* W, const void* X);
 // Y [n, m] = X [n, k] W [m, k]^T in f32, each product exact and summed in f32 in an order that does not depend on
 // n. X is in W's type: f32 for f32 weights, else the f16/bf16 bits to_half makes (as the GEMM path takes them).
 void gemv(const void* W, WType t, const void* X, int n, int m, int k, float* Y, cudaStream_t stream);
+// Whether block_gemv takes this product: 1..kGemvMaxRows rows of GGUF block weights, X 16-byte aligned.
+bool block_gemv_fits(WType t, int n, int k, const float* X);
+// Y [n, m] = X [n, k] W [m, k]^T for GGUF block weights W and f32 X, each weight decoded exactly (quant_decode.h) and
+// each output summed in f32 in an order that does not depend on n.
+void block_gemv(const void* W, WType t, const float* X, int n, int m, int k, float* Y, cudaStream_t stream);
 
 // --- kernels/experts.cu: mixture-of-experts layers ---------------------------------------------------------
 

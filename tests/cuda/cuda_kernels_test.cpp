@@ -203,6 +203,41 @@ TEST_F(CudaKernels, GemvRowIsTheSameAloneAndAmongOthers) {
   }
 }
 
+TEST_F(CudaKernels, BlockGemvOfEveryBlockTypeAgainstTheDefinitionAndAlone) {
+  // GGUF block weights read as blocks (block_gemv, SPECSCOPE_CUDA_GEMV=1): every block type at the 1B and 8B widths
+  // (hidden, FFN), 1..8 rows, 101 output columns (a block's 8 warps do not divide it), against the reference within
+  // f32 summation; and each row of an 8-row product bit for bit the same row alone (a tree row and its decode).
+  uint32_t seed = 450;
+  for (WType t : kBlockTypes)
+    for (int k : {kLlama1B.hidden, kLlama8B.ffn}) {
+      const int m = 101;
+      const std::vector<uint8_t> w = random_rows(t, m, k, seed++);
+      const std::vector<float> x = uniform(size_t(8) * k, -1.f, 1.f, seed++);
+      DeviceArray<uint8_t> dw(w);
+      DeviceArray<float> dx(x), dy(size_t(8) * m);
+      const std::string what = std::string(type_name(t)) + " k " + std::to_string(k);
+      for (int n : {1, 3, 8}) {
+        ASSERT_TRUE(cuda::block_gemv_fits(t, n, k, dx.get())) << what;
+        cuda::block_gemv(dw.get(), t, dx.get(), n, m, k, dy.get(), kStream);
+        std::vector<float> want(size_t(n) * m);
+        cuda::ref::block_gemv(w.data(), t, x.data(), n, m, k, want.data());
+        std::vector<float> got = dy.to_host();
+        got.resize(want.size());
+        EXPECT_LT(max_rel_diff(got, want), 1e-5) << what << " n " << n;
+      }
+      const std::vector<float> batch = dy.to_host();  // the 8-row product
+      for (int r : {0, 5, 7}) {
+        DeviceArray<float> alone{size_t(m)};
+        cuda::block_gemv(dw.get(), t, dx.get() + size_t(r) * k, 1, m, k, alone.get(), kStream);
+        expect_identical(alone.to_host(), std::vector<float>(batch.begin() + long(r) * m, batch.begin() + long(r + 1) * m),
+                         what + " row " + std::to_string(r) + " alone");
+      }
+    }
+  EXPECT_FALSE(cuda::block_gemv_fits(WType::BF16, 1, 4096, reinterpret_cast<const float*>(256)));
+  EXPECT_FALSE(cuda::block_gemv_fits(WType::Q8_0, cuda::kGemvMaxRows + 1, 4096, reinterpret_cast<const float*>(256)));
+  EXPECT_FALSE(cuda::block_gemv_fits(WType::Q8_0, 1, 4096, reinterpret_cast<const float*>(260)));
+}
+
 TEST_F(CudaKernels, GemvRefusesWhatItDoesNotTake) {
   const void* aligned = reinterpret_cast<const void*>(256);
   EXPECT_FALSE(cuda::gemv_fits(WType::BF16, cuda::kGemvMaxRows + 1, 4096, aligned, aligned));

@@ -355,14 +355,28 @@ TEST_F(CudaParity, Gemma2SoftCapsMatchTheCpuWhenOptedIn) {
   ::unsetenv("SPECSCOPE_CUDA_UNPROVEN");
 }
 
+// Every block type of the fixtures, from llama.cpp's layouts (Q8_0 to Q5_1) and its own quantizer (the K-quants).
+const char* const kQuantizedGgufFiles[] = {
+    "gguf_models/llama_bytelevel_f32.q8_0.gguf", "gguf_models/llama_bytelevel_f32.q4_0.gguf",
+    "gguf_models/llama_spm_tied_f32.q4_1.gguf",  "gguf_models/llama_spm_tied_f32.q5_0.gguf",
+    "gguf_models/llama_spm_tied_f32.q5_1.gguf",  "gguf_kquant/tiny.q4_k_m.gguf",
+    "gguf_kquant/tiny.q5_k_m.gguf",              "gguf_models/qwen3_f32.q8_0.gguf"};
+
 // GGUF block weights stay blocks on the GPU: the logits of every quantized fixture match the CPU backend's to f32
 // accumulation order (both dequantize exactly, kernels/quant_decode.h and gguf_quant.cpp), and greedy agrees.
 TEST_F(CudaParity, QuantizedGgufFilesMatchTheCpuBackend) {
-  for (const char* rel : {"gguf_models/llama_bytelevel_f32.q8_0.gguf", "gguf_models/llama_bytelevel_f32.q4_0.gguf",
-                          "gguf_models/llama_spm_tied_f32.q4_1.gguf", "gguf_models/llama_spm_tied_f32.q5_0.gguf",
-                          "gguf_models/llama_spm_tied_f32.q5_1.gguf", "gguf_kquant/tiny.q4_k_m.gguf",
-                          "gguf_kquant/tiny.q5_k_m.gguf", "gguf_models/qwen3_f32.q8_0.gguf"})
+  for (const char* rel : kQuantizedGgufFiles)
     expect_backends_agree(*Model::load(test::fixture(rel)), 1e-4f, 4, 24, rel);
+}
+
+// The same files with SPECSCOPE_CUDA_GEMV=1, under which GGUF block weights are read as blocks (gemv.cu's
+// block_gemv, written in the forty-eighth session with no GPU to run it on) instead of dequantized to f32 panels for
+// cuBLAS: the same agreement, since both decode the weights exactly and sum in f32.
+TEST_F(CudaParity, QuantizedGgufFilesMatchTheCpuBackendWithBlockGemv) {
+  ::setenv("SPECSCOPE_CUDA_GEMV", "1", 1);
+  for (const char* rel : kQuantizedGgufFiles)
+    expect_backends_agree(*Model::load(test::fixture(rel)), 1e-4f, 4, 24, std::string(rel) + " (block gemv)");
+  ::unsetenv("SPECSCOPE_CUDA_GEMV");
 }
 
 // Speculative Streaming's forward on the GPU (kernels/cuda_streaming.cpp) against the CPU backend's

@@ -154,6 +154,20 @@ TEST(KernelRefs, ExpertRoutingIsTheTopKOfTheSoftmaxInExpertOrder) {
 
 namespace {
 
+DType wtype_dtype(cuda::WType t) {
+  switch (t) {
+    case cuda::WType::Q8_0: return DType::Q8_0;
+    case cuda::WType::Q4_0: return DType::Q4_0;
+    case cuda::WType::Q4_1: return DType::Q4_1;
+    case cuda::WType::Q5_0: return DType::Q5_0;
+    case cuda::WType::Q5_1: return DType::Q5_1;
+    case cuda::WType::Q4_K: return DType::Q4_K;
+    case cuda::WType::Q5_K: return DType::Q5_K;
+    case cuda::WType::Q6_K: return DType::Q6_K;
+    default: throw std::invalid_argument("not a block type");
+  }
+}
+
 cuda::WType wtype_of(DType t) {
   switch (t) {
     case DType::F32: return cuda::WType::F32;
@@ -404,6 +418,27 @@ TEST(KernelRefs, GemvIsEachRowDotEachWeightRow) {
     std::fill(y.begin(), y.end(), 0.f);
     cuda::ref::gemv(wh.data(), t, xh.data(), 2, 3, 4, y.data());
     EXPECT_EQ(y, want) << (t == WType::F16 ? "f16" : "bf16");
+  }
+}
+
+TEST(KernelRefs, BlockGemvIsTheEnginesReferenceProduct) {
+  // block_gemv's reference against the engine's own yardstick (cpu::linear_reference: the weights dequantized by the
+  // engine, each output summed in double and rounded once) over random rows of every block type: the same bits, so
+  // the reference reads W's rows and X's where the kernel must.
+  const int m = 37, k = 512, n = 3;
+  uint32_t seed = 60;
+  for (WType t : kBlockTypes) {
+    const std::vector<uint8_t> w = random_rows(t, m, k, seed++);
+    const std::vector<float> x = uniform(size_t(n) * k, -1.f, 1.f, seed++);
+    std::vector<float> got(size_t(n) * m), want(got.size());
+    cuda::ref::block_gemv(w.data(), t, x.data(), n, m, k, got.data());
+    TensorView W;
+    W.name = "random rows";
+    W.dtype = wtype_dtype(t);
+    W.shape = {m, k};
+    W.data = w.data();
+    cpu::linear_reference(x.data(), n, W, nullptr, want.data());
+    EXPECT_EQ(bit_diff(got, want).count, 0u) << type_name(t);
   }
 }
 
