@@ -8,20 +8,10 @@
 #include <cfloat>
 #include <cstdint>
 
-#include "kernels/quant_decode.h"
 #include "kernels/wtype.h"
 
 namespace specscope::cuda {
-
-// WType's block types and quant_decode::Block must list the formats in the same order (block_of subtracts).
-static_assert(int(WType::Q6_K) - int(WType::Q8_0) == int(quant_decode::Block::Q6_K));
-static_assert(int(WType::Q4_K) - int(WType::Q8_0) == int(quant_decode::Block::Q4_K));
-
 namespace {
-
-__device__ __forceinline__ quant_decode::Block block_of(WType t) {
-  return quant_decode::Block(int(t) - int(WType::Q8_0));
-}
 
 // Element i of a dense (f32, f16 or bf16) weight array, widened to f32.
 __device__ __forceinline__ float load_w(const void* p, WType t, int64_t i) {

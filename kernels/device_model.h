@@ -25,7 +25,7 @@ struct DeviceMatrix {
 };
 
 // A mixture-of-experts layer's experts on the GPU: each of their gate, up and down matrices stacked in one upload,
-// expert e's at data + e * expert_matrix_bytes(type, rows, cols) (kernels/experts.cu picks the expert by the routing's
+// expert e's at data + e * rows * row_bytes(type, cols) (wtype.h) (kernels/experts.cu picks the expert by the routing's
 // ids on the device).
 struct DeviceExperts {
   DeviceMatrix gate, up, down;  // one expert's shape; data: expert 0's

@@ -105,18 +105,13 @@ void route_experts(float* logits, int rows, int experts, int k, bool normalize, 
   CUDA_CHECK(cudaGetLastError());
 }
 
-size_t expert_matrix_bytes(WType t, int m, int cols) {
-  if (is_block(t)) return size_t(m) * quant_decode::row_bytes(quant_decode::Block(int(t) - int(WType::Q8_0)), cols);
-  return size_t(m) * size_t(cols) * dense_element_bytes(t);
-}
-
 void expert_products(const void* W, WType t, int m, int cols, const int32_t* ids, int rows, int k, const float* X,
                      int64_t x_row_stride, int64_t x_pick_stride, float* Y, cudaStream_t s) {
   if (rows <= 0 || m <= 0) return;
-  const size_t row_bytes = expert_matrix_bytes(t, 1, cols);
+  const size_t rb = row_bytes(t, cols);
   const dim3 grid((m + kProductWarps - 1) / kProductWarps, rows * k);
-  expert_products_k<<<grid, kProductThreads, 0, s>>>(static_cast<const uint8_t*>(W), t, size_t(m) * row_bytes,
-                                                     row_bytes, m, cols, ids, k, X, x_row_stride, x_pick_stride, Y);
+  expert_products_k<<<grid, kProductThreads, 0, s>>>(static_cast<const uint8_t*>(W), t, size_t(m) * rb, rb, m, cols,
+                                                     ids, k, X, x_row_stride, x_pick_stride, Y);
   CUDA_CHECK(cudaGetLastError());
 }
 

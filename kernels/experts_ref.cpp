@@ -9,18 +9,8 @@
 #include "engine/cpu/ops.h"
 #include "engine/model/expert_routing.h"
 #include "kernels/kernel_refs.h"
-#include "kernels/quant_decode.h"
 
 namespace specscope::cuda::ref {
-
-namespace {
-
-size_t matrix_bytes(WType t, int m, int cols) {
-  if (is_block(t)) return size_t(m) * quant_decode::row_bytes(quant_decode::Block(int(t) - int(WType::Q8_0)), cols);
-  return size_t(m) * size_t(cols) * dense_element_bytes(t);
-}
-
-}  // namespace
 
 void route_experts(float* logits, int rows, int experts, int k, bool normalize, int32_t* ids, float* weights) {
   ExpertRouting routing;
@@ -40,7 +30,7 @@ void expert_products(const void* W, WType t, int m, int cols, const int32_t* ids
   std::iota(all_rows.begin(), all_rows.end(), 0);
   std::vector<float> w(size_t(m) * size_t(cols));
   for (int p = 0; p < rows * k; ++p) {
-    const auto* expert = static_cast<const char*>(W) + size_t(ids[p]) * matrix_bytes(t, m, cols);
+    const auto* expert = static_cast<const char*>(W) + size_t(ids[p]) * size_t(m) * row_bytes(t, cols);
     embed_gather(expert, t, all_rows.data(), m, cols, w.data());
     const float* x = X + int64_t(p / k) * x_row_stride + int64_t(p % k) * x_pick_stride;
     for (int o = 0; o < m; ++o) {

@@ -136,8 +136,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
                  float* __restrict__ Y) {
   const int j = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (j >= m) return;
-  const quant_decode::Block b = quant_decode::Block(int(t) - int(WType::Q8_0));
-  const uint8_t* wrow = W + size_t(j) * quant_decode::row_bytes(b, k);
+  const quant_decode::Block b = block_of(t);
+  const uint8_t* wrow = W + size_t(j) * row_bytes(t, k);
   float acc[N];
 #pragma unroll
   for (int r = 0; r < N; ++r) acc[r] = 0.f;

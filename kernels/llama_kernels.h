@@ -90,10 +90,8 @@ void block_gemv(const void* W, WType t, const float* X, int n, int m, int k, flo
 // `normalize`, each row's picks in increasing expert order (engine/model/expert_routing.h's routing).
 void route_experts(float* logits, int rows, int experts, int k, bool normalize, int32_t* ids, float* weights,
                    cudaStream_t stream);
-// Bytes of one expert's [m, cols] matrix in type t: the stride between experts stacked in one upload.
-size_t expert_matrix_bytes(WType t, int m, int cols);
 // For each row r and pick j (product p = r * k + j): Y[p, :] = W_e x_p, with W_e expert ids[p]'s [m, cols] matrix of
-// the experts stacked at W (expert_matrix_bytes apart) in any weight type, and x_p = X + r * x_row_stride + j *
+// the experts stacked at W (m rows of wtype.h's row_bytes(t, cols) apart) in any weight type, and x_p = X + r * x_row_stride + j *
 // x_pick_stride (f32; a pick stride of 0 gives every pick the row's input). Each output one warp's f32 sum in a fixed
 // order: the same bits whatever the batch.
 void expert_products(const void* W, WType t, int m, int cols, const int32_t* ids, int rows, int k, const float* X,

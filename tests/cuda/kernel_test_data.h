@@ -36,13 +36,6 @@ inline const char* type_name(WType t) {
   return names[int(t)];
 }
 
-inline quant_decode::Block block_of(WType t) { return quant_decode::Block(int(t) - int(WType::Q8_0)); }
-
-inline size_t row_bytes(WType t, int cols) {
-  if (cuda::is_block(t)) return quant_decode::row_bytes(block_of(t), cols);
-  return size_t(cols) * (t == WType::F32 ? 4 : 2);
-}
-
 inline std::vector<float> uniform(size_t n, float lo, float hi, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> d(lo, hi);
