@@ -59,6 +59,24 @@ __global__ void attention_k(const float* q, const float* kc, const float* vc, co
 
 namespace attention_paths {
 
+namespace {
+size_t single_block_static_shmem() {  // block_reduce's partial sums
+  static const size_t bytes = [] {
+    cudaFuncAttributes a{};
+    CUDA_CHECK(cudaFuncGetAttributes(&a, attention_k));
+    return a.sharedSizeBytes;
+  }();
+  return bytes;
+}
+}  // namespace
+
+int single_block_max_slots() {
+  int device = 0, optin = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  return int((size_t(optin) - single_block_static_shmem()) / sizeof(float));
+}
+
 void single_block(const float* q, const float* kc, const float* vc, const int32_t* slot_pos, const uint8_t* mask,
                   const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, float soft_cap,
                   float* out, cudaStream_t s) {
@@ -66,12 +84,7 @@ void single_block(const float* q, const float* kc, const float* vc, const int32_
   const size_t shmem = sizeof(float) * size_t(base + n);
   // Above the default 48 KiB a launch needs the opt-in, and the limit counts the kernel's static shared memory
   // (block_reduce's partial sums) with the dynamic part.
-  static const size_t static_shmem = [] {
-    cudaFuncAttributes a{};
-    CUDA_CHECK(cudaFuncGetAttributes(&a, attention_k));
-    return a.sharedSizeBytes;
-  }();
-  if (shmem + static_shmem > 48 * 1024)
+  if (shmem + single_block_static_shmem() > 48 * 1024)
     CUDA_CHECK(cudaFuncSetAttribute(attention_k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shmem)));
   attention_k<<<dim3(n, nh), 128, shmem, s>>>(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window,
                                                    soft_cap, out);
@@ -84,7 +97,10 @@ void attention(const float* q, const float* kc, const float* vc, const int32_t* 
                const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window, float soft_cap,
                float* out, cudaStream_t s, AttentionScratch scratch, bool row_tiles) {
   const int total = base + n;
-  const bool tiles = row_tiles && hd <= attention_paths::kMaxHeadDim && hd % 4 == 0;
+  if (hd > attention_paths::kMaxHeadDim)  // wide heads: one path at every context (attention_paths.h says why)
+    return attention_paths::single_block(q, kc, vc, slot_pos, mask, positions, n, base, nh, nkv, hd, window, soft_cap,
+                                         out, s);
+  const bool tiles = row_tiles && hd % 4 == 0;
   // Past kSplitAboveSlots every batch, one row included, takes the row tiles: their chunks follow each row's own
   // visible slots, so a tree row and its decode sum alike (attention_paths.h, canonical_chunks).
   if (tiles && (n >= attention_paths::kRowTilesFromRows || total > attention_paths::kSplitAboveSlots))

@@ -19,16 +19,22 @@ namespace specscope::cuda::attention_paths {
 // it, the single-block path's serial work per block and its shared memory grow with the context: beyond 12k slots
 // it needs the shared-memory opt-in, and beyond ~25k it cannot launch at all on sm_86/sm_89 (99 KiB per block).
 inline constexpr int kSplitAboveSlots = 1024;
-// The largest head dimension the split path takes (each lane of a warp holds 4 of a row's dims); the CUDA context
-// refuses models with larger heads.
+// The largest head dimension the split and row-tile paths take (each lane of a warp holds 4 of a row's dims).
 inline constexpr int kMaxHeadDim = 128;
+// Wider heads, up to this (Gemma 2 2B/9B and Gemma 3 1B-12B have 256), take the single-block path at every context:
+// its threads loop over the dims, so it takes any head, and one path for every call keeps a tree row's bits its
+// decode's. Its scores must fit one block's shared memory (single_block_max_slots), which bounds the context; and
+// past ~1k slots it is slow (one block per (row, head) walks the whole context). The CUDA context refuses wider heads,
+// and a context longer than the device holds.
+inline constexpr int kMaxWideHeadDim = 256;
 
 // The launcher takes the row-tile path for batches of at least this many rows (when it is on): below it a block
 // of 32 (row, head) queries would be mostly empty, and the split path's one block per row reads little twice.
 inline constexpr int kRowTilesFromRows = 4;
 
 // kernels/attention.cu: one block per (new row, query head), every slot's score in shared memory (base + n
-// floats). Valid while those fit the device's shared memory per block.
+// floats). Valid while those fit the device's shared memory per block: up to single_block_max_slots() slots.
+int single_block_max_slots();
 void single_block(const float* q, const float* k_cache, const float* v_cache, const int32_t* slot_pos,
                   const uint8_t* mask, const int32_t* positions, int n, int base, int nh, int nkv, int hd, int window,
                   float soft_cap, float* out, cudaStream_t stream);

@@ -19,17 +19,20 @@ namespace {
 // rotary and LongRoPE's scaled cosines and long factors (rope and rope_qk's rotary_dim and scale,
 // DeviceModel::inv_freq_long; written in the forty-third session), Gemma 2's soft caps (attention's soft_cap,
 // CudaContext::finish_logits) and mixtures of experts (kernels/experts.cu, cuda_experts.cpp; both written in the
-// forty-eighth). Granite's scaled embeddings, queries, residual adds and logits, and Gemma 3's parts (sublayer output
+// forty-eighth), heads wider than 128 (the single-block attention at every context; the forty-ninth). Granite's scaled embeddings, queries, residual adds and logits, and Gemma 3's parts (sublayer output
 // norms, GELU, sliding layers with their own RoPE) passed cuda_parity_test on an H200 (2026-12-04; Gemma 3's greedy
 // partings judged by the gap, as near ties) and run by default. SPECSCOPE_CUDA_REFUSE=<architecture> refuses one more
 // (its ModelConfig name, e.g. Gemma3ForCausalLM): how the parity test reaches the fallback to the CPU now that every
 // fixture's architecture runs here, and a way to keep a model off the GPU under auto.
 std::string unsupported(const ModelConfig& c) {
-  if (c.head_dim > attention_paths::kMaxHeadDim)
-    return "the CUDA backend's attention takes head_dim up to " + std::to_string(attention_paths::kMaxHeadDim) +
+  if (c.head_dim > attention_paths::kMaxWideHeadDim)
+    return "the CUDA backend's attention takes head_dim up to " + std::to_string(attention_paths::kMaxWideHeadDim) +
            ", this model's is " + std::to_string(c.head_dim);
   std::string unproven;
-  if (c.rotary_dims() != c.head_dim || c.rope_scaling.type == "longrope")
+  if (c.head_dim > attention_paths::kMaxHeadDim)
+    unproven = "attention heads wider than " + std::to_string(attention_paths::kMaxHeadDim) +
+               " (Gemma 2 2B/9B, Gemma 3 1B-12B)";
+  else if (c.rotary_dims() != c.head_dim || c.rope_scaling.type == "longrope")
     unproven = "partial rotary and LongRoPE (Phi-3.5, Phi-4-mini)";
   else if (c.attn_soft_cap > 0.f || c.final_soft_cap > 0.f)
     unproven = "soft-capped attention scores and logits (Gemma 2)";

@@ -24,11 +24,19 @@ namespace specscope::cuda {
 
 CudaContext::CudaContext(std::shared_ptr<const Model> model, int n_ctx) : model_(std::move(model)) {
   const auto& c = model_->config();
-  if (c.head_dim > attention_paths::kMaxHeadDim)
+  if (c.head_dim > attention_paths::kMaxWideHeadDim)
     throw InputError(model_->path(), "the CUDA backend's attention takes head_dim up to " +
-                                         std::to_string(attention_paths::kMaxHeadDim) + ", this model's is " +
+                                         std::to_string(attention_paths::kMaxWideHeadDim) + ", this model's is " +
                                          std::to_string(c.head_dim) + "; use --backend cpu");
   n_ctx_ = n_ctx > 0 ? n_ctx : std::min(c.max_position_embeddings, 4096);
+  if (c.head_dim > attention_paths::kMaxHeadDim) {  // every call one row a block: its scores in shared memory
+    const int most = attention_paths::single_block_max_slots();
+    if (n_ctx_ > most)
+      throw InputError(model_->path(), "the CUDA backend's attention for heads of " + std::to_string(c.head_dim) +
+                                           " holds at most " + std::to_string(most) + " positions on this GPU, not " +
+                                           std::to_string(n_ctx_) + "; use --context " + std::to_string(most) +
+                                           " or --backend cpu");
+  }
   kv_dim_ = c.num_kv_heads * c.head_dim;
   dm_ = DeviceModel::of(*model_);
   CUDA_CHECK(cudaStreamCreate(&stream_));

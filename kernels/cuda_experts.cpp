@@ -59,6 +59,9 @@ void CudaContext::moe_mlp(const DeviceLayer& L, int rows, const LayerScratch& s)
   sum_expert_outputs(m.outs, m.weights, rows, k, H, shared, m.shared_scales, s.h, stream_);
 }
 
+// The experts the forward's main rows ran, as the CPU counts them (ExpertRouting::experts_hit). A Speculative
+// Streaming forward's stream rows are not counted here, where the CPU's stream_layer counts them too: no streaming
+// model for a mixture of experts exists, and their routing would be one more copy back a layer.
 void CudaContext::count_experts(int n) {
   const auto& c = model_->config();
   const size_t picks = size_t(n) * size_t(c.experts_per_token);

@@ -5,8 +5,11 @@
 //
 // Written for clarity first, in the forty-eighth session with no GPU to run them on: one thread routes a row, one warp
 // computes an output of a product, each lane decoding whole runs of 32 block weights (quant_decode.h). Each output is
-// one warp's sum in a fixed order, so a row's bits do not depend on its batch: a tree row and its decode
-// route and multiply alike, as greedy losslessness on the GPU needs.
+// one warp's sum in a fixed order, so a row's bits do not depend on its batch: given the same inputs, a tree row and
+// its decode route and multiply alike, as greedy losslessness on the GPU needs. The router's logits and the shared
+// expert come from `linear()`, whose cuBLAS products are not batch-invariant (the dense layers' caveat; gemv.cu's
+// are, under SPECSCOPE_CUDA_GEMV=1): there a one-ulp difference in a router logit can change a pick, so a greedy
+// parting at a near tie on a mixture of experts may start in the router.
 #include "engine/model/expert_choice.h"
 #include "kernels/cuda_check.h"
 #include "kernels/device_common.cuh"
@@ -45,7 +48,7 @@ __global__ void route_experts_k(float* logits, int rows, int experts, int k, boo
 
 constexpr int kProductThreads = 256, kProductWarps = kProductThreads / 32;
 
-// Block (x, p): outputs x * 8 .. x * 8 + 7 of product p (row p / k, pick p % k), one warp each: lane l sums, in
+// Block (p, y): outputs y * 8 .. y * 8 + 7 of product p (row p / k, pick p % k), one warp each: lane l sums, in
 // order, input elements l, l + 32, ... of a 16- or 32-bit row, or the runs of 32 elements l, l + 32, ... of a GGUF
 // block row (each run's scale decoded once: quant_decode.h's decode_run, bit for bit element()'s values), then the
 // warp adds its lanes by butterfly.
@@ -53,8 +56,8 @@ __global__ void __launch_bounds__(kProductThreads)
     expert_products_k(const uint8_t* W, WType t, size_t expert_bytes, size_t row_bytes, int m, int cols,
                       const int32_t* ids, int k, const float* X, int64_t x_row_stride, int64_t x_pick_stride,
                       float* Y) {
-  const int p = blockIdx.y, lane = threadIdx.x % 32;
-  const int o = blockIdx.x * kProductWarps + threadIdx.x / 32;
+  const int p = blockIdx.x, lane = threadIdx.x % 32;
+  const int o = blockIdx.y * kProductWarps + threadIdx.x / 32;
   if (o >= m) return;  // warp-uniform
   const float* x = X + int64_t(p / k) * x_row_stride + int64_t(p % k) * x_pick_stride;
   const uint8_t* row = W + size_t(ids[p]) * expert_bytes + size_t(o) * row_bytes;
@@ -109,7 +112,9 @@ void expert_products(const void* W, WType t, int m, int cols, const int32_t* ids
                      int64_t x_row_stride, int64_t x_pick_stride, float* Y, cudaStream_t s) {
   if (rows <= 0 || m <= 0) return;
   const size_t rb = row_bytes(t, cols);
-  const dim3 grid((m + kProductWarps - 1) / kProductWarps, rows * k);
+  // The products on x (up to 2^31 - 1 blocks), the outputs on y (65,535 at most: 524,280 outputs): with the products
+  // on y, a Qwen3-MoE prefill of 8,192 tokens (8 picks each) was over y's limit and failed to launch.
+  const dim3 grid(unsigned(rows) * unsigned(k), (m + kProductWarps - 1) / kProductWarps);
   expert_products_k<<<grid, kProductThreads, 0, s>>>(static_cast<const uint8_t*>(W), t, size_t(m) * rb, rb, m, cols,
                                                      ids, k, X, x_row_stride, x_pick_stride, Y);
   CUDA_CHECK(cudaGetLastError());

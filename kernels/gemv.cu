@@ -175,7 +175,10 @@ void launch_block(const void* W, WType t, const float* X, int m, int k, float* Y
 }  // namespace
 
 bool block_gemv_fits(WType t, int n, int k, const float* X) {
-  return n >= 1 && n <= kGemvMaxRows && is_block(t) && k % 32 == 0 && reinterpret_cast<uintptr_t>(X) % 16 == 0;
+  // Whole blocks a row (256 weights for the K-quants): row_bytes counts whole blocks, so a row of partial ones would
+  // stride wrong. GGUF tensors are always whole blocks; this only refuses a caller's mistake.
+  return n >= 1 && n <= kGemvMaxRows && is_block(t) && k % quant_decode::block_elems(block_of(t)) == 0 &&
+         reinterpret_cast<uintptr_t>(X) % 16 == 0;
 }
 
 void block_gemv(const void* W, WType t, const float* X, int n, int m, int k, float* Y, cudaStream_t s) {

@@ -119,7 +119,9 @@ void sum_expert_outputs(const float* outs, const float* weights, int rows, int k
 // and its decode cut differently. Chunks keep their partials in `scratch` (at least attention_scratch_floats(nh, hd,
 // base + n) floats), or, when it is empty, in memory from the stream-ordered allocator. A call captured into a CUDA
 // graph must be given scratch: an allocation captured in a graph becomes a node with an address of its own per
-// capture, which an update of an instantiated graph from a later capture cannot follow.
+// capture, which an update of an instantiated graph from a later capture cannot follow. Heads wider than 128 (up to
+// 256: Gemma 2 and 3) take one row a block at every context (attention_paths.h, kMaxWideHeadDim), up to
+// attention_paths::single_block_max_slots() slots.
 struct AttentionScratch {
   float* data = nullptr;
   size_t floats = 0;

@@ -117,7 +117,8 @@ fixtures_core=(models/llama_bytelevel_f32 models/llama_bytelevel_bf16 models/lla
   gguf_models/llama_spm_tied_f32.q4_1.gguf gguf_models/llama_spm_tied_f32.q5_0.gguf
   gguf_models/llama_spm_tied_f32.q5_1.gguf gguf_kquant/tiny.q4_k_m.gguf gguf_kquant/tiny.q5_k_m.gguf
   gguf_models/qwen3_f32.q8_0.gguf gguf_models/qwen3moe_f32.q8_0.gguf gguf_models/qwen2moe_f32.q8_0.gguf models/qwen3_bf16 gguf_models/gemma3_f32.q8_0.gguf models/gemma3_bf16
-  models/gemma3_vlm_f32 gguf_models/granite_f32.q8_0.gguf gguf_models/phi3_f32.q8_0.gguf gguf_models/gemma2_f32.q8_0.gguf models/tinyvocab_target
+  models/gemma3_vlm_f32 gguf_models/granite_f32.q8_0.gguf gguf_models/phi3_f32.q8_0.gguf gguf_models/gemma2_f32.q8_0.gguf
+  gguf_models/gemma3_wide_f32.q8_0.gguf models/tinyvocab_target
   models/tinyvocab_target_padded
   models/tinyvocab_draft models/tinyvocab_heads heads/eagle1_fitted heads/medusa_fitted streaming/tiny)
 # The one golden file that travels: the fitted heads' sampling cases take their prompts from it (the heads' training

@@ -90,6 +90,8 @@ const std::vector<Case> kCases = {
     // "gemma3": norms stored as 1 + w, sublayer output norms, GELU, sliding layers from sliding_window_pattern.
     {"gemma3_f32.f32.gguf", "gemma3_f32", "f32"},
     {"gemma3_f32.q8_0.gguf", "gemma3_f32", "q8_0"},
+    // Heads of 256 (Gemma-3-1B's), 2 on 1 KV head: the CUDA parity test's wide-head model.
+    {"gemma3_wide_f32.q8_0.gguf", "gemma3_wide_f32", "q8_0"},
     // "granite": llama's tensors with granite.embedding_scale, residual_scale, attention.scale and logit_scale.
     {"granite_f32.f32.gguf", "granite_f32", "f32"},
     {"granite_f32.q8_0.gguf", "granite_f32", "q8_0"},

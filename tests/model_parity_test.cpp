@@ -53,7 +53,7 @@ const std::vector<std::string> kModels = {"llama_bytelevel_f32", "llama_byteleve
                                           "gemma3_bf16",         "gemma3_vlm_f32",       "gemma3_vlm_statedict_f32",
                                           "granite_f32",         "phi3_f32",             "gemma2_f32",
                                           "qwen3moe_f32",        "qwen3moe_mixed_f32",   "mixtral_f32",
-                                          "qwen2moe_f32"};
+                                          "qwen2moe_f32",        "gemma3_wide_f32"};
 
 struct GoldenPrompt {
   std::string name, text;
@@ -170,8 +170,10 @@ TEST_P(ModelParity, ConfigMatchesGolden) {
   EXPECT_EQ(c.num_layers, g().num_layers);
   EXPECT_EQ(c.hidden_size, g().hidden);
   EXPECT_EQ(c.vocab_size, g().vocab);
-  EXPECT_EQ(c.num_heads, 4);
-  EXPECT_EQ(c.num_kv_heads, 2);
+  const bool wide = GetParam() == "gemma3_wide_f32";  // Gemma-3-1B's attention: heads of 256, 2 on 1 KV head here
+  EXPECT_EQ(c.num_heads, wide ? 2 : 4);
+  EXPECT_EQ(c.num_kv_heads, wide ? 1 : 2);
+  if (wide) EXPECT_EQ(c.head_dim, 256);
   // transformers' inverse frequencies: one per pair of rotated dimensions (16 everywhere but Qwen3's 32-wide heads
   // and Phi-3's partial rotary, 12 of 16).
   EXPECT_EQ(c.rotary_dims(), 2 * int(meta.at("rope_inv_freq").size()));

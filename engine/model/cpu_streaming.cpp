@@ -95,11 +95,6 @@ void CpuContext::stream_layer(int l, const StreamingRequest& sr, const int32_t* 
   const int q_dim = nh * hd, G = sr.streams, m = n_streams_;
   const int base = n_past_, n = batch_n_;
   const float scale = c.attention_scale(), cap = c.attn_soft_cap;
-  // A visible slot's score as the main rows' attention gives it: scaled, then soft-capped (Gemma 2).
-  auto score = [&](const float* q, const float* k) {
-    const float s = cpu::dot(q, k, hd) * scale;
-    return cap > 0.f ? cap * std::tanh(s / cap) : s;
-  };
   cpu::RopeTable& rope = rope_for(l);
   // The main rows' scratch is free again: the layer's main pass is done and its keys/values are in the cache.
   project_qkv(L, xs_.data(), m);
@@ -120,14 +115,20 @@ void CpuContext::stream_layer(int l, const StreamingRequest& sr, const int32_t* 
     const int s = i / G, j = i % G, row = stream_src_[s];
     float* sc = scores_.data() + size_t(tid) * total;
     const float* q = q_.data() + size_t(i) * q_dim + size_t(h) * hd;
-    // Keys: the cache and the batch rows this stream's row sees, then streams 0..j of the row.
-    for (int t = 0; t < base + n; ++t) {
-      const bool visible = t < base || batch_row_sees(row, t - base, n, mask, alive_);
-      sc[t] = visible ? score(q, kc + size_t(t) * kv_dim_ + size_t(kvh) * hd) : -std::numeric_limits<float>::infinity();
+    // Keys: the cache and the batch rows this stream's row sees, then streams 0..j of the row. Scores as the main
+    // rows' attention gives them: scaled, the row soft-capped with the same vector tanh (Gemma 2), and only then the
+    // hidden slots set to -inf (a cap would turn -inf into -cap).
+    auto visible = [&](int t) {
+      if (t >= base + n) return t - base - n <= j;
+      return t < base || batch_row_sees(row, t - base, n, mask, alive_);
+    };
+    for (int t = 0; t < total; ++t) {
+      const float* k = t < base + n ? kc + size_t(t) * kv_dim_ : k_.data() + size_t(s * G + t - base - n) * kv_dim_;
+      sc[t] = visible(t) ? cpu::dot(q, k + size_t(kvh) * hd, hd) * scale : 0.f;
     }
-    for (int jj = 0; jj < G; ++jj)
-      sc[base + n + jj] = jj <= j ? score(q, k_.data() + size_t(s * G + jj) * kv_dim_ + size_t(kvh) * hd)
-                                  : -std::numeric_limits<float>::infinity();
+    if (cap > 0.f) cpu::soft_cap(sc, cap, total);
+    for (int t = 0; t < total; ++t)
+      if (!visible(t)) sc[t] = -std::numeric_limits<float>::infinity();
     cpu::softmax(sc, total);
     float* o = att_.data() + size_t(i) * q_dim + size_t(h) * hd;
     for (int d = 0; d < hd; ++d) o[d] = 0.f;

@@ -236,6 +236,8 @@ TEST_F(CudaKernels, BlockGemvOfEveryBlockTypeAgainstTheDefinitionAndAlone) {
   EXPECT_FALSE(cuda::block_gemv_fits(WType::BF16, 1, 4096, reinterpret_cast<const float*>(256)));
   EXPECT_FALSE(cuda::block_gemv_fits(WType::Q8_0, cuda::kGemvMaxRows + 1, 4096, reinterpret_cast<const float*>(256)));
   EXPECT_FALSE(cuda::block_gemv_fits(WType::Q8_0, 1, 4096, reinterpret_cast<const float*>(260)));
+  EXPECT_TRUE(cuda::block_gemv_fits(WType::Q8_0, 1, 4096 + 32, reinterpret_cast<const float*>(256)));
+  EXPECT_FALSE(cuda::block_gemv_fits(WType::Q4_K, 1, 4096 + 32, reinterpret_cast<const float*>(256)));  // part of a block
 }
 
 TEST_F(CudaKernels, GemvRefusesWhatItDoesNotTake) {
@@ -527,6 +529,32 @@ TEST_F(CudaKernels, ExpertRoutingProductsAndSumsMatchTheReferences) {
         expect_identical(dsum.to_host(), sum, shape + (with_shared ? ": sums with a shared expert" : ": sums"));
       }
     }
+}
+
+TEST_F(CudaKernels, ExpertProductsOfAPrefillPastTheGridsYLimit) {
+  // A Qwen3-MoE prefill of 8,200 tokens, 8 picks each: 65,600 products, more than a grid's y dimension holds (65,535;
+  // the products once sat there, and such a prefill failed to launch). The last row's products against the reference
+  // and bit for bit the same row alone.
+  const int E = 128, k = 8, rows = 8200, H = 512, F = 256;
+  const WType t = WType::Q8_0;
+  std::vector<int32_t> ids(size_t(rows) * k);
+  for (size_t p = 0; p < ids.size(); ++p) ids[p] = int32_t((p * 37 + p / k) % E);
+  const std::vector<float> x = uniform(size_t(rows) * H, -1.f, 1.f, 3400);
+  const std::vector<uint8_t> up = random_rows(t, E * F, H, 3401);
+  DeviceArray<uint8_t> dup(up);
+  DeviceArray<int32_t> dids(ids);
+  DeviceArray<float> dx(x), gy(ids.size() * F), lone(size_t(k) * F);
+  cuda::expert_products(dup.get(), t, F, H, dids.get(), rows, k, dx.get(), H, 0, gy.get(), kStream);
+  const int r = rows - 1;
+  cuda::expert_products(dup.get(), t, F, H, dids.get() + size_t(r) * k, 1, k, dx.get() + size_t(r) * H, H, 0,
+                        lone.get(), kStream);
+  std::vector<float> want(size_t(k) * F);
+  cuda::ref::expert_products(up.data(), t, F, H, ids.data() + size_t(r) * k, 1, k, x.data() + size_t(r) * H, H, 0,
+                             want.data());
+  const std::vector<float> all = gy.to_host(), alone = lone.to_host();
+  const std::vector<float> last(all.end() - long(k) * F, all.end());
+  EXPECT_LT(max_rel_diff(last, want), 1e-5) << "the last row's products";
+  expect_identical(alone, last, "the last row alone");
 }
 
 namespace {
@@ -829,6 +857,47 @@ TEST_F(CudaKernels, AttentionWithASoftCapOnEveryPath) {
       const std::vector<float> alone = single_block_attention(d, "soft-capped decode");
       EXPECT_EQ(std::memcmp(alone.data(), tree.data() + i * row_floats, sizeof(float) * row_floats), 0)
           << s.name << " soft-capped tree row " << i << " differs from its own decode";
+    }
+  }
+}
+
+TEST_F(CudaKernels, AttentionWithWideHeadsAtEveryContext) {
+  // Heads of 256 (Gemma 2 2B: 8 heads on 4 KV heads; Gemma 3 1B: 4 on 1) take the single-block path at every context
+  // (attention_paths.h, kMaxWideHeadDim): the launcher against the reference from a short decode to past the row
+  // tiles' 1,024 slots and far past, with Gemma's sliding window and soft cap; and every tree row bit for bit its own
+  // decode there too, which one path for every call is for.
+  const Shape gemma2{"Gemma-2-2B", 2304, 8, 4, 256, 9216}, gemma3{"Gemma-3-1B", 1152, 4, 1, 256, 6912};
+  const int most = cuda::attention_paths::single_block_max_slots();
+  ASSERT_GE(most, 8192 + 16) << "a device whose shared memory holds fewer scores than these cases need";
+  uint32_t seed = 3500;
+  for (const Shape& s : {gemma2, gemma3}) {
+    for (const auto& [base, n, tree, window, cap] :
+         {std::tuple{300, 1, false, 0, 0.f}, std::tuple{300, 16, true, 0, 50.f}, std::tuple{2000, 1, false, 512, 0.f},
+          std::tuple{2000, 64, false, 0, 0.f}, std::tuple{8190, 16, true, 512, 50.f}}) {
+      AttentionCase c = attention_case(s.heads, s.kv_heads, s.head_dim, base, n, tree, window, seed += 10);
+      c.soft_cap = cap;
+      const std::string what = describe(s, c) + (cap > 0.f ? " soft cap 50" : "");
+      const std::vector<float> got =
+          attention_on_gpu(c, what, [&](const float* q, const float* k, const float* v, const int32_t* slot,
+                                        const uint8_t* mask, const int32_t* pos, float* out) {
+            cuda::attention(q, k, v, slot, mask, pos, c.n, c.base, c.nh, c.nkv, c.hd, c.window, c.soft_cap, out,
+                            kStream);
+          });
+      EXPECT_LT(max_rel_diff(got, attention_reference(c)), 1e-4) << what;
+      if (n == 1) continue;
+      const size_t row_floats = size_t(c.nh) * c.hd;
+      int parted = 0;
+      for (int i = 0; i < n; i += (n > 16 ? 7 : 1)) {
+        const AttentionCase d = decode_of_row(c, i);
+        const std::vector<float> alone =
+            attention_on_gpu(d, what, [&](const float* q, const float* k, const float* v, const int32_t* slot,
+                                          const uint8_t* mask, const int32_t* pos, float* out) {
+              cuda::attention(q, k, v, slot, mask, pos, d.n, d.base, d.nh, d.nkv, d.hd, d.window, d.soft_cap, out,
+                              kStream);
+            });
+        parted += std::memcmp(alone.data(), got.data() + i * row_floats, sizeof(float) * row_floats) != 0;
+      }
+      EXPECT_EQ(parted, 0) << what << ": rows whose attention differs from their own decode's";
     }
   }
 }

@@ -23,6 +23,7 @@
 #include "engine/model/model.h"
 #include "engine/sampling/sampler.h"
 #include "engine/util/error.h"
+#include "kernels/attention_paths.h"
 #include "kernels/cuda_backend.h"
 #include "kernels/cuda_context.h"
 #include "tests/test_support.h"
@@ -352,6 +353,28 @@ TEST_F(CudaParity, Gemma2SoftCapsMatchTheCpuWhenOptedIn) {
   ASSERT_GT(model->config().final_soft_cap, 0.f);
   expect_gated_until_opted_in(*model, "soft-capped", rel);
   expect_backends_agree(*model, 2e-2f, 8, 48, rel);
+  ::unsetenv("SPECSCOPE_CUDA_UNPROVEN");
+}
+
+// Heads of 256 on the GPU (Gemma 2 2B/9B, Gemma 3 1B-12B: the single-block attention at every context, written in the
+// forty-ninth session with no GPU to run it on): refused unless SPECSCOPE_CUDA_UNPROVEN is set (auto then runs the
+// model on the CPU), and when it is, a Gemma 3 with Gemma-3-1B's heads (2 of 256 on 1 KV head; a window of 6 on layer
+// 0) matches the CPU backend and greedy outputs agree; a context longer than one block's shared memory holds scores
+// for is refused up front, naming the most it holds.
+TEST_F(CudaParity, WideHeadsMatchTheCpuWhenOptedIn) {
+  const char* rel = "gguf_models/gemma3_wide_f32.q8_0.gguf";
+  auto model = Model::load(test::fixture(rel));
+  ASSERT_EQ(model->config().head_dim, 256);
+  expect_gated_until_opted_in(*model, "wider than 128", rel);
+  expect_backends_agree(*model, 2e-2f, 8, 48, rel);
+  const int most = cuda::attention_paths::single_block_max_slots();
+  EXPECT_GT(most, 8192) << "an H100 holds 58,000 scores in a block";
+  try {
+    new_context(*model, Backend::Cuda, most + 1);
+    ADD_FAILURE() << "a context of " << most + 1 << " positions was taken";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("holds at most " + std::to_string(most)), std::string::npos) << e.what();
+  }
   ::unsetenv("SPECSCOPE_CUDA_UNPROVEN");
 }
 
