@@ -28,6 +28,9 @@ std::string unsupported(const ModelConfig& c) {
   if (c.head_dim > attention_paths::kMaxWideHeadDim)
     return "the CUDA backend's attention takes head_dim up to " + std::to_string(attention_paths::kMaxWideHeadDim) +
            ", this model's is " + std::to_string(c.head_dim);
+  if (c.moe() && c.num_experts > kMaxGroupedExperts)
+    return "the CUDA backend groups a layer's picks for at most " + std::to_string(kMaxGroupedExperts) +
+           " experts, this model has " + std::to_string(c.num_experts);
   std::string unproven;
   if (c.head_dim > attention_paths::kMaxHeadDim)
     unproven = "attention heads wider than " + std::to_string(attention_paths::kMaxHeadDim) +

@@ -102,10 +102,14 @@ class CudaContext final : public Context {
     float* outs = nullptr;                   // rows * experts_per_token x H: each chosen expert's output
     float *shared_gate = nullptr, *shared_up = nullptr;  // rows x shared_expert_ffn (Qwen2-MoE)
     float *shared_out = nullptr, *shared_scales = nullptr;  // rows x H, rows
+    // rows > 1: where a layer's picks are grouped by expert (group_expert_picks' order and groups)
+    int32_t* order = nullptr;
+    ExpertGroup* groups = nullptr;
+    int group_bound = 0;
   };
   // The buffers behind one ExpertScratch (the main rows' and the streams' are separate).
   struct ExpertBuffers {
-    Buffer router, ids, weights, gate, up, outs, shared_gate, shared_up, shared_out, shared_scales;
+    Buffer router, ids, weights, gate, up, outs, shared_gate, shared_up, shared_out, shared_scales, order, groups;
     ExpertScratch take(const ModelConfig& c, int rows);
   };
   // One forward's device buffers, taken before any device work (growing a buffer frees its memory).

@@ -21,6 +21,11 @@ CudaContext::ExpertScratch CudaContext::ExpertBuffers::take(const ModelConfig& c
   s.gate = gate.get<float>(picks * size_t(c.expert_ffn));
   s.up = up.get<float>(picks * size_t(c.expert_ffn));
   s.outs = outs.get<float>(picks * H);
+  if (rows > 1) {  // a decode's picks are distinct experts: nothing to group
+    s.group_bound = expert_groups_bound(int(picks), c.num_experts);
+    s.order = order.get<int32_t>(picks);
+    s.groups = groups.get<ExpertGroup>(size_t(s.group_bound));
+  }
   if (c.shared_expert_ffn > 0) {
     s.shared_gate = shared_gate.get<float>(r * size_t(c.shared_expert_ffn));
     s.shared_up = shared_up.get<float>(r * size_t(c.shared_expert_ffn));
@@ -41,11 +46,15 @@ void CudaContext::moe_mlp(const DeviceLayer& L, int rows, const LayerScratch& s)
   route_experts(m.router, rows, c.num_experts, k, c.norm_topk_prob, ids, m.weights, stream_);
   timer_.mark("experts", stream_);
   const DeviceExperts& X = L.experts;
+  // Several rows: their picks grouped by expert once, for the three products (the same bits as one pick a block).
+  const ExpertGrouping groups{m.order, m.groups, m.group_bound};
+  const ExpertGrouping* grouping = rows > 1 ? &groups : nullptr;
+  if (grouping) group_expert_picks(ids, rows * k, c.num_experts, m.order, m.groups, stream_);
   // Every pick of a row multiplies the row's input (a pick stride of 0); the down products each their own.
-  expert_products(X.gate.data, X.gate.type, F, H, ids, rows, k, s.h, H, 0, m.gate, stream_);
-  expert_products(X.up.data, X.up.type, F, H, ids, rows, k, s.h, H, 0, m.up, stream_);
+  expert_products(X.gate.data, X.gate.type, F, H, ids, rows, k, s.h, H, 0, m.gate, stream_, grouping);
+  expert_products(X.up.data, X.up.type, F, H, ids, rows, k, s.h, H, 0, m.up, stream_, grouping);
   gated_activation(m.gate, m.up, int64_t(rows) * k * F);
-  expert_products(X.down.data, X.down.type, H, F, ids, rows, k, m.gate, int64_t(k) * F, F, m.outs, stream_);
+  expert_products(X.down.data, X.down.type, H, F, ids, rows, k, m.gate, int64_t(k) * F, F, m.outs, stream_, grouping);
   const float* shared = nullptr;
   if (L.shared_expert_gate) {
     timer_.mark("shared_expert", stream_);

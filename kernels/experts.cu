@@ -4,12 +4,18 @@
 // CPU references are experts_ref.cpp (the engine's ExpertRouting for the routing).
 //
 // Written for clarity first, in the forty-eighth session with no GPU to run them on: one thread routes a row, one warp
-// computes an output of a product, each lane decoding whole runs of 32 block weights (quant_decode.h). Each output is
+// computes an output of a product, each lane decoding whole runs of 32 block weights (quant_decode.h). Since the
+// forty-ninth (not yet run either), a batch of rows groups its picks by expert first (group_expert_picks), so that an
+// expert's row is read and decoded once for up to 8 of its picks rather than once for each: a 2k-token Qwen3-30B-A3B
+// prefill read each layer's chosen experts once per pick, ~80 GB a layer in Q8_0. Each output is
 // one warp's sum in a fixed order, so a row's bits do not depend on its batch: given the same inputs, a tree row and
 // its decode route and multiply alike, as greedy losslessness on the GPU needs. The router's logits and the shared
 // expert come from `linear()`, whose cuBLAS products are not batch-invariant (the dense layers' caveat; gemv.cu's
 // are, under SPECSCOPE_CUDA_GEMV=1): there a one-ulp difference in a router logit can change a pick, so a greedy
 // parting at a near tie on a mixture of experts may start in the router.
+#include <stdexcept>
+#include <string>
+
 #include "engine/model/expert_choice.h"
 #include "kernels/cuda_check.h"
 #include "kernels/device_common.cuh"
@@ -78,6 +84,86 @@ __global__ void __launch_bounds__(kProductThreads)
   if (lane == 0) Y[int64_t(p) * m + o] = acc;
 }
 
+// One block: each expert's picks counted, the experts' first places in `order` and first groups (in expert order, by a
+// scan of at most a few hundred experts in one thread), then each pick put at its expert's next place (an atomic
+// cursor: the order within an expert varies from run to run, which no output depends on) and each expert's groups
+// written. Every global write of the block is published by its barriers to the next kernel on the stream.
+__global__ void group_expert_picks_k(const int32_t* ids, int picks, int experts, int bound, int32_t* order,
+                                     ExpertGroup* groups) {
+  extern __shared__ int counts[];
+  int* first = counts + experts;
+  int* first_group = first + experts;
+  int* cursor = first_group + experts;
+  for (int e = threadIdx.x; e < experts; e += blockDim.x) counts[e] = 0;
+  for (int g = threadIdx.x; g < bound; g += blockDim.x) groups[g] = ExpertGroup{0, 0, 0};
+  __syncthreads();
+  for (int p = threadIdx.x; p < picks; p += blockDim.x) atomicAdd(&counts[ids[p]], 1);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int at = 0, g = 0;
+    for (int e = 0; e < experts; ++e) {
+      first[e] = cursor[e] = at, first_group[e] = g;
+      at += counts[e];
+      g += (counts[e] + kExpertGroupPicks - 1) / kExpertGroupPicks;
+    }
+  }
+  __syncthreads();
+  for (int p = threadIdx.x; p < picks; p += blockDim.x) order[atomicAdd(&cursor[ids[p]], 1)] = p;
+  for (int e = threadIdx.x; e < experts; e += blockDim.x)
+    for (int i = 0, g = first_group[e]; i < counts[e]; i += kExpertGroupPicks, ++g)
+      groups[g] = ExpertGroup{first[e] + i, min(kExpertGroupPicks, counts[e] - i), e};
+}
+
+// Block (g, y): outputs y * 8 .. y * 8 + 7 of every pick of group g (one expert's, up to 8), one warp an output: each
+// run (or element) of the expert's row decoded once and applied to every pick, each pick's sum the same sequence of
+// fmaf and the same butterfly as expert_products_k's, so the same bits.
+__global__ void __launch_bounds__(kProductThreads)
+    expert_group_products_k(const uint8_t* W, WType t, size_t expert_bytes, size_t row_bytes, int m, int cols,
+                            const int32_t* order, const ExpertGroup* groups, int k, const float* X,
+                            int64_t x_row_stride, int64_t x_pick_stride, float* Y) {
+  const ExpertGroup g = groups[blockIdx.x];
+  const int lane = threadIdx.x % 32, o = blockIdx.y * kProductWarps + threadIdx.x / 32;
+  if (g.count == 0 || o >= m) return;  // block-uniform, then warp-uniform
+  int32_t pick[kExpertGroupPicks];
+  const float* x[kExpertGroupPicks];
+  float acc[kExpertGroupPicks];
+#pragma unroll
+  for (int q = 0; q < kExpertGroupPicks; ++q) {
+    pick[q] = order[g.first + min(q, g.count - 1)];
+    x[q] = X + int64_t(pick[q] / k) * x_row_stride + int64_t(pick[q] % k) * x_pick_stride;
+    acc[q] = 0.f;
+  }
+  const uint8_t* row = W + size_t(g.expert) * expert_bytes + size_t(o) * row_bytes;
+  if (is_block(t)) {
+    const quant_decode::Block b = block_of(t);
+    float w[32];
+    for (int run = lane; run < cols / 32; run += 32) {
+      quant_decode::decode_run(row, b, run, w);
+#pragma unroll
+      for (int q = 0; q < kExpertGroupPicks; ++q)
+        if (q < g.count) {
+          const float* xr = x[q] + 32 * run;
+#pragma unroll
+          for (int j = 0; j < 32; ++j) acc[q] = fmaf(xr[j], w[j], acc[q]);
+        }
+    }
+  } else {
+    for (int i = lane; i < cols; i += 32) {
+      const float wv = load_w(row, t, i);
+#pragma unroll
+      for (int q = 0; q < kExpertGroupPicks; ++q)
+        if (q < g.count) acc[q] = fmaf(x[q][i], wv, acc[q]);
+    }
+  }
+#pragma unroll
+  for (int q = 0; q < kExpertGroupPicks; ++q)
+    if (q < g.count) {  // warp-uniform
+      float a = acc[q];
+      for (int s = 16; s > 0; s /= 2) a += __shfl_xor_sync(0xffffffffu, a, s);
+      if (lane == 0) Y[int64_t(pick[q]) * m + o] = a;
+    }
+}
+
 // One block a row: sigmoid(gate . h_row), the dot product summed as block_reduce adds.
 __global__ void shared_expert_scales_k(const float* gate, const float* h, int dim, float* scales) {
   const float* x = h + int64_t(blockIdx.x) * dim;
@@ -108,10 +194,31 @@ void route_experts(float* logits, int rows, int experts, int k, bool normalize, 
   CUDA_CHECK(cudaGetLastError());
 }
 
+void group_expert_picks(const int32_t* ids, int picks, int experts, int32_t* order, ExpertGroup* groups,
+                        cudaStream_t s) {
+  if (picks <= 0) return;
+  if (experts <= 0 || experts > kMaxGroupedExperts)
+    throw std::invalid_argument("group_expert_picks(): " + std::to_string(experts) + " experts (1 to " +
+                                std::to_string(kMaxGroupedExperts) + ")");
+  const size_t shmem = sizeof(int) * 4 * size_t(experts);
+  group_expert_picks_k<<<1, 1024, shmem, s>>>(ids, picks, experts, expert_groups_bound(picks, experts), order,
+                                               groups);
+  CUDA_CHECK(cudaGetLastError());
+}
+
 void expert_products(const void* W, WType t, int m, int cols, const int32_t* ids, int rows, int k, const float* X,
-                     int64_t x_row_stride, int64_t x_pick_stride, float* Y, cudaStream_t s) {
+                     int64_t x_row_stride, int64_t x_pick_stride, float* Y, cudaStream_t s,
+                     const ExpertGrouping* grouping) {
   if (rows <= 0 || m <= 0) return;
   const size_t rb = row_bytes(t, cols);
+  if (grouping) {
+    const dim3 grid(unsigned(grouping->bound), (m + kProductWarps - 1) / kProductWarps);
+    expert_group_products_k<<<grid, kProductThreads, 0, s>>>(static_cast<const uint8_t*>(W), t, size_t(m) * rb, rb,
+                                                             m, cols, grouping->order, grouping->groups, k, X,
+                                                             x_row_stride, x_pick_stride, Y);
+    CUDA_CHECK(cudaGetLastError());
+    return;
+  }
   // The products on x (up to 2^31 - 1 blocks), the outputs on y (65,535 at most: 524,280 outputs): with the products
   // on y, a Qwen3-MoE prefill of 8,192 tokens (8 picks each) was over y's limit and failed to launch.
   const dim3 grid(unsigned(rows) * unsigned(k), (m + kProductWarps - 1) / kProductWarps);

@@ -2,6 +2,7 @@
 // own), read back per row in expert order; each expert product the definition, summed in double over the expert's
 // rows widened by the engine (embed_gather's reference: cpu::embedding_row, any stored type); the shared expert's
 // gate cpu::dot; the weighted sums a loop in the kernel's order.
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <vector>
@@ -22,6 +23,19 @@ void route_experts(float* logits, int rows, int experts, int k, bool normalize, 
       ids[at] = e;
       weights[at] = r->weight;
     }
+}
+
+void group_expert_picks(const int32_t* ids, int picks, int experts, int32_t* order, ExpertGroup* groups) {
+  const int bound = expert_groups_bound(picks, experts);
+  int at = 0, g = 0;
+  for (int e = 0; e < experts; ++e) {
+    const int first = at;
+    for (int p = 0; p < picks; ++p)
+      if (ids[p] == e) order[at++] = p;
+    for (int i = first; i < at; i += kExpertGroupPicks)
+      groups[g++] = ExpertGroup{i, std::min(kExpertGroupPicks, at - i), e};
+  }
+  for (; g < bound; ++g) groups[g] = ExpertGroup{0, 0, 0};
 }
 
 void expert_products(const void* W, WType t, int m, int cols, const int32_t* ids, int rows, int k, const float* X,

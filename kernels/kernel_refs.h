@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "engine/sampling/logit_summary.h"
+#include "kernels/expert_groups.h"
 #include "kernels/processed_row.h"
 #include "kernels/wtype.h"
 
@@ -40,6 +41,8 @@ void block_gemv(const void* W, WType t, const float* X, int n, int m, int k, flo
 
 // experts_ref.cpp (kernels/experts.cu)
 void route_experts(float* logits, int rows, int experts, int k, bool normalize, int32_t* ids, float* weights);
+// The definition of group_expert_picks, with each expert's picks in increasing order.
+void group_expert_picks(const int32_t* ids, int picks, int experts, int32_t* order, ExpertGroup* groups);
 void expert_products(const void* W, WType t, int m, int cols, const int32_t* ids, int rows, int k, const float* X,
                      int64_t x_row_stride, int64_t x_pick_stride, float* Y);
 void shared_expert_scales(const float* gate, const float* h, int rows, int dim, float* scales);

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "engine/sampling/logit_summary.h"
+#include "kernels/expert_groups.h"
 #include "kernels/processed_row.h"
 #include "kernels/wtype.h"
 
@@ -90,12 +91,18 @@ void block_gemv(const void* W, WType t, const float* X, int n, int m, int k, flo
 // `normalize`, each row's picks in increasing expert order (engine/model/expert_routing.h's routing).
 void route_experts(float* logits, int rows, int experts, int k, bool normalize, int32_t* ids, float* weights,
                    cudaStream_t stream);
+// A batch's picks grouped by expert (kernels/expert_groups.h). One block; its shared memory holds 4 ints an expert
+// (std::invalid_argument past kMaxGroupedExperts).
+void group_expert_picks(const int32_t* ids, int picks, int experts, int32_t* order, ExpertGroup* groups,
+                        cudaStream_t stream);
 // For each row r and pick j (product p = r * k + j): Y[p, :] = W_e x_p, with W_e expert ids[p]'s [m, cols] matrix of
 // the experts stacked at W (m rows of wtype.h's row_bytes(t, cols) apart) in any weight type, and x_p = X + r * x_row_stride + j *
 // x_pick_stride (f32; a pick stride of 0 gives every pick the row's input). Each output one warp's f32 sum in a fixed
-// order: the same bits whatever the batch.
+// order: the same bits whatever the batch, and with or without `grouping` (group_expert_picks of these ids), which
+// only changes how often an expert's weights are read: once a pick without it, once a group with it.
 void expert_products(const void* W, WType t, int m, int cols, const int32_t* ids, int rows, int k, const float* X,
-                     int64_t x_row_stride, int64_t x_pick_stride, float* Y, cudaStream_t stream);
+                     int64_t x_row_stride, int64_t x_pick_stride, float* Y, cudaStream_t stream,
+                     const ExpertGrouping* grouping = nullptr);
 // scales[r] = sigmoid(gate . h[r, :]) (Qwen2-MoE's shared-expert gate, one row of dim).
 void shared_expert_scales(const float* gate, const float* h, int rows, int dim, float* scales, cudaStream_t stream);
 // y[r, :] = sum over j in order of weights[r, j] * outs[r * k + j, :], then + shared_scales[r] * shared[r, :] when

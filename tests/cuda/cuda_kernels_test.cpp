@@ -500,6 +500,19 @@ TEST_F(CudaKernels, ExpertRoutingProductsAndSumsMatchTheReferences) {
         const std::vector<float> got_g = gy.to_host(), got_d = dy.to_host();
         EXPECT_LT(max_rel_diff(got_g, want_g), 1e-5) << what << ": gate/up products";
         EXPECT_LT(max_rel_diff(got_d, want_d), 1e-5) << what << ": down products";
+        {  // grouped by expert: an expert read once for up to 8 picks, every output the same bits
+          const int picks = rows * k, bound = cuda::expert_groups_bound(picks, E);
+          DeviceArray<int32_t> order(static_cast<size_t>(picks));
+          DeviceArray<cuda::ExpertGroup> groups(static_cast<size_t>(bound));
+          cuda::group_expert_picks(dids.get(), picks, E, order.get(), groups.get(), kStream);
+          const cuda::ExpertGrouping grouping{order.get(), groups.get(), bound};
+          DeviceArray<float> ggy(ids.size() * F), gdy(ids.size() * H);
+          cuda::expert_products(dup.get(), t, F, H, dids.get(), rows, k, dx.get(), H, 0, ggy.get(), kStream, &grouping);
+          cuda::expert_products(ddown.get(), t, H, F, dids.get(), rows, k, dact.get(), int64_t(k) * F, F, gdy.get(),
+                                kStream, &grouping);
+          expect_identical(ggy.to_host(), got_g, what + ": gate/up products grouped by expert");
+          expect_identical(gdy.to_host(), got_d, what + ": down products grouped by expert");
+        }
         if (rows > 1) {  // the last row alone
           const int r = rows - 1;
           DeviceArray<float> lone(size_t(k) * H);
@@ -531,6 +544,36 @@ TEST_F(CudaKernels, ExpertRoutingProductsAndSumsMatchTheReferences) {
     }
 }
 
+TEST_F(CudaKernels, ExpertPicksGroupedAsTheReferenceGroupsThem) {
+  // group_expert_picks against its reference: the same groups (each expert's runs of at most 8, in expert order, the
+  // rest empty), and within each expert's part of `order` the same picks (the kernel places them in any order).
+  uint32_t seed = 3450;
+  for (const auto& [E, k, rows] : {std::tuple{8, 2, 1}, std::tuple{8, 2, 33}, std::tuple{128, 8, 7},
+                                   std::tuple{128, 8, 64}, std::tuple{60, 4, 2049}}) {
+    const int picks = rows * k, bound = cuda::expert_groups_bound(picks, E);
+    std::vector<float> logits = uniform(size_t(rows) * E, -4.f, 4.f, seed++);
+    std::vector<int32_t> ids(static_cast<size_t>(picks));
+    std::vector<float> weights(ids.size());
+    cuda::ref::route_experts(logits.data(), rows, E, k, true, ids.data(), weights.data());
+    std::vector<int32_t> want_order(ids.size());
+    std::vector<cuda::ExpertGroup> want_groups(static_cast<size_t>(bound));
+    cuda::ref::group_expert_picks(ids.data(), picks, E, want_order.data(), want_groups.data());
+    DeviceArray<int32_t> dids(ids), order(ids.size());
+    DeviceArray<cuda::ExpertGroup> groups(want_groups.size());
+    cuda::group_expert_picks(dids.get(), picks, E, order.get(), groups.get(), kStream);
+    const std::vector<cuda::ExpertGroup> got_groups = groups.to_host();
+    std::vector<int32_t> got_order = order.to_host();
+    const std::string what = std::to_string(E) + " experts, " + std::to_string(k) + " a row, " + std::to_string(rows) +
+                             " rows";
+    for (int g = 0; g < bound; ++g) {
+      const auto &a = got_groups[size_t(g)], &b = want_groups[size_t(g)];
+      EXPECT_TRUE(a.first == b.first && a.count == b.count && a.expert == b.expert) << what << ": group " << g;
+      if (b.count > 0) std::sort(got_order.begin() + b.first, got_order.begin() + b.first + b.count);
+    }
+    EXPECT_EQ(got_order, want_order) << what << ": each expert's picks";
+  }
+}
+
 TEST_F(CudaKernels, ExpertProductsOfAPrefillPastTheGridsYLimit) {
   // A Qwen3-MoE prefill of 8,200 tokens, 8 picks each: 65,600 products, more than a grid's y dimension holds (65,535;
   // the products once sat there, and such a prefill failed to launch). The last row's products against the reference
@@ -555,6 +598,15 @@ TEST_F(CudaKernels, ExpertProductsOfAPrefillPastTheGridsYLimit) {
   const std::vector<float> last(all.end() - long(k) * F, all.end());
   EXPECT_LT(max_rel_diff(last, want), 1e-5) << "the last row's products";
   expect_identical(alone, last, "the last row alone");
+  // Grouped by expert, as a forward of that many rows runs them: 65,600 picks in 8,328 groups or fewer.
+  const int picks = rows * k, bound = cuda::expert_groups_bound(picks, E);
+  DeviceArray<int32_t> order(static_cast<size_t>(picks));
+  DeviceArray<cuda::ExpertGroup> groups(static_cast<size_t>(bound));
+  cuda::group_expert_picks(dids.get(), picks, E, order.get(), groups.get(), kStream);
+  const cuda::ExpertGrouping grouping{order.get(), groups.get(), bound};
+  DeviceArray<float> grouped(ids.size() * F);
+  cuda::expert_products(dup.get(), t, F, H, dids.get(), rows, k, dx.get(), H, 0, grouped.get(), kStream, &grouping);
+  expect_identical(grouped.to_host(), all, "every product grouped by expert");
 }
 
 namespace {

@@ -117,6 +117,41 @@ TEST(KernelRefs, AttentionWithASoftCapIsTheSoftmaxOfTheCappedScores) {
   }
 }
 
+TEST(KernelRefs, ExpertGroupsHoldEveryPickOnceInRunsOfOneExpert) {
+  // group_expert_picks' reference: `order` is every pick once, sorted by expert and within an expert by pick; the groups
+  // come in expert order, each an expert's next run of at most 8 of its picks (every run but its last full), end to
+  // end over `order`; the groups past them are empty, and there are never more than expert_groups_bound.
+  std::mt19937 rng(77);
+  for (const auto& [experts, picks] : {std::pair{8, 1}, std::pair{8, 66}, std::pair{128, 56}, std::pair{128, 8200},
+                                       std::pair{60, 17}}) {
+    std::uniform_int_distribution<int32_t> pick_expert(0, experts - 1);
+    std::vector<int32_t> ids(static_cast<size_t>(picks));
+    for (auto& e : ids) e = experts == 128 ? pick_expert(rng) % 19 : pick_expert(rng);  // some experts left unpicked
+    const int bound = cuda::expert_groups_bound(picks, experts);
+    std::vector<int32_t> order(ids.size(), -1);
+    std::vector<cuda::ExpertGroup> groups(static_cast<size_t>(bound), cuda::ExpertGroup{-1, -1, -1});
+    cuda::ref::group_expert_picks(ids.data(), picks, experts, order.data(), groups.data());
+    const std::string what = std::to_string(experts) + " experts, " + std::to_string(picks) + " picks";
+    std::vector<int32_t> want(ids.size());
+    std::iota(want.begin(), want.end(), 0);
+    std::stable_sort(want.begin(), want.end(), [&](int32_t a, int32_t b) { return ids[size_t(a)] < ids[size_t(b)]; });
+    EXPECT_EQ(order, want) << what;
+    int at = 0, g = 0;
+    for (int e = 0; e < experts; ++e) {
+      const int count = int(std::count(ids.begin(), ids.end(), e));
+      for (int i = 0; i < count; i += cuda::kExpertGroupPicks, ++g) {
+        ASSERT_LT(g, bound) << what;
+        const cuda::ExpertGroup& x = groups[size_t(g)];
+        EXPECT_EQ(x.expert, e) << what << ", group " << g;
+        EXPECT_EQ(x.first, at + i) << what << ", group " << g;
+        EXPECT_EQ(x.count, std::min(cuda::kExpertGroupPicks, count - i)) << what << ", group " << g;
+      }
+      at += count;
+    }
+    for (; g < bound; ++g) EXPECT_EQ(groups[size_t(g)].count, 0) << what << ", group " << g << " past the last";
+  }
+}
+
 TEST(KernelRefs, ExpertRoutingIsTheTopKOfTheSoftmaxInExpertOrder) {
   // Per row: k distinct experts in increasing order, exactly the k most probable by the softmax in double (a tie
   // between two drawn logits is not expected at these sizes), weighted by their probabilities, renormalized when
