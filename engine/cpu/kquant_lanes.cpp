@@ -18,6 +18,7 @@ void put_low4(const uint8_t (&codes)[8][32], uint8_t* out) {
 
 size_t lanes_super_block_bytes(DType t) {
   switch (t) {
+    case DType::Q4_0: return 144;  // a unit of 8 blocks of 18 bytes
     case DType::Q4_K: return 144;
     case DType::Q5_K: return 176;
     case DType::Q6_K: return 210;
@@ -50,6 +51,25 @@ void q5k_super_block_to_lanes(const uint8_t* in, uint8_t* out) {
     }
 }
 
+bool tensor_takes_lanes(DType t, int64_t row_elements) {
+  // Q4_0's units of 8 blocks must not cross a row's end; a K-quant row is whole super-blocks anyway.
+  return lanes_super_block_bytes(t) > 0 && (t != DType::Q4_0 || row_elements % 256 == 0);
+}
+
+void q4_0_unit_to_lanes(const uint8_t* in, uint8_t* out) {
+  // ggml: block c is 18 bytes at 18c, f16 d then 16 bytes whose low nibbles are codes 0-15 and high ones 16-31.
+  uint8_t codes[8][32], d[16];
+  for (int c = 0; c < 8; ++c) {
+    std::memcpy(d + 2 * c, in + 18 * c, 2);
+    for (int e = 0; e < 16; ++e) {
+      codes[c][e] = in[18 * c + 2 + e] & 15;
+      codes[c][16 + e] = in[18 * c + 2 + e] >> 4;
+    }
+  }
+  std::memcpy(out, d, 16);
+  put_low4(codes, out + 16);
+}
+
 void q6k_super_block_to_lanes(const uint8_t* in, uint8_t* out) {
   // ggml: code l of block 4h + r: low nibble r / 2 of ql[64h + 32 (r % 2) + l], high bits 2r..2r+1 of qh[32h + l].
   uint8_t codes[8][32];
@@ -75,7 +95,8 @@ void to_lanes(DType t, const uint8_t* in, uint8_t* out, size_t count) {
   for (size_t i = 0; i < count; ++i) {
     const uint8_t* from = in + i * bytes_each;
     uint8_t* to = out + i * bytes_each;
-    if (t == DType::Q4_K) q4k_super_block_to_lanes(from, to);
+    if (t == DType::Q4_0) q4_0_unit_to_lanes(from, to);
+    else if (t == DType::Q4_K) q4k_super_block_to_lanes(from, to);
     else if (t == DType::Q5_K) q5k_super_block_to_lanes(from, to);
     else if (t == DType::Q6_K) q6k_super_block_to_lanes(from, to);
   }

@@ -133,6 +133,21 @@ QI_INLINE void unpack_nibble_blocks(const uint8_t* g, Group& G) {
   unpack_nibbles<L.bytes, L.qs, L.qh>(g, G);
 }
 
+// Q4_0 in the lanes layout (kquant_lanes.h): two units of 8 blocks, each its 8 scales then its codes as Q4_K_Lanes'.
+QI_INLINE void unpack_q4_0_lanes(const uint8_t* g, Group& G) {
+  const uint8_t* s0 = g;
+  const uint8_t* s1 = g + 144;
+  const __m128i d0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s0));
+  const __m128i d1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s1));
+  G.fw = _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(d0), d1, 1));
+  const __m512i m4 = _mm512_set1_epi8(15);
+  for (int k = 0; k < 4; ++k) {
+    const __m512i v = pair256(s0 + 16 + 32 * k, s1 + 16 + 32 * k);
+    G.w[k] = _mm512_and_si512(v, m4);
+    G.w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+  }
+}
+
 // The float factors of a Q4_K / Q5_K group: G.fw = d * scale and G.fm = dmin * min of each sub-block, from the
 // first 16 bytes of each super-block (f16 d, f16 dmin, then the 12 packed scale bytes as dwords A, B, C; the scales
 // and mins unpacked as k4_scale_min_words does, in both 128-bit lanes at once).
@@ -287,6 +302,7 @@ QI_INLINE void unpack(const uint8_t* gp, Group& G) {
   if constexpr (kType == Int8Type::Q8_0) unpack_q8_0(gp, G);
   else if constexpr (int8_is_nibble_block(kType)) unpack_nibble_blocks<kType>(gp, G);
   else if constexpr (kType == Int8Type::Q4_K) unpack_k45<false>(gp, G);
+  else if constexpr (kType == Int8Type::Q4_0_Lanes) unpack_q4_0_lanes(gp, G);
   else if constexpr (kType == Int8Type::Q4_K_Lanes) unpack_k45_lanes<false>(gp, G);
   else if constexpr (kType == Int8Type::Q5_K_Lanes) unpack_k45_lanes<true>(gp, G);
   else if constexpr (kType == Int8Type::Q6_K_Lanes) unpack_q6k_lanes(gp, G);
@@ -551,6 +567,7 @@ void int8_rows_avx512vnni(Int8Type type, const uint8_t* W, size_t row_bytes, con
     case Int8Type::Q5_K: return rows<Int8Type::Q5_K>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q6_K: return rows<Int8Type::Q6_K>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q4_K_Lanes: return rows<Int8Type::Q4_K_Lanes>(W, row_bytes, x, bias, Y, m, r0, r1);
+    case Int8Type::Q4_0_Lanes: return rows<Int8Type::Q4_0_Lanes>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q5_K_Lanes: return rows<Int8Type::Q5_K_Lanes>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q6_K_Lanes: return rows<Int8Type::Q6_K_Lanes>(W, row_bytes, x, bias, Y, m, r0, r1);
   }

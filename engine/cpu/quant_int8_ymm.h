@@ -146,6 +146,17 @@ QY_INLINE void unpack_k45_lanes(const uint8_t* blk, Half& H) {
   }
 }
 
+// A Q4_0 unit of 8 blocks in the lanes layout (kquant_lanes.h): its 8 scales, then its codes as Q4_K_Lanes'.
+QY_INLINE void unpack_q4_0_lanes(const uint8_t* unit, Half& H) {
+  H.fw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit)));
+  const __m256i m4 = _mm256_set1_epi8(15);
+  for (int k = 0; k < 4; ++k) {
+    const __m256i v = load256(unit + 16 + 32 * k);
+    H.w[k] = _mm256_and_si256(v, m4);
+    H.w[k + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+  }
+}
+
 // One Q4_K / Q5_K super-block in ggml's layout.
 template <bool q5>
 QY_INLINE void unpack_k45(const uint8_t* blk, Half& H) {
@@ -287,6 +298,7 @@ QY_INLINE void unpack_half(const uint8_t* hp, Half& H) {
   else if constexpr (int8_is_nibble_block(kType)) unpack_nibble_blocks<kType>(hp, H);
   else if constexpr (kType == Int8Type::Q4_K) unpack_k45<false>(hp, H);
   else if constexpr (kType == Int8Type::Q5_K) unpack_k45<true>(hp, H);
+  else if constexpr (kType == Int8Type::Q4_0_Lanes) unpack_q4_0_lanes(hp, H);
   else if constexpr (kType == Int8Type::Q4_K_Lanes) unpack_k45_lanes<false>(hp, H);
   else if constexpr (kType == Int8Type::Q5_K_Lanes) unpack_k45_lanes<true>(hp, H);
   else if constexpr (kType == Int8Type::Q6_K_Lanes) unpack_q6k_lanes(hp, H);
@@ -396,6 +408,7 @@ void rows_ymm_dispatch(Int8Type type, const uint8_t* W, size_t row_bytes, const 
     case Int8Type::Q5_K: return rows_ymm<Ops, Int8Type::Q5_K>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q6_K: return rows_ymm<Ops, Int8Type::Q6_K>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q4_K_Lanes: return rows_ymm<Ops, Int8Type::Q4_K_Lanes>(W, row_bytes, x, bias, Y, m, r0, r1);
+    case Int8Type::Q4_0_Lanes: return rows_ymm<Ops, Int8Type::Q4_0_Lanes>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q5_K_Lanes: return rows_ymm<Ops, Int8Type::Q5_K_Lanes>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q6_K_Lanes: return rows_ymm<Ops, Int8Type::Q6_K_Lanes>(W, row_bytes, x, bias, Y, m, r0, r1);
   }

@@ -109,7 +109,7 @@ std::shared_ptr<const ModelWeights> resident_copy(const ModelWeights& w, WeightM
   std::map<const void*, Copied> moved;  // old data -> the copy
   for_each_unique(*copy, [&](TensorView& t) {
     std::shared_ptr<void> owner = huge_page_alloc(t.nbytes());
-    const bool lanes = make_lanes && cpu::lanes_super_block_bytes(t.dtype) > 0;
+    const bool lanes = make_lanes && cpu::tensor_takes_lanes(t.dtype, t.cols());
     moves.push_back({static_cast<const char*>(t.data), static_cast<char*>(owner.get()), t.nbytes(),
                      lanes ? t.dtype : DType::F32});
     moved[t.data] = {owner.get(), owner, lanes};
