@@ -9,7 +9,7 @@
 //   kernel_ab MODEL [--rounds 15] [--tokens 16 | --step N] [--settings 'default;prefetch=4;kblock=2048,panel=8']
 // --settings: ';'-separated settings, each 'default' or a ','-list of prefetch=N (every N-th line, 0: never),
 // kblock=N and panel=N (0: the default), exact=1 (the exact path: f32 activations, dequantized weights), qahead=N
-// (the integer kernels' 1-2 token prefetch distance in bytes), lanes=0 (Q4_K, Q5_K and Q6_K read in ggml's layouts
+// (the integer kernels' 1-2 token prefetch distance in bytes), lanes=0 (Q4_0, Q4_K, Q5_K and Q6_K read in ggml's layouts
 // instead of their lanes copies, engine/cpu/kquant_lanes.h; its model is loaded once more, without lanes copies),
 // share=0 (the team's static splits instead of units shared out while a fork runs, engine/cpu/unit_shares.h),
 // sharemin=N (the smallest fork shared out, in multiply-adds; 0: the default), pahead=N (groups of bf16 panels
