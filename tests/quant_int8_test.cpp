@@ -258,23 +258,26 @@ TEST(QuantInt8, KernelsAreExactAtTheLargestCodes) {
   if (families == 0) GTEST_SKIP() << "no SIMD family on this CPU: only the scalar reference runs";
 }
 
-// Q4_0's (units of 8 blocks), Q4_K's, Q5_K's and Q6_K's lanes copies (engine/cpu/kquant_lanes.h, made with the CPU's
+// Q8_0's and Q4_0's (units of 8 blocks), Q4_K's, Q5_K's and Q6_K's lanes copies (engine/cpu/kquant_lanes.h, made with the CPU's
 // copy of the weights): every code where the layout says, the scale bytes untouched (Q4_0's gathered first); every SIMD family this CPU runs on the copy, and the scalar
 // reference on either layout, give the bits of the reference on ggml's layout, for whole and partial groups, every token count 1-66
 // and split rows.
 TEST(QuantInt8, LanesCopiesGiveTheBitsOfGgmlsLayouts) {
-  // Which tensors get one: Q4_0 only where a row is whole units of 8 blocks (Qwen3-30B-A3B's 768-wide expert rows, not
-  // Qwen1.5-MoE's 1408-wide ones), the K-quants always, no other type.
+  // Which tensors get one: Q4_0 and Q8_0 only where a row is whole units of 8 blocks (Qwen3-30B-A3B's 768-wide expert
+  // rows, not Qwen1.5-MoE's 1408-wide ones), the K-quants always, no other type.
   EXPECT_TRUE(cpu::tensor_takes_lanes(DType::Q4_0, 768));
   EXPECT_FALSE(cpu::tensor_takes_lanes(DType::Q4_0, 1408));
   EXPECT_TRUE(cpu::tensor_takes_lanes(DType::Q6_K, 2048));
-  EXPECT_FALSE(cpu::tensor_takes_lanes(DType::Q8_0, 2048));
+  EXPECT_TRUE(cpu::tensor_takes_lanes(DType::Q8_0, 2048));
+  EXPECT_FALSE(cpu::tensor_takes_lanes(DType::Q8_0, 896));
+  EXPECT_FALSE(cpu::tensor_takes_lanes(DType::Q5_0, 2048));
   std::mt19937 rng(29);
   struct LanesCase {
     const TypeCase& q;
     Int8Type lanes;
   };
-  for (const LanesCase& c : {LanesCase{kTypes[1], Int8Type::Q4_0_Lanes}, LanesCase{kTypes[2], Int8Type::Q4_K_Lanes},
+  for (const LanesCase& c : {LanesCase{kTypes[0], Int8Type::Q8_0_Lanes}, LanesCase{kTypes[1], Int8Type::Q4_0_Lanes},
+                             LanesCase{kTypes[2], Int8Type::Q4_K_Lanes},
                              LanesCase{kTypes[3], Int8Type::Q5_K_Lanes}, LanesCase{kTypes[4], Int8Type::Q6_K_Lanes}})
     for (bool random_bytes : {false, true})
       for (int k : {256, 512, 1280, 4864}) {
@@ -289,7 +292,10 @@ TEST(QuantInt8, LanesCopiesGiveTheBitsOfGgmlsLayouts) {
           const uint8_t* l = L.data() + sb * sb_bytes;
           for (int b = 0; b < 8; ++b)
             for (int e = 0; e < 32; ++e) {
-              if (c.q.dtype == DType::Q4_0) {
+              if (c.q.dtype == DType::Q8_0) {
+                ASSERT_EQ(cpu::q8_0_lanes_code(l, b, e), int(int8_t(g[34 * b + 2 + e])))
+                    << "unit " << sb << " block " << b << " code " << e;
+              } else if (c.q.dtype == DType::Q4_0) {
                 const uint8_t byte = g[18 * b + 2 + e % 16];
                 ASSERT_EQ(cpu::q4_0_lanes_code(l, b, e), e < 16 ? byte & 15 : byte >> 4)
                     << "unit " << sb << " block " << b << " code " << e;
@@ -306,8 +312,9 @@ TEST(QuantInt8, LanesCopiesGiveTheBitsOfGgmlsLayouts) {
                 ASSERT_EQ(cpu::q6k_lanes_code(l, b, e), want) << "super-block " << sb << " block " << b << " code " << e;
               }
             }
-          if (c.q.dtype == DType::Q4_0) {
-            for (int b = 0; b < 8; ++b) ASSERT_EQ(0, std::memcmp(g + 18 * b, l + 2 * b, 2)) << "block " << b << "'s d";
+          if (c.q.dtype == DType::Q4_0 || c.q.dtype == DType::Q8_0) {
+            const int stride = c.q.dtype == DType::Q4_0 ? 18 : 34;
+            for (int b = 0; b < 8; ++b) ASSERT_EQ(0, std::memcmp(g + stride * b, l + 2 * b, 2)) << "block " << b << "'s d";
           } else if (c.q.dtype != DType::Q6_K) ASSERT_EQ(0, std::memcmp(g, l, 16)) << "d, dmin and the scales stay";
           else ASSERT_EQ(0, std::memcmp(g + 192, l + 192, 18)) << "the scales and d stay";
         }
@@ -340,12 +347,12 @@ TEST(QuantInt8, LanesCopiesGiveTheBitsOfGgmlsLayouts) {
   if (!cpu::detail::int8_isa_supported(Int8Isa::Avx2)) GTEST_SKIP() << "no SIMD family here: only the scalar reference ran";
 }
 
-// cpu::linear reads a Q4_0, Q4_K, Q5_K or Q6_K weight's lanes copy on every kernel family unless the knob says not to:
+// cpu::linear reads a Q8_0, Q4_0, Q4_K, Q5_K or Q6_K weight's lanes copy on every kernel family unless the knob says not to:
 // given the lanes copy of another matrix, it computes that matrix's product; with lanes=0, the weight's own.
 TEST(QuantInt8, LinearReadsTheLanesCopyUnlessTheKnobSaysNot) {
   FastPath fast;
   std::mt19937 rng(31);
-  for (const TypeCase* q : {&kTypes[1], &kTypes[2], &kTypes[3], &kTypes[4]}) {
+  for (const TypeCase* q : {&kTypes[0], &kTypes[1], &kTypes[2], &kTypes[3], &kTypes[4]}) {
     SCOPED_TRACE(std::string(dtype_name(q->dtype)));
     const int m = 21, k = 1024, n = 5;
     const auto W = random_matrix(*q, m, k, rng, false), W2 = random_matrix(*q, m, k, rng, false);

@@ -74,8 +74,9 @@ TEST(WeightMemory, TheCopyComputesTheMappingsBits) {
     if (resident_copy_bytes(copied->weights()) == 0) continue;  // every matrix repacked: nothing to copy
     ASSERT_NE(resident, nullptr);
     // The matrices the context read are the copy's: other memory than the mapping, advised as huge pages. Q4_K,
-    // Q5_K and Q6_K ones, and Q4_0 ones whose rows are whole units of 8 blocks, as their lanes copies
-    // (kquant_lanes.h), `data` left to the mapping. (These fixtures' Q4_0 rows are 64 or 128 long: none gets one.)
+    // Q5_K and Q6_K ones, and Q4_0 and Q8_0 ones whose rows are whole units of 8 blocks, as their lanes copies
+    // (kquant_lanes.h), `data` left to the mapping. (These fixtures' Q4_0 and Q8_0 rows are 64 or 128 long: none
+    // gets one.)
     const bool lanes = cpu::detail::kquant_lanes_enabled();
     int lanes_copies = 0;
     for_each_linear(*resident, [&](const TensorView& t) {

@@ -18,6 +18,7 @@ void put_low4(const uint8_t (&codes)[8][32], uint8_t* out) {
 
 size_t lanes_super_block_bytes(DType t) {
   switch (t) {
+    case DType::Q8_0: return 272;  // a unit of 8 blocks of 34 bytes
     case DType::Q4_0: return 144;  // a unit of 8 blocks of 18 bytes
     case DType::Q4_K: return 144;
     case DType::Q5_K: return 176;
@@ -52,8 +53,9 @@ void q5k_super_block_to_lanes(const uint8_t* in, uint8_t* out) {
 }
 
 bool tensor_takes_lanes(DType t, int64_t row_elements) {
-  // Q4_0's units of 8 blocks must not cross a row's end; a K-quant row is whole super-blocks anyway.
-  return lanes_super_block_bytes(t) > 0 && (t != DType::Q4_0 || row_elements % 256 == 0);
+  // Q4_0's and Q8_0's units of 8 blocks must not cross a row's end; a K-quant row is whole super-blocks anyway.
+  const bool units = t == DType::Q4_0 || t == DType::Q8_0;
+  return lanes_super_block_bytes(t) > 0 && (!units || row_elements % 256 == 0);
 }
 
 void q4_0_unit_to_lanes(const uint8_t* in, uint8_t* out) {
@@ -68,6 +70,16 @@ void q4_0_unit_to_lanes(const uint8_t* in, uint8_t* out) {
   }
   std::memcpy(out, d, 16);
   put_low4(codes, out + 16);
+}
+
+void q8_0_unit_to_lanes(const uint8_t* in, uint8_t* out) {
+  // ggml: block c is 34 bytes at 34c, f16 d then 32 int8 codes. Lanes: step j's dword c is codes 4j..4j+3 of block c.
+  uint8_t unit[272];
+  for (int c = 0; c < 8; ++c) {
+    std::memcpy(unit + 2 * c, in + 34 * c, 2);
+    for (int j = 0; j < 8; ++j) std::memcpy(unit + 16 + 32 * j + 4 * c, in + 34 * c + 2 + 4 * j, 4);
+  }
+  std::memcpy(out, unit, sizeof unit);
 }
 
 void q6k_super_block_to_lanes(const uint8_t* in, uint8_t* out) {
@@ -95,7 +107,8 @@ void to_lanes(DType t, const uint8_t* in, uint8_t* out, size_t count) {
   for (size_t i = 0; i < count; ++i) {
     const uint8_t* from = in + i * bytes_each;
     uint8_t* to = out + i * bytes_each;
-    if (t == DType::Q4_0) q4_0_unit_to_lanes(from, to);
+    if (t == DType::Q8_0) q8_0_unit_to_lanes(from, to);
+    else if (t == DType::Q4_0) q4_0_unit_to_lanes(from, to);
     else if (t == DType::Q4_K) q4k_super_block_to_lanes(from, to);
     else if (t == DType::Q5_K) q5k_super_block_to_lanes(from, to);
     else if (t == DType::Q6_K) q6k_super_block_to_lanes(from, to);

@@ -21,6 +21,8 @@
 //   multiple of 256 long: tensor_takes_lanes), so that a unit never holds two rows' blocks. Why: Q4_0 was the one
 //   common type the kernels still gathered with to_lanes' shuffles, and four Qwen3-30B-A3B layers decoded at 0.94x
 //   llama-bench on the Zen 4 host (its matrix products at 60% of the memory bound, Q4_K_M's at 86%).
+// - Q8_0 (the same session; a unit of 8 blocks, 272 bytes): the 8 blocks' f16 d in bytes 0-15, then 8 steps of 32
+//   bytes, step j's dword c holding codes 4j..4j+3 of block c. Only for rows a multiple of 256 long, as Q4_0.
 // - Q4_K (144 bytes): bytes 0-15 as ggml's (d, dmin, the 12 packed scale bytes); then 4 chunks of 32 bytes, chunk k
 //   (k = 0..3) holding 8 dwords, dword c for block c: its byte i has code 4k + i of block c in the low nibble and
 //   code 16 + 4k + i in the high nibble.
@@ -40,12 +42,13 @@
 
 namespace specscope::cpu {
 
-// Bytes of a super-block of a type with a lanes layout (Q4_0's unit of 8 blocks: 144, Q4_K: 144, Q5_K: 176, Q6_K:
-// 210); 0 for the others.
+// Bytes of a super-block of a type with a lanes layout (the unit of 8 blocks of Q4_0: 144, of Q8_0: 272; Q4_K: 144,
+// Q5_K: 176, Q6_K: 210); 0 for the others.
 size_t lanes_super_block_bytes(DType t);
 // Whether a tensor of type t with rows of `row_elements` gets a lanes copy.
 bool tensor_takes_lanes(DType t, int64_t row_elements);
 void q4_0_unit_to_lanes(const uint8_t* in, uint8_t* out);
+void q8_0_unit_to_lanes(const uint8_t* in, uint8_t* out);
 // One super-block from ggml's layout to the lanes layout; `out` may be `in`.
 void q4k_super_block_to_lanes(const uint8_t* in, uint8_t* out);
 void q5k_super_block_to_lanes(const uint8_t* in, uint8_t* out);
@@ -63,6 +66,9 @@ inline int lanes_low4(const uint8_t* codes, int block, int element) {
 }
 inline int q4_0_lanes_code(const uint8_t* unit, int block, int element) {  // the nibble, 0..15 (code + 8)
   return lanes_low4(unit + 16, block, element);
+}
+inline int q8_0_lanes_code(const uint8_t* unit, int block, int element) {  // the signed code
+  return int8_t(unit[16 + 32 * (element / 4) + 4 * block + element % 4]);
 }
 inline int q4k_lanes_code(const uint8_t* super_block, int block, int element) {
   return lanes_low4(super_block + 16, block, element);

@@ -37,8 +37,13 @@ namespace specscope::cpu::detail {
 // where it has one).
 // Q5_0 and Q5_1 are what llama.cpp's Q4_K and Q5_K mixes hold wherever a row is not a multiple of 256 long: most of
 // Gemma-3-1B's and Qwen2.5-0.5B's matrices (hidden 1152 and 896).
-// Q4_0_Lanes: Q4_0 in units of 8 blocks, their scales then their codes as Q4_K_Lanes' (kquant_lanes.h).
-enum class Int8Type { Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_K_Lanes, Q5_K_Lanes, Q6_K_Lanes, Q4_0_Lanes };
+// Q4_0_Lanes, Q8_0_Lanes: Q4_0 / Q8_0 in units of 8 blocks, their scales then their codes in the order the kernels read
+// them (kquant_lanes.h).
+enum class Int8Type {
+  Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_K_Lanes, Q5_K_Lanes, Q6_K_Lanes, Q4_0_Lanes, Q8_0_Lanes
+};
+// Q8_0 in either layout: signed 8-bit codes, which some kernels multiply by sign rather than offset.
+constexpr bool int8_is_q8_0(Int8Type t) { return t == Int8Type::Q8_0 || t == Int8Type::Q8_0_Lanes; }
 // The fast path's type for a weight dtype; false for the types it does not cover (float ones).
 bool int8_type(DType t, Int8Type* out);
 // Whether a type's blocks add a minimum times the block's activation sum (the kernels' fm).
@@ -73,7 +78,7 @@ constexpr int kQ8_0Bytes = 34;  // f16 d, then 32 int8 codes
 // take off as (block's activation sum) << shift: Q8_0's codes made unsigned by adding 128, Q4_0's nibbles are code + 8,
 // Q5_0's 5-bit codes code + 16. -1 for the rest (their minimum, or Q6_K's per-half offset, does that job).
 constexpr int int8_code_offset_shift(Int8Type t) {
-  return t == Int8Type::Q8_0 ? 7 : t == Int8Type::Q4_0 || t == Int8Type::Q4_0_Lanes ? 3 : t == Int8Type::Q5_0 ? 4 : -1;
+  return int8_is_q8_0(t) ? 7 : t == Int8Type::Q4_0 || t == Int8Type::Q4_0_Lanes ? 3 : t == Int8Type::Q5_0 ? 4 : -1;
 }
 
 constexpr int kQ8Block = 32;                   // elements per activation block
@@ -146,7 +151,8 @@ inline K4Words k4_scale_min_words(const uint8_t* q) {
 // Bytes of the weight blocks of one group (16 blocks of 32, or two super-blocks of 256).
 constexpr size_t int8_group_bytes(Int8Type t) {
   switch (t) {
-    case Int8Type::Q8_0: return kQ8Lanes * kQ8_0Bytes;
+    case Int8Type::Q8_0:
+    case Int8Type::Q8_0_Lanes: return kQ8Lanes * kQ8_0Bytes;
     case Int8Type::Q4_0:
     case Int8Type::Q4_1:
     case Int8Type::Q5_0:

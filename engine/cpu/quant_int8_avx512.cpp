@@ -133,13 +133,28 @@ QI_INLINE void unpack_nibble_blocks(const uint8_t* g, Group& G) {
   unpack_nibbles<L.bytes, L.qs, L.qh>(g, G);
 }
 
+// The f16 scales of two units of 8 blocks in the lanes layouts (their first 16 bytes each), widened.
+QI_INLINE __m512 unit_scales(const uint8_t* s0, const uint8_t* s1) {
+  const __m128i d0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s0));
+  const __m128i d1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s1));
+  return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(d0), d1, 1));
+}
+
+// Q8_0 in the lanes layout (kquant_lanes.h): two units of 8 blocks, each its 8 scales then step j's 32 bytes at
+// 16 + 32 j; made unsigned by adding 128, as unpack_q8_0 does.
+QI_INLINE void unpack_q8_0_lanes(const uint8_t* g, Group& G) {
+  const uint8_t* s0 = g;
+  const uint8_t* s1 = g + 272;
+  G.fw = unit_scales(s0, s1);
+  const __m512i flip = _mm512_set1_epi8(char(0x80));
+  for (int j = 0; j < 8; ++j) G.w[j] = _mm512_xor_si512(pair256(s0 + 16 + 32 * j, s1 + 16 + 32 * j), flip);
+}
+
 // Q4_0 in the lanes layout (kquant_lanes.h): two units of 8 blocks, each its 8 scales then its codes as Q4_K_Lanes'.
 QI_INLINE void unpack_q4_0_lanes(const uint8_t* g, Group& G) {
   const uint8_t* s0 = g;
   const uint8_t* s1 = g + 144;
-  const __m128i d0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s0));
-  const __m128i d1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s1));
-  G.fw = _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(d0), d1, 1));
+  G.fw = unit_scales(s0, s1);
   const __m512i m4 = _mm512_set1_epi8(15);
   for (int k = 0; k < 4; ++k) {
     const __m512i v = pair256(s0 + 16 + 32 * k, s1 + 16 + 32 * k);
@@ -303,6 +318,7 @@ QI_INLINE void unpack(const uint8_t* gp, Group& G) {
   else if constexpr (int8_is_nibble_block(kType)) unpack_nibble_blocks<kType>(gp, G);
   else if constexpr (kType == Int8Type::Q4_K) unpack_k45<false>(gp, G);
   else if constexpr (kType == Int8Type::Q4_0_Lanes) unpack_q4_0_lanes(gp, G);
+  else if constexpr (kType == Int8Type::Q8_0_Lanes) unpack_q8_0_lanes(gp, G);
   else if constexpr (kType == Int8Type::Q4_K_Lanes) unpack_k45_lanes<false>(gp, G);
   else if constexpr (kType == Int8Type::Q5_K_Lanes) unpack_k45_lanes<true>(gp, G);
   else if constexpr (kType == Int8Type::Q6_K_Lanes) unpack_q6k_lanes(gp, G);
@@ -320,7 +336,7 @@ QI_INLINE void unpack(const uint8_t* gp, Group& G) {
 // flight); 16 KB and 64 KB 0.96-0.97x, none 0.94x. Q8_0, whose unpacking is a xor, is fastest with none (1.035x
 // 32 KB in 10 of 10 rounds; 4 KB 0.84x): the hardware prefetchers keep up with it alone.
 template <Int8Type kType>
-constexpr size_t kDirectAhead = kType == Int8Type::Q8_0 ? 0 : 32768;
+constexpr size_t kDirectAhead = int8_is_q8_0(kType) ? 0 : 32768;
 constexpr int kChunksAhead = 2;         // row chunks ahead of the panel path's unpacking
 struct Prefetcher {
   const char* p = nullptr;
@@ -568,6 +584,7 @@ void int8_rows_avx512vnni(Int8Type type, const uint8_t* W, size_t row_bytes, con
     case Int8Type::Q6_K: return rows<Int8Type::Q6_K>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q4_K_Lanes: return rows<Int8Type::Q4_K_Lanes>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q4_0_Lanes: return rows<Int8Type::Q4_0_Lanes>(W, row_bytes, x, bias, Y, m, r0, r1);
+    case Int8Type::Q8_0_Lanes: return rows<Int8Type::Q8_0_Lanes>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q5_K_Lanes: return rows<Int8Type::Q5_K_Lanes>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q6_K_Lanes: return rows<Int8Type::Q6_K_Lanes>(W, row_bytes, x, bias, Y, m, r0, r1);
   }

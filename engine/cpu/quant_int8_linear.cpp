@@ -57,6 +57,7 @@ TuningOverride g_kquant_lanes{"SPECSCOPE_KQUANT_LANES"};
 // The kernel type that reads t's lanes copy; t itself for the types without one.
 Int8Type lanes_type(Int8Type t) {
   switch (t) {
+    case Int8Type::Q8_0: return Int8Type::Q8_0_Lanes;
     case Int8Type::Q4_0: return Int8Type::Q4_0_Lanes;
     case Int8Type::Q4_K: return Int8Type::Q4_K_Lanes;
     case Int8Type::Q5_K: return Int8Type::Q5_K_Lanes;
@@ -162,7 +163,7 @@ void run_int8_products(int n, std::span<const Int8Product> products, ActOf act_o
     detail::for_each_product_units(count, u0, u1, units_of, [&](int i, int b0, int b1) {
       const Int8Product& p = products[i];
       const int m = rows_of(i);
-      // Q4_0 / Q4_K / Q5_K / Q6_K with a lanes copy (kquant_lanes.h): the same values, cheaper to unpack on every
+      // Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K with a lanes copy (kquant_lanes.h): the same values, cheaper to unpack on every
       // kernel.
       const Int8Type type = lanes_on && p.W->lanes ? lanes_type(p.type) : p.type;
       const bool lanes = type != p.type;

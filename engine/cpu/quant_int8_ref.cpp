@@ -42,6 +42,11 @@ float block_term(Int8Type type, const uint8_t* row, int b, const ActQ8& a, int t
       const float fw = load_half(blk);
       return L.has_min ? std::fma(load_half(blk + 2), float(xsum), fw * float(I)) : fw * float(I);
     }
+    case Int8Type::Q8_0_Lanes: {
+      const uint8_t* unit = row + size_t(b / 8) * 272;
+      for (int i = 0; i < 32; ++i) I += q8_0_lanes_code(unit, b % 8, i) * x[i];
+      return load_half(unit + 2 * (b % 8)) * float(I);
+    }
     case Int8Type::Q4_0_Lanes: {
       const uint8_t* unit = row + size_t(b / 8) * 144;
       for (int i = 0; i < 32; ++i) I += (q4_0_lanes_code(unit, b % 8, i) - 8) * x[i];

@@ -146,6 +146,17 @@ QY_INLINE void unpack_k45_lanes(const uint8_t* blk, Half& H) {
   }
 }
 
+// A Q8_0 unit of 8 blocks in the lanes layout (kquant_lanes.h): its 8 scales, then step j's 32 bytes at 16 + 32 j.
+template <class Ops>
+QY_INLINE void unpack_q8_0_lanes(const uint8_t* unit, Half& H) {
+  H.fw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit)));
+  for (int j = 0; j < 8; ++j) {
+    const __m256i q = load256(unit + 16 + 32 * j);
+    H.w[j] = Ops::kSignTrick ? q : _mm256_xor_si256(q, _mm256_set1_epi8(char(0x80)));
+    if constexpr (Ops::kSignTrick) H.w_abs[j] = _mm256_sign_epi8(H.w[j], H.w[j]);
+  }
+}
+
 // A Q4_0 unit of 8 blocks in the lanes layout (kquant_lanes.h): its 8 scales, then its codes as Q4_K_Lanes'.
 QY_INLINE void unpack_q4_0_lanes(const uint8_t* unit, Half& H) {
   H.fw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit)));
@@ -237,8 +248,8 @@ QY_INLINE __m256i dot_steps(const Half& H, const int8_t* xq, int j0, __m256i wid
     __m256i p16 = _mm256_setzero_si256();
     for (int j = j0; j < j0 + kCount; ++j) {
       __m256i p;
-      static_assert(kType != Int8Type::Q8_0 || Ops::kSignTrick, "128-offset Q8_0 codes would saturate the pairs");
-      if constexpr (kType == Int8Type::Q8_0)  // |w| times x with w's sign (the codes are signed here)
+      static_assert(!int8_is_q8_0(kType) || Ops::kSignTrick, "128-offset Q8_0 codes would saturate the pairs");
+      if constexpr (int8_is_q8_0(kType))  // |w| times x with w's sign (the codes are signed here)
         p = Ops::pairs(H.w_abs[j], _mm256_sign_epi8(x_at(j), H.w[j]));
       else
         p = Ops::pairs(H.w[j], x_at(j));
@@ -255,7 +266,8 @@ QY_INLINE __m256i dot_steps(const Half& H, const int8_t* xq, int j0, __m256i wid
 // How many steps' vpmaddubsw pair sums fit in int16: codes below 16 (Q4), 32 (Q5), 64 (Q6), and Q8_0's |w| <= 128.
 constexpr int int16_run_steps(Int8Type t) {
   switch (t) {
-    case Int8Type::Q8_0: return 1;
+    case Int8Type::Q8_0:
+    case Int8Type::Q8_0_Lanes: return 1;
     case Int8Type::Q5_0:
     case Int8Type::Q5_1:
     case Int8Type::Q5_K:
@@ -299,6 +311,7 @@ QY_INLINE void unpack_half(const uint8_t* hp, Half& H) {
   else if constexpr (kType == Int8Type::Q4_K) unpack_k45<false>(hp, H);
   else if constexpr (kType == Int8Type::Q5_K) unpack_k45<true>(hp, H);
   else if constexpr (kType == Int8Type::Q4_0_Lanes) unpack_q4_0_lanes(hp, H);
+  else if constexpr (kType == Int8Type::Q8_0_Lanes) unpack_q8_0_lanes<Ops>(hp, H);
   else if constexpr (kType == Int8Type::Q4_K_Lanes) unpack_k45_lanes<false>(hp, H);
   else if constexpr (kType == Int8Type::Q5_K_Lanes) unpack_k45_lanes<true>(hp, H);
   else if constexpr (kType == Int8Type::Q6_K_Lanes) unpack_q6k_lanes(hp, H);
@@ -368,7 +381,7 @@ void rows_ymm(const uint8_t* W, size_t row_bytes, const ActQ8& x, const float* b
             for (int t = 0; t < T; ++t) {
               __m256i I = half_dot<Ops, kType>(H, x.qs(t0 + t) + size_t(g) * kQ8Group + 32 * h);
               // Codes offset by 128, 8 or 16 (Q8_0's sign trick multiplies the signed codes instead).
-              if constexpr (int8_code_offset_shift(kType) >= 0 && !(kType == Int8Type::Q8_0 && Ops::kSignTrick)) {
+              if constexpr (int8_code_offset_shift(kType) >= 0 && !(int8_is_q8_0(kType) && Ops::kSignTrick)) {
                 const __m256i s = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.sums32(t0 + t) + b0));
                 I = _mm256_sub_epi32(I, _mm256_slli_epi32(s, int8_code_offset_shift(kType)));
               } else if constexpr (kQ6) {
@@ -409,6 +422,7 @@ void rows_ymm_dispatch(Int8Type type, const uint8_t* W, size_t row_bytes, const 
     case Int8Type::Q6_K: return rows_ymm<Ops, Int8Type::Q6_K>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q4_K_Lanes: return rows_ymm<Ops, Int8Type::Q4_K_Lanes>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q4_0_Lanes: return rows_ymm<Ops, Int8Type::Q4_0_Lanes>(W, row_bytes, x, bias, Y, m, r0, r1);
+    case Int8Type::Q8_0_Lanes: return rows_ymm<Ops, Int8Type::Q8_0_Lanes>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q5_K_Lanes: return rows_ymm<Ops, Int8Type::Q5_K_Lanes>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q6_K_Lanes: return rows_ymm<Ops, Int8Type::Q6_K_Lanes>(W, row_bytes, x, bias, Y, m, r0, r1);
   }
