@@ -54,7 +54,8 @@ TEST(WeightMemory, TheCopyComputesTheMappingsBits) {
                           "models/qwen2_bf16",                  "models/llama_spm_tied_f32",
                           "gguf_models/llama_bytelevel_f32.f16.gguf", "gguf_models/llama_bytelevel_f32.q8_0.gguf",
                           "gguf_models/llama_bytelevel_f32.q4_0.gguf", "gguf_models/llama_spm_tied_f32.q5_1.gguf",
-                          "gguf_kquant/tiny.q4_k_m.gguf",       "gguf_kquant/tiny.q5_k_m.gguf"};
+                          "gguf_kquant/tiny.q4_k_m.gguf",       "gguf_kquant/tiny.q5_k_m.gguf",
+                          "gguf_lanes/tiny.q4_0.gguf"};
   for (const char* name : models) {
     SCOPED_TRACE(name);
     std::shared_ptr<const Model> mapped, copied;
@@ -75,8 +76,8 @@ TEST(WeightMemory, TheCopyComputesTheMappingsBits) {
     ASSERT_NE(resident, nullptr);
     // The matrices the context read are the copy's: other memory than the mapping, advised as huge pages. Q4_K,
     // Q5_K and Q6_K ones, and Q4_0 and Q8_0 ones whose rows are whole units of 8 blocks, as their lanes copies
-    // (kquant_lanes.h), `data` left to the mapping. (These fixtures' Q4_0 and Q8_0 rows are 64 or 128 long: none
-    // gets one.)
+    // (kquant_lanes.h), `data` left to the mapping (the models/ fixtures' Q4_0 and Q8_0 rows are 64 or 128 long and
+    // get none; gguf_lanes/tiny.q4_0.gguf's are 256 and 512, and every matrix gets one).
     const bool lanes = cpu::detail::kquant_lanes_enabled();
     int lanes_copies = 0;
     for_each_linear(*resident, [&](const TensorView& t) {
@@ -96,6 +97,7 @@ TEST(WeightMemory, TheCopyComputesTheMappingsBits) {
       }
     });
     if (std::string(name).find("_k_m") != std::string::npos && lanes) EXPECT_GT(lanes_copies, 0);
+    if (std::string(name).find("gguf_lanes/") != std::string::npos && lanes) EXPECT_EQ(lanes_copies, 8);  // q, k, v, o, gate, up, down and the tied head
   }
 }
 
