@@ -54,36 +54,6 @@ __global__ void route_experts_k(float* logits, int rows, int experts, int k, boo
 
 constexpr int kProductThreads = 256, kProductWarps = kProductThreads / 32;
 
-// Block (p, y): outputs y * 8 .. y * 8 + 7 of product p (row p / k, pick p % k), one warp each: lane l sums, in
-// order, input elements l, l + 32, ... of a 16- or 32-bit row, or the runs of 32 elements l, l + 32, ... of a GGUF
-// block row (each run's scale decoded once: quant_decode.h's decode_run, bit for bit element()'s values), then the
-// warp adds its lanes by butterfly.
-__global__ void __launch_bounds__(kProductThreads)
-    expert_products_k(const uint8_t* W, WType t, size_t expert_bytes, size_t row_bytes, int m, int cols,
-                      const int32_t* ids, int k, const float* X, int64_t x_row_stride, int64_t x_pick_stride,
-                      float* Y) {
-  const int p = blockIdx.x, lane = threadIdx.x % 32;
-  const int o = blockIdx.y * kProductWarps + threadIdx.x / 32;
-  if (o >= m) return;  // warp-uniform
-  const float* x = X + int64_t(p / k) * x_row_stride + int64_t(p % k) * x_pick_stride;
-  const uint8_t* row = W + size_t(ids[p]) * expert_bytes + size_t(o) * row_bytes;
-  float acc = 0.f;
-  if (is_block(t)) {  // cols is a whole number of blocks, so of runs
-    const quant_decode::Block b = block_of(t);
-    float w[32];
-    for (int run = lane; run < cols / 32; run += 32) {
-      quant_decode::decode_run(row, b, run, w);
-      const float* xr = x + 32 * run;
-#pragma unroll
-      for (int j = 0; j < 32; ++j) acc = fmaf(xr[j], w[j], acc);
-    }
-  } else {
-    for (int i = lane; i < cols; i += 32) acc = fmaf(x[i], load_w(row, t, i), acc);
-  }
-  for (int s = 16; s > 0; s /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, s);
-  if (lane == 0) Y[int64_t(p) * m + o] = acc;
-}
-
 // One block: each expert's picks counted, the experts' first places in `order` and first groups (in expert order, by a
 // scan of at most a few hundred experts in one thread), then each pick put at its expert's next place (an atomic
 // cursor: the order within an expert varies from run to run, which no output depends on) and each expert's groups
@@ -114,22 +84,28 @@ __global__ void group_expert_picks_k(const int32_t* ids, int picks, int experts,
       groups[g] = ExpertGroup{first[e] + i, min(kExpertGroupPicks, counts[e] - i), e};
 }
 
-// Block (g, y): outputs y * 8 .. y * 8 + 7 of every pick of group g (one expert's, up to 8), one warp an output: each
-// run (or element) of the expert's row decoded once and applied to every pick, each pick's sum the same sequence of
-// fmaf and the same butterfly as expert_products_k's, so the same bits.
+// Block (g, y): outputs y * 8 .. y * 8 + 7 of every pick of group g (one expert's, up to kPicks = 8; with kPicks = 1
+// there are no groups and g is pick g alone: product p = row p / k, pick p % k, in fewer registers for a decode), one warp an output: lane l sums, in order, input elements l,
+// l + 32, ... of a 16- or 32-bit row, or the runs of 32 elements l, l + 32, ... of a GGUF block row (each run's scale
+// decoded once: quant_decode.h's decode_run, bit for bit element()'s values), each run or element applied to every
+// pick of the group, then the warp adds each pick's lanes by butterfly. A pick's sum is the same sequence of fmaf
+// whichever group holds it, and whether picks are grouped at all: the same bits.
+template <int kPicks>
 __global__ void __launch_bounds__(kProductThreads)
-    expert_group_products_k(const uint8_t* W, WType t, size_t expert_bytes, size_t row_bytes, int m, int cols,
-                            const int32_t* order, const ExpertGroup* groups, int k, const float* X,
-                            int64_t x_row_stride, int64_t x_pick_stride, float* Y) {
-  const ExpertGroup g = groups[blockIdx.x];
+    expert_products_k(const uint8_t* W, WType t, size_t expert_bytes, size_t row_bytes, int m, int cols,
+                      const int32_t* ids, const int32_t* order, const ExpertGroup* groups, int k, const float* X,
+                      int64_t x_row_stride, int64_t x_pick_stride, float* Y) {
+  const int gi = int(blockIdx.x);  // a group's index, or a pick's
+  const ExpertGroup g = kPicks == 1 ? ExpertGroup{gi, 1, ids[gi]} : groups[gi];
   const int lane = threadIdx.x % 32, o = blockIdx.y * kProductWarps + threadIdx.x / 32;
   if (g.count == 0 || o >= m) return;  // block-uniform, then warp-uniform
-  int32_t pick[kExpertGroupPicks];
-  const float* x[kExpertGroupPicks];
-  float acc[kExpertGroupPicks];
+  int32_t pick[kPicks];
+  const float* x[kPicks];
+  float acc[kPicks];
 #pragma unroll
-  for (int q = 0; q < kExpertGroupPicks; ++q) {
-    pick[q] = order[g.first + min(q, g.count - 1)];
+  for (int q = 0; q < kPicks; ++q) {
+    const int at = g.first + min(q, g.count - 1);
+    pick[q] = kPicks == 1 ? at : order[at];
     x[q] = X + int64_t(pick[q] / k) * x_row_stride + int64_t(pick[q] % k) * x_pick_stride;
     acc[q] = 0.f;
   }
@@ -140,7 +116,7 @@ __global__ void __launch_bounds__(kProductThreads)
     for (int run = lane; run < cols / 32; run += 32) {
       quant_decode::decode_run(row, b, run, w);
 #pragma unroll
-      for (int q = 0; q < kExpertGroupPicks; ++q)
+      for (int q = 0; q < kPicks; ++q)
         if (q < g.count) {
           const float* xr = x[q] + 32 * run;
 #pragma unroll
@@ -151,12 +127,12 @@ __global__ void __launch_bounds__(kProductThreads)
     for (int i = lane; i < cols; i += 32) {
       const float wv = load_w(row, t, i);
 #pragma unroll
-      for (int q = 0; q < kExpertGroupPicks; ++q)
+      for (int q = 0; q < kPicks; ++q)
         if (q < g.count) acc[q] = fmaf(x[q][i], wv, acc[q]);
     }
   }
 #pragma unroll
-  for (int q = 0; q < kExpertGroupPicks; ++q)
+  for (int q = 0; q < kPicks; ++q)
     if (q < g.count) {  // warp-uniform
       float a = acc[q];
       for (int s = 16; s > 0; s /= 2) a += __shfl_xor_sync(0xffffffffu, a, s);
@@ -211,19 +187,17 @@ void expert_products(const void* W, WType t, int m, int cols, const int32_t* ids
                      const ExpertGrouping* grouping) {
   if (rows <= 0 || m <= 0) return;
   const size_t rb = row_bytes(t, cols);
-  if (grouping) {
-    const dim3 grid(unsigned(grouping->bound), (m + kProductWarps - 1) / kProductWarps);
-    expert_group_products_k<<<grid, kProductThreads, 0, s>>>(static_cast<const uint8_t*>(W), t, size_t(m) * rb, rb,
-                                                             m, cols, grouping->order, grouping->groups, k, X,
-                                                             x_row_stride, x_pick_stride, Y);
-    CUDA_CHECK(cudaGetLastError());
-    return;
-  }
-  // The products on x (up to 2^31 - 1 blocks), the outputs on y (65,535 at most: 524,280 outputs): with the products
-  // on y, a Qwen3-MoE prefill of 8,192 tokens (8 picks each) was over y's limit and failed to launch.
-  const dim3 grid(unsigned(rows) * unsigned(k), (m + kProductWarps - 1) / kProductWarps);
-  expert_products_k<<<grid, kProductThreads, 0, s>>>(static_cast<const uint8_t*>(W), t, size_t(m) * rb, rb, m, cols,
-                                                     ids, k, X, x_row_stride, x_pick_stride, Y);
+  // The groups (or picks) on x (up to 2^31 - 1 blocks), the outputs on y (65,535 at most: 524,280 outputs): with the
+  // picks on y, a Qwen3-MoE prefill of 8,192 tokens (8 picks each) was over y's limit and failed to launch.
+  const unsigned blocks = grouping ? unsigned(grouping->bound) : unsigned(rows) * unsigned(k);
+  const dim3 grid(blocks, (m + kProductWarps - 1) / kProductWarps);
+  const auto* w = static_cast<const uint8_t*>(W);
+  if (grouping)
+    expert_products_k<kExpertGroupPicks><<<grid, kProductThreads, 0, s>>>(
+        w, t, size_t(m) * rb, rb, m, cols, ids, grouping->order, grouping->groups, k, X, x_row_stride, x_pick_stride, Y);
+  else
+    expert_products_k<1><<<grid, kProductThreads, 0, s>>>(w, t, size_t(m) * rb, rb, m, cols, ids, nullptr, nullptr, k,
+                                                          X, x_row_stride, x_pick_stride, Y);
   CUDA_CHECK(cudaGetLastError());
 }
 

@@ -157,7 +157,7 @@ constexpr size_t int8_group_bytes(Int8Type t) {
     case Int8Type::Q4_1:
     case Int8Type::Q5_0:
     case Int8Type::Q5_1: return size_t(kQ8Lanes) * size_t(nibble_block(t).bytes);
-    case Int8Type::Q4_0_Lanes: return 2 * 144;
+    case Int8Type::Q4_0_Lanes:  // two units of 8 blocks, each the size of a Q4_K super-block
     case Int8Type::Q4_K:
     case Int8Type::Q4_K_Lanes: return 2 * 144;
     case Int8Type::Q5_K:

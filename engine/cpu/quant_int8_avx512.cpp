@@ -140,6 +140,17 @@ QI_INLINE __m512 unit_scales(const uint8_t* s0, const uint8_t* s1) {
   return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(d0), d1, 1));
 }
 
+// The 4-bit codes of two units or super-blocks in the lanes layouts (kquant_lanes.h, 128 bytes at c0 and at c1): chunk
+// k of both, masked, is step k; shifted right by 4, step k + 4.
+QI_INLINE void lanes_nibbles(const uint8_t* c0, const uint8_t* c1, Group& G) {
+  const __m512i m4 = _mm512_set1_epi8(15);
+  for (int k = 0; k < 4; ++k) {
+    const __m512i v = pair256(c0 + 32 * k, c1 + 32 * k);
+    G.w[k] = _mm512_and_si512(v, m4);
+    G.w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+  }
+}
+
 // Q8_0 in the lanes layout (kquant_lanes.h): two units of 8 blocks, each its 8 scales then step j's 32 bytes at
 // 16 + 32 j; made unsigned by adding 128, as unpack_q8_0 does.
 QI_INLINE void unpack_q8_0_lanes(const uint8_t* g, Group& G) {
@@ -152,15 +163,8 @@ QI_INLINE void unpack_q8_0_lanes(const uint8_t* g, Group& G) {
 
 // Q4_0 in the lanes layout (kquant_lanes.h): two units of 8 blocks, each its 8 scales then its codes as Q4_K_Lanes'.
 QI_INLINE void unpack_q4_0_lanes(const uint8_t* g, Group& G) {
-  const uint8_t* s0 = g;
-  const uint8_t* s1 = g + 144;
-  G.fw = unit_scales(s0, s1);
-  const __m512i m4 = _mm512_set1_epi8(15);
-  for (int k = 0; k < 4; ++k) {
-    const __m512i v = pair256(s0 + 16 + 32 * k, s1 + 16 + 32 * k);
-    G.w[k] = _mm512_and_si512(v, m4);
-    G.w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-  }
+  G.fw = unit_scales(g, g + 144);
+  lanes_nibbles(g + 16, g + 144 + 16, G);
 }
 
 // The float factors of a Q4_K / Q5_K group: G.fw = d * scale and G.fm = dmin * min of each sub-block, from the
@@ -197,12 +201,7 @@ QI_INLINE void unpack_k45_lanes(const uint8_t* g, Group& G) {
   const uint8_t* s0 = g;
   const uint8_t* s1 = g + kBytes;
   k45_factors(s0, s1, G);
-  const __m512i m4 = _mm512_set1_epi8(15);
-  for (int k = 0; k < 4; ++k) {
-    const __m512i v = pair256(s0 + kQs + 32 * k, s1 + kQs + 32 * k);
-    G.w[k] = _mm512_and_si512(v, m4);
-    G.w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-  }
+  lanes_nibbles(s0 + kQs, s1 + kQs, G);
   if constexpr (q5) {
     const __m512i h = pair256(s0 + 16, s1 + 16), bit4 = _mm512_set1_epi8(0x10);
     for (int j = 0; j < 8; ++j) {

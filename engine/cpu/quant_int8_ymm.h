@@ -125,18 +125,23 @@ QY_INLINE void k45_factors(const uint8_t* blk, Half& H) {
   H.fm = _mm256_mul_ps(_mm256_set1_ps(f16y(blk + 2)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, int(k.mn[1]), int(k.mn[0])))));
 }
 
-// One Q4_K / Q5_K super-block in the lanes layouts (kquant_lanes.h): a super-block is a half here, so chunk k,
-// masked, is step k and, shifted by 4, step k + 4, with no transposes; Q5_K's fifth bit j joins step j.
-template <bool q5>
-QY_INLINE void unpack_k45_lanes(const uint8_t* blk, Half& H) {
-  k45_factors(blk, H);
+// The 4-bit codes of a unit or super-block in the lanes layouts (kquant_lanes.h, 128 bytes at `codes`): a unit is a
+// half here, so chunk k, masked, is step k and, shifted right by 4, step k + 4, with no transposes.
+QY_INLINE void lanes_nibbles(const uint8_t* codes, Half& H) {
   const __m256i m4 = _mm256_set1_epi8(15);
-  const uint8_t* qs = blk + (q5 ? 48 : 16);
   for (int k = 0; k < 4; ++k) {
-    const __m256i v = load256(qs + 32 * k);
+    const __m256i v = load256(codes + 32 * k);
     H.w[k] = _mm256_and_si256(v, m4);
     H.w[k + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
   }
+}
+
+// One Q4_K / Q5_K super-block in the lanes layouts (kquant_lanes.h): its codes as lanes_nibbles reads them; Q5_K's
+// fifth bit j joins step j.
+template <bool q5>
+QY_INLINE void unpack_k45_lanes(const uint8_t* blk, Half& H) {
+  k45_factors(blk, H);
+  lanes_nibbles(blk + (q5 ? 48 : 16), H);
   if constexpr (q5) {
     const __m256i h = load256(blk + 16), bit4 = _mm256_set1_epi8(0x10);
     for (int j = 0; j < 8; ++j) {
@@ -146,10 +151,15 @@ QY_INLINE void unpack_k45_lanes(const uint8_t* blk, Half& H) {
   }
 }
 
+// The f16 scales of a unit of 8 blocks in the lanes layouts (its first 16 bytes), widened.
+QY_INLINE __m256 unit_scales(const uint8_t* unit) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit)));
+}
+
 // A Q8_0 unit of 8 blocks in the lanes layout (kquant_lanes.h): its 8 scales, then step j's 32 bytes at 16 + 32 j.
 template <class Ops>
 QY_INLINE void unpack_q8_0_lanes(const uint8_t* unit, Half& H) {
-  H.fw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit)));
+  H.fw = unit_scales(unit);
   for (int j = 0; j < 8; ++j) {
     const __m256i q = load256(unit + 16 + 32 * j);
     H.w[j] = Ops::kSignTrick ? q : _mm256_xor_si256(q, _mm256_set1_epi8(char(0x80)));
@@ -159,13 +169,8 @@ QY_INLINE void unpack_q8_0_lanes(const uint8_t* unit, Half& H) {
 
 // A Q4_0 unit of 8 blocks in the lanes layout (kquant_lanes.h): its 8 scales, then its codes as Q4_K_Lanes'.
 QY_INLINE void unpack_q4_0_lanes(const uint8_t* unit, Half& H) {
-  H.fw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(unit)));
-  const __m256i m4 = _mm256_set1_epi8(15);
-  for (int k = 0; k < 4; ++k) {
-    const __m256i v = load256(unit + 16 + 32 * k);
-    H.w[k] = _mm256_and_si256(v, m4);
-    H.w[k + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-  }
+  H.fw = unit_scales(unit);
+  lanes_nibbles(unit + 16, H);
 }
 
 // One Q4_K / Q5_K super-block in ggml's layout.
