@@ -19,7 +19,9 @@ namespace {
 // rotary and LongRoPE's scaled cosines and long factors (rope and rope_qk's rotary_dim and scale,
 // DeviceModel::inv_freq_long; written in the forty-third session), Gemma 2's soft caps (attention's soft_cap,
 // CudaContext::finish_logits) and mixtures of experts (kernels/experts.cu, cuda_experts.cpp; both written in the
-// forty-eighth), heads wider than 128 (the single-block attention at every context; the forty-ninth). Granite's scaled embeddings, queries, residual adds and logits, and Gemma 3's parts (sublayer output
+// forty-eighth), heads wider than 128 (the single-block attention at every context; the forty-ninth), YaRN (the
+// generic frequencies and factor, as LongRoPE's; the fiftieth). GPT-OSS's sinks, expert biases and clamped SwiGLU are
+// refused: not written for the GPU. Granite's scaled embeddings, queries, residual adds and logits, and Gemma 3's parts (sublayer output
 // norms, GELU, sliding layers with their own RoPE) passed cuda_parity_test on an H200 (2026-12-04; Gemma 3's greedy
 // partings judged by the gap, as near ties) and run by default. SPECSCOPE_CUDA_REFUSE=<architecture> refuses one more
 // (its ModelConfig name, e.g. Gemma3ForCausalLM): how the parity test reaches the fallback to the CPU now that every
@@ -28,6 +30,9 @@ std::string unsupported(const ModelConfig& c) {
   if (c.head_dim > attention_paths::kMaxWideHeadDim)
     return "the CUDA backend's attention takes head_dim up to " + std::to_string(attention_paths::kMaxWideHeadDim) +
            ", this model's is " + std::to_string(c.head_dim);
+  if (c.attention_sinks || c.expert_bias || c.swiglu_limit > 0.f)
+    return c.architecture + ": attention sinks, expert biases and the clamped SwiGLU (GPT-OSS) are not written for "
+                            "the CUDA backend yet";
   if (c.moe() && c.num_experts > kMaxGroupedExperts)
     return "the CUDA backend groups a layer's picks for at most " + std::to_string(kMaxGroupedExperts) +
            " experts, this model has " + std::to_string(c.num_experts);
@@ -35,8 +40,8 @@ std::string unsupported(const ModelConfig& c) {
   if (c.head_dim > attention_paths::kMaxHeadDim)
     unproven = "attention heads wider than " + std::to_string(attention_paths::kMaxHeadDim) +
                " (Gemma 2 2B/9B, Gemma 3 1B-12B)";
-  else if (c.rotary_dims() != c.head_dim || c.rope_scaling.type == "longrope")
-    unproven = "partial rotary and LongRoPE (Phi-3.5, Phi-4-mini)";
+  else if (c.rotary_dims() != c.head_dim || c.rope_scaling.type == "longrope" || c.rope_scaling.type == "yarn")
+    unproven = "partial rotary, LongRoPE (Phi-3.5, Phi-4-mini) and YaRN";
   else if (c.attn_soft_cap > 0.f || c.final_soft_cap > 0.f)
     unproven = "soft-capped attention scores and logits (Gemma 2)";
   else if (c.moe())

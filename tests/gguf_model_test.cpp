@@ -112,6 +112,11 @@ const std::vector<Case> kCases = {
     // (ffn_*_shexp) with its gate ffn_gate_inp_shexp: a vector of H in the f32 file, a quantized [1, H] in the q8_0 one.
     {"qwen2moe_f32.f32.gguf", "qwen2moe_f32", "f32"},
     {"qwen2moe_f32.q8_0.gguf", "qwen2moe_f32", "q8_0"},
+    // "gpt-oss": biases on attn_q/k/v/output, the router (ffn_gate_inp.bias) and the experts (ffn_*_exps.bias),
+    // attn_sinks, post_attention_norm before the MLP, YaRN RoPE; in the mxfp4 file the experts are MXFP4 (computed as
+    // the same values in Q5_0) and every other matrix Q8_0, as llama-quantize's MXFP4_MOE writes them.
+    {"gpt_oss_f32.f32.gguf", "gpt_oss_f32", "f32"},
+    {"gpt_oss_f32.mxfp4.gguf", "gpt_oss_f32", "mxfp4"},
 };
 
 // The MLP's down projection: a dense layer's, or a mixture-of-experts layer's last expert's (its row view of the stacked
@@ -126,7 +131,7 @@ double tolerance(const std::string& type) {
   // Weights), which is where a wrong computation would show.
   static const std::map<std::string, double> tol = {{"f32", 1e-4},  {"bf16", 1e-4}, {"f16", 2e-2},
                                                     {"q8_0", 1.5e-1}, {"q4_0", 5e-1}, {"q4_1", 8e-1},
-                                                    {"q5_0", 5e-1}, {"q5_1", 4e-1}};
+                                                    {"q5_0", 5e-1}, {"q5_1", 4e-1}, {"mxfp4", 5e-1}};
   return tol.at(type);
 }
 bool quantized(const std::string& type) { return type != "f32" && type != "f16" && type != "bf16"; }
@@ -138,7 +143,8 @@ bool coarse(const std::string& type) { return quantized(type) && type != "q8_0";
 DType stored_dtype(const std::string& type) {
   static const std::map<std::string, DType> dt = {{"f32", DType::F32},   {"f16", DType::F16},   {"bf16", DType::BF16},
                                                   {"q8_0", DType::Q8_0}, {"q4_0", DType::Q4_0}, {"q4_1", DType::Q4_1},
-                                                  {"q5_0", DType::Q5_0}, {"q5_1", DType::Q5_1}};
+                                                  {"q5_0", DType::Q5_0}, {"q5_1", DType::Q5_1},
+                                                  {"mxfp4", DType::Q8_0}};  // its matrices but the experts
   return dt.at(type);
 }
 constexpr double kQ8TieMargin = 0.02;  // of the row's max |logit|; the worst seen was 0.0094
@@ -240,13 +246,14 @@ TEST_P(GgufModel, ConfigMatchesHuggingFace) {
   const auto gf = rope_inv_freq(g), hf_freq = rope_inv_freq(h);
   ASSERT_EQ(gf.size(), hf_freq.size());
   for (size_t i = 0; i < gf.size(); ++i) EXPECT_NEAR(gf[i], hf_freq[i], 1e-6 * hf_freq[i]) << "inv_freq[" << i << "]";
-  EXPECT_EQ(model()->weights_dtype(), GetParam().type);
-  // Matrices keep their stored type (Q8_0 stays in its blocks: no f32 copy); norms are f32 vectors.
   const std::string& ty = GetParam().type;
+  EXPECT_EQ(model()->weights_dtype(), ty == "mxfp4" ? "mxfp4_moe" : ty);  // llama.cpp's name for the file type
+  // Matrices keep their stored type (Q8_0 stays in its blocks: no f32 copy); norms are f32 vectors. MXFP4 experts
+  // compute as Q5_0, the same values (engine/formats/mxfp4.h).
   const DType want = stored_dtype(ty);
   EXPECT_EQ(model()->weights().embed.dtype, want);
   EXPECT_EQ(model()->weights().layers[0].wq.dtype, want);
-  EXPECT_EQ(mlp_down(model()->weights().layers[0]).dtype, want);
+  EXPECT_EQ(mlp_down(model()->weights().layers[0]).dtype, ty == "mxfp4" ? DType::Q5_0 : want);
   EXPECT_EQ(model()->parameter_count(), hf()->parameter_count());
   // Experts: llama.cpp's file says as much as the config (llama.cpp renormalizes, as these checkpoints ask).
   EXPECT_EQ(g.num_experts, h.num_experts);

@@ -53,7 +53,7 @@ const std::vector<std::string> kModels = {"llama_bytelevel_f32", "llama_byteleve
                                           "gemma3_bf16",         "gemma3_vlm_f32",       "gemma3_vlm_statedict_f32",
                                           "granite_f32",         "phi3_f32",             "gemma2_f32",
                                           "qwen3moe_f32",        "qwen3moe_mixed_f32",   "mixtral_f32",
-                                          "qwen2moe_f32",        "gemma3_wide_f32"};
+                                          "qwen2moe_f32",        "gemma3_wide_f32",      "gpt_oss_f32"};
 
 struct GoldenPrompt {
   std::string name, text;
@@ -198,6 +198,8 @@ TEST_P(ModelParity, ConfigMatchesGolden) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i)
     EXPECT_NEAR(got[i], want[i], 1e-5 * std::fabs(want[i])) << "inv_freq[" << i << "]";
+  // YaRN's factor on every cosine and sine (gpt_oss_f32; its frequencies are rope_inv_freq above, truncate false).
+  if (rope_type == "yarn") EXPECT_FLOAT_EQ(rope_attention_factor(c), meta.at("rope_attention_factor").get<float>());
   // LongRoPE's other half (phi3_f32): the long factors, which a context past the original length takes, and the
   // factor on every cosine and sine.
   if (rope_type == "longrope") {

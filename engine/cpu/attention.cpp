@@ -1,6 +1,7 @@
 #include "engine/cpu/attention.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -91,12 +92,18 @@ void scores_any(const float* const* q, int gc, const float* kt, size_t kt_stride
 // and store.
 // With soft_cap > 0 (Gemma 2), each visible score first becomes soft_cap * tanh(score / soft_cap), element by element
 // (the padding too: whatever it holds is masked below).
+// A sink (GPT-OSS; -inf: none) joins the maximum and adds exp(sink - max) to the sum, as transformers appends it as
+// one more logit and drops its column after the softmax. Without one the bits are those of the plain softmax.
 template <int L>
-SS_ATTN_INLINE void packed_softmax(const float* s, int prefix, const int* tail, int nv, float soft_cap, float* w) {
+SS_ATTN_INLINE void packed_softmax(const float* s, int prefix, const int* tail, int nv, float soft_cap, float sink,
+                                   float* w) {
   std::memcpy(w, s, sizeof(float) * size_t(prefix));
   for (int i = prefix; i < nv; ++i) w[i] = s[tail[i - prefix]];
   if (soft_cap > 0.f) vec::soft_cap<true, L>(w, nv, soft_cap);
-  vec::scale<true, L>(w, nv, 1.f / vec::sum_exp<true, L>(w, nv, vec::max_of<true, L>(w, nv), true));
+  const float max = std::max(vec::max_of<true, L>(w, nv), sink);
+  float sum = vec::sum_exp<true, L>(w, nv, max, true);
+  if (sink != -std::numeric_limits<float>::infinity()) sum += std::exp(sink - max);
+  vec::scale<true, L>(w, nv, 1.f / sum);
 }
 
 // out_g[b] (+)= sum_i w_g[first + i] v[key(first + i)][b] over i < n, for GC query vectors and DB vectors of
@@ -210,10 +217,11 @@ SS_ATTN_INLINE void attend_block(const AttentionArgs& a, const VisibleKeys& vk, 
     const float* q[kMaxQ];
     float* out[kMaxQ];
     float* w[kMaxQ];
-    int row_of[kMaxQ];
+    int row_of[kMaxQ], head_of[kMaxQ];
     for (int g = 0; g < gc; ++g) {
       const int row = r0 + (c0 + g) / group, h = kvh * group + (c0 + g) % group;
       row_of[g] = row;
+      head_of[g] = h;
       q[g] = a.q + size_t(row) * a.q_stride + size_t(h) * hd;
       out[g] = a.out + size_t(row) * a.out_stride + size_t(h) * hd;
       w[g] = s.weights.data() + size_t(g) * pad;
@@ -223,8 +231,9 @@ SS_ATTN_INLINE void attend_block(const AttentionArgs& a, const VisibleKeys& vk, 
     int shared = a.keys;  // the prefix every row of the chunk sees
     for (int g = 0; g < gc; ++g) {
       const int row = row_of[g];
+      const float sink = a.sinks ? a.sinks[head_of[g]] : -std::numeric_limits<float>::infinity();
       packed_softmax<B::kWidth>(sc + size_t(g) * pad, vk.prefix[size_t(row)], vk.tail_of(row), vk.count[size_t(row)],
-                                a.soft_cap, w[g]);
+                                a.soft_cap, sink, w[g]);
       shared = std::min(shared, vk.prefix[size_t(row)]);
     }
     values_dispatch<B>(gc, w, 0, nullptr, shared, a, v, out, false);

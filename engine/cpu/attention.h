@@ -43,6 +43,9 @@ struct AttentionArgs {
   const VisibleKeys* seen = nullptr;  // `visible` packed (VisibleKeys::build); null: attention() packs it itself
   float scale = 1.f;
   float soft_cap = 0.f;  // > 0: scores (after scale) become soft_cap * tanh(score / soft_cap) (Gemma 2); 0: as they are
+  // [heads]: head h's sink logit, one more term exp(sink - max) in its softmax's denominator, with no value (GPT-OSS);
+  // null: none.
+  const float* sinks = nullptr;
   float* out = nullptr;  // [rows][heads * head_dim] at out_stride
   size_t out_stride = 0;
 };

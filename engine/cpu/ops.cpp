@@ -125,6 +125,26 @@ SS_VEC_INLINE void gelu_tanh_mul_with(const float* gate, const float* up, float*
   }
 }
 
+// GPT-OSS's clamped SwiGLU: g = min(gate, limit), u = clamp(up, -limit, limit), out = g * sigmoid(alpha g) * (u + 1),
+// as transformers' GptOssExperts._apply_gate (sigmoid as silu's 1 / (1 + exp(-z)), on the same vector exp).
+template <int L>
+SS_VEC_INLINE void swiglu_clamped_mul_with(const float* gate, const float* up, float* out, int64_t n, float limit,
+                                           float alpha) {
+  using namespace vec;
+  using V = vec_t<L>;
+  const V hi = splat<V>(limit), lo = splat<V>(-limit);
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    const V g = vmin(load<V>(gate + i), hi), u = vmax(vmin(load<V>(up + i), hi), lo);
+    store(out + i, g / (1.0f + exp_v(-alpha * g)) * (u + 1.0f));
+  }
+  if (i < n) {
+    const int r = int(n - i);
+    const V g = vmin(load_part<V>(gate + i, r), hi), u = vmax(vmin(load_part<V>(up + i, r), hi), lo);
+    store_part(out + i, g / (1.0f + exp_v(-alpha * g)) * (u + 1.0f), r);
+  }
+}
+
 // x = cap * tanh(x / cap) (Gemma 2's final logits): vec::soft_cap at this CPU's width.
 template <int L>
 SS_VEC_INLINE void soft_cap_with(float* x, float cap, int64_t n) {
@@ -154,6 +174,9 @@ SS_VEC_INLINE void log_softmax_with(float* x, int n) {
 SS_PER_ISA_KERNEL(void, silu_mul, (const float* gate, const float* up, float* out, int64_t n), (gate, up, out, n))
 SS_PER_ISA_KERNEL(void, gelu_tanh_mul, (const float* gate, const float* up, float* out, int64_t n),
                   (gate, up, out, n))
+SS_PER_ISA_KERNEL(void, swiglu_clamped_mul,
+                  (const float* gate, const float* up, float* out, int64_t n, float limit, float alpha),
+                  (gate, up, out, n, limit, alpha))
 SS_PER_ISA_KERNEL(void, soft_cap, (float* x, float cap, int64_t n), (x, cap, n))
 SS_PER_ISA_KERNEL(void, softmax, (float* x, int n), (x, n))
 SS_PER_ISA_KERNEL(void, log_softmax, (float* x, int n), (x, n))

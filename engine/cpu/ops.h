@@ -22,6 +22,9 @@ void rope_rotate(float* vec, int n_heads, int head_dim, const float* cos_sin, in
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);
 // out[i] = gelu_tanh(gate[i]) * up[i], PyTorch's gelu(approximate="tanh") (Gemma's gelu_pytorch_tanh)
 void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n);
+// GPT-OSS's clamped SwiGLU: out[i] = g * sigmoid(alpha * g) * (u + 1), g = min(gate[i], limit),
+// u = clamp(up[i], -limit, limit)
+void swiglu_clamped_mul(const float* gate, const float* up, float* out, int64_t n, float limit, float alpha);
 // In-place softmax over n values; returns nothing. Handles -inf entries.
 void softmax(float* x, int n);
 // In-place log-softmax over n values (a drafter's log-probabilities).

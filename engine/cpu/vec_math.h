@@ -102,6 +102,8 @@ template <class M, class V>
 SS_VEC_INLINE V select(M mask, V a, V b) { return mask ? a : b; }
 template <class V>
 SS_VEC_INLINE V vmax(V a, V b) { return a > b ? a : b; }
+template <class V>
+SS_VEC_INLINE V vmin(V a, V b) { return a < b ? a : b; }
 template <class V, class I>
 SS_VEC_INLINE V bits_to_float(I i) {
   V f;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/formats/gguf_k_scales.h"
+#include "engine/formats/mxfp4.h"
 #include "engine/util/dtype.h"
 #include "engine/util/half_float.h"
 
@@ -56,7 +57,7 @@ constexpr GgmlTypeInfo kTypes[] = {
     {GgmlType::BF16, "BF16", 1, 2, true},
     {GgmlType::TQ1_0, "TQ1_0", 256, 54, false},
     {GgmlType::TQ2_0, "TQ2_0", 256, 66, false},
-    {GgmlType::MXFP4, "MXFP4", 32, 17, false},
+    {GgmlType::MXFP4, "MXFP4", 32, 17, true},  // read as Q5_0 (engine/formats/mxfp4.h)
     {GgmlType::NVFP4, "NVFP4", 64, 36, false},
     {GgmlType::Q1_0, "Q1_0", 128, 18, false},
 };
@@ -420,11 +421,14 @@ struct BlockCodec {
   void (*quant)(const float*, uint8_t*);  // null: read-only type
 };
 
+void dequant_mxfp4(const uint8_t* b, float* y) { mxfp4_ggml_to_f32(b, 1, y); }
+
 const BlockCodec kCodecs[] = {
     {GgmlType::Q8_0, 34, QK, dequant_q8_0, quant_q8_0},   {GgmlType::Q4_0, 18, QK, dequant_q4_0, quant_q4_0},
     {GgmlType::Q4_1, 20, QK, dequant_q4_1, quant_q4_1},   {GgmlType::Q5_0, 22, QK, dequant_q5_0, quant_q5_0},
     {GgmlType::Q5_1, 24, QK, dequant_q5_1, quant_q5_1},   {GgmlType::Q4_K, 144, QK_K, dequant_q4_k, nullptr},
     {GgmlType::Q5_K, 176, QK_K, dequant_q5_k, nullptr},   {GgmlType::Q6_K, 210, QK_K, dequant_q6_k, nullptr},
+    {GgmlType::MXFP4, 17, QK, dequant_mxfp4, nullptr},
 };
 
 const BlockCodec* codec_of(GgmlType t) {

@@ -54,7 +54,7 @@ size_t ggml_type_size(GgmlType t);
 // Bytes of n elements; n must be a multiple of the block size (std::invalid_argument otherwise).
 size_t ggml_row_size(GgmlType t, int64_t n);
 
-// F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K.
+// F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, MXFP4.
 bool ggml_can_dequantize(GgmlType t);
 // F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (the K-quants are read, not written, for now).
 bool ggml_can_quantize(GgmlType t);

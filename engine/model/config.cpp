@@ -89,6 +89,35 @@ void parse_longrope(const json& j, const json& rs, ModelConfig& c, const std::st
     r.attention_factor = get_positive_float(rs, "attention_factor", path, 1.f);
 }
 
+// YaRN as transformers' _compute_yarn_parameters reads it (GPT-OSS: factor 32 over 4,096 positions, truncate false):
+// factor (absent: max_position_embeddings / original_max_position_embeddings), beta_fast and beta_slow (absent or 0:
+// 32 and 1), truncate (absent: true), and the attention factor: given, else 0.1 * ln(factor) + 1 (DeepSeek's
+// mscale and mscale_all_dim, when both are set, make it the ratio of two such terms).
+void parse_yarn(const json& rs, ModelConfig& c, const std::string& path) {
+  auto& r = c.rope_scaling;
+  r.original_max_position_embeddings = get_int(rs, "original_max_position_embeddings", path);
+  if (r.original_max_position_embeddings < 1) throw InputError(path, "yarn original_max_position_embeddings must be positive");
+  r.factor = get_positive_float(rs, "factor", path,
+                                float(c.max_position_embeddings) / float(r.original_max_position_embeddings));
+  auto or_default = [&](const char* key, float def) {
+    const float v = get_float(rs, key, path, def);
+    if (!std::isfinite(v) || v < 0.f) throw InputError(path, std::string("yarn field '") + key + "' must be a positive number");
+    return v > 0.f ? v : def;  // Python's `get(key) or default`
+  };
+  r.beta_fast = or_default("beta_fast", 32.f);
+  r.beta_slow = or_default("beta_slow", 1.f);
+  if (rs.contains("truncate") && !rs["truncate"].is_null()) {
+    if (!rs["truncate"].is_boolean()) throw InputError(path, "yarn field 'truncate' must be true or false");
+    r.truncate = rs["truncate"].get<bool>();
+  }
+  auto mscale_of = [&](double m) { return r.factor <= 1.f ? 1.0 : 0.1 * m * std::log(double(r.factor)) + 1.0; };
+  const float mscale = get_float(rs, "mscale", path, 0.f), mscale_all = get_float(rs, "mscale_all_dim", path, 0.f);
+  r.attention_factor = mscale != 0.f && mscale_all != 0.f ? float(mscale_of(mscale) / mscale_of(mscale_all))
+                                                          : float(mscale_of(1.0));
+  if (rs.contains("attention_factor") && !rs["attention_factor"].is_null())
+    r.attention_factor = get_positive_float(rs, "attention_factor", path, 1.f);
+}
+
 // Phi-3's partial_rotary_factor (Phi-4-mini: 0.75): RoPE turns the first int(head_dim * factor) dimensions of each
 // head. transformers 5 keeps it in rope_parameters, earlier versions at the top level.
 void parse_partial_rotary(const json& j, ModelConfig& c, const std::string& path) {
@@ -128,10 +157,12 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& path) {
       throw InputError(path, "invalid llama3 rope scaling parameters");
   } else if (type == "longrope" || type == "su") {  // "su": LongRoPE's name in the first Phi-3-128k configs
     parse_longrope(j, *rs, c, path);
+  } else if (type == "yarn") {
+    parse_yarn(*rs, c, path);
   } else if (type == "dynamic" && c.rope_scaling.factor == 1.f) {
     c.rope_scaling.type = "none";
   } else {
-    throw InputError(path, "unsupported rope scaling type '" + type + "' (supported: default, linear, llama3, longrope)");
+    throw InputError(path, "unsupported rope scaling type '" + type + "' (supported: default, linear, llama3, longrope, yarn)");
   }
 }
 
@@ -181,6 +212,51 @@ void parse_moe(const json& j, ModelConfig& c, const std::string& path) {
   }
 }
 
+// Which layers slide: layer_types ("sliding_attention" or "full_attention" per layer), else every layer but each
+// pattern-th (Gemma 3's sliding_window_pattern; Gemma 2 and GPT-OSS alternate from layer 0, pattern 2).
+void parse_layer_types(const json& j, ModelConfig& c, const std::string& path, int pattern) {
+  c.layer_sliding.assign(size_t(c.num_layers), 1);
+  if (j.contains("layer_types") && j["layer_types"].is_array()) {
+    const json& types = j["layer_types"];
+    if (int(types.size()) != c.num_layers)
+      throw InputError(path, "layer_types has " + std::to_string(types.size()) + " entries for " +
+                                 std::to_string(c.num_layers) + " layers");
+    for (int l = 0; l < c.num_layers; ++l) {
+      const std::string t = types[size_t(l)].is_string() ? types[size_t(l)].get<std::string>() : "";
+      if (t != "sliding_attention" && t != "full_attention")
+        throw InputError(path, "layer_types[" + std::to_string(l) + "] is '" + t + "'");
+      c.layer_sliding[size_t(l)] = t == "sliding_attention";
+    }
+  } else {
+    for (int l = 0; l < c.num_layers; ++l) c.layer_sliding[size_t(l)] = pattern <= 0 || (l + 1) % pattern != 0;
+  }
+}
+
+// GPT-OSS (GptOssForCausalLM; transformers' GptOssConfig defaults for absent keys): num_local_experts experts as wide
+// as intermediate_size in every layer, num_experts_per_tok per token, weighted by the softmax of the chosen logits;
+// biases on the router, the experts and q/k/v/o (attention_bias); the clamped SwiGLU (swiglu_limit, swiglu_alpha);
+// a sink logit per head; sliding and full layers alternating (layer_types; sliding_window 128). Its YaRN RoPE is
+// parse_rope's.
+void parse_gpt_oss(const json& j, ModelConfig& c, const std::string& path) {
+  c.num_experts = get_int(j, "num_local_experts", path, 128);
+  c.experts_per_token = get_int(j, "num_experts_per_tok", path, 4);
+  c.expert_ffn = c.intermediate_size;
+  if (c.num_experts < 1 || c.num_experts > kMaxExperts)
+    throw InputError(path, "field 'num_local_experts' is " + std::to_string(c.num_experts) + " (expected 1.." +
+                               std::to_string(kMaxExperts) + ")");
+  if (c.experts_per_token < 1 || c.experts_per_token > c.num_experts)
+    throw InputError(path, "field 'num_experts_per_tok' is " + std::to_string(c.experts_per_token) + " (expected 1.." +
+                               std::to_string(c.num_experts) + ", the number of experts)");
+  c.norm_topk_prob = true;
+  c.moe_layers.assign(size_t(c.num_layers), 1);
+  c.expert_bias = true;
+  c.swiglu_limit = get_positive_float(j, "swiglu_limit", path, 7.f);
+  c.swiglu_alpha = get_positive_float(j, "swiglu_alpha", path, 1.702f);
+  c.attention_sinks = true;
+  parse_layer_types(j, c, path, 2);
+  if (!j.contains("sliding_window")) c.sliding_window = 128;
+}
+
 // A soft cap (Gemma 2's attn_logit_softcapping, final_logit_softcapping): absent, transformers' default; null, none
 // (0); else a positive, finite number (a zero one divides by zero).
 float soft_cap(const json& j, const char* key, const std::string& path, float def) {
@@ -216,22 +292,7 @@ void parse_gemma(const json& j, ModelConfig& c, const std::string& path) {
     parse_rope(j, c, path);
     c.rope_local_theta = get_float(j, "rope_local_base_freq", path, 10000.f);
   }
-  c.layer_sliding.assign(size_t(c.num_layers), 1);
-  if (j.contains("layer_types") && j["layer_types"].is_array()) {
-    const json& types = j["layer_types"];
-    if (int(types.size()) != c.num_layers)
-      throw InputError(path, "layer_types has " + std::to_string(types.size()) + " entries for " +
-                                 std::to_string(c.num_layers) + " layers");
-    for (int l = 0; l < c.num_layers; ++l) {
-      const std::string t = types[size_t(l)].is_string() ? types[size_t(l)].get<std::string>() : "";
-      if (t != "sliding_attention" && t != "full_attention")
-        throw InputError(path, "layer_types[" + std::to_string(l) + "] is '" + t + "'");
-      c.layer_sliding[size_t(l)] = t == "sliding_attention";
-    }
-  } else {
-    const int pattern = gemma2 ? 2 : get_int(j, "sliding_window_pattern", path, 6);
-    for (int l = 0; l < c.num_layers; ++l) c.layer_sliding[size_t(l)] = pattern <= 0 || (l + 1) % pattern != 0;
-  }
+  parse_layer_types(j, c, path, gemma2 ? 2 : get_int(j, "sliding_window_pattern", path, 6));
   c.embed_scale = std::sqrt(float(c.hidden_size));
   c.attn_scale = 1.f / std::sqrt(get_positive_float(j, "query_pre_attn_scalar", path, float(c.head_dim)));
   c.sandwich_norms = true;
@@ -317,6 +378,7 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
     else if (c.model_type == "gemma3_text") c.architecture = "Gemma3ForCausalLM";
     else if (c.model_type == "granite") c.architecture = "GraniteForCausalLM";
     else if (c.model_type == "phi3") c.architecture = "Phi3ForCausalLM";
+    else if (c.model_type == "gpt_oss") c.architecture = "GptOssForCausalLM";
   }
   // architectures[0] and the model_type each name, as transformers' auto classes map them.
   static const std::pair<const char*, const char*> kSupported[] = {{"LlamaForCausalLM", "llama"},
@@ -329,7 +391,8 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
                                                                    {"Gemma2ForCausalLM", "gemma2"},
                                                                    {"Gemma3ForCausalLM", "gemma3_text"},
                                                                    {"GraniteForCausalLM", "granite"},
-                                                                   {"Phi3ForCausalLM", "phi3"}};
+                                                                   {"Phi3ForCausalLM", "phi3"},
+                                                                   {"GptOssForCausalLM", "gpt_oss"}};
   const auto* known = std::find_if(std::begin(kSupported), std::end(kSupported),
                                    [&](const auto& s) { return c.architecture == s.first; });
   if (known == std::end(kSupported))
@@ -338,7 +401,8 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
                                "Qwen2ForCausalLM, Qwen2MoeForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, "
                                "Gemma2ForCausalLM, "
                                "Gemma3ForCausalLM, "
-                               "Gemma3ForConditionalGeneration, GraniteForCausalLM, Phi3ForCausalLM)");
+                               "Gemma3ForConditionalGeneration, GraniteForCausalLM, Phi3ForCausalLM, "
+                               "GptOssForCausalLM)");
   if (c.model_type.empty()) c.model_type = known->second;
   c.qk_norm = c.architecture == "Qwen3ForCausalLM" || c.architecture == "Qwen3MoeForCausalLM" ||
               c.architecture == "Gemma3ForCausalLM";
@@ -373,17 +437,21 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   if (c.architecture == "MixtralForCausalLM" || c.architecture == "Qwen2MoeForCausalLM" ||
       c.architecture == "Qwen3MoeForCausalLM")
     parse_moe(j, c, path);
+  const bool gpt_oss = c.architecture == "GptOssForCausalLM";
+  if (gpt_oss) parse_gpt_oss(j, c, path);
   if (j.contains("tie_word_embeddings") && j["tie_word_embeddings"].is_boolean())
     c.tie_word_embeddings = j["tie_word_embeddings"].get<bool>();
   // Qwen2 always has q/k/v biases; Qwen2-MoE unless its qkv_bias (transformers 5) says not.
   const bool qkv_bias = !(j.contains("qkv_bias") && j["qkv_bias"].is_boolean() && !j["qkv_bias"].get<bool>());
   c.attention_bias = c.architecture == "Qwen2ForCausalLM" || (c.architecture == "Qwen2MoeForCausalLM" && qkv_bias) ||
-                     (j.contains("attention_bias") && j["attention_bias"].is_boolean() && j["attention_bias"].get<bool>());
+                     (j.contains("attention_bias") && j["attention_bias"].is_boolean() && j["attention_bias"].get<bool>()) ||
+                     (gpt_oss && !(j.contains("attention_bias") && j["attention_bias"].is_boolean()));  // its default
   c.mlp_bias = j.contains("mlp_bias") && j["mlp_bias"].is_boolean() && j["mlp_bias"].get<bool>();
   // Gemma's configs name it hidden_activation.
   for (const char* key : {"hidden_act", "hidden_activation"})
     if (j.contains(key) && j[key].is_string()) c.hidden_act = j[key].get<std::string>();
   if (c.hidden_act == "swish") c.hidden_act = "silu";
+  if (gpt_oss) c.hidden_act = "silu";  // its config says silu; swiglu_limit selects the clamped form
   if (c.hidden_act != "silu" && c.hidden_act != "gelu_pytorch_tanh")
     throw InputError(path, "unsupported hidden_act '" + c.hidden_act + "' (supported: silu, gelu_pytorch_tanh)");
   // Mistral, Mixtral and Phi-3 always slide when sliding_window is set; Qwen2 and Qwen3 only with use_sliding_window.
@@ -458,6 +526,26 @@ std::vector<float> rope_inv_freq(const ModelConfig& c, bool local, int n_ctx) {
   }
   if (rs.type == "linear") {
     for (auto& f : inv) f /= rs.factor;
+  } else if (rs.type == "yarn") {
+    // transformers' _compute_yarn_parameters (llama.cpp's rope_yarn mixes the angles alike): the dimension that turns
+    // `rotations` times over the original context, the ramp between beta_fast's and beta_slow's, in double as
+    // Python's math computes them, then the mix in f32.
+    const double orig = rs.original_max_position_embeddings, base = theta;
+    auto dim_of = [&](double rotations) { return dims * std::log(orig / (rotations * 2 * M_PI)) / (2 * std::log(base)); };
+    double low = dim_of(rs.beta_fast), high = dim_of(rs.beta_slow);
+    if (rs.truncate) {
+      low = std::floor(low);
+      high = std::ceil(high);
+    }
+    low = std::max(low, 0.0);
+    high = std::min(high, double(dims - 1));
+    if (low == high) high += 0.001;  // as transformers avoids the division by zero
+    for (int i = 0; i < half; ++i) {
+      const float pos = std::pow(theta, float(2 * i) / float(dims));
+      const float ramp = std::clamp((float(i) - float(low)) / float(high - low), 0.f, 1.f);
+      const float extrapolation = 1.f - ramp;  // the share of the unscaled frequency
+      inv[i] = 1.f / (rs.factor * pos) * (1.f - extrapolation) + 1.f / pos * extrapolation;
+    }
   } else if (rs.type == "llama3") {
     const float old_ctx = float(rs.original_max_position_embeddings);
     const float low_wavelen = old_ctx / rs.low_freq_factor;
@@ -478,7 +566,8 @@ bool takes_long_rope_factors(const ModelConfig& c, int n_ctx) {
 }
 
 float rope_attention_factor(const ModelConfig& c, bool local) {
-  return !local && c.rope_scaling.type == "longrope" ? c.rope_scaling.attention_factor : 1.f;
+  const auto& t = c.rope_scaling.type;
+  return !local && (t == "longrope" || t == "yarn") ? c.rope_scaling.attention_factor : 1.f;
 }
 
 }  // namespace specscope

@@ -10,7 +10,7 @@
 namespace specscope {
 
 struct RopeScaling {
-  std::string type = "none";  // none | linear | llama3 | longrope | dynamic (dynamic: refused unless factor 1)
+  std::string type = "none";  // none | linear | llama3 | longrope | yarn | dynamic (dynamic: refused unless factor 1)
   float factor = 1.f;
   float low_freq_factor = 1.f;
   float high_freq_factor = 4.f;
@@ -20,6 +20,12 @@ struct RopeScaling {
   // cosine and sine (transformers' attention_factor, llama.cpp's rope.scaling.attn_factor).
   std::vector<float> short_factor, long_factor;
   float attention_factor = 1.f;
+  // YaRN (GPT-OSS): each frequency is divided by `factor` below a linear ramp between the dimensions that turn
+  // beta_fast and beta_slow times over original_max_position_embeddings, and kept above it; attention_factor (above)
+  // multiplies every cosine and sine. truncate: the ramp's ends are floored and ceiled (transformers' default, and
+  // llama.cpp always; GPT-OSS's configs say false).
+  float beta_fast = 32.f, beta_slow = 1.f;
+  bool truncate = true;
 };
 
 // The most layers a config may declare: above any published model (Llama 3.1 405B has 126), and low enough that
@@ -30,9 +36,10 @@ constexpr int kMaxExperts = 4096;
 
 struct ModelConfig {
   // LlamaForCausalLM | MistralForCausalLM | MixtralForCausalLM | Qwen2ForCausalLM | Qwen2MoeForCausalLM |
-  // Qwen3ForCausalLM | Qwen3MoeForCausalLM | Gemma2ForCausalLM | Gemma3ForCausalLM | GraniteForCausalLM | Phi3ForCausalLM
+  // Qwen3ForCausalLM | Qwen3MoeForCausalLM | Gemma2ForCausalLM | Gemma3ForCausalLM | GraniteForCausalLM | Phi3ForCausalLM |
+  // GptOssForCausalLM
   std::string architecture;
-  // llama | mistral | mixtral | qwen2 | qwen2_moe | qwen3 | qwen3_moe | gemma2 | gemma3_text | granite | phi3
+  // llama | mistral | mixtral | qwen2 | qwen2_moe | qwen3 | qwen3_moe | gemma2 | gemma3_text | granite | phi3 | gpt_oss
   std::string model_type;
   // The checkpoint's own architecture when it wraps the language model described here in a larger one: a
   // vision-language Gemma3ForConditionalGeneration (4B-27B), whose text model SpecScope runs; empty otherwise.
@@ -55,7 +62,7 @@ struct ModelConfig {
   // values) instead of parameters; when not empty, rope_inv_freq divides by them instead of applying rope_scaling.
   std::vector<float> rope_freq_factors;
   bool tie_word_embeddings = false;
-  bool attention_bias = false;  // q/k/v biases (Qwen2 always; Llama when attention_bias=true)
+  bool attention_bias = false;  // q/k/v biases (Qwen2 always; Llama and GPT-OSS when attention_bias=true, with o's)
   bool mlp_bias = false;
   // Phi-3: q, k and v are one stored matrix (qkv_proj; GGUF attn_qkv) and gate and up another (gate_up_proj; GGUF
   // ffn_up, gate rows first). The loader binds each part as a view of its rows.
@@ -103,6 +110,16 @@ struct ModelConfig {
   // its output times sigmoid(shared_expert_gate . x) added after the routed experts'. 0: none (Mixtral, Qwen3-MoE).
   int shared_expert_ffn = 0;
   std::vector<uint8_t> moe_layers;  // per layer, 1 = experts; empty when num_experts is 0
+  // GPT-OSS's experts: the router and each expert's gate, up and down products have biases (LayerWeights::router_bias,
+  // ExpertWeights::b_*), and the activation is its clamped SwiGLU when swiglu_limit > 0: g = min(gate, limit),
+  // u = clamp(up, -limit, limit), out = (u + 1) * g * sigmoid(swiglu_alpha * g) (transformers' GptOssExperts,
+  // llama.cpp's swiglu_oai).
+  bool expert_bias = false;
+  float swiglu_limit = 0.f, swiglu_alpha = 1.702f;
+  // GPT-OSS: every attention head has a learned sink logit (LayerWeights::sinks), one more term in its softmax's
+  // denominator that takes weight from the keys and adds no value (transformers' eager_attention_forward s_aux,
+  // llama.cpp's attn_sinks).
+  bool attention_sinks = false;
   DType torch_dtype = DType::F32;
   std::optional<int> bos_token_id;
   std::vector<int> eos_token_ids;
@@ -133,7 +150,7 @@ struct ModelConfig {
 std::vector<float> rope_inv_freq(const ModelConfig& c, bool local = false, int n_ctx = 0);
 // Whether a context of n_ctx positions takes LongRoPE's long factors (rope_inv_freq's choice, above).
 bool takes_long_rope_factors(const ModelConfig& c, int n_ctx);
-// What every RoPE cosine and sine is multiplied by: LongRoPE's attention factor, else 1.
+// What every RoPE cosine and sine is multiplied by: LongRoPE's or YaRN's attention factor, else 1.
 float rope_attention_factor(const ModelConfig& c, bool local = false);
 
 }  // namespace specscope

@@ -206,7 +206,9 @@ void CpuContext::add_residual(const float* h, float* x, int rows) const {
 
 void CpuContext::gated_activation(float* gate, const float* up, int64_t n) const {
   const cpu::ProfileScope profile(cpu::Op::Elementwise);
-  if (model_->config().gelu()) cpu::gelu_tanh_mul(gate, up, gate, n);
+  const auto& c = model_->config();
+  if (c.swiglu_limit > 0.f) cpu::swiglu_clamped_mul(gate, up, gate, n, c.swiglu_limit, c.swiglu_alpha);
+  else if (c.gelu()) cpu::gelu_tanh_mul(gate, up, gate, n);
   else cpu::silu_mul(gate, up, gate, n);
 }
 
@@ -286,6 +288,7 @@ void CpuContext::attention(int layer, int na, const int32_t* pos, const uint8_t*
   a.seen = &vis.packed;
   a.scale = c.attention_scale();
   a.soft_cap = c.attn_soft_cap;
+  a.sinks = bias_or_null(weights().layers[size_t(layer)].sinks);
   a.out = att_.data();
   a.out_stride = size_t(q_dim);
   cpu::attention(a);

@@ -1,4 +1,5 @@
-// The MLP of a mixture-of-experts layer on the CPU (ModelConfig::num_experts; Mixtral, Qwen2-MoE, Qwen3-MoE): each
+// The MLP of a mixture-of-experts layer on the CPU (ModelConfig::num_experts; Mixtral, Qwen2-MoE, Qwen3-MoE, GPT-OSS
+// with its biases on the router and every expert product): each
 // expert computes the rows routed to it, gathered into one product per matrix, and each row sums its experts' outputs
 // times their weights in expert order, then (Qwen2-MoE) the shared expert's output times sigmoid of its gate, as
 // transformers' Qwen2MoeSparseMoeBlock adds them. A one-token step reads the router and experts_per_token experts of
@@ -21,7 +22,7 @@ void CpuContext::moe_mlp(const LayerWeights& L, int rows) {
   const auto& c = model_->config();
   const int H = c.hidden_size, E = c.num_experts, F = c.expert_ffn;
   grow(router_, size_t(rows) * E);
-  cpu::linear(h_.data(), rows, L.router, nullptr, router_.data());
+  cpu::linear(h_.data(), rows, L.router, bias_or_null(L.router_bias), router_.data());
   {
     const cpu::ProfileScope profile(cpu::Op::Elementwise);
     routing_.route(router_.data(), rows, E, c.experts_per_token, c.norm_topk_prob);
@@ -44,10 +45,11 @@ void CpuContext::moe_mlp(const LayerWeights& L, int rows) {
     int i = 0;
     for (const ExpertRoute* r = routing_.begin(e); r != routing_.end(e); ++r, ++i)
       std::memcpy(moe_x_.data() + size_t(i) * H, h_.data() + size_t(r->row) * H, sizeof(float) * H);
-    const cpu::LinearOutput gate_up[] = {{&X.gate, nullptr, ffn_gate_.data()}, {&X.up, nullptr, ffn_up_.data()}};
+    const cpu::LinearOutput gate_up[] = {{&X.gate, bias_or_null(X.b_gate), ffn_gate_.data()},
+                                         {&X.up, bias_or_null(X.b_up), ffn_up_.data()}};
     cpu::linear_shared_input(moe_x_.data(), m, gate_up);
     gated_activation(ffn_gate_.data(), ffn_up_.data(), int64_t(m) * F);
-    cpu::linear(ffn_gate_.data(), m, X.down, nullptr, moe_y_.data());
+    cpu::linear(ffn_gate_.data(), m, X.down, bias_or_null(X.b_down), moe_y_.data());
     const cpu::ProfileScope profile(cpu::Op::Elementwise);
     i = 0;
     for (const ExpertRoute* r = routing_.begin(e); r != routing_.end(e); ++r, ++i)
@@ -74,9 +76,9 @@ void CpuContext::one_token_experts(const LayerWeights& L) {
     if (routing_.count(e) > 0) {  // the i-th chosen expert's products, in expert order
       const ExpertWeights& X = L.experts[size_t(e)];
       const size_t i = expert_inputs_.size();
-      expert_outputs_.push_back({&X.gate, nullptr, ffn_gate_.data() + i * F});
-      expert_outputs_.push_back({&X.up, nullptr, ffn_up_.data() + i * F});
-      expert_inputs_.push_back({ffn_gate_.data() + i * F, &X.down, nullptr, moe_y_.data() + i * H});
+      expert_outputs_.push_back({&X.gate, bias_or_null(X.b_gate), ffn_gate_.data() + i * F});
+      expert_outputs_.push_back({&X.up, bias_or_null(X.b_up), ffn_up_.data() + i * F});
+      expert_inputs_.push_back({ffn_gate_.data() + i * F, &X.down, bias_or_null(X.b_down), moe_y_.data() + i * H});
     }
   const int chosen = int(expert_inputs_.size());
   const bool shared = L.has_shared_expert();

@@ -107,13 +107,15 @@ void CpuContext::stream_layer(int l, const StreamingRequest& sr, const int32_t* 
   const float* kc = k_cache_[l].data();
   const float* vc = v_cache_[l].data();
   const int total = base + n + G;
-  grow(scores_, size_t(cpu::team_size()) * total);
+  const bool sinks = !L.sinks.empty();  // GPT-OSS: the head's sink joins the softmax as one more logit, then dropped
+  const int slots = total + (sinks ? 1 : 0);
+  grow(scores_, size_t(cpu::team_size()) * slots);
   const int tasks = m * nh;
   cpu::run_team(tasks, size_t(tasks) * total * hd, 262144, [&](int tid, int nt) {
   for (int task = tasks * tid / nt; task < tasks * (tid + 1) / nt; ++task) {
     const int i = task / nh, h = task % nh, kvh = h / group;
     const int s = i / G, j = i % G, row = stream_src_[s];
-    float* sc = scores_.data() + size_t(tid) * total;
+    float* sc = scores_.data() + size_t(tid) * slots;
     const float* q = q_.data() + size_t(i) * q_dim + size_t(h) * hd;
     // Keys: the cache and the batch rows this stream's row sees, then streams 0..j of the row. Scores as the main
     // rows' attention gives them: scaled, the row soft-capped with the same vector tanh (Gemma 2), and only then the
@@ -129,7 +131,8 @@ void CpuContext::stream_layer(int l, const StreamingRequest& sr, const int32_t* 
     if (cap > 0.f) cpu::soft_cap(sc, cap, total);
     for (int t = 0; t < total; ++t)
       if (!visible(t)) sc[t] = -std::numeric_limits<float>::infinity();
-    cpu::softmax(sc, total);
+    if (sinks) sc[total] = L.sinks[size_t(h)];
+    cpu::softmax(sc, slots);
     float* o = att_.data() + size_t(i) * q_dim + size_t(h) * hd;
     for (int d = 0; d < hd; ++d) o[d] = 0.f;
     for (int t = 0; t < base + n; ++t)

@@ -38,6 +38,24 @@ double float_key(const GgufFile& g, const std::string& key, double lo, double hi
   return v;
 }
 
+// Which layers slide (attention.sliding_window_pattern: one bool per layer, or N for every layer but each N-th;
+// `every` when absent), as llama.cpp's load_swa_pattern reads it.
+void sliding_layers_from_gguf(const GgufFile& g, ModelConfig& c, const std::string& p, int every_default) {
+  const std::string key = p + "attention.sliding_window_pattern";
+  c.layer_sliding.assign(size_t(c.num_layers), 0);
+  const GgufValue* v = g.find(key);
+  if (v && v->type == GgufValueType::ARRAY) {
+    const std::vector<bool> pattern = g.get_bool_array(key);
+    if (int(pattern.size()) != c.num_layers)
+      throw InputError(g.path(), "metadata key '" + key + "' has " + std::to_string(pattern.size()) + " entries for " +
+                                     std::to_string(c.num_layers) + " layers");
+    for (int l = 0; l < c.num_layers; ++l) c.layer_sliding[size_t(l)] = pattern[size_t(l)];
+  } else {
+    const int every = size_key(g, key, 1, 1 << 20, every_default);
+    for (int l = 0; l < c.num_layers; ++l) c.layer_sliding[size_t(l)] = (l + 1) % every != 0;
+  }
+}
+
 // What llama.cpp's gemma2 and gemma3 readers take from the file or assume (src/models/gemma2.cpp, gemma3.cpp): which
 // layers slide (attention.sliding_window_pattern: one bool per layer, or N for every layer but each N-th; default 2
 // for gemma2, 6 for gemma3; gemma2's window is 4096 when the file names none) and their RoPE theta
@@ -46,23 +64,11 @@ double float_key(const GgufFile& g, const std::string& key, double lo, double hi
 // Gemma 3: their query_pre_attn_scalar); the soft caps (gemma2: scores 50 and logits 30 unless the file says
 // otherwise; gemma3: the logits only, and only when set).
 void gemma_from_gguf(const GgufFile& g, ModelConfig& c, bool gemma2) {
-  const std::string& file = g.path();
   const std::string p = gemma2 ? "gemma2." : "gemma3.";
   if (gemma2 && !c.sliding_window) c.sliding_window = 4096;
   c.layer_sliding.assign(size_t(c.num_layers), 0);
   if (c.sliding_window) {
-    const std::string key = p + "attention.sliding_window_pattern";
-    const GgufValue* v = g.find(key);
-    if (v && v->type == GgufValueType::ARRAY) {
-      const std::vector<bool> pattern = g.get_bool_array(key);
-      if (int(pattern.size()) != c.num_layers)
-        throw InputError(file, "metadata key '" + key + "' has " + std::to_string(pattern.size()) + " entries for " +
-                                   std::to_string(c.num_layers) + " layers");
-      for (int l = 0; l < c.num_layers; ++l) c.layer_sliding[size_t(l)] = pattern[size_t(l)];
-    } else {
-      const int every = size_key(g, key, 1, 1 << 20, gemma2 ? 2 : 6);
-      for (int l = 0; l < c.num_layers; ++l) c.layer_sliding[size_t(l)] = (l + 1) % every != 0;
-    }
+    sliding_layers_from_gguf(g, c, p, gemma2 ? 2 : 6);
     const double local_theta = float_key(g, p + "rope.freq_base_swa", 1.0, 1e12, gemma2 ? 0.0 : 10000.0);
     if (local_theta > 0.0) c.rope_local_theta = float(local_theta);
   }
@@ -107,6 +113,7 @@ void phi3_from_gguf(const GgufFile& g, ModelConfig& c) {
 void experts_from_gguf(const GgufFile& g, ModelConfig& c, const std::string& arch) {
   const std::string p = arch + ".";
   const bool required = arch == "qwen3moe" || arch == "qwen2moe";
+  if (arch == "gpt-oss") return;  // gpt_oss_from_gguf
   if (!required && g.get_int(p + "expert_count", 0) == 0) return;
   if (arch != "llama" && !required)
     throw InputError(g.path(), "mixture-of-experts " + arch + " models (" + p + "expert_count > 0) are not supported");
@@ -123,6 +130,45 @@ void experts_from_gguf(const GgufFile& g, ModelConfig& c, const std::string& arc
     c.architecture = "MixtralForCausalLM";
     c.model_type = "mixtral";
   }
+}
+
+// What llama.cpp's gpt-oss reader takes (src/models/openai-moe.cpp, convert_hf_to_gguf's GptOssModel): expert_count
+// experts of expert_feed_forward_length in every layer, expert_used_count a token, weighted by the softmax of the
+// chosen logits; biases on q/k/v/o, the router and the experts; a sink per head; sliding layers alternating from
+// layer 0 (sliding_window_pattern, default 2). Its clamped SwiGLU's constants are llama.cpp's fixed 7 and 1.702.
+void gpt_oss_from_gguf(const GgufFile& g, ModelConfig& c) {
+  const std::string p = "gpt-oss.";
+  c.num_experts = size_key(g, p + "expert_count", 1, kMaxExperts);
+  c.experts_per_token = size_key(g, p + "expert_used_count", 1, c.num_experts);
+  c.expert_ffn = size_key(g, p + "expert_feed_forward_length", 1, 1 << 20, c.intermediate_size);
+  c.norm_topk_prob = true;
+  c.moe_layers.assign(size_t(c.num_layers), 1);
+  c.expert_bias = true;
+  c.swiglu_limit = 7.f;
+  c.swiglu_alpha = 1.702f;
+  c.attention_sinks = true;
+  c.attention_bias = true;
+  if (!c.sliding_window) throw InputError(g.path(), "missing metadata key '" + p + "attention.sliding_window'");
+  sliding_layers_from_gguf(g, c, p, 2);
+}
+
+// YaRN as llama.cpp reads it: rope.scaling.factor over rope.scaling.original_context_length, the ramp's betas
+// (yarn_beta_fast / yarn_beta_slow, default 32 and 1), its ends floored and ceiled (but GPT-OSS's), and every cosine and
+// sine times rope.scaling.attn_factor (default 1) * (1 + 0.1 ln factor): llama_context sets yarn_attn_factor to
+// get_mscale(factor) / (1 + 0.1 ln factor) times that key, and ggml's rope_yarn multiplies by 1 + 0.1 ln factor.
+void yarn_from_gguf(const GgufFile& g, ModelConfig& c, const std::string& p) {
+  auto& r = c.rope_scaling;
+  r.type = "yarn";
+  r.factor = float(float_key(g, p + "rope.scaling.factor", 1e-3, 1e6));
+  r.original_max_position_embeddings =
+      size_key(g, p + "rope.scaling.original_context_length", 1, 1 << 24, c.max_position_embeddings);
+  r.beta_fast = float(float_key(g, p + "rope.scaling.yarn_beta_fast", 1e-6, 1e6, 32.0));
+  r.beta_slow = float(float_key(g, p + "rope.scaling.yarn_beta_slow", 1e-6, 1e6, 1.0));
+  // GPT-OSS's own config says truncate false (transformers and OpenAI's reference code leave the ramp's ends as they
+  // are); llama.cpp floors and ceils them for every model, which this follows for the others (transformers' default).
+  r.truncate = p != "gpt-oss.";
+  const double mscale = r.factor > 1.f ? 1.0 + 0.1 * std::log(double(r.factor)) : 1.0;
+  r.attention_factor = float(float_key(g, p + "rope.scaling.attn_factor", 1e-6, 1e6, 1.0) * mscale);
 }
 
 }  // namespace
@@ -168,8 +214,11 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
     c.architecture = "Phi3ForCausalLM";
     c.model_type = "phi3";
     c.fused_projections = true;
+  } else if (arch == "gpt-oss") {
+    c.architecture = "GptOssForCausalLM";
+    c.model_type = "gpt_oss";
   } else {
-    throw InputError(file, "unsupported architecture '" + arch + "' (supported: llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma2, gemma3, granite, phi3)");
+    throw InputError(file, "unsupported architecture '" + arch + "' (supported: llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma2, gemma3, granite, phi3, gpt-oss)");
   }
   const std::string p = arch + ".";
   c.hidden_size = size_key(g, p + "embedding_length", 1, 1 << 16);
@@ -204,8 +253,10 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
     c.rope_scaling.factor = float(float_key(g, p + "rope.scaling.factor", 1e-3, 1e6));
   } else if (scaling == "longrope" && arch == "phi3") {
     // Its factor lists are tensors (bound with the weights); the type key itself adds nothing.
+  } else if (scaling == "yarn") {
+    yarn_from_gguf(g, c, p);
   } else if (scaling != "none") {
-    throw InputError(file, "unsupported " + p + "rope.scaling.type '" + scaling + "' (supported: none, linear)");
+    throw InputError(file, "unsupported " + p + "rope.scaling.type '" + scaling + "' (supported: none, linear, yarn)");
   } else if (g.has(p + "rope.scale_linear")) {  // the older key
     const double f = float_key(g, p + "rope.scale_linear", 1e-3, 1e6);
     if (f != 1.0) {
@@ -221,6 +272,7 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
   if (arch == "phi3") phi3_from_gguf(g, c);
   if (arch == "gemma2" || arch == "gemma3") gemma_from_gguf(g, c, arch == "gemma2");
   if (arch == "granite") granite_from_gguf(g, c);
+  if (arch == "gpt-oss") gpt_oss_from_gguf(g, c);
   c.tie_word_embeddings = tied;
   c.torch_dtype = DType::F32;
   auto token_key = [&](const char* key) -> std::optional<int> {

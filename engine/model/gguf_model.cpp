@@ -16,6 +16,7 @@
 
 #include "engine/formats/gguf.h"
 #include "engine/formats/gguf_file_type.h"
+#include "engine/formats/mxfp4.h"
 #include "engine/model/gguf_config.h"
 #include "engine/model/tokenizer_fit.h"
 #include "engine/model/weight_checks.h"
@@ -139,6 +140,15 @@ class Binder {
     return parts;
   }
 
+  // `count` vectors of `len` stored as one [count, len] tensor (GPT-OSS's per-expert biases), widened to f32.
+  std::vector<std::vector<float>> stacked_vectors(const std::string& name, int64_t count, int64_t len) {
+    const std::vector<float> all = widened(tensor(name, {count, len}));
+    std::vector<std::vector<float>> parts;
+    parts.resize(size_t(count));
+    for (int64_t e = 0; e < count; ++e) parts[size_t(e)].assign(all.begin() + e * len, all.begin() + (e + 1) * len);
+    return parts;
+  }
+
   // Points `v` at an owned copy of `t` with its rows in HF order (same type: whole rows are whole blocks).
   void reorder_rows(TensorView& v, const GgufTensor& t, int heads) const {
     const int64_t rows = t.rows();
@@ -182,7 +192,7 @@ class Binder {
     const bool plain = t.type == GgmlType::F32 || t.type == GgmlType::F16 || t.type == GgmlType::BF16;
     if (dry_) {
       if (unpermute_heads) hf_row_order(rows, unpermute_heads, t.name);
-      if (!plain && !block_dtype(t.type)) unsupported(t);
+      if (!plain && !block_dtype(t.type) && t.type != GgmlType::MXFP4) unsupported(t);
       TensorView v;
       v.name = t.name;
       v.shape = {rows, cols};
@@ -195,6 +205,7 @@ class Binder {
       if (unpermute_heads) reorder_rows(v, t, unpermute_heads);
       return v;
     }
+    if (t.type == GgmlType::MXFP4) return mxfp4_matrix(t, rows, cols);
     const std::optional<DType> dt = block_dtype(t.type);
     if (!dt) unsupported(t);
     // Block-quantized: kept in its blocks, zero-copy unless its rows are reordered (whole rows are whole blocks).
@@ -210,9 +221,37 @@ class Binder {
     return v;
   }
 
+  // MXFP4 (GPT-OSS's experts) computes as Q5_0, the same values exactly (engine/formats/mxfp4.h): an owned copy, 1.29x
+  // the file's bytes; bf16 where a scale does not fit Q5_0's f16 (none of the published checkpoints').
+  TensorView mxfp4_matrix(const GgufTensor& t, int64_t rows, int64_t cols) {
+    const auto* src = static_cast<const uint8_t*>(t.data);
+    const int64_t blocks = rows * cols / kMxfp4Block;
+    TensorView v;
+    v.name = t.name;
+    v.shape = {rows, cols};
+    if (mxfp4_ggml_fits_q5_0(src, blocks)) {
+      auto buf = std::make_shared<std::vector<uint8_t>>(size_t(blocks) * 22);
+      mxfp4_ggml_to_q5_0(src, blocks, buf->data());
+      v.dtype = DType::Q5_0;
+      v.data = buf->data();
+      v.keep_alive = buf;
+      quantized_ = true;
+    } else {
+      spdlog::warn("{}: tensor '{}' has MXFP4 scales outside f16's range: widened to bf16", g_.path(), t.name);
+      std::vector<float> f(size_t(rows * cols));
+      mxfp4_ggml_to_f32(src, blocks, f.data());
+      auto buf = std::make_shared<std::vector<uint16_t>>(f.size());
+      for (size_t i = 0; i < f.size(); ++i) buf->at(i) = f32_to_bf16(f[i]);
+      v.dtype = DType::BF16;
+      v.data = buf->data();
+      v.keep_alive = buf;
+    }
+    return v;
+  }
+
   [[noreturn]] void unsupported(const GgufTensor& t) const {
     throw InputError(g_.path(), "tensor '" + t.name + "' has type " + std::string(ggml_type_name(t.type)) +
-                                    " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
+                                    " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, MXFP4)");
   }
   [[noreturn]] void cannot_read(const GgufTensor& t) const {
     throw InputError(g_.path(), "tensor '" + t.name + "' has type " + std::string(ggml_type_name(t.type)) +
@@ -307,7 +346,8 @@ void bind_weights(Binder& b, const ModelConfig& c, ModelWeights& w) {
     const std::string p = "blk." + std::to_string(l) + ".";
     auto& L = w.layers[size_t(l)];
     L.input_norm = b.vector(p + "attn_norm.weight", H);
-    L.post_attn_norm = b.vector(p + "ffn_norm.weight", H);  // Gemma's pre_feedforward_layernorm
+    // Gemma's pre_feedforward_layernorm; gpt-oss names the norm before its MLP post_attention_norm
+    L.post_attn_norm = b.vector(p + (c.attention_sinks ? "post_attention_norm.weight" : "ffn_norm.weight"), H);
     if (c.sandwich_norms) {  // stored as 1 + w by llama.cpp's converter (ModelConfig::norm_weight_offset)
       L.attn_out_norm = b.vector(p + "post_attention_norm.weight", H);
       L.ffn_out_norm = b.vector(p + "post_ffw_norm.weight", H);
@@ -327,6 +367,7 @@ void bind_weights(Binder& b, const ModelConfig& c, ModelWeights& w) {
     if (c.attention_bias && (L.bq.empty() || L.bk.empty() || L.bv.empty()))
       throw InputError(path, "missing q/k/v bias tensors in layer " + std::to_string(l) + " (required for " +
                                  c.model_type + ")");
+    if (c.attention_sinks) L.sinks = b.vector(p + "attn_sinks.weight", c.num_heads);
     if (c.qk_norm) {
       L.q_norm = b.vector(p + "attn_q_norm.weight", c.head_dim);
       L.k_norm = b.vector(p + "attn_k_norm.weight", c.head_dim);
@@ -338,18 +379,28 @@ void bind_weights(Binder& b, const ModelConfig& c, ModelWeights& w) {
       if (b.has(p + "ffn_gate_exps.weight") || !b.has(p + "ffn_gate.0.weight")) {  // row views of one stacked tensor
         const auto gate = b.stacked(p + "ffn_gate_exps.weight", E, FE, H), up = b.stacked(p + "ffn_up_exps.weight", E, FE, H),
                    down = b.stacked(p + "ffn_down_exps.weight", E, H, FE);
-        for (size_t e = 0; e < size_t(E); ++e) L.experts[e] = {gate[e], up[e], down[e]};
+        for (size_t e = 0; e < size_t(E); ++e) L.experts[e] = {gate[e], up[e], down[e], {}, {}, {}};
+        if (c.expert_bias) {  // gpt-oss: the router's and each expert's biases
+          L.router_bias = b.vector(p + "ffn_gate_inp.bias", E);
+          auto bg = b.stacked_vectors(p + "ffn_gate_exps.bias", E, FE), bu = b.stacked_vectors(p + "ffn_up_exps.bias", E, FE),
+               bd = b.stacked_vectors(p + "ffn_down_exps.bias", E, H);
+          for (size_t e = 0; e < size_t(E); ++e) {
+            L.experts[e].b_gate = std::move(bg[e]);
+            L.experts[e].b_up = std::move(bu[e]);
+            L.experts[e].b_down = std::move(bd[e]);
+          }
+        }
       } else {  // llama.cpp's first Mixtral layout (until April 2024, which it no longer reads): a tensor per expert
         for (int64_t e = 0; e < E; ++e) {
           const std::string x = "." + std::to_string(e) + ".weight";
           L.experts[size_t(e)] = {b.matrix(p + "ffn_gate" + x, FE, H), b.matrix(p + "ffn_up" + x, FE, H),
-                                  b.matrix(p + "ffn_down" + x, H, FE)};
+                                  b.matrix(p + "ffn_down" + x, H, FE), {}, {}, {}};
         }
       }
       if (c.shared_expert_ffn > 0) {  // qwen2moe: the shared expert and its gate (llama.cpp's *_shexp)
         const int64_t S = c.shared_expert_ffn;
         L.shared_expert = {b.matrix(p + "ffn_gate_shexp.weight", S, H), b.matrix(p + "ffn_up_shexp.weight", S, H),
-                           b.matrix(p + "ffn_down_shexp.weight", H, S)};
+                           b.matrix(p + "ffn_down_shexp.weight", H, S), {}, {}, {}};
         L.shared_expert_gate = b.row(p + "ffn_gate_inp_shexp.weight", H);
       }
       continue;

@@ -12,6 +12,7 @@
 #include "engine/cpu/weight_form.h"
 #include "engine/discovery/memory_estimate.h"
 #include "engine/discovery/model_probe.h"
+#include "engine/formats/mxfp4.h"
 #include "engine/formats/safetensors.h"
 #include "engine/model/cpu_context.h"
 #include "engine/model/gguf_model.h"
@@ -61,10 +62,149 @@ std::vector<float> bind_optional_vector(const TensorStore& st, const std::string
   return bind_vector(st, name, len);
 }
 
+// GPT-OSS's experts as its checkpoints store them (transformers' GptOssExperts): all of a layer's experts in one
+// tensor per product, gate and up interleaved (gate_up_proj [E, H, 2F]: column 2f is gate row f, 2f + 1 up row f) and
+// transposed against a Linear's [out, in] (down_proj [E, F, H]), with biases [E, 2F] (interleaved alike) and [E, H];
+// or, as published, in MXFP4 (gate_up_proj_blocks [E, 2F, H/32, 16] and _scales [E, 2F, H/32], rows already
+// [out, in]; down_proj_blocks [E, H, F/32, 16]). Either way each expert's gate, up and down become row views of one
+// owned [E * rows, cols] copy per product in the engine's layout: the dense ones in their own type, the MXFP4 ones
+// as Q5_0 holding the same values (engine/formats/mxfp4.h).
+class GptOssExpertCopies {
+ public:
+  GptOssExpertCopies(const TensorStore& st, const ModelConfig& c, const std::string& block)
+      : st_(st), E_(c.num_experts), H_(c.hidden_size), F_(c.expert_ffn), block_(block) {}
+
+  void bind(LayerWeights& L) {
+    const bool mxfp4 = st_.has(block_ + "experts.gate_up_proj_blocks");
+    TensorView gate, up, down;
+    if (mxfp4) {
+      gate = from_mxfp4("gate_up_proj", 2 * F_, H_, 0, 2, "gate");
+      up = from_mxfp4("gate_up_proj", 2 * F_, H_, 1, 2, "up");
+      down = from_mxfp4("down_proj", H_, F_, 0, 1, "down");
+    } else {
+      gate = transposed("gate_up_proj", H_, 2 * F_, 0, 2, "gate");
+      up = transposed("gate_up_proj", H_, 2 * F_, 1, 2, "up");
+      down = transposed("down_proj", F_, H_, 0, 1, "down");
+    }
+    const std::vector<float> gate_up_bias = bias("gate_up_proj_bias", 2 * F_), down_bias = bias("down_proj_bias", H_);
+    L.experts.resize(size_t(E_));
+    for (int64_t e = 0; e < E_; ++e) {
+      auto& X = L.experts[size_t(e)];
+      const std::string part = "[" + std::to_string(e) + "]";
+      X.gate = gate.rows_view(e * F_, F_, part);
+      X.up = up.rows_view(e * F_, F_, part);
+      X.down = down.rows_view(e * H_, H_, part);
+      X.b_gate.resize(size_t(F_));
+      X.b_up.resize(size_t(F_));
+      for (int64_t f = 0; f < F_; ++f) {
+        X.b_gate[size_t(f)] = gate_up_bias[size_t(e * 2 * F_ + 2 * f)];
+        X.b_up[size_t(f)] = gate_up_bias[size_t(e * 2 * F_ + 2 * f + 1)];
+      }
+      X.b_down.assign(down_bias.begin() + e * H_, down_bias.begin() + (e + 1) * H_);
+    }
+  }
+
+ private:
+  const TensorView& get(const std::string& name, const std::vector<int64_t>& shape, bool floats) const {
+    const TensorView& t = st_.get(block_ + "experts." + name);
+    if (t.shape != shape) {
+      std::string want = "[";
+      for (size_t i = 0; i < shape.size(); ++i) want += (i ? ", " : "") + std::to_string(shape[i]);
+      throw InputError(st_.files.front(), "tensor '" + t.name + "' has shape " + t.shape_str() + ", config.json implies " +
+                                              want + "]");
+    }
+    const bool ok = floats ? (t.dtype == DType::F32 || t.dtype == DType::F16 || t.dtype == DType::BF16) : t.dtype == DType::U8;
+    if (!ok)
+      throw InputError(st_.files.front(), "tensor '" + t.name + "' has dtype " + std::string(dtype_name(t.dtype)) +
+                                              (floats ? " (expected f32, f16 or bf16)" : " (expected u8 MXFP4 codes)"));
+    return t;
+  }
+
+  std::vector<float> bias(const std::string& name, int64_t len) const {
+    return get(name, {E_, len}, true).to_f32();
+  }
+
+  // [E, in, stride * out] stored as x @ W: every expert's rows r = offset, offset + stride, ... of the Linear
+  // layout (column r of its stored matrix), as one [E * out, in] matrix of the stored type.
+  TensorView transposed(const std::string& name, int64_t in, int64_t cols, int64_t offset, int64_t stride,
+                        const char* part) const {
+    const TensorView& t = get(name, {E_, in, cols}, true);
+    const int64_t out = cols / stride;
+    const size_t es = dtype_size(t.dtype);
+    auto buf = std::make_shared<std::vector<uint8_t>>(size_t(E_ * out * in) * es);
+    const auto* src = static_cast<const uint8_t*>(t.data);
+    for (int64_t e = 0; e < E_; ++e)
+      for (int64_t o = 0; o < out; ++o)
+        for (int64_t i = 0; i < in; ++i)
+          std::memcpy(buf->data() + size_t((e * out + o) * in + i) * es,
+                      src + size_t((e * in + i) * cols + offset + o * stride) * es, es);
+    return owned(t.name + "[" + part + "]", t.dtype, E_ * out, in, buf);
+  }
+
+  // [E, rows, in/32, 16] codes and [E, rows, in/32] scales: rows offset, offset + stride, ... of every expert.
+  TensorView from_mxfp4(const std::string& name, int64_t rows, int64_t in, int64_t offset, int64_t stride,
+                        const char* part) const {
+    if (in % kMxfp4Block)
+      throw InputError(st_.files.front(), "tensor '" + block_ + "experts." + name + "_blocks' has rows of " +
+                                              std::to_string(in) + " values, not whole MXFP4 blocks of 32");
+    const int64_t nb = in / kMxfp4Block, out = rows / stride;
+    const TensorView& codes = get(name + "_blocks", {E_, rows, nb, 16}, false);
+    const TensorView& scales = get(name + "_scales", {E_, rows, nb}, false);
+    const auto* c8 = static_cast<const uint8_t*>(codes.data);
+    const auto* s8 = static_cast<const uint8_t*>(scales.data);
+    auto row_of = [&](int64_t e, int64_t o) { return e * rows + offset + o * stride; };
+    bool fits = true;
+    for (int64_t e = 0; e < E_ && fits; ++e)
+      for (int64_t o = 0; o < out && fits; ++o) fits = mxfp4_scales_fit_q5_0(s8 + row_of(e, o) * nb, nb);
+    const std::string view_name = block_ + "experts." + name + "[" + part + "]";
+    if (fits) {
+      auto buf = std::make_shared<std::vector<uint8_t>>(size_t(E_ * out * nb) * 22);
+      for (int64_t e = 0; e < E_; ++e)
+        for (int64_t o = 0; o < out; ++o)
+          mxfp4_split_to_q5_0(c8 + row_of(e, o) * nb * 16, s8 + row_of(e, o) * nb, nb,
+                              buf->data() + size_t((e * out + o) * nb) * 22);
+      return owned(view_name, DType::Q5_0, E_ * out, in, buf);
+    }
+    spdlog::warn("{}: '{}' has MXFP4 scales outside f16's range: widened to bf16", st_.files.front(), view_name);
+    auto buf = std::make_shared<std::vector<uint8_t>>(size_t(E_ * out * in) * 2);
+    std::vector<float> row(static_cast<size_t>(in));
+    for (int64_t e = 0; e < E_; ++e)
+      for (int64_t o = 0; o < out; ++o) {
+        mxfp4_split_to_f32(c8 + row_of(e, o) * nb * 16, s8 + row_of(e, o) * nb, nb, row.data());
+        for (int64_t i = 0; i < in; ++i) {
+          const uint16_t b = f32_to_bf16(row[size_t(i)]);
+          std::memcpy(buf->data() + size_t((e * out + o) * in + i) * 2, &b, 2);
+        }
+      }
+    return owned(view_name, DType::BF16, E_ * out, in, buf);
+  }
+
+  static TensorView owned(const std::string& name, DType dt, int64_t rows, int64_t cols,
+                          const std::shared_ptr<std::vector<uint8_t>>& buf) {
+    TensorView v;
+    v.name = name;
+    v.dtype = dt;
+    v.shape = {rows, cols};
+    v.data = buf->data();
+    v.keep_alive = buf;
+    return v;
+  }
+
+  const TensorStore& st_;
+  const int64_t E_, H_, F_;
+  const std::string block_;
+};
+
 // A mixture-of-experts layer's router and experts, under Mixtral's names (block_sparse_moe.gate, experts.E.w1 / w3 /
 // w2 for gate / up / down) or Qwen2-MoE's and Qwen3-MoE's (mlp.gate, mlp.experts.E.gate_proj / up_proj / down_proj);
 // Qwen2-MoE's shared expert (mlp.shared_expert.*) and its gate (mlp.shared_expert_gate, [1, H]).
 void bind_experts(const TensorStore& st, const ModelConfig& c, const std::string& layer, LayerWeights& L) {
+  if (c.architecture == "GptOssForCausalLM") {  // mlp.router (with its bias) and the experts' fused tensors
+    L.router = bind_matrix(st, layer + "mlp.router.weight", c.num_experts, c.hidden_size);
+    L.router_bias = bind_vector(st, layer + "mlp.router.bias", c.num_experts);
+    GptOssExpertCopies(st, c, layer + "mlp.").bind(L);
+    return;
+  }
   const bool mixtral = c.architecture == "MixtralForCausalLM";
   const std::string block = layer + (mixtral ? "block_sparse_moe." : "mlp.");
   const int64_t H = c.hidden_size, F = c.expert_ffn;
@@ -81,7 +221,7 @@ void bind_experts(const TensorStore& st, const ModelConfig& c, const std::string
     const int64_t S = c.shared_expert_ffn;
     const std::string p = block + "shared_expert.";
     L.shared_expert = {bind_matrix(st, p + "gate_proj.weight", S, H), bind_matrix(st, p + "up_proj.weight", S, H),
-                       bind_matrix(st, p + "down_proj.weight", H, S)};
+                       bind_matrix(st, p + "down_proj.weight", H, S), {}, {}, {}};
     L.shared_expert_gate = bind_matrix(st, block + "shared_expert_gate.weight", 1, H).to_f32();
   }
 }
@@ -178,6 +318,7 @@ std::shared_ptr<Model> Model::load_directory(const std::string& path, const Load
     L.bv = bind_optional_vector(*store, p + "self_attn.v_proj.bias", kvd, c.attention_bias);
     if (c.architecture != "Qwen2ForCausalLM" && c.architecture != "Qwen2MoeForCausalLM")  // biases on q, k, v only
       L.bo = bind_optional_vector(*store, p + "self_attn.o_proj.bias", H, c.attention_bias);
+    if (c.attention_sinks) L.sinks = bind_vector(*store, p + "self_attn.sinks", c.num_heads);
     if (c.qk_norm) {
       L.q_norm = norm(p + "self_attn.q_norm.weight", c.head_dim);
       L.k_norm = norm(p + "self_attn.k_norm.weight", c.head_dim);

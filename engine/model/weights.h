@@ -11,6 +11,7 @@ namespace specscope {
 struct ExpertWeights {
   TensorView gate, up;  // [expert_ffn, H]
   TensorView down;      // [H, expert_ffn]
+  std::vector<float> b_gate, b_up, b_down;  // GPT-OSS's biases (ModelConfig::expert_bias), else empty
 };
 
 struct LayerWeights {
@@ -18,6 +19,7 @@ struct LayerWeights {
   TensorView wq, wk, wv, wo;                      // [out, in], PyTorch Linear layout
   std::vector<float> bq, bk, bv, bo;              // empty when the layer has no bias
   std::vector<float> q_norm, k_norm;              // [head_dim]; Qwen3's and Gemma 3's per-head norms, else empty
+  std::vector<float> sinks;                       // [heads]; GPT-OSS's sink logits (ModelConfig::attention_sinks)
   // Gemma 3's norms of the attention output and of the MLP output, before their residual adds (else empty);
   // post_attn_norm is then its pre_feedforward_layernorm, the norm before the MLP in every architecture.
   std::vector<float> attn_out_norm, ffn_out_norm;  // [H]
@@ -26,6 +28,7 @@ struct LayerWeights {
   // A mixture-of-experts layer (ModelConfig::moe_layer) has these in place of w_gate, w_up and w_down: the router
   // [num_experts, H] and the experts.
   TensorView router;
+  std::vector<float> router_bias;  // [num_experts]; GPT-OSS's, else empty
   std::vector<ExpertWeights> experts;
   // Qwen2-MoE's shared expert (ModelConfig::shared_expert_ffn wide) and its gate, one row of H widened to f32 at load
   // (a dot product per token: as a matrix of its own type it would keep a decode step's expert products from sharing

@@ -335,7 +335,7 @@ TEST_F(CudaParity, GraniteRunsOnCudaAndMatchesTheCpu) {
 TEST_F(CudaParity, Phi3PartialRotaryAndLongRopeMatchTheCpuWhenOptedIn) {
   const char* rel = "gguf_models/phi3_f32.q8_0.gguf";
   auto model = Model::load(test::fixture(rel));
-  expect_gated_until_opted_in(*model, "partial rotary and LongRoPE", rel);
+  expect_gated_until_opted_in(*model, "partial rotary, LongRoPE", rel);
   expect_backends_agree(*model, 2e-2f, 8, 48, rel);
   const int longer = model->config().rope_scaling.original_max_position_embeddings + 1;
   expect_backends_agree(*model, 2e-2f, 8, 0, std::string(rel) + " (long factors)", longer);
