@@ -169,7 +169,8 @@ INSTANTIATE_TEST_SUITE_P(
                       // Qwen2-MoE's shared expert runs on every row at once.
                       Case{"models/qwen2moe_f32", true}, Case{"gguf_models/qwen2moe_f32.q8_0.gguf", false},
                       // GPT-OSS: sinks in every attention row, biased experts, and MXFP4 experts read as Q5_0.
-                      Case{"models/gpt_oss_f32", true}, Case{"gguf_models/gpt_oss_f32.mxfp4.gguf", false},
+                      Case{"models/gpt_oss_f32", true}, Case{"models/gpt_oss_mxfp4", false},
+                      Case{"gguf_models/gpt_oss_f32.mxfp4.gguf", false},
                       Case{"gguf_models/gpt_oss_f32.mxfp4.gguf", true}),
     name_of);
 

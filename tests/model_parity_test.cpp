@@ -53,7 +53,8 @@ const std::vector<std::string> kModels = {"llama_bytelevel_f32", "llama_byteleve
                                           "gemma3_bf16",         "gemma3_vlm_f32",       "gemma3_vlm_statedict_f32",
                                           "granite_f32",         "phi3_f32",             "gemma2_f32",
                                           "qwen3moe_f32",        "qwen3moe_mixed_f32",   "mixtral_f32",
-                                          "qwen2moe_f32",        "gemma3_wide_f32",      "gpt_oss_f32"};
+                                          "qwen2moe_f32",        "gemma3_wide_f32",      "gpt_oss_f32",
+                                          "gpt_oss_mxfp4"};
 
 struct GoldenPrompt {
   std::string name, text;
