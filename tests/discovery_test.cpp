@@ -20,6 +20,8 @@
 #include "engine/discovery/model_spec.h"
 #include "engine/discovery/ollama_manifest.h"
 #include "engine/discovery/tokenizer_fingerprint.h"
+#include "engine/formats/gguf.h"
+#include "engine/formats/safetensors.h"
 #include "engine/heads/eagle_head.h"
 #include "engine/heads/medusa_head.h"
 #include "engine/model/model.h"
@@ -427,6 +429,28 @@ TEST(MemoryEstimate, KvCacheAndWeights) {
   EXPECT_NE(s.find("4096 tokens"), std::string::npos) << s;
   EXPECT_NE(s.find("available"), std::string::npos) << s;
   EXPECT_EQ(human_bytes(3 * (1ull << 30) + (1ull << 29)), "3.5 GiB");
+}
+
+// GPT-OSS's experts are copied out of the mapping: MXFP4 as Q5_0 (22 bytes a block where the file has 17, or 16 bytes
+// of codes beside a scale byte in safetensors), the dense fused tensors as they are.
+TEST(MemoryEstimate, CountsGptOssExpertCopies) {
+  uint64_t mxfp4_gguf = 0, blocks = 0, dense = 0;
+  const GgufFile g = GgufFile::open(test::fixture("gguf_models/gpt_oss_f32.mxfp4.gguf"));
+  for (const auto& t : g.tensors())
+    if (t.type == GgmlType::MXFP4) mxfp4_gguf += t.nbytes;
+  const TensorStore mx = TensorStore::open_dir(test::fixture("models/gpt_oss_mxfp4"));
+  for (const auto& [name, t] : mx.all())
+    if (name.ends_with("_blocks")) blocks += t.nbytes();
+  const TensorStore f32 = TensorStore::open_dir(test::fixture("models/gpt_oss_f32"));
+  for (const auto& [name, t] : f32.all())
+    if (name.ends_with("experts.gate_up_proj") || name.ends_with("experts.down_proj")) dense += t.nbytes();
+  ASSERT_GT(mxfp4_gguf, 0u);
+  ASSERT_GT(blocks, 0u);
+  ASSERT_GT(dense, 0u);
+  EXPECT_EQ(probe_model(test::fixture("gguf_models/gpt_oss_f32.mxfp4.gguf")).copied_bytes, mxfp4_gguf / 17 * 22);
+  EXPECT_EQ(probe_model(test::fixture("models/gpt_oss_mxfp4")).copied_bytes, blocks / 16 * 22);
+  EXPECT_EQ(probe_model(test::fixture("models/gpt_oss_f32")).copied_bytes, dense);
+  EXPECT_EQ(probe_model(test::fixture("models/qwen3moe_f32")).copied_bytes, 0u);  // experts bound in place
 }
 
 TEST(MemoryEstimate, ReadsMemAvailable) {

@@ -86,6 +86,7 @@ void probe_eagle(const json& cfg, const TensorStore& st, ModelFacts& f) {
 void probe_target(const std::string& dir, const std::string& cfg_text, const std::string& cfg_path, const TensorStore& st,
                   ModelFacts& f) {
   HfTextNames names;
+  bool gpt_oss = false;
   try {
     const ModelConfig c = ModelConfig::from_json_text(cfg_text, cfg_path);
     // The sizes as the loader reads them: a vision-language checkpoint's are in its text_config, with defaults.
@@ -96,11 +97,18 @@ void probe_target(const std::string& dir, const std::string& cfg_text, const std
     f.max_context = c.max_position_embeddings;
     f.family = family_of(c.model_type);
     names = hf_text_names(c, st);
+    gpt_oss = c.architecture == "GptOssForCausalLM";
   } catch (const InputError& e) {
     f.problem = e.what();
     return;
   }
   f.parameters = names.parameters(st);  // as Model::parameter_count counts: a wrapper's vision tower left out
+  // GPT-OSS's experts are copied out of the mapping (model.cpp, GptOssExpertCopies): the fused dense tensors as they
+  // are, the MXFP4 codes as Q5_0 (22 bytes a block of 32 for the 16 bytes of codes).
+  for (const auto& [name, t] : st.all()) {
+    if (!gpt_oss || name.find(".mlp.experts.") == std::string::npos || name.ends_with("_bias") || name.ends_with("_scales")) continue;
+    f.copied_bytes += name.ends_with("_blocks") ? t.nbytes() / 16 * 22 : t.nbytes();
+  }
   const std::string embed_name = names.model + "embed_tokens.weight";
   const TensorView* embed = find(st, embed_name);
   if (!embed) {
