@@ -22,7 +22,11 @@ nearly uniformly, where a trained router's choices for neighbouring tokens overl
 of Qwen1.5-MoE-A2.7B's 24 layers (Qwen2MoeForCausalLM: hidden 2048, 16 heads / 16 KV heads of 128 with q/k/v biases,
 60 experts of 1408 per layer with 4 per token, not renormalized, and a shared expert of 5632 on every token; vocab
 32000 where the real one has 151936; untied, as published, since llama.cpp's qwen2moe needs output.weight): 2.41B
-parameters of which 0.41B are read per token, f16 (4.8 GB).
+parameters of which 0.41B are read per token, f16 (4.8 GB). `--shape gptoss-4l` is four of gpt-oss-20b's 24 layers
+(GptOssForCausalLM: hidden 2880, 64 heads / 8 KV heads of 64 with q/k/v/o biases and sinks, 32 experts of 2880 per
+layer with 4 per token and biases, a 128-token window on every other layer, YaRN; vocab 32000 where the real one has
+201088; untied, as published): 3.52B parameters of which 0.52B are read per token, f16 (7.0 GB), drawn in f16 (an
+f32 draw would take 14 GB). Quantized with llama-quantize's MXFP4_MOE, its experts are MXFP4 as the published files'.
 
     /root/.cache/specscope/venv/bin/python bench/make_synthetic_llama.py /tmp/syn60
     /root/.cache/specscope/venv/bin/python tests/fixtures/make_gguf_models.py --convert /tmp/syn60 f32 /tmp/syn60.f32.gguf
@@ -33,7 +37,8 @@ import os
 import shutil
 
 import torch
-from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig,
+from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig, GptOssConfig,
+                          GptOssForCausalLM, LlamaConfig,
                           LlamaForCausalLM, Qwen2MoeConfig, Qwen2MoeForCausalLM, Qwen3Config, Qwen3ForCausalLM,
                           Qwen3MoeConfig, Qwen3MoeForCausalLM)
 
@@ -48,7 +53,8 @@ SHAPES = {"60m": (768, 9, 12, 4, 2048, 4096, 1024, 10000.0, torch.float32),
           "gemma3-1b": (1152, 26, 4, 1, 6912, 262144, 32768, 1000000.0, torch.float16),
           "gemma2-2b": (2304, 26, 8, 4, 9216, 256000, 8192, 10000.0, torch.float16),
           "qwen3moe-4l": (2048, 4, 32, 4, 6144, 32000, 4096, 1000000.0, torch.float16),
-          "qwen2moe-4l": (2048, 4, 16, 16, 5632, 32000, 8192, 1000000.0, torch.float16)}
+          "qwen2moe-4l": (2048, 4, 16, 16, 5632, 32000, 8192, 1000000.0, torch.float16),
+          "gptoss-4l": (2880, 4, 64, 8, 2880, 32000, 131072, 150000.0, torch.float16)}
 # The shapes of another architecture: (config class, model class, extra config keys).
 ARCHS = {"qwen3-0.6b": (Qwen3Config, Qwen3ForCausalLM, dict(head_dim=128)),
          "gemma3-1b": (Gemma3TextConfig, Gemma3ForCausalLM,
@@ -61,7 +67,15 @@ ARCHS = {"qwen3-0.6b": (Qwen3Config, Qwen3ForCausalLM, dict(head_dim=128)),
                               norm_topk_prob=True)),
          "qwen2moe-4l": (Qwen2MoeConfig, Qwen2MoeForCausalLM,
                          dict(num_experts=60, num_experts_per_tok=4, moe_intermediate_size=1408,
-                              shared_expert_intermediate_size=5632, norm_topk_prob=False, tie_word_embeddings=False))}
+                              shared_expert_intermediate_size=5632, norm_topk_prob=False, tie_word_embeddings=False)),
+         "gptoss-4l": (GptOssConfig, GptOssForCausalLM,
+                       dict(head_dim=64, num_local_experts=32, num_experts_per_tok=4, sliding_window=128,
+                            tie_word_embeddings=False, attention_bias=True,
+                            rope_parameters={"rope_type": "yarn", "rope_theta": 150000.0, "factor": 32.0,
+                                             "beta_fast": 32.0, "beta_slow": 1.0, "truncate": False,
+                                             "original_max_position_embeddings": 4096}))}
+# Shapes too large to draw in f32 on this machine's memory: drawn in the saved dtype directly.
+DRAW_IN_DTYPE = {"gptoss-4l"}
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
 
@@ -92,9 +106,10 @@ def main():
     cfg = config_cls(vocab_size=pick(a.vocab, vocab), hidden_size=pick(a.hidden, hidden),
                       intermediate_size=pick(a.intermediate, ffn), num_hidden_layers=pick(a.layers, layers),
                       num_attention_heads=pick(a.heads, heads), num_key_value_heads=pick(a.kv_heads, kv_heads),
-                      max_position_embeddings=max_pos, rope_theta=theta, tie_word_embeddings=tied,
+                      max_position_embeddings=max_pos, tie_word_embeddings=tied,
+                      **({} if "rope_parameters" in extra else {"rope_theta": theta}),
                       bos_token_id=0, eos_token_id=1, **extra)
-    if a.device == "cpu":
+    if a.device == "cpu" and a.shape not in DRAW_IN_DTYPE:
         model = model_cls(cfg).to(dtype)
     else:  # drawn on the device in the saved dtype: an 8B model in f32 on the CPU would take 32 GB and minutes
         torch.manual_seed(a.seed)

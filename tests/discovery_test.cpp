@@ -431,8 +431,8 @@ TEST(MemoryEstimate, KvCacheAndWeights) {
   EXPECT_EQ(human_bytes(3 * (1ull << 30) + (1ull << 29)), "3.5 GiB");
 }
 
-// GPT-OSS's experts are copied out of the mapping: MXFP4 as Q5_0 (22 bytes a block where the file has 17, or 16 bytes
-// of codes beside a scale byte in safetensors), the dense fused tensors as they are.
+// GPT-OSS's Hugging Face experts are copied out of the mapping: MXFP4 codes with their scales as ggml's blocks (17
+// bytes a block for the 16 bytes of codes), the dense fused tensors as they are; a GGUF file's MXFP4 is read in place.
 TEST(MemoryEstimate, CountsGptOssExpertCopies) {
   uint64_t mxfp4_gguf = 0, blocks = 0, dense = 0;
   const GgufFile g = GgufFile::open(test::fixture("gguf_models/gpt_oss_f32.mxfp4.gguf"));
@@ -447,8 +447,8 @@ TEST(MemoryEstimate, CountsGptOssExpertCopies) {
   ASSERT_GT(mxfp4_gguf, 0u);
   ASSERT_GT(blocks, 0u);
   ASSERT_GT(dense, 0u);
-  EXPECT_EQ(probe_model(test::fixture("gguf_models/gpt_oss_f32.mxfp4.gguf")).copied_bytes, mxfp4_gguf / 17 * 22);
-  EXPECT_EQ(probe_model(test::fixture("models/gpt_oss_mxfp4")).copied_bytes, blocks / 16 * 22);
+  EXPECT_EQ(probe_model(test::fixture("gguf_models/gpt_oss_f32.mxfp4.gguf")).copied_bytes, 0u);
+  EXPECT_EQ(probe_model(test::fixture("models/gpt_oss_mxfp4")).copied_bytes, blocks / 16 * 17);
   EXPECT_EQ(probe_model(test::fixture("models/gpt_oss_f32")).copied_bytes, dense);
   EXPECT_EQ(probe_model(test::fixture("models/qwen3moe_f32")).copied_bytes, 0u);  // experts bound in place
 }

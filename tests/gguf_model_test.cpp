@@ -248,12 +248,11 @@ TEST_P(GgufModel, ConfigMatchesHuggingFace) {
   for (size_t i = 0; i < gf.size(); ++i) EXPECT_NEAR(gf[i], hf_freq[i], 1e-6 * hf_freq[i]) << "inv_freq[" << i << "]";
   const std::string& ty = GetParam().type;
   EXPECT_EQ(model()->weights_dtype(), ty == "mxfp4" ? "mxfp4_moe" : ty);  // llama.cpp's name for the file type
-  // Matrices keep their stored type (Q8_0 stays in its blocks: no f32 copy); norms are f32 vectors. MXFP4 experts
-  // compute as Q5_0, the same values (engine/formats/mxfp4.h).
+  // Matrices keep their stored type (Q8_0 stays in its blocks: no f32 copy, MXFP4 experts too); norms are f32 vectors.
   const DType want = stored_dtype(ty);
   EXPECT_EQ(model()->weights().embed.dtype, want);
   EXPECT_EQ(model()->weights().layers[0].wq.dtype, want);
-  EXPECT_EQ(mlp_down(model()->weights().layers[0]).dtype, ty == "mxfp4" ? DType::Q5_0 : want);
+  EXPECT_EQ(mlp_down(model()->weights().layers[0]).dtype, ty == "mxfp4" ? DType::MXFP4 : want);
   EXPECT_EQ(model()->parameter_count(), hf()->parameter_count());
   // Experts: llama.cpp's file says as much as the config (llama.cpp renormalizes, as these checkpoints ask).
   EXPECT_EQ(g.num_experts, h.num_experts);

@@ -41,7 +41,8 @@ const std::vector<TypeCase> kTypes = {{DType::Q8_0, GgmlType::Q8_0, Int8Type::Q8
                                       {DType::Q6_K, GgmlType::Q6_K, Int8Type::Q6_K},
                                       {DType::Q5_0, GgmlType::Q5_0, Int8Type::Q5_0},  // after: [2..4] are K-quants
                                       {DType::Q4_1, GgmlType::Q4_1, Int8Type::Q4_1},
-                                      {DType::Q5_1, GgmlType::Q5_1, Int8Type::Q5_1}};
+                                      {DType::Q5_1, GgmlType::Q5_1, Int8Type::Q5_1},
+                                      {DType::MXFP4, GgmlType::MXFP4, Int8Type::MXFP4}};
 
 // Scales in [1e-4, 2e-2): small enough that random K-quant mins keep the products in a realistic range.
 std::vector<uint8_t> random_matrix(const TypeCase& q, int m, int k, std::mt19937& rng, bool random_bytes) {
@@ -213,7 +214,7 @@ TEST(QuantInt8, SimdKernelsEqualScalarReferenceBitForBit) {
 }
 
 // The largest sums the kernels form: every weight code at its extreme (nibbles 15, 5-bit codes 31, Q6_K's 63, Q8_0's
-// -128) against activation codes all +127 or all -127, so every product has one sign. The AVX2 kernels add up to 8
+// -128, MXFP4's 28) against activation codes all +127 or all -127, so every product has one sign. The AVX2 kernels add up to 8
 // steps' vpmaddubsw pair sums in int16 before widening (quant_int8_ymm.h): one step more than int16_run_steps allows,
 // or a saturating pair, would change these sums, and the scalar reference's bits would not match.
 TEST(QuantInt8, KernelsAreExactAtTheLargestCodes) {
@@ -236,6 +237,10 @@ TEST(QuantInt8, KernelsAreExactAtTheLargestCodes) {
           case Int8Type::Q6_K:
             for (int i = 0; i < 16; ++i) blk[192 + i] = i % 2 ? 0x80 : 0x7F;  // scales -128 and 127
             put_f16(blk + 208, 0x3C00);
+            break;
+          case Int8Type::MXFP4:  // code 7 (+6, read as 28: the largest unsigned code) everywhere, scale 2^0
+            std::memset(blk + 1, 0x77, 16);
+            blk[0] = 128;
             break;
           default:
             put_f16(blk, 0x3C00);

@@ -9,6 +9,7 @@
 #include "engine/model/forward.h"
 
 #include <gtest/gtest.h>
+#include <cmath>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,6 +62,8 @@ std::vector<uint8_t> random_block_matrix(GgmlType t, int m, int k, std::mt19937&
     switch (t) {
       case GgmlType::Q6_K: put(bs - 2); break;                                      // d is last
       case GgmlType::Q8_0: case GgmlType::Q4_0: case GgmlType::Q5_0: put(0); break;  // d only
+      case GgmlType::MXFP4:  // an E8M0 scale byte: the power of two nearest below a scale in the range
+        bytes[off] = uint8_t(128 + int(std::floor(std::log2(scale(rng))))); break;
       default: put(0), put(2);  // d, then dmin (K) or the min m (Q4_1, Q5_1)
     }
   }

@@ -30,6 +30,7 @@ GgmlType ggml_of(DType t) {
     case DType::Q4_K: return GgmlType::Q4_K;
     case DType::Q5_K: return GgmlType::Q5_K;
     case DType::Q6_K: return GgmlType::Q6_K;
+    case DType::MXFP4: return GgmlType::MXFP4;
     default: throw std::invalid_argument("not a block-quantized dtype: " + std::string(dtype_name(t)));
   }
 }

@@ -39,8 +39,11 @@ namespace specscope::cpu::detail {
 // Gemma-3-1B's and Qwen2.5-0.5B's matrices (hidden 1152 and 896).
 // Q4_0_Lanes, Q8_0_Lanes: Q4_0 / Q8_0 in units of 8 blocks, their scales then their codes in the order the kernels read
 // them (kquant_lanes.h).
+// MXFP4 (GPT-OSS's experts; engine/formats/mxfp4.h): blocks of 17 bytes, the E8M0 scale then Q4_0's nibbles; each
+// code becomes its doubled E2M1 value plus 16 (a byte table lookup), a 5-bit code offset by 16 as Q5_0's, times the
+// block's 2^(e - 128).
 enum class Int8Type {
-  Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_K_Lanes, Q5_K_Lanes, Q6_K_Lanes, Q4_0_Lanes, Q8_0_Lanes
+  Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_K_Lanes, Q5_K_Lanes, Q6_K_Lanes, Q4_0_Lanes, Q8_0_Lanes, MXFP4
 };
 // Q8_0 in either layout: signed 8-bit codes, which some kernels multiply by sign rather than offset.
 constexpr bool int8_is_q8_0(Int8Type t) { return t == Int8Type::Q8_0 || t == Int8Type::Q8_0_Lanes; }
@@ -74,11 +77,17 @@ constexpr NibbleBlock nibble_block(Int8Type t) {
   }
 }
 constexpr int kQ8_0Bytes = 34;  // f16 d, then 32 int8 codes
+constexpr int kMxfp4Bytes = 17;  // E8M0 e, then 16 bytes of nibbles (elements 0-15 low, 16-31 high)
+// MXFP4 code c as the kernels read it: its doubled E2M1 value (-12..12) plus 16 (kMxfp4Twice, formats/mxfp4.h).
+constexpr int8_t kMxfp4Codes[16] = {16, 17, 18, 19, 20, 22, 24, 28, 16, 15, 14, 13, 12, 10, 8, 4};
 // The types whose codes carry a fixed offset (the kernels read them as unsigned bytes): log2 of it, which the kernels
 // take off as (block's activation sum) << shift: Q8_0's codes made unsigned by adding 128, Q4_0's nibbles are code + 8,
 // Q5_0's 5-bit codes code + 16. -1 for the rest (their minimum, or Q6_K's per-half offset, does that job).
 constexpr int int8_code_offset_shift(Int8Type t) {
-  return int8_is_q8_0(t) ? 7 : t == Int8Type::Q4_0 || t == Int8Type::Q4_0_Lanes ? 3 : t == Int8Type::Q5_0 ? 4 : -1;
+  return int8_is_q8_0(t)                                     ? 7
+         : t == Int8Type::Q4_0 || t == Int8Type::Q4_0_Lanes ? 3
+         : t == Int8Type::Q5_0 || t == Int8Type::MXFP4      ? 4
+                                                            : -1;
 }
 
 constexpr int kQ8Block = 32;                   // elements per activation block
@@ -164,6 +173,7 @@ constexpr size_t int8_group_bytes(Int8Type t) {
     case Int8Type::Q5_K_Lanes: return 2 * 176;
     case Int8Type::Q6_K:
     case Int8Type::Q6_K_Lanes: return 2 * 210;
+    case Int8Type::MXFP4: return kQ8Lanes * kMxfp4Bytes;
   }
   return 0;
 }

@@ -102,9 +102,11 @@ QI_INLINE void unpack_q8_0(const uint8_t* g, Group& G) {
 // Q4_0, Q4_1, Q5_0, Q5_1 (blocks of kBytes): 32 codes from the 16 bytes of nibbles at byte kQs, elements 0-15 the low
 // nibbles and 16-31 the high (each block's bytes twice, shifted by 0 and by 4); the 5-bit types (kQh >= 0) add bit i
 // of the qh word at byte kQh as element i's fifth bit, one mask register per pair of blocks.
-template <int kBytes, int kQs, int kQh>
+// kLut (MXFP4): each nibble then becomes its kMxfp4Codes entry, one byte shuffle.
+template <int kBytes, int kQs, int kQh, bool kLut = false>
 QI_INLINE void unpack_nibbles(const uint8_t* g, Group& G) {
   const __m512i shift = _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0), m4 = _mm512_set1_epi8(15), fifth = _mm512_set1_epi8(16);
+  const __m512i lut = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Codes)));
   __m512i a[8];
   for (int v = 0; v < 8; ++v) {
     const uint8_t* p = g + kBytes * v;
@@ -118,8 +120,21 @@ QI_INLINE void unpack_nibbles(const uint8_t* g, Group& G) {
       std::memcpy(&hq, q + kQh, 4);
       a[v] = _mm512_or_si512(a[v], _mm512_maskz_mov_epi8(__mmask64(hp) | (__mmask64(hq) << 32), fifth));
     }
+    if constexpr (kLut) a[v] = _mm512_shuffle_epi8(lut, a[v]);
   }
   to_lanes(a, G);
+}
+
+// MXFP4 (quant_int8.h): the 16 blocks' 2^(e - 128) from their scale bytes, as GGML_E8M0_TO_FP32_HALF makes them (the
+// exponent field e - 1; e 0 and 1 the subnormals 2^-128 and 2^-127), and the codes through the table.
+QI_INLINE void unpack_mxfp4(const uint8_t* g, Group& G) {
+  alignas(64) int32_t e[16];
+  for (int b = 0; b < 16; ++b) e[b] = g[b * kMxfp4Bytes];
+  const __m512i ev = _mm512_load_si512(e);
+  const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(ev, _mm512_set1_epi32(1)), 23);
+  const __m512i tiny = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), ev);
+  G.fw = _mm512_castsi512_ps(_mm512_mask_blend_epi32(_mm512_cmplt_epi32_mask(ev, _mm512_set1_epi32(2)), normal, tiny));
+  unpack_nibbles<kMxfp4Bytes, 1, -1, true>(g, G);
 }
 
 // A nibble-block group (quant_int8.h's NibbleBlock): the blocks' scale d, for Q4_1 / Q5_1 their minimum m negated
@@ -322,6 +337,7 @@ QI_INLINE void unpack(const uint8_t* gp, Group& G) {
   else if constexpr (kType == Int8Type::Q5_K_Lanes) unpack_k45_lanes<true>(gp, G);
   else if constexpr (kType == Int8Type::Q6_K_Lanes) unpack_q6k_lanes(gp, G);
   else if constexpr (kType == Int8Type::Q5_K) unpack_k45<true>(gp, G);
+  else if constexpr (kType == Int8Type::MXFP4) unpack_mxfp4(gp, G);
   else unpack_q6_k(gp, G);
 }
 
@@ -578,6 +594,7 @@ void int8_rows_avx512vnni(Int8Type type, const uint8_t* W, size_t row_bytes, con
     case Int8Type::Q5_0: return rows<Int8Type::Q5_0>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q4_1: return rows<Int8Type::Q4_1>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q5_1: return rows<Int8Type::Q5_1>(W, row_bytes, x, bias, Y, m, r0, r1);
+    case Int8Type::MXFP4: return rows<Int8Type::MXFP4>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q4_K: return rows<Int8Type::Q4_K>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q5_K: return rows<Int8Type::Q5_K>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q6_K: return rows<Int8Type::Q6_K>(W, row_bytes, x, bias, Y, m, r0, r1);

@@ -39,6 +39,7 @@ bool int8_type(DType t, Int8Type* out) {
     case DType::Q4_K: *out = Int8Type::Q4_K; return true;
     case DType::Q5_K: *out = Int8Type::Q5_K; return true;
     case DType::Q6_K: *out = Int8Type::Q6_K; return true;
+    case DType::MXFP4: *out = Int8Type::MXFP4; return true;
     default: return false;
   }
 }

@@ -7,6 +7,7 @@
 #include "engine/cpu/kquant_lanes.h"
 #include "engine/cpu/quant_int8.h"
 #include "engine/formats/gguf_k_scales.h"
+#include "engine/formats/mxfp4.h"
 #include "engine/util/half_float.h"
 
 namespace specscope::cpu::detail {
@@ -41,6 +42,12 @@ float block_term(Int8Type type, const uint8_t* row, int b, const ActQ8& a, int t
       }
       const float fw = load_half(blk);
       return L.has_min ? std::fma(load_half(blk + 2), float(xsum), fw * float(I)) : fw * float(I);
+    }
+    case Int8Type::MXFP4: {  // each code's table value, offset by 16, times 2^(e - 128)
+      const uint8_t* blk = row + size_t(b) * kMxfp4Bytes;
+      for (int i = 0; i < 16; ++i)
+        I += (kMxfp4Codes[blk[1 + i] & 15] - 16) * x[i] + (kMxfp4Codes[blk[1 + i] >> 4] - 16) * x[i + 16];
+      return mxfp4_half_scale(blk[0]) * float(I);
     }
     case Int8Type::Q8_0_Lanes: {
       const uint8_t* unit = row + size_t(b / 8) * 272;

@@ -87,9 +87,11 @@ QY_INLINE void unpack_q8_0(const uint8_t* g, Half& H) {
 // nibbles, 16-31 the high); the 5-bit types (kQh >= 0) add bit i of the qh word at byte kQh as element i's fifth bit:
 // the word broadcast, each byte p picking byte p / 8 of it, then bit p % 8 tested by or-ing in every other bit and
 // comparing with all ones.
-template <int kBytes, int kQs, int kQh>
+// kLut (MXFP4): each nibble then becomes its kMxfp4Codes entry, one byte shuffle.
+template <int kBytes, int kQs, int kQh, bool kLut = false>
 QY_INLINE void unpack_nibbles(const uint8_t* g, Half& H) {
   const __m256i shift = _mm256_set_epi64x(4, 4, 0, 0), m4 = _mm256_set1_epi8(15), fifth = _mm256_set1_epi8(16);
+  const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Codes)));
   const __m256i pick = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
   const __m256i others = _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe), ones = _mm256_set1_epi64x(-1);
   __m256i a[8];
@@ -104,8 +106,21 @@ QY_INLINE void unpack_nibbles(const uint8_t* g, Half& H) {
           _mm256_cmpeq_epi8(_mm256_or_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(qh), pick), others), ones);
       a[b] = _mm256_or_si256(a[b], _mm256_and_si256(set, fifth));
     }
+    if constexpr (kLut) a[b] = _mm256_shuffle_epi8(lut, a[b]);
   }
   to_lanes(a, H);
+}
+
+// MXFP4 (quant_int8.h): the 8 blocks' 2^(e - 128) as quant_int8_avx512.cpp's unpack_mxfp4 makes them, and the codes
+// through the table.
+QY_INLINE void unpack_mxfp4(const uint8_t* g, Half& H) {
+  alignas(32) int32_t e[8];
+  for (int b = 0; b < 8; ++b) e[b] = g[b * kMxfp4Bytes];
+  const __m256i ev = _mm256_load_si256(reinterpret_cast<const __m256i*>(e));
+  const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(ev, _mm256_set1_epi32(1)), 23);
+  const __m256i tiny = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), ev);
+  H.fw = _mm256_castsi256_ps(_mm256_blendv_epi8(normal, tiny, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), ev)));
+  unpack_nibbles<kMxfp4Bytes, 1, -1, true>(g, H);
 }
 
 // A nibble-block half group: the blocks' scale d, for Q4_1 / Q5_1 their minimum negated (see quant_int8_avx512.cpp),
@@ -268,7 +283,8 @@ QY_INLINE __m256i dot_steps(const Half& H, const int8_t* xq, int j0, __m256i wid
   }
 }
 
-// How many steps' vpmaddubsw pair sums fit in int16: codes below 16 (Q4), 32 (Q5), 64 (Q6), and Q8_0's |w| <= 128.
+// How many steps' vpmaddubsw pair sums fit in int16: codes below 16 (Q4), 32 (Q5, MXFP4), 64 (Q6), and Q8_0's
+// |w| <= 128.
 constexpr int int16_run_steps(Int8Type t) {
   switch (t) {
     case Int8Type::Q8_0:
@@ -276,7 +292,8 @@ constexpr int int16_run_steps(Int8Type t) {
     case Int8Type::Q5_0:
     case Int8Type::Q5_1:
     case Int8Type::Q5_K:
-    case Int8Type::Q5_K_Lanes: return 4;
+    case Int8Type::Q5_K_Lanes:
+    case Int8Type::MXFP4: return 4;  // codes 4..28
     case Int8Type::Q6_K:
     case Int8Type::Q6_K_Lanes: return 2;
     default: return 8;
@@ -320,6 +337,7 @@ QY_INLINE void unpack_half(const uint8_t* hp, Half& H) {
   else if constexpr (kType == Int8Type::Q4_K_Lanes) unpack_k45_lanes<false>(hp, H);
   else if constexpr (kType == Int8Type::Q5_K_Lanes) unpack_k45_lanes<true>(hp, H);
   else if constexpr (kType == Int8Type::Q6_K_Lanes) unpack_q6k_lanes(hp, H);
+  else if constexpr (kType == Int8Type::MXFP4) unpack_mxfp4(hp, H);
   else unpack_q6_k(hp, H);
 }
 
@@ -422,6 +440,7 @@ void rows_ymm_dispatch(Int8Type type, const uint8_t* W, size_t row_bytes, const 
     case Int8Type::Q5_0: return rows_ymm<Ops, Int8Type::Q5_0>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q4_1: return rows_ymm<Ops, Int8Type::Q4_1>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q5_1: return rows_ymm<Ops, Int8Type::Q5_1>(W, row_bytes, x, bias, Y, m, r0, r1);
+    case Int8Type::MXFP4: return rows_ymm<Ops, Int8Type::MXFP4>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q4_K: return rows_ymm<Ops, Int8Type::Q4_K>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q5_K: return rows_ymm<Ops, Int8Type::Q5_K>(W, row_bytes, x, bias, Y, m, r0, r1);
     case Int8Type::Q6_K: return rows_ymm<Ops, Int8Type::Q6_K>(W, row_bytes, x, bias, Y, m, r0, r1);

@@ -24,7 +24,7 @@ struct ModelFacts {
   uint64_t parameters = 0;     // as Model::parameter_count() counts them
   std::string dtype;           // as Model::weights_dtype() names it ("bf16", "q8_0", ...)
   uint64_t size_bytes = 0;     // the weight files on disk
-  // weight bytes the loader copies out of the mapping (GGUF llama: Q and K rows; GPT-OSS's experts, MXFP4 as Q5_0)
+  // weight bytes the loader copies out of the mapping (GGUF llama: Q and K rows; GPT-OSS's fused HF experts)
   uint64_t copied_bytes = 0;
   std::string problem;         // why Model::load (or the head loader) would refuse it; empty: it loads
   std::string tokenizer_fingerprint;  // GGUF: the token list's hash; HF: filled on demand (tokenizer_fingerprint.h)

@@ -41,8 +41,6 @@ ModelFacts probe_gguf(const std::string& path) {
     // The loader reorders the rows of a "llama" file's Q and K projections into buffers of its own (gguf_model.h).
     const bool qk = t.name.find(".attn_q.") != std::string::npos || t.name.find(".attn_k.") != std::string::npos;
     if (f.architecture == "llama" && qk) f.copied_bytes += t.nbytes;
-    // MXFP4 (GPT-OSS's experts) is computed from a Q5_0 copy of the same values: 22 bytes a block of 17.
-    if (t.type == GgmlType::MXFP4) f.copied_bytes += t.nbytes / 17 * 22;
   }
   f.dtype = gguf_file_type_name(g);
   if (const GgufValue* tokens = g.find("tokenizer.ggml.tokens"); tokens && tokens->elem_type == GgufValueType::STRING)

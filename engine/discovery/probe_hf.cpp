@@ -104,10 +104,10 @@ void probe_target(const std::string& dir, const std::string& cfg_text, const std
   }
   f.parameters = names.parameters(st);  // as Model::parameter_count counts: a wrapper's vision tower left out
   // GPT-OSS's experts are copied out of the mapping (model.cpp, GptOssExpertCopies): the fused dense tensors as they
-  // are, the MXFP4 codes as Q5_0 (22 bytes a block of 32 for the 16 bytes of codes).
+  // are, the MXFP4 codes with their scales as ggml's blocks (17 bytes a block of 32 for the 16 bytes of codes).
   for (const auto& [name, t] : st.all()) {
     if (!gpt_oss || name.find(".mlp.experts.") == std::string::npos || name.ends_with("_bias") || name.ends_with("_scales")) continue;
-    f.copied_bytes += name.ends_with("_blocks") ? t.nbytes() / 16 * 22 : t.nbytes();
+    f.copied_bytes += name.ends_with("_blocks") ? t.nbytes() / 16 * 17 : t.nbytes();
   }
   const std::string embed_name = names.model + "embed_tokens.weight";
   const TensorView* embed = find(st, embed_name);

@@ -57,7 +57,7 @@ constexpr GgmlTypeInfo kTypes[] = {
     {GgmlType::BF16, "BF16", 1, 2, true},
     {GgmlType::TQ1_0, "TQ1_0", 256, 54, false},
     {GgmlType::TQ2_0, "TQ2_0", 256, 66, false},
-    {GgmlType::MXFP4, "MXFP4", 32, 17, true},  // read as Q5_0 (engine/formats/mxfp4.h)
+    {GgmlType::MXFP4, "MXFP4", 32, 17, true},  // engine/formats/mxfp4.h
     {GgmlType::NVFP4, "NVFP4", 64, 36, false},
     {GgmlType::Q1_0, "Q1_0", 128, 18, false},
 };

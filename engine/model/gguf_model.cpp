@@ -16,7 +16,6 @@
 
 #include "engine/formats/gguf.h"
 #include "engine/formats/gguf_file_type.h"
-#include "engine/formats/mxfp4.h"
 #include "engine/model/gguf_config.h"
 #include "engine/model/tokenizer_fit.h"
 #include "engine/model/weight_checks.h"
@@ -97,6 +96,7 @@ std::optional<DType> block_dtype(GgmlType t) {
     case GgmlType::Q4_K: return DType::Q4_K;
     case GgmlType::Q5_K: return DType::Q5_K;
     case GgmlType::Q6_K: return DType::Q6_K;
+    case GgmlType::MXFP4: return DType::MXFP4;
     default: return std::nullopt;
   }
 }
@@ -192,7 +192,7 @@ class Binder {
     const bool plain = t.type == GgmlType::F32 || t.type == GgmlType::F16 || t.type == GgmlType::BF16;
     if (dry_) {
       if (unpermute_heads) hf_row_order(rows, unpermute_heads, t.name);
-      if (!plain && !block_dtype(t.type) && t.type != GgmlType::MXFP4) unsupported(t);
+      if (!plain && !block_dtype(t.type)) unsupported(t);
       TensorView v;
       v.name = t.name;
       v.shape = {rows, cols};
@@ -205,7 +205,6 @@ class Binder {
       if (unpermute_heads) reorder_rows(v, t, unpermute_heads);
       return v;
     }
-    if (t.type == GgmlType::MXFP4) return mxfp4_matrix(t, rows, cols);
     const std::optional<DType> dt = block_dtype(t.type);
     if (!dt) unsupported(t);
     // Block-quantized: kept in its blocks, zero-copy unless its rows are reordered (whole rows are whole blocks).
@@ -218,34 +217,6 @@ class Binder {
     if (unpermute_heads) reorder_rows(v, t, unpermute_heads);
     if (check_) check_finite_blocks(t);
     quantized_ = true;
-    return v;
-  }
-
-  // MXFP4 (GPT-OSS's experts) computes as Q5_0, the same values exactly (engine/formats/mxfp4.h): an owned copy, 1.29x
-  // the file's bytes; bf16 where a scale does not fit Q5_0's f16 (none of the published checkpoints').
-  TensorView mxfp4_matrix(const GgufTensor& t, int64_t rows, int64_t cols) {
-    const auto* src = static_cast<const uint8_t*>(t.data);
-    const int64_t blocks = rows * cols / kMxfp4Block;
-    TensorView v;
-    v.name = t.name;
-    v.shape = {rows, cols};
-    if (mxfp4_ggml_fits_q5_0(src, blocks)) {
-      auto buf = std::make_shared<std::vector<uint8_t>>(size_t(blocks) * 22);
-      mxfp4_ggml_to_q5_0(src, blocks, buf->data());
-      v.dtype = DType::Q5_0;
-      v.data = buf->data();
-      v.keep_alive = buf;
-      quantized_ = true;
-    } else {
-      spdlog::warn("{}: tensor '{}' has MXFP4 scales outside f16's range: widened to bf16", g_.path(), t.name);
-      std::vector<float> f(size_t(rows * cols));
-      mxfp4_ggml_to_f32(src, blocks, f.data());
-      auto buf = std::make_shared<std::vector<uint16_t>>(f.size());
-      for (size_t i = 0; i < f.size(); ++i) buf->at(i) = f32_to_bf16(f[i]);
-      v.dtype = DType::BF16;
-      v.data = buf->data();
-      v.keep_alive = buf;
-    }
     return v;
   }
 

@@ -24,6 +24,7 @@
 #include "engine/tokenizer/chat_template.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/util/error.h"
+#include "engine/util/huge_page_arena.h"
 #include "engine/util/mapped_file.h"
 #include "engine/util/sha256.h"
 
@@ -67,8 +68,8 @@ std::vector<float> bind_optional_vector(const TensorStore& st, const std::string
 // transposed against a Linear's [out, in] (down_proj [E, F, H]), with biases [E, 2F] (interleaved alike) and [E, H];
 // or, as published, in MXFP4 (gate_up_proj_blocks [E, 2F, H/32, 16] and _scales [E, 2F, H/32], rows already
 // [out, in]; down_proj_blocks [E, H, F/32, 16]). Either way each expert's gate, up and down become row views of one
-// owned [E * rows, cols] copy per product in the engine's layout: the dense ones in their own type, the MXFP4 ones
-// as Q5_0 holding the same values (engine/formats/mxfp4.h).
+// owned [E * rows, cols] copy per product in the engine's layout, in huge pages: the dense ones in their own type, the
+// MXFP4 ones in ggml's MXFP4 blocks (engine/formats/mxfp4.h).
 class GptOssExpertCopies {
  public:
   GptOssExpertCopies(const TensorStore& st, const ModelConfig& c, const std::string& block)
@@ -131,13 +132,14 @@ class GptOssExpertCopies {
     const TensorView& t = get(name, {E_, in, cols}, true);
     const int64_t out = cols / stride;
     const size_t es = dtype_size(t.dtype);
-    auto buf = std::make_shared<std::vector<uint8_t>>(size_t(E_ * out * in) * es);
+    auto buf = huge_page_alloc(size_t(E_ * out * in) * es);
+    auto* dst = static_cast<uint8_t*>(buf.get());
     const auto* src = static_cast<const uint8_t*>(t.data);
     for (int64_t e = 0; e < E_; ++e)
       for (int64_t o = 0; o < out; ++o)
         for (int64_t i = 0; i < in; ++i)
-          std::memcpy(buf->data() + size_t((e * out + o) * in + i) * es,
-                      src + size_t((e * in + i) * cols + offset + o * stride) * es, es);
+          std::memcpy(dst + size_t((e * out + o) * in + i) * es, src + size_t((e * in + i) * cols + offset + o * stride) * es,
+                      es);
     return owned(t.name + "[" + part + "]", t.dtype, E_ * out, in, buf);
   }
 
@@ -153,40 +155,22 @@ class GptOssExpertCopies {
     const auto* c8 = static_cast<const uint8_t*>(codes.data);
     const auto* s8 = static_cast<const uint8_t*>(scales.data);
     auto row_of = [&](int64_t e, int64_t o) { return e * rows + offset + o * stride; };
-    bool fits = true;
-    for (int64_t e = 0; e < E_ && fits; ++e)
-      for (int64_t o = 0; o < out && fits; ++o) fits = mxfp4_scales_fit_q5_0(s8 + row_of(e, o) * nb, nb);
-    const std::string view_name = block_ + "experts." + name + "[" + part + "]";
-    if (fits) {
-      auto buf = std::make_shared<std::vector<uint8_t>>(size_t(E_ * out * nb) * 22);
-      for (int64_t e = 0; e < E_; ++e)
-        for (int64_t o = 0; o < out; ++o)
-          mxfp4_split_to_q5_0(c8 + row_of(e, o) * nb * 16, s8 + row_of(e, o) * nb, nb,
-                              buf->data() + size_t((e * out + o) * nb) * 22);
-      return owned(view_name, DType::Q5_0, E_ * out, in, buf);
-    }
-    spdlog::warn("{}: '{}' has MXFP4 scales outside f16's range: widened to bf16", st_.files.front(), view_name);
-    auto buf = std::make_shared<std::vector<uint8_t>>(size_t(E_ * out * in) * 2);
-    std::vector<float> row(static_cast<size_t>(in));
+    auto buf = huge_page_alloc(size_t(E_ * out * nb) * 17);
+    auto* dst = static_cast<uint8_t*>(buf.get());
     for (int64_t e = 0; e < E_; ++e)
-      for (int64_t o = 0; o < out; ++o) {
-        mxfp4_split_to_f32(c8 + row_of(e, o) * nb * 16, s8 + row_of(e, o) * nb, nb, row.data());
-        for (int64_t i = 0; i < in; ++i) {
-          const uint16_t b = f32_to_bf16(row[size_t(i)]);
-          std::memcpy(buf->data() + size_t((e * out + o) * in + i) * 2, &b, 2);
-        }
-      }
-    return owned(view_name, DType::BF16, E_ * out, in, buf);
+      for (int64_t o = 0; o < out; ++o)
+        mxfp4_split_to_ggml(c8 + row_of(e, o) * nb * 16, s8 + row_of(e, o) * nb, nb, dst + size_t((e * out + o) * nb) * 17);
+    return owned(block_ + "experts." + name + "[" + part + "]", DType::MXFP4, E_ * out, in, std::move(buf));
   }
 
-  static TensorView owned(const std::string& name, DType dt, int64_t rows, int64_t cols,
-                          const std::shared_ptr<std::vector<uint8_t>>& buf) {
+  static TensorView owned(const std::string& name, DType dt, int64_t rows, int64_t cols, std::shared_ptr<void> buf) {
     TensorView v;
     v.name = name;
     v.dtype = dt;
     v.shape = {rows, cols};
-    v.data = buf->data();
-    v.keep_alive = buf;
+    v.data = buf.get();
+    v.keep_alive = std::move(buf);
+    v.loader_copy_in_huge_pages = true;
     return v;
   }
 

@@ -36,6 +36,7 @@ std::atomic<WeightMemory>& setting() {
 // Whether the CPU kernels read W's own bytes on every product (and so gain from them being in huge pages).
 bool read_in_place(const TensorView& W) {
   if (W.data == nullptr || W.requantized || W.shape.size() != 2) return false;
+  if (W.loader_copy_in_huge_pages) return false;  // a second copy would only double the memory
   if (W.dtype == DType::BF16 && cpu::bf16_weights_repacked(int(W.cols()))) return false;  // its panels are the copy
   return true;
 }

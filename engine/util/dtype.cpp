@@ -11,7 +11,7 @@ size_t dtype_size(DType t) {
     case DType::I64: return 8;
     case DType::BOOL: case DType::U8: return 1;
     case DType::Q8_0: case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1:
-    case DType::Q4_K: case DType::Q5_K: case DType::Q6_K:
+    case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::MXFP4:
       return 0;
   }
   return 0;
@@ -21,7 +21,8 @@ bool dtype_is_block(DType t) { return dtype_block_elems(t) > 1; }
 
 int64_t dtype_block_elems(DType t) {
   switch (t) {
-    case DType::Q8_0: case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: return 32;
+    case DType::Q8_0: case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: case DType::MXFP4:
+      return 32;
     case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: return 256;
     default: return 1;
   }
@@ -38,6 +39,7 @@ size_t dtype_row_bytes(DType t, int64_t n) {
     case DType::Q4_K: return size_t(n / 256) * 144; // 2 x f16 + 12 scale bytes + 128 nibble bytes
     case DType::Q5_K: return size_t(n / 256) * 176; // Q4_K + 32 bytes of high bits
     case DType::Q6_K: return size_t(n / 256) * 210; // 128 + 64 + 16 scales + f16 d
+    case DType::MXFP4: return size_t(n / 32) * 17;  // E8M0 scale + 16 bytes of E2M1 nibbles
     default: return size_t(n) * dtype_size(t);
   }
 }
@@ -59,6 +61,7 @@ std::string_view dtype_name(DType t) {
     case DType::Q4_K: return "q4_k";
     case DType::Q5_K: return "q5_k";
     case DType::Q6_K: return "q6_k";
+    case DType::MXFP4: return "mxfp4";
   }
   return "?";
 }

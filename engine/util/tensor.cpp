@@ -31,7 +31,7 @@ float TensorView::at(int64_t i) const {
     case DType::I32: return float(element<int32_t>(data, i));
     case DType::BOOL: case DType::U8: return float(static_cast<const uint8_t*>(data)[i]);
     case DType::Q8_0: case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1:
-    case DType::Q4_K: case DType::Q5_K: case DType::Q6_K:
+    case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::MXFP4:
       throw std::invalid_argument("TensorView::at on block-quantized tensor '" + name + "'");
   }
   return 0.f;
