@@ -273,10 +273,12 @@ TEST(Methods, GreedyOutputEqualsVanillaForEveryMethod) {
 // The other architectures' forwards run in every forward a method makes: the drafter's, the verification tree's
 // (tree attention over rows normalized one by one, and Gemma 3's sliding layers masking a tree's keys by position)
 // and Lookahead's Jacobi window. `target` and `other` share a tokenizer; `other` is the bf16 twin.
-static void expect_methods_lossless_on(const std::string& target, const std::string& other) {
+// `golden`: the fixture whose golden.json holds the prompts (a GGUF target's Hugging Face source); default: the target.
+static void expect_methods_lossless_on(const std::string& target, const std::string& other,
+                                       const std::string& golden = "") {
   SCOPED_TRACE(target);
   auto model = Model::load(test::fixture(target));
-  auto ps = prompts(*model, 8, target);
+  auto ps = prompts(*model, 8, golden.empty() ? target : golden);
   GenerateOptions opts;
   opts.max_tokens = 40;
   opts.stop_at_eos = false;
@@ -310,6 +312,15 @@ TEST(Methods, GreedyOutputEqualsVanillaOnGemma3) {
   const auto& c = model->config();
   ASSERT_TRUE(c.sandwich_norms && c.window_of(0) > 0 && c.window_of(1) == 0);
   expect_methods_lossless_on("models/gemma3_f32", "models/gemma3_bf16");
+}
+
+// GPT-OSS: sinks, sliding layers, biased experts; the HF model drafted for by its MXFP4 GGUF file and the other way
+// round (the integer MXFP4 kernels on the target side).
+TEST(Methods, GreedyOutputEqualsVanillaOnGptOss) {
+  const auto model = Model::load(test::fixture("models/gpt_oss_f32"));
+  ASSERT_TRUE(model->config().attention_sinks && model->config().moe() && model->config().window_of(0) > 0);
+  expect_methods_lossless_on("models/gpt_oss_f32", "gguf_models/gpt_oss_f32.mxfp4.gguf");
+  expect_methods_lossless_on("gguf_models/gpt_oss_f32.mxfp4.gguf", "models/gpt_oss_f32", "models/gpt_oss_f32");
 }
 
 TEST(Methods, SelfDraftAcceptsEverythingGreedy) {
