@@ -5,7 +5,8 @@
 // Seed corpus: fuzz/corpus/gguf_model (metadata-only copies of the GGUF fixtures, as make_gguf_models.py's
 // write_bad() makes them: llama with a SentencePiece tokenizer, qwen2 and qwen3 with byte-level ones, and the
 // Tekken and DeepSeek LLM pre-tokenizers over the byte-level Llama 3 vocabulary; granite's scales; phi3's partial
-// rotary, LongRoPE keys and SentencePiece chat tokens, which the Phi-3 rstrip patch reads).
+// rotary, LongRoPE keys and SentencePiece chat tokens, which the Phi-3 rstrip patch reads; gpt-oss's experts, window
+// and YaRN keys).
 #include <cstdint>
 #include <string>
 
