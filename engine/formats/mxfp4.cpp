@@ -50,12 +50,4 @@ void mxfp4_ggml_to_f32(const uint8_t* blocks, int64_t n_blocks, float* out) {
     block_to_f32(codes, blocks[b * 17], out + b * kMxfp4Block);
   }
 }
-void mxfp4_split_to_f32(const uint8_t* bytes, const uint8_t* scales, int64_t n_blocks, float* out) {
-  uint8_t codes[kMxfp4Block];
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    split_codes(bytes + b * 16, codes);
-    block_to_f32(codes, scales[b], out + b * kMxfp4Block);
-  }
-}
-
 }  // namespace specscope

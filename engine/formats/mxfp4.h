@@ -22,6 +22,5 @@ float mxfp4_half_scale(uint8_t e);
 void mxfp4_split_to_ggml(const uint8_t* codes, const uint8_t* scales, int64_t n_blocks, uint8_t* ggml);
 // n_blocks blocks to 32 f32 values each (ggml's dequantize_row_mxfp4).
 void mxfp4_ggml_to_f32(const uint8_t* blocks, int64_t n_blocks, float* out);
-void mxfp4_split_to_f32(const uint8_t* codes, const uint8_t* scales, int64_t n_blocks, float* out);
 
 }  // namespace specscope

@@ -174,10 +174,13 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& path) {
 // Qwen1.5-MoE-A2.7B).
 void parse_moe(const json& j, ModelConfig& c, const std::string& path) {
   const bool mixtral = c.architecture == "MixtralForCausalLM", qwen2 = c.architecture == "Qwen2MoeForCausalLM";
-  const char* count_key = !mixtral && j.contains("num_experts") ? "num_experts" : "num_local_experts";
+  // GPT-OSS's experts are Mixtral's shape: num_local_experts as wide as intermediate_size in every layer, their
+  // weights the softmax of the chosen logits (the same as renormalized); GptOssConfig's defaults 128 and 4.
+  const bool gpt_oss = c.architecture == "GptOssForCausalLM", whole_width = mixtral || gpt_oss;
+  const char* count_key = !whole_width && j.contains("num_experts") ? "num_experts" : "num_local_experts";
   c.num_experts = get_int(j, count_key, path, mixtral ? 8 : qwen2 ? 60 : 128);
-  c.experts_per_token = get_int(j, "num_experts_per_tok", path, mixtral ? 2 : qwen2 ? 4 : 8);
-  c.expert_ffn = mixtral ? c.intermediate_size : get_int(j, "moe_intermediate_size", path, qwen2 ? 1408 : 768);
+  c.experts_per_token = get_int(j, "num_experts_per_tok", path, mixtral ? 2 : qwen2 || gpt_oss ? 4 : 8);
+  c.expert_ffn = whole_width ? c.intermediate_size : get_int(j, "moe_intermediate_size", path, qwen2 ? 1408 : 768);
   if (c.num_experts < 1 || c.num_experts > kMaxExperts)
     throw InputError(path, std::string("field '") + count_key + "' is " + std::to_string(c.num_experts) +
                                " (expected 1.." + std::to_string(kMaxExperts) + ")");
@@ -190,7 +193,7 @@ void parse_moe(const json& j, ModelConfig& c, const std::string& path) {
     if (c.shared_expert_ffn < 1) throw InputError(path, "field 'shared_expert_intermediate_size' must be positive");
   }
   c.moe_layers.assign(size_t(c.num_layers), 1);
-  if (mixtral) return;
+  if (whole_width) return;
   if (j.contains("norm_topk_prob") && !j["norm_topk_prob"].is_null()) {
     if (!j["norm_topk_prob"].is_boolean()) throw InputError(path, "field 'norm_topk_prob' must be true or false");
     c.norm_topk_prob = j["norm_topk_prob"].get<bool>();
@@ -232,23 +235,10 @@ void parse_layer_types(const json& j, ModelConfig& c, const std::string& path, i
   }
 }
 
-// GPT-OSS (GptOssForCausalLM; transformers' GptOssConfig defaults for absent keys): num_local_experts experts as wide
-// as intermediate_size in every layer, num_experts_per_tok per token, weighted by the softmax of the chosen logits;
-// biases on the router, the experts and q/k/v/o (attention_bias); the clamped SwiGLU (swiglu_limit, swiglu_alpha);
-// a sink logit per head; sliding and full layers alternating (layer_types; sliding_window 128). Its YaRN RoPE is
-// parse_rope's.
+// GPT-OSS's parts beyond its experts (parse_moe; transformers' GptOssConfig defaults for absent keys): biases on the
+// router, the experts and q/k/v/o (attention_bias); the clamped SwiGLU (swiglu_limit, swiglu_alpha); a sink logit per
+// head; sliding and full layers alternating (layer_types; sliding_window 128). Its YaRN RoPE is parse_rope's.
 void parse_gpt_oss(const json& j, ModelConfig& c, const std::string& path) {
-  c.num_experts = get_int(j, "num_local_experts", path, 128);
-  c.experts_per_token = get_int(j, "num_experts_per_tok", path, 4);
-  c.expert_ffn = c.intermediate_size;
-  if (c.num_experts < 1 || c.num_experts > kMaxExperts)
-    throw InputError(path, "field 'num_local_experts' is " + std::to_string(c.num_experts) + " (expected 1.." +
-                               std::to_string(kMaxExperts) + ")");
-  if (c.experts_per_token < 1 || c.experts_per_token > c.num_experts)
-    throw InputError(path, "field 'num_experts_per_tok' is " + std::to_string(c.experts_per_token) + " (expected 1.." +
-                               std::to_string(c.num_experts) + ", the number of experts)");
-  c.norm_topk_prob = true;
-  c.moe_layers.assign(size_t(c.num_layers), 1);
   c.expert_bias = true;
   c.swiglu_limit = get_positive_float(j, "swiglu_limit", path, 7.f);
   c.swiglu_alpha = get_positive_float(j, "swiglu_alpha", path, 1.702f);
@@ -434,10 +424,10 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   if (gemma) parse_gemma(j, c, path);
   else parse_rope(j, c, path);
   if (c.architecture == "GraniteForCausalLM") parse_granite(j, c, path);
-  if (c.architecture == "MixtralForCausalLM" || c.architecture == "Qwen2MoeForCausalLM" ||
-      c.architecture == "Qwen3MoeForCausalLM")
-    parse_moe(j, c, path);
   const bool gpt_oss = c.architecture == "GptOssForCausalLM";
+  if (c.architecture == "MixtralForCausalLM" || c.architecture == "Qwen2MoeForCausalLM" ||
+      c.architecture == "Qwen3MoeForCausalLM" || gpt_oss)
+    parse_moe(j, c, path);
   if (gpt_oss) parse_gpt_oss(j, c, path);
   if (j.contains("tie_word_embeddings") && j["tie_word_embeddings"].is_boolean())
     c.tie_word_embeddings = j["tie_word_embeddings"].get<bool>();

@@ -108,19 +108,19 @@ void phi3_from_gguf(const GgufFile& g, ModelConfig& c) {
 // expert_count experts in every layer, expert_used_count of them per token, chosen by a softmax; renormalized but in
 // qwen2moe (its graph passes norm_w false, as Qwen2-MoE's norm_topk_prob is); an expert is
 // expert_feed_forward_length wide in qwen2moe and qwen3moe (else feed_forward_length / expert_used_count, as llama.cpp
-// falls back) and feed_forward_length in llama's. qwen2moe's shared expert is expert_shared_feed_forward_length wide
-// (else feed_forward_length). qwen2moe and qwen3moe must have experts; llama may (Mixtral); the others may not.
+// falls back) and in gpt-oss (else feed_forward_length, its experts' width), feed_forward_length in llama's. qwen2moe's
+// shared expert is expert_shared_feed_forward_length wide (else feed_forward_length). qwen2moe, qwen3moe and gpt-oss
+// must have experts; llama may (Mixtral); the others may not.
 void experts_from_gguf(const GgufFile& g, ModelConfig& c, const std::string& arch) {
   const std::string p = arch + ".";
-  const bool required = arch == "qwen3moe" || arch == "qwen2moe";
-  if (arch == "gpt-oss") return;  // gpt_oss_from_gguf
+  const bool gpt_oss = arch == "gpt-oss", required = arch == "qwen3moe" || arch == "qwen2moe" || gpt_oss;
   if (!required && g.get_int(p + "expert_count", 0) == 0) return;
   if (arch != "llama" && !required)
     throw InputError(g.path(), "mixture-of-experts " + arch + " models (" + p + "expert_count > 0) are not supported");
   c.num_experts = size_key(g, p + "expert_count", 1, kMaxExperts);
   c.experts_per_token = size_key(g, p + "expert_used_count", 1, c.num_experts);
   c.expert_ffn = required ? size_key(g, p + "expert_feed_forward_length", 1, 1 << 20,
-                                     c.intermediate_size / c.experts_per_token)
+                                     gpt_oss ? c.intermediate_size : c.intermediate_size / c.experts_per_token)
                           : c.intermediate_size;
   c.norm_topk_prob = arch != "qwen2moe";
   if (arch == "qwen2moe")
@@ -132,17 +132,12 @@ void experts_from_gguf(const GgufFile& g, ModelConfig& c, const std::string& arc
   }
 }
 
-// What llama.cpp's gpt-oss reader takes (src/models/openai-moe.cpp, convert_hf_to_gguf's GptOssModel): expert_count
-// experts of expert_feed_forward_length in every layer, expert_used_count a token, weighted by the softmax of the
-// chosen logits; biases on q/k/v/o, the router and the experts; a sink per head; sliding layers alternating from
-// layer 0 (sliding_window_pattern, default 2). Its clamped SwiGLU's constants are llama.cpp's fixed 7 and 1.702.
+// What llama.cpp's gpt-oss reader takes beyond its experts (experts_from_gguf; src/models/openai-moe.cpp,
+// convert_hf_to_gguf's GptOssModel): biases on q/k/v/o, the router and the experts; a sink per head; sliding layers
+// alternating from layer 0 (sliding_window_pattern, default 2). Its clamped SwiGLU's constants are llama.cpp's fixed 7
+// and 1.702.
 void gpt_oss_from_gguf(const GgufFile& g, ModelConfig& c) {
   const std::string p = "gpt-oss.";
-  c.num_experts = size_key(g, p + "expert_count", 1, kMaxExperts);
-  c.experts_per_token = size_key(g, p + "expert_used_count", 1, c.num_experts);
-  c.expert_ffn = size_key(g, p + "expert_feed_forward_length", 1, 1 << 20, c.intermediate_size);
-  c.norm_topk_prob = true;
-  c.moe_layers.assign(size_t(c.num_layers), 1);
   c.expert_bias = true;
   c.swiglu_limit = 7.f;
   c.swiglu_alpha = 1.702f;

@@ -318,7 +318,7 @@ void bind_weights(Binder& b, const ModelConfig& c, ModelWeights& w) {
     auto& L = w.layers[size_t(l)];
     L.input_norm = b.vector(p + "attn_norm.weight", H);
     // Gemma's pre_feedforward_layernorm; gpt-oss names the norm before its MLP post_attention_norm
-    L.post_attn_norm = b.vector(p + (c.attention_sinks ? "post_attention_norm.weight" : "ffn_norm.weight"), H);
+    L.post_attn_norm = b.vector(p + (c.model_type == "gpt_oss" ? "post_attention_norm.weight" : "ffn_norm.weight"), H);
     if (c.sandwich_norms) {  // stored as 1 + w by llama.cpp's converter (ModelConfig::norm_weight_offset)
       L.attn_out_norm = b.vector(p + "post_attention_norm.weight", H);
       L.ffn_out_norm = b.vector(p + "post_ffw_norm.weight", H);

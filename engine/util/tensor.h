@@ -24,8 +24,8 @@ struct TensorView {
   // (engine/cpu/kquant_lanes.h), made with the CPU's copy of the weights (engine/model/resident_weights.h); null
   // otherwise. Only those kernels read it; everything else reads `data`.
   std::shared_ptr<const void> lanes;
-  // `data` is a copy the loader made in huge pages (GPT-OSS's experts, repacked at load: model.cpp, gguf_model.cpp),
-  // not a file mapping: the CPU's huge-page copy of the weights (resident_weights.h) leaves it where it is.
+  // `data` is a copy the loader made in huge pages (a Hugging Face GPT-OSS checkpoint's experts, repacked at load:
+  // model.cpp), not a file mapping: the CPU's huge-page copy of the weights (resident_weights.h) leaves it where it is.
   bool loader_copy_in_huge_pages = false;
 
   int64_t numel() const {
