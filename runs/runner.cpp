@@ -84,6 +84,9 @@ RunResult run_one(JobState& js, const RunKey& key, const std::string& label, con
                                    job.options.max_tokens, job.template_kwargs);
   const std::vector<int32_t>& ids = fitted.ids;
   rr.context = fitted.use;
+  if (job.chat) rr.reply = reply_shape_of(model, ids);
+  GenerateOptions options = job.options;
+  options.keep_special_text = rr.reply.format == ReplyFormat::Harmony;
   int64_t run_id = 0;
   if (js.writer) {
     const sessions::RunMeta meta{spec,     job.options.sampling, job.options.max_tokens, job.options.stop_strings,
@@ -98,6 +101,7 @@ RunResult run_one(JobState& js, const RunKey& key, const std::string& label, con
   rr.run_id = run_id;
   js.observer.run_started(key, label);
   js.observer.context_fitted(key, rr.context);
+  js.observer.reply_shaped(key, rr.reply);
   auto turn_start = std::chrono::steady_clock::now();
   auto on_step = [&](const StepRecord& rec, const std::string& piece) {
     if (run_id) {
@@ -115,7 +119,7 @@ RunResult run_one(JobState& js, const RunKey& key, const std::string& label, con
   };
   // Stop also cuts a long prompt's prefill short (between its layers), not only a decoding step.
   const InterruptScope stoppable(&js.cancel);
-  auto res = generate_speculative(model, *ctx, method, ids, job.options, on_step);
+  auto res = generate_speculative(model, *ctx, method, ids, options, on_step);
   if (turns) {
     turns->leave(slot);
     // Interleaved runs wait for their turns inside the step callback, so wall-clock decode time would count
@@ -143,6 +147,7 @@ void finish_run(JobState& js, RunResult& rr, const RunResult* reference) {
   const TargetInfo& target = js.result.targets[size_t(rr.key.target)];
   rr.summary_json =
       sessions::run_summary_json(rr.summary, rr.gen, js.job.options.sampling.describe(), target.backend, target.device);
+  sessions::add_reply_shape(rr.summary_json, rr.reply);
   if (rr.tree)
     // Expected beside measured: the model's tokens/s and speedup next to the run's own (tokens_per_second, and
     // speedup_vs_vanilla where a reference ran).

@@ -46,6 +46,7 @@ struct RunResult {
   GenerateResult gen;
   std::vector<StepRecord> steps;
   ContextUse context;             // how the prompt went into the context (turns left out, room for the answer)
+  ReplyShape reply;               // chat: how the model marks its reasoning in this reply (Plain otherwise)
   std::optional<bool> identical;  // greedy: the same tokens as the target's reference
   int64_t run_id = 0;             // in the session store; 0 when not recorded
   std::optional<TreeChoice> tree;  // the size tree=auto chose for this lane, with its expected speedup
@@ -81,6 +82,9 @@ class JobObserver {
   // Right after run_started, before the first step: whether old turns were left out so the conversation fits,
   // and whether max_tokens is more than the context leaves (the answer then ends at "context").
   virtual void context_fitted(const RunKey& key, const ContextUse& use) {}
+  // Right after context_fitted: how the reply will mark its reasoning (reply_parts.h), for whoever shows its text.
+  // A harmony reply's pieces then carry its markers (GenerateOptions::keep_special_text).
+  virtual void reply_shaped(const RunKey& key, const ReplyShape& shape) {}
   // Return false to stop the job.
   virtual bool step(const RunKey& key, const StepRecord& step, const std::string& piece) { return true; }
   virtual void run_finished(const RunResult& run) {}

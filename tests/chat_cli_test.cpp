@@ -156,4 +156,69 @@ TEST(ChatCli, TemplateKwargsReachTheTemplate) {
   }
 }
 
+// A reasoning model's reply from `run`: the thinking on stderr after "thinking: ", the answer on stdout, so a pipe
+// reads the answer. The tiny Qwen3 fixture with DeepSeek-R1's template, whose generation prompt opens the think
+// block: its (random) reply is all reasoning. With Qwen3's own template, whose prompt does not, it is all answer.
+// Also: a messages file's reasoning fields are read, and bad ones are one-line errors.
+TEST(ChatCli, ReasoningGoesToStderrAndTheAnswerToStdout) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(testing::TempDir()) / "chat_cli_reasoning";
+  fs::remove_all(dir);
+  fs::copy(test::fixture("models/qwen3_f32"), dir);
+  const std::string run = "run --model " + quoted(dir.string()) + " --chat --prompt Hi --max-tokens 6 --no-record";
+  auto first_token_text = [&] {
+    auto r = test::run_cli(run + " --json");
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+      const auto j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_object() && j.contains("bonus_text")) return j.at("bonus_text").get<std::string>();
+    }
+    return std::string();
+  };
+  // stdout alone: stderr goes to a file ("#" leaves out run_cli's own 2>&1).
+  const std::string err = testing::TempDir() + "chat_cli_reasoning_stderr.txt";
+  auto read_err = [&] {
+    std::ifstream in(err);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+
+  fs::copy_file(test::fixture("chat_templates/published/deepseek-r1-distill.jinja"), dir / "chat_template.jinja");
+  std::string first = first_token_text();
+  while (!first.empty() && first.front() == '\n') first.erase(0, 1);  // a part's leading newlines are dropped
+  ASSERT_FALSE(first.empty());
+  auto r = test::run_cli(run + " 2>" + quoted(err) + " #");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, "\n") << "the answer is empty: the whole reply is reasoning";
+  EXPECT_EQ(read_err().find("thinking: " + first), 0u) << read_err();
+
+  fs::remove(dir / "chat_template.jinja");
+  fs::copy_file(test::fixture("chat_templates/published/qwen3.jinja"), dir / "chat_template.jinja");
+  first = first_token_text();
+  r = test::run_cli(run + " 2>" + quoted(err) + " #");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  if (first.find("<think>") == std::string::npos) EXPECT_EQ(r.out.find(first), 0u) << r.out;
+  EXPECT_EQ(read_err().find("thinking: "), std::string::npos) << read_err();
+
+  // Reasoning fields in a messages file: read under either name; not a string, or two that differ, refused.
+  const std::string ok = write("chat_cli_reasoning_ok.json",
+                               R"([{"role": "user", "content": "2+2?"},
+                                   {"role": "assistant", "content": "4", "thinking": "Add them.", "reasoning_content": null},
+                                   {"role": "user", "content": "3+3?"}])");
+  auto ok_run = test::run_cli("run --model " + quoted(dir.string()) + " --messages " + quoted(ok) +
+                              " --max-tokens 1 --no-record --json");
+  EXPECT_EQ(ok_run.exit_code, 0) << ok_run.out;
+  const std::string not_string =
+      write("chat_cli_reasoning_bad.json", R"([{"role": "assistant", "content": "4", "thinking": 4}])");
+  expect_one_line_exit_2(test::run_cli("run --model " + quoted(dir.string()) + " --messages " + quoted(not_string) +
+                                       " --max-tokens 1 --no-record"),
+                         "chat_cli_reasoning_bad.json");
+  const std::string differ = write("chat_cli_reasoning_differ.json",
+                                   R"([{"role": "assistant", "content": "4", "thinking": "a", "reasoning_content": "b"}])");
+  auto d = test::run_cli("run --model " + quoted(dir.string()) + " --messages " + quoted(differ) +
+                         " --max-tokens 1 --no-record");
+  expect_one_line_exit_2(d, "chat_cli_reasoning_differ.json");
+  EXPECT_NE(d.out.find("differ"), std::string::npos) << d.out;
+}
+
 }  // namespace

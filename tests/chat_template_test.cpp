@@ -43,8 +43,14 @@ std::string str(const json& j) { return j.is_null() ? std::string() : j.get<std:
 
 std::vector<ChatMessage> conversation(const json& convs, const std::string& name) {
   std::vector<ChatMessage> out;
-  for (const auto& m : convs.at(name))
+  for (const auto& m : convs.at(name)) {
     out.push_back({m.at("role").get<std::string>(), m.at("content").get<std::string>()});
+    // ChatMessage::reasoning goes to the template under both names; the fixture's messages carry both, equal.
+    if (m.contains("reasoning_content")) {
+      EXPECT_EQ(m.at("reasoning_content"), m.at("thinking"));
+      out.back().reasoning = m.at("reasoning_content").get<std::string>();
+    }
+  }
   return out;
 }
 
@@ -410,6 +416,21 @@ TEST(ChatTemplate, PublishedTemplatesRenderLikeTransformers) {
     EXPECT_TRUE(names.count(want)) << want;
   EXPECT_GE(checked, 14u * 28u);
   EXPECT_GE(tokenized, 50u);
+  // The reasoning is passed where a template shows it: gpt-oss's last answer and Qwen3's answer after the last
+  // question carry it, and the templates that know no such key are unchanged by it.
+  auto output_of = [&](const std::string& tmpl_name, const std::string& conv, bool gen) {
+    for (const auto& tmpl : f.at("templates"))
+      if (tmpl.at("name") == tmpl_name)
+        for (const auto& c : tmpl.at("cases"))
+          if (c.at("conversation") == conv && c.at("add_generation_prompt") == gen && c.at("kwargs").empty())
+            return c.value("output", std::string());
+    return std::string();
+  };
+  EXPECT_NE(output_of("gpt-oss", "reasoning_last", false).find("<|channel|>analysis<|message|>Add two and two."),
+            std::string::npos);
+  EXPECT_NE(output_of("qwen3", "reasoning_last", false).find("<think>\nAdd two and two.\n</think>"),
+            std::string::npos);
+  EXPECT_EQ(output_of("llama3.2", "reasoning_last", false).find("Add two"), std::string::npos);
 }
 
 // The case: Qwen3's own template writes no system turn when the conversation has none (matching it to

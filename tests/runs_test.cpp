@@ -19,6 +19,7 @@
 #include "engine/model/backend.h"
 #include "engine/model/family_manifest.h"
 #include "engine/model/model.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "engine/util/error.h"
 #include "runs/medusa_tree.h"
 #include "runs/lane_resolver.h"
@@ -761,6 +762,80 @@ TEST(JobRunner, SpeedupIsAgainstTheTargetsVanillaReferenceNotLaneOne) {
       EXPECT_EQ(result.find(p, 0)->method.name, "pld");
     }
     EXPECT_EQ(obs.finished.size(), result.runs.size());
+  }
+}
+
+// A chat run says, before its first step, how its reply marks its reasoning (reply_parts.h): the format of the
+// target's own template, and whether the prompt opened the reasoning. A harmony reply's text keeps its markers (the
+// special tokens' text), so that the app and the CLI can take the channels apart. Not a chat: plain.
+TEST(JobRunner, AChatRunSaysHowItsReplyMarksItsReasoning) {
+  struct Shapes : Recorded {
+    std::vector<ReplyShape> shapes;
+    int steps_before = -1;
+    void reply_shaped(const runs::RunKey&, const ReplyShape& s) override {
+      shapes.push_back(s);
+      steps_before = steps;
+    }
+  };
+  const struct {
+    const char* template_file;
+    ReplyFormat format;
+    bool starts_in_reasoning;
+  } cases[] = {{"gpt-oss.jinja", ReplyFormat::Harmony, false},
+               {"deepseek-r1-distill.jinja", ReplyFormat::ThinkTags, true},
+               {"qwen3.jinja", ReplyFormat::ThinkTags, false},
+               {nullptr, ReplyFormat::Plain, false}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.template_file ? c.template_file : "not a chat");
+    const fs::path dir = fs::path(testing::TempDir()) / "runs_reply_shape";
+    fs::remove_all(dir);
+    fs::copy(test::fixture("models/gpt_oss_f32"), dir);
+    if (c.template_file)
+      fs::copy_file(test::fixture(std::string("chat_templates/published/") + c.template_file),
+                    dir / "chat_template.jinja");
+    runs::LaneDefaults d;
+    d.target = dir.string();
+    runs::Job job;
+    job.lanes = runs::resolve_lanes({runs::parse_lane("vanilla")}, d);
+    job.prompts = {{"2+2?", {}}};
+    job.chat = c.template_file != nullptr;
+    job.references = false;
+    job.options.max_tokens = 8;
+    const bool harmony = c.format == ReplyFormat::Harmony;
+    if (harmony) {
+      // Sampled hot past the end of sequence until a reply commits a special token (the fixture's <|im_start|> or
+      // <|im_end|>): its text must then be in the reply.
+      job.options.max_tokens = 128;
+      job.options.stop_at_eos = false;
+      job.options.sampling.temperature = 2.f;
+    }
+    runs::ModelCache cache;
+    const auto model = cache.get(dir.string());
+    auto has_special = [&](const runs::RunResult& r) {
+      return std::any_of(r.gen.tokens.begin(), r.gen.tokens.end(), [&](int32_t t) { return model->tokenizer().is_special(t); });
+    };
+    std::optional<runs::JobResult> result;
+    Shapes obs;
+    for (int seed = 0; seed < 64; ++seed) {
+      job.options.sampling.seed = uint64_t(seed);
+      runs::JobRunner runner(cache);
+      obs = Shapes{};
+      result = runner.run(job, obs);
+      if (!harmony || (!result->runs.empty() && has_special(result->runs[0]))) break;
+    }
+    ASSERT_EQ(result->runs.size(), 1u);
+    const runs::RunResult& run = result->runs[0];
+    EXPECT_EQ(run.reply.format, c.format);
+    EXPECT_EQ(run.reply.starts_in_reasoning, c.starts_in_reasoning);
+    ASSERT_EQ(obs.shapes.size(), 1u);
+    EXPECT_EQ(obs.shapes[0].format, c.format);
+    EXPECT_EQ(obs.steps_before, 0) << "said before the first step";
+    EXPECT_EQ(run.summary_json.contains("reply"), c.format != ReplyFormat::Plain);
+    EXPECT_EQ(run.gen.text, model->tokenizer().decode(run.gen.tokens, /*skip_special=*/!harmony));
+    if (harmony) {
+      ASSERT_TRUE(has_special(run)) << "no seed below 64 committed a special token";
+      EXPECT_NE(run.gen.text, model->tokenizer().decode(run.gen.tokens, /*skip_special=*/true));
+    }
   }
 }
 

@@ -50,6 +50,27 @@ const std::string kSps = " --method sps --draft " + test::fixture("models/llama_
 
 }  // namespace
 
+// A reasoning model's chat (the tiny Qwen3 fixture with DeepSeek-R1's template, whose prompt opens the think block)
+// replays as it ran: its thinking on stderr after "thinking: ", its answer (none here) on stdout. The store keeps
+// the text as generated; the replay splits it by the markers it holds.
+TEST(SessionsCli, AReasoningReplyReplaysSplitAsItRan) {
+  auto dir = test::fresh_dir("cli-reasoning");
+  const std::filesystem::path model = dir / "model";
+  std::filesystem::copy(test::fixture("models/qwen3_f32"), model);
+  std::filesystem::copy_file(test::fixture("chat_templates/published/deepseek-r1-distill.jinja"),
+                             model / "chat_template.jinja");
+  const std::string db = " --session-db " + (dir / "s.db").string();
+  auto live = cli("run --model " + model.string() + " --chat --prompt Hi --max-tokens 12" + db, dir);
+  ASSERT_EQ(live.code, 0) << live.err;
+  const std::string thought = line_with(live.err, "thinking: ");
+  ASSERT_FALSE(thought.empty()) << live.err;
+  EXPECT_EQ(live.out, "\n");
+  auto replay = cli("sessions replay 1 --speed 0" + db, dir);
+  ASSERT_EQ(replay.code, 0) << replay.err;
+  EXPECT_EQ(replay.out, live.out);
+  EXPECT_EQ(line_with(replay.err, "thinking: "), thought);
+}
+
 TEST(SessionsCli, RunRecordsAndReplayPrintsTheSameText) {
   auto dir = test::fresh_dir("cli-run");
   const std::string db = " --session-db " + (dir / "s.db").string();

@@ -29,7 +29,17 @@ std::vector<ChatMessage> read_messages_file(const std::string& path) {
       throw InputError(path, which + " has no string \"role\"");
     if (!m.contains("content") || !m["content"].is_string())
       throw InputError(path, which + " has no string \"content\" (content parts and null content are not supported)");
-    out.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+    ChatMessage message{m["role"].get<std::string>(), m["content"].get<std::string>()};
+    // An earlier answer's reasoning, under either name the published templates read (ChatMessage::reasoning).
+    for (const char* key : {"reasoning_content", "thinking"}) {
+      if (!m.contains(key) || m[key].is_null()) continue;
+      if (!m[key].is_string()) throw InputError(path, which + " has a \"" + key + "\" that is not a string");
+      const std::string text = m[key].get<std::string>();
+      if (!message.reasoning.empty() && message.reasoning != text)
+        throw InputError(path, which + " has both \"reasoning_content\" and \"thinking\", and they differ");
+      message.reasoning = text;
+    }
+    out.push_back(std::move(message));
   }
   return out;
 }

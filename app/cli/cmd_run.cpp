@@ -7,6 +7,7 @@
 #include "app/cli/memory_check.h"
 #include "app/cli/method_flags.h"
 #include "app/cli/recording.h"
+#include "app/cli/reply_printer.h"
 #include "app/cli/run_report.h"
 #include "engine/model/family_manifest.h"
 #include "engine/util/error.h"
@@ -17,7 +18,8 @@ namespace specscope::cli {
 
 namespace {
 
-// Streams the text (or one JSON line per step) as the steps come.
+// Streams the text (or one JSON line per step) as the steps come; a reasoning model's thinking apart from its
+// answer (ReplyPrinter). The JSON lines keep the text as generated.
 class RunPrinter : public CliObserver {
  public:
   explicit RunPrinter(bool json) : json_(json) {}
@@ -26,15 +28,18 @@ class RunPrinter : public CliObserver {
     if (const std::string note = runs::max_tokens_note(use); !note.empty())
       std::fprintf(stderr, "warning: %s\n", note.c_str());
   }
+  void reply_shaped(const runs::RunKey&, const ReplyShape& shape) override { reply_ = ReplyPrinter(shape); }
   bool step(const runs::RunKey&, const StepRecord& rec, const std::string& piece) override {
     if (json_) std::printf("%s\n", step_json_line(rec).c_str());
-    else std::fwrite(piece.data(), 1, piece.size(), stdout);
+    else reply_.print(piece);
     std::fflush(stdout);
     return true;
   }
+  void finish() { reply_.finish(); }
 
  private:
   bool json_;
+  ReplyPrinter reply_;
 };
 
 }  // namespace
@@ -65,6 +70,7 @@ int cmd_run(Args& args) {
   runs::JobRunner runner(models);
   RunPrinter printer(json);
   const runs::JobResult result = runner.run(job, printer);
+  printer.finish();
   const runs::RunResult& run = result.runs.at(0);
   const nlohmann::json& summary = run.summary_json;  // as recorded: replay prints the same
   if (json) {

@@ -7,6 +7,7 @@
 
 #include "app/cli/commands.h"
 #include "app/cli/compare_report.h"
+#include "app/cli/reply_printer.h"
 #include "app/cli/run_report.h"
 #include "engine/util/error.h"
 #include "sessions/export.h"
@@ -14,6 +15,7 @@
 #include "sessions/reader.h"
 #include "sessions/replay.h"
 #include "sessions/schema.h"
+#include "sessions/summary_json.h"
 
 namespace specscope::cli {
 
@@ -79,14 +81,20 @@ int show_session(sessions::SessionReader& reader, int64_t id) {
 }
 
 // A single run, printed as `run` printed it (text or --json), at the recorded pace times --speed.
+// A reasoning model's reply is split as `run` split it, by the shape its summary recorded.
 int replay_one(sessions::SessionReader& reader, int64_t run_id, const sessions::ReplayOptions& opts, bool json) {
+  const auto recorded = reader.run(run_id);
+  ReplyPrinter reply(recorded.outcome ? sessions::recorded_reply_shape(recorded.outcome->summary_json,
+                                                                       recorded.outcome->output_text)
+                                      : ReplyShape{});
   sessions::replay_run(reader, run_id, opts, [&](const sessions::RecordedStep& s) {
     if (json) std::printf("%s\n", step_json_line(s.record).c_str());
-    else std::fwrite(s.text_piece.data(), 1, s.text_piece.size(), stdout);
+    else reply.print(s.text_piece);
     std::fflush(stdout);
     return true;
   });
-  auto run = reader.run(run_id);
+  reply.finish();
+  const auto& run = recorded;
   if (!run.outcome) {
     if (!json) std::printf("\n");
     std::fprintf(stderr, "[run %lld is incomplete: %lld steps recorded, status %s]\n", (long long)run_id,

@@ -46,8 +46,9 @@ std::string StopMatcher::flush() {
 std::vector<int32_t> encode_conversation(const Model& model, const std::vector<ChatMessage>& messages,
                                          const nlohmann::ordered_json& template_kwargs) {
   for (const auto& m : messages)
-    if (find_invalid_utf8(m.content) != std::string::npos)
-      throw InputError("prompt", "invalid UTF-8 at byte " + std::to_string(find_invalid_utf8(m.content)));
+    for (const std::string* text : {&m.content, &m.reasoning})
+      if (find_invalid_utf8(*text) != std::string::npos)
+        throw InputError("prompt", "invalid UTF-8 at byte " + std::to_string(find_invalid_utf8(*text)));
   // The variables go on a copy: the model's template is shared by every lane and job using the model.
   std::optional<ChatTemplate> with_kwargs;
   if (!template_kwargs.empty()) {
@@ -72,6 +73,15 @@ std::vector<int32_t> encode_prompt(const Model& model, const std::string& prompt
   return ids;
 }
 
+ReplyShape reply_shape_of(const Model& model, const std::vector<int32_t>& prompt) {
+  const ReplyFormat format = model.chat_template().reply_format();
+  // The last few tokens hold "<think>" and the newline after it in every tokenizer that has the tag.
+  constexpr size_t kTail = 8;
+  const size_t from = prompt.size() > kTail ? prompt.size() - kTail : 0;
+  const std::vector<int32_t> tail(prompt.begin() + std::ptrdiff_t(from), prompt.end());
+  return reply_shape_after(format, model.tokenizer().decode(tail, /*skip_special=*/false));
+}
+
 GenerateResult generate(const Model& model, Context& ctx, const std::vector<int32_t>& prompt,
                         const GenerateOptions& opts, const TokenCallback& on_token) {
   using clock = std::chrono::steady_clock;
@@ -83,7 +93,7 @@ GenerateResult generate(const Model& model, Context& ctx, const std::vector<int3
   GenerateResult r;
   r.prompt_tokens = int(prompt.size());
   Rng rng(opts.sampling.seed);
-  StreamingDecoder decoder(model.tokenizer());
+  StreamingDecoder decoder(model.tokenizer(), /*skip_special=*/!opts.keep_special_text);
   StopMatcher stops(opts.stop_strings);
   const auto& eos = model.eos_ids();
   const int V = model.config().vocab_size;

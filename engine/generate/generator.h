@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/generate/reply_parts.h"
 #include "engine/model/forward.h"
 #include "engine/sampling/sampler.h"
 
@@ -19,6 +20,10 @@ struct GenerateOptions {
   SamplingParams sampling;
   std::vector<std::string> stop_strings;
   bool stop_at_eos = true;
+  // The text keeps the special tokens' own text (tokenizer decode with skip_special false). A harmony reply needs
+  // it: its channel markers are special tokens, and without them the reasoning and the answer run together as
+  // "analysis...assistantfinal..." (reply_parts.h). The tokens are the same either way.
+  bool keep_special_text = false;
 };
 
 // Called once per committed token with the text it completes (possibly empty while a UTF-8 sequence is
@@ -65,6 +70,10 @@ std::vector<int32_t> encode_prompt(const Model& model, const std::string& prompt
 std::vector<int32_t> encode_conversation(
     const Model& model, const std::vector<ChatMessage>& messages,
     const nlohmann::ordered_json& template_kwargs = nlohmann::ordered_json::object());
+
+// How the reply to `prompt` (encoded through the model's chat template) marks its reasoning: the template's
+// format, and whether the prompt's end already opened the reasoning.
+ReplyShape reply_shape_of(const Model& model, const std::vector<int32_t>& prompt);
 
 GenerateResult generate(const Model& model, Context& ctx, const std::vector<int32_t>& prompt,
                         const GenerateOptions& opts, const TokenCallback& on_token = {});

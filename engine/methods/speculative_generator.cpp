@@ -100,7 +100,7 @@ SpeculativeResult generate_speculative(const Model& model, Context& ctx, Method&
   st.sampling = opts.sampling;
   st.rng = &rng;
   const Tokenizer& tok = model.tokenizer();
-  StreamingDecoder decoder(tok);
+  StreamingDecoder decoder(tok, /*skip_special=*/!opts.keep_special_text);
   StopMatcher stops(opts.stop_strings);
   const auto& eos = model.eos_ids();
   const int V = model.config().vocab_size;

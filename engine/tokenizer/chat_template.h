@@ -25,13 +25,16 @@
 // qwen2.5, vicuna-v1.1 (FastChat), vicuna-v1.5-fallback, vicuna-newline, zephyr (= TinyLlama chat), plain.
 //
 // Tools / tool_calls are not modelled (ChatMessage has no such fields): the template sees tools=None and
-// messages of role and content only.
+// messages of role and content, and an assistant message's reasoning (engine/generate/reply_parts.h) where it has
+// one.
 #include <ctime>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
+
+#include "engine/generate/reply_parts.h"
 
 namespace specscope {
 
@@ -43,6 +46,10 @@ struct Dict;
 struct ChatMessage {
   std::string role;  // system | user | assistant (other role names are passed to the template as-is)
   std::string content;
+  // An assistant answer's reasoning, kept apart from its content (engine/generate/reply_parts.h). Non-empty, it is
+  // passed to the template under both names the published templates read: `reasoning_content` (Qwen3) and
+  // `thinking` (gpt-oss's harmony), as a transformers user passes it; each template decides whether to show it.
+  std::string reasoning = {};
 };
 
 class ChatTemplate {
@@ -76,6 +83,8 @@ class ChatTemplate {
   bool approximate() const;
   // Whether render() runs the model's own template through the interpreter (else a native renderer).
   bool interpreted() const { return jinja_ != nullptr; }
+  // How the model's replies mark their reasoning, read from its own template (Plain for the native renderers).
+  ReplyFormat reply_format() const { return reply_format_; }
   // Same text as transformers' apply_chat_template(messages, tokenize=False, add_generation_prompt=...).
   // The text includes the BOS string where the template writes it; encode it with add_special=false then.
   // Throws InputError where the template raises (e.g. roles not alternating, a system message where the
@@ -117,6 +126,7 @@ class ChatTemplate {
   std::shared_ptr<const jinja::Template> jinja_;  // the model's own template; null: native rendering
   std::shared_ptr<jinja::Dict> variables_;        // set_variable()
   std::shared_ptr<std::tm> now_;                  // set_now()
+  ReplyFormat reply_format_ = ReplyFormat::Plain;
 };
 
 }  // namespace specscope

@@ -14,6 +14,7 @@ namespace specscope {
 void ChatTemplate::use_own_template(const std::string& jinja_template) {
   try {
     jinja_ = std::make_shared<const jinja::Template>(jinja_template);
+    reply_format_ = reply_format_of_template(jinja_template);
   } catch (const jinja::SyntaxError& e) {
     const std::string fallback = family_ == Family::Plain ? "the plain format" : "SpecScope's " + variant() + " renderer";
     spdlog::warn("chat template does not parse ({}); using {} instead, so the prompt may differ from transformers'",
@@ -47,6 +48,10 @@ std::string ChatTemplate::render_interpreted(const std::vector<ChatMessage>& mes
     jinja::Dict d;
     d.set("role", jinja::Value(m.role));
     d.set("content", jinja::Value(m.content));
+    if (!m.reasoning.empty()) {
+      d.set("reasoning_content", jinja::Value(m.reasoning));
+      d.set("thinking", jinja::Value(m.reasoning));
+    }
     msgs.push_back(jinja::Value(std::move(d)));
   }
   jinja::Dict vars;

@@ -157,4 +157,76 @@ TEST(GuiStreaming, StepsFlushedTogetherAreOneEditOfTheTranscriptWithEveryTokensC
   EXPECT_EQ(selections[0].cursor.selectedText(), test::piece_of(test::chain_step(kSteps - 1)));
 }
 
+// A reasoning model's reply in the chat: gpt-oss's harmony channels, one token a step as vanilla commits them, with
+// the markers' text kept (GenerateOptions::keep_special_text). The transcript shows the analysis after a "thinking"
+// note and the final message after an "answer" note, no marker anywhere; the conversation keeps them apart for the
+// next turn; each step's text is still found by its index. A stored reply (a reopened session) splits the same.
+TEST(GuiStreaming, HarmonyReasoningIsShownApartAndPassedBackApart) {
+  ChatView chat;
+  chat.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&chat));
+  chat.setInput("2+2?");
+  QSignalSpy asked(&chat, &ChatView::generateRequested);
+  chat.send();
+  ASSERT_EQ(asked.count(), 1);
+  chat.setReplyShape(ReplyShape{ReplyFormat::Harmony, false});
+  const std::vector<std::string> tokens = {"<|channel|>", "analysis", "<|message|>", "Add", " two", ".", "<|end|>",
+                                           "<|start|>", "assistant", "<|channel|>", "final", "<|message|>", "4",
+                                           "!"};
+  QString raw;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    StepRecord s;
+    s.step = int(i) + 1;
+    s.method = "vanilla";
+    s.committed = {int32_t(i) + 10};
+    s.bonus_token = int32_t(i) + 10;
+    s.bonus_text = tokens[i];
+    chat.appendStep(s, QString::fromStdString(tokens[i]));
+    raw += QString::fromStdString(tokens[i]);
+  }
+  chat.answerFinished(raw, false);
+  const QString shown = chat.transcriptText();
+  EXPECT_TRUE(shown.contains("thinking: Add two.")) << shown.toStdString();
+  EXPECT_TRUE(shown.contains("answer: 4!")) << shown.toStdString();
+  EXPECT_FALSE(shown.contains("<|")) << shown.toStdString();
+  EXPECT_FALSE(shown.contains("assistant")) << shown.toStdString();
+  ASSERT_EQ(chat.conversation().size(), 2u);
+  EXPECT_EQ(chat.conversation().back().content, "4!");
+  EXPECT_EQ(chat.conversation().back().reasoning, "Add two.");
+  EXPECT_EQ(chat.lastAnswer(), raw);  // the generated text itself, markers and all (what the store records)
+
+  // Reopened from the store: the recorded text, split by its markers.
+  chat.showConversation({{"user", "2+2?"}, {"assistant", raw.toStdString()}});
+  EXPECT_EQ(chat.conversation().back().content, "4!");
+  EXPECT_EQ(chat.conversation().back().reasoning, "Add two.");
+  EXPECT_TRUE(chat.transcriptText().contains("thinking: Add two.")) << chat.transcriptText().toStdString();
+  EXPECT_FALSE(chat.transcriptText().contains("<|"));
+}
+
+// Qwen3's think tags in a compare lane's text view, cut across steps anywhere: the reasoning's tokens are in
+// italics and keep their step's provenance colour; a step that ends inside "</think>" shows nothing of it.
+TEST(GuiStreaming, ThinkTagsSplitAcrossStepsKeepEveryTokensColour) {
+  TokenTextView view;
+  view.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&view));
+  view.setReplyShape(ReplyShape{ReplyFormat::ThinkTags, false});
+  StepRecord s = test::chain_step(0);
+  const std::vector<std::string> texts = {"<think>", "\nHmm", " ok", "\n</", "think>", "\n\nYes", "."};
+  for (size_t i = 0; i < texts.size(); ++i) (i + 1 < texts.size() ? s.nodes[i].text : s.bonus_text) = texts[i];
+  QString piece;
+  for (const auto& t : texts) piece += QString::fromStdString(t);
+  view.appendStep(s, piece);
+  view.finishReply();
+  EXPECT_EQ(view.document()->toPlainText(), "thinking: Hmm ok\nanswer: Yes.");
+  int italic_tinted = 0, upright_tinted = 0;
+  for (QTextBlock b = view.document()->begin(); b.isValid(); b = b.next())
+    for (auto it = b.begin(); !it.atEnd(); ++it) {
+      const QTextCharFormat f = it.fragment().charFormat();
+      if (f.background().style() == Qt::NoBrush) continue;
+      (f.fontItalic() ? italic_tinted : upright_tinted) += it.fragment().length();
+    }
+  EXPECT_EQ(italic_tinted, QString("Hmm ok").size());
+  EXPECT_EQ(upright_tinted, QString("Yes.").size());
+}
+
 SPECSCOPE_GUI_TEST_MAIN("streaming")

@@ -10,6 +10,7 @@ Q_DECLARE_METATYPE(specscope::runs::Job)
 Q_DECLARE_METATYPE(specscope::ui::LaneOutcome)
 Q_DECLARE_METATYPE(specscope::runs::ContextUse)
 Q_DECLARE_METATYPE(specscope::runs::StepCost)
+Q_DECLARE_METATYPE(specscope::ReplyShape)
 
 namespace specscope::ui {
 
@@ -54,6 +55,9 @@ class SignalObserver : public runs::JobObserver {
   }
   void context_fitted(const runs::RunKey& key, const runs::ContextUse& use) override {
     if (!key.reference()) emit w_.contextFitted(key.lane, use);
+  }
+  void reply_shaped(const runs::RunKey& key, const ReplyShape& shape) override {
+    if (!key.reference()) emit w_.replyShaped(key.lane, shape);
   }
   bool step(const runs::RunKey& key, const StepRecord& step, const std::string& piece) override {
     if (!key.reference()) emit w_.stepReady(key.lane, step, QString::fromStdString(piece));
@@ -100,6 +104,7 @@ void EngineWorker::register_types() {
   qRegisterMetaType<specscope::ui::LaneOutcome>("specscope::ui::LaneOutcome");
   qRegisterMetaType<specscope::runs::ContextUse>("specscope::runs::ContextUse");
   qRegisterMetaType<specscope::runs::StepCost>("specscope::runs::StepCost");
+  qRegisterMetaType<specscope::ReplyShape>("specscope::ReplyShape");
 }
 
 void EngineWorker::loadModel(const QString& path) {

@@ -48,6 +48,8 @@ class EngineWorker : public QObject {
   void laneStarted(int lane, const QString& label);
   // Before a lane's first step: old turns left out to fit the context, and the room left for the answer.
   void contextFitted(int lane, const specscope::runs::ContextUse& use);
+  // Before a lane's first step: how its reply marks its reasoning (a chat with a reasoning model).
+  void replyShaped(int lane, const specscope::ReplyShape& shape);
   void stepReady(int lane, const specscope::StepRecord& step, const QString& piece);
   void laneFinished(int lane, const specscope::ui::LaneOutcome& outcome);
   void referenceStarted(int target, const QString& target_path);

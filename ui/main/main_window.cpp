@@ -35,6 +35,7 @@
 #include "sessions/html/html_export.h"
 #include "sessions/reader.h"
 #include "sessions/store_identity.h"
+#include "sessions/summary_json.h"
 #include "engine/model/backend.h"
 #include "ui/main/live_pacer.h"
 #include "ui/main/linked_views.h"
@@ -266,6 +267,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
     s_->recording_note = m.left(1).toUpper() + m.mid(1);
     s_->status_label->setText(s_->recording_note);
   });
+  connect(s_->worker, &EngineWorker::replyShaped, this, [this](int lane, const ReplyShape& shape) {
+    if (s_->job == State::Job::Chat && lane == 0) s_->chat->setReplyShape(shape);
+    else if (s_->job == State::Job::Compare) s_->compare->setLaneReplyShape(lane, shape);
+  });
   connect(s_->worker, &EngineWorker::stepReady, this, [this](int lane, const StepRecord& st, const QString& piece) {
     if (lane >= s_->traces.lanes()) return;
     s_->traces.append(lane, st, piece.toStdString());
@@ -424,6 +429,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
       s_->compare->setPrompt(s_->replay->laneRuns().empty() ? QString()
                                                             : QString::fromStdString(s_->replay->laneRuns()[0].meta.prompt));
       s_->compare->runStarted(lanes, greedy);
+      // How each recorded reply marked its reasoning, as its summary recorded it.
+      for (size_t l = 0; l < s_->replay->laneRuns().size(); ++l)
+        if (const auto& run = s_->replay->laneRuns()[l]; run.outcome)
+          s_->compare->setLaneReplyShape(
+              int(l), sessions::recorded_reply_shape(run.outcome->summary_json, run.outcome->output_text));
       for (const auto& ref : s_->replay->referenceRuns())
         if (ref.outcome)
           s_->compare->referenceFinished(QString::fromStdString(ref.meta.target.path), ref.outcome->summary);
@@ -438,6 +448,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
         before.push_back({"user", s_->replay->laneRuns()[0].meta.prompt});
       s_->chat->showConversation(before);
       s_->chat->answerStarted();
+      if (!s_->replay->laneRuns().empty() && s_->replay->laneRuns()[0].outcome) {
+        const auto& outcome = *s_->replay->laneRuns()[0].outcome;
+        s_->chat->setReplyShape(sessions::recorded_reply_shape(outcome.summary_json, outcome.output_text));
+      }
       s_->replay_answering = true;
       s_->inspector->clear();
       // The header counts to the recorded run's last step, as the replay bar does.

@@ -117,14 +117,22 @@ QTextCursor ChatView::header(const QString& who) {
 void ChatView::answerStarted() {
   answer_start_ = header(tr("Model: "));
   w_->transcript->clearGenerated();
+  reply_ = {};
   setBusy(true);
+}
+
+void ChatView::setReplyShape(const ReplyShape& shape) {
+  reply_ = shape;
+  w_->transcript->setReplyShape(shape);
 }
 
 void ChatView::appendStep(const StepRecord& step, const QString& piece) { w_->transcript->appendStep(step, piece); }
 
 void ChatView::answerFinished(const QString& full_text, bool cancelled, const QString& note) {
-  w_->transcript->flush();
-  conversation_.push_back({"assistant", full_text.toStdString()});
+  w_->transcript->finishReply();
+  // The answer as the template wants it back: its reasoning apart, harmony's markers out.
+  const SplitReply reply = split_reply(full_text.toStdString(), reply_);
+  conversation_.push_back({"assistant", reply.answer, reply.reasoning});
   starts_.push_back(answer_start_);
   if (!note.isEmpty()) w_->transcript->appendNote(" [" + note + "]");
   else if (cancelled) w_->transcript->appendNote(" " + tr("[stopped]"));
@@ -176,6 +184,7 @@ void ChatView::rebuild() {
   marker_ = QTextCursor();
   for (auto& m : conversation_) {
     starts_.push_back(header(m.role == "user" ? tr("You: ") : tr("Model: ")));
+    if (!m.reasoning.empty()) w_->transcript->appendReasoning(QString::fromStdString(m.reasoning));
     w_->transcript->appendPlain(QString::fromStdString(m.content));
   }
   place_cut_marker();
@@ -183,6 +192,14 @@ void ChatView::rebuild() {
 
 void ChatView::showConversation(const std::vector<ChatMessage>& messages) {
   conversation_ = messages;
+  for (ChatMessage& m : conversation_) {
+    if (m.role != "assistant" || !m.reasoning.empty()) continue;
+    const ReplyShape shape = reply_shape_of_text(m.content);
+    if (shape.format == ReplyFormat::Plain) continue;
+    SplitReply reply = split_reply(m.content, shape);
+    m.content = std::move(reply.answer);
+    m.reasoning = std::move(reply.reasoning);
+  }
   cut_ = 0;
   rebuild();
 }

@@ -1,6 +1,8 @@
 #pragma once
 // The chat: a conversation through the model's chat template. The answer streams in with every token
 // coloured by provenance; Send (Ctrl+Return), Stop (Esc), Regenerate, Edit last message and resend, New chat.
+// A reasoning model's thinking is shown apart from its answer (reply_parts.h) and passed back to the template as
+// the answer's reasoning, not as its content.
 // The view owns the conversation; the main window turns a send into a runs::Job.
 #include <QTextCursor>
 #include <QWidget>
@@ -23,6 +25,8 @@ class ChatView : public QWidget {
   // Generation life cycle, driven by the main window.
   void answerStarted();
   void appendStep(const StepRecord& step, const QString& piece);
+  // How the answer being generated marks its reasoning (after answerStarted, before its steps).
+  void setReplyShape(const ReplyShape& shape);
   // `note`, when given, ends the answer in the transcript instead of "[stopped]" (e.g. "context full").
   void answerFinished(const QString& full_text, bool cancelled, const QString& note = {});
   // The answer could not be made: the error goes into the transcript, the question stays in the conversation
@@ -38,7 +42,8 @@ class ChatView : public QWidget {
   void setInput(const QString& text);
   void send();                           // what the Send button does
   void newChat();
-  void showConversation(const std::vector<ChatMessage>& messages);  // replay: earlier turns, no colours
+  // Replay: earlier turns, no colours. Stored answers are split into reasoning and answer by their markers.
+  void showConversation(const std::vector<ChatMessage>& messages);
   const std::vector<ChatMessage>& conversation() const { return conversation_; }
   QString transcriptText() const;
   QString lastAnswer() const;
@@ -58,6 +63,7 @@ class ChatView : public QWidget {
   void place_cut_marker();
   std::vector<QTextCursor> starts_;  // where each message of conversation_ starts in the transcript
   QTextCursor answer_start_;         // the answer being generated (not yet in conversation_)
+  ReplyShape reply_;                 // the answer being generated: how it marks its reasoning
   QTextCursor marker_;               // the context-cut marker's text, selected; null when there is none
   int cut_ = 0;                      // the first message the model still sees
   QString cut_note_;

@@ -250,6 +250,11 @@ void CompareView::laneStepText(int lane, const StepRecord& step, const QString& 
     s_->cursor->setTokenCount(std::max(s_->cursor->tokenCount(), s_->store->lane(lane).tokens()));
 }
 
+void CompareView::setLaneReplyShape(int lane, const ReplyShape& shape) {
+  if (lane < 0 || lane >= kMaxLanes) return;
+  s_->lanes[size_t(lane)]->text()->setReplyShape(shape);
+}
+
 void CompareView::laneStepTree(int lane, const StepRecord& step) {
   if (lane < 0 || lane >= kMaxLanes) return;
   s_->lanes[size_t(lane)]->appendTree(step);
@@ -260,6 +265,7 @@ void CompareView::laneStepTree(int lane, const StepRecord& step) {
 void CompareView::laneFinished(int lane, const RunSummary& summary, std::optional<bool> identical) {
   if (lane < 0 || lane >= int(s_->results.size())) return;
   s_->results[size_t(lane)] = {true, summary, identical};
+  s_->lanes[size_t(lane)]->text()->finishReply();
   s_->lanes[size_t(lane)]->finish(summary, identical, s_->greedy);
 }
 

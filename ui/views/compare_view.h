@@ -48,6 +48,7 @@ class CompareView : public QWidget {
   void referenceFinished(const QString& target, const RunSummary& summary);
   void laneStep(int lane, const StepRecord& step, const QString& piece);  // both of:
   void laneStepText(int lane, const StepRecord& step, const QString& piece);  // the lane's text and stat line
+  void setLaneReplyShape(int lane, const ReplyShape& shape);  // how the lane's reply marks its reasoning
   void laneStepTree(int lane, const StepRecord& step);  // its miniature, the inspector, the cursor's step
   void laneFinished(int lane, const RunSummary& summary, std::optional<bool> identical);
   void runFinished(bool cancelled);

@@ -9,6 +9,7 @@
 #include <QTextBlock>
 #include <QTextCursor>
 #include <QToolTip>
+#include <utility>
 
 #include "ui/views/provenance.h"
 
@@ -68,7 +69,68 @@ void TokenTextView::insert(const QString& text, int kind, const QString& tooltip
   c.movePosition(QTextCursor::End);
   QTextCharFormat f = coloured(kind);
   if (!tooltip.isEmpty()) f.setToolTip(tooltip);
+  if (reasoning_) f.setFontItalic(true);
   c.insertText(text, f);
+}
+
+void TokenTextView::setReplyShape(const ReplyShape& shape) {
+  flush();  // steps that came before belong to the reply before
+  if (shape.format == ReplyFormat::Plain) reply_.reset();
+  else reply_.emplace(shape);
+  shown_part_.reset();
+}
+
+void TokenTextView::insert_part_note(ReplyPart part) {
+  if (shown_part_ == part) return;
+  // An answer with no reasoning before it needs no note.
+  if (part == ReplyPart::Answer && !shown_part_) {
+    shown_part_ = part;
+    return;
+  }
+  const bool was = std::exchange(reasoning_, false);
+  insert((shown_part_ ? "\n" : "") + (part == ReplyPart::Reasoning ? tr("thinking: ") : tr("answer: ")), kNote, {});
+  reasoning_ = was;
+  shown_part_ = part;
+}
+
+void TokenTextView::insert_reply_text(const QString& text, int kind, const QString& tooltip) {
+  if (!reply_) {
+    insert(text, kind, tooltip);
+    return;
+  }
+  for (const ReplySpan& span : reply_->feed(text.toStdString())) {
+    insert_part_note(span.part);
+    reasoning_ = span.part == ReplyPart::Reasoning;
+    insert(QString::fromStdString(span.text), kind, tooltip);
+    reasoning_ = false;
+  }
+}
+
+void TokenTextView::finishReply() {
+  flush();
+  if (!reply_) return;
+  const std::vector<ReplySpan> rest = reply_->flush();
+  if (rest.empty()) return;
+  QTextCursor block(document());
+  block.beginEditBlock();
+  for (const ReplySpan& span : rest) {
+    insert_part_note(span.part);
+    reasoning_ = span.part == ReplyPart::Reasoning;
+    insert(QString::fromStdString(span.text), kPlain, {});
+    reasoning_ = false;
+  }
+  block.endEditBlock();
+  // The held-back text was the last step's.
+  if (!ranges_.empty()) ranges_.back().second = document()->characterCount() - 1;
+}
+
+void TokenTextView::appendReasoning(const QString& text) {
+  flush();
+  insert(tr("thinking: "), kNote, {});
+  reasoning_ = true;
+  insert(text, kPlain, {});
+  reasoning_ = false;
+  insert("\n" + tr("answer: "), kNote, {});
 }
 
 void TokenTextView::setDark(bool dark) {
@@ -129,6 +191,8 @@ void TokenTextView::mouseReleaseEvent(QMouseEvent* e) {
 
 void TokenTextView::clearGenerated() {
   flush();
+  reply_.reset();
+  shown_part_.reset();
   generated_.clear();
   ranges_.clear();
   highlighted_ = -1;
@@ -193,10 +257,10 @@ void TokenTextView::insert_tokens(const StepRecord& s, const QString& piece) {
     for (auto& [text, id] : tokens) {
       const int kind = id >= 0 ? std::clamp(s.nodes[size_t(id)].depth, 1, 6)
                                : (s.accepted_path.empty() && s.nodes.empty() ? kPlain : kBonus);
-      insert(QString::fromStdString(text), kind, provenance_tooltip(s, id));
+      insert_reply_text(QString::fromStdString(text), kind, provenance_tooltip(s, id));
     }
   } else if (!piece.isEmpty()) {
-    insert(piece, s.accepted_path.empty() ? kPlain : 1, provenance_tooltip(s, -1));
+    insert_reply_text(piece, s.accepted_path.empty() ? kPlain : 1, provenance_tooltip(s, -1));
   }
 }
 

@@ -4,9 +4,11 @@
 #include <QElapsedTimer>
 #include <QTextBrowser>
 #include <QTimer>
+#include <optional>
 #include <utility>
 #include <vector>
 
+#include "engine/generate/reply_parts.h"
 #include "engine/methods/step_record.h"
 
 namespace specscope::ui {
@@ -19,8 +21,16 @@ class TokenTextView : public QTextBrowser {
   void setDark(bool dark);
   // The text a step made visible, split into its committed tokens when their texts add up to it (they do
   // unless a UTF-8 sequence or a stop string straddles steps; then the piece is coloured as a whole).
+  // With a reasoning format set (setReplyShape), the steps' text is split as it comes: markers are taken out, the
+  // reasoning is set in italics after a "thinking" note, the answer after an "answer" note; every token keeps its
+  // provenance colour and tooltip.
   void appendStep(const StepRecord& step, const QString& piece);
+  // How the reply that the next appendStep calls belong to marks its reasoning (reset by clearGenerated).
+  void setReplyShape(const ReplyShape& shape);
+  // The reply is complete: text held back as a possible marker is shown.
+  void finishReply();
   void appendPlain(const QString& text, bool bold = false);
+  void appendReasoning(const QString& text);  // a stored reply's reasoning: its note and italic text
   void appendNote(const QString& text);  // a remark of the app's, not the model's text: italic, dimmed
   // The format appendNote uses, for notes inserted elsewhere in the document (the chat's context-cut marker).
   QTextCharFormat noteFormat() const;
@@ -57,6 +67,9 @@ class TokenTextView : public QTextBrowser {
   QTextCharFormat coloured(int kind) const;  // the format a kind's colours give, in the current theme
   void insert_step(const StepRecord& step, const QString& piece);  // records the step's range
   void insert_tokens(const StepRecord& step, const QString& piece);
+  // Inserts a token's (or a piece's) text through the reply splitter, if there is one.
+  void insert_reply_text(const QString& text, int kind, const QString& tooltip);
+  void insert_part_note(ReplyPart part);  // "thinking" / "answer" where the reply's part changes
   bool dark_ = false;
   std::vector<std::pair<StepRecord, QString>> pending_;
   QTimer* flush_timer_ = nullptr;
@@ -66,6 +79,9 @@ class TokenTextView : public QTextBrowser {
   int highlighted_ = -1;
   int states_drawn_ = 0;
   std::pair<int, int> drawn_state_{-1, -1};  // the document's revision and length when last painted
+  std::optional<ReplySplitter> reply_;       // setReplyShape: the reply's reasoning format
+  std::optional<ReplyPart> shown_part_;      // the part whose note was shown last
+  bool reasoning_ = false;                   // insert(): set the text in italics
 };
 
 }  // namespace specscope::ui
