@@ -42,6 +42,7 @@
 #include "engine/formats/gguf_quant.h"
 #include "engine/model/config.h"
 #include "engine/model/forward.h"
+#include "engine/model/gguf_end_of_generation.h"
 #include "engine/model/gguf_model.h"
 #include "engine/discovery/model_probe.h"
 #include "engine/model/model.h"
@@ -822,6 +823,71 @@ TEST(GgufModelCli, RunGeneratesFromGguf) {
   auto bad = test::run_cli("run --model " + gguf_path("bad_arch.gguf") + " --prompt x --max-tokens 2 --no-record");
   EXPECT_EQ(bad.exit_code, 2) << bad.out;
   EXPECT_NE(bad.out.find("mamba"), std::string::npos) << bad.out;
+}
+
+}  // namespace
+}  // namespace specscope
+
+namespace specscope {
+namespace {
+
+// A GGUF model's replies end where llama.cpp ends them: the same end-of-generation set as llama.cpp gives every
+// fixture (make_llamacpp_eog.py, llama_vocab_is_eog over the whole vocabulary).
+TEST(GgufEndOfGeneration, IsLlamaCpps) {
+  std::ifstream in(test::fixture("gguf_models/llamacpp_eog.json"));
+  const auto expected = nlohmann::json::parse(in).at("files");
+  ASSERT_GE(expected.size(), 30u);
+  size_t more_than_eos = 0;
+  for (const auto& [name, ids] : expected.items()) {
+    SCOPED_TRACE(name);
+    const auto model = Model::load(test::fixture("gguf_models/" + name));
+    const std::set<int> ours(model->eos_ids().begin(), model->eos_ids().end());
+    EXPECT_EQ(ours, ids.get<std::set<int>>());
+    more_than_eos += ours.size() > 1;
+  }
+  EXPECT_GT(more_than_eos, 20u) << "the fixtures' vocabularies name end-of-turn tokens beside their eos";
+}
+
+// llama.cpp's exceptions, on a vocabulary of its own: harmony's <|end|> (and solar-open's) is not an end where
+// <|return|> and <|call|> are; </s> is a normal token beside gemma4's <|tool_response>; fill-in-the-middle tokens
+// found by name.
+TEST(GgufEndOfGeneration, HarmonyEndIsNotTheEndOfTheTurn) {
+  class Names : public Tokenizer {
+   public:
+    explicit Names(std::vector<std::string> pieces) : pieces_(std::move(pieces)) {}
+    std::vector<int32_t> encode(std::string_view, bool) const override { return {}; }
+    std::string decode(std::span<const int32_t>, bool) const override { return {}; }
+    std::string token_bytes(int32_t id) const override { return pieces_.at(size_t(id)); }
+    std::string token_piece(int32_t id) const override { return pieces_.at(size_t(id)); }
+    std::optional<int32_t> piece_to_id(std::string_view p) const override {
+      const auto it = std::find(pieces_.begin(), pieces_.end(), p);
+      return it == pieces_.end() ? std::nullopt : std::optional<int32_t>(int32_t(it - pieces_.begin()));
+    }
+    int vocab_size() const override { return int(pieces_.size()); }
+    bool is_special(int32_t) const override { return true; }
+    std::string kind() const override { return "names"; }
+
+   private:
+    std::vector<std::string> pieces_;
+  };
+  // Any file's keys: its eos/eot ids lie outside these small vocabularies and are left out.
+  const GgufFile g = GgufFile::open(test::fixture("gguf_models/gpt_oss_f32.f32.gguf"));
+  auto ends = [&](std::vector<std::string> pieces) {
+    const Names tok(pieces);
+    std::vector<std::string> out;
+    for (int id : gguf_end_of_generation_ids(g, tok, tok.vocab_size())) out.push_back(pieces[size_t(id)]);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(ends({"a", "<|return|>", "<|call|>", "<|end|>", "<|channel|>", "<|endoftext|>"}),
+            (V{"<|call|>", "<|endoftext|>", "<|return|>"}));
+  EXPECT_EQ(ends({"<|return|>", "<|end|>"}), (V{"<|end|>", "<|return|>"}));  // Phi-3's <|end|> ends its turn
+  EXPECT_EQ(ends({"<|calls|>", "<|flush|>", "<|end|>"}), (V{"<|calls|>", "<|flush|>"}));
+  EXPECT_EQ(ends({"</s>", "<|tool_response>"}), (V{"<|tool_response>"}));
+  EXPECT_EQ(ends({"</s>", "x"}), (V{"</s>"}));
+  EXPECT_EQ(ends({"<PAD>", "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>", "<|fim_middle|>"}),
+            (V{"<|file_sep|>", "<|fim_pad|>", "<|repo_name|>"}));
 }
 
 }  // namespace

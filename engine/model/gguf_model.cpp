@@ -17,6 +17,7 @@
 #include "engine/formats/gguf.h"
 #include "engine/formats/gguf_file_type.h"
 #include "engine/model/gguf_config.h"
+#include "engine/model/gguf_end_of_generation.h"
 #include "engine/model/tokenizer_fit.h"
 #include "engine/model/weight_checks.h"
 #include "engine/tokenizer/chat_template.h"
@@ -482,7 +483,8 @@ std::shared_ptr<const Model> load_gguf_model(const std::string& path, const Load
     if (id >= 0 && id < c.vocab_size && std::find(m->eos_ids_.begin(), m->eos_ids_.end(), id) == m->eos_ids_.end())
       m->eos_ids_.push_back(id);
   };
-  for (int id : c.eos_token_ids) add_eos(id);
+  // A GGUF file has no generation_config.json: its replies end where llama.cpp ends them.
+  for (int id : gguf_end_of_generation_ids(*g, *m->tokenizer_, c.vocab_size)) add_eos(id);
   if (m->tokenizer_->eos_id) add_eos(*m->tokenizer_->eos_id);
 
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
