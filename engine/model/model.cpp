@@ -133,14 +133,32 @@ class GptOssExpertCopies {
     const int64_t out = cols / stride;
     const size_t es = dtype_size(t.dtype);
     auto buf = huge_page_alloc(size_t(E_ * out * in) * es);
-    auto* dst = static_cast<uint8_t*>(buf.get());
-    const auto* src = static_cast<const uint8_t*>(t.data);
-    for (int64_t e = 0; e < E_; ++e)
-      for (int64_t o = 0; o < out; ++o)
-        for (int64_t i = 0; i < in; ++i)
-          std::memcpy(dst + size_t((e * out + o) * in + i) * es, src + size_t((e * in + i) * cols + offset + o * stride) * es,
-                      es);
+    if (es == 2) transpose_experts<uint16_t>(t.data, buf.get(), in, cols, offset, stride);
+    else if (es == 4) transpose_experts<uint32_t>(t.data, buf.get(), in, cols, offset, stride);
+    else throw InputError(st_.files.front(), "tensor '" + t.name + "' has elements of " + std::to_string(es) + " bytes");
     return owned(t.name + "[" + part + "]", t.dtype, E_ * out, in, buf);
+  }
+
+  // The copy `transposed` makes, in tiles of 64 x 64 elements typed by their size, so that each cache line read or
+  // written serves many elements. It was one variable-size memcpy an element, striding across a whole expert: 0.13 s
+  // against 0.04 s for four experts of a gpt-oss-20b layer's bf16 gate_up (2880 x 5760; a standalone copy of both
+  // loops on the Zen 4 host), about 25 s of a whole bf16 checkpoint's load.
+  template <class T>
+  void transpose_experts(const void* from, void* to, int64_t in, int64_t cols, int64_t offset, int64_t stride) const {
+    constexpr int64_t kTile = 64;
+    const int64_t out = cols / stride;
+    const T* src = static_cast<const T*>(from);
+    T* dst = static_cast<T*>(to);
+    for (int64_t e = 0; e < E_; ++e) {
+      const T* s = src + e * in * cols + offset;
+      T* d = dst + e * out * in;
+      for (int64_t i0 = 0; i0 < in; i0 += kTile)
+        for (int64_t o0 = 0; o0 < out; o0 += kTile) {
+          const int64_t i1 = std::min(in, i0 + kTile), o1 = std::min(out, o0 + kTile);
+          for (int64_t o = o0; o < o1; ++o)
+            for (int64_t i = i0; i < i1; ++i) d[o * in + i] = s[i * cols + o * stride];
+        }
+    }
   }
 
   // [E, rows, in/32, 16] codes and [E, rows, in/32] scales: rows offset, offset + stride, ... of every expert.
