@@ -178,6 +178,29 @@ TEST(HtmlExportBrowser, ARecordedRunDrawsEveryStepsTreeWithTheStoresNodeCounts) 
   EXPECT_NE(panel.find("so it is rejected"), std::string::npos) << panel;
 }
 
+// A gpt-oss answer in the page as the app shows it: the analysis after "thinking: " in italics, the final message
+// after "answer: ", none of harmony's markers, every token still a token (its step and node on hover).
+TEST(HtmlExportBrowser, AHarmonyReplyShowsItsThinkingApartWithoutMarkers) {
+  REQUIRE_CHROMIUM(chromium);
+  auto dir = test::fresh_dir("browser-harmony");
+  const fs::path db = dir / "s.db";
+  test::html::record_harmony(db);
+  sessions::SessionReader reader(db.string());
+  const fs::path file = write_page(dir, "harmony.html", sessions::session_html(reader, 1));
+  const Page page = open(chromium, file);
+  EXPECT_PAGE_OK(page, file);
+  // The lane's text (the step's tree beside it shows the tokens as they are, markers included).
+  const size_t at = page.dom.find("<div class=\"text\">");
+  ASSERT_NE(at, std::string::npos);
+  const std::string lanes = page.dom.substr(at, page.dom.find("<div class=\"mini\">", at) - at);
+  EXPECT_NE(lanes.find("<span class=\"rl\">thinking: </span>"), std::string::npos) << lanes;
+  EXPECT_NE(lanes.find("<span class=\"rl\">\nanswer: </span>"), std::string::npos) << lanes;
+  EXPECT_NE(lanes.find("<span class=\"tk rs\" data-n=\"-1\"> two</span>"), std::string::npos) << lanes;
+  EXPECT_NE(lanes.find("<span class=\"tk\" data-n=\"-1\">4</span>"), std::string::npos) << lanes;
+  for (const char* marker : {"&lt;|channel|&gt;", "&lt;|message|&gt;", "&lt;|end|&gt;", "assistant", "final"})
+    EXPECT_EQ(lanes.find(marker), std::string::npos) << marker << " in " << lanes;
+}
+
 TEST(HtmlExportBrowser, ARaceShowsEveryLaneAndTheSharedCursorFindsEachLanesStep) {
   REQUIRE_CHROMIUM(chromium);
   auto dir = test::fresh_dir("browser-race");

@@ -7,7 +7,9 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "sessions/summary_json.h"
 #include "sessions/writer.h"
 #include "tests/session_test_support.h"
 #include "tests/test_support.h"
@@ -44,6 +46,50 @@ inline void record_sps_cut(const std::filesystem::path& db) {
              "/assets/models/draft-small --gamma 5 --confidence-threshold 0.6 --prompt '" + kPrompt +
              "' --max-tokens 32",
          db);
+}
+
+// A reasoning model's chat recorded through the CLI: the tiny Qwen3 fixture with DeepSeek-R1's template, whose
+// prompt opens the think block, so its (random) reply is all reasoning; the run's summary records that shape.
+inline void record_reasoning(const std::filesystem::path& db) {
+  const std::filesystem::path model = db.parent_path() / "reasoning-model";
+  std::filesystem::remove_all(model);
+  std::filesystem::copy(fixture("models/qwen3_f32"), model);
+  std::filesystem::copy_file(fixture("chat_templates/published/deepseek-r1-distill.jinja"), model / "chat_template.jinja");
+  cli_ok("run --model " + model.string() + " --chat --prompt Hi --max-tokens 12", db);
+}
+// The harmony tokens of a gpt-oss reply and their text: an analysis message, then the final one.
+inline const std::vector<std::string> kHarmonyTokens = {"<|channel|>", "analysis", "<|message|>", "Add", " two", ".",
+                                                        "<|end|>", "<|start|>", "assistant", "<|channel|>", "final",
+                                                        "<|message|>", "4", "!"};
+// A gpt-oss chat answer as the runner records one (no fixture model writes harmony's special tokens): one token a
+// step, the markers' text kept, the summary saying "reply": harmony.
+inline void record_harmony(const std::filesystem::path& db) {
+  sessions::SessionWriter w(db.string());
+  const int64_t session = w.begin_session(synthetic_session());
+  sessions::RunMeta meta = synthetic_run("vanilla");
+  meta.chat = true;
+  const int64_t run = w.begin_run(session, meta);
+  std::string text;
+  for (size_t i = 0; i < kHarmonyTokens.size(); ++i) {
+    StepRecord s;
+    s.step = int(i);
+    s.method = "vanilla";
+    s.bonus_token = int32_t(100 + i);
+    s.bonus_text = kHarmonyTokens[i];
+    s.committed = {s.bonus_token};
+    w.append_step(run, s, kHarmonyTokens[i]);
+    text += kHarmonyTokens[i];
+  }
+  RunSummary summary;
+  summary.method = "vanilla";
+  summary.new_tokens = int(kHarmonyTokens.size());
+  GenerateResult gen;
+  gen.text = text;
+  nlohmann::json summary_json = sessions::run_summary_json(summary, gen, "greedy", "cpu");
+  sessions::add_reply_shape(summary_json, ReplyShape{ReplyFormat::Harmony, false});
+  w.finish_run(run, {summary, text, std::nullopt, summary_json.dump()});
+  w.flush();
+  EXPECT_EQ(w.error(), "");
 }
 
 // A session of `steps` synthetic steps (test::synthetic_step: up to 40 nodes, odd texts, NaNs) in one run.

@@ -11,6 +11,7 @@
 
 #include "engine/util/error.h"
 #include "sessions/html/html_export.h"
+#include "sessions/html/session_blob.h"
 #include "sessions/reader.h"
 #include "tests/html_export_support.h"
 
@@ -159,6 +160,60 @@ TEST(HtmlExport, AStepRangeKeepsItsStepsAndTheTextBeforeThemAsContext) {
 
 // The page's JSON sits inside a <script>: a token that spells "</script>", a comment opener, or the template's
 // own slot names must stay data, and the title is escaped.
+// A reasoning model's run: the page gets each token's text by part, harmony's markers out (the app's splitter,
+// engine/generate/reply_parts.h), and a step range's context split the same way; a DeepSeek-R1 reply with no marker
+// at all is reasoning because its summary says the prompt opened it.
+TEST(HtmlExport, AReasoningReplyIsSplitAsTheAppShowsIt) {
+  auto dir = test::fresh_dir("html-reasoning");
+  auto parts_text = [](const json& run, int part) {
+    std::string text;
+    for (const auto& step : run.at("steps"))
+      for (const auto& token : step.at("parts"))
+        for (const auto& span : token)
+          if (span.at(0) == part) text += span.at(1).get<std::string>();
+    return text;
+  };
+  {
+    const fs::path db = dir / "harmony.db";
+    test::html::record_harmony(db);
+    sessions::SessionReader reader(db.string());
+    const json blob = sessions::html_session_blob(reader, 1, std::nullopt);
+    const json& run = blob.at("runs").at(0);
+    EXPECT_EQ(run.at("reply"), "harmony");
+    EXPECT_EQ(run.at("prefix_part"), -1);
+    EXPECT_EQ(parts_text(run, 0), "Add two.");
+    EXPECT_EQ(parts_text(run, 1), "4!");
+    for (const auto& step : run.at("steps")) {
+      EXPECT_EQ(step.at("parts").size(), step.at("committed").size()) << "one list of spans a token";
+      EXPECT_EQ(step.at("piece").get<std::string>().empty(), false) << "the piece stays as generated";
+    }
+    // Steps 5 on: the context before them is the analysis so far, with the app's note.
+    const json ranged = sessions::html_session_blob(reader, 1, sessions::StepRange{5, 13});
+    EXPECT_EQ(ranged["runs"][0].at("prefix_text"), "thinking: Add two");
+    EXPECT_EQ(ranged["runs"][0].at("prefix_part"), 0);
+    EXPECT_EQ(parts_text(ranged["runs"][0], 0), ".");
+    EXPECT_EQ(parts_text(ranged["runs"][0], 1), "4!");
+  }
+  {
+    const fs::path db = dir / "deepseek.db";
+    test::html::record_reasoning(db);
+    sessions::SessionReader reader(db.string());
+    const json blob = sessions::html_session_blob(reader, 1, std::nullopt);
+    const json& run = blob.at("runs").at(0);
+    EXPECT_EQ(run.at("reply"), "think-tags");
+    EXPECT_FALSE(parts_text(run, 0).empty());
+    EXPECT_EQ(parts_text(run, 1), "");
+  }
+  {
+    const fs::path db = dir / "plain.db";
+    test::html::record_synthetic(db, 3);
+    sessions::SessionReader reader(db.string());
+    const json blob = sessions::html_session_blob(reader, 1, std::nullopt);
+    EXPECT_FALSE(blob["runs"][0].contains("reply"));
+    EXPECT_FALSE(blob["runs"][0]["steps"][0].contains("parts"));
+  }
+}
+
 TEST(HtmlExport, TokenTextsAndTitlesCannotBreakOutOfThePage) {
   auto dir = test::fresh_dir("html-escape");
   const fs::path db = dir / "s.db";

@@ -4,9 +4,11 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "engine/generate/reply_parts.h"
 #include "engine/methods/step_record_json.h"
 #include "engine/util/error.h"
 #include "sessions/row_format.h"
+#include "sessions/summary_json.h"
 
 namespace specscope::sessions {
 
@@ -63,6 +65,51 @@ json step_json(const RecordedStep& st, const std::string& run_method, json& node
   compact_numbers(s);
   return s;
 }
+
+// A reasoning model's reply as the app shows it (engine/generate/reply_parts.h): each step's text by part, markers
+// out, as "parts": one list of [part, text] spans per committed token when the tokens' texts add up to the piece (the
+// page colours them one by one, as the app does), else one list for the whole piece; part 0 is reasoning, 1 answer.
+class ReplyParts {
+ public:
+  explicit ReplyParts(const ReplyShape& shape) : splitter_(shape) {}
+
+  json step_parts(const StepRecord& r, const std::string& piece) {
+    std::vector<std::string> texts;
+    std::string joined;
+    for (size_t k = 0; k < r.committed.size(); ++k) {
+      texts.push_back(k < r.accepted_path.size() ? r.nodes.at(size_t(r.accepted_path[k])).text : r.bonus_text);
+      joined += texts.back();
+    }
+    json parts = json::array();
+    if (joined == piece && !texts.empty()) {
+      for (const auto& t : texts) parts.push_back(spans(splitter_.feed(t)));
+    } else {
+      parts.push_back(spans(splitter_.feed(piece)));
+    }
+    return parts;
+  }
+  // The end of the reply: what the splitter held back, as spans of the last token.
+  json rest() { return spans(splitter_.flush()); }
+  // The text of steps before an exported range, as the page shows context: by part, with the app's notes.
+  void add_context(const std::string& piece, std::string& text) {
+    for (const ReplySpan& s : splitter_.feed(piece)) {
+      const int part = s.part == ReplyPart::Reasoning ? 0 : 1;
+      if (part != shown_ && !(part == 1 && shown_ < 0)) text += (shown_ < 0 ? "" : "\n") + std::string(part == 0 ? "thinking: " : "answer: ");
+      shown_ = part;
+      text += s.text;
+    }
+  }
+  int shown_part() const { return shown_; }
+
+ private:
+  static json spans(const std::vector<ReplySpan>& from) {
+    json out = json::array();
+    for (const ReplySpan& s : from) out.push_back({s.part == ReplyPart::Reasoning ? 0 : 1, s.text});
+    return out;
+  }
+  ReplySplitter splitter_;
+  int shown_ = -1;  // add_context: the part whose note was written last (-1: none yet)
+};
 
 json run_head(const RunRow& r) {
   const auto& m = r.meta;
@@ -124,17 +171,34 @@ json html_session_blob(SessionReader& reader, int64_t session_id, const std::opt
     json steps = json::array();
     std::string prefix_text;  // what the steps before the range made visible
     int64_t tokens_before = 0, first_index = -1, index = 0;
+    // A reasoning reply (as its summary recorded it) is split as the app splits it.
+    const ReplyShape shape = r.outcome ? recorded_reply_shape(r.outcome->summary_json, r.outcome->output_text) : ReplyShape{};
+    std::optional<ReplyParts> reply;
+    if (shape.format != ReplyFormat::Plain) {
+      reply.emplace(shape);
+      run["reply"] = reply_format_name(shape.format);
+    }
+    bool last_exported = false;  // the run's last step is in the page (its held-back text goes there)
     reader.for_each_step(r.id, 0, r.step_count, [&](RecordedStep&& st) {
       const int64_t number = st.record.step;
+      last_exported = false;
       if (range && number < range->first) {
-        prefix_text += st.text_piece;
+        if (reply) reply->add_context(st.text_piece, prefix_text);
+        else prefix_text += st.text_piece;
         tokens_before += int64_t(st.record.committed.size());
       } else if (!range || number <= range->last) {
         if (first_index < 0) first_index = index;
         steps.push_back(step_json(st, r.meta.method.name, node_keys));
+        if (reply) steps.back()["parts"] = reply->step_parts(st.record, st.text_piece);
+        last_exported = true;
+      } else if (reply) {
+        reply->step_parts(st.record, st.text_piece);  // after the range: nothing of it is shown
       }
       ++index;
     });
+    if (reply && last_exported && !steps.empty() && !steps.back()["parts"].empty())
+      for (auto& span : reply->rest()) steps.back()["parts"].back().push_back(span);
+    if (reply) run["prefix_part"] = reply->shown_part();
     exported += int64_t(steps.size());
     run["first_index"] = first_index < 0 ? 0 : first_index;
     run["tokens_before"] = tokens_before;

@@ -10,6 +10,10 @@
 //     method_spec, target, prompt, chat, greedy, sampling, temperature, max_tokens, status, step_count (in the
 //     store), summary | null, identical | null, first_index, tokens_before, prefix_text, steps: [ { step, ...the
 //     StepRecord's JSON, nodes: [[values in node_keys order], ...], piece } ] } ] }
+// A reasoning model's run (its summary records the reply's shape) also has reply ("think-tags" | "harmony") and
+// prefix_part (the part the text before the range ended in: 0 reasoning, 1 answer, -1 none), and each step parts:
+// per committed token (or for the whole piece where the tokens' texts do not add up to it) a list of [part, text]
+// spans, harmony's markers and the format's blank lines taken out, as the app shows them.
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
