@@ -98,7 +98,11 @@ void TokenTextView::insert_reply_text(const QString& text, int kind, const QStri
     insert(text, kind, tooltip);
     return;
   }
-  for (const ReplySpan& span : reply_->feed(text.toStdString())) {
+  insert_spans(reply_->feed(text.toStdString()), kind, tooltip);
+}
+
+void TokenTextView::insert_spans(const std::vector<ReplySpan>& spans, int kind, const QString& tooltip) {
+  for (const ReplySpan& span : spans) {
     insert_part_note(span.part);
     reasoning_ = span.part == ReplyPart::Reasoning;
     insert(QString::fromStdString(span.text), kind, tooltip);
@@ -113,12 +117,7 @@ void TokenTextView::finishReply() {
   if (rest.empty()) return;
   QTextCursor block(document());
   block.beginEditBlock();
-  for (const ReplySpan& span : rest) {
-    insert_part_note(span.part);
-    reasoning_ = span.part == ReplyPart::Reasoning;
-    insert(QString::fromStdString(span.text), kPlain, {});
-    reasoning_ = false;
-  }
+  insert_spans(rest, kPlain, {});
   block.endEditBlock();
   // The held-back text was the last step's.
   if (!ranges_.empty()) ranges_.back().second = document()->characterCount() - 1;

@@ -69,6 +69,7 @@ class TokenTextView : public QTextBrowser {
   void insert_tokens(const StepRecord& step, const QString& piece);
   // Inserts a token's (or a piece's) text through the reply splitter, if there is one.
   void insert_reply_text(const QString& text, int kind, const QString& tooltip);
+  void insert_spans(const std::vector<ReplySpan>& spans, int kind, const QString& tooltip);
   void insert_part_note(ReplyPart part);  // "thinking" / "answer" where the reply's part changes
   bool dark_ = false;
   std::vector<std::pair<StepRecord, QString>> pending_;
