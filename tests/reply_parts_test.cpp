@@ -114,6 +114,11 @@ TEST(ReplyParts, HarmonyChannels) {
   const std::string long_text(600, 'x');
   EXPECT_EQ(split_reply(long_text, shape).answer, long_text);
   expect_same_in_any_chunks(std::string(300, 'y') + "<|end|>", shape);
+  // A "<|message|>" too far from the reply's start ends no header: found by fuzz_reply_parts, where a whole reply
+  // took the far marker for a header's end while the same reply in pieces had already shown its start as the answer.
+  const std::string far = "<|channel|>analysis" + std::string(300, '.') + "<|message|>x";
+  EXPECT_EQ(split_reply(far, shape).answer, far);
+  expect_same_in_any_chunks(far, shape);
 }
 
 TEST(ReplyParts, PlainIsUntouched) {

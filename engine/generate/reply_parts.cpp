@@ -123,9 +123,11 @@ void ReplySplitter::feed_think(std::vector<ReplySpan>& out) {
 void ReplySplitter::feed_harmony(std::vector<ReplySpan>& out) {
   for (;;) {
     if (in_header_) {
+      // A header is whatever comes before a "<|message|>" that starts within kLongestHeader bytes. Decided only once
+      // the text says (the marker found, or enough text without it), so any cut of the reply decides alike.
       const size_t at = pending_.find(kMessage);
-      if (at == std::string::npos) {
-        if (pending_.size() <= kLongestHeader) return;
+      if (at == std::string::npos && pending_.size() < kLongestHeader + kMessage.size()) return;
+      if (at == std::string::npos || at > kLongestHeader) {
         in_header_ = false;  // no header after all: plain text, shown as the answer
         part_ = ReplyPart::Answer;
         continue;
