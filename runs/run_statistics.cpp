@@ -114,4 +114,27 @@ double compute_tokens_per_second(const std::vector<StepRecord>& steps) {
   return us > 0 ? double(tokens) / (double(us) * 1e-6) : 0.0;
 }
 
+ReplyPartStatistics reply_part_statistics(const std::vector<StepRecord>& steps, const std::vector<std::string>& pieces,
+                                          const ReplyShape& shape) {
+  std::vector<StepRecord> by_part[2];  // [0] reasoning, [1] answer
+  ReplySplitter splitter(shape);
+  for (size_t i = 0; i < steps.size() && i < pieces.size(); ++i) {
+    const ReplyPart before = splitter.part();
+    const std::vector<ReplySpan> spans = splitter.feed(pieces[i]);
+    const ReplyPart part = spans.empty() ? before : spans.front().part;
+    if (steps[i].root_token >= 0) by_part[part == ReplyPart::Reasoning ? 0 : 1].push_back(steps[i]);
+  }
+  auto figures = [](const std::vector<StepRecord>& s) {
+    ReplyPartFigures f;
+    if (s.empty()) return f;
+    const RunStatistics st = compute_statistics(s);
+    f.steps = st.decoding_steps;
+    f.tau = st.tau;
+    for (const auto& r : s) f.tokens += long(r.committed.size());
+    f.tokens_per_second = compute_tokens_per_second(s);
+    return f;
+  };
+  return {figures(by_part[0]), figures(by_part[1])};
+}
+
 }  // namespace specscope::runs

@@ -2,8 +2,10 @@
 // The numbers behind the statistics view and the live lane figures, computed from StepRecords. τ, acceptance by
 // depth, the accepted-length histogram and the time split come from summarize() (the engine's one definition);
 // this adds what only the views need: calibration bins and per-step series.
+#include <string>
 #include <vector>
 
+#include "engine/generate/reply_parts.h"
 #include "engine/methods/step_record.h"
 
 namespace specscope::runs {
@@ -51,5 +53,22 @@ RunStatistics compute_statistics(const std::vector<StepRecord>& steps, StepSpan 
 // lanes wait for each other between steps, so this, not wall-clock time, is their throughput; the live lane
 // figures use it too.
 double compute_tokens_per_second(const std::vector<StepRecord>& steps);
+
+// A reasoning model's run, its thinking apart from its answer: does speculation accept as much while the model
+// reasons as while it answers? Each decoding step counts for the part its first visible text belongs to (a step
+// that shows nothing, only markers, for the part it was in), so a step that crosses from thinking to the answer
+// counts once, for the thinking.
+struct ReplyPartFigures {
+  int steps = 0;                 // decoding steps
+  long tokens = 0;               // the tokens those steps committed
+  double tau = 0;                // summarize()'s τ over them
+  double tokens_per_second = 0;  // compute_tokens_per_second over them
+};
+struct ReplyPartStatistics {
+  ReplyPartFigures reasoning, answer;
+};
+// `pieces[i]` is the text step i made visible (the runner's and the trace store's pieces).
+ReplyPartStatistics reply_part_statistics(const std::vector<StepRecord>& steps, const std::vector<std::string>& pieces,
+                                          const ReplyShape& shape);
 
 }  // namespace specscope::runs

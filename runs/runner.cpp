@@ -103,7 +103,9 @@ RunResult run_one(JobState& js, const RunKey& key, const std::string& label, con
   js.observer.context_fitted(key, rr.context);
   js.observer.reply_shaped(key, rr.reply);
   auto turn_start = std::chrono::steady_clock::now();
+  std::vector<std::string> pieces;  // a reasoning reply's, for its figures by part
   auto on_step = [&](const StepRecord& rec, const std::string& piece) {
+    if (rr.reply.format != ReplyFormat::Plain) pieces.push_back(piece);
     if (run_id) {
       js.writer->append_step(run_id, rec, piece);
       if (js.writer->failed()) js.recording_stopped(js.writer->error());
@@ -132,6 +134,8 @@ RunResult run_one(JobState& js, const RunKey& key, const std::string& label, con
   rr.summary = std::move(res.summary);
   rr.gen = std::move(res.gen);
   rr.steps = std::move(res.steps);
+  if (rr.reply.format != ReplyFormat::Plain && pieces.size() == rr.steps.size())
+    rr.reply_parts = reply_part_statistics(rr.steps, pieces, rr.reply);
   rr.summary.method = spec.name;
   return rr;
 }
@@ -148,6 +152,13 @@ void finish_run(JobState& js, RunResult& rr, const RunResult* reference) {
   rr.summary_json =
       sessions::run_summary_json(rr.summary, rr.gen, js.job.options.sampling.describe(), target.backend, target.device);
   sessions::add_reply_shape(rr.summary_json, rr.reply);
+  if (rr.reply_parts) {
+    auto figures = [](const ReplyPartFigures& f) {
+      return nlohmann::json{{"steps", f.steps}, {"tokens", f.tokens}, {"tau", f.tau}, {"tokens_per_second", f.tokens_per_second}};
+    };
+    rr.summary_json["reply"]["reasoning"] = figures(rr.reply_parts->reasoning);
+    rr.summary_json["reply"]["answer"] = figures(rr.reply_parts->answer);
+  }
   if (rr.tree)
     // Expected beside measured: the model's tokens/s and speedup next to the run's own (tokens_per_second, and
     // speedup_vs_vanilla where a reference ran).

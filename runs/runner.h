@@ -14,6 +14,7 @@
 #include "runs/context_fit.h"
 #include "runs/job.h"
 #include "runs/model_cache.h"
+#include "runs/run_statistics.h"
 #include "runs/tree_tuner.h"
 
 #include <nlohmann/json.hpp>
@@ -47,6 +48,8 @@ struct RunResult {
   std::vector<StepRecord> steps;
   ContextUse context;             // how the prompt went into the context (turns left out, room for the answer)
   ReplyShape reply;               // chat: how the model marks its reasoning in this reply (Plain otherwise)
+  // A reasoning reply: its steps' figures while thinking and while answering (also in summary_json's "reply").
+  std::optional<ReplyPartStatistics> reply_parts;
   std::optional<bool> identical;  // greedy: the same tokens as the target's reference
   int64_t run_id = 0;             // in the session store; 0 when not recorded
   std::optional<TreeChoice> tree;  // the size tree=auto chose for this lane, with its expected speedup

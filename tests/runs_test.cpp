@@ -831,12 +831,57 @@ TEST(JobRunner, AChatRunSaysHowItsReplyMarksItsReasoning) {
     EXPECT_EQ(obs.shapes[0].format, c.format);
     EXPECT_EQ(obs.steps_before, 0) << "said before the first step";
     EXPECT_EQ(run.summary_json.contains("reply"), c.format != ReplyFormat::Plain);
+    EXPECT_EQ(run.reply_parts.has_value(), c.format != ReplyFormat::Plain);
+    if (c.starts_in_reasoning) {
+      // DeepSeek-R1's prompt opened the thought and the fixture never closes it: every decoding step is thinking.
+      ASSERT_TRUE(run.reply_parts);
+      EXPECT_EQ(run.reply_parts->reasoning.steps, int(run.steps.size()) - 1);
+      EXPECT_EQ(run.reply_parts->answer.steps, 0);
+      EXPECT_EQ(run.summary_json["reply"]["reasoning"]["steps"], run.reply_parts->reasoning.steps);
+    }
     EXPECT_EQ(run.gen.text, model->tokenizer().decode(run.gen.tokens, /*skip_special=*/!harmony));
     if (harmony) {
       ASSERT_TRUE(has_special(run)) << "no seed below 64 committed a special token";
       EXPECT_NE(run.gen.text, model->tokenizer().decode(run.gen.tokens, /*skip_special=*/true));
     }
   }
+}
+
+// Speculation while thinking and while answering: each decoding step counts for the part its first visible text
+// belongs to; the prefill step for none; a step of markers only for the part it was in.
+TEST(RunStatistics, ReplyPartsSplitTheStepsWhereTheThoughtEnds) {
+  auto step = [](int index, int accepted) {
+    StepRecord s;
+    s.step = index;
+    s.root_token = index == 0 ? -1 : 1;
+    for (int d = 0; d < accepted; ++d) {
+      DraftNode n;
+      n.id = d;
+      n.parent = d - 1;
+      n.depth = d + 1;
+      n.token = 10 + d;
+      n.decision = NodeDecision::Accepted;
+      s.nodes.push_back(n);
+      s.accepted_path.push_back(d);
+      s.committed.push_back(n.token);
+    }
+    s.bonus_token = 5;
+    s.committed.push_back(5);
+    s.timings = {100, 400, 20, 10};
+    return s;
+  };
+  const std::vector<StepRecord> steps = {step(0, 0), step(1, 2), step(2, 3), step(3, 0), step(4, 1), step(5, 0)};
+  const std::vector<std::string> pieces = {"<think>\n", "Hmm, ", "two and two.", "\n</think>", "\n\nFour", "."};
+  const auto parts = runs::reply_part_statistics(steps, pieces, ReplyShape{ReplyFormat::ThinkTags, false});
+  const std::vector<StepRecord> thinking = {steps[1], steps[2], steps[3]}, answering = {steps[4], steps[5]};
+  EXPECT_EQ(parts.reasoning.steps, 3);
+  EXPECT_EQ(parts.reasoning.tokens, 3 + 4 + 1);
+  EXPECT_DOUBLE_EQ(parts.reasoning.tau, runs::compute_statistics(thinking).tau);
+  EXPECT_DOUBLE_EQ(parts.reasoning.tokens_per_second, runs::compute_tokens_per_second(thinking));
+  EXPECT_EQ(parts.answer.steps, 2);
+  EXPECT_EQ(parts.answer.tokens, 2 + 1);
+  EXPECT_DOUBLE_EQ(parts.answer.tau, runs::compute_statistics(answering).tau);
+  EXPECT_GT(parts.reasoning.tau, parts.answer.tau);
 }
 
 TEST(JobRunner, AVanillaLaneIsItsTargetsReferenceAndRunsOnce) {

@@ -69,6 +69,10 @@ TEST(SessionsCli, AReasoningReplyReplaysSplitAsItRan) {
   ASSERT_EQ(replay.code, 0) << replay.err;
   EXPECT_EQ(replay.out, live.out);
   EXPECT_EQ(line_with(replay.err, "thinking: "), thought);
+  // The footer's figures by part, recorded in the summary: the same line live and replayed.
+  const std::string parts = line_with(live.err, "[thinking:");
+  EXPECT_NE(parts.find("| answer: 0 tokens"), std::string::npos) << live.err;
+  EXPECT_EQ(line_with(replay.err, "[thinking:"), parts);
 }
 
 TEST(SessionsCli, RunRecordsAndReplayPrintsTheSameText) {

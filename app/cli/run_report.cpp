@@ -15,6 +15,18 @@ std::string run_footer(const nlohmann::json& j) {
                 j.at("tau").get<double>(), j.at("steps").get<int>(), j.at("backend").get<std::string>().c_str(),
                 j.at("stop_reason").get<std::string>().c_str());
   std::string footer = buf;
+  // A reasoning reply: speculation while the model thinks and while it answers (runs/run_statistics.h).
+  if (const auto r = j.find("reply"); r != j.end() && r->contains("reasoning") && r->contains("answer")) {
+    const auto& t = r->at("reasoning");
+    const auto& a = r->at("answer");
+    std::snprintf(buf, sizeof buf,
+                  "\n[thinking: %ld tokens, tau %.2f over %d steps, %.1f tok/s | answer: %ld tokens, tau %.2f over %d "
+                  "steps, %.1f tok/s]",
+                  t.at("tokens").get<long>(), t.at("tau").get<double>(), t.at("steps").get<int>(),
+                  t.at("tokens_per_second").get<double>(), a.at("tokens").get<long>(), a.at("tau").get<double>(),
+                  a.at("steps").get<int>(), a.at("tokens_per_second").get<double>());
+    footer += buf;
+  }
   // tree=auto: what the cost model expected beside what the run measured.
   if (j.contains("tree_auto")) {
     const auto& t = j.at("tree_auto");

@@ -666,6 +666,39 @@ TEST(Gui, SessionsShowNewestFirstWithADownwardArrowAndHelpHasAboutAndShortcuts) 
   shortcuts->close();
 }
 
+// A reasoning model in the live chat (the tiny Qwen3 fixture with DeepSeek-R1's template: the prompt opens the think
+// block and the fixture never closes it): the runner says the reply's shape before its first step, the transcript
+// shows the thinking after its note, the conversation keeps it as the answer's reasoning (not its content) for the
+// next turn, and the status line gives speculation's figures while thinking and while answering.
+TEST(Gui, AReasoningModelsThinkingIsShownApartLive) {
+  const std::filesystem::path model = std::filesystem::path(QDir::tempPath().toStdString()) / "specscope-gui-reasoning";
+  std::filesystem::remove_all(model);
+  std::filesystem::copy(test::fixture("models/qwen3_f32"), model);
+  std::filesystem::copy_file(test::fixture("chat_templates/published/deepseek-r1-distill.jinja"),
+                             model / "chat_template.jinja");
+  MainWindow w;
+  AppSettings a = w.settingsView()->settings();
+  a.model_path = QString::fromStdString(model.string());
+  a.method = "vanilla";
+  a.max_tokens = 12;
+  a.record = false;
+  a.backend = "cpu";
+  w.settingsView()->setSettings(a);
+  emit w.settingsView()->changed();
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  ASSERT_TRUE(chat_turn(w, "Hi"));
+  settle(100);
+  const QString transcript = w.chat()->transcriptText();
+  EXPECT_TRUE(transcript.contains("Model: thinking: ")) << transcript.toStdString();
+  ASSERT_EQ(w.chat()->conversation().size(), 2u);
+  EXPECT_EQ(w.chat()->conversation().back().content, "");
+  EXPECT_EQ(w.chat()->conversation().back().reasoning, w.chat()->lastAnswer().toStdString());
+  EXPECT_FALSE(w.chat()->conversation().back().reasoning.empty());
+  EXPECT_TRUE(w.statusText().contains("thinking τ")) << w.statusText().toStdString();
+  std::filesystem::remove_all(model);
+}
+
 int main(int argc, char** argv) {
   // Keep the user's QSettings and session store out of the tests.
   const auto tmp = std::filesystem::temp_directory_path() / ("specscope-gui-home-" + std::to_string(getpid()));

@@ -69,7 +69,7 @@ class SignalObserver : public runs::JobObserver {
       return;
     }
     LaneOutcome outcome{run.summary, QString::fromStdString(run.gen.text), run.identical, run.key.target, run.context,
-                        {}, 0, 0};
+                        {}, 0, 0, run.reply_parts};
     if (run.tree) {
       outcome.tree_options = QString::fromStdString(runs::tree_options_text(run.tree->options));
       outcome.expected_speedup = run.tree->expected_speedup;

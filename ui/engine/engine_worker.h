@@ -26,6 +26,8 @@ struct LaneOutcome {
   // tree=auto (the CPU default): the sizes chosen for this machine and what the cost model expected of them.
   QString tree_options;           // e.g. "depth=3,draft-top-k=2,total-tokens=6"; empty: published sizes
   double expected_speedup = 0, expected_tokens_per_second = 0;
+  // A reasoning reply: speculation while the model thought and while it answered (runs::reply_part_statistics).
+  std::optional<runs::ReplyPartStatistics> reply_parts;
 };
 
 class EngineWorker : public QObject {

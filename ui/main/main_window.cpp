@@ -302,6 +302,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
                     .arg(outcome.expected_tokens_per_second, 0, 'f', 1)
                     .arg(outcome.expected_speedup, 0, 'f', 2)
                     .arg(outcome.tree_options);
+      // A reasoning reply: speculation while the model thought and while it answered.
+      if (const auto& p = outcome.reply_parts; p && p->reasoning.steps > 0)
+        line += tr(" · thinking τ %1 over %2 tokens, answer τ %3 over %4")
+                    .arg(p->reasoning.tau, 0, 'f', 2)
+                    .arg(p->reasoning.tokens)
+                    .arg(p->answer.tau, 0, 'f', 2)
+                    .arg(p->answer.tokens);
       if (full) line += " · " + QString::fromStdString(runs::context_full_note(outcome.context));
       s_->status_label->setText(line);
     } else if (full) {
