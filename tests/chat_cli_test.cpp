@@ -198,7 +198,10 @@ TEST(ChatCli, ReasoningGoesToStderrAndTheAnswerToStdout) {
   r = test::run_cli(run + " 2>" + quoted(err) + " #");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   if (first.find("<think>") == std::string::npos) EXPECT_EQ(r.out.find(first), 0u) << r.out;
-  EXPECT_EQ(read_err().find("thinking: "), std::string::npos) << read_err();
+  // No thought on stderr (the footer's "[thinking: 0 tokens ..." figures are not one).
+  EXPECT_NE(read_err().rfind("thinking: ", 0), 0u) << read_err();
+  EXPECT_EQ(read_err().find("\nthinking: "), std::string::npos) << read_err();
+  EXPECT_NE(read_err().find("[thinking: 0 tokens"), std::string::npos) << read_err();
 
   // Reasoning fields in a messages file: read under either name; not a string, or two that differ, refused.
   const std::string ok = write("chat_cli_reasoning_ok.json",
