@@ -76,8 +76,12 @@ class ReplyParts {
   json step_parts(const StepRecord& r, const std::string& piece) {
     std::vector<std::string> texts;
     std::string joined;
+    // As the page reads them: an accepted node's text, else (the bonus, or a path index a damaged store holds
+    // outside the nodes) the bonus text.
     for (size_t k = 0; k < r.committed.size(); ++k) {
-      texts.push_back(k < r.accepted_path.size() ? r.nodes.at(size_t(r.accepted_path[k])).text : r.bonus_text);
+      const bool node = k < r.accepted_path.size() && r.accepted_path[k] >= 0 &&
+                        size_t(r.accepted_path[k]) < r.nodes.size();
+      texts.push_back(node ? r.nodes[size_t(r.accepted_path[k])].text : r.bonus_text);
       joined += texts.back();
     }
     json parts = json::array();
@@ -94,7 +98,8 @@ class ReplyParts {
   void add_context(const std::string& piece, std::string& text) {
     for (const ReplySpan& s : splitter_.feed(piece)) {
       const int part = s.part == ReplyPart::Reasoning ? 0 : 1;
-      if (part != shown_ && !(part == 1 && shown_ < 0)) text += (shown_ < 0 ? "" : "\n") + std::string(part == 0 ? "thinking: " : "answer: ");
+      if (part != shown_ && !(part == 1 && shown_ < 0))
+        text += (shown_ < 0 ? "" : "\n") + std::string(part == 0 ? "thinking: " : "answer: ");
       shown_ = part;
       text += s.text;
     }
