@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/generate/reply_parts.h"
 #include "engine/methods/step_record.h"
 
 namespace specscope::runs {
@@ -19,6 +20,7 @@ struct RunTrace {
   std::vector<int> tokens_before;     // tokens_before[i]: generated tokens committed before step i
   std::optional<RunSummary> summary;  // set when the run finished
   bool greedy = true;
+  ReplyShape reply;  // a reasoning model's reply: how it marks its thinking (the runner's, or as recorded)
   int tokens() const { return tokens_before.empty() ? 0 : tokens_before.back() + int(steps.back().committed.size()); }
 };
 

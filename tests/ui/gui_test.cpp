@@ -669,7 +669,7 @@ TEST(Gui, SessionsShowNewestFirstWithADownwardArrowAndHelpHasAboutAndShortcuts) 
 // A reasoning model in the live chat (the tiny Qwen3 fixture with DeepSeek-R1's template: the prompt opens the think
 // block and the fixture never closes it): the runner says the reply's shape before its first step, the transcript
 // shows the thinking after its note, the conversation keeps it as the answer's reasoning (not its content) for the
-// next turn, and the status line gives speculation's figures while thinking and while answering.
+// next turn, and the status line and the statistics tab give speculation's figures while thinking and while answering.
 TEST(Gui, AReasoningModelsThinkingIsShownApartLive) {
   const std::filesystem::path model = std::filesystem::path(QDir::tempPath().toStdString()) / "specscope-gui-reasoning";
   std::filesystem::remove_all(model);
@@ -696,6 +696,9 @@ TEST(Gui, AReasoningModelsThinkingIsShownApartLive) {
   EXPECT_EQ(w.chat()->conversation().back().reasoning, w.chat()->lastAnswer().toStdString());
   EXPECT_FALSE(w.chat()->conversation().back().reasoning.empty());
   EXPECT_TRUE(w.statusText().contains("thinking τ")) << w.statusText().toStdString();
+  // The statistics tab says the same beside the run's cost model.
+  EXPECT_TRUE(w.statistics()->costModelText().contains("Thinking: τ 1.00 over 11 tokens (11 steps)"))
+      << w.statistics()->costModelText().toStdString();
   std::filesystem::remove_all(model);
 }
 

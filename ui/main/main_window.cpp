@@ -268,6 +268,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
     s_->status_label->setText(s_->recording_note);
   });
   connect(s_->worker, &EngineWorker::replyShaped, this, [this](int lane, const ReplyShape& shape) {
+    if (lane < s_->traces.lanes()) s_->traces.lane_mut(lane).reply = shape;  // for the statistics by part
     if (s_->job == State::Job::Chat && lane == 0) s_->chat->setReplyShape(shape);
     else if (s_->job == State::Job::Compare) s_->compare->setLaneReplyShape(lane, shape);
   });
@@ -430,17 +431,18 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
     const bool compare = s_->replay->session().meta.kind == "compare";
     const bool greedy = s_->replay->lanes().empty() || s_->replay->lanes()[0].greedy;
     s_->traces.reset(s_->replay->lanes());
+    // How each recorded reply marked its reasoning, as its summary recorded it (the text views and the statistics).
+    for (size_t l = 0; l < s_->replay->laneRuns().size() && int(l) < s_->traces.lanes(); ++l)
+      if (const auto& run = s_->replay->laneRuns()[l]; run.outcome)
+        s_->traces.lane_mut(int(l)).reply =
+            sessions::recorded_reply_shape(run.outcome->summary_json, run.outcome->output_text);
     if (compare) {
       const std::vector<runs::Lane> lanes = s_->replay->laneSpecs();
       if (lanes.size() >= 2) s_->compare->setLanes(lanes);
       s_->compare->setPrompt(s_->replay->laneRuns().empty() ? QString()
                                                             : QString::fromStdString(s_->replay->laneRuns()[0].meta.prompt));
       s_->compare->runStarted(lanes, greedy);
-      // How each recorded reply marked its reasoning, as its summary recorded it.
-      for (size_t l = 0; l < s_->replay->laneRuns().size(); ++l)
-        if (const auto& run = s_->replay->laneRuns()[l]; run.outcome)
-          s_->compare->setLaneReplyShape(
-              int(l), sessions::recorded_reply_shape(run.outcome->summary_json, run.outcome->output_text));
+      for (int l = 0; l < s_->traces.lanes(); ++l) s_->compare->setLaneReplyShape(l, s_->traces.lane(l).reply);
       for (const auto& ref : s_->replay->referenceRuns())
         if (ref.outcome)
           s_->compare->referenceFinished(QString::fromStdString(ref.meta.target.path), ref.outcome->summary);
@@ -455,10 +457,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), s_(std::make_uniq
         before.push_back({"user", s_->replay->laneRuns()[0].meta.prompt});
       s_->chat->showConversation(before);
       s_->chat->answerStarted();
-      if (!s_->replay->laneRuns().empty() && s_->replay->laneRuns()[0].outcome) {
-        const auto& outcome = *s_->replay->laneRuns()[0].outcome;
-        s_->chat->setReplyShape(sessions::recorded_reply_shape(outcome.summary_json, outcome.output_text));
-      }
+      if (s_->traces.lanes() > 0) s_->chat->setReplyShape(s_->traces.lane(0).reply);
       s_->replay_answering = true;
       s_->inspector->clear();
       // The header counts to the recorded run's last step, as the replay bar does.

@@ -72,6 +72,8 @@ struct RunData {
   std::optional<runs::RunCostModel> cost;
   std::vector<int> tree_sizes;        // target_tokens of its decoding steps, distinct, ascending
   double measured_speedup = 0;        // 0: no reference run
+  // A reasoning reply: speculation while the model thought and while it answered (the whole run).
+  std::optional<runs::ReplyPartStatistics> reply_parts;
 };
 
 // A theme resets everything set on a chart before it (fonts, margins, roundness): so all of it is set here.
@@ -351,6 +353,7 @@ void StatisticsView::redraw() {
     if (t->summary && std::isfinite(t->summary->speedup_vs_vanilla) && t->summary->speedup_vs_vanilla > 0)
       d.measured_speedup = filtered ? runs::measured_speedup(t->steps, d.span, runs::reference_tokens_per_second(*t->summary))
                                     : t->summary->speedup_vs_vanilla;
+    if (t->reply.format != ReplyFormat::Plain) d.reply_parts = runs::reply_part_statistics(t->steps, t->pieces, t->reply);
     if (auto c = s_->step_costs.find(d.target); c != s_->step_costs.end() && !c->second.ms.empty()) {
       d.cost = runs::model_run_cost(t->steps, d.span, c->second);  // the range's steps only, when one is selected
       std::set<int> sizes;
@@ -750,6 +753,18 @@ void StatisticsView::State::draw_cost() {
     } else {
       line += QObject::tr(" · expected: no step-cost curve for its target yet");
     }
+    // Where a reasoning model's speculation pays: while it thinks or while it answers (always the whole run).
+    if (const auto& p = r.reply_parts; p && (p->reasoning.steps > 0 || p->answer.steps > 0))
+      line += QStringLiteral("<br>") + QObject::tr("Thinking: τ %1 over %2 tokens (%3 steps), %4 tok/s · answer: τ %5 "
+                                                   "over %6 tokens (%7 steps), %8 tok/s")
+                                           .arg(p->reasoning.tau, 0, 'f', 2)
+                                           .arg(p->reasoning.tokens)
+                                           .arg(p->reasoning.steps)
+                                           .arg(p->reasoning.tokens_per_second, 0, 'f', 1)
+                                           .arg(p->answer.tau, 0, 'f', 2)
+                                           .arg(p->answer.tokens)
+                                           .arg(p->answer.steps)
+                                           .arg(p->answer.tokens_per_second, 0, 'f', 1);
     html += QStringLiteral("<p>%1</p>").arg(line);
   }
   cost_text->setText(runs.empty() ? QObject::tr("The cost model: run something to compare its expected and measured "
