@@ -870,12 +870,12 @@ TEST(GgufEndOfGeneration, HarmonyEndIsNotTheEndOfTheTurn) {
    private:
     std::vector<std::string> pieces_;
   };
-  // Any file's keys: its eos/eot ids lie outside these small vocabularies and are left out.
+  // Any file's keys (it has no fill-in-the-middle ones), and no eos/eot/eom ids of its own: only names decide here.
   const GgufFile g = GgufFile::open(test::fixture("gguf_models/gpt_oss_f32.f32.gguf"));
   auto ends = [&](std::vector<std::string> pieces) {
     const Names tok(pieces);
     std::vector<std::string> out;
-    for (int id : gguf_end_of_generation_ids(g, tok, tok.vocab_size())) out.push_back(pieces[size_t(id)]);
+    for (int id : gguf_end_of_generation_ids(g, tok, {}, tok.vocab_size())) out.push_back(pieces[size_t(id)]);
     std::sort(out.begin(), out.end());
     return out;
   };

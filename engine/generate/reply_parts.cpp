@@ -185,6 +185,10 @@ SplitReply split_reply(std::string_view text, const ReplyShape& shape) {
   return r;
 }
 
+bool reply_part_needs_note(std::optional<ReplyPart> shown, ReplyPart next) {
+  return shown != next && !(next == ReplyPart::Answer && !shown);
+}
+
 ReplyShape reply_shape_of_text(std::string_view reply) {
   ReplyShape shape;
   if (reply.find(kChannel) != std::string_view::npos && reply.find(kMessage) != std::string_view::npos) {

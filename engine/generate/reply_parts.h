@@ -70,6 +70,11 @@ class ReplySplitter {
   std::string pending_;         // text not yet returned
 };
 
+// Where a view that shows a reply's parts writes a note naming the part: before the reasoning, and before an answer
+// that follows reasoning; never before an answer with nothing shown ahead of it, nor again for the same part.
+// `shown`: the part shown last (none yet: nullopt). The app's text views and the web page's context both ask it.
+bool reply_part_needs_note(std::optional<ReplyPart> shown, ReplyPart next);
+
 // The shape of a whole reply recorded without its prompt (a stored session): from the markers it holds. A
 // "</think>" with no "<think>" before it means the prompt opened the reasoning (what Qwen3's and DeepSeek-R1's
 // templates assume when they split earlier answers).

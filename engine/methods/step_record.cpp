@@ -40,6 +40,17 @@ const char* to_string(VerifyRule r) {
   return "?";
 }
 
+std::vector<CommittedText> committed_texts(const StepRecord& s) {
+  std::vector<CommittedText> out;
+  out.reserve(s.committed.size());
+  for (size_t k = 0; k < s.committed.size(); ++k) {
+    const int n = k < s.accepted_path.size() ? s.accepted_path[k] : -1;
+    if (n >= 0 && size_t(n) < s.nodes.size()) out.push_back({s.nodes[size_t(n)].text, n});
+    else out.push_back({s.bonus_text, -1});
+  }
+  return out;
+}
+
 int StepRecord::verified_count() const {
   return int(std::count_if(nodes.begin(), nodes.end(), [](const DraftNode& n) { return !n.pruned; }));
 }

@@ -99,6 +99,15 @@ struct StepRecord {
   int verified_count() const;  // nodes that entered verification (not pruned)
 };
 
+// The text of each token a step committed and the node it was accepted from: the accepted drafts' nodes (their
+// index), then the bonus (node -1). A path index outside the nodes, which only a damaged store holds, reads as the
+// bonus does. What the views that show a step token by token read (the app's text views, the web page's document).
+struct CommittedText {
+  std::string text;
+  int node = -1;
+};
+std::vector<CommittedText> committed_texts(const StepRecord& s);
+
 struct RunSummary {
   std::string method;
   int steps = 0;                 // target-forward steps after the prefill

@@ -28,7 +28,8 @@ constexpr std::string_view kFimSepNames[] = {"<|file_sep|>"};
 
 }  // namespace
 
-std::vector<int> gguf_end_of_generation_ids(const GgufFile& g, const Tokenizer& tok, int vocab_size) {
+std::vector<int> gguf_end_of_generation_ids(const GgufFile& g, const Tokenizer& tok, const std::vector<int>& eos_ids,
+                                            int vocab_size) {
   auto in_vocab = [&](int64_t id) { return id >= 0 && id < vocab_size; };
   auto key_id = [&](const char* key) -> std::optional<int> {
     if (!g.has(key)) return std::nullopt;
@@ -41,9 +42,8 @@ std::vector<int> gguf_end_of_generation_ids(const GgufFile& g, const Tokenizer& 
   };
 
   std::vector<int> first, rest;  // the file's own ids; the others
-  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"})
-    if (const auto id = key_id(key); id && std::find(first.begin(), first.end(), *id) == first.end())
-      first.push_back(*id);
+  for (int id : eos_ids)
+    if (in_vocab(id) && std::find(first.begin(), first.end(), id) == first.end()) first.push_back(id);
   auto add = [&](std::optional<int> id) {
     if (id && std::find(first.begin(), first.end(), *id) == first.end() &&
         std::find(rest.begin(), rest.end(), *id) == rest.end())

@@ -13,8 +13,9 @@ namespace specscope {
 class GgufFile;
 class Tokenizer;
 
-// The ids, the file's eos/eot/eom first (in that order), then the rest in id order. Ids outside the vocabulary are
-// left out.
-std::vector<int> gguf_end_of_generation_ids(const GgufFile& g, const Tokenizer& tok, int vocab_size);
+// The ids: `eos_ids` first (the file's eos/eot/eom, as config_from_gguf read and checked them into
+// ModelConfig::eos_token_ids), then the rest in id order. Ids outside the vocabulary are left out.
+std::vector<int> gguf_end_of_generation_ids(const GgufFile& g, const Tokenizer& tok, const std::vector<int>& eos_ids,
+                                            int vocab_size);
 
 }  // namespace specscope

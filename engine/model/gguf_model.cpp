@@ -484,7 +484,7 @@ std::shared_ptr<const Model> load_gguf_model(const std::string& path, const Load
       m->eos_ids_.push_back(id);
   };
   // A GGUF file has no generation_config.json: its replies end where llama.cpp ends them.
-  for (int id : gguf_end_of_generation_ids(*g, *m->tokenizer_, c.vocab_size)) add_eos(id);
+  for (int id : gguf_end_of_generation_ids(*g, *m->tokenizer_, c.eos_token_ids, c.vocab_size)) add_eos(id);
   if (m->tokenizer_->eos_id) add_eos(*m->tokenizer_->eos_id);
 
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

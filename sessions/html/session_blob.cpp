@@ -74,19 +74,12 @@ class ReplyParts {
   explicit ReplyParts(const ReplyShape& shape) : splitter_(shape) {}
 
   json step_parts(const StepRecord& r, const std::string& piece) {
-    std::vector<std::string> texts;
+    const std::vector<CommittedText> texts = committed_texts(r);  // as the page reads them
     std::string joined;
-    // As the page reads them: an accepted node's text, else (the bonus, or a path index a damaged store holds
-    // outside the nodes) the bonus text.
-    for (size_t k = 0; k < r.committed.size(); ++k) {
-      const bool node = k < r.accepted_path.size() && r.accepted_path[k] >= 0 &&
-                        size_t(r.accepted_path[k]) < r.nodes.size();
-      texts.push_back(node ? r.nodes[size_t(r.accepted_path[k])].text : r.bonus_text);
-      joined += texts.back();
-    }
+    for (const auto& t : texts) joined += t.text;
     json parts = json::array();
     if (joined == piece && !texts.empty()) {
-      for (const auto& t : texts) parts.push_back(spans(splitter_.feed(t)));
+      for (const auto& t : texts) parts.push_back(spans(splitter_.feed(t.text)));
     } else {
       parts.push_back(spans(splitter_.feed(piece)));
     }
@@ -97,14 +90,14 @@ class ReplyParts {
   // The text of steps before an exported range, as the page shows context: by part, with the app's notes.
   void add_context(const std::string& piece, std::string& text) {
     for (const ReplySpan& s : splitter_.feed(piece)) {
-      const int part = s.part == ReplyPart::Reasoning ? 0 : 1;
-      if (part != shown_ && !(part == 1 && shown_ < 0))
-        text += (shown_ < 0 ? "" : "\n") + std::string(part == 0 ? "thinking: " : "answer: ");
-      shown_ = part;
+      if (reply_part_needs_note(shown_, s.part))
+        text += (shown_ ? "\n" : "") + std::string(s.part == ReplyPart::Reasoning ? "thinking: " : "answer: ");
+      shown_ = s.part;
       text += s.text;
     }
   }
-  int shown_part() const { return shown_; }
+  // The part the context ended in, as the page counts parts (0 reasoning, 1 answer, -1 none).
+  int shown_part() const { return !shown_ ? -1 : *shown_ == ReplyPart::Reasoning ? 0 : 1; }
 
  private:
   static json spans(const std::vector<ReplySpan>& from) {
@@ -113,7 +106,7 @@ class ReplyParts {
     return out;
   }
   ReplySplitter splitter_;
-  int shown_ = -1;  // add_context: the part whose note was written last (-1: none yet)
+  std::optional<ReplyPart> shown_;  // add_context: the part shown last
 };
 
 json run_head(const RunRow& r) {

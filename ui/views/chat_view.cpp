@@ -117,21 +117,17 @@ QTextCursor ChatView::header(const QString& who) {
 void ChatView::answerStarted() {
   answer_start_ = header(tr("Model: "));
   w_->transcript->clearGenerated();
-  reply_ = {};
   setBusy(true);
 }
 
-void ChatView::setReplyShape(const ReplyShape& shape) {
-  reply_ = shape;
-  w_->transcript->setReplyShape(shape);
-}
+void ChatView::setReplyShape(const ReplyShape& shape) { w_->transcript->setReplyShape(shape); }
 
 void ChatView::appendStep(const StepRecord& step, const QString& piece) { w_->transcript->appendStep(step, piece); }
 
 void ChatView::answerFinished(const QString& full_text, bool cancelled, const QString& note) {
   w_->transcript->finishReply();
   // The answer as the template wants it back: its reasoning apart, harmony's markers out.
-  const SplitReply reply = split_reply(full_text.toStdString(), reply_);
+  const SplitReply reply = split_reply(full_text.toStdString(), w_->transcript->replyShape());
   conversation_.push_back({"assistant", reply.answer, reply.reasoning});
   starts_.push_back(answer_start_);
   if (!note.isEmpty()) w_->transcript->appendNote(" [" + note + "]");

@@ -63,7 +63,6 @@ class ChatView : public QWidget {
   void place_cut_marker();
   std::vector<QTextCursor> starts_;  // where each message of conversation_ starts in the transcript
   QTextCursor answer_start_;         // the answer being generated (not yet in conversation_)
-  ReplyShape reply_;                 // the answer being generated: how it marks its reasoning
   QTextCursor marker_;               // the context-cut marker's text, selected; null when there is none
   int cut_ = 0;                      // the first message the model still sees
   QString cut_note_;

@@ -81,15 +81,11 @@ void TokenTextView::setReplyShape(const ReplyShape& shape) {
 }
 
 void TokenTextView::insert_part_note(ReplyPart part) {
-  if (shown_part_ == part) return;
-  // An answer with no reasoning before it needs no note.
-  if (part == ReplyPart::Answer && !shown_part_) {
-    shown_part_ = part;
-    return;
+  if (reply_part_needs_note(shown_part_, part)) {
+    const bool was = std::exchange(reasoning_, false);
+    insert((shown_part_ ? "\n" : "") + (part == ReplyPart::Reasoning ? tr("thinking: ") : tr("answer: ")), kNote, {});
+    reasoning_ = was;
   }
-  const bool was = std::exchange(reasoning_, false);
-  insert((shown_part_ ? "\n" : "") + (part == ReplyPart::Reasoning ? tr("thinking: ") : tr("answer: ")), kNote, {});
-  reasoning_ = was;
   shown_part_ = part;
 }
 
@@ -125,11 +121,9 @@ void TokenTextView::finishReply() {
 
 void TokenTextView::appendReasoning(const QString& text) {
   flush();
-  insert(tr("thinking: "), kNote, {});
-  reasoning_ = true;
-  insert(text, kPlain, {});
-  reasoning_ = false;
-  insert("\n" + tr("answer: "), kNote, {});
+  shown_part_.reset();  // a stored answer of its own: its notes as a live reply's
+  insert_spans({{ReplyPart::Reasoning, text.toStdString()}}, kPlain, {});
+  insert_part_note(ReplyPart::Answer);
 }
 
 void TokenTextView::setDark(bool dark) {
@@ -241,19 +235,11 @@ void TokenTextView::insert_step(const StepRecord& s, const QString& piece) {
 
 void TokenTextView::insert_tokens(const StepRecord& s, const QString& piece) {
   // Token texts of what this step committed: accepted drafts, then the bonus.
+  const std::vector<CommittedText> tokens = committed_texts(s);
   std::string joined;
-  std::vector<std::pair<std::string, int>> tokens;  // text, node id (-1: bonus)
-  for (size_t i = 0; i < s.committed.size(); ++i) {
-    if (i < s.accepted_path.size()) {
-      const auto& n = s.nodes.at(size_t(s.accepted_path[i]));
-      tokens.emplace_back(n.text, n.id);
-    } else {
-      tokens.emplace_back(s.bonus_text, -1);
-    }
-    joined += tokens.back().first;
-  }
+  for (const auto& t : tokens) joined += t.text;
   if (QString::fromStdString(joined) == piece) {
-    for (auto& [text, id] : tokens) {
+    for (const auto& [text, id] : tokens) {
       const int kind = id >= 0 ? std::clamp(s.nodes[size_t(id)].depth, 1, 6)
                                : (s.accepted_path.empty() && s.nodes.empty() ? kPlain : kBonus);
       insert_reply_text(QString::fromStdString(text), kind, provenance_tooltip(s, id));

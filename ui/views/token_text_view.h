@@ -29,6 +29,7 @@ class TokenTextView : public QTextBrowser {
   void setReplyShape(const ReplyShape& shape);
   // The reply is complete: text held back as a possible marker is shown.
   void finishReply();
+  ReplyShape replyShape() const { return reply_ ? reply_->shape() : ReplyShape{}; }  // setReplyShape's, until cleared
   void appendPlain(const QString& text, bool bold = false);
   void appendReasoning(const QString& text);  // a stored reply's reasoning: its note and italic text
   void appendNote(const QString& text);  // a remark of the app's, not the model's text: italic, dimmed
