@@ -54,7 +54,7 @@ const std::vector<std::string> kModels = {"llama_bytelevel_f32", "llama_byteleve
                                           "granite_f32",         "phi3_f32",             "gemma2_f32",
                                           "qwen3moe_f32",        "qwen3moe_mixed_f32",   "mixtral_f32",
                                           "qwen2moe_f32",        "gemma3_wide_f32",      "gpt_oss_f32",
-                                          "gpt_oss_mxfp4"};
+                                          "gpt_oss_mxfp4",       "deepseek_v2_f32",      "deepseek_v3_f32"};
 
 struct GoldenPrompt {
   std::string name, text;
@@ -173,8 +173,16 @@ TEST_P(ModelParity, ConfigMatchesGolden) {
   EXPECT_EQ(c.vocab_size, g().vocab);
   const bool wide = GetParam() == "gemma3_wide_f32";  // Gemma-3-1B's attention: heads of 256, 2 on 1 KV head here
   EXPECT_EQ(c.num_heads, wide ? 2 : 4);
-  EXPECT_EQ(c.num_kv_heads, wide ? 1 : 2);
+  // DeepSeek's latent attention: every head has its own key and value, 16 + 8 wide (its rotary part) and 16.
+  EXPECT_EQ(c.num_kv_heads, wide ? 1 : c.mla() ? 4 : 2);
   if (wide) EXPECT_EQ(c.head_dim, 256);
+  if (c.mla()) {
+    EXPECT_EQ(c.head_dim, 24);
+    EXPECT_EQ(c.rotary_dims(), 8);
+    EXPECT_EQ(c.value_dim(), 16);
+    EXPECT_EQ(c.kv_lora_rank, 32);
+    EXPECT_EQ(c.q_lora_rank, GetParam() == "deepseek_v3_f32" ? 24 : 0);
+  }
   // transformers' inverse frequencies: one per pair of rotated dimensions (16 everywhere but Qwen3's 32-wide heads
   // and Phi-3's partial rotary, 12 of 16).
   EXPECT_EQ(c.rotary_dims(), 2 * int(meta.at("rope_inv_freq").size()));

@@ -187,7 +187,7 @@ SS_ATTN_INLINE void values_dispatch(int gc, const float* const* w, int first, co
                                     const AttentionArgs& a, const float* v, float* const* out, bool resume) {
   using V = typename B::V;
   constexpr int W = B::kWide;
-  const int hd = a.head_dim;
+  const int hd = a.v_dim > 0 ? a.v_dim : a.head_dim;
   if (hd % kLanes) return values_any(w, gc, first, keys, n, v, a.v_stride, hd, out, resume);
   switch (gc) {
     case 1: return values_for<V, 1, W>(w, first, keys, n, v, a.v_stride, hd, out, resume);
@@ -204,13 +204,13 @@ SS_ATTN_INLINE void values_dispatch(int gc, const float* const* w, int first, co
 // in one pass over the keys, and their values over the prefix every one of them sees, then each row's own tail.
 template <class B>
 SS_ATTN_INLINE void attend_block(const AttentionArgs& a, const VisibleKeys& vk, int kvh, int r0, int nrows) {
-  const int hd = a.head_dim, group = a.heads / a.kv_heads;
+  const int hd = a.head_dim, vd = a.v_dim > 0 ? a.v_dim : hd, group = a.heads / a.kv_heads;
   Scratch& s = scratch();
   const size_t pad = kt_stride_for(a.keys);  // scores and weights per query vector: keys padded to whole vectors
   if (s.scores.size() < kMaxQ * pad) s.scores.resize(kMaxQ * pad);
   if (s.weights.size() < kMaxQ * pad) s.weights.resize(kMaxQ * pad);
   const float* kt = a.kt + kt_index(kvh, 0, 0, hd, a.kt_stride);
-  const float* v = a.v + size_t(kvh) * hd;
+  const float* v = a.v + size_t(kvh) * vd;
   const int total = nrows * group;
   for (int c0 = 0; c0 < total; c0 += kMaxQ) {
     const int gc = std::min(kMaxQ, total - c0);
@@ -223,7 +223,7 @@ SS_ATTN_INLINE void attend_block(const AttentionArgs& a, const VisibleKeys& vk, 
       row_of[g] = row;
       head_of[g] = h;
       q[g] = a.q + size_t(row) * a.q_stride + size_t(h) * hd;
-      out[g] = a.out + size_t(row) * a.out_stride + size_t(h) * hd;
+      out[g] = a.out + size_t(row) * a.out_stride + size_t(h) * vd;
       w[g] = s.weights.data() + size_t(g) * pad;
     }
     float* sc = s.scores.data();
@@ -243,7 +243,7 @@ SS_ATTN_INLINE void attend_block(const AttentionArgs& a, const VisibleKeys& vk, 
       while (g1 < gc && row_of[g1] == row_of[g0]) ++g1;
       const int row = row_of[g0], p = vk.prefix[size_t(row)], nv = vk.count[size_t(row)];
       if (nv == 0) {  // nothing attendable: zeros, as the softmax of all -inf gives
-        for (int g = g0; g < g1; ++g) std::fill(out[g], out[g] + hd, 0.f);
+        for (int g = g0; g < g1; ++g) std::fill(out[g], out[g] + vd, 0.f);
       } else {
         if (p > shared) values_dispatch<B>(g1 - g0, w + g0, shared, nullptr, p - shared, a, v, out + g0, true);
         if (nv > p) values_dispatch<B>(g1 - g0, w + g0, p, vk.tail_of(row), nv - p, a, v, out + g0, true);

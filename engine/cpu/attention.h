@@ -35,8 +35,11 @@ struct AttentionArgs {
   int rows = 0, heads = 0, kv_heads = 0, head_dim = 0;
   const float* kt = nullptr;  // transposed keys (above); kt_stride: key capacity, a multiple of 16 >= keys
   size_t kt_stride = 0;
-  const float* v = nullptr;  // values (above)
+  const float* v = nullptr;  // values (above), v_dim wide a head
   size_t v_stride = 0;
+  // Each head's value and output width: 0, head_dim. MLA (DeepSeek) scores over the latent and the rotary key (576)
+  // and sums only the latent (512).
+  int v_dim = 0;
   int keys = 0;  // keys 0 .. keys-1 exist
   // visible(row, j): whether row may attend to key j. Called once per (row, key) from the calling thread.
   const uint8_t* visible = nullptr;  // [rows][keys]
@@ -46,7 +49,7 @@ struct AttentionArgs {
   // [heads]: head h's sink logit, one more term exp(sink - max) in its softmax's denominator, with no value (GPT-OSS);
   // null: none.
   const float* sinks = nullptr;
-  float* out = nullptr;  // [rows][heads * head_dim] at out_stride
+  float* out = nullptr;  // [rows][heads * v_dim] at out_stride
   size_t out_stride = 0;
 };
 

@@ -1,6 +1,7 @@
 #include "engine/cpu/rope_table.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "engine/cpu/ops.h"
 
@@ -33,6 +34,27 @@ void RopeTable::apply(float* vec, int n_heads, int32_t pos) {
     return;
   }
   rope_rotate(vec, n_heads, head_dim_, angles(pos), rotary_dim_);
+}
+
+void RopeTable::apply_interleaved(float* vec, int n_heads, size_t stride, int32_t pos) {
+  const int half = rotary_dim_ / 2;
+  std::vector<float> own;
+  const float* cs = nullptr;
+  if (pos < 0 || pos >= kMaxTabled) {
+    own.resize(size_t(rotary_dim_));
+    rope_angles(pos, inv_freq_.data(), half, own.data(), scale_);
+    cs = own.data();
+  } else {
+    cs = angles(pos);
+  }
+  for (int h = 0; h < n_heads; ++h) {
+    float* x = vec + size_t(h) * stride;
+    for (int i = 0; i < half; ++i) {
+      const float c = cs[i], s = cs[half + i], a = x[2 * i], b = x[2 * i + 1];
+      x[2 * i] = a * c - b * s;
+      x[2 * i + 1] = b * c + a * s;
+    }
+  }
 }
 
 }  // namespace specscope::cpu

@@ -16,6 +16,9 @@ class RopeTable {
 
   // Rotates every head of one token (as cpu::rope with this table's inv_freq). pos >= 0.
   void apply(float* vec, int n_heads, int32_t pos);
+  // DeepSeek's interleaved RoPE (llama.cpp's "normal" mode): for each of n_heads heads at vec + h * stride, rotates
+  // the pairs (2i, 2i + 1) of its first rotary dimensions by frequency i, with the same angles as apply().
+  void apply_interleaved(float* vec, int n_heads, size_t stride, int32_t pos);
 
  private:
   const float* angles(int32_t pos);  // cos then sin of pos, computed on first use

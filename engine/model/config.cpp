@@ -114,6 +114,7 @@ void parse_yarn(const json& rs, ModelConfig& c, const std::string& path) {
   const float mscale = get_float(rs, "mscale", path, 0.f), mscale_all = get_float(rs, "mscale_all_dim", path, 0.f);
   r.attention_factor = mscale != 0.f && mscale_all != 0.f ? float(mscale_of(mscale) / mscale_of(mscale_all))
                                                           : float(mscale_of(1.0));
+  r.mscale_all_dim = mscale_all;
   if (rs.contains("attention_factor") && !rs["attention_factor"].is_null())
     r.attention_factor = get_positive_float(rs, "attention_factor", path, 1.f);
 }
@@ -166,6 +167,81 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& path) {
   }
 }
 
+// A count of experts or groups: an integer in [lo, hi] (absent or null: def).
+int get_int_in(const json& j, const char* key, const std::string& path, int def, int lo, int hi) {
+  const int v = get_int(j, key, path, def);
+  if (v < lo || v > hi)
+    throw InputError(path, std::string("field '") + key + "' is " + std::to_string(v) + " (expected " +
+                               std::to_string(lo) + ".." + std::to_string(hi) + ")");
+  return v;
+}
+
+// DeepSeek-V2's and V3's experts, with DeepseekV2Config's / DeepseekV3Config's defaults for absent keys:
+// n_routed_experts of moe_intermediate_size, num_experts_per_tok a token, in every moe_layer_freq-th layer from
+// first_k_dense_replace on; n_shared_experts run on every token as one ungated MLP; the scores a softmax (V2,
+// scoring_func "softmax") or sigmoids (V3) chosen within topk_group of n_group groups (V2's topk_method
+// "group_limited_greedy"; V3 always), renormalized when norm_topk_prob, times routed_scaling_factor.
+void parse_deepseek_moe(const json& j, ModelConfig& c, const std::string& path) {
+  const bool v3 = c.architecture == "DeepseekV3ForCausalLM";
+  c.num_experts = get_int_in(j, "n_routed_experts", path, v3 ? 256 : 160, 1, kMaxExperts);
+  c.experts_per_token = get_int_in(j, "num_experts_per_tok", path, 8, 1, c.num_experts);
+  c.expert_ffn = get_int_in(j, "moe_intermediate_size", path, v3 ? 2048 : 1407, 1, 1 << 20);
+  const int shared = get_int_in(j, "n_shared_experts", path, v3 ? 1 : 2, 0, 64);
+  c.shared_expert_ffn = shared * c.expert_ffn;
+  c.shared_expert_gated = false;
+  std::string scoring = v3 ? "sigmoid" : "softmax";
+  if (j.contains("scoring_func") && j["scoring_func"].is_string()) scoring = j["scoring_func"].get<std::string>();
+  if (scoring != "softmax" && scoring != "sigmoid")
+    throw InputError(path, "unsupported scoring_func '" + scoring + "' (supported: softmax, sigmoid)");
+  c.expert_sigmoid = scoring == "sigmoid";
+  std::string method = v3 ? "noaux_tc" : "greedy";
+  if (j.contains("topk_method") && j["topk_method"].is_string()) method = j["topk_method"].get<std::string>();
+  if (method != "greedy" && method != "group_limited_greedy" && method != "noaux_tc")
+    throw InputError(path, "unsupported topk_method '" + method + "' (supported: greedy, group_limited_greedy, noaux_tc)");
+  if (method != "greedy") {
+    c.expert_groups = get_int_in(j, "n_group", path, v3 ? 8 : 1, 1, c.num_experts);
+    c.expert_groups_used = get_int_in(j, "topk_group", path, v3 ? 4 : 1, 1, c.expert_groups);
+    if (c.num_experts % c.expert_groups)
+      throw InputError(path, "n_routed_experts " + std::to_string(c.num_experts) + " is not a multiple of n_group " +
+                                 std::to_string(c.expert_groups));
+    c.groups_by_top_two = method == "noaux_tc";
+    if (c.groups_by_top_two && c.num_experts / c.expert_groups < 2)
+      throw InputError(path, "noaux_tc needs at least two experts a group");
+    if (c.experts_per_token > c.expert_groups_used * (c.num_experts / c.expert_groups))
+      throw InputError(path, "num_experts_per_tok is more than topk_group groups hold");
+  }
+  if (j.contains("norm_topk_prob") && !j["norm_topk_prob"].is_null()) {
+    if (!j["norm_topk_prob"].is_boolean()) throw InputError(path, "field 'norm_topk_prob' must be true or false");
+    c.norm_topk_prob = j["norm_topk_prob"].get<bool>();
+  } else {
+    c.norm_topk_prob = v3;
+  }
+  c.routed_scaling = get_positive_float(j, "routed_scaling_factor", path, v3 ? 2.5f : 1.f);
+  const int first_dense = get_int(j, "first_k_dense_replace", path, v3 ? 3 : 0);
+  const int freq = get_int_in(j, "moe_layer_freq", path, 1, 1, 1 << 20);
+  c.moe_layers.assign(size_t(c.num_layers), 0);
+  for (int l = first_dense; l < c.num_layers; ++l) c.moe_layers[size_t(l)] = l % freq == 0;
+}
+
+// DeepSeek's multi-head latent attention (ModelConfig::kv_lora_rank): the latent's and the query's ranks and each
+// head's parts. head_dim is the query's and key's width (qk_nope_head_dim + qk_rope_head_dim), the rotary part its
+// last qk_rope_head_dim values; every head has its own key and value (num_key_value_heads is the heads' count).
+// The scores' scale is 1/sqrt(head_dim), times YaRN's mscale_all_dim term squared.
+void parse_mla(const json& j, ModelConfig& c, const std::string& path) {
+  const bool v3 = c.architecture == "DeepseekV3ForCausalLM";
+  c.kv_lora_rank = get_int_in(j, "kv_lora_rank", path, 512, 1, 1 << 16);
+  c.q_lora_rank = get_int_in(j, "q_lora_rank", path, v3 ? 1536 : 0, 0, 1 << 16);  // null: none (V2-Lite)
+  const int nope = get_int_in(j, "qk_nope_head_dim", path, 128, 0, 4096);
+  const int rope = get_int_in(j, "qk_rope_head_dim", path, 64, 2, 4096);
+  c.v_head_dim = get_int_in(j, "v_head_dim", path, 128, 1, 4096);
+  if (rope % 2) throw InputError(path, "field 'qk_rope_head_dim' must be even");
+  c.head_dim = nope + rope;
+  c.rotary_dim = rope;
+  c.num_kv_heads = c.num_heads;
+  if (j.contains("rope_interleave") && j["rope_interleave"].is_boolean() && !j["rope_interleave"].get<bool>())
+    throw InputError(path, "rope_interleave false is not supported (every published DeepSeek checkpoint interleaves)");
+}
+
 // Mixtral's, Qwen2-MoE's and Qwen3-MoE's experts (ModelConfig::num_experts). Mixtral: num_local_experts experts as
 // wide as intermediate_size in every layer, their weights always renormalized. Qwen2-MoE and Qwen3-MoE: num_experts
 // (transformers 5 writes num_local_experts) of moe_intermediate_size, in each decoder_sparse_step-th layer that
@@ -177,6 +253,7 @@ void parse_moe(const json& j, ModelConfig& c, const std::string& path) {
   // GPT-OSS's experts are Mixtral's shape: num_local_experts as wide as intermediate_size in every layer, their
   // weights the softmax of the chosen logits (the same as renormalized); GptOssConfig's defaults 128 and 4.
   const bool gpt_oss = c.architecture == "GptOssForCausalLM", whole_width = mixtral || gpt_oss;
+  if (c.mla()) return parse_deepseek_moe(j, c, path);
   const char* count_key = !whole_width && j.contains("num_experts") ? "num_experts" : "num_local_experts";
   c.num_experts = get_int(j, count_key, path, mixtral ? 8 : qwen2 ? 60 : 128);
   c.experts_per_token = get_int(j, "num_experts_per_tok", path, mixtral ? 2 : qwen2 || gpt_oss ? 4 : 8);
@@ -369,6 +446,8 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
     else if (c.model_type == "granite") c.architecture = "GraniteForCausalLM";
     else if (c.model_type == "phi3") c.architecture = "Phi3ForCausalLM";
     else if (c.model_type == "gpt_oss") c.architecture = "GptOssForCausalLM";
+    else if (c.model_type == "deepseek_v2") c.architecture = "DeepseekV2ForCausalLM";
+    else if (c.model_type == "deepseek_v3") c.architecture = "DeepseekV3ForCausalLM";
   }
   // architectures[0] and the model_type each name, as transformers' auto classes map them.
   static const std::pair<const char*, const char*> kSupported[] = {{"LlamaForCausalLM", "llama"},
@@ -382,7 +461,9 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
                                                                    {"Gemma3ForCausalLM", "gemma3_text"},
                                                                    {"GraniteForCausalLM", "granite"},
                                                                    {"Phi3ForCausalLM", "phi3"},
-                                                                   {"GptOssForCausalLM", "gpt_oss"}};
+                                                                   {"GptOssForCausalLM", "gpt_oss"},
+                                                                   {"DeepseekV2ForCausalLM", "deepseek_v2"},
+                                                                   {"DeepseekV3ForCausalLM", "deepseek_v3"}};
   const auto* known = std::find_if(std::begin(kSupported), std::end(kSupported),
                                    [&](const auto& s) { return c.architecture == s.first; });
   if (known == std::end(kSupported))
@@ -392,7 +473,7 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
                                "Gemma2ForCausalLM, "
                                "Gemma3ForCausalLM, "
                                "Gemma3ForConditionalGeneration, GraniteForCausalLM, Phi3ForCausalLM, "
-                               "GptOssForCausalLM)");
+                               "GptOssForCausalLM, DeepseekV2ForCausalLM, DeepseekV3ForCausalLM)");
   if (c.model_type.empty()) c.model_type = known->second;
   c.qk_norm = c.architecture == "Qwen3ForCausalLM" || c.architecture == "Qwen3MoeForCausalLM" ||
               c.architecture == "Gemma3ForCausalLM";
@@ -413,10 +494,15 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   if (c.hidden_size <= 0 || c.intermediate_size <= 0 || c.num_layers <= 0 || c.num_heads <= 0 ||
       c.num_kv_heads <= 0 || c.vocab_size <= 0 || c.max_position_embeddings <= 0)
     throw InputError(path, "sizes must be positive");
-  c.head_dim = get_int(j, "head_dim", path, c.hidden_size / c.num_heads);
-  if (c.head_dim <= 0 || c.head_dim % 2) throw InputError(path, "head_dim must be positive and even");
-  if (!j.contains("head_dim") && c.hidden_size % c.num_heads)
-    throw InputError(path, "hidden_size is not a multiple of num_attention_heads");
+  const bool deepseek = c.architecture == "DeepseekV2ForCausalLM" || c.architecture == "DeepseekV3ForCausalLM";
+  if (deepseek) {
+    parse_mla(j, c, path);  // head_dim from its parts (transformers writes the rotary part's width as head_dim)
+  } else {
+    c.head_dim = get_int(j, "head_dim", path, c.hidden_size / c.num_heads);
+    if (c.head_dim <= 0 || c.head_dim % 2) throw InputError(path, "head_dim must be positive and even");
+    if (!j.contains("head_dim") && c.hidden_size % c.num_heads)
+      throw InputError(path, "hidden_size is not a multiple of num_attention_heads");
+  }
   if (c.num_heads % c.num_kv_heads)
     throw InputError(path, "num_attention_heads is not a multiple of num_key_value_heads");
   c.rms_norm_eps = get_float(j, "rms_norm_eps", path, 1e-6f);
@@ -426,8 +512,13 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   if (c.architecture == "GraniteForCausalLM") parse_granite(j, c, path);
   const bool gpt_oss = c.architecture == "GptOssForCausalLM";
   if (c.architecture == "MixtralForCausalLM" || c.architecture == "Qwen2MoeForCausalLM" ||
-      c.architecture == "Qwen3MoeForCausalLM" || gpt_oss)
+      c.architecture == "Qwen3MoeForCausalLM" || gpt_oss || deepseek)
     parse_moe(j, c, path);
+  if (deepseek && c.rope_scaling.type == "yarn" && c.rope_scaling.mscale_all_dim != 0.f) {
+    // transformers' yarn_apply_mscale: the scores' scale times the mscale_all_dim term squared
+    const double m = c.rope_scaling.factor <= 1.f ? 1.0 : 0.1 * c.rope_scaling.mscale_all_dim * std::log(double(c.rope_scaling.factor)) + 1.0;
+    c.attn_scale = float(1.0 / std::sqrt(double(c.head_dim)) * m * m);
+  }
   if (gpt_oss) parse_gpt_oss(j, c, path);
   if (j.contains("tie_word_embeddings") && j["tie_word_embeddings"].is_boolean())
     c.tie_word_embeddings = j["tie_word_embeddings"].get<bool>();
@@ -437,6 +528,8 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
                      (j.contains("attention_bias") && j["attention_bias"].is_boolean() && j["attention_bias"].get<bool>()) ||
                      (gpt_oss && !(j.contains("attention_bias") && j["attention_bias"].is_boolean()));  // its default
   c.mlp_bias = j.contains("mlp_bias") && j["mlp_bias"].is_boolean() && j["mlp_bias"].get<bool>();
+  if (deepseek && (c.attention_bias || c.mlp_bias))  // no published DeepSeek checkpoint has either
+    throw InputError(path, "attention_bias or mlp_bias set on a DeepSeek model: not supported");
   // Gemma's configs name it hidden_activation.
   for (const char* key : {"hidden_act", "hidden_activation"})
     if (j.contains(key) && j[key].is_string()) c.hidden_act = j[key].get<std::string>();
@@ -480,6 +573,7 @@ std::string ModelConfig::summary() const {
     << " vocab=" << vocab_size << " ctx=" << max_position_embeddings;
   if (moe()) s << " experts=" << experts_per_token << "/" << num_experts << " expert_ffn=" << expert_ffn;
   if (shared_expert_ffn > 0) s << " shared_expert_ffn=" << shared_expert_ffn;
+  if (mla()) s << " mla: kv_lora=" << kv_lora_rank << " q_lora=" << q_lora_rank << " rope=" << rotary_dims() << " v=" << v_head_dim;
   return s.str();
 }
 

@@ -26,6 +26,9 @@ struct RopeScaling {
   // llama.cpp always; GPT-OSS's configs say false).
   float beta_fast = 32.f, beta_slow = 1.f;
   bool truncate = true;
+  // DeepSeek's mscale_all_dim (0: none): with YaRN, every attention score is further multiplied by
+  // (0.1 * mscale_all_dim * ln(factor) + 1)^2 (transformers' yarn_apply_mscale; llama.cpp's rope.scaling.yarn_log_multiplier).
+  float mscale_all_dim = 0.f;
 };
 
 // The most layers a config may declare: above any published model (Llama 3.1 405B has 126), and low enough that
@@ -37,9 +40,10 @@ constexpr int kMaxExperts = 4096;
 struct ModelConfig {
   // LlamaForCausalLM | MistralForCausalLM | MixtralForCausalLM | Qwen2ForCausalLM | Qwen2MoeForCausalLM |
   // Qwen3ForCausalLM | Qwen3MoeForCausalLM | Gemma2ForCausalLM | Gemma3ForCausalLM | GraniteForCausalLM | Phi3ForCausalLM |
-  // GptOssForCausalLM
+  // GptOssForCausalLM | DeepseekV2ForCausalLM | DeepseekV3ForCausalLM
   std::string architecture;
-  // llama | mistral | mixtral | qwen2 | qwen2_moe | qwen3 | qwen3_moe | gemma2 | gemma3_text | granite | phi3 | gpt_oss
+  // llama | mistral | mixtral | qwen2 | qwen2_moe | qwen3 | qwen3_moe | gemma2 | gemma3_text | granite | phi3 | gpt_oss |
+  // deepseek_v2 | deepseek_v3
   std::string model_type;
   // The checkpoint's own architecture when it wraps the language model described here in a larger one: a
   // vision-language Gemma3ForConditionalGeneration (4B-27B), whose text model SpecScope runs; empty otherwise.
@@ -108,7 +112,10 @@ struct ModelConfig {
   bool norm_topk_prob = true;
   // Qwen2-MoE's shared expert: in every expert layer one more SwiGLU MLP (shared_expert_ffn wide) runs on every token,
   // its output times sigmoid(shared_expert_gate . x) added after the routed experts'. 0: none (Mixtral, Qwen3-MoE).
+  // DeepSeek's shared experts (n_shared_experts of moe_intermediate_size, one MLP as wide as all of them) have no gate:
+  // their output is added as it is.
   int shared_expert_ffn = 0;
+  bool shared_expert_gated = true;
   std::vector<uint8_t> moe_layers;  // per layer, 1 = experts; empty when num_experts is 0
   // GPT-OSS's experts: the router and each expert's gate, up and down products have biases (LayerWeights::router_bias,
   // ExpertWeights::b_*), and the activation is its clamped SwiGLU when swiglu_limit > 0: g = min(gate, limit),
@@ -120,6 +127,25 @@ struct ModelConfig {
   // denominator that takes weight from the keys and adds no value (transformers' eager_attention_forward s_aux,
   // llama.cpp's attn_sinks).
   bool attention_sinks = false;
+  // DeepSeek-V2/V3's multi-head latent attention (MLA; DeepseekV2ForCausalLM, DeepseekV3ForCausalLM, llama.cpp's
+  // deepseek2): each token's keys and values are one latent of kv_lora_rank values (kv_a_proj, then an RMSNorm) plus
+  // one rotary key of rotary_dim values shared by every head; a head's key is kv_b's expansion of the latent (its
+  // first head_dim - rotary_dim values, "nope") followed by the shared rotary key, its value kv_b's other v_head_dim
+  // values. Queries come from q_proj, or with q_lora_rank > 0 from q_b(norm(q_a(x))). RoPE turns each head's last
+  // rotary_dim values in interleaved pairs (2i, 2i + 1). The CPU caches the latent and the rotary key and folds kv_b
+  // into the query and the output instead (cpu_mla.cpp), as llama.cpp does. kv_lora_rank 0: not MLA.
+  int q_lora_rank = 0;
+  int kv_lora_rank = 0;
+  int v_head_dim = 0;
+  // DeepSeek's experts (parse_moe): the router's scores are a softmax (V2) or sigmoids (V3: expert_sigmoid); the
+  // experts are chosen among the expert_groups_used best of expert_groups groups (V2's group_limited_greedy ranks a
+  // group by its best score, V3 by its two best biased ones: groups_by_top_two); V3 adds a per-expert bias
+  // (LayerWeights::expert_choice_bias) to the scores it chooses by, not to the weights; the chosen weights are
+  // multiplied by routed_scaling. 0 groups: no groups.
+  bool expert_sigmoid = false;
+  int expert_groups = 0, expert_groups_used = 0;
+  bool groups_by_top_two = false;
+  float routed_scaling = 1.f;
   DType torch_dtype = DType::F32;
   std::optional<int> bos_token_id;
   std::vector<int> eos_token_ids;
@@ -130,6 +156,9 @@ struct ModelConfig {
   std::string summary() const;
 
   int rotary_dims() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
+  bool mla() const { return kv_lora_rank > 0; }
+  int nope_dim() const { return head_dim - rotary_dims(); }  // MLA: each head's key values without RoPE
+  int value_dim() const { return v_head_dim > 0 ? v_head_dim : head_dim; }
   int window_of(int layer) const;  // the layer's sliding window; 0: it attends to the whole context
   bool local_rope(int layer) const { return rope_local_theta > 0.f && window_of(layer) > 0; }
   float attention_scale() const;  // what scores are multiplied by

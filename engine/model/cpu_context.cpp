@@ -24,9 +24,11 @@ namespace specscope {
 CpuContext::CpuContext(std::shared_ptr<const Model> model, int n_ctx, cpu::WeightForm form) : model_(std::move(model)) {
   const auto& c = model_->config();
   n_ctx_ = n_ctx > 0 ? n_ctx : std::min(c.max_position_embeddings, 4096);
-  kv_dim_ = c.num_kv_heads * c.head_dim;
+  key_head_dim_ = c.mla() ? c.kv_lora_rank + c.rotary_dims() : c.head_dim;
+  kv_dim_ = c.mla() ? key_head_dim_ : c.num_kv_heads * c.head_dim;
+  v_dim_ = c.mla() ? c.kv_lora_rank : kv_dim_;
   k_cache_.assign(c.num_layers, std::vector<float>(size_t(n_ctx_) * kv_dim_));
-  v_cache_.assign(c.num_layers, std::vector<float>(size_t(n_ctx_) * kv_dim_));
+  v_cache_.assign(c.num_layers, std::vector<float>(size_t(n_ctx_) * v_dim_));
   kt_stride_ = cpu::kt_stride_for(n_ctx_);
   kt_cache_.assign(c.num_layers, std::vector<float>(size_t(kv_dim_) * kt_stride_));
   slot_pos_.assign(n_ctx_, 0);
@@ -171,16 +173,22 @@ std::vector<int> CpuContext::active_index(int na) const {
 // The parts of a decoder layer around attention, shared by the main rows and Speculative Streaming's stream rows
 // (cpu_streaming.cpp): scratch for `rows`, the input norm and the q/k/v projections (and the per-head q/k norms of
 // Qwen3 and Gemma 3), before RoPE ...
+void CpuContext::grow_mlp_scratch(int rows) {
+  const auto& c = model_->config();
+  const int F = c.intermediate_size;
+  grow(h_, size_t(rows) * c.hidden_size);
+  grow(att_, size_t(rows) * c.num_heads * c.value_dim());
+  grow(ffn_gate_, size_t(rows) * F);
+  grow(ffn_up_, size_t(rows) * F);
+}
+
 void CpuContext::project_qkv(const LayerWeights& L, const float* x, int rows) {
   const auto& c = model_->config();
-  const int H = c.hidden_size, q_dim = c.num_heads * c.head_dim, F = c.intermediate_size;
-  grow(h_, size_t(rows) * H);
+  const int H = c.hidden_size, q_dim = c.num_heads * c.head_dim;
+  grow_mlp_scratch(rows);
   grow(q_, size_t(rows) * q_dim);
   grow(k_, size_t(rows) * kv_dim_);
   grow(v_, size_t(rows) * kv_dim_);
-  grow(att_, size_t(rows) * q_dim);
-  grow(ffn_gate_, size_t(rows) * F);
-  grow(ffn_up_, size_t(rows) * F);
   {
     const cpu::ProfileScope profile(cpu::Op::Norm);
     cpu::rmsnorm(x, L.input_norm.data(), h_.data(), rows, H, c.rms_norm_eps);
@@ -244,6 +252,13 @@ void CpuContext::finish_layer(const LayerWeights& L, float* x, int rows) {
 void CpuContext::decoder_layer(int l, int na, const int32_t* pos, const uint8_t* mask) {
   const auto& c = model_->config();
   const auto& L = weights().layers[l];
+  if (c.mla()) {
+    mla_project(l, na, pos);
+    attention(l, na, pos, mask);
+    mla_values(L, na);
+    finish_layer(L, x_.data(), na);
+    return;
+  }
   const int hd = c.head_dim, q_dim = c.num_heads * hd, base = n_past_;
   project_qkv(L, x_.data(), na);
   {
@@ -264,33 +279,35 @@ void CpuContext::decoder_layer(int l, int na, const int32_t* pos, const uint8_t*
 
 void CpuContext::attention(int layer, int na, const int32_t* pos, const uint8_t* mask) {
   const auto& c = model_->config();
-  const int hd = c.head_dim, nh = c.num_heads;
+  // MLA: every head's absorbed query against one key head (the latent and the rotary key), summing the latent.
+  const int hd = key_head_dim_, nh = c.num_heads, vd = c.mla() ? v_dim_ : hd;
   const int q_dim = nh * hd, total = n_past_ + batch_n_;
-  const cpu::ProfileScope profile(cpu::Op::Attention, double(na) * nh * total * hd * 2);
+  const cpu::ProfileScope profile(cpu::Op::Attention, double(na) * nh * total * (hd + vd));
   // Which keys each active row sees: computed once per forward for each kind of layer (every layer has the same
   // rows), again after pruning.
   const int window = c.window_of(layer);
   Visible& vis = visible_[window > 0];
   if (!vis.current) compute_visible(na, pos, mask, window);
   cpu::AttentionArgs a;
-  a.q = q_.data();
+  a.q = c.mla() ? mla_q_.data() : q_.data();
   a.q_stride = size_t(q_dim);
   a.rows = na;
   a.heads = nh;
-  a.kv_heads = c.num_kv_heads;
+  a.kv_heads = c.mla() ? 1 : c.num_kv_heads;
   a.head_dim = hd;
+  a.v_dim = vd;
   a.kt = kt_cache_[layer].data();
   a.kt_stride = kt_stride_;
   a.v = v_cache_[layer].data();
-  a.v_stride = size_t(kv_dim_);
+  a.v_stride = size_t(v_dim_);
   a.keys = total;
   a.visible = vis.keys.data();
   a.seen = &vis.packed;
   a.scale = c.attention_scale();
   a.soft_cap = c.attn_soft_cap;
   a.sinks = bias_or_null(weights().layers[size_t(layer)].sinks);
-  a.out = att_.data();
-  a.out_stride = size_t(q_dim);
+  a.out = c.mla() ? mla_lat_.data() : att_.data();
+  a.out_stride = size_t(nh) * size_t(vd);
   cpu::attention(a);
 }
 
@@ -316,7 +333,7 @@ void CpuContext::compute_visible(int na, const int32_t* pos, const uint8_t* mask
 // Dimension by dimension for all rows at once: the rows' slots are adjacent in each dimension's tile row, so a step of
 // several rows writes each cache line of the transposed keys once instead of once per row.
 void CpuContext::put_kt_rows(int layer, int na) {
-  const int hd = model_->config().head_dim;
+  const int hd = key_head_dim_;
   float* kt = kt_cache_[size_t(layer)].data();
   // Each row's place within a dimension's tile row, computed once rather than for every element (the index
   // arithmetic per element was most of this function's time in an 8-row step).
@@ -331,7 +348,7 @@ void CpuContext::put_kt_rows(int layer, int na) {
 }
 
 void CpuContext::move_kt(int layer, int dst, int src) {
-  const int hd = model_->config().head_dim;
+  const int hd = key_head_dim_;
   float* kt = kt_cache_[size_t(layer)].data();
   for (int e = 0; e < kv_dim_; ++e)
     kt[cpu::kt_index(e / hd, e % hd, dst, hd, kt_stride_)] = kt[cpu::kt_index(e / hd, e % hd, src, hd, kt_stride_)];
@@ -345,7 +362,7 @@ void CpuContext::keep(std::span<const int> rows) {
     if (dst == src) continue;
     for (size_t l = 0; l < k_cache_.size(); ++l) {
       std::memcpy(k_slot(int(l), dst), k_slot(int(l), src), sizeof(float) * kv_dim_);
-      std::memcpy(v_slot(int(l), dst), v_slot(int(l), src), sizeof(float) * kv_dim_);
+      std::memcpy(v_slot(int(l), dst), v_slot(int(l), src), sizeof(float) * v_dim_);
       move_kt(int(l), dst, src);
     }
     slot_pos_[dst] = slot_pos_[src];

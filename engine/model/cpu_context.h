@@ -33,6 +33,12 @@ class CpuContext final : public Context {
  private:
   void attention(int layer, int na, const int32_t* positions, const uint8_t* mask);
   void decoder_layer(int l, int na, const int32_t* pos, const uint8_t* mask);
+  // DeepSeek's multi-head latent attention around attention() (cpu_mla.cpp): the latent and the rotary key into the
+  // cache, and each head's query with kv_b's key part folded in (mla_q_); then the heads' weighted latents taken to
+  // their values by kv_b's value part, into att_ (o_proj's input).
+  void mla_project(int l, int na, const int32_t* pos);
+  void mla_values(const LayerWeights& L, int na);
+  void grow_mlp_scratch(int rows);
   // Inverse of active_[0..na): each batch row's index among the active rows, -1 for a pruned row.
   std::vector<int> active_index(int na) const;
   void project_qkv(const LayerWeights& L, const float* x, int rows);
@@ -56,7 +62,7 @@ class CpuContext final : public Context {
   void stream_layer(int l, const StreamingRequest& sr, const int32_t* pos, const uint8_t* mask);
   void finish_streams(const StreamingRequest& sr, ForwardOutput& out);
   float* k_slot(int layer, int slot) { return k_cache_[layer].data() + size_t(slot) * kv_dim_; }
-  float* v_slot(int layer, int slot) { return v_cache_[layer].data() + size_t(slot) * kv_dim_; }
+  float* v_slot(int layer, int slot) { return v_cache_[layer].data() + size_t(slot) * v_dim_; }
   // The keys each of the na active rows sees in a layer of `window` (0: the whole context), into visible_[window > 0].
   void compute_visible(int na, const int32_t* pos, const uint8_t* mask, int window);
   // Layer l's RoPE angles: Gemma's sliding layers have their own theta.
@@ -71,7 +77,9 @@ class CpuContext final : public Context {
   // (Model::resident_weights); null: the model's own, read from the file's mapping.
   std::shared_ptr<const ModelWeights> own_weights_;
   const ModelWeights& weights() const;
-  int n_ctx_ = 0, n_past_ = 0, kv_dim_ = 0;
+  // A cache slot's key and value widths: kv_heads x head_dim each, or with MLA the latent and the rotary key as one
+  // key head (key_head_dim_ wide) and the latent as its value.
+  int n_ctx_ = 0, n_past_ = 0, kv_dim_ = 0, v_dim_ = 0, key_head_dim_ = 0;
   int last_batch_start_ = -1, last_batch_size_ = 0;  // for keep()
   std::vector<std::vector<float>> k_cache_, v_cache_;  // per layer [n_ctx][kv_heads*head_dim]
   std::vector<std::vector<float>> kt_cache_;           // per layer [kv_heads*head_dim][kt_stride_]: keys transposed
@@ -91,6 +99,10 @@ class CpuContext final : public Context {
   int n_streams_ = 0;
   // Scratch, grown to the largest batch seen.
   std::vector<float> x_, h_, q_, k_, v_, att_, ffn_gate_, ffn_up_, scores_;
+  // MLA: the query's low-rank input, each head's nope queries and their latent images gathered head by head, the
+  // absorbed queries [rows][heads][key_head_dim_], the latent outputs, and the heads' values head by head.
+  std::vector<float> mla_qa_, mla_nope_, mla_qlat_, mla_q_, mla_lat_, mla_heads_, mla_v_;
+  std::vector<cpu::LinearInput> mla_products_;
   // Mixture-of-experts layers: the router's logits, one expert's gathered rows and outputs, the weighted sums.
   std::vector<float> router_, moe_x_, moe_y_, moe_out_;
   ExpertRouting routing_;

@@ -25,7 +25,7 @@ void CpuContext::moe_mlp(const LayerWeights& L, int rows) {
   cpu::linear(h_.data(), rows, L.router, bias_or_null(L.router_bias), router_.data());
   {
     const cpu::ProfileScope profile(cpu::Op::Elementwise);
-    routing_.route(router_.data(), rows, E, c.experts_per_token, c.norm_topk_prob);
+    routing_.route(router_.data(), rows, routing_rule(c, L));
   }
   moe_out_.assign(size_t(rows) * H, 0.f);
   if (rows == 1) return one_token_experts(L);
@@ -121,13 +121,20 @@ void CpuContext::add_shared_expert(const LayerWeights& L, int rows) {
 }
 
 // moe_out_ += sigmoid(gate . x) * shared output, row by row, after the routed experts' sum (transformers' order); the
-// gate's dot product is each row's own, so a row gets the same scale alone or in a batch.
+// gate's dot product is each row's own, so a row gets the same scale alone or in a batch. DeepSeek's shared experts
+// have no gate: their output is added as it is.
 void CpuContext::add_shared_outputs(const LayerWeights& L, int rows) {
   const int H = model_->config().hidden_size;
   const cpu::ProfileScope profile(cpu::Op::Elementwise);
   for (int r = 0; r < rows; ++r) {
+    float* out = moe_out_.data() + size_t(r) * H;
+    const float* y = shared_y_.data() + size_t(r) * H;
+    if (L.shared_expert_gate.empty()) {
+      cpu::add(y, out, H);
+      continue;
+    }
     const float logit = cpu::dot(L.shared_expert_gate.data(), h_.data() + size_t(r) * H, H);
-    cpu::axpy(1.f / (1.f + std::exp(-logit)), shared_y_.data() + size_t(r) * H, moe_out_.data() + size_t(r) * H, H);
+    cpu::axpy(1.f / (1.f + std::exp(-logit)), y, out, H);
   }
 }
 

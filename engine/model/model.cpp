@@ -18,6 +18,7 @@
 #include "engine/model/gguf_model.h"
 #include "engine/model/hf_text_names.h"
 #include "engine/model/lora_adapter.h"
+#include "engine/model/mla_weights.h"
 #include "engine/model/resident_weights.h"
 #include "engine/model/tokenizer_fit.h"
 #include "engine/model/weight_checks.h"
@@ -201,7 +202,10 @@ class GptOssExpertCopies {
 // A mixture-of-experts layer's router and experts, under Mixtral's names (block_sparse_moe.gate, experts.E.w1 / w3 /
 // w2 for gate / up / down) or Qwen2-MoE's and Qwen3-MoE's (mlp.gate, mlp.experts.E.gate_proj / up_proj / down_proj);
 // Qwen2-MoE's shared expert (mlp.shared_expert.*) and its gate (mlp.shared_expert_gate, [1, H]).
+void bind_deepseek_experts(const TensorStore& st, const ModelConfig& c, const std::string& layer, LayerWeights& L);
+
 void bind_experts(const TensorStore& st, const ModelConfig& c, const std::string& layer, LayerWeights& L) {
+  if (c.mla()) return bind_deepseek_experts(st, c, layer, L);
   if (c.architecture == "GptOssForCausalLM") {  // mlp.router (with its bias) and the experts' fused tensors
     L.router = bind_matrix(st, layer + "mlp.router.weight", c.num_experts, c.hidden_size);
     L.router_bias = bind_vector(st, layer + "mlp.router.bias", c.num_experts);
@@ -226,6 +230,48 @@ void bind_experts(const TensorStore& st, const ModelConfig& c, const std::string
     L.shared_expert = {bind_matrix(st, p + "gate_proj.weight", S, H), bind_matrix(st, p + "up_proj.weight", S, H),
                        bind_matrix(st, p + "down_proj.weight", H, S), {}, {}, {}};
     L.shared_expert_gate = bind_matrix(st, block + "shared_expert_gate.weight", 1, H).to_f32();
+  }
+}
+
+// DeepSeek's multi-head latent attention (ModelConfig::mla): q_proj, or q_a_proj, q_a_layernorm and q_b_proj; the
+// latent's kv_a_proj_with_mqa and kv_a_layernorm; kv_b_proj split per head (mla_weights.h).
+void bind_mla(const TensorStore& st, const ModelConfig& c, const std::string& attn, LayerWeights& L) {
+  const int64_t H = c.hidden_size, qd = int64_t(c.num_heads) * c.head_dim, R = c.kv_lora_rank;
+  if (c.q_lora_rank > 0) {
+    L.wq_a = bind_matrix(st, attn + "q_a_proj.weight", c.q_lora_rank, H);
+    L.q_a_norm = bind_vector(st, attn + "q_a_layernorm.weight", c.q_lora_rank);
+    L.wq = bind_matrix(st, attn + "q_b_proj.weight", qd, c.q_lora_rank);
+  } else {
+    L.wq = bind_matrix(st, attn + "q_proj.weight", qd, H);
+  }
+  L.wkv_a = bind_matrix(st, attn + "kv_a_proj_with_mqa.weight", R + c.rotary_dims(), H);
+  L.kv_a_norm = bind_vector(st, attn + "kv_a_layernorm.weight", R);
+  const TensorView kv_b =
+      bind_matrix(st, attn + "kv_b_proj.weight", int64_t(c.num_heads) * (c.nope_dim() + c.value_dim()), R);
+  bind_kv_b(kv_b, c, L, st.files.front());
+}
+
+// DeepSeek's experts: the router mlp.gate (and V3's e_score_correction_bias beside it), the routed experts as Qwen's,
+// and the shared experts as one ungated MLP, mlp.shared_experts.
+void bind_deepseek_experts(const TensorStore& st, const ModelConfig& c, const std::string& layer, LayerWeights& L) {
+  const std::string block = layer + "mlp.";
+  const int64_t H = c.hidden_size, F = c.expert_ffn;
+  L.router = bind_matrix(st, block + "gate.weight", c.num_experts, H);
+  L.expert_choice_bias = bind_optional_vector(st, block + "gate.e_score_correction_bias", c.num_experts,
+                                              c.architecture == "DeepseekV3ForCausalLM");
+  L.experts.resize(size_t(c.num_experts));
+  for (int e = 0; e < c.num_experts; ++e) {
+    const std::string p = block + "experts." + std::to_string(e) + ".";
+    auto& E = L.experts[size_t(e)];
+    E.gate = bind_matrix(st, p + "gate_proj.weight", F, H);
+    E.up = bind_matrix(st, p + "up_proj.weight", F, H);
+    E.down = bind_matrix(st, p + "down_proj.weight", H, F);
+  }
+  if (c.shared_expert_ffn > 0) {
+    const int64_t S = c.shared_expert_ffn;
+    const std::string p = block + "shared_experts.";
+    L.shared_expert = {bind_matrix(st, p + "gate_proj.weight", S, H), bind_matrix(st, p + "up_proj.weight", S, H),
+                       bind_matrix(st, p + "down_proj.weight", H, S), {}, {}, {}};
   }
 }
 
@@ -308,14 +354,16 @@ std::shared_ptr<Model> Model::load_directory(const std::string& path, const Load
     } else {
       L.post_attn_norm = norm(p + "post_attention_layernorm.weight", H);
     }
-    if (c.fused_projections) {
+    if (c.mla()) {
+      bind_mla(*store, c, p + "self_attn.", L);
+    } else if (c.fused_projections) {
       bind_fused_qkv(L, bind_matrix(*store, p + "self_attn.qkv_proj.weight", qd + 2 * kvd, H), qd, kvd);
     } else {
       L.wq = bind_matrix(*store, p + "self_attn.q_proj.weight", qd, H);
       L.wk = bind_matrix(*store, p + "self_attn.k_proj.weight", kvd, H);
       L.wv = bind_matrix(*store, p + "self_attn.v_proj.weight", kvd, H);
     }
-    L.wo = bind_matrix(*store, p + "self_attn.o_proj.weight", H, qd);
+    L.wo = bind_matrix(*store, p + "self_attn.o_proj.weight", H, int64_t(c.num_heads) * c.value_dim());
     L.bq = bind_optional_vector(*store, p + "self_attn.q_proj.bias", qd, c.attention_bias);
     L.bk = bind_optional_vector(*store, p + "self_attn.k_proj.bias", kvd, c.attention_bias);
     L.bv = bind_optional_vector(*store, p + "self_attn.v_proj.bias", kvd, c.attention_bias);

@@ -20,6 +20,16 @@ struct LayerWeights {
   std::vector<float> bq, bk, bv, bo;              // empty when the layer has no bias
   std::vector<float> q_norm, k_norm;              // [head_dim]; Qwen3's and Gemma 3's per-head norms, else empty
   std::vector<float> sinks;                       // [heads]; GPT-OSS's sink logits (ModelConfig::attention_sinks)
+  // DeepSeek's multi-head latent attention (ModelConfig::mla) has these in place of wk and wv, and wq_a beside wq
+  // (then q_b: [heads * head_dim, q_lora_rank]) when it has q_lora_rank:
+  TensorView wq_a;                   // [q_lora_rank, H]
+  std::vector<float> q_a_norm;       // [q_lora_rank]
+  TensorView wkv_a;                  // [kv_lora_rank + rotary, H]: the latent, then the shared rotary key
+  std::vector<float> kv_a_norm;      // [kv_lora_rank]
+  // Per head: k_b [kv_lora_rank, nope] takes a head's query's nope part to the latent's space (the transpose of its
+  // rows of transformers' kv_b_proj; llama.cpp's attn_k_b), v_b [v_head_dim, kv_lora_rank] takes the attention's
+  // weighted latent to the head's value (attn_v_b).
+  std::vector<TensorView> k_b, v_b;
   // Gemma 3's norms of the attention output and of the MLP output, before their residual adds (else empty);
   // post_attn_norm is then its pre_feedforward_layernorm, the norm before the MLP in every architecture.
   std::vector<float> attn_out_norm, ffn_out_norm;  // [H]
@@ -29,13 +39,17 @@ struct LayerWeights {
   // [num_experts, H] and the experts.
   TensorView router;
   std::vector<float> router_bias;  // [num_experts]; GPT-OSS's, else empty
+  // [num_experts]; DeepSeek-V3's e_score_correction_bias, added to the scores experts are chosen by (not to their
+  // weights), else empty.
+  std::vector<float> expert_choice_bias;
   std::vector<ExpertWeights> experts;
   // Qwen2-MoE's shared expert (ModelConfig::shared_expert_ffn wide) and its gate, one row of H widened to f32 at load
   // (a dot product per token: as a matrix of its own type it would keep a decode step's expert products from sharing
   // one fork whenever its type differs from theirs, as llama-quantize leaves it); empty when there is none.
+  // DeepSeek's shared experts have no gate (ModelConfig::shared_expert_gated false): shared_expert_gate stays empty.
   ExpertWeights shared_expert;
   std::vector<float> shared_expert_gate;
-  bool has_shared_expert() const { return !shared_expert_gate.empty(); }
+  bool has_shared_expert() const { return shared_expert.down.data != nullptr; }
 };
 
 struct ModelWeights {
@@ -45,13 +59,21 @@ struct ModelWeights {
   TensorView lm_head;             // [V, H]; the embedding itself when tied
 };
 
-// Calls f on every matrix a forward multiplies by (each layer's attention four, then its MLP's three, or its router
+// Calls f on every matrix a forward multiplies by (each layer's attention four, or MLA's, then its MLP's three, or its router
 // and each expert's three and the shared expert's three, then the LM head), for the passes over all of them: kernel
 // copies, requantized copies, byte counts. `W` is ModelWeights or const ModelWeights.
 template <class W, class F>
 void for_each_linear(W& w, F&& f) {
   for (auto& L : w.layers) {
-    for (auto* t : {&L.wq, &L.wk, &L.wv, &L.wo}) f(*t);
+    if (L.wkv_a.data) {  // MLA
+      if (L.wq_a.data) f(L.wq_a);
+      for (auto* t : {&L.wq, &L.wkv_a}) f(*t);
+      for (auto& t : L.k_b) f(t);
+      for (auto& t : L.v_b) f(t);
+      f(L.wo);
+    } else {
+      for (auto* t : {&L.wq, &L.wk, &L.wv, &L.wo}) f(*t);
+    }
     if (L.experts.empty()) {
       for (auto* t : {&L.w_gate, &L.w_up, &L.w_down}) f(*t);
       continue;
