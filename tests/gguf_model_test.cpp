@@ -118,6 +118,16 @@ const std::vector<Case> kCases = {
     // the same values in Q5_0) and every other matrix Q8_0, as llama-quantize's MXFP4_MOE writes them.
     {"gpt_oss_f32.f32.gguf", "gpt_oss_f32", "f32"},
     {"gpt_oss_f32.mxfp4.gguf", "gpt_oss_f32", "mxfp4"},
+    // "deepseek2": multi-head latent attention (attn_kv_a_mqa, attn_kv_a_norm, kv_b split per head into attn_k_b and
+    // attn_v_b; deepseek_v3's attn_q_a/attn_q_a_norm/attn_q_b), the widths as attention.key_length_mla / value_length_mla,
+    // leading dense layers, experts with shared ones (*_shexp, ungated), deepseek_v3's exp_probs_b.bias, sigmoid gating,
+    // two expert groups and expert_weights_scale, deepseek_v2's YaRN with yarn_log_multiplier. In the q8_0 files the
+    // matrices whose rows are not whole blocks (k_b's 16, q_b's 24, the experts' down products) are F16, as llama.cpp's
+    // converter falls back.
+    {"deepseek_v2_f32.f32.gguf", "deepseek_v2_f32", "f32"},
+    {"deepseek_v2_f32.q8_0.gguf", "deepseek_v2_f32", "q8_0"},
+    {"deepseek_v3_f32.f32.gguf", "deepseek_v3_f32", "f32"},
+    {"deepseek_v3_f32.q8_0.gguf", "deepseek_v3_f32", "q8_0"},
 };
 
 // The MLP's down projection: a dense layer's, or a mixture-of-experts layer's last expert's (its row view of the stacked
@@ -252,7 +262,9 @@ TEST_P(GgufModel, ConfigMatchesHuggingFace) {
   // Matrices keep their stored type (Q8_0 stays in its blocks: no f32 copy, MXFP4 experts too); norms are f32 vectors.
   const DType want = stored_dtype(ty);
   EXPECT_EQ(model()->weights().embed.dtype, want);
-  EXPECT_EQ(model()->weights().layers[0].wq.dtype, want);
+  // (deepseek_v3's q_b has rows of 24, which llama.cpp's converter leaves in F16 in a Q8_0 file.)
+  const TensorView& wq = model()->weights().layers[0].wq;
+  EXPECT_EQ(wq.dtype, model()->config().mla() && ty == "q8_0" && wq.cols() % 32 ? DType::F16 : want);
   EXPECT_EQ(mlp_down(model()->weights().layers[0]).dtype, ty == "mxfp4" ? DType::MXFP4 : want);
   EXPECT_EQ(model()->parameter_count(), hf()->parameter_count());
   // Experts: llama.cpp's file says as much as the config (llama.cpp renormalizes, as these checkpoints ask).
@@ -273,10 +285,22 @@ TEST_P(GgufModelSameWeights, AttentionWeightsBackInHuggingFaceOrder) {
   const auto& hw = hf()->weights();
   ASSERT_EQ(gw.layers.size(), hw.layers.size());
   for (size_t l = 0; l < gw.layers.size(); ++l) {
-    for (auto [a, b, what] : {std::tuple{&gw.layers[l].wq, &hw.layers[l].wq, "wq"},
-                              std::tuple{&gw.layers[l].wk, &hw.layers[l].wk, "wk"},
-                              std::tuple{&gw.layers[l].wv, &hw.layers[l].wv, "wv"},
-                              std::tuple{&mlp_down(gw.layers[l]), &mlp_down(hw.layers[l]), "down"}}) {
+    const auto &G = gw.layers[l], &W = hw.layers[l];
+    std::vector<std::tuple<const TensorView*, const TensorView*, std::string>> pairs = {{&G.wq, &W.wq, "wq"}};
+    if (W.wkv_a.data) {  // DeepSeek: the latent's projection, and each head's k_b (transposed at load from the
+                         // checkpoint's kv_b_proj, split and transposed by the converter in the file) and v_b
+      pairs.emplace_back(&G.wkv_a, &W.wkv_a, "wkv_a");
+      ASSERT_EQ(G.k_b.size(), W.k_b.size());
+      for (size_t h = 0; h < W.k_b.size(); ++h) {
+        pairs.emplace_back(&G.k_b[h], &W.k_b[h], "k_b[" + std::to_string(h) + "]");
+        pairs.emplace_back(&G.v_b[h], &W.v_b[h], "v_b[" + std::to_string(h) + "]");
+      }
+    } else {
+      pairs.emplace_back(&G.wk, &W.wk, "wk");
+      pairs.emplace_back(&G.wv, &W.wv, "wv");
+    }
+    pairs.emplace_back(&mlp_down(G), &mlp_down(W), "down");
+    for (const auto& [a, b, what] : pairs) {
       ASSERT_EQ(a->shape, b->shape) << what;
       ASSERT_EQ(a->dtype, stored_dtype(GetParam().type));
       ASSERT_EQ(b->dtype, a->dtype);
@@ -303,8 +327,12 @@ TEST_P(GgufModel, PrefillLogitsMatchTransformers) {
   auto m = model();
   // Rounding a mixture of experts' weights can also change which experts a token takes, and a changed choice moves a
   // row by more than rounding does (Q4_0 on mixtral_f32: 0.535 of a row's largest logit, where the dense 4-bit
-  // files stay within 0.5; its dequantized-weights check below is at 8.9e-7).
-  const double tol = tolerance(GetParam().type) * (GetParam().source == "mixtral_f32" ? 1.2 : 1.0);
+  // files stay within 0.5; its dequantized-weights check below is at 8.9e-7). DeepSeek-V3's sigmoid scores with their
+  // choice bias and two groups leave closer calls still: Q8_0 moves a unicode row of deepseek_v3_f32 by 0.74 (its
+  // dequantized-weights check holds it to the same bound as every file's).
+  const std::string& source = GetParam().source;
+  const double tol = source == "deepseek_v3_f32" && GetParam().type == "q8_0" ? 0.8
+                     : tolerance(GetParam().type) * (source == "mixtral_f32" ? 1.2 : 1.0);
   double worst = 0;
   for (const auto& p : golden(GetParam().source)) {
     SCOPED_TRACE(p.name);
@@ -415,8 +443,13 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, GgufModel, ::testing::ValuesIn(kCases), case_
 INSTANTIATE_TEST_SUITE_P(Fixtures, GgufModelSameWeights,
                          ::testing::ValuesIn(cases_where([](const Case& c) { return same_weights(c.type); })),
                          case_name);
-INSTANTIATE_TEST_SUITE_P(Fixtures, GgufModelGreedy,
-                         ::testing::ValuesIn(cases_where([](const Case& c) { return !coarse(c.type); })), case_name);
+// deepseek_v3_f32's Q8_0 file takes other experts than transformers' f32 model from the first step of a prompt (its
+// sigmoid scores with their choice bias are close calls; PrefillLogitsMatchTransformers): its greedy path is checked
+// against transformers on the file's own weights instead (GgufModelQuantized).
+INSTANTIATE_TEST_SUITE_P(Fixtures, GgufModelGreedy, ::testing::ValuesIn(cases_where([](const Case& c) {
+                           return !coarse(c.type) && !(c.source == "deepseek_v3_f32" && quantized(c.type));
+                         })),
+                         case_name);
 INSTANTIATE_TEST_SUITE_P(Fixtures, GgufModelQuantized,
                          ::testing::ValuesIn(cases_where([](const Case& c) { return quantized(c.type); })),
                          case_name);

@@ -132,6 +132,67 @@ void experts_from_gguf(const GgufFile& g, ModelConfig& c, const std::string& arc
   }
 }
 
+// What llama.cpp's deepseek2 reader takes (src/models/deepseek2.cpp; DeepSeek-V2/V3, Moonlight, Kimi, GLM-4.7-Flash):
+// MLA's ranks and each head's widths (attention.key_length_mla / value_length_mla: a head's query-key and value width;
+// files from before 2025 have none, and key_length / value_length are those widths), the rotary part
+// (rope.dimension_count), the experts (expert_feed_forward_length wide; expert_shared_count of them shared, ungated;
+// leading_dense_block_count dense layers first; scores by expert_gating_func, 1 softmax (the default, but GLM-4.7-Flash's
+// 47/48 layers of a 154,880 vocabulary: sigmoid) or 2 sigmoid; expert_weights_norm; expert_weights_scale, 1 when
+// absent; expert_group_count groups ranked by their two best scores, as llama.cpp's build_moe_ffn does for every
+// architecture), and YaRN's mscale_all_dim (rope.scaling.yarn_log_multiplier, written as 0.1 of it): llama.cpp's
+// graph scales the scores by (1 + 0.1 mscale_all_dim ln factor)^2 / sqrt(head width) and cancels its usual factor on
+// the cosines and sines, leaving rope.scaling.attn_factor (1 when absent).
+void deepseek2_from_gguf(const GgufFile& g, ModelConfig& c) {
+  const std::string p = "deepseek2.";
+  const bool mla_keys = g.has(p + "attention.key_length_mla");
+  c.kv_lora_rank = size_key(g, p + "attention.kv_lora_rank", 1, 1 << 16);
+  c.q_lora_rank = size_key(g, p + "attention.q_lora_rank", 0, 1 << 16, 0);
+  c.head_dim = size_key(g, p + (mla_keys ? "attention.key_length_mla" : "attention.key_length"), 2, 4096);
+  c.v_head_dim = size_key(g, p + (mla_keys ? "attention.value_length_mla" : "attention.value_length"), 1, 4096);
+  c.rotary_dim = size_key(g, p + "rope.dimension_count", 2, c.head_dim - 1);
+  if (c.rotary_dim % 2) throw InputError(g.path(), p + "rope.dimension_count must be even");
+  if (mla_keys && (size_key(g, p + "attention.key_length", 1, 1 << 20) != c.kv_lora_rank + c.rotary_dim ||
+                   size_key(g, p + "attention.value_length", 1, 1 << 20) != c.kv_lora_rank))
+    throw InputError(g.path(), p + "attention.key_length / value_length are not the latent's widths (kv_lora_rank + "
+                                   "rope.dimension_count and kv_lora_rank)");
+  c.num_kv_heads = c.num_heads;  // the file says 1: the latent, shared by every head
+  c.num_experts = size_key(g, p + "expert_count", 1, kMaxExperts);
+  c.experts_per_token = size_key(g, p + "expert_used_count", 1, c.num_experts);
+  c.expert_ffn = size_key(g, p + "expert_feed_forward_length", 1, 1 << 20);
+  c.shared_expert_ffn = size_key(g, p + "expert_shared_count", 0, 64) * c.expert_ffn;
+  c.shared_expert_gated = false;
+  const int lead = size_key(g, p + "leading_dense_block_count", 0, c.num_layers, 0);
+  c.moe_layers.assign(size_t(c.num_layers), 1);
+  for (int l = 0; l < lead; ++l) c.moe_layers[size_t(l)] = 0;
+  const int64_t vocab = g.has("tokenizer.ggml.tokens") ? int64_t(g.array_size("tokenizer.ggml.tokens")) : 0;
+  const bool glm_lite = (c.num_layers == 47 || c.num_layers == 48) && vocab == 154880;
+  const int gating = size_key(g, p + "expert_gating_func", 1, 2, glm_lite ? 2 : 1);
+  c.expert_sigmoid = gating == 2;
+  c.norm_topk_prob = g.has(p + "expert_weights_norm") && g.get_bool(p + "expert_weights_norm");
+  c.routed_scaling = float(float_key(g, p + "expert_weights_scale", 1e-6, 1e6, 1.0));
+  const int groups = size_key(g, p + "expert_group_count", 0, c.num_experts, 0);
+  if (groups > 1) {
+    if (c.num_experts % groups || c.num_experts / groups < 2)
+      throw InputError(g.path(), p + "expert_group_count does not split the experts into groups of two or more");
+    c.expert_groups = groups;
+    c.expert_groups_used = size_key(g, p + "expert_group_used_count", 1, groups);
+    c.groups_by_top_two = true;
+    if (c.experts_per_token > c.expert_groups_used * (c.num_experts / groups))
+      throw InputError(g.path(), p + "expert_used_count is more than the used groups hold");
+  }
+  c.architecture = c.expert_sigmoid ? "DeepseekV3ForCausalLM" : "DeepseekV2ForCausalLM";
+  c.model_type = c.expert_sigmoid ? "deepseek_v3" : "deepseek_v2";
+  auto& r = c.rope_scaling;
+  if (r.type == "yarn") {
+    const double key = float_key(g, p + "rope.scaling.attn_factor", 1e-6, 1e6, 1.0);
+    const double log_mul = float_key(g, p + "rope.scaling.yarn_log_multiplier", 0.0, 1e3, 0.0);  // 0.1 mscale_all_dim
+    r.attention_factor = float(key);
+    r.mscale_all_dim = float(log_mul / 0.1);
+    const double m = key * (1.0 + log_mul * std::log(double(r.factor)));
+    c.attn_scale = float(m * m / std::sqrt(double(c.head_dim)));
+  }
+}
+
 // What llama.cpp's gpt-oss reader takes beyond its experts (experts_from_gguf; src/models/openai-moe.cpp,
 // convert_hf_to_gguf's GptOssModel): biases on q/k/v/o, the router and the experts; a sink per head; sliding layers
 // alternating from layer 0 (sliding_window_pattern, default 2). Its clamped SwiGLU's constants are llama.cpp's fixed 7
@@ -212,9 +273,13 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
   } else if (arch == "gpt-oss") {
     c.architecture = "GptOssForCausalLM";
     c.model_type = "gpt_oss";
+  } else if (arch == "deepseek2") {
+    c.architecture = "DeepseekV2ForCausalLM";  // or V3, by its expert scores (deepseek2_from_gguf)
+    c.model_type = "deepseek_v2";
   } else {
-    throw InputError(file, "unsupported architecture '" + arch + "' (supported: llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma2, gemma3, granite, phi3, gpt-oss)");
+    throw InputError(file, "unsupported architecture '" + arch + "' (supported: llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma2, gemma3, granite, phi3, gpt-oss, deepseek2)");
   }
+  const bool deepseek2 = arch == "deepseek2";
   const std::string p = arch + ".";
   c.hidden_size = size_key(g, p + "embedding_length", 1, 1 << 16);
   c.num_layers = size_key(g, p + "block_count", 1, kMaxConfigLayers);
@@ -224,13 +289,15 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
   c.max_position_embeddings = size_key(g, p + "context_length", 1, 1 << 24);
   if (c.num_heads % c.num_kv_heads)
     throw InputError(file, p + "attention.head_count is not a multiple of " + p + "attention.head_count_kv");
-  if (!g.has(p + "attention.key_length") && c.hidden_size % c.num_heads)
+  if (!deepseek2 && !g.has(p + "attention.key_length") && c.hidden_size % c.num_heads)
     throw InputError(file, p + "embedding_length is not a multiple of " + p + "attention.head_count");
-  c.head_dim = size_key(g, p + "attention.key_length", 2, 4096, c.hidden_size / c.num_heads);
+  c.head_dim = deepseek2 ? 0 : size_key(g, p + "attention.key_length", 2, 4096, c.hidden_size / c.num_heads);
   if (c.head_dim % 2) throw InputError(file, p + "attention.key_length must be even");
-  if (size_key(g, p + "attention.value_length", 1, 4096, c.head_dim) != c.head_dim)
+  if (!deepseek2 && size_key(g, p + "attention.value_length", 1, 4096, c.head_dim) != c.head_dim)
     throw InputError(file, p + "attention.value_length differs from key_length (not supported)");
-  if (const int rotary = size_key(g, p + "rope.dimension_count", 1, 4096, c.head_dim); rotary != c.head_dim) {
+  if (deepseek2) {
+    // its widths, with the experts and YaRN's scale, once the common keys below are read (deepseek2_from_gguf)
+  } else if (const int rotary = size_key(g, p + "rope.dimension_count", 1, 4096, c.head_dim); rotary != c.head_dim) {
     if (arch != "phi3") throw InputError(file, "partial RoPE (" + p + "rope.dimension_count != head size) is not supported");
     if (rotary % 2 || rotary > c.head_dim)
       throw InputError(file, p + "rope.dimension_count is " + std::to_string(rotary) + " (an even count up to the head size " +
@@ -263,7 +330,8 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
   // of no keys is a broken file.
   if (g.has(p + "attention.sliding_window"))
     if (const int w = size_key(g, p + "attention.sliding_window", arch == "phi3" ? 0 : 1, 1 << 24); w > 0) c.sliding_window = w;
-  experts_from_gguf(g, c, arch);
+  if (deepseek2) deepseek2_from_gguf(g, c);
+  else experts_from_gguf(g, c, arch);
   if (arch == "phi3") phi3_from_gguf(g, c);
   if (arch == "gemma2" || arch == "gemma3") gemma_from_gguf(g, c, arch == "gemma2");
   if (arch == "granite") granite_from_gguf(g, c);

@@ -17,6 +17,7 @@
 #include "engine/formats/gguf.h"
 #include "engine/formats/gguf_file_type.h"
 #include "engine/model/gguf_config.h"
+#include "engine/model/mla_weights.h"
 #include "engine/model/gguf_end_of_generation.h"
 #include "engine/model/tokenizer_fit.h"
 #include "engine/model/weight_checks.h"
@@ -305,6 +306,30 @@ class Binder {
   int logged_quarters_ = 0;
 };
 
+// deepseek2's latent attention (llama.cpp's names): attn_q, or attn_q_a, attn_q_a_norm and attn_q_b; attn_kv_a_mqa and
+// attn_kv_a_norm; kv_b as llama.cpp's converter has split it since 2025, attn_k_b [heads][kv_lora][nope] and attn_v_b
+// [heads][v][kv_lora] (each head's part a view), or whole as attn_kv_b in older files (mla_weights.h).
+void bind_mla(Binder& b, const ModelConfig& c, const std::string& p, LayerWeights& L) {
+  const int64_t H = c.hidden_size, qd = int64_t(c.num_heads) * c.head_dim, R = c.kv_lora_rank;
+  if (c.q_lora_rank > 0) {
+    L.wq_a = b.matrix(p + "attn_q_a.weight", c.q_lora_rank, H);
+    L.q_a_norm = b.vector(p + "attn_q_a_norm.weight", c.q_lora_rank);
+    L.wq = b.matrix(p + "attn_q_b.weight", qd, c.q_lora_rank);
+  } else {
+    L.wq = b.matrix(p + "attn_q.weight", qd, H);
+  }
+  L.wkv_a = b.matrix(p + "attn_kv_a_mqa.weight", R + c.rotary_dims(), H);
+  L.kv_a_norm = b.vector(p + "attn_kv_a_norm.weight", R);
+  if (b.has(p + "attn_k_b.weight") || !b.has(p + "attn_kv_b.weight")) {
+    L.k_b = b.stacked(p + "attn_k_b.weight", c.num_heads, R, c.nope_dim());
+    L.v_b = b.stacked(p + "attn_v_b.weight", c.num_heads, c.value_dim(), R);
+  } else {
+    const TensorView kv_b =
+        b.matrix(p + "attn_kv_b.weight", int64_t(c.num_heads) * (c.nope_dim() + c.value_dim()), R);
+    if (!b.dry()) bind_kv_b(kv_b, c, L, b.path());
+  }
+}
+
 // Every weight of the model `c` describes, bound from the file (or, with a dry binder, checked).
 void bind_weights(Binder& b, const ModelConfig& c, ModelWeights& w) {
   const std::string& path = b.path();
@@ -324,14 +349,16 @@ void bind_weights(Binder& b, const ModelConfig& c, ModelWeights& w) {
       L.attn_out_norm = b.vector(p + "post_attention_norm.weight", H);
       L.ffn_out_norm = b.vector(p + "post_ffw_norm.weight", H);
     }
-    if (c.fused_projections) {  // Phi-3 (NEOX RoPE: nothing permuted)
+    if (c.mla()) {  // deepseek2 (interleaved RoPE: nothing permuted)
+      bind_mla(b, c, p, L);
+    } else if (c.fused_projections) {  // Phi-3 (NEOX RoPE: nothing permuted)
       bind_fused_qkv(L, b.matrix(p + "attn_qkv.weight", qd + 2 * kvd, H), qd, kvd);
     } else {
       L.wq = b.matrix(p + "attn_q.weight", qd, H, permuted ? c.num_heads : 0);
       L.wk = b.matrix(p + "attn_k.weight", kvd, H, permuted ? c.num_kv_heads : 0);
       L.wv = b.matrix(p + "attn_v.weight", kvd, H);
     }
-    L.wo = b.matrix(p + "attn_output.weight", H, qd);
+    L.wo = b.matrix(p + "attn_output.weight", H, int64_t(c.num_heads) * c.value_dim());
     L.bq = b.optional_vector(p + "attn_q.bias", qd, permuted ? c.num_heads : 0);
     L.bk = b.optional_vector(p + "attn_k.bias", kvd, permuted ? c.num_kv_heads : 0);
     L.bv = b.optional_vector(p + "attn_v.bias", kvd);
@@ -347,6 +374,7 @@ void bind_weights(Binder& b, const ModelConfig& c, ModelWeights& w) {
     if (c.moe_layer(l)) {  // the router, then each expert's gate, up and down
       const int64_t E = c.num_experts, FE = c.expert_ffn;
       L.router = b.matrix(p + "ffn_gate_inp.weight", E, H);
+      if (c.mla()) L.expert_choice_bias = b.optional_vector(p + "exp_probs_b.bias", E);  // DeepSeek-V3's
       L.experts.resize(size_t(E));
       if (b.has(p + "ffn_gate_exps.weight") || !b.has(p + "ffn_gate.0.weight")) {  // row views of one stacked tensor
         const auto gate = b.stacked(p + "ffn_gate_exps.weight", E, FE, H), up = b.stacked(p + "ffn_up_exps.weight", E, FE, H),
@@ -369,11 +397,11 @@ void bind_weights(Binder& b, const ModelConfig& c, ModelWeights& w) {
                                   b.matrix(p + "ffn_down" + x, H, FE), {}, {}, {}};
         }
       }
-      if (c.shared_expert_ffn > 0) {  // qwen2moe: the shared expert and its gate (llama.cpp's *_shexp)
+      if (c.shared_expert_ffn > 0) {  // the shared expert (llama.cpp's *_shexp) and qwen2moe's gate on it
         const int64_t S = c.shared_expert_ffn;
         L.shared_expert = {b.matrix(p + "ffn_gate_shexp.weight", S, H), b.matrix(p + "ffn_up_shexp.weight", S, H),
                            b.matrix(p + "ffn_down_shexp.weight", H, S), {}, {}, {}};
-        L.shared_expert_gate = b.row(p + "ffn_gate_inp_shexp.weight", H);
+        if (c.shared_expert_gated) L.shared_expert_gate = b.row(p + "ffn_gate_inp_shexp.weight", H);
       }
       continue;
     }

@@ -49,15 +49,4 @@ void bind_kv_b(const TensorView& kv_b, const ModelConfig& c, LayerWeights& L, co
   }
 }
 
-void bind_split_kv_b(const TensorView& k_b, const TensorView& v_b, const ModelConfig& c, LayerWeights& L) {
-  const int64_t R = c.kv_lora_rank, vd = c.value_dim();
-  L.k_b.clear();
-  L.v_b.clear();
-  for (int h = 0; h < c.num_heads; ++h) {
-    const std::string part = "[" + std::to_string(h) + "]";
-    L.k_b.push_back(k_b.rows_view(int64_t(h) * R, R, part));
-    L.v_b.push_back(v_b.rows_view(int64_t(h) * vd, vd, part));
-  }
-}
-
 }  // namespace specscope

@@ -1,7 +1,7 @@
 #pragma once
 // The per-head parts of DeepSeek's kv_b (LayerWeights::k_b, v_b) as the CPU's multi-head latent attention multiplies
-// by them (cpu_mla.cpp): from transformers' kv_b_proj, or from a GGUF file's attn_k_b and attn_v_b (llama.cpp's
-// converter splits kv_b_proj so, k_b transposed).
+// by them (cpu_mla.cpp), from a whole kv_b: transformers' kv_b_proj, or a GGUF file's attn_kv_b from before llama.cpp's
+// converter split it into attn_k_b (transposed) and attn_v_b, which gguf_model.cpp binds head by head as they are.
 #include <string>
 
 #include "engine/model/config.h"
@@ -13,9 +13,5 @@ namespace specscope {
 // v_b[h] is a view of head h's value rows; k_b[h] [kv_lora_rank, nope] a transposed copy of its nope rows, in
 // kv_b's dtype. `file` names the checkpoint in errors.
 void bind_kv_b(const TensorView& kv_b, const ModelConfig& c, LayerWeights& L, const std::string& file);
-
-// llama.cpp's split: k_b [heads * kv_lora_rank, nope] and v_b [heads * v_head_dim, kv_lora_rank], each head's rows
-// one after another; every head's part is a view of its rows.
-void bind_split_kv_b(const TensorView& k_b, const TensorView& v_b, const ModelConfig& c, LayerWeights& L);
 
 }  // namespace specscope
