@@ -171,7 +171,12 @@ INSTANTIATE_TEST_SUITE_P(
                       // GPT-OSS: sinks in every attention row, biased experts, and MXFP4 experts read as Q5_0.
                       Case{"models/gpt_oss_f32", true}, Case{"models/gpt_oss_mxfp4", false},
                       Case{"gguf_models/gpt_oss_f32.mxfp4.gguf", false},
-                      Case{"gguf_models/gpt_oss_f32.mxfp4.gguf", true}),
+                      Case{"gguf_models/gpt_oss_f32.mxfp4.gguf", true},
+                      // DeepSeek's latent attention: every head's absorbed query against the one latent key head, and
+                      // each head's k_b and v_b products over all the rows at once; sigmoid routing with groups (V3).
+                      Case{"models/deepseek_v2_f32", true}, Case{"models/deepseek_v3_f32", false},
+                      Case{"gguf_models/deepseek_v2_f32.q8_0.gguf", false},
+                      Case{"gguf_models/deepseek_v3_f32.q8_0.gguf", true}),
     name_of);
 
 }  // namespace

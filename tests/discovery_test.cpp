@@ -135,7 +135,8 @@ TEST_F(Discovery_, FactsAgreeWithTheLoaders) {
     EXPECT_EQ(m.facts.hidden_size, model->config().hidden_size) << m.name;
     EXPECT_EQ(m.facts.vocab_size, model->config().vocab_size) << m.name;
     EXPECT_EQ(m.facts.num_layers, model->config().num_layers) << m.name;
-    EXPECT_EQ(m.facts.kv_dim, model->config().num_kv_heads * model->config().head_dim) << m.name;
+    EXPECT_EQ(m.facts.kv_dim, model->config().cache_key_dim()) << m.name;
+    EXPECT_EQ(m.facts.kv_value_dim, model->config().cache_value_dim()) << m.name;
     ++checked;
   }
   EXPECT_EQ(checked, 10);
@@ -419,6 +420,10 @@ TEST(MemoryEstimate, KvCacheAndWeights) {
   // [layers][n_ctx][kv_dim] f32 keys and values, plus the transposed keys with rows rounded up to 16.
   EXPECT_EQ(cpu_kv_cache_bytes(f, 100), uint64_t(3 * 8 * (2 * 100 + 112) * 4));
   EXPECT_EQ(cpu_kv_cache_bytes(f, 0), cpu_kv_cache_bytes(f, 256));  // the default context: max_position_embeddings
+  // DeepSeek's latent attention caches keys of the latent and the rotary key (8 here) and values of the latent (6).
+  ModelFacts mla = f;
+  mla.kv_value_dim = 6;
+  EXPECT_EQ(cpu_kv_cache_bytes(mla, 100), uint64_t(3 * ((8 + 6) * 100 + 8 * 112) * 4));
   f.max_context = 131072;
   EXPECT_EQ(default_context(f.max_context), 4096);  // CpuContext caps its default at 4096
   const MemoryNeed n = model_memory(f, 4096);

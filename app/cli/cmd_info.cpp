@@ -50,7 +50,15 @@ int cmd_info(Args& args) {
     j["experts"] = {{"count", c.num_experts}, {"per_token", c.experts_per_token}, {"ffn", c.expert_ffn},
                     {"renormalized", c.norm_topk_prob},
                     {"layers", c.expert_layers()},
-                    {"shared_expert_ffn", c.shared_expert_ffn > 0 ? nlohmann::json(c.shared_expert_ffn) : nlohmann::json(nullptr)}};
+                    {"shared_expert_ffn", c.shared_expert_ffn > 0 ? nlohmann::json(c.shared_expert_ffn) : nlohmann::json(nullptr)},
+                    {"scores", c.expert_sigmoid ? "sigmoid" : "softmax"},
+                    {"groups", c.expert_groups > 0 ? nlohmann::json({c.expert_groups_used, c.expert_groups}) : nlohmann::json(nullptr)},
+                    {"scale", c.routed_scaling}};
+  if (c.mla())  // DeepSeek's multi-head latent attention: what a token caches instead of per-head keys and values
+    j["latent_attention"] = {{"kv_lora_rank", c.kv_lora_rank},
+                             {"q_lora_rank", c.q_lora_rank > 0 ? nlohmann::json(c.q_lora_rank) : nlohmann::json(nullptr)},
+                             {"rope_dim", c.rotary_dims()}, {"value_dim", c.value_dim()},
+                             {"cached_floats_per_token_and_layer", c.cache_key_dim() + c.cache_value_dim()}};
   // Speculative Streaming models carry their streams; every model gets the heads' parameter overheads.
   std::shared_ptr<const StreamingWeights> streaming;
   if (StreamingWeights::present(path)) streaming = StreamingWeights::load(path, *model);
@@ -91,8 +99,19 @@ int cmd_info(Args& args) {
     std::printf("experts        %d of %d per token (ffn %d, weights %s) in %d of %d layers\n", c.experts_per_token,
                 c.num_experts, c.expert_ffn, c.norm_topk_prob ? "renormalized" : "as the softmax gives them",
                 c.expert_layers(), c.num_layers);
+  if (c.moe() && (c.expert_sigmoid || c.expert_groups > 0 || c.routed_scaling != 1.f))
+    std::printf("routing        %s scores%s, weights times %g\n", c.expert_sigmoid ? "sigmoid" : "softmax",
+                c.expert_groups > 0 ? (", within the best " + std::to_string(c.expert_groups_used) + " of " +
+                                       std::to_string(c.expert_groups) + " groups").c_str()
+                                    : "",
+                double(c.routed_scaling));
   if (c.shared_expert_ffn > 0)
-    std::printf("shared expert  ffn %d, every token, scaled by sigmoid of its gate\n", c.shared_expert_ffn);
+    std::printf("shared expert  ffn %d, every token, %s\n", c.shared_expert_ffn,
+                c.shared_expert_gated ? "scaled by sigmoid of its gate" : "added as it is");
+  if (c.mla())
+    std::printf("latent attn    kv rank %d, q rank %s, rope %d, value %d: %d floats cached a token and layer\n",
+                c.kv_lora_rank, c.q_lora_rank > 0 ? std::to_string(c.q_lora_rank).c_str() : "none", c.rotary_dims(),
+                c.value_dim(), c.cache_key_dim() + c.cache_value_dim());
   std::printf("vocab size     %d\n", c.vocab_size);
   std::printf("context        %d (rope theta %g, scaling %s)\n", c.max_position_embeddings, c.rope_theta,
               c.rope_scaling.type.c_str());

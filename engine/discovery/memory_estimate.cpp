@@ -15,7 +15,8 @@ int default_context(int max_context) { return std::min(max_context > 0 ? max_con
 uint64_t cpu_kv_cache_bytes(const ModelFacts& f, int n_ctx) {
   const uint64_t n = uint64_t(n_ctx > 0 ? n_ctx : default_context(f.max_context));
   const uint64_t kt_stride = cpu::kt_stride_for(int(n));  // the transposed keys' row length, as CpuContext sizes it
-  return uint64_t(f.num_layers) * uint64_t(f.kv_dim) * (2 * n + kt_stride) * sizeof(float);
+  const uint64_t key = uint64_t(f.kv_dim), value = uint64_t(f.kv_value_dim > 0 ? f.kv_value_dim : f.kv_dim);
+  return uint64_t(f.num_layers) * ((key + value) * n + key * kt_stride) * sizeof(float);
 }
 
 MemoryNeed model_memory(const ModelFacts& f, int n_ctx, bool with_kv) {

@@ -10,8 +10,9 @@
 //    the disk needs them resident. Plus the bytes the loader copies out of
 //    the mapping (GGUF llama files: the Q and K rows it reorders) and the copy the bf16 panel kernels pack of bf16
 //    weights on CPUs with AVX2 or AVX-512 when the hidden size is below 2048 (cpu::bf16_weights_repacked).
-//  - the KV cache of a CPU context (cpu_context.cpp): f32 keys and values, [layers][n_ctx][kv_dim] each, plus the
-//    transposed key copy the attention kernel reads, [layers][kv_dim][n_ctx rounded up to 16].
+//  - the KV cache of a CPU context (cpu_context.cpp): f32 keys and values, [layers][n_ctx][kv_dim] each (values
+//    kv_value_dim wide with DeepSeek's latent attention), plus the transposed key copy the attention kernel reads,
+//    [layers][kv_dim][n_ctx rounded up to 16].
 // Not counted: activations and logits (megabytes), the tokenizer, thread stacks. A GPU backend holds its KV cache
 // on the device: the check then counts the weights only.
 #include <cstdint>

@@ -20,6 +20,7 @@ struct ModelFacts {
   // What drafters are matched by: "llama" (Mistral included: the same network), "qwen2", or the raw model type.
   std::string family;
   int hidden_size = 0, vocab_size = 0, num_layers = 0, kv_dim = 0;  // 0: not known
+  int kv_value_dim = 0;  // what a token's values take of the cache (ModelConfig::cache_value_dim); 0: kv_dim
   int max_context = 0;         // max_position_embeddings / <arch>.context_length
   uint64_t parameters = 0;     // as Model::parameter_count() counts them
   std::string dtype;           // as Model::weights_dtype() names it ("bf16", "q8_0", ...)

@@ -30,7 +30,8 @@ ModelFacts probe_gguf(const std::string& path) {
     f.hidden_size = c.hidden_size;
     f.vocab_size = c.vocab_size;
     f.num_layers = c.num_layers;
-    f.kv_dim = c.num_kv_heads * c.head_dim;
+    f.kv_dim = c.cache_key_dim();
+    f.kv_value_dim = c.cache_value_dim();
     f.max_context = c.max_position_embeddings;
   } catch (const InputError&) {
     // Not a configuration SpecScope runs: gguf_load_problem already says why; the sizes stay unknown.

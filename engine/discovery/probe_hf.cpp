@@ -93,7 +93,8 @@ void probe_target(const std::string& dir, const std::string& cfg_text, const std
     f.hidden_size = c.hidden_size;
     f.vocab_size = c.vocab_size;
     f.num_layers = c.num_layers;
-    f.kv_dim = c.num_kv_heads * c.head_dim;
+    f.kv_dim = c.cache_key_dim();
+    f.kv_value_dim = c.cache_value_dim();
     f.max_context = c.max_position_embeddings;
     f.family = family_of(c.model_type);
     names = hf_text_names(c, st);

@@ -183,7 +183,7 @@ int get_int_in(const json& j, const char* key, const std::string& path, int def,
 // "group_limited_greedy"; V3 always), renormalized when norm_topk_prob, times routed_scaling_factor.
 void parse_deepseek_moe(const json& j, ModelConfig& c, const std::string& path) {
   const bool v3 = c.architecture == "DeepseekV3ForCausalLM";
-  c.num_experts = get_int_in(j, "n_routed_experts", path, v3 ? 256 : 160, 1, kMaxExperts);
+  c.num_experts = get_int_in(j, "n_routed_experts", path, v3 ? 256 : 64, 1, kMaxExperts);
   c.experts_per_token = get_int_in(j, "num_experts_per_tok", path, 8, 1, c.num_experts);
   c.expert_ffn = get_int_in(j, "moe_intermediate_size", path, v3 ? 2048 : 1407, 1, 1 << 20);
   const int shared = get_int_in(j, "n_shared_experts", path, v3 ? 1 : 2, 0, 64);
@@ -228,10 +228,11 @@ void parse_deepseek_moe(const json& j, ModelConfig& c, const std::string& path) 
 // last qk_rope_head_dim values; every head has its own key and value (num_key_value_heads is the heads' count).
 // The scores' scale is 1/sqrt(head_dim), times YaRN's mscale_all_dim term squared.
 void parse_mla(const json& j, ModelConfig& c, const std::string& path) {
-  const bool v3 = c.architecture == "DeepseekV3ForCausalLM";
   c.kv_lora_rank = get_int_in(j, "kv_lora_rank", path, 512, 1, 1 << 16);
-  c.q_lora_rank = get_int_in(j, "q_lora_rank", path, v3 ? 1536 : 0, 0, 1 << 16);  // null: none (V2-Lite)
-  const int nope = get_int_in(j, "qk_nope_head_dim", path, 128, 0, 4096);
+  // null: none (V2-Lite, Moonlight); absent: DeepseekV2Config's and V3Config's 1536
+  const bool no_q_lora = j.contains("q_lora_rank") && j["q_lora_rank"].is_null();
+  c.q_lora_rank = no_q_lora ? 0 : get_int_in(j, "q_lora_rank", path, 1536, 1, 1 << 16);
+  const int nope = get_int_in(j, "qk_nope_head_dim", path, 128, 1, 4096);
   const int rope = get_int_in(j, "qk_rope_head_dim", path, 64, 2, 4096);
   c.v_head_dim = get_int_in(j, "v_head_dim", path, 128, 1, 4096);
   if (rope % 2) throw InputError(path, "field 'qk_rope_head_dim' must be even");

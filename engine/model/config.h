@@ -159,6 +159,10 @@ struct ModelConfig {
   bool mla() const { return kv_lora_rank > 0; }
   int nope_dim() const { return head_dim - rotary_dims(); }  // MLA: each head's key values without RoPE
   int value_dim() const { return v_head_dim > 0 ? v_head_dim : head_dim; }
+  // What a CPU context caches of each token and layer, in floats: its keys (every KV head's, or with MLA the latent
+  // and the rotary key) and its values (as many, or with MLA the latent alone).
+  int cache_key_dim() const { return mla() ? kv_lora_rank + rotary_dims() : num_kv_heads * head_dim; }
+  int cache_value_dim() const { return mla() ? kv_lora_rank : num_kv_heads * head_dim; }
   int window_of(int layer) const;  // the layer's sliding window; 0: it attends to the whole context
   bool local_rope(int layer) const { return rope_local_theta > 0.f && window_of(layer) > 0; }
   float attention_scale() const;  // what scores are multiplied by

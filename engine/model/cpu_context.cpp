@@ -24,9 +24,9 @@ namespace specscope {
 CpuContext::CpuContext(std::shared_ptr<const Model> model, int n_ctx, cpu::WeightForm form) : model_(std::move(model)) {
   const auto& c = model_->config();
   n_ctx_ = n_ctx > 0 ? n_ctx : std::min(c.max_position_embeddings, 4096);
-  key_head_dim_ = c.mla() ? c.kv_lora_rank + c.rotary_dims() : c.head_dim;
-  kv_dim_ = c.mla() ? key_head_dim_ : c.num_kv_heads * c.head_dim;
-  v_dim_ = c.mla() ? c.kv_lora_rank : kv_dim_;
+  key_head_dim_ = c.mla() ? c.cache_key_dim() : c.head_dim;
+  kv_dim_ = c.cache_key_dim();
+  v_dim_ = c.cache_value_dim();
   k_cache_.assign(c.num_layers, std::vector<float>(size_t(n_ctx_) * kv_dim_));
   v_cache_.assign(c.num_layers, std::vector<float>(size_t(n_ctx_) * v_dim_));
   kt_stride_ = cpu::kt_stride_for(n_ctx_);

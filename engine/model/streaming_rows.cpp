@@ -9,8 +9,8 @@
 namespace specscope {
 
 void check_streaming(const StreamingRequest& sr, const ModelConfig& c, int n) {
-  if (!sr.weights) throw InputError("batch", "streaming request without streaming weights");
   if (c.mla()) throw InputError("batch", "Speculative Streaming's streams are not written for multi-head latent attention (DeepSeek)");
+  if (!sr.weights) throw InputError("batch", "streaming request without streaming weights");
   const auto& sc = sr.weights->config();
   if (sr.streams < 1 || sr.streams > sc.num_streams)
     throw InputError("batch", "streams must be in 1.." + std::to_string(sc.num_streams));
