@@ -27,6 +27,11 @@ parameters of which 0.41B are read per token, f16 (4.8 GB). `--shape gptoss-4l` 
 layer with 4 per token and biases, a 128-token window on every other layer, YaRN; vocab 32000 where the real one has
 201088; untied, as published): 3.52B parameters of which 0.52B are read per token, f16 (7.0 GB), drawn in f16 (an
 f32 draw would take 14 GB). Quantized with llama-quantize's MXFP4_MOE, its experts are MXFP4 as the published files'.
+`--shape dsv2lite-4l` is four of DeepSeek-V2-Lite's 27 layers (DeepseekV2ForCausalLM: hidden 2048, 16 heads of
+multi-head latent attention (a 512-value latent, a 64-value rotary key, 128 + 64 query/key and 128 value values a
+head, no q_lora), one dense layer (10944) then three of 64 experts of 1408 with 6 per token and 2 shared, YaRN 40x over
+4,096 with mscale 0.707; vocab 32000 where the real one has 102400; untied): 1.98B parameters, f16 (4.0 GB), drawn
+in f16.
 
     /root/.cache/specscope/venv/bin/python bench/make_synthetic_llama.py /tmp/syn60
     /root/.cache/specscope/venv/bin/python tests/fixtures/make_gguf_models.py --convert /tmp/syn60 f32 /tmp/syn60.f32.gguf
@@ -37,7 +42,7 @@ import os
 import shutil
 
 import torch
-from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig, GptOssConfig,
+from transformers import (DeepseekV2Config, DeepseekV2ForCausalLM, Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig, GptOssConfig,
                           GptOssForCausalLM, LlamaConfig,
                           LlamaForCausalLM, Qwen2MoeConfig, Qwen2MoeForCausalLM, Qwen3Config, Qwen3ForCausalLM,
                           Qwen3MoeConfig, Qwen3MoeForCausalLM)
@@ -54,7 +59,8 @@ SHAPES = {"60m": (768, 9, 12, 4, 2048, 4096, 1024, 10000.0, torch.float32),
           "gemma2-2b": (2304, 26, 8, 4, 9216, 256000, 8192, 10000.0, torch.float16),
           "qwen3moe-4l": (2048, 4, 32, 4, 6144, 32000, 4096, 1000000.0, torch.float16),
           "qwen2moe-4l": (2048, 4, 16, 16, 5632, 32000, 8192, 1000000.0, torch.float16),
-          "gptoss-4l": (2880, 4, 64, 8, 2880, 32000, 131072, 150000.0, torch.float16)}
+          "gptoss-4l": (2880, 4, 64, 8, 2880, 32000, 131072, 150000.0, torch.float16),
+          "dsv2lite-4l": (2048, 4, 16, 16, 10944, 32000, 163840, 10000.0, torch.float16)}
 # The shapes of another architecture: (config class, model class, extra config keys).
 ARCHS = {"qwen3-0.6b": (Qwen3Config, Qwen3ForCausalLM, dict(head_dim=128)),
          "gemma3-1b": (Gemma3TextConfig, Gemma3ForCausalLM,
@@ -73,9 +79,17 @@ ARCHS = {"qwen3-0.6b": (Qwen3Config, Qwen3ForCausalLM, dict(head_dim=128)),
                             tie_word_embeddings=False, attention_bias=True,
                             rope_parameters={"rope_type": "yarn", "rope_theta": 150000.0, "factor": 32.0,
                                              "beta_fast": 32.0, "beta_slow": 1.0, "truncate": False,
-                                             "original_max_position_embeddings": 4096}))}
+                                             "original_max_position_embeddings": 4096})),
+         "dsv2lite-4l": (DeepseekV2Config, DeepseekV2ForCausalLM,
+                         dict(kv_lora_rank=512, q_lora_rank=None, qk_nope_head_dim=128, qk_rope_head_dim=64,
+                              v_head_dim=128, n_routed_experts=64, num_experts_per_tok=6, n_shared_experts=2,
+                              moe_intermediate_size=1408, first_k_dense_replace=1, topk_method="greedy",
+                              norm_topk_prob=False, routed_scaling_factor=1.0, tie_word_embeddings=False,
+                              rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 40.0,
+                                               "original_max_position_embeddings": 4096, "mscale": 0.707,
+                                               "mscale_all_dim": 0.707, "beta_fast": 32.0, "beta_slow": 1.0}))}
 # Shapes too large to draw in f32 on this machine's memory: drawn in the saved dtype directly.
-DRAW_IN_DTYPE = {"gptoss-4l"}
+DRAW_IN_DTYPE = {"gptoss-4l", "dsv2lite-4l"}
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
 
