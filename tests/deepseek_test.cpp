@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/formats/gguf.h"
 #include "engine/model/config.h"
+#include "engine/model/gguf_config.h"
 #include "engine/model/expert_routing.h"
 #include "engine/model/forward.h"
 #include "engine/model/model.h"
@@ -189,6 +191,18 @@ TEST(DeepSeek, BadFieldsAreRefusedNamingThem) {
   j = deepseek_v2_lite();
   j["attention_bias"] = true;
   refused(j, "attention_bias");
+}
+
+// A GGUF file that keeps its multi-token-prediction block after the layers (GLM-4.7-Flash's conversions) counts it in
+// block_count and says so in nextn_predict_layers: the model is the layers before it, as llama.cpp runs them.
+TEST(DeepSeek, AGgufMtpBlockIsNotALayer) {
+  const GgufFile plain = GgufFile::open(test::fixture("gguf_models/deepseek_v2_f32.f32.gguf"));
+  const GgufFile mtp = GgufFile::open(test::fixture("gguf_models/metadata/deepseek2_mtp.gguf"));
+  EXPECT_EQ(mtp.get_int("deepseek2.block_count"), 4);
+  const ModelConfig a = config_from_gguf(plain, false), b = config_from_gguf(mtp, false);
+  EXPECT_EQ(a.num_layers, 3);
+  EXPECT_EQ(b.num_layers, 3);
+  EXPECT_EQ(b.moe_layers, a.moe_layers);
 }
 
 // Speculation on a latent-attention target: every verification batch runs its rows' absorbed queries over the cache

@@ -144,6 +144,9 @@ void experts_from_gguf(const GgufFile& g, ModelConfig& c, const std::string& arc
 // the cosines and sines, leaving rope.scaling.attn_factor (1 when absent).
 void deepseek2_from_gguf(const GgufFile& g, ModelConfig& c) {
   const std::string p = "deepseek2.";
+  // A multi-token-prediction block kept after the layers (GLM-4.7-Flash's files) is counted in block_count; llama.cpp
+  // runs the layers before it, and so does SpecScope.
+  c.num_layers -= size_key(g, p + "nextn_predict_layers", 0, c.num_layers - 1, 0);
   const bool mla_keys = g.has(p + "attention.key_length_mla");
   c.kv_lora_rank = size_key(g, p + "attention.kv_lora_rank", 1, 1 << 16);
   c.q_lora_rank = size_key(g, p + "attention.q_lora_rank", 0, 1 << 16, 0);
