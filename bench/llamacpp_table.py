@@ -26,7 +26,8 @@ ROWS = [("base_bf16", "default base, bf16 (14M)"), ("syn60_f32", "60M, f32"), ("
         ("synmoe_q4_0", "Qwen3-30B-A3B layers (MoE), Q4_0"), ("synmoe_q4_k_m", "Qwen3-30B-A3B layers (MoE), Q4_K_M"),
         ("synmoe2_q4_0", "Qwen1.5-MoE-A2.7B layers (shared expert), Q4_0"),
         ("synmoe2_q4_k_m", "Qwen1.5-MoE-A2.7B layers (shared expert), Q4_K_M"),
-        ("synoss_mxfp4_moe", "gpt-oss-20b layers (MXFP4 experts), MXFP4_MOE")]
+        ("synoss_mxfp4_moe", "gpt-oss-20b layers (MXFP4 experts), MXFP4_MOE"),
+        ("synds_q4_k_m", "DeepSeek-V2-Lite layers (latent attention), Q4_K_M")]
 ENGINES = [("llamabench", "llama.cpp `llama-bench`"), ("llamacpp", "llama.cpp binding, all n logits")]
 
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/discovery/model_probe.h"
 #include "engine/formats/gguf.h"
 #include "engine/model/config.h"
 #include "engine/model/gguf_config.h"
@@ -114,6 +115,18 @@ TEST(DeepSeek, TheCacheHoldsTheLatent) {
   const ModelConfig c = ModelConfig::from_json_text(deepseek_v2_lite().dump(), "config.json");
   EXPECT_EQ(c.cache_key_dim(), 576);
   EXPECT_EQ(c.cache_value_dim(), 512);
+}
+
+// The memory check counts what the loader copies: a checkpoint's kv_b key parts, transposed per head (a GGUF file's
+// attn_k_b is read in place).
+TEST(DeepSeek, TheMemoryCheckCountsTheTransposedKeyParts) {
+  const auto m = Model::load(test::fixture("models/deepseek_v2_f32"));
+  uint64_t copied = 0;
+  for (const auto& L : m->weights().layers)
+    for (const auto& k : L.k_b) copied += k.nbytes();
+  EXPECT_EQ(copied, uint64_t(3 * 4 * 32 * 16 * 4));  // layers x heads x latent x nope x f32
+  EXPECT_EQ(discovery::probe_model(test::fixture("models/deepseek_v2_f32")).copied_bytes, copied);
+  EXPECT_EQ(discovery::probe_model(test::fixture("gguf_models/deepseek_v2_f32.f32.gguf")).copied_bytes, 0u);
 }
 
 TEST(DeepSeek, RoutingIsTransformers) {

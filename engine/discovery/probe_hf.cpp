@@ -86,7 +86,8 @@ void probe_eagle(const json& cfg, const TensorStore& st, ModelFacts& f) {
 void probe_target(const std::string& dir, const std::string& cfg_text, const std::string& cfg_path, const TensorStore& st,
                   ModelFacts& f) {
   HfTextNames names;
-  bool gpt_oss = false;
+  bool gpt_oss = false, mla = false;
+  int nope = 0, value = 0;
   try {
     const ModelConfig c = ModelConfig::from_json_text(cfg_text, cfg_path);
     // The sizes as the loader reads them: a vision-language checkpoint's are in its text_config, with defaults.
@@ -99,6 +100,9 @@ void probe_target(const std::string& dir, const std::string& cfg_text, const std
     f.family = family_of(c.model_type);
     names = hf_text_names(c, st);
     gpt_oss = c.architecture == "GptOssForCausalLM";
+    mla = c.mla();
+    nope = c.nope_dim();
+    value = c.value_dim();
   } catch (const InputError& e) {
     f.problem = e.what();
     return;
@@ -106,7 +110,10 @@ void probe_target(const std::string& dir, const std::string& cfg_text, const std
   f.parameters = names.parameters(st);  // as Model::parameter_count counts: a wrapper's vision tower left out
   // GPT-OSS's experts are copied out of the mapping (model.cpp, GptOssExpertCopies): the fused dense tensors as they
   // are, the MXFP4 codes with their scales as ggml's blocks (17 bytes a block of 32 for the 16 bytes of codes).
+  // DeepSeek's kv_b_proj: each head's key part copied transposed (mla_weights.cpp), its nope rows of the whole.
   for (const auto& [name, t] : st.all()) {
+    if (mla && name.ends_with("self_attn.kv_b_proj.weight"))
+      f.copied_bytes += t.nbytes() / uint64_t(nope + value) * uint64_t(nope);
     if (!gpt_oss || name.find(".mlp.experts.") == std::string::npos || name.ends_with("_bias") || name.ends_with("_scales")) continue;
     f.copied_bytes += name.ends_with("_blocks") ? t.nbytes() / 16 * 17 : t.nbytes();
   }
