@@ -199,6 +199,9 @@ TEST(DeepSeek, BadFieldsAreRefusedNamingThem) {
   j["qk_rope_head_dim"] = 63;
   refused(j, "qk_rope_head_dim");
   j = deepseek_v2_lite();
+  j["qk_nope_head_dim"] = 127;
+  refused(j, "qk_nope_head_dim");
+  j = deepseek_v2_lite();
   j["kv_lora_rank"] = 0;
   refused(j, "kv_lora_rank");
   j = deepseek_v2_lite();

@@ -235,7 +235,10 @@ void parse_mla(const json& j, ModelConfig& c, const std::string& path) {
   const int nope = get_int_in(j, "qk_nope_head_dim", path, 128, 1, 4096);
   const int rope = get_int_in(j, "qk_rope_head_dim", path, 64, 2, 4096);
   c.v_head_dim = get_int_in(j, "v_head_dim", path, 128, 1, 4096);
+  // RoPE turns pairs; an odd nope part (found by fuzz_hf_config) would leave an odd head_dim, which no published
+  // model has and every reader of head_dim assumes even.
   if (rope % 2) throw InputError(path, "field 'qk_rope_head_dim' must be even");
+  if (nope % 2) throw InputError(path, "field 'qk_nope_head_dim' must be even");
   c.head_dim = nope + rope;
   c.rotary_dim = rope;
   c.num_kv_heads = c.num_heads;
