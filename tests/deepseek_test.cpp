@@ -129,6 +129,14 @@ TEST(DeepSeek, TheMemoryCheckCountsTheTransposedKeyParts) {
   EXPECT_EQ(discovery::probe_model(test::fixture("gguf_models/deepseek_v2_f32.f32.gguf")).copied_bytes, 0u);
 }
 
+// One family whichever format a model comes in, so that a head made for one pairs with the other (discovery).
+TEST(DeepSeek, BothFormatsAreOneFamily) {
+  const std::string gguf = discovery::probe_model(test::fixture("gguf_models/deepseek_v3_f32.q8_0.gguf")).family;
+  EXPECT_EQ(gguf, "deepseek2");
+  EXPECT_EQ(discovery::probe_model(test::fixture("models/deepseek_v2_f32")).family, gguf);
+  EXPECT_EQ(discovery::probe_model(test::fixture("models/deepseek_v3_f32")).family, gguf);
+}
+
 TEST(DeepSeek, RoutingIsTransformers) {
   const json fx = json::parse(read_text_file(test::fixture("moe/deepseek_routing.json")));
   ASSERT_EQ(fx.at("cases").size(), 4u);
