@@ -6,6 +6,7 @@
 // attention runs as one key head shared by every query head, summing the latents c; the head's value is then
 // W_vb_h (sum_j w_j c_j). A 16-head DeepSeek-V2-Lite layer caches 576 + 512 floats a token instead of 16 x (192 + 128).
 #include <cstring>
+#include <vector>
 
 #include "engine/cpu/matmul.h"
 #include "engine/cpu/op_profile.h"
@@ -14,6 +15,24 @@
 #include "engine/model/model.h"
 
 namespace specscope {
+namespace {
+
+// Each head's own product over all the rows: the first `width` values of head h of every row of src (rows src_row
+// apart, heads head_stride apart) gathered into in[h][rows][width], times W[h] into out[h][rows][W[h] rows]; every
+// head's product in one call (one fork where the weights are block-quantized).
+void per_head_products(const float* src, size_t src_row, size_t head_stride, int width, int rows,
+                       const std::vector<TensorView>& W, float* in, float* out, std::vector<cpu::LinearInput>& products) {
+  products.clear();
+  for (size_t h = 0; h < W.size(); ++h) {
+    float* dst = in + h * size_t(rows) * size_t(width);
+    for (int i = 0; i < rows; ++i)
+      std::memcpy(dst + size_t(i) * width, src + size_t(i) * src_row + h * head_stride, sizeof(float) * width);
+    products.push_back({dst, &W[h], nullptr, out + h * size_t(rows) * size_t(W[h].rows())});
+  }
+  cpu::linear_each(rows, products);
+}
+
+}  // namespace
 
 void CpuContext::mla_project(int l, int na, const int32_t* pos) {
   const auto& c = model_->config();
@@ -56,17 +75,11 @@ void CpuContext::mla_project(int l, int na, const int32_t* pos) {
     }
     put_kt_rows(l, na);
   }
-  // Each head's nope query taken to the latent's space by its k_b, all heads' products in one call.
+  // Each head's nope query (the first nope of its hd values) taken to the latent's space by its k_b.
   grow(mla_nope_, size_t(nh) * na * nope);
   grow(mla_qlat_, size_t(nh) * na * R);
-  mla_products_.clear();
-  for (int h = 0; h < nh; ++h) {
-    float* dst = mla_nope_.data() + size_t(h) * na * nope;
-    for (int i = 0; i < na; ++i)
-      std::memcpy(dst + size_t(i) * nope, q_.data() + (size_t(i) * nh + h) * hd, sizeof(float) * nope);
-    mla_products_.push_back({dst, &L.k_b[size_t(h)], nullptr, mla_qlat_.data() + size_t(h) * na * R});
-  }
-  cpu::linear_each(na, mla_products_);
+  per_head_products(q_.data(), size_t(nh) * hd, size_t(hd), nope, na, L.k_b, mla_nope_.data(), mla_qlat_.data(),
+                    mla_products_);
   for (int i = 0; i < na; ++i)
     for (int h = 0; h < nh; ++h) {
       float* q = mla_q_.data() + (size_t(i) * nh + h) * kd;
@@ -78,16 +91,11 @@ void CpuContext::mla_project(int l, int na, const int32_t* pos) {
 void CpuContext::mla_values(const LayerWeights& L, int na) {
   const auto& c = model_->config();
   const int nh = c.num_heads, R = c.kv_lora_rank, vd = c.value_dim();
+  // Each head's weighted latent taken to its value by its v_b.
   grow(mla_heads_, size_t(nh) * na * R);
   grow(mla_v_, size_t(nh) * na * vd);
-  mla_products_.clear();
-  for (int h = 0; h < nh; ++h) {
-    float* src = mla_heads_.data() + size_t(h) * na * R;
-    for (int i = 0; i < na; ++i)
-      std::memcpy(src + size_t(i) * R, mla_lat_.data() + (size_t(i) * nh + h) * R, sizeof(float) * R);
-    mla_products_.push_back({src, &L.v_b[size_t(h)], nullptr, mla_v_.data() + size_t(h) * na * vd});
-  }
-  cpu::linear_each(na, mla_products_);
+  per_head_products(mla_lat_.data(), size_t(nh) * R, size_t(R), R, na, L.v_b, mla_heads_.data(), mla_v_.data(),
+                    mla_products_);
   for (int i = 0; i < na; ++i)
     for (int h = 0; h < nh; ++h)
       std::memcpy(att_.data() + (size_t(i) * nh + h) * vd, mla_v_.data() + (size_t(h) * na + i) * vd,
