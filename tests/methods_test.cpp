@@ -323,6 +323,15 @@ TEST(Methods, GreedyOutputEqualsVanillaOnGptOss) {
   expect_methods_lossless_on("gguf_models/gpt_oss_f32.mxfp4.gguf", "models/gpt_oss_f32", "models/gpt_oss_f32");
 }
 
+// DeepSeek's latent attention and routing (deepseek_v3_f32: a low-rank query, sigmoid experts with a choice bias in
+// groups): PLD, lookahead (its n-gram branches verified as one tree) and SpS, HF and Q8_0 GGUF drafting for each other.
+TEST(Methods, GreedyOutputEqualsVanillaOnDeepSeek) {
+  const auto model = Model::load(test::fixture("models/deepseek_v3_f32"));
+  ASSERT_TRUE(model->config().mla() && model->config().expert_sigmoid && model->config().expert_groups > 0);
+  expect_methods_lossless_on("models/deepseek_v3_f32", "gguf_models/deepseek_v3_f32.q8_0.gguf");
+  expect_methods_lossless_on("gguf_models/deepseek_v2_f32.q8_0.gguf", "models/deepseek_v2_f32", "models/deepseek_v2_f32");
+}
+
 TEST(Methods, SelfDraftAcceptsEverythingGreedy) {
   auto model = Model::load(test::fixture(kTarget));
   MethodSpec s;
