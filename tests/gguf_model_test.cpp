@@ -546,8 +546,8 @@ void never_behind_llama_cpp(const std::string& gguf_file, const std::string& sou
               "llama.cpp on %d\n", gguf_file.c_str(), lines.size(), ours_off, llama_cpp_off, not_llama_cpp);
 }
 
-// Other families' pre-tokenizers (tokenizer.ggml.pre: Falcon 3, SmolLM, DeepSeek Coder and LLM, Mistral's Tekken,
-// GPT-2, GPT-4o's o200k (Phi-4-mini), DeepSeek-R1's Qwen distillations) over the fixtures' vocabularies (make_gguf_models.py's pretokenizers/,
+// Other families' pre-tokenizers (tokenizer.ggml.pre: Falcon 3, SmolLM, DeepSeek Coder, LLM and V3, Mistral's Tekken,
+// GPT-2, GPT-4o's o200k (Phi-4-mini), DeepSeek-R1's Qwen distillations, GLM-4) over the fixtures' vocabularies (make_gguf_models.py's pretokenizers/,
 // metadata only). Each family's ids must be the Hugging Face `tokenizers` library's under that family's
 // tokenizer.json pre-tokenizer (pretokenizers/hf_tokens.json) on every corpus line but the one holding the
 // fixture's user-defined token (GGUF keeps no single_word flag: there llama.cpp's ids are the reference); an alias
@@ -591,7 +591,7 @@ TEST(GgufTokenizer, OtherFamiliesPreTokenizersMatchTheirTokenizerJson) {
     std::printf("[ gguf     ] %s: %zu lines as its tokenizer.json%s; %d differ from llama.cpp\n", name.c_str(),
                 lines.size(), base ? " (its family's)" : "", not_llama_cpp);
   }
-  EXPECT_EQ(files, 10);
+  EXPECT_EQ(files, 12);
 }
 
 TEST(GgufTokenizer, ByteLevelLlama3NeverBehindLlamaCpp) {
@@ -644,7 +644,7 @@ TEST(GgufTokenizer, SpecialTokensInTextAsLlamaCpp) {
   const auto& special = j.at("special");
   const auto texts = special.at("texts").get<std::vector<std::string>>();
   ASSERT_GE(texts.size(), 10u);
-  ASSERT_EQ(special.at("files").size(), 15u);  // four fixtures, the <unk> variant, the ten pretokenizers/ files
+  ASSERT_EQ(special.at("files").size(), 17u);  // four fixtures, the <unk> variant, the twelve pretokenizers/ files
   for (const auto& [file, expected] : special.at("files").items()) {
     const std::string variant = "+unk_type_2";
     const bool unk_variant = file.size() > variant.size() && file.ends_with(variant);

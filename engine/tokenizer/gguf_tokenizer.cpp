@@ -71,6 +71,19 @@ const std::vector<PreTokenizerFamily>& pre_tokenizer_families() {
         "\U0001e900-\U0001e943]+",
         "\\s?[!-/:-~\uff01-\uff0f\uff1a-\uff5e\u2018-\u201f\u3000-\u3002]+", "\\s+$",
         "[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+", "\\p{N}+"}},
+      // DeepSeek-V3 and R1: digits in runs of up to three, CJK runs, then letters (with one ASCII punctuation mark
+      // before them, or any other non-letter), punctuation and symbol runs, line breaks and spaces.
+      {.names = {"deepseek-v3"},
+       .splits = {"\\p{N}{1,3}", "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+        "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+|"
+        " ?[\\p{P}\\p{S}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"}},
+      // GLM-4 (GLM-4.5 to 4.7 and their Flash models, whose files are deepseek2): Llama 3's split with its
+      // contractions spelled case by case (the same matches), whole words taken whole, and no BOS unless the file
+      // names one and asks for it (llama.cpp clears the family's BOS id, and the file's keys then set it).
+      {.names = {"glm4", "glm5"},
+       .splits = {"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}|"
+        " ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+       .ignore_merges = true},
       // Mistral's Tekken (Mistral NeMo, Ministral): letter runs split at case changes, single digits.
       {.names = {"tekken"},
        .splits = {"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+|"
