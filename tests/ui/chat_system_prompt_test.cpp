@@ -6,6 +6,8 @@
 #include <QApplication>
 #include <QSettings>
 #include <cstdlib>
+#include <string>
+#include <unistd.h>
 #include <vector>
 
 #include "ui/views/chat_view.h"
@@ -22,6 +24,11 @@ QApplication& app() {
   static char* argv[] = {name, nullptr};
   static QApplication* a = [] {
     setenv("QT_QPA_PLATFORM", "offscreen", 0);
+    // Settings of this process's own: ctest runs each of these tests as a process of its own, two at a time, and
+    // with one shared settings file another test's save landed between this one's save and load (a clean-clone CI
+    // run, 2026-12-07).
+    const std::string config = testing::TempDir() + "chat_system_prompt_test_" + std::to_string(getpid());
+    setenv("XDG_CONFIG_HOME", config.c_str(), 1);
     auto* q = new QApplication(argc, argv);
     QApplication::setOrganizationName("SpecScopeTest");  // keep the user's QSettings out of it
     QApplication::setApplicationName("ChatSystemPromptTest");
