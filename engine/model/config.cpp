@@ -38,6 +38,17 @@ float get_positive_float(const json& j, const char* key, const std::string& path
   return v;
 }
 
+// A switch: absent or null, def; otherwise it must be a boolean.
+bool get_bool(const json& j, const char* key, const std::string& path, bool def) {
+  if (!j.contains(key) || j[key].is_null()) return def;
+  if (!j[key].is_boolean()) throw InputError(path, std::string("field '") + key + "' must be true or false");
+  return j[key].get<bool>();
+}
+
+// YaRN's magnitude term for a scale of `factor`: 0.1 m ln(factor) + 1, or 1 when the context is not stretched
+// (transformers' get_mscale / yarn_get_mscale).
+double yarn_mscale(float factor, double m) { return factor <= 1.f ? 1.0 : 0.1 * m * std::log(double(factor)) + 1.0; }
+
 DType parse_torch_dtype(const json& j) {
   for (const char* key : {"torch_dtype", "dtype"}) {
     if (j.contains(key) && j[key].is_string()) {
@@ -110,10 +121,10 @@ void parse_yarn(const json& rs, ModelConfig& c, const std::string& path) {
     if (!rs["truncate"].is_boolean()) throw InputError(path, "yarn field 'truncate' must be true or false");
     r.truncate = rs["truncate"].get<bool>();
   }
-  auto mscale_of = [&](double m) { return r.factor <= 1.f ? 1.0 : 0.1 * m * std::log(double(r.factor)) + 1.0; };
   const float mscale = get_float(rs, "mscale", path, 0.f), mscale_all = get_float(rs, "mscale_all_dim", path, 0.f);
-  r.attention_factor = mscale != 0.f && mscale_all != 0.f ? float(mscale_of(mscale) / mscale_of(mscale_all))
-                                                          : float(mscale_of(1.0));
+  r.attention_factor = mscale != 0.f && mscale_all != 0.f
+                           ? float(yarn_mscale(r.factor, mscale) / yarn_mscale(r.factor, mscale_all))
+                           : float(yarn_mscale(r.factor, 1.0));
   r.mscale_all_dim = mscale_all;
   if (rs.contains("attention_factor") && !rs["attention_factor"].is_null())
     r.attention_factor = get_positive_float(rs, "attention_factor", path, 1.f);
@@ -210,12 +221,7 @@ void parse_deepseek_moe(const json& j, ModelConfig& c, const std::string& path) 
     if (c.experts_per_token > c.expert_groups_used * (c.num_experts / c.expert_groups))
       throw InputError(path, "num_experts_per_tok is more than topk_group groups hold");
   }
-  if (j.contains("norm_topk_prob") && !j["norm_topk_prob"].is_null()) {
-    if (!j["norm_topk_prob"].is_boolean()) throw InputError(path, "field 'norm_topk_prob' must be true or false");
-    c.norm_topk_prob = j["norm_topk_prob"].get<bool>();
-  } else {
-    c.norm_topk_prob = v3;
-  }
+  c.norm_topk_prob = get_bool(j, "norm_topk_prob", path, v3);
   c.routed_scaling = get_positive_float(j, "routed_scaling_factor", path, v3 ? 2.5f : 1.f);
   const int first_dense = get_int(j, "first_k_dense_replace", path, v3 ? 3 : 0);
   const int freq = get_int_in(j, "moe_layer_freq", path, 1, 1, 1 << 20);
@@ -253,18 +259,15 @@ void parse_mla(const json& j, ModelConfig& c, const std::string& path) {
 // (shared_expert_intermediate_size). Missing keys take transformers' defaults (Qwen2MoeConfig's are those of
 // Qwen1.5-MoE-A2.7B).
 void parse_moe(const json& j, ModelConfig& c, const std::string& path) {
+  if (c.mla()) return parse_deepseek_moe(j, c, path);
   const bool mixtral = c.architecture == "MixtralForCausalLM", qwen2 = c.architecture == "Qwen2MoeForCausalLM";
   // GPT-OSS's experts are Mixtral's shape: num_local_experts as wide as intermediate_size in every layer, their
   // weights the softmax of the chosen logits (the same as renormalized); GptOssConfig's defaults 128 and 4.
   const bool gpt_oss = c.architecture == "GptOssForCausalLM", whole_width = mixtral || gpt_oss;
-  if (c.mla()) return parse_deepseek_moe(j, c, path);
   const char* count_key = !whole_width && j.contains("num_experts") ? "num_experts" : "num_local_experts";
-  c.num_experts = get_int(j, count_key, path, mixtral ? 8 : qwen2 ? 60 : 128);
+  c.num_experts = get_int_in(j, count_key, path, mixtral ? 8 : qwen2 ? 60 : 128, 1, kMaxExperts);
   c.experts_per_token = get_int(j, "num_experts_per_tok", path, mixtral ? 2 : qwen2 || gpt_oss ? 4 : 8);
   c.expert_ffn = whole_width ? c.intermediate_size : get_int(j, "moe_intermediate_size", path, qwen2 ? 1408 : 768);
-  if (c.num_experts < 1 || c.num_experts > kMaxExperts)
-    throw InputError(path, std::string("field '") + count_key + "' is " + std::to_string(c.num_experts) +
-                               " (expected 1.." + std::to_string(kMaxExperts) + ")");
   if (c.experts_per_token < 1 || c.experts_per_token > c.num_experts)
     throw InputError(path, "field 'num_experts_per_tok' is " + std::to_string(c.experts_per_token) + " (expected 1.." +
                                std::to_string(c.num_experts) + ", the number of experts)");
@@ -275,12 +278,8 @@ void parse_moe(const json& j, ModelConfig& c, const std::string& path) {
   }
   c.moe_layers.assign(size_t(c.num_layers), 1);
   if (whole_width) return;
-  if (j.contains("norm_topk_prob") && !j["norm_topk_prob"].is_null()) {
-    if (!j["norm_topk_prob"].is_boolean()) throw InputError(path, "field 'norm_topk_prob' must be true or false");
-    c.norm_topk_prob = j["norm_topk_prob"].get<bool>();
-  } else {
-    c.norm_topk_prob = false;  // Qwen2MoeConfig's and Qwen3MoeConfig's default (Qwen3's checkpoints all say true)
-  }
+  // Qwen2MoeConfig's and Qwen3MoeConfig's default false (Qwen3's checkpoints all say true)
+  c.norm_topk_prob = get_bool(j, "norm_topk_prob", path, false);
   const int step = get_int(j, "decoder_sparse_step", path, 1);
   if (step < 1) throw InputError(path, "field 'decoder_sparse_step' must be positive");
   for (int l = 0; l < c.num_layers; ++l) c.moe_layers[size_t(l)] = (l + 1) % step == 0;
@@ -520,7 +519,7 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
     parse_moe(j, c, path);
   if (deepseek && c.rope_scaling.type == "yarn" && c.rope_scaling.mscale_all_dim != 0.f) {
     // transformers' yarn_apply_mscale: the scores' scale times the mscale_all_dim term squared
-    const double m = c.rope_scaling.factor <= 1.f ? 1.0 : 0.1 * c.rope_scaling.mscale_all_dim * std::log(double(c.rope_scaling.factor)) + 1.0;
+    const double m = yarn_mscale(c.rope_scaling.factor, c.rope_scaling.mscale_all_dim);
     c.attn_scale = float(1.0 / std::sqrt(double(c.head_dim)) * m * m);
   }
   if (gpt_oss) parse_gpt_oss(j, c, path);

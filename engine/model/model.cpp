@@ -201,11 +201,10 @@ class GptOssExpertCopies {
 
 // A mixture-of-experts layer's router and experts, under Mixtral's names (block_sparse_moe.gate, experts.E.w1 / w3 /
 // w2 for gate / up / down) or Qwen2-MoE's and Qwen3-MoE's (mlp.gate, mlp.experts.E.gate_proj / up_proj / down_proj);
-// Qwen2-MoE's shared expert (mlp.shared_expert.*) and its gate (mlp.shared_expert_gate, [1, H]).
-void bind_deepseek_experts(const TensorStore& st, const ModelConfig& c, const std::string& layer, LayerWeights& L);
-
+// Qwen2-MoE's shared expert (mlp.shared_expert.*) and its gate (mlp.shared_expert_gate, [1, H]); DeepSeek's names are
+// Qwen's, with V3's choice bias beside the router (mlp.gate.e_score_correction_bias) and the shared experts as one
+// ungated MLP (mlp.shared_experts.*).
 void bind_experts(const TensorStore& st, const ModelConfig& c, const std::string& layer, LayerWeights& L) {
-  if (c.mla()) return bind_deepseek_experts(st, c, layer, L);
   if (c.architecture == "GptOssForCausalLM") {  // mlp.router (with its bias) and the experts' fused tensors
     L.router = bind_matrix(st, layer + "mlp.router.weight", c.num_experts, c.hidden_size);
     L.router_bias = bind_vector(st, layer + "mlp.router.bias", c.num_experts);
@@ -216,6 +215,9 @@ void bind_experts(const TensorStore& st, const ModelConfig& c, const std::string
   const std::string block = layer + (mixtral ? "block_sparse_moe." : "mlp.");
   const int64_t H = c.hidden_size, F = c.expert_ffn;
   L.router = bind_matrix(st, block + "gate.weight", c.num_experts, H);
+  if (c.mla())  // DeepSeek-V3's e_score_correction_bias beside its router (V2 has none)
+    L.expert_choice_bias = bind_optional_vector(st, block + "gate.e_score_correction_bias", c.num_experts,
+                                                c.architecture == "DeepseekV3ForCausalLM");
   L.experts.resize(size_t(c.num_experts));
   for (int e = 0; e < c.num_experts; ++e) {
     const std::string p = block + "experts." + std::to_string(e) + ".";
@@ -224,12 +226,13 @@ void bind_experts(const TensorStore& st, const ModelConfig& c, const std::string
     E.up = bind_matrix(st, p + (mixtral ? "w3.weight" : "up_proj.weight"), F, H);
     E.down = bind_matrix(st, p + (mixtral ? "w2.weight" : "down_proj.weight"), H, F);
   }
-  if (c.shared_expert_ffn > 0) {
+  if (c.shared_expert_ffn > 0) {  // Qwen2-MoE's shared_expert with its gate; DeepSeek's ungated shared_experts
     const int64_t S = c.shared_expert_ffn;
-    const std::string p = block + "shared_expert.";
+    const std::string p = block + (c.shared_expert_gated ? "shared_expert." : "shared_experts.");
     L.shared_expert = {bind_matrix(st, p + "gate_proj.weight", S, H), bind_matrix(st, p + "up_proj.weight", S, H),
                        bind_matrix(st, p + "down_proj.weight", H, S), {}, {}, {}};
-    L.shared_expert_gate = bind_matrix(st, block + "shared_expert_gate.weight", 1, H).to_f32();
+    if (c.shared_expert_gated)
+      L.shared_expert_gate = bind_matrix(st, block + "shared_expert_gate.weight", 1, H).to_f32();
   }
 }
 
@@ -249,30 +252,6 @@ void bind_mla(const TensorStore& st, const ModelConfig& c, const std::string& at
   const TensorView kv_b =
       bind_matrix(st, attn + "kv_b_proj.weight", int64_t(c.num_heads) * (c.nope_dim() + c.value_dim()), R);
   bind_kv_b(kv_b, c, L, st.files.front());
-}
-
-// DeepSeek's experts: the router mlp.gate (and V3's e_score_correction_bias beside it), the routed experts as Qwen's,
-// and the shared experts as one ungated MLP, mlp.shared_experts.
-void bind_deepseek_experts(const TensorStore& st, const ModelConfig& c, const std::string& layer, LayerWeights& L) {
-  const std::string block = layer + "mlp.";
-  const int64_t H = c.hidden_size, F = c.expert_ffn;
-  L.router = bind_matrix(st, block + "gate.weight", c.num_experts, H);
-  L.expert_choice_bias = bind_optional_vector(st, block + "gate.e_score_correction_bias", c.num_experts,
-                                              c.architecture == "DeepseekV3ForCausalLM");
-  L.experts.resize(size_t(c.num_experts));
-  for (int e = 0; e < c.num_experts; ++e) {
-    const std::string p = block + "experts." + std::to_string(e) + ".";
-    auto& E = L.experts[size_t(e)];
-    E.gate = bind_matrix(st, p + "gate_proj.weight", F, H);
-    E.up = bind_matrix(st, p + "up_proj.weight", F, H);
-    E.down = bind_matrix(st, p + "down_proj.weight", H, F);
-  }
-  if (c.shared_expert_ffn > 0) {
-    const int64_t S = c.shared_expert_ffn;
-    const std::string p = block + "shared_experts.";
-    L.shared_expert = {bind_matrix(st, p + "gate_proj.weight", S, H), bind_matrix(st, p + "up_proj.weight", S, H),
-                       bind_matrix(st, p + "down_proj.weight", H, S), {}, {}, {}};
-  }
 }
 
 ModelIdentity compute_identity(const std::string& path, const ModelConfig& c, const TensorStore& store) {
