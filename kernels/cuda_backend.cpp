@@ -21,7 +21,7 @@ namespace {
 // CudaContext::finish_logits) and mixtures of experts (kernels/experts.cu, cuda_experts.cpp; both written in the
 // forty-eighth), heads wider than 128 (the single-block attention at every context; the forty-ninth), YaRN (the
 // generic frequencies and factor, as LongRoPE's; the fiftieth). GPT-OSS's sinks, expert biases and clamped SwiGLU, and
-// DeepSeek's latent attention and expert routing, are refused: not written for the GPU. Granite's scaled embeddings, queries, residual adds and logits, and Gemma 3's parts (sublayer output
+// DeepSeek's latent attention and expert routing, and OLMo's norms, are refused: not written for the GPU. Granite's scaled embeddings, queries, residual adds and logits, and Gemma 3's parts (sublayer output
 // norms, GELU, sliding layers with their own RoPE) passed cuda_parity_test on an H200 (2026-12-04; Gemma 3's greedy
 // partings judged by the gap, as near ties) and run by default. SPECSCOPE_CUDA_REFUSE=<architecture> refuses one more
 // (its ModelConfig name, e.g. Gemma3ForCausalLM): how the parity test reaches the fallback to the CPU now that every
@@ -36,6 +36,9 @@ std::string unsupported(const ModelConfig& c) {
   if (c.mla() || !c.shared_expert_gated || c.expert_sigmoid || c.expert_groups > 0 || c.routed_scaling != 1.f)
     return c.architecture + ": multi-head latent attention and DeepSeek's expert routing are not written for the "
                             "CUDA backend yet";
+  if (!c.pre_norms || c.qk_norm_whole)
+    return c.architecture + ": OLMo's norms (none before the sublayers; q and k normed over their whole projections) "
+                            "are not written for the CUDA backend yet";
   if (c.moe() && c.num_experts > kMaxGroupedExperts)
     return "the CUDA backend groups a layer's picks for at most " + std::to_string(kMaxGroupedExperts) +
            " experts, this model has " + std::to_string(c.num_experts);

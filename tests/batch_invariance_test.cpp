@@ -176,7 +176,9 @@ INSTANTIATE_TEST_SUITE_P(
                       // each head's k_b and v_b products over all the rows at once; sigmoid routing with groups (V3).
                       Case{"models/deepseek_v2_f32", true}, Case{"models/deepseek_v3_f32", false},
                       Case{"gguf_models/deepseek_v2_f32.q8_0.gguf", false},
-                      Case{"gguf_models/deepseek_v3_f32.q8_0.gguf", true}),
+                      Case{"gguf_models/deepseek_v3_f32.q8_0.gguf", true},
+                      // OLMo: no pre-norms (the projections read the residual stream), q and k normed over all heads.
+                      Case{"models/olmo3_f32", true}, Case{"gguf_models/olmo2_f32.q8_0.gguf", false}),
     name_of);
 
 }  // namespace

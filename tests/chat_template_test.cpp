@@ -2,7 +2,7 @@
 // transformers' apply_chat_template() renders, for every published template in the fixtures (the families
 // SpecScope recognizes, tests/fixtures/chat_templates/<family>.json, and the published templates issue 21 lists,
 // published/renders.json: Llama-2/3.1/3.2, Mistral v0.3, Mixtral, Qwen2.5, Qwen3, Gemma-2/3, Phi-3/3.5/4,
-// DeepSeek-R1-distill, gpt-oss (harmony); all written by transformers 5.23.0 through tests/fixtures/make_chat_template*.py); the
+// DeepSeek-R1-distill, gpt-oss (harmony), OLMo 2; all written by transformers 5.23.0 through tests/fixtures/make_chat_template*.py); the
 // native renderers, now the fallback, still do too for the variants they know; detection picks the right
 // family/variant on each published string and on a re-spaced spelling of it, look-alike templates of other
 // families are not mistaken for ours, and tokenizer_config.json is read in all its shapes (string / named-list
@@ -412,9 +412,9 @@ TEST(ChatTemplate, PublishedTemplatesRenderLikeTransformers) {
     }
   }
   for (const char* want : {"llama2-chat", "llama3.1", "llama3.2", "mistral-v0.3", "mixtral", "qwen2.5", "qwen3",
-                           "gemma2", "gemma3", "phi3", "phi4", "deepseek-r1-distill", "gpt-oss"})
+                           "gemma2", "gemma3", "phi3", "phi4", "deepseek-r1-distill", "gpt-oss", "olmo2"})
     EXPECT_TRUE(names.count(want)) << want;
-  EXPECT_GE(checked, 14u * 28u);
+  EXPECT_GE(checked, 15u * 28u);
   EXPECT_GE(tokenized, 50u);
   // The reasoning is passed where a template shows it: gpt-oss's last answer and Qwen3's answer after the last
   // question carry it, and the templates that know no such key are unchanged by it.

@@ -128,6 +128,13 @@ const std::vector<Case> kCases = {
     {"deepseek_v2_f32.q8_0.gguf", "deepseek_v2_f32", "q8_0"},
     {"deepseek_v3_f32.f32.gguf", "deepseek_v3_f32", "f32"},
     {"deepseek_v3_f32.q8_0.gguf", "deepseek_v3_f32", "q8_0"},
+    // "olmo2" (OLMo 2 and 3): no attn_norm or ffn_norm, the sublayer output norms post_attention_norm and
+    // post_ffw_norm, attn_q_norm / attn_k_norm over the whole projections; olmo3's sliding_window with the per-layer
+    // pattern and YaRN on its full-attention layers.
+    {"olmo2_f32.f32.gguf", "olmo2_f32", "f32"},
+    {"olmo2_f32.q8_0.gguf", "olmo2_f32", "q8_0"},
+    {"olmo3_f32.f32.gguf", "olmo3_f32", "f32"},
+    {"olmo3_f32.q8_0.gguf", "olmo3_f32", "q8_0"},
 };
 
 // The MLP's down projection: a dense layer's, or a mixture-of-experts layer's last expert's (its row view of the stacked
@@ -591,7 +598,7 @@ TEST(GgufTokenizer, OtherFamiliesPreTokenizersMatchTheirTokenizerJson) {
     std::printf("[ gguf     ] %s: %zu lines as its tokenizer.json%s; %d differ from llama.cpp\n", name.c_str(),
                 lines.size(), base ? " (its family's)" : "", not_llama_cpp);
   }
-  EXPECT_EQ(files, 12);
+  EXPECT_EQ(files, 13);
 }
 
 TEST(GgufTokenizer, ByteLevelLlama3NeverBehindLlamaCpp) {
@@ -644,7 +651,7 @@ TEST(GgufTokenizer, SpecialTokensInTextAsLlamaCpp) {
   const auto& special = j.at("special");
   const auto texts = special.at("texts").get<std::vector<std::string>>();
   ASSERT_GE(texts.size(), 10u);
-  ASSERT_EQ(special.at("files").size(), 17u);  // four fixtures, the <unk> variant, the twelve pretokenizers/ files
+  ASSERT_EQ(special.at("files").size(), 18u);  // four fixtures, the <unk> variant, the thirteen pretokenizers/ files
   for (const auto& [file, expected] : special.at("files").items()) {
     const std::string variant = "+unk_type_2";
     const bool unk_variant = file.size() > variant.size() && file.ends_with(variant);

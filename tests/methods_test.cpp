@@ -332,6 +332,15 @@ TEST(Methods, GreedyOutputEqualsVanillaOnDeepSeek) {
   expect_methods_lossless_on("gguf_models/deepseek_v2_f32.q8_0.gguf", "models/deepseek_v2_f32", "models/deepseek_v2_f32");
 }
 
+// OLMo 2 and 3: no norms before the sublayers, q and k normed over whole projections, OLMo 3's sliding layers and
+// YaRN; HF and Q8_0 GGUF drafting for each other.
+TEST(Methods, GreedyOutputEqualsVanillaOnOlmo) {
+  const auto model = Model::load(test::fixture("models/olmo3_f32"));
+  ASSERT_TRUE(!model->config().pre_norms && model->config().qk_norm_whole && model->config().window_of(0) > 0);
+  expect_methods_lossless_on("models/olmo3_f32", "gguf_models/olmo3_f32.q8_0.gguf");
+  expect_methods_lossless_on("gguf_models/olmo2_f32.q8_0.gguf", "models/olmo2_f32", "models/olmo2_f32");
+}
+
 TEST(Methods, SelfDraftAcceptsEverythingGreedy) {
   auto model = Model::load(test::fixture(kTarget));
   MethodSpec s;

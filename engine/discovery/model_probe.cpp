@@ -26,6 +26,7 @@ std::string family_of(const std::string& model_type) {
   if (model_type == "mistral") return "llama";       // the same network
   if (model_type == "gemma3_text") return "gemma3";  // 270M/1B text checkpoints beside 4B-27B (and GGUF's name)
   if (model_type == "deepseek_v2" || model_type == "deepseek_v3") return "deepseek2";  // GGUF's name for both
+  if (model_type == "olmo3") return "olmo2";  // one GGUF architecture, one tokenizer
   return model_type;
 }
 

@@ -327,6 +327,44 @@ void parse_gpt_oss(const json& j, ModelConfig& c, const std::string& path) {
   if (!j.contains("sliding_window")) c.sliding_window = 128;
 }
 
+// RoPE per kind of layer, Gemma 3's and OLMo 3's: transformers 5 keys rope_parameters by layer type (the
+// full-attention layers' possibly scaled, the sliding layers' plain: rope_local_theta); configs saved before name the
+// full-attention layers' RoPE at the top (rope_theta, rope_scaling) and the sliding layers' theta under
+// `local_theta_key` (Gemma 3's rope_local_base_freq, default 1e4), or none (OLMo 3: rope_theta, unscaled).
+void parse_rope_by_layer_type(const json& j, ModelConfig& c, const std::string& path, const char* local_theta_key) {
+  const json* rp = j.contains("rope_parameters") && j["rope_parameters"].is_object() ? &j["rope_parameters"] : nullptr;
+  if (rp && rp->contains("full_attention")) {
+    json global = j;
+    global["rope_parameters"] = (*rp)["full_attention"];
+    parse_rope(global, c, path);
+    const json& local = rp->contains("sliding_attention") ? (*rp)["sliding_attention"] : (*rp)["full_attention"];
+    if (local.contains("rope_type") && local["rope_type"] != "default")
+      throw InputError(path, "rope scaling on the sliding layers is not supported");
+    c.rope_local_theta = get_float(local, "rope_theta", path, 10000.f);
+  } else {
+    parse_rope(j, c, path);
+    c.rope_local_theta = local_theta_key ? get_float(j, local_theta_key, path, 10000.f) : c.rope_theta;
+  }
+}
+
+// OLMo 2 and OLMo 3 (transformers' Olmo2Config, Olmo3Config): no norms before the sublayers, a norm on each
+// sublayer's output, q and k normed over their whole projections. OLMo 3 slides every layer but each fourth
+// (layer_types; sliding_window 4096 when absent) with plain RoPE there (parse_rope_by_layer_type); OLMo 2 has one
+// RoPE for every layer and no window.
+void parse_olmo(const json& j, ModelConfig& c, const std::string& path) {
+  c.qk_norm = true;
+  c.qk_norm_whole = true;
+  c.pre_norms = false;
+  c.sandwich_norms = true;
+  if (c.architecture == "Olmo2ForCausalLM") {
+    parse_rope(j, c, path);
+    return;
+  }
+  parse_rope_by_layer_type(j, c, path, nullptr);
+  parse_layer_types(j, c, path, 4);
+  if (!j.contains("sliding_window")) c.sliding_window = 4096;
+}
+
 // A soft cap (Gemma 2's attn_logit_softcapping, final_logit_softcapping): absent, transformers' default; null, none
 // (0); else a positive, finite number (a zero one divides by zero).
 float soft_cap(const json& j, const char* key, const std::string& path, float def) {
@@ -347,21 +385,8 @@ void parse_gemma(const json& j, ModelConfig& c, const std::string& path) {
   if (j.contains("use_bidirectional_attention") && j["use_bidirectional_attention"].is_boolean() &&
       j["use_bidirectional_attention"].get<bool>())
     throw InputError(path, "use_bidirectional_attention is set: only causal language models are supported");
-  const json* rp = j.contains("rope_parameters") && j["rope_parameters"].is_object() ? &j["rope_parameters"] : nullptr;
-  if (gemma2) {
-    parse_rope(j, c, path);
-  } else if (rp && rp->contains("full_attention")) {
-    json global = j;
-    global["rope_parameters"] = (*rp)["full_attention"];
-    parse_rope(global, c, path);
-    const json& local = rp->contains("sliding_attention") ? (*rp)["sliding_attention"] : (*rp)["full_attention"];
-    if (local.contains("rope_type") && local["rope_type"] != "default")
-      throw InputError(path, "rope scaling on the sliding layers is not supported");
-    c.rope_local_theta = get_float(local, "rope_theta", path, 10000.f);
-  } else {
-    parse_rope(j, c, path);
-    c.rope_local_theta = get_float(j, "rope_local_base_freq", path, 10000.f);
-  }
+  if (gemma2) parse_rope(j, c, path);
+  else parse_rope_by_layer_type(j, c, path, "rope_local_base_freq");
   parse_layer_types(j, c, path, gemma2 ? 2 : get_int(j, "sliding_window_pattern", path, 6));
   c.embed_scale = std::sqrt(float(c.hidden_size));
   c.attn_scale = 1.f / std::sqrt(get_positive_float(j, "query_pre_attn_scalar", path, float(c.head_dim)));
@@ -451,6 +476,8 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
     else if (c.model_type == "gpt_oss") c.architecture = "GptOssForCausalLM";
     else if (c.model_type == "deepseek_v2") c.architecture = "DeepseekV2ForCausalLM";
     else if (c.model_type == "deepseek_v3") c.architecture = "DeepseekV3ForCausalLM";
+    else if (c.model_type == "olmo2") c.architecture = "Olmo2ForCausalLM";
+    else if (c.model_type == "olmo3") c.architecture = "Olmo3ForCausalLM";
   }
   // architectures[0] and the model_type each name, as transformers' auto classes map them.
   static const std::pair<const char*, const char*> kSupported[] = {{"LlamaForCausalLM", "llama"},
@@ -466,7 +493,9 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
                                                                    {"Phi3ForCausalLM", "phi3"},
                                                                    {"GptOssForCausalLM", "gpt_oss"},
                                                                    {"DeepseekV2ForCausalLM", "deepseek_v2"},
-                                                                   {"DeepseekV3ForCausalLM", "deepseek_v3"}};
+                                                                   {"DeepseekV3ForCausalLM", "deepseek_v3"},
+                                                                   {"Olmo2ForCausalLM", "olmo2"},
+                                                                   {"Olmo3ForCausalLM", "olmo3"}};
   const auto* known = std::find_if(std::begin(kSupported), std::end(kSupported),
                                    [&](const auto& s) { return c.architecture == s.first; });
   if (known == std::end(kSupported))
@@ -476,7 +505,8 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
                                "Gemma2ForCausalLM, "
                                "Gemma3ForCausalLM, "
                                "Gemma3ForConditionalGeneration, GraniteForCausalLM, Phi3ForCausalLM, "
-                               "GptOssForCausalLM, DeepseekV2ForCausalLM, DeepseekV3ForCausalLM)");
+                               "GptOssForCausalLM, DeepseekV2ForCausalLM, DeepseekV3ForCausalLM, Olmo2ForCausalLM, "
+                               "Olmo3ForCausalLM)");
   if (c.model_type.empty()) c.model_type = known->second;
   c.qk_norm = c.architecture == "Qwen3ForCausalLM" || c.architecture == "Qwen3MoeForCausalLM" ||
               c.architecture == "Gemma3ForCausalLM";
@@ -508,9 +538,11 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   }
   if (c.num_heads % c.num_kv_heads)
     throw InputError(path, "num_attention_heads is not a multiple of num_key_value_heads");
-  c.rms_norm_eps = get_float(j, "rms_norm_eps", path, 1e-6f);
+  const bool olmo = c.architecture == "Olmo2ForCausalLM" || c.architecture == "Olmo3ForCausalLM";
+  c.rms_norm_eps = get_float(j, "rms_norm_eps", path, olmo ? 1e-5f : 1e-6f);  // Olmo2Config's and Olmo3Config's default
   if (c.architecture == "Phi3ForCausalLM") parse_partial_rotary(j, c, path);
   if (gemma) parse_gemma(j, c, path);
+  else if (olmo) parse_olmo(j, c, path);
   else parse_rope(j, c, path);
   if (c.architecture == "GraniteForCausalLM") parse_granite(j, c, path);
   const bool gpt_oss = c.architecture == "GptOssForCausalLM";
@@ -576,6 +608,7 @@ std::string ModelConfig::summary() const {
     << " vocab=" << vocab_size << " ctx=" << max_position_embeddings;
   if (moe()) s << " experts=" << experts_per_token << "/" << num_experts << " expert_ffn=" << expert_ffn;
   if (shared_expert_ffn > 0) s << " shared_expert_ffn=" << shared_expert_ffn;
+  if (!pre_norms) s << " norms=after-sublayers qk_norm=whole-projection";
   if (mla()) s << " mla: kv_lora=" << kv_lora_rank << " q_lora=" << q_lora_rank << " rope=" << rotary_dims() << " v=" << v_head_dim;
   return s.str();
 }
@@ -588,7 +621,7 @@ int ModelConfig::window_of(int layer) const {
 float ModelConfig::attention_scale() const { return attn_scale > 0.f ? attn_scale : 1.0f / std::sqrt(float(head_dim)); }
 
 bool ModelConfig::extended_forward() const {
-  return sandwich_norms || gelu() || embed_scale != 1.f || rope_local_theta > 0.f || attn_scale > 0.f ||
+  return sandwich_norms || !pre_norms || qk_norm_whole || gelu() || embed_scale != 1.f || rope_local_theta > 0.f || attn_scale > 0.f ||
          residual_scale != 1.f || logit_scale != 1.f || attn_soft_cap > 0.f || final_soft_cap > 0.f;
 }
 

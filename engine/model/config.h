@@ -40,10 +40,10 @@ constexpr int kMaxExperts = 4096;
 struct ModelConfig {
   // LlamaForCausalLM | MistralForCausalLM | MixtralForCausalLM | Qwen2ForCausalLM | Qwen2MoeForCausalLM |
   // Qwen3ForCausalLM | Qwen3MoeForCausalLM | Gemma2ForCausalLM | Gemma3ForCausalLM | GraniteForCausalLM | Phi3ForCausalLM |
-  // GptOssForCausalLM | DeepseekV2ForCausalLM | DeepseekV3ForCausalLM
+  // GptOssForCausalLM | DeepseekV2ForCausalLM | DeepseekV3ForCausalLM | Olmo2ForCausalLM | Olmo3ForCausalLM
   std::string architecture;
   // llama | mistral | mixtral | qwen2 | qwen2_moe | qwen3 | qwen3_moe | gemma2 | gemma3_text | granite | phi3 | gpt_oss |
-  // deepseek_v2 | deepseek_v3
+  // deepseek_v2 | deepseek_v3 | olmo2 | olmo3
   std::string model_type;
   // The checkpoint's own architecture when it wraps the language model described here in a larger one: a
   // vision-language Gemma3ForConditionalGeneration (4B-27B), whose text model SpecScope runs; empty otherwise.
@@ -72,8 +72,14 @@ struct ModelConfig {
   // ffn_up, gate rows first). The loader binds each part as a view of its rows.
   bool fused_projections = false;
   // Qwen3 and Gemma 3: each head's query and key go through an RMSNorm over head_dim (weights q_norm, k_norm)
-  // before RoPE.
+  // before RoPE. OLMo 2 and 3 (qk_norm_whole): one RMSNorm over the whole query projection (num_heads * head_dim
+  // values, one mean over every head) and one over the whole key projection (num_kv_heads * head_dim).
   bool qk_norm = false;
+  bool qk_norm_whole = false;
+  // OLMo 2 and 3 have no norm before attention or before the MLP (pre_norms false: LayerWeights::input_norm and
+  // post_attn_norm stay empty); each sublayer's output is normed before its residual add instead (sandwich_norms'
+  // attn_out_norm and ffn_out_norm).
+  bool pre_norms = true;
   // Gemma 3. The token embeddings are multiplied by embed_scale (sqrt(hidden_size)); attention scores by attn_scale
   // (query_pre_attn_scalar^-0.5) instead of 1/sqrt(head_dim); the attention's and the MLP's outputs each go through
   // an RMSNorm before their residual add (sandwich_norms; LayerWeights::attn_out_norm, ffn_out_norm); only the
@@ -170,7 +176,8 @@ struct ModelConfig {
   bool moe() const { return num_experts > 0; }
   bool moe_layer(int layer) const { return !moe_layers.empty() && moe_layers[size_t(layer)] != 0; }
   int expert_layers() const { return int(std::count(moe_layers.begin(), moe_layers.end(), uint8_t(1))); }
-  // Whether the forward uses any of Gemma 2's, Gemma 3's or Granite's parts above, beyond a Llama's (model cards and
+  int qk_norm_width(bool keys) const { return qk_norm_whole ? (keys ? num_kv_heads : num_heads) * head_dim : head_dim; }
+  // Whether the forward uses any of Gemma 2's, Gemma 3's, Granite's or OLMo's parts above, beyond a Llama's (model cards and
   // tests; the CUDA backend gates Gemma 3's own parts separately, kernels/cuda_backend.cpp).
   bool extended_forward() const;
 };

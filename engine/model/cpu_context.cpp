@@ -189,18 +189,20 @@ void CpuContext::project_qkv(const LayerWeights& L, const float* x, int rows) {
   grow(q_, size_t(rows) * q_dim);
   grow(k_, size_t(rows) * kv_dim_);
   grow(v_, size_t(rows) * kv_dim_);
-  {
+  if (c.pre_norms) {  // (OLMo projects the residual stream itself)
     const cpu::ProfileScope profile(cpu::Op::Norm);
     cpu::rmsnorm(x, L.input_norm.data(), h_.data(), rows, H, c.rms_norm_eps);
   }
   const cpu::LinearOutput qkv[] = {{&L.wq, bias_or_null(L.bq), q_.data()},
                                    {&L.wk, bias_or_null(L.bk), k_.data()},
                                    {&L.wv, bias_or_null(L.bv), v_.data()}};
-  cpu::linear_shared_input(h_.data(), rows, qkv);
-  if (c.qk_norm) {  // Qwen3, Gemma 3: every head's query and key normalized over head_dim, in place
+  cpu::linear_shared_input(c.pre_norms ? h_.data() : x, rows, qkv);
+  if (c.qk_norm) {  // Qwen3, Gemma 3: every head's query and key normalized over head_dim; OLMo: each row's whole
+    // query and whole key (ModelConfig::qk_norm_width); in place
     const cpu::ProfileScope profile(cpu::Op::Norm);
-    cpu::rmsnorm(q_.data(), L.q_norm.data(), q_.data(), rows * c.num_heads, c.head_dim, c.rms_norm_eps);
-    cpu::rmsnorm(k_.data(), L.k_norm.data(), k_.data(), rows * c.num_kv_heads, c.head_dim, c.rms_norm_eps);
+    const int qw = c.qk_norm_width(false), kw = c.qk_norm_width(true);
+    cpu::rmsnorm(q_.data(), L.q_norm.data(), q_.data(), rows * q_dim / qw, qw, c.rms_norm_eps);
+    cpu::rmsnorm(k_.data(), L.k_norm.data(), k_.data(), rows * kv_dim_ / kw, kw, c.rms_norm_eps);
   }
 }
 
@@ -230,7 +232,8 @@ void CpuContext::finish_layer(const LayerWeights& L, float* x, int rows) {
     // Gemma normalizes each sublayer's output before its residual add (in place).
     if (!L.attn_out_norm.empty()) cpu::rmsnorm(h_.data(), L.attn_out_norm.data(), h_.data(), rows, H, c.rms_norm_eps);
     add_residual(h_.data(), x, rows);
-    cpu::rmsnorm(x, L.post_attn_norm.data(), h_.data(), rows, H, c.rms_norm_eps);
+    if (c.pre_norms) cpu::rmsnorm(x, L.post_attn_norm.data(), h_.data(), rows, H, c.rms_norm_eps);
+    else std::memcpy(h_.data(), x, sizeof(float) * size_t(rows) * size_t(H));  // OLMo: the MLP reads the stream
   }
   if (!L.experts.empty()) {
     moe_mlp(L, rows);

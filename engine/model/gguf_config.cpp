@@ -211,6 +211,18 @@ void gpt_oss_from_gguf(const GgufFile& g, ModelConfig& c) {
   sliding_layers_from_gguf(g, c, p, 2);
 }
 
+// What llama.cpp's olmo2 reader takes (src/models/olmo2.cpp; OLMo 2 and OLMo 3 share it): with a sliding window, an
+// OLMo 3 whose layers slide but each fourth (attention.sliding_window_pattern: one bool per layer, or N) with
+// unscaled RoPE at rope.freq_base_swa (default: the other layers' theta); without one, OLMo 2.
+void olmo2_from_gguf(const GgufFile& g, ModelConfig& c) {
+  if (!c.sliding_window) return;
+  const std::string p = "olmo2.";
+  c.architecture = "Olmo3ForCausalLM";
+  c.model_type = "olmo3";
+  sliding_layers_from_gguf(g, c, p, 4);
+  c.rope_local_theta = float(float_key(g, p + "rope.freq_base_swa", 1.0, 1e12, double(c.rope_theta)));
+}
+
 // YaRN as llama.cpp reads it: rope.scaling.factor over rope.scaling.original_context_length, the ramp's betas
 // (yarn_beta_fast / yarn_beta_slow, default 32 and 1), its ends floored and ceiled (but GPT-OSS's), and every cosine and
 // sine times rope.scaling.attn_factor (default 1) * (1 + 0.1 ln factor): llama_context sets yarn_attn_factor to
@@ -279,8 +291,14 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
   } else if (arch == "deepseek2") {
     c.architecture = "DeepseekV2ForCausalLM";  // or V3, by its expert scores (deepseek2_from_gguf)
     c.model_type = "deepseek_v2";
+  } else if (arch == "olmo2") {
+    c.architecture = "Olmo2ForCausalLM";  // or OLMo 3, by its sliding window (olmo2_from_gguf)
+    c.model_type = "olmo2";
+    c.qk_norm = c.qk_norm_whole = true;
+    c.pre_norms = false;
+    c.sandwich_norms = true;
   } else {
-    throw InputError(file, "unsupported architecture '" + arch + "' (supported: llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma2, gemma3, granite, phi3, gpt-oss, deepseek2)");
+    throw InputError(file, "unsupported architecture '" + arch + "' (supported: llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma2, gemma3, granite, phi3, gpt-oss, deepseek2, olmo2)");
   }
   const bool deepseek2 = arch == "deepseek2";
   const std::string p = arch + ".";
@@ -339,6 +357,7 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
   if (arch == "gemma2" || arch == "gemma3") gemma_from_gguf(g, c, arch == "gemma2");
   if (arch == "granite") granite_from_gguf(g, c);
   if (arch == "gpt-oss") gpt_oss_from_gguf(g, c);
+  if (arch == "olmo2") olmo2_from_gguf(g, c);
   c.tie_word_embeddings = tied;
   c.torch_dtype = DType::F32;
   auto token_key = [&](const char* key) -> std::optional<int> {

@@ -342,9 +342,11 @@ void bind_weights(Binder& b, const ModelConfig& c, ModelWeights& w) {
   for (int l = 0; l < c.num_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     auto& L = w.layers[size_t(l)];
-    L.input_norm = b.vector(p + "attn_norm.weight", H);
-    // Gemma's pre_feedforward_layernorm; gpt-oss names the norm before its MLP post_attention_norm
-    L.post_attn_norm = b.vector(p + (c.model_type == "gpt_oss" ? "post_attention_norm.weight" : "ffn_norm.weight"), H);
+    if (c.pre_norms) {  // (olmo2 has none)
+      L.input_norm = b.vector(p + "attn_norm.weight", H);
+      // Gemma's pre_feedforward_layernorm; gpt-oss names the norm before its MLP post_attention_norm
+      L.post_attn_norm = b.vector(p + (c.model_type == "gpt_oss" ? "post_attention_norm.weight" : "ffn_norm.weight"), H);
+    }
     if (c.sandwich_norms) {  // stored as 1 + w by llama.cpp's converter (ModelConfig::norm_weight_offset)
       L.attn_out_norm = b.vector(p + "post_attention_norm.weight", H);
       L.ffn_out_norm = b.vector(p + "post_ffw_norm.weight", H);
@@ -368,8 +370,8 @@ void bind_weights(Binder& b, const ModelConfig& c, ModelWeights& w) {
                                  c.model_type + ")");
     if (c.attention_sinks) L.sinks = b.vector(p + "attn_sinks.weight", c.num_heads);
     if (c.qk_norm) {
-      L.q_norm = b.vector(p + "attn_q_norm.weight", c.head_dim);
-      L.k_norm = b.vector(p + "attn_k_norm.weight", c.head_dim);
+      L.q_norm = b.vector(p + "attn_q_norm.weight", c.qk_norm_width(false));
+      L.k_norm = b.vector(p + "attn_k_norm.weight", c.qk_norm_width(true));
     }
     if (c.moe_layer(l)) {  // the router, then each expert's gate, up and down
       const int64_t E = c.num_experts, FE = c.expert_ffn;

@@ -325,12 +325,16 @@ std::shared_ptr<Model> Model::load_directory(const std::string& path, const Load
   for (int l = 0; l < c.num_layers; ++l) {
     const std::string p = names.model + "layers." + std::to_string(l) + ".";
     auto& L = w.layers[l];
-    L.input_norm = norm(p + "input_layernorm.weight", H);
-    if (c.sandwich_norms) {
+    if (!c.pre_norms) {  // OLMo: its post_attention_layernorm is on the attention's output
+      L.attn_out_norm = norm(p + "post_attention_layernorm.weight", H);
+      L.ffn_out_norm = norm(p + "post_feedforward_layernorm.weight", H);
+    } else if (c.sandwich_norms) {
+      L.input_norm = norm(p + "input_layernorm.weight", H);
       L.attn_out_norm = norm(p + "post_attention_layernorm.weight", H);
       L.post_attn_norm = norm(p + "pre_feedforward_layernorm.weight", H);
       L.ffn_out_norm = norm(p + "post_feedforward_layernorm.weight", H);
     } else {
+      L.input_norm = norm(p + "input_layernorm.weight", H);
       L.post_attn_norm = norm(p + "post_attention_layernorm.weight", H);
     }
     if (c.mla()) {
@@ -350,8 +354,8 @@ std::shared_ptr<Model> Model::load_directory(const std::string& path, const Load
       L.bo = bind_optional_vector(*store, p + "self_attn.o_proj.bias", H, c.attention_bias);
     if (c.attention_sinks) L.sinks = bind_vector(*store, p + "self_attn.sinks", c.num_heads);
     if (c.qk_norm) {
-      L.q_norm = norm(p + "self_attn.q_norm.weight", c.head_dim);
-      L.k_norm = norm(p + "self_attn.k_norm.weight", c.head_dim);
+      L.q_norm = norm(p + "self_attn.q_norm.weight", c.qk_norm_width(false));
+      L.k_norm = norm(p + "self_attn.k_norm.weight", c.qk_norm_width(true));
     }
     if (c.moe_layer(l)) {
       bind_experts(*store, c, p, L);

@@ -34,6 +34,11 @@ struct PreTokenizerFamily {
   bool add_bos = false;
 };
 
+// Llama 3's split with its contractions spelled case by case (the same matches), as GLM-4's and DBRX's are written.
+constexpr const char* kLlama3SplitSpelledOut =
+    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}|"
+    " ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
 const std::vector<PreTokenizerFamily>& pre_tokenizer_families() {
   static const std::vector<PreTokenizerFamily> families = {
       // Llama 3 (and Falcon 3, a Llama-architecture family on the same split).
@@ -81,9 +86,12 @@ const std::vector<PreTokenizerFamily>& pre_tokenizer_families() {
       // contractions spelled case by case (the same matches), whole words taken whole, and no BOS unless the file
       // names one and asks for it (llama.cpp clears the family's BOS id, and the file's keys then set it).
       {.names = {"glm4", "glm5"},
-       .splits = {"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}|"
-        " ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+       .splits = {kLlama3SplitSpelledOut},
        .ignore_merges = true},
+      // DBRX's cl100k tokenizer, which OLMo 2 and OLMo 3 use (their GGUF files say "dbrx"): Llama 3's split as GLM-4's
+      // spells it, merges applied to every word (no ignore_merges), and no BOS unless the file asks for one.
+      {.names = {"dbrx"},
+       .splits = {kLlama3SplitSpelledOut}},
       // Mistral's Tekken (Mistral NeMo, Ministral): letter runs split at case changes, single digits.
       {.names = {"tekken"},
        .splits = {"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+|"
