@@ -23,6 +23,8 @@
 #            MXFP4_MOE, the experts MXFP4 as published (not in the default run; ~16 GB of disk while written)
 #     ds     four layers of DeepSeek-V2-Lite (--shape dsv2lite-4l; multi-head latent attention, 64 experts, 6 per
 #            token, 2 shared, YaRN, vocabulary 32000): Q4_K_M (not in the default run; ~9 GB of disk while written)
+#     olmo   an OLMo-2-0425-1B-shaped synthetic (--shape olmo2-1b; norms after the sublayers, q/k normed over whole
+#            projections, its 100352-entry untied vocabulary): Q8_0 and Q4_K_M (not in the default run)
 #     spec   llama-speculative beside `specscope-cli run --method sps` (target base, draft draft; greedy, gamma 4)
 #   --quick: one repeat, 2 prompts of 64 tokens for spec (a smoke run; not figures to quote)
 #   --no-amx: llama-bench from llama.cpp built without its AMX buffer (build_llamacpp.sh --no-amx: this host's
@@ -133,6 +135,7 @@ if want moe synmoe_; then synthetic synmoe qwen3moe-4l Q4_0 Q4_K_M; fi
 if want moe2 synmoe2_; then synthetic synmoe2 qwen2moe-4l Q4_0 Q4_K_M; fi
 if want oss synoss_; then synthetic synoss gptoss-4l MXFP4_MOE; fi
 if want ds synds_; then synthetic synds dsv2lite-4l Q4_K_M; fi
+if want olmo synolmo_; then synthetic synolmo olmo2-1b Q8_0 Q4_K_M; fi
 stage "write the GGUF files (skipped when written)"
 
 run() {  # NAME GROUP SPECSCOPE_MODEL GGUF
@@ -180,6 +183,7 @@ for t in q4_0 q4_k_m; do run "synmoe_$t" moe "$tmp/synmoe.$t.gguf" "$tmp/synmoe.
 for t in q4_0 q4_k_m; do run "synmoe2_$t" moe2 "$tmp/synmoe2.$t.gguf" "$tmp/synmoe2.$t.gguf"; done
 run synoss_mxfp4_moe oss "$tmp/synoss.mxfp4_moe.gguf" "$tmp/synoss.mxfp4_moe.gguf"
 run synds_q4_k_m ds "$tmp/synds.q4_k_m.gguf" "$tmp/synds.q4_k_m.gguf"
+for t in q8_0 q4_k_m; do run "synolmo_$t" olmo "$tmp/synolmo.$t.gguf" "$tmp/synolmo.$t.gguf"; done
 if want spec; then
   echo "== speculative (target base, draft draft)"
   count=10 max=128

@@ -31,7 +31,9 @@ f32 draw would take 14 GB). Quantized with llama-quantize's MXFP4_MOE, its exper
 multi-head latent attention (a 512-value latent, a 64-value rotary key, 128 + 64 query/key and 128 value values a
 head, no q_lora), one dense layer (10944) then three of 64 experts of 1408 with 6 per token and 2 shared, YaRN 40x over
 4,096 with mscale 0.707; vocab 32000 where the real one has 102400; untied): 1.98B parameters, f16 (4.0 GB), drawn
-in f16.
+in f16. `--shape olmo2-1b` is OLMo-2-0425-1B's (Olmo2ForCausalLM: hidden 2048, 16 layers, 16 heads / 16 KV heads
+of 128, FFN 8192, norms after the sublayers and over whole q/k projections, its real 100352-entry untied vocabulary,
+rope theta 500000): 1.48B parameters, f16 (3.0 GB).
 
     /root/.cache/specscope/venv/bin/python bench/make_synthetic_llama.py /tmp/syn60
     /root/.cache/specscope/venv/bin/python tests/fixtures/make_gguf_models.py --convert /tmp/syn60 f32 /tmp/syn60.f32.gguf
@@ -44,7 +46,7 @@ import shutil
 import torch
 from transformers import (DeepseekV2Config, DeepseekV2ForCausalLM, Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig, GptOssConfig,
                           GptOssForCausalLM, LlamaConfig,
-                          LlamaForCausalLM, Qwen2MoeConfig, Qwen2MoeForCausalLM, Qwen3Config, Qwen3ForCausalLM,
+                          LlamaForCausalLM, Olmo2Config, Olmo2ForCausalLM, Qwen2MoeConfig, Qwen2MoeForCausalLM, Qwen3Config, Qwen3ForCausalLM,
                           Qwen3MoeConfig, Qwen3MoeForCausalLM)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -60,9 +62,11 @@ SHAPES = {"60m": (768, 9, 12, 4, 2048, 4096, 1024, 10000.0, torch.float32),
           "qwen3moe-4l": (2048, 4, 32, 4, 6144, 32000, 4096, 1000000.0, torch.float16),
           "qwen2moe-4l": (2048, 4, 16, 16, 5632, 32000, 8192, 1000000.0, torch.float16),
           "gptoss-4l": (2880, 4, 64, 8, 2880, 32000, 131072, 150000.0, torch.float16),
-          "dsv2lite-4l": (2048, 4, 16, 16, 10944, 32000, 163840, 10000.0, torch.float16)}
+          "dsv2lite-4l": (2048, 4, 16, 16, 10944, 32000, 163840, 10000.0, torch.float16),
+          "olmo2-1b": (2048, 16, 16, 16, 8192, 100352, 4096, 500000.0, torch.float16)}
 # The shapes of another architecture: (config class, model class, extra config keys).
 ARCHS = {"qwen3-0.6b": (Qwen3Config, Qwen3ForCausalLM, dict(head_dim=128)),
+         "olmo2-1b": (Olmo2Config, Olmo2ForCausalLM, dict(tie_word_embeddings=False, rms_norm_eps=1e-6)),
          "gemma3-1b": (Gemma3TextConfig, Gemma3ForCausalLM,
                        dict(head_dim=256, query_pre_attn_scalar=256, sliding_window=512)),
          "gemma2-2b": (Gemma2Config, Gemma2ForCausalLM,

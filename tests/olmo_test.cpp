@@ -158,12 +158,31 @@ TEST(Olmo, TheGgufReaderTellsOlmo3ByItsWindow) {
   }
 }
 
-// One family whichever format or generation a model comes in, so that an OLMo 2 1B drafts for an OLMo 3 (discovery).
+// One family whichever format or generation a model comes in, so that a head made for a checkpoint pairs with its GGUF
+// file (discovery's pairing).
 TEST(Olmo, BothFormatsAndGenerationsAreOneFamily) {
   const std::string gguf = discovery::probe_model(test::fixture("gguf_models/olmo3_f32.q8_0.gguf")).family;
   EXPECT_EQ(gguf, "olmo2");
   EXPECT_EQ(discovery::probe_model(test::fixture("models/olmo2_f32")).family, gguf);
   EXPECT_EQ(discovery::probe_model(test::fixture("models/olmo3_f32")).family, gguf);
+}
+
+// `specscope-cli info` says where the norms are and which layers slide.
+TEST(Olmo, InfoNamesTheNormsAndTheSlidingLayers) {
+  auto r = test::run_cli("info --model " + test::fixture("models/olmo3_f32"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("norms          after each sublayer (none before); q and k over their whole projections"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sliding        a window of 6 on 3 of 4 layers (rope theta 500000 there)"), std::string::npos)
+      << r.out;
+  r = test::run_cli("info --model " + test::fixture("models/olmo2_f32") + " --json");
+  const json j = test::json_in_output(r.out);
+  EXPECT_EQ(j["norms"]["before_sublayers"], false) << r.out;
+  EXPECT_EQ(j["norms"]["after_sublayers"], true);
+  EXPECT_EQ(j["norms"]["qk"], "whole_projection");
+  EXPECT_FALSE(j.contains("sliding"));
+  r = test::run_cli("info --model " + test::fixture("models/qwen3_f32") + " --json");
+  EXPECT_EQ(test::json_in_output(r.out)["norms"]["qk"], "per_head") << r.out;
 }
 
 // Speculation on OLMo targets: SpS drafting with each model's own Q8_0 GGUF twin, and prompt lookup, identical to

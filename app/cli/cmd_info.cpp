@@ -54,6 +54,16 @@ int cmd_info(Args& args) {
                     {"scores", c.expert_sigmoid ? "sigmoid" : "softmax"},
                     {"groups", c.expert_groups > 0 ? nlohmann::json({c.expert_groups_used, c.expert_groups}) : nlohmann::json(nullptr)},
                     {"scale", c.routed_scaling}};
+  // Where the norms are (Llama: before each sublayer; Gemma: before and after; OLMo: after only) and the q/k norms'
+  // span; which layers slide.
+  j["norms"] = {{"before_sublayers", c.pre_norms}, {"after_sublayers", c.sandwich_norms},
+                {"qk", c.qk_norm_whole ? nlohmann::json("whole_projection") : c.qk_norm ? nlohmann::json("per_head")
+                                                                                     : nlohmann::json(nullptr)}};
+  int sliding = 0;
+  for (int l = 0; l < c.num_layers; ++l) sliding += c.window_of(l) > 0;
+  if (sliding > 0)
+    j["sliding"] = {{"window", *c.sliding_window}, {"layers", sliding},
+                    {"rope_theta", c.rope_local_theta > 0.f ? c.rope_local_theta : c.rope_theta}};
   if (c.mla())  // DeepSeek's multi-head latent attention: what a token caches instead of per-head keys and values
     j["latent_attention"] = {{"kv_lora_rank", c.kv_lora_rank},
                              {"q_lora_rank", c.q_lora_rank > 0 ? nlohmann::json(c.q_lora_rank) : nlohmann::json(nullptr)},
@@ -95,6 +105,15 @@ int cmd_info(Args& args) {
   std::printf("layers         %d\n", c.num_layers);
   std::printf("hidden size    %d (ffn %d)\n", c.hidden_size, c.intermediate_size);
   std::printf("heads          %d (kv heads %d, head dim %d)\n", c.num_heads, c.num_kv_heads, c.head_dim);
+  if (!c.pre_norms || c.sandwich_norms || c.qk_norm)
+    std::printf("norms          %s%s\n",
+                c.pre_norms && c.sandwich_norms ? "before and after each sublayer"
+                : c.pre_norms                   ? "before each sublayer"
+                                                : "after each sublayer (none before)",
+                c.qk_norm_whole ? "; q and k over their whole projections" : c.qk_norm ? "; q and k per head" : "");
+  if (sliding > 0)
+    std::printf("sliding        a window of %d on %d of %d layers (rope theta %g there)\n", *c.sliding_window, sliding,
+                c.num_layers, double(c.rope_local_theta > 0.f ? c.rope_local_theta : c.rope_theta));
   if (c.moe())
     std::printf("experts        %d of %d per token (ffn %d, weights %s) in %d of %d layers\n", c.experts_per_token,
                 c.num_experts, c.expert_ffn, c.norm_topk_prob ? "renormalized" : "as the softmax gives them",
