@@ -52,6 +52,8 @@ std::string unsupported(const ModelConfig& c) {
     unproven = "soft-capped attention scores and logits (Gemma 2)";
   else if (c.moe())
     unproven = "mixture-of-experts layers (Mixtral, Qwen2-MoE, Qwen3-MoE)";
+  else if (!c.layer_no_rope.empty())
+    unproven = "layers without RoPE (SmolLM3)";
   if (!unproven.empty() && !env_flag("SPECSCOPE_CUDA_UNPROVEN", false))
     return c.architecture + ": " + unproven + " have not run on a GPU yet (SPECSCOPE_CUDA_UNPROVEN=1 runs them)";
   const char* refused = std::getenv("SPECSCOPE_CUDA_REFUSE");

@@ -482,7 +482,9 @@ void CudaContext::position_qk(int l, float* q, float* k, int rows, const int32_t
   // Phi's partial rotary and LongRoPE's attention factor (the whole head and 1 for every other model).
   const int rotary = c.rotary_dims();
   const float rope_scale = rope_attention_factor(c, c.local_rope(l));
-  if (fuse_) {
+  if (!c.rope_in(l)) {
+    // SmolLM3's NoPE layers: no rotation; the queries' scale below still applies.
+  } else if (fuse_) {
     rope_qk(q, k, rows, c.num_heads, c.num_kv_heads, c.head_dim, positions, inv_freq, stream_, rotary, rope_scale);
   } else {
     rope(q, rows, c.num_heads, c.head_dim, positions, inv_freq, stream_, rotary, rope_scale);

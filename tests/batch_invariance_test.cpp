@@ -178,7 +178,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"gguf_models/deepseek_v2_f32.q8_0.gguf", false},
                       Case{"gguf_models/deepseek_v3_f32.q8_0.gguf", true},
                       // OLMo: no pre-norms (the projections read the residual stream), q and k normed over all heads.
-                      Case{"models/olmo3_f32", true}, Case{"gguf_models/olmo2_f32.q8_0.gguf", false}),
+                      Case{"models/olmo3_f32", true}, Case{"gguf_models/olmo2_f32.q8_0.gguf", false},
+                      // SmolLM3: a layer whose keys are cached unrotated.
+                      Case{"gguf_models/smollm3_f32.q8_0.gguf", false}),
     name_of);
 
 }  // namespace

@@ -135,6 +135,9 @@ const std::vector<Case> kCases = {
     {"olmo2_f32.q8_0.gguf", "olmo2_f32", "q8_0"},
     {"olmo3_f32.f32.gguf", "olmo3_f32", "f32"},
     {"olmo3_f32.q8_0.gguf", "olmo3_f32", "q8_0"},
+    // "smollm3": llama's tensors and Q/K permutation, every fourth layer without RoPE (llama.cpp's reader assumes it).
+    {"smollm3_f32.f32.gguf", "smollm3_f32", "f32"},
+    {"smollm3_f32.q8_0.gguf", "smollm3_f32", "q8_0"},
 };
 
 // The MLP's down projection: a dense layer's, or a mixture-of-experts layer's last expert's (its row view of the stacked

@@ -55,7 +55,7 @@ const std::vector<std::string> kModels = {"llama_bytelevel_f32", "llama_byteleve
                                           "qwen3moe_f32",        "qwen3moe_mixed_f32",   "mixtral_f32",
                                           "qwen2moe_f32",        "gemma3_wide_f32",      "gpt_oss_f32",
                                           "gpt_oss_mxfp4",       "deepseek_v2_f32",      "deepseek_v3_f32",
-                                          "olmo2_f32",           "olmo3_f32"};
+                                          "olmo2_f32",           "olmo3_f32",            "smollm3_f32"};
 
 struct GoldenPrompt {
   std::string name, text;

@@ -1,4 +1,5 @@
 // specscope-cli info: what a model is, as the engine understood it.
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -64,6 +65,8 @@ int cmd_info(Args& args) {
   if (sliding > 0)
     j["sliding"] = {{"window", *c.sliding_window}, {"layers", sliding},
                     {"rope_theta", c.rope_local_theta > 0.f ? c.rope_local_theta : c.rope_theta}};
+  const int no_rope = int(std::count(c.layer_no_rope.begin(), c.layer_no_rope.end(), uint8_t(1)));
+  if (no_rope > 0) j["layers_without_rope"] = no_rope;  // SmolLM3's NoPE layers
   if (c.mla())  // DeepSeek's multi-head latent attention: what a token caches instead of per-head keys and values
     j["latent_attention"] = {{"kv_lora_rank", c.kv_lora_rank},
                              {"q_lora_rank", c.q_lora_rank > 0 ? nlohmann::json(c.q_lora_rank) : nlohmann::json(nullptr)},
@@ -114,6 +117,9 @@ int cmd_info(Args& args) {
   if (sliding > 0)
     std::printf("sliding        a window of %d on %d of %d layers (rope theta %g there)\n", *c.sliding_window, sliding,
                 c.num_layers, double(c.rope_local_theta > 0.f ? c.rope_local_theta : c.rope_theta));
+  if (no_rope > 0)
+    std::printf("no rope        in %d of %d layers (their attention sees no positions but the causal mask)\n", no_rope,
+                c.num_layers);
   if (c.moe())
     std::printf("experts        %d of %d per token (ffn %d, weights %s) in %d of %d layers\n", c.experts_per_token,
                 c.num_experts, c.expert_ffn, c.norm_topk_prob ? "renormalized" : "as the softmax gives them",

@@ -178,7 +178,7 @@ void parse_rope(const json& j, ModelConfig& c, const std::string& path) {
   }
 }
 
-// A count of experts or groups: an integer in [lo, hi] (absent or null: def).
+// A count (of experts, of groups, SmolLM3's layer interval): an integer in [lo, hi] (absent or null: def).
 int get_int_in(const json& j, const char* key, const std::string& path, int def, int lo, int hi) {
   const int v = get_int(j, key, path, def);
   if (v < lo || v > hi)
@@ -365,6 +365,30 @@ void parse_olmo(const json& j, ModelConfig& c, const std::string& path) {
   if (!j.contains("sliding_window")) c.sliding_window = 4096;
 }
 
+// SmolLM3 (transformers' SmolLM3Config): which layers go without RoPE (no_rope_layers, 1 = RoPE, or a NoPE layer every
+// no_rope_layer_interval-th, default 4); with use_sliding_window, which layers slide (layer_types, or the NoPE ones).
+void parse_smollm3(const json& j, ModelConfig& c, const std::string& path) {
+  c.layer_no_rope.assign(size_t(c.num_layers), 0);
+  if (j.contains("no_rope_layers") && !j["no_rope_layers"].is_null()) {
+    const json& flags = j["no_rope_layers"];
+    if (!flags.is_array() || int(flags.size()) != c.num_layers)
+      throw InputError(path, "no_rope_layers must list one 0 or 1 for each of the " + std::to_string(c.num_layers) +
+                                 " layers");
+    for (int l = 0; l < c.num_layers; ++l) {
+      const json& f = flags[size_t(l)];
+      if (!f.is_number_integer() || (f.get<int64_t>() != 0 && f.get<int64_t>() != 1))
+        throw InputError(path, "no_rope_layers[" + std::to_string(l) + "] is " + f.dump() + " (0 or 1)");
+      c.layer_no_rope[size_t(l)] = f.get<int64_t>() == 0;
+    }
+  } else {
+    const int every = get_int_in(j, "no_rope_layer_interval", path, 4, 1, kMaxConfigLayers);
+    for (int l = 0; l < c.num_layers; ++l) c.layer_no_rope[size_t(l)] = (l + 1) % every == 0;
+  }
+  if (!get_bool(j, "use_sliding_window", path, false)) return;
+  if (j.contains("layer_types") && j["layer_types"].is_array()) parse_layer_types(j, c, path, 0);
+  else c.layer_sliding = c.layer_no_rope;
+}
+
 // A soft cap (Gemma 2's attn_logit_softcapping, final_logit_softcapping): absent, transformers' default; null, none
 // (0); else a positive, finite number (a zero one divides by zero).
 float soft_cap(const json& j, const char* key, const std::string& path, float def) {
@@ -478,6 +502,7 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
     else if (c.model_type == "deepseek_v3") c.architecture = "DeepseekV3ForCausalLM";
     else if (c.model_type == "olmo2") c.architecture = "Olmo2ForCausalLM";
     else if (c.model_type == "olmo3") c.architecture = "Olmo3ForCausalLM";
+    else if (c.model_type == "smollm3") c.architecture = "SmolLM3ForCausalLM";
   }
   // architectures[0] and the model_type each name, as transformers' auto classes map them.
   static const std::pair<const char*, const char*> kSupported[] = {{"LlamaForCausalLM", "llama"},
@@ -495,7 +520,8 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
                                                                    {"DeepseekV2ForCausalLM", "deepseek_v2"},
                                                                    {"DeepseekV3ForCausalLM", "deepseek_v3"},
                                                                    {"Olmo2ForCausalLM", "olmo2"},
-                                                                   {"Olmo3ForCausalLM", "olmo3"}};
+                                                                   {"Olmo3ForCausalLM", "olmo3"},
+                                                                   {"SmolLM3ForCausalLM", "smollm3"}};
   const auto* known = std::find_if(std::begin(kSupported), std::end(kSupported),
                                    [&](const auto& s) { return c.architecture == s.first; });
   if (known == std::end(kSupported))
@@ -506,7 +532,7 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
                                "Gemma3ForCausalLM, "
                                "Gemma3ForConditionalGeneration, GraniteForCausalLM, Phi3ForCausalLM, "
                                "GptOssForCausalLM, DeepseekV2ForCausalLM, DeepseekV3ForCausalLM, Olmo2ForCausalLM, "
-                               "Olmo3ForCausalLM)");
+                               "Olmo3ForCausalLM, SmolLM3ForCausalLM)");
   if (c.model_type.empty()) c.model_type = known->second;
   c.qk_norm = c.architecture == "Qwen3ForCausalLM" || c.architecture == "Qwen3MoeForCausalLM" ||
               c.architecture == "Gemma3ForCausalLM";
@@ -545,6 +571,7 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   else if (olmo) parse_olmo(j, c, path);
   else parse_rope(j, c, path);
   if (c.architecture == "GraniteForCausalLM") parse_granite(j, c, path);
+  if (c.architecture == "SmolLM3ForCausalLM") parse_smollm3(j, c, path);
   const bool gpt_oss = c.architecture == "GptOssForCausalLM";
   if (c.architecture == "MixtralForCausalLM" || c.architecture == "Qwen2MoeForCausalLM" ||
       c.architecture == "Qwen3MoeForCausalLM" || gpt_oss || deepseek)
@@ -609,6 +636,8 @@ std::string ModelConfig::summary() const {
   if (moe()) s << " experts=" << experts_per_token << "/" << num_experts << " expert_ffn=" << expert_ffn;
   if (shared_expert_ffn > 0) s << " shared_expert_ffn=" << shared_expert_ffn;
   if (!pre_norms) s << " norms=after-sublayers qk_norm=whole-projection";
+  if (!layer_no_rope.empty())
+    s << " no_rope_layers=" << std::count(layer_no_rope.begin(), layer_no_rope.end(), uint8_t(1));
   if (mla()) s << " mla: kv_lora=" << kv_lora_rank << " q_lora=" << q_lora_rank << " rope=" << rotary_dims() << " v=" << v_head_dim;
   return s.str();
 }

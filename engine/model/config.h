@@ -40,10 +40,11 @@ constexpr int kMaxExperts = 4096;
 struct ModelConfig {
   // LlamaForCausalLM | MistralForCausalLM | MixtralForCausalLM | Qwen2ForCausalLM | Qwen2MoeForCausalLM |
   // Qwen3ForCausalLM | Qwen3MoeForCausalLM | Gemma2ForCausalLM | Gemma3ForCausalLM | GraniteForCausalLM | Phi3ForCausalLM |
-  // GptOssForCausalLM | DeepseekV2ForCausalLM | DeepseekV3ForCausalLM | Olmo2ForCausalLM | Olmo3ForCausalLM
+  // GptOssForCausalLM | DeepseekV2ForCausalLM | DeepseekV3ForCausalLM | Olmo2ForCausalLM | Olmo3ForCausalLM |
+  // SmolLM3ForCausalLM
   std::string architecture;
   // llama | mistral | mixtral | qwen2 | qwen2_moe | qwen3 | qwen3_moe | gemma2 | gemma3_text | granite | phi3 | gpt_oss |
-  // deepseek_v2 | deepseek_v3 | olmo2 | olmo3
+  // deepseek_v2 | deepseek_v3 | olmo2 | olmo3 | smollm3
   std::string model_type;
   // The checkpoint's own architecture when it wraps the language model described here in a larger one: a
   // vision-language Gemma3ForConditionalGeneration (4B-27B), whose text model SpecScope runs; empty otherwise.
@@ -104,6 +105,10 @@ struct ModelConfig {
   // as Llama's.
   float norm_weight_offset = 0.f;
   std::vector<uint8_t> layer_sliding;  // per layer, 1 = sliding; empty: sliding_window (if set) slides every layer
+  // SmolLM3: layers whose attention has no positional encoding at all (NoPE: no_rope_layers[l] == 0, every fourth
+  // layer in the published 3B and always so in llama.cpp's smollm3 reader). Per layer, 1 = no RoPE; empty: RoPE in
+  // every layer.
+  std::vector<uint8_t> layer_no_rope;
   float rope_local_theta = 0.f;        // > 0: the sliding layers' RoPE theta
   std::optional<int> sliding_window;  // Mistral; applied when shorter than the context
   std::string hidden_act = "silu";  // silu | gelu_pytorch_tanh (Gemma)
@@ -170,6 +175,7 @@ struct ModelConfig {
   int cache_key_dim() const { return mla() ? kv_lora_rank + rotary_dims() : num_kv_heads * head_dim; }
   int cache_value_dim() const { return mla() ? kv_lora_rank : num_kv_heads * head_dim; }
   int window_of(int layer) const;  // the layer's sliding window; 0: it attends to the whole context
+  bool rope_in(int layer) const { return layer_no_rope.empty() || !layer_no_rope[size_t(layer)]; }
   bool local_rope(int layer) const { return rope_local_theta > 0.f && window_of(layer) > 0; }
   float attention_scale() const;  // what scores are multiplied by
   bool gelu() const { return hidden_act == "gelu_pytorch_tanh"; }

@@ -267,10 +267,13 @@ void CpuContext::decoder_layer(int l, int na, const int32_t* pos, const uint8_t*
   {
     const cpu::ProfileScope profile(cpu::Op::Rope);
     cpu::RopeTable& rope = rope_for(l);
+    const bool turns = c.rope_in(l);  // SmolLM3's NoPE layers: positions reach attention only through the mask
     for (int i = 0; i < na; ++i) {
       const int row = active_[i];
-      rope.apply(q_.data() + size_t(i) * q_dim, c.num_heads, pos[row]);
-      rope.apply(k_.data() + size_t(i) * kv_dim_, c.num_kv_heads, pos[row]);
+      if (turns) {
+        rope.apply(q_.data() + size_t(i) * q_dim, c.num_heads, pos[row]);
+        rope.apply(k_.data() + size_t(i) * kv_dim_, c.num_kv_heads, pos[row]);
+      }
       std::memcpy(k_slot(l, base + row), k_.data() + size_t(i) * kv_dim_, sizeof(float) * kv_dim_);
       std::memcpy(v_slot(l, base + row), v_.data() + size_t(i) * kv_dim_, sizeof(float) * kv_dim_);
     }

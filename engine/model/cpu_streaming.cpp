@@ -98,7 +98,7 @@ void CpuContext::stream_layer(int l, const StreamingRequest& sr, const int32_t* 
   cpu::RopeTable& rope = rope_for(l);
   // The main rows' scratch is free again: the layer's main pass is done and its keys/values are in the cache.
   project_qkv(L, xs_.data(), m);
-  for (int s = 0; s < m / G; ++s)
+  for (int s = 0; s < m / G && c.rope_in(l); ++s)  // (SmolLM3's NoPE layers turn nothing)
     for (int j = 0; j < G; ++j) {
       const int i = s * G + j, p = pos[stream_src_[s]] + j + 1;
       rope.apply(q_.data() + size_t(i) * q_dim, nh, p);

@@ -291,6 +291,9 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
   } else if (arch == "deepseek2") {
     c.architecture = "DeepseekV2ForCausalLM";  // or V3, by its expert scores (deepseek2_from_gguf)
     c.model_type = "deepseek_v2";
+  } else if (arch == "smollm3") {
+    c.architecture = "SmolLM3ForCausalLM";
+    c.model_type = "smollm3";
   } else if (arch == "olmo2") {
     c.architecture = "Olmo2ForCausalLM";  // or OLMo 3, by its sliding window (olmo2_from_gguf)
     c.model_type = "olmo2";
@@ -298,7 +301,7 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
     c.pre_norms = false;
     c.sandwich_norms = true;
   } else {
-    throw InputError(file, "unsupported architecture '" + arch + "' (supported: llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma2, gemma3, granite, phi3, gpt-oss, deepseek2, olmo2)");
+    throw InputError(file, "unsupported architecture '" + arch + "' (supported: llama, qwen2, qwen2moe, qwen3, qwen3moe, gemma2, gemma3, granite, phi3, gpt-oss, deepseek2, olmo2, smollm3)");
   }
   const bool deepseek2 = arch == "deepseek2";
   const std::string p = arch + ".";
@@ -358,6 +361,10 @@ ModelConfig config_from_gguf(const GgufFile& g, bool tied) {
   if (arch == "granite") granite_from_gguf(g, c);
   if (arch == "gpt-oss") gpt_oss_from_gguf(g, c);
   if (arch == "olmo2") olmo2_from_gguf(g, c);
+  if (arch == "smollm3") {  // llama.cpp's smollm3 reader: every fourth layer without RoPE, whatever the file says
+    c.layer_no_rope.assign(size_t(c.num_layers), 0);
+    for (int l = 0; l < c.num_layers; ++l) c.layer_no_rope[size_t(l)] = (l + 1) % 4 == 0;
+  }
   c.tie_word_embeddings = tied;
   c.torch_dtype = DType::F32;
   auto token_key = [&](const char* key) -> std::optional<int> {

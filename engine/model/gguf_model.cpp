@@ -333,8 +333,9 @@ void bind_mla(Binder& b, const ModelConfig& c, const std::string& p, LayerWeight
 // Every weight of the model `c` describes, bound from the file (or, with a dry binder, checked).
 void bind_weights(Binder& b, const ModelConfig& c, ModelWeights& w) {
   const std::string& path = b.path();
-  // See gguf_model.h; Mixtral's files are llama's.
-  const bool permuted = c.model_type == "llama" || c.model_type == "mixtral" || c.model_type == "granite";
+  // See gguf_model.h; Mixtral's files are llama's, and SmolLM3's are written by llama.cpp's LlamaModel converter.
+  const bool permuted = c.model_type == "llama" || c.model_type == "mixtral" || c.model_type == "granite" ||
+                        c.model_type == "smollm3";
   const int64_t H = c.hidden_size, F = c.intermediate_size, V = c.vocab_size;
   const int64_t qd = int64_t(c.num_heads) * c.head_dim, kvd = int64_t(c.num_kv_heads) * c.head_dim;
   w.embed = b.matrix("token_embd.weight", V, H);
