@@ -58,6 +58,7 @@ TEST(Olmo, Olmo2sPublishedConfigReadsAsTheModel) {
   EXPECT_FLOAT_EQ(c.rope_theta, 500000.f);
   EXPECT_FLOAT_EQ(c.rms_norm_eps, 1e-6f);
   EXPECT_EQ(c.norm_weight_offset, 0.f);  // OLMo's norms scale by w, not Gemma's 1 + w
+  EXPECT_TRUE(c.extended_forward());
   // Olmo2Config's eps where the file names none.
   json bare = olmo2_1b();
   bare.erase("rms_norm_eps");

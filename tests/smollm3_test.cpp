@@ -42,6 +42,7 @@ TEST(SmolLM3, ThePublishedConfigReadsAsTheModel) {
   EXPECT_EQ(c.window_of(3), 0);
   EXPECT_TRUE(c.pre_norms);
   EXPECT_FALSE(c.qk_norm);
+  EXPECT_TRUE(c.extended_forward());
   // SmolLM3Config's interval where the file lists no layers; another interval; sliding NoPE layers when asked.
   json bare = smollm3_3b();
   bare.erase("no_rope_layers");

@@ -650,8 +650,9 @@ int ModelConfig::window_of(int layer) const {
 float ModelConfig::attention_scale() const { return attn_scale > 0.f ? attn_scale : 1.0f / std::sqrt(float(head_dim)); }
 
 bool ModelConfig::extended_forward() const {
-  return sandwich_norms || !pre_norms || qk_norm_whole || gelu() || embed_scale != 1.f || rope_local_theta > 0.f || attn_scale > 0.f ||
-         residual_scale != 1.f || logit_scale != 1.f || attn_soft_cap > 0.f || final_soft_cap > 0.f;
+  return sandwich_norms || !pre_norms || qk_norm_whole || !layer_no_rope.empty() || gelu() || embed_scale != 1.f ||
+         rope_local_theta > 0.f || attn_scale > 0.f || residual_scale != 1.f || logit_scale != 1.f ||
+         attn_soft_cap > 0.f || final_soft_cap > 0.f;
 }
 
 std::vector<float> rope_inv_freq(const ModelConfig& c, bool local, int n_ctx) {

@@ -183,8 +183,8 @@ struct ModelConfig {
   bool moe_layer(int layer) const { return !moe_layers.empty() && moe_layers[size_t(layer)] != 0; }
   int expert_layers() const { return int(std::count(moe_layers.begin(), moe_layers.end(), uint8_t(1))); }
   int qk_norm_width(bool keys) const { return qk_norm_whole ? (keys ? num_kv_heads : num_heads) * head_dim : head_dim; }
-  // Whether the forward uses any of Gemma 2's, Gemma 3's, Granite's or OLMo's parts above, beyond a Llama's (model cards and
-  // tests; the CUDA backend gates Gemma 3's own parts separately, kernels/cuda_backend.cpp).
+  // Whether the forward uses any of Gemma 2's, Gemma 3's, Granite's, OLMo's or SmolLM3's parts above, beyond a
+  // Llama's (model cards and tests; the CUDA backend gates Gemma 3's own parts separately, kernels/cuda_backend.cpp).
   bool extended_forward() const;
 };
 
