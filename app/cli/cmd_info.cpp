@@ -62,9 +62,9 @@ int cmd_info(Args& args) {
                                                                                      : nlohmann::json(nullptr)}};
   int sliding = 0;
   for (int l = 0; l < c.num_layers; ++l) sliding += c.window_of(l) > 0;
+  const float sliding_theta = c.rope_local_theta > 0.f ? c.rope_local_theta : c.rope_theta;
   if (sliding > 0)
-    j["sliding"] = {{"window", *c.sliding_window}, {"layers", sliding},
-                    {"rope_theta", c.rope_local_theta > 0.f ? c.rope_local_theta : c.rope_theta}};
+    j["sliding"] = {{"window", *c.sliding_window}, {"layers", sliding}, {"rope_theta", sliding_theta}};
   const int no_rope = int(std::count(c.layer_no_rope.begin(), c.layer_no_rope.end(), uint8_t(1)));
   if (no_rope > 0) j["layers_without_rope"] = no_rope;  // SmolLM3's NoPE layers
   if (c.mla())  // DeepSeek's multi-head latent attention: what a token caches instead of per-head keys and values
@@ -116,7 +116,7 @@ int cmd_info(Args& args) {
                 c.qk_norm_whole ? "; q and k over their whole projections" : c.qk_norm ? "; q and k per head" : "");
   if (sliding > 0)
     std::printf("sliding        a window of %d on %d of %d layers (rope theta %g there)\n", *c.sliding_window, sliding,
-                c.num_layers, double(c.rope_local_theta > 0.f ? c.rope_local_theta : c.rope_theta));
+                c.num_layers, double(sliding_theta));
   if (no_rope > 0)
     std::printf("no rope        in %d of %d layers (their attention sees no positions but the causal mask)\n", no_rope,
                 c.num_layers);
